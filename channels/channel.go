@@ -1,0 +1,121 @@
+// Package channels defines what botd needs from a chat network: one small
+// core interface plus optional capabilities checked at runtime, in the
+// style of mautrix-go's bridgev2. Each network lives in a subpackage.
+package channels
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Channel is one connected chat network.
+type Channel interface {
+	// Name is the chat id prefix: "telegram", "slack", "whatsapp".
+	Name() string
+	// Start connects and returns once the channel is receiving, or with a
+	// start-up error (bad token, logged out) that names the setting to fix.
+	// Receiving continues in the background until ctx ends.
+	Start(ctx context.Context) error
+	// Send delivers text to a chat, split to the network's limit.
+	Send(ctx context.Context, msg OutMessage) (Delivery, error)
+}
+
+// Downloader opens the bytes of a ref on demand. Only the host calls it,
+// and only when the agent or an MCP client asked for the media.
+type Downloader interface {
+	// Download returns a stream of the media. size is the expected length
+	// or -1. Errors wrap ErrTooLarge, ErrForbidden or ErrUnavailable when
+	// they are one of those.
+	Download(ctx context.Context, ref *mediaregistry.MediaReference) (body io.ReadCloser, size int64, err error)
+}
+
+// MediaSender sends a file to a chat.
+type MediaSender interface {
+	SendMedia(ctx context.Context, m OutMedia) (Delivery, error)
+}
+
+// Typer shows "typing…" while the agent works.
+type Typer interface {
+	SetTyping(ctx context.Context, chat string, on bool) error
+}
+
+// OutMessage is text for a chat; ThreadID keeps a reply in the thread the
+// question was asked in (Slack), ReplyTo quotes a message where supported.
+type OutMessage struct {
+	Chat     string
+	Text     string
+	ThreadID string
+	ReplyTo  string
+}
+
+// OutMedia is a file to send; Path is already resolved inside the group folder.
+type OutMedia struct {
+	Chat     string
+	Path     string
+	FileName string
+	MIME     string
+	Caption  string
+	ThreadID string
+}
+
+// Delivery is what the network said about a send.
+type Delivery struct {
+	MessageIDs []string
+}
+
+// Download errors the host maps to IPC error codes.
+var (
+	ErrTooLarge    = errors.New("media too large for this channel")
+	ErrForbidden   = errors.New("media download not permitted")
+	ErrUnavailable = errors.New("media no longer available")
+)
+
+// Inbound is one received message, already normalised: media are
+// registered refs and appear in Text as placeholders.
+type Inbound struct {
+	ChatID     string // "<channel>:<native id>"
+	ChatName   string
+	IsGroup    bool
+	ID         string
+	SenderID   string
+	SenderName string
+	Text       string
+	Time       time.Time
+	FromMe     bool
+	IsBot      bool
+	ReplyTo    string
+	ThreadID   string
+	// Mentioned is true when the network says the assistant was addressed
+	// (an @mention of the bot, a reply to the bot, a DM) even without the
+	// trigger word.
+	Mentioned bool
+	// Edit marks a changed message; Text replaces the stored text.
+	Edit bool
+	Refs []mediaregistry.MediaReference
+}
+
+// Sink receives what channels hear. The router implements it.
+type Sink interface {
+	// Registered reports whether chat belongs to a group. Channels register
+	// media refs only for registered chats; others keep metadata only.
+	Registered(chat string) bool
+	// Deliver stores the message and routes it.
+	Deliver(ctx context.Context, in Inbound) error
+	// Migrated tells the router a chat changed id (Telegram supergroup).
+	Migrated(ctx context.Context, from, to string)
+}
+
+// Env is what every channel constructor gets; New must not connect.
+type Env struct {
+	Registry *mediaregistry.Registry
+	Sink     Sink
+	Log      *slog.Logger
+	// AssistantName is used to translate mentions into the trigger and
+	// (WhatsApp shared number) to mark the bot's own messages.
+	AssistantName string
+}

@@ -1,0 +1,276 @@
+// Package config loads botd's YAML configuration: environment expansion,
+// strict keys, defaults and validation that reports every problem with its
+// key path.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written as "30m", "24h" in YAML.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. 30s, 30m, 24h)", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+type Config struct {
+	AssistantName string   `yaml:"assistant_name"`
+	DataDir       string   `yaml:"data_dir"`
+	GroupsDir     string   `yaml:"groups_dir"`
+	LogLevel      string   `yaml:"log_level"`
+	Media         Media    `yaml:"media"`
+	Channels      Channels `yaml:"channels"`
+	LLM           LLM      `yaml:"llm"`
+	Agent         Agent    `yaml:"agent"`
+	MCP           MCP      `yaml:"mcp"`
+	Groups        []Group  `yaml:"groups"`
+
+	// secretVars maps a key path to the environment variables its raw value
+	// referred to, so "set X" hints name the variable the user must export.
+	secretVars map[string][]string
+}
+
+type Media struct {
+	RefTTL           Duration `yaml:"ref_ttl"`
+	CacheTTL         Duration `yaml:"cache_ttl"`
+	InlineMaxBytes   int64    `yaml:"inline_max_bytes"`
+	MaxDownloadBytes int64    `yaml:"max_download_bytes"`
+	SweepInterval    Duration `yaml:"sweep_interval"`
+}
+
+type Channels struct {
+	Telegram Telegram `yaml:"telegram"`
+	Slack    Slack    `yaml:"slack"`
+	WhatsApp WhatsApp `yaml:"whatsapp"`
+}
+
+type Telegram struct {
+	Enabled bool   `yaml:"enabled"`
+	Token   string `yaml:"token"`
+	APIURL  string `yaml:"api_url"`
+	// MaxDownloadBytes is the Bot API's getFile limit: 20 MB on the cloud
+	// API, larger on a local Bot API server.
+	MaxDownloadBytes int64            `yaml:"max_download_bytes"`
+	Webhook          *TelegramWebhook `yaml:"webhook"`
+}
+
+type TelegramWebhook struct {
+	Listen string `yaml:"listen"`
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret"`
+}
+
+type Slack struct {
+	Enabled       bool   `yaml:"enabled"`
+	BotToken      string `yaml:"bot_token"`
+	AppToken      string `yaml:"app_token"`
+	APIURL        string `yaml:"api_url"`
+	Mode          string `yaml:"mode"` // socket | events
+	SigningSecret string `yaml:"signing_secret"`
+	Listen        string `yaml:"listen"`
+}
+
+type WhatsApp struct {
+	Enabled bool `yaml:"enabled"`
+	// SessionDB is the whatsmeow device store; empty means data_dir/whatsapp.db.
+	SessionDB string `yaml:"session_db"`
+	// SharedNumber prefixes outbound text with the assistant name, for a
+	// bot running on its owner's own number.
+	SharedNumber bool `yaml:"shared_number"`
+}
+
+type LLM struct {
+	Providers map[string]Provider `yaml:"providers"`
+	Model     Model               `yaml:"model"`
+	Fallback  []Model             `yaml:"fallback"`
+}
+
+type Provider struct {
+	Type    string `yaml:"type"` // anthropic | openai | gemini
+	APIKey  string `yaml:"api_key"`
+	BaseURL string `yaml:"base_url"`
+}
+
+type Model struct {
+	Provider    string `yaml:"provider"`
+	Name        string `yaml:"name"`
+	MaxTokens   int    `yaml:"max_tokens"`
+	MaxAttempts int    `yaml:"max_attempts"`
+}
+
+type Agent struct {
+	MaxConcurrent int                  `yaml:"max_concurrent"`
+	MaxMessages   int                  `yaml:"max_messages"`
+	MaxIterations int                  `yaml:"max_iterations"`
+	RunTimeout    Duration             `yaml:"run_timeout"`
+	MCPServers    map[string]MCPServer `yaml:"mcp_servers"`
+}
+
+type MCPServer struct {
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	// Tools is the allow-list of tool names the agent may call; empty allows none.
+	Tools []string `yaml:"tools"`
+}
+
+type MCP struct {
+	HTTP MCPHTTP `yaml:"http"`
+}
+
+type MCPHTTP struct {
+	Listen string     `yaml:"listen"`
+	Tokens []MCPToken `yaml:"tokens"`
+}
+
+// MCPToken maps one bearer token to the single group it may reach.
+type MCPToken struct {
+	Token string `yaml:"token"`
+	Group string `yaml:"group"`
+}
+
+type Group struct {
+	Folder  string `yaml:"folder"`
+	Name    string `yaml:"name"`
+	Chat    string `yaml:"chat"`
+	Trigger string `yaml:"trigger"`
+	// RequiresTrigger is a pointer so that an absent key means "true".
+	RequiresTrigger *bool `yaml:"requires_trigger"`
+	Main            bool  `yaml:"main"`
+}
+
+// NeedsTrigger reports whether messages must start with the trigger to
+// start a run; the main group and requires_trigger:false groups answer all.
+func (g Group) NeedsTrigger() bool {
+	if g.Main {
+		return false
+	}
+	return g.RequiresTrigger == nil || *g.RequiresTrigger
+}
+
+// Defaults returns a Config holding every default, the base that a file is
+// decoded over.
+func Defaults() *Config {
+	return &Config{
+		AssistantName: "Andy",
+		DataDir:       "./data",
+		GroupsDir:     "./groups",
+		LogLevel:      "info",
+		Media: Media{
+			RefTTL:           Duration(30 * time.Minute),
+			CacheTTL:         Duration(24 * time.Hour),
+			InlineMaxBytes:   1 << 20,
+			MaxDownloadBytes: 100 << 20,
+			SweepInterval:    Duration(time.Minute),
+		},
+		Channels: Channels{
+			Telegram: Telegram{APIURL: "https://api.telegram.org", MaxDownloadBytes: 20 << 20},
+			Slack:    Slack{APIURL: "https://slack.com/api/", Mode: "socket"},
+		},
+		LLM: LLM{Model: Model{MaxTokens: 4096}},
+		Agent: Agent{
+			MaxConcurrent: 4,
+			MaxMessages:   30,
+			MaxIterations: 12,
+			RunTimeout:    Duration(5 * time.Minute),
+		},
+		MCP: MCP{HTTP: MCPHTTP{Listen: "127.0.0.1:8765"}},
+	}
+}
+
+// Problem is one thing wrong with a config, located by its key path.
+type Problem struct {
+	Path string
+	Msg  string
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Msg
+	}
+	return p.Path + ": " + p.Msg
+}
+
+// Problems is every problem found in a config; it is an error.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads and validates the config at path. A validation failure is
+// returned as Problems (use errors.As) together with the decoded config.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, os.LookupEnv)
+}
+
+// Parse decodes YAML with ${VAR} / ${VAR:-default} expanded through lookup,
+// applies defaults and validates. Expansion happens on scalar values after
+// parsing, so an environment value can never inject YAML structure.
+func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	cfg := Defaults()
+	cfg.secretVars = map[string][]string{}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			// An empty file is all defaults.
+			return cfg, cfg.Validate()
+		}
+		return nil, Problems{{Msg: "invalid YAML: " + err.Error()}}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	var probs Problems
+	probs = append(probs, expand(root, "", lookup, cfg.secretVars)...)
+	probs = append(probs, checkKeys(root, "", typeOfConfig)...)
+	if len(probs) > 0 {
+		return cfg, probs
+	}
+	if err := root.Decode(cfg); err != nil {
+		return cfg, Problems{{Msg: err.Error()}}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// EnvHint names the environment variables a key's raw value referred to, for
+// messages like "set TELEGRAM_BOT_TOKEN".
+func (c *Config) EnvHint(path string) string {
+	vars := c.secretVars[path]
+	if len(vars) == 0 {
+		return ""
+	}
+	return strings.Join(vars, ", ")
+}

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces ${VAR} and ${VAR:-default} in every scalar of the tree.
+// A plain scalar is re-resolved after expansion so `enabled: ${X:-false}`
+// decodes as a bool; a quoted one stays a string.
+func expand(n *yaml.Node, path string, lookup func(string) (string, bool), vars map[string][]string) Problems {
+	var probs Problems
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			probs = append(probs, expand(n.Content[i+1], join(path, n.Content[i].Value), lookup, vars)...)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			probs = append(probs, expand(c, path+"["+strconv.Itoa(i)+"]", lookup, vars)...)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			sm := envRef.FindStringSubmatch(m)
+			vars[path] = append(vars[path], sm[1])
+			if v, ok := lookup(sm[1]); ok && (v != "" || sm[2] == "") {
+				return v
+			}
+			return sm[3]
+		})
+		if strings.Contains(n.Value, "${") {
+			probs = append(probs, Problem{path, "malformed ${...} reference (use ${VAR} or ${VAR:-default})"})
+		}
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			n.Tag = ""
+			var probe yaml.Node
+			if err := yaml.Unmarshal([]byte(n.Value), &probe); err == nil && len(probe.Content) == 1 && probe.Content[0].Kind == yaml.ScalarNode {
+				n.Tag = probe.Content[0].Tag
+			} else {
+				n.Tag = "!!str"
+			}
+		}
+	}
+	return probs
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+var (
+	typeOfConfig   = reflect.TypeOf(Config{})
+	typeOfDuration = reflect.TypeOf(Duration(0))
+)
+
+// checkKeys walks the YAML tree beside the Go type and reports unknown keys
+// and values of the wrong shape, each with its path, so one run of
+// `botd config check` lists every mistake rather than the first.
+func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	var probs Problems
+	switch {
+	case t == typeOfDuration:
+		if n.Kind != yaml.ScalarNode {
+			return Problems{{path, "expected a duration such as 30m"}}
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		if err != nil {
+			return Problems{{path, "invalid duration " + strconv.Quote(n.Value) + " (want e.g. 30s, 30m, 24h)"}}
+		}
+		if d < 0 {
+			return Problems{{path, "must not be negative"}}
+		}
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return Problems{{path, "expected a mapping"}}
+		}
+		fields := yamlFields(t)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			p := join(path, key)
+			if seen[key] {
+				probs = append(probs, Problem{p, "duplicate key"})
+			}
+			seen[key] = true
+			ft, ok := fields[key]
+			if !ok {
+				probs = append(probs, Problem{p, "unknown key" + suggest(key, fields)})
+				continue
+			}
+			probs = append(probs, checkKeys(n.Content[i+1], p, ft)...)
+		}
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return Problems{{path, "expected a mapping"}}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			probs = append(probs, checkKeys(n.Content[i+1], join(path, n.Content[i].Value), t.Elem())...)
+		}
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return Problems{{path, "expected a list"}}
+		}
+		for i, c := range n.Content {
+			probs = append(probs, checkKeys(c, path+"["+strconv.Itoa(i)+"]", t.Elem())...)
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return Problems{{path, "expected a single value"}}
+		}
+		switch t.Kind() {
+		case reflect.Bool:
+			if n.Tag != "!!bool" {
+				probs = append(probs, Problem{path, "expected true or false, got " + strconv.Quote(n.Value)})
+			}
+		case reflect.Int, reflect.Int64:
+			if n.Tag != "!!int" {
+				probs = append(probs, Problem{path, "expected a whole number, got " + strconv.Quote(n.Value)})
+			}
+		}
+	}
+	return probs
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+// suggest offers the closest known key for a typo such as "tokne".
+func suggest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for k := range fields {
+		if d := editDistance(key, k); d < bestD || (d == bestD && best != "" && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

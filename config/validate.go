@@ -1,0 +1,284 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/botd-dev/botd/groups"
+)
+
+// ProviderTypes are the LLM adapter types botd ships.
+var ProviderTypes = []string{"anthropic", "openai", "gemini"}
+
+// Validate reports every structural problem. Missing secrets of enabled
+// channels are problems too; secrets of unused providers are not, so the
+// example config passes with no environment set.
+func (c *Config) Validate() error {
+	var ps Problems
+	add := func(path, format string, args ...any) {
+		ps = append(ps, Problem{path, fmt.Sprintf(format, args...)})
+	}
+	if strings.TrimSpace(c.AssistantName) == "" {
+		add("assistant_name", "must not be empty")
+	}
+	if c.DataDir == "" {
+		add("data_dir", "must not be empty")
+	}
+	if c.GroupsDir == "" {
+		add("groups_dir", "must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log_level", "must be one of debug, info, warn, error")
+	}
+
+	m := c.Media
+	if m.RefTTL <= 0 {
+		add("media.ref_ttl", "must be positive")
+	}
+	if m.CacheTTL <= 0 {
+		add("media.cache_ttl", "must be positive")
+	}
+	if m.SweepInterval <= 0 {
+		add("media.sweep_interval", "must be positive")
+	}
+	if m.InlineMaxBytes <= 0 {
+		add("media.inline_max_bytes", "must be positive")
+	}
+	if m.MaxDownloadBytes <= 0 {
+		add("media.max_download_bytes", "must be positive")
+	} else if m.InlineMaxBytes > m.MaxDownloadBytes {
+		add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
+	}
+
+	tg := c.Channels.Telegram
+	checkURL(&ps, "channels.telegram.api_url", tg.APIURL)
+	if tg.Enabled && tg.Token == "" {
+		add("channels.telegram.token", "required when the channel is enabled%s", c.setHint("channels.telegram.token"))
+	}
+	if tg.MaxDownloadBytes <= 0 {
+		add("channels.telegram.max_download_bytes", "must be positive")
+	}
+	if w := tg.Webhook; w != nil {
+		if w.Listen == "" {
+			add("channels.telegram.webhook.listen", "required for webhook mode (e.g. 127.0.0.1:8443)")
+		}
+		checkURL(&ps, "channels.telegram.webhook.url", w.URL)
+		if w.Secret == "" {
+			add("channels.telegram.webhook.secret", "required for webhook mode, so forged updates are rejected")
+		}
+	}
+
+	sl := c.Channels.Slack
+	checkURL(&ps, "channels.slack.api_url", sl.APIURL)
+	switch sl.Mode {
+	case "socket", "events":
+	default:
+		add("channels.slack.mode", "must be socket or events")
+	}
+	if sl.Enabled {
+		if sl.BotToken == "" {
+			add("channels.slack.bot_token", "required when the channel is enabled%s", c.setHint("channels.slack.bot_token"))
+		} else if !strings.HasPrefix(sl.BotToken, "xoxb-") {
+			add("channels.slack.bot_token", "must be a bot token (xoxb-...)")
+		}
+		if sl.Mode == "socket" {
+			if sl.AppToken == "" {
+				add("channels.slack.app_token", "required in socket mode%s", c.setHint("channels.slack.app_token"))
+			} else if !strings.HasPrefix(sl.AppToken, "xapp-") {
+				add("channels.slack.app_token", "must be an app-level token (xapp-...)")
+			}
+		}
+		if sl.Mode == "events" {
+			if sl.SigningSecret == "" {
+				add("channels.slack.signing_secret", "required in events mode%s", c.setHint("channels.slack.signing_secret"))
+			}
+			if sl.Listen == "" {
+				add("channels.slack.listen", "required in events mode (e.g. 127.0.0.1:3000)")
+			}
+		}
+	}
+
+	for name, p := range c.LLM.Providers {
+		path := "llm.providers." + name
+		if !contains(ProviderTypes, p.Type) {
+			add(path+".type", "must be one of %s", strings.Join(ProviderTypes, ", "))
+		}
+		checkURL(&ps, path+".base_url", p.BaseURL)
+	}
+	checkModel := func(path string, m Model) {
+		if m.Provider == "" {
+			add(path+".provider", "must name a provider of llm.providers")
+		} else if _, ok := c.LLM.Providers[m.Provider]; !ok {
+			add(path+".provider", "unknown provider %q (not under llm.providers)", m.Provider)
+		}
+		if m.Name == "" {
+			add(path+".name", "must not be empty")
+		}
+		if m.MaxTokens < 0 {
+			add(path+".max_tokens", "must not be negative")
+		}
+		if m.MaxAttempts < 0 {
+			add(path+".max_attempts", "must not be negative")
+		}
+	}
+	if c.LLM.Model != (Model{MaxTokens: c.LLM.Model.MaxTokens}) || len(c.LLM.Fallback) > 0 {
+		checkModel("llm.model", c.LLM.Model)
+	}
+	for i, m := range c.LLM.Fallback {
+		checkModel("llm.fallback["+strconv.Itoa(i)+"]", m)
+	}
+
+	a := c.Agent
+	if a.MaxConcurrent < 1 {
+		add("agent.max_concurrent", "must be at least 1")
+	}
+	if a.MaxMessages < 1 {
+		add("agent.max_messages", "must be at least 1")
+	}
+	if a.MaxIterations < 1 {
+		add("agent.max_iterations", "must be at least 1")
+	}
+	if a.RunTimeout <= 0 {
+		add("agent.run_timeout", "must be positive")
+	}
+	for name, s := range a.MCPServers {
+		if name == "botd" {
+			add("agent.mcp_servers.botd", "the name botd is reserved for the built-in media server")
+		}
+		if s.Command == "" {
+			add("agent.mcp_servers."+name+".command", "must not be empty")
+		}
+	}
+
+	folders := map[string]int{}
+	chats := map[string]int{}
+	mains := 0
+	for i, g := range c.Groups {
+		path := "groups[" + strconv.Itoa(i) + "]"
+		if err := groups.ValidateFolder(g.Folder); err != nil {
+			add(path+".folder", "%v", err)
+		} else if j, dup := folders[g.Folder]; dup {
+			add(path+".folder", "%q is already used by groups[%d]", g.Folder, j)
+		} else {
+			folders[g.Folder] = i
+		}
+		if err := groups.ValidateChatID(g.Chat); err != nil {
+			add(path+".chat", "%v", err)
+		} else if j, dup := chats[g.Chat]; dup {
+			add(path+".chat", "%q is already registered by groups[%d]", g.Chat, j)
+		} else {
+			chats[g.Chat] = i
+		}
+		if g.Trigger != "" && strings.TrimSpace(g.Trigger) != g.Trigger {
+			add(path+".trigger", "must not start or end with spaces")
+		}
+		if g.Main {
+			mains++
+			if mains > 1 {
+				add(path+".main", "only one group may be the main group")
+			}
+		}
+	}
+	for i, t := range c.MCP.HTTP.Tokens {
+		path := "mcp.http.tokens[" + strconv.Itoa(i) + "]"
+		if len(t.Token) < 16 {
+			add(path+".token", "must be at least 16 characters%s", c.setHint(path+".token"))
+		}
+		if _, ok := folders[t.Group]; !ok {
+			add(path+".group", "unknown group folder %q", t.Group)
+		}
+	}
+	if c.MCP.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.MCP.HTTP.Listen); err != nil {
+			add("mcp.http.listen", "must be host:port (e.g. 127.0.0.1:8765)")
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}
+
+func (c *Config) setHint(path string) string {
+	if h := c.EnvHint(path); h != "" {
+		return " (set " + h + ")"
+	}
+	return ""
+}
+
+func checkURL(ps *Problems, path, raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		*ps = append(*ps, Problem{path, fmt.Sprintf("must be an http(s) URL, got %q", raw)})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupList converts the configured groups for the groups package.
+func (c *Config) GroupList() []groups.Group {
+	out := make([]groups.Group, len(c.Groups))
+	for i, g := range c.Groups {
+		out[i] = groups.Group{
+			Folder:          g.Folder,
+			Name:            g.Name,
+			Chat:            g.Chat,
+			Trigger:         g.Trigger,
+			RequiresTrigger: g.NeedsTrigger(),
+			Main:            g.Main,
+		}
+	}
+	return out
+}
+
+// RunReadiness reports what stops `botd run` from doing anything useful:
+// no channel enabled, or no usable LLM provider. Each line names the keys or
+// environment variables to set.
+func (c *Config) RunReadiness() []string {
+	var out []string
+	ch := c.Channels
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled {
+		out = append(out, "no channel is enabled: set channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN, "+
+			"or channels.slack.enabled: true with SLACK_BOT_TOKEN and SLACK_APP_TOKEN, "+
+			"or channels.whatsapp.enabled: true and run `botd whatsapp login`")
+	}
+	m := c.LLM.Model
+	if m.Provider == "" || m.Name == "" {
+		out = append(out, "no LLM model is configured: set llm.model.provider and llm.model.name")
+		return out
+	}
+	p, ok := c.LLM.Providers[m.Provider]
+	if !ok {
+		return append(out, fmt.Sprintf("llm.model.provider %q is not defined under llm.providers", m.Provider))
+	}
+	if p.APIKey == "" && !keylessOK(p) {
+		path := "llm.providers." + m.Provider + ".api_key"
+		out = append(out, fmt.Sprintf("no API key for LLM provider %q: %s is empty%s", m.Provider, path, c.setHint(path)))
+	}
+	return out
+}
+
+// keylessOK allows OpenAI-compatible servers other than OpenAI's own
+// (Ollama, vLLM on a home server) to run without a key.
+func keylessOK(p Provider) bool {
+	if p.Type != "openai" || p.BaseURL == "" {
+		return false
+	}
+	u, err := url.Parse(p.BaseURL)
+	return err == nil && u.Hostname() != "api.openai.com" && u.Hostname() != "api.deepseek.com"
+}

@@ -1,0 +1,151 @@
+// Package mediaregistry holds media references: the metadata a channel
+// extracts without downloading, the TTL registry that scopes each ref to its
+// chat, the placeholder text the agent reads, and the media cache.
+package mediaregistry
+
+import (
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Kind is the placeholder's first word.
+type Kind string
+
+const (
+	Image     Kind = "Image"
+	Video     Kind = "Video"
+	Audio     Kind = "Audio"
+	Voice     Kind = "Voice"
+	Document  Kind = "Document"
+	Sticker   Kind = "Sticker"
+	Animation Kind = "Animation"
+	VideoNote Kind = "VideoNote"
+)
+
+// Kinds lists every kind in a stable order.
+var Kinds = []Kind{Image, Video, Audio, Voice, Document, Sticker, Animation, VideoNote}
+
+// ParseKind accepts a kind name case-insensitively ("image", "Image").
+func ParseKind(s string) (Kind, bool) {
+	for _, k := range Kinds {
+		if equalASCIIFold(string(k), s) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func equalASCIIFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// MediaReference is everything botd knows about one attachment before (and
+// without) downloading it.
+type MediaReference struct {
+	ID        string
+	Channel   string // telegram | slack | whatsapp
+	Chat      string // "<channel>:<native id>"
+	MessageID string
+	Sender    string
+	Kind      Kind
+	MIME      string
+	FileName  string
+	Size      int64 // bytes; 0 when unknown
+	Duration  time.Duration
+	Width     int
+	Height    int
+	Caption   string
+	// Private is the channel's download handle (a Telegram file_id, a Slack
+	// private URL, a WhatsApp media proto with its keys). Opaque here, never
+	// rendered, never written to ipc/ or groups/.
+	Private []byte
+	Created time.Time
+	Expires time.Time
+}
+
+// Prefix is the ref id prefix of each channel.
+var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl"}
+
+const (
+	idRandLen = 12
+	base62    = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// NewID returns "<prefix>_" plus 12 base62 characters drawn from a random
+// UUID (122 random bits, of which the id keeps ~71): unguessable, short
+// enough to read in a placeholder.
+func NewID(channel string) (string, error) {
+	p, ok := Prefix[channel]
+	if !ok {
+		return "", fmt.Errorf("new media ref: unknown channel %q", channel)
+	}
+	u, err := uuid.NewRandomFromReader(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("new media ref: %w", err)
+	}
+	buf := make([]byte, 0, len(p)+1+idRandLen)
+	buf = append(buf, p...)
+	buf = append(buf, '_')
+	// Take 6 bits at a time from the random bytes (skipping the uuid's
+	// version/variant nibbles) and reject values ≥ 62 to stay unbiased.
+	bits := randomBits(u)
+	for len(buf) < cap(buf) {
+		if len(bits) == 0 {
+			u, err = uuid.NewRandomFromReader(rand.Reader)
+			if err != nil {
+				return "", fmt.Errorf("new media ref: %w", err)
+			}
+			bits = randomBits(u)
+		}
+		v := bits[0]
+		bits = bits[1:]
+		if v < 62 {
+			buf = append(buf, base62[v])
+		}
+	}
+	return string(buf), nil
+}
+
+// randomBits yields 6-bit values from the 122 random bits of a v4 UUID.
+func randomBits(u uuid.UUID) []byte {
+	b := u
+	b[6] &= 0x0f // drop version nibble
+	b[8] &= 0x3f // drop variant bits
+	var acc uint32
+	var n uint
+	out := make([]byte, 0, 20)
+	for i, x := range b {
+		width := uint(8)
+		switch i {
+		case 6:
+			width = 4
+		case 8:
+			width = 6
+		}
+		acc = acc<<width | uint32(x)&(1<<width-1)
+		n += width
+		for n >= 6 {
+			n -= 6
+			out = append(out, byte(acc>>n)&0x3f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package mediaregistry
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNotFound: no such ref (or it was swept).
+	ErrNotFound = errors.New("media ref not found")
+	// ErrExpired: the ref exists but its TTL has passed.
+	ErrExpired = errors.New("media ref expired")
+	// ErrForbidden: the ref belongs to a chat outside the asking group.
+	ErrForbidden = errors.New("media ref belongs to another chat")
+)
+
+// Scope is what a ref lookup is limited to: the chats of one group.
+type Scope interface {
+	ChatIDs() []string
+}
+
+// Chats is a Scope over a fixed list of chat ids.
+type Chats []string
+
+func (c Chats) ChatIDs() []string { return c }
+
+// Registry persists refs in the store's media_refs table.
+type Registry struct {
+	db  *sql.DB
+	ttl time.Duration
+	now func() time.Time
+}
+
+// New returns a registry over db (migrated by package store) whose refs
+// live for ttl.
+func New(db *sql.DB, ttl time.Duration) *Registry {
+	return &Registry{db: db, ttl: ttl, now: time.Now}
+}
+
+// SetClock replaces the time source; tests use it to expire refs.
+func (r *Registry) SetClock(now func() time.Time) { r.now = now }
+
+// Register stores ref, giving it an id (if empty), a creation time and an
+// expiry. The id is written back into ref.
+func (r *Registry) Register(ctx context.Context, ref *MediaReference) error {
+	if ref.Chat == "" || ref.Kind == "" {
+		return errors.New("register media ref: chat and kind are required")
+	}
+	if ref.Channel == "" {
+		ref.Channel, _, _ = strings.Cut(ref.Chat, ":")
+	}
+	if ref.ID == "" {
+		id, err := NewID(ref.Channel)
+		if err != nil {
+			return err
+		}
+		ref.ID = id
+	}
+	if ref.Created.IsZero() {
+		ref.Created = r.now()
+	}
+	if ref.Expires.IsZero() {
+		ref.Expires = ref.Created.Add(r.ttl)
+	}
+	_, err := r.db.ExecContext(ctx, `INSERT INTO media_refs(id, channel, chat_id, message_id, sender, kind, mime, file_name,
+		size, duration_ms, width, height, caption, private, created, expires) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		ref.ID, ref.Channel, ref.Chat, ref.MessageID, ref.Sender, string(ref.Kind), ref.MIME, ref.FileName,
+		ref.Size, ref.Duration.Milliseconds(), ref.Width, ref.Height, ref.Caption, ref.Private,
+		ref.Created.UnixMilli(), ref.Expires.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("register media ref: %w", err)
+	}
+	return nil
+}
+
+const refCols = `id, channel, chat_id, message_id, sender, kind, mime, file_name, size, duration_ms, width, height, caption, private, created, expires`
+
+func scanRef(s interface{ Scan(...any) error }) (MediaReference, error) {
+	var ref MediaReference
+	var kind string
+	var durMS, created, expires int64
+	err := s.Scan(&ref.ID, &ref.Channel, &ref.Chat, &ref.MessageID, &ref.Sender, &kind, &ref.MIME, &ref.FileName,
+		&ref.Size, &durMS, &ref.Width, &ref.Height, &ref.Caption, &ref.Private, &created, &expires)
+	ref.Kind = Kind(kind)
+	ref.Duration = time.Duration(durMS) * time.Millisecond
+	ref.Created = time.UnixMilli(created)
+	ref.Expires = time.UnixMilli(expires)
+	return ref, err
+}
+
+// Lookup fetches a ref without scoping: host-internal use only (the
+// channel downloader). Expiry is still enforced.
+func (r *Registry) Lookup(ctx context.Context, id string) (MediaReference, error) {
+	if !ValidRefID(id) {
+		return MediaReference{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	ref, err := scanRef(r.db.QueryRowContext(ctx, `SELECT `+refCols+` FROM media_refs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return MediaReference{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return MediaReference{}, fmt.Errorf("look up media ref %s: %w", id, err)
+	}
+	if !r.now().Before(ref.Expires) {
+		return ref, fmt.Errorf("%w: %s expired at %s", ErrExpired, id, ref.Expires.UTC().Format(time.RFC3339))
+	}
+	return ref, nil
+}
+
+// Get fetches a ref the scope may see: registered for one of its chats and
+// not expired.
+func (r *Registry) Get(ctx context.Context, scope Scope, id string) (MediaReference, error) {
+	ref, err := r.Lookup(ctx, id)
+	if err != nil && !errors.Is(err, ErrExpired) {
+		return MediaReference{}, err
+	}
+	// Scope first: another group must not learn whether a ref expired.
+	if !inScope(scope, ref.Chat) {
+		return MediaReference{}, fmt.Errorf("%w: %s", ErrForbidden, id)
+	}
+	if err != nil {
+		return MediaReference{}, err
+	}
+	return ref, nil
+}
+
+func inScope(scope Scope, chat string) bool {
+	for _, c := range scope.ChatIDs() {
+		if c == chat {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter narrows List.
+type Filter struct {
+	Kind  Kind // empty: any
+	Limit int  // <= 0: 50
+}
+
+// List returns the scope's live refs, newest first.
+func (r *Registry) List(ctx context.Context, scope Scope, f Filter) ([]MediaReference, error) {
+	chats := scope.ChatIDs()
+	if len(chats) == 0 {
+		return nil, nil
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	args := make([]any, 0, len(chats)+3)
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	q := `SELECT ` + refCols + ` FROM media_refs WHERE chat_id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",") + `) AND expires > ?`
+	args = append(args, r.now().UnixMilli())
+	if f.Kind != "" {
+		q += ` AND kind = ?`
+		args = append(args, string(f.Kind))
+	}
+	q += ` ORDER BY created DESC, rowid DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := r.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list media refs: %w", err)
+	}
+	defer rows.Close()
+	var out []MediaReference
+	for rows.Next() {
+		ref, err := scanRef(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list media refs: %w", err)
+		}
+		out = append(out, ref)
+	}
+	return out, rows.Err()
+}
+
+// Sweep deletes refs that expired before now and reports how many.
+func (r *Registry) Sweep(ctx context.Context) (int64, error) {
+	res, err := r.db.ExecContext(ctx, `DELETE FROM media_refs WHERE expires <= ?`, r.now().UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("sweep media refs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// RunSweeper sweeps every interval until ctx ends. Expiry happens only
+// here, never as a side effect of Register.
+func (r *Registry) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := r.Sweep(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Warn("media ref sweep failed", "err", err)
+			case n > 0:
+				log.Debug("swept expired media refs", "count", n)
+			}
+		}
+	}
+}

@@ -1,0 +1,326 @@
+// Package store is botd's SQLite database: one *sql.DB per process, WAL,
+// numbered migrations, chats, messages, router cursors and media refs.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Store wraps the shared database handle.
+type Store struct {
+	DB *sql.DB
+}
+
+// DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:
+// WAL so readers never block the writer, a busy timeout instead of
+// SQLITE_BUSY errors, and foreign keys (whatsmeow's store needs them).
+func DSN(path string) string {
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db, err := sql.Open("sqlite", DSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// Many readers, one writer is SQLite's shape; a handful of conns keeps
+	// concurrent IPC handlers from queueing on reads.
+	db.SetMaxOpenConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{DB: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.DB.Close() }
+
+// migrations are applied in order, each once; never edit a released one,
+// append a new one.
+var migrations = []string{
+	// 1: chats, messages, cursors, media refs.
+	`CREATE TABLE chats (
+		id TEXT PRIMARY KEY,
+		channel TEXT NOT NULL,
+		name TEXT NOT NULL DEFAULT '',
+		is_group INTEGER NOT NULL DEFAULT 0,
+		last_message_at INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE messages (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+		id TEXT NOT NULL,
+		sender_id TEXT NOT NULL DEFAULT '',
+		sender_name TEXT NOT NULL DEFAULT '',
+		text TEXT NOT NULL DEFAULT '',
+		ts INTEGER NOT NULL,
+		from_me INTEGER NOT NULL DEFAULT 0,
+		is_bot INTEGER NOT NULL DEFAULT 0,
+		reply_to TEXT NOT NULL DEFAULT '',
+		thread_id TEXT NOT NULL DEFAULT '',
+		UNIQUE (chat_id, id)
+	);
+	CREATE INDEX messages_chat_seq ON messages(chat_id, seq);
+	CREATE TABLE cursors (
+		name TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);
+	CREATE TABLE media_refs (
+		id TEXT PRIMARY KEY,
+		channel TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		message_id TEXT NOT NULL DEFAULT '',
+		sender TEXT NOT NULL DEFAULT '',
+		kind TEXT NOT NULL,
+		mime TEXT NOT NULL DEFAULT '',
+		file_name TEXT NOT NULL DEFAULT '',
+		size INTEGER NOT NULL DEFAULT 0,
+		duration_ms INTEGER NOT NULL DEFAULT 0,
+		width INTEGER NOT NULL DEFAULT 0,
+		height INTEGER NOT NULL DEFAULT 0,
+		caption TEXT NOT NULL DEFAULT '',
+		private BLOB,
+		created INTEGER NOT NULL,
+		expires INTEGER NOT NULL
+	);
+	CREATE INDEX media_refs_chat_created ON media_refs(chat_id, created);
+	CREATE INDEX media_refs_expires ON media_refs(expires);`,
+}
+
+// SchemaVersion is the number of migrations this build knows.
+var SchemaVersion = len(migrations)
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var have int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this botd (%d): upgrade botd", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		tx, err := s.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate to %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied) VALUES (?, ?)`, v, time.Now().Unix()); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to %d: %w", v, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate to %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// Version returns the applied schema version.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// Chat is a conversation on one channel.
+type Chat struct {
+	ID            string // "<channel>:<native id>"
+	Name          string
+	IsGroup       bool
+	LastMessageAt time.Time
+}
+
+// Channel returns the channel part of a chat id.
+func Channel(chatID string) string {
+	ch, _, _ := strings.Cut(chatID, ":")
+	return ch
+}
+
+// UpsertChat records a chat; a later name replaces an earlier one and the
+// last message time only moves forward.
+func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO chats(id, channel, name, is_group, last_message_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET
+			name = CASE WHEN excluded.name != '' THEN excluded.name ELSE chats.name END,
+			is_group = excluded.is_group,
+			last_message_at = MAX(chats.last_message_at, excluded.last_message_at)`,
+		c.ID, Channel(c.ID), c.Name, c.IsGroup, c.LastMessageAt.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("upsert chat %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Chats lists known chats, most recently active first, so an operator can
+// find the id of a chat to register.
+func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, name, is_group, last_message_at FROM chats ORDER BY last_message_at DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	defer rows.Close()
+	var out []Chat
+	for rows.Next() {
+		var c Chat
+		var ms int64
+		if err := rows.Scan(&c.ID, &c.Name, &c.IsGroup, &ms); err != nil {
+			return nil, fmt.Errorf("list chats: %w", err)
+		}
+		c.LastMessageAt = time.UnixMilli(ms)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Message is one stored chat message; media appear in Text as placeholders.
+type Message struct {
+	Seq        int64 // store order; router cursors point at it
+	ChatID     string
+	ID         string
+	SenderID   string
+	SenderName string
+	Text       string
+	Time       time.Time
+	FromMe     bool
+	IsBot      bool
+	ReplyTo    string
+	ThreadID   string
+}
+
+// ErrNoChat is returned when a message names a chat that was never stored.
+var ErrNoChat = errors.New("chat not stored")
+
+// PutMessage inserts or updates (on chat + id) a message and returns its
+// seq. An edit keeps the original seq so cursors stay valid.
+func (s *Store) PutMessage(ctx context.Context, m Message) (int64, error) {
+	var seq int64
+	err := s.DB.QueryRowContext(ctx, `INSERT INTO messages(chat_id, id, sender_id, sender_name, text, ts, from_me, is_bot, reply_to, thread_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(chat_id, id) DO UPDATE SET
+			sender_id = excluded.sender_id, sender_name = excluded.sender_name, text = excluded.text,
+			from_me = excluded.from_me, is_bot = excluded.is_bot, reply_to = excluded.reply_to, thread_id = excluded.thread_id
+		RETURNING seq`,
+		m.ChatID, m.ID, m.SenderID, m.SenderName, m.Text, m.Time.UnixMilli(), m.FromMe, m.IsBot, m.ReplyTo, m.ThreadID).Scan(&seq)
+	if err != nil {
+		if strings.Contains(err.Error(), "FOREIGN KEY") {
+			return 0, fmt.Errorf("put message %s/%s: %w", m.ChatID, m.ID, ErrNoChat)
+		}
+		return 0, fmt.Errorf("put message %s/%s: %w", m.ChatID, m.ID, err)
+	}
+	return seq, nil
+}
+
+// UpdateText replaces a stored message's text (an edit on the channel).
+func (s *Store) UpdateText(ctx context.Context, chatID, id, text string) (bool, error) {
+	res, err := s.DB.ExecContext(ctx, `UPDATE messages SET text = ? WHERE chat_id = ? AND id = ?`, text, chatID, id)
+	if err != nil {
+		return false, fmt.Errorf("update message %s/%s: %w", chatID, id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// Message fetches one message by chat and id.
+func (s *Store) Message(ctx context.Context, chatID, id string) (Message, error) {
+	row := s.DB.QueryRowContext(ctx, `SELECT `+msgCols+` FROM messages WHERE chat_id = ? AND id = ?`, chatID, id)
+	m, err := scanMessage(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Message{}, fmt.Errorf("message %s/%s: %w", chatID, id, err)
+	}
+	return m, err
+}
+
+const msgCols = `seq, chat_id, id, sender_id, sender_name, text, ts, from_me, is_bot, reply_to, thread_id`
+
+type scanner interface{ Scan(...any) error }
+
+func scanMessage(r scanner) (Message, error) {
+	var m Message
+	var ms int64
+	err := r.Scan(&m.Seq, &m.ChatID, &m.ID, &m.SenderID, &m.SenderName, &m.Text, &ms, &m.FromMe, &m.IsBot, &m.ReplyTo, &m.ThreadID)
+	m.Time = time.UnixMilli(ms)
+	return m, err
+}
+
+// MessagesAfter returns up to limit messages of the chats with seq > after,
+// the newest ones when there are more (oldest dropped first), in order.
+func (s *Store) MessagesAfter(ctx context.Context, chats []string, after int64, limit int) ([]Message, error) {
+	if len(chats) == 0 {
+		return nil, nil
+	}
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")
+	args := make([]any, 0, len(chats)+2)
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	args = append(args, after, limit)
+	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE chat_id IN (`+ph+`) AND seq > ?
+		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("messages after %d: %w", after, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("messages after %d: %w", after, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Cursor reads a named router cursor; a missing cursor is "".
+func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.DB.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cursor %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// SetCursor writes a named router cursor.
+func (s *Store) SetCursor(ctx context.Context, name, value string) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO cursors(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value`, name, value)
+	if err != nil {
+		return fmt.Errorf("set cursor %s: %w", name, err)
+	}
+	return nil
+}
