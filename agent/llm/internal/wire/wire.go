@@ -374,3 +374,19 @@ func IsImage(mimeType string) bool { return strings.HasPrefix(mimeType, "image/"
 func JoinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }
+
+// Annotate prefixes the message of a classified error with where it
+// happened, keeping its kind; other errors are wrapped with %w.
+func Annotate(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	prefix := fmt.Sprintf(format, args...)
+	var e *llm.Error
+	if errors.As(err, &e) {
+		cp := *e
+		cp.Message = prefix + ": " + e.Message
+		return &cp
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}

@@ -1,0 +1,213 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/agent/llm/internal/wire"
+)
+
+// wireRequest is the Messages API body.
+type wireRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	System        string          `json:"system,omitempty"`
+	Messages      []wireMessage   `json:"messages"`
+	Tools         []wireTool      `json:"tools,omitempty"`
+	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Thinking      *wireThinking   `json:"thinking,omitempty"`
+	OutputConfig  *outputConfig   `json:"output_config,omitempty"`
+	Stream        bool            `json:"stream"`
+}
+
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+}
+
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   []wireBlock     `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Source    *wireSource     `json:"source,omitempty"`
+}
+
+type wireSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type wireToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type outputConfig struct {
+	Format outputFormat `json:"format"`
+}
+
+type outputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// buildRequest lowers a request to the Messages API body.
+func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
+	w := &wireRequest{
+		Model:         req.Model,
+		MaxTokens:     req.EffectiveMaxTokens(),
+		System:        req.System,
+		Temperature:   req.Temperature,
+		StopSequences: req.StopSequences,
+		Stream:        true,
+	}
+	if req.ReasoningBudget > 0 {
+		w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: req.ReasoningBudget}
+		// The budget counts against max_tokens and must be below it.
+		if w.MaxTokens <= req.ReasoningBudget {
+			w.MaxTokens += req.ReasoningBudget
+		}
+		// Extended thinking rejects any temperature but the default.
+		w.Temperature = nil
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 {
+			schema = emptySchema
+		}
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	switch req.ToolChoice.Mode {
+	case llm.ToolChoiceNone:
+		w.ToolChoice = &wireToolChoice{Type: "none"}
+	case llm.ToolChoiceRequired:
+		w.ToolChoice = &wireToolChoice{Type: "any"}
+	case llm.ToolChoiceTool:
+		w.ToolChoice = &wireToolChoice{Type: "tool", Name: req.ToolChoice.Name}
+	}
+	if rf := req.ResponseFormat; rf != nil && len(rf.Schema) > 0 {
+		w.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: rf.Schema}}
+	}
+
+	for i, m := range req.Messages {
+		role := "user"
+		switch m.Role {
+		case llm.RoleAssistant:
+			role = "assistant"
+		case llm.RoleUser, llm.RoleTool:
+			// Tool results travel in a user turn.
+		default:
+			return nil, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("message %d: unknown role %q", i, m.Role))
+		}
+		var blocks []wireBlock
+		for j, p := range m.Parts {
+			b, ok, err := block(provider, p)
+			if err != nil {
+				return nil, wire.Annotate(err, "message %d part %d", i, j)
+			}
+			if ok {
+				blocks = append(blocks, b)
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		// The API wants alternating turns; a tool turn followed by a user
+		// turn is one user turn to it.
+		if n := len(w.Messages); n > 0 && w.Messages[n-1].Role == role {
+			w.Messages[n-1].Content = append(w.Messages[n-1].Content, blocks...)
+			continue
+		}
+		w.Messages = append(w.Messages, wireMessage{Role: role, Content: blocks})
+	}
+	return w, nil
+}
+
+func block(provider string, p llm.Part) (wireBlock, bool, error) {
+	switch p.Kind {
+	case llm.PartText:
+		if p.Text == "" {
+			return wireBlock{}, false, nil // the API rejects empty text blocks
+		}
+		return wireBlock{Type: "text", Text: p.Text}, true, nil
+	case llm.PartReasoning:
+		if p.Redacted {
+			return wireBlock{Type: "redacted_thinking", Data: p.Signature}, p.Signature != "", nil
+		}
+		if p.Signature == "" {
+			// Unsigned thinking (from another vendor, or stripped) cannot be
+			// verified and would be rejected; drop it.
+			return wireBlock{}, false, nil
+		}
+		text := p.Text
+		return wireBlock{Type: "thinking", Thinking: &text, Signature: p.Signature}, true, nil
+	case llm.PartToolCall:
+		tc := p.ToolCall
+		args := tc.Args
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		return wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: args}, true, nil
+	case llm.PartToolResult:
+		tr := p.ToolResult
+		out := wireBlock{Type: "tool_result", ToolUseID: tr.CallID, IsError: tr.IsError}
+		for _, c := range tr.Content {
+			b, ok, err := block(provider, c)
+			if err != nil {
+				return wireBlock{}, false, err
+			}
+			if ok {
+				out.Content = append(out.Content, b)
+			}
+		}
+		return out, true, nil
+	case llm.PartMedia:
+		return mediaBlock(provider, p.Media)
+	}
+	return wireBlock{}, false, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("unsupported part kind %q", p.Kind))
+}
+
+func mediaBlock(provider string, m *llm.Media) (wireBlock, bool, error) {
+	typ := "image"
+	switch {
+	case wire.IsImage(m.MIME):
+	case m.MIME == "application/pdf":
+		typ = "document"
+	default:
+		return wireBlock{}, false, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("unsupported media type %q", m.MIME))
+	}
+	if m.URL != "" {
+		return wireBlock{Type: typ, Source: &wireSource{Type: "url", URL: m.URL}}, true, nil
+	}
+	data, err := wire.LoadMedia(provider, m)
+	if err != nil {
+		return wireBlock{}, false, err
+	}
+	return wireBlock{Type: typ, Source: &wireSource{Type: "base64", MediaType: m.MIME, Data: data}}, true, nil
+}
