@@ -1,0 +1,194 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-telegram/bot"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Download implements channels.Downloader: getFile, then a streamed GET of
+// the file. Nothing is fetched before this is called.
+func (t *Telegram) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
+	h := decodeHandle(ref.Private)
+	if h.FileID == "" {
+		return nil, 0, fmt.Errorf("telegram download %s: no file_id in ref: %w", ref.ID, channels.ErrUnavailable)
+	}
+	// Refuse before getFile: the Bot API would refuse anyway, and asking
+	// costs a round trip and rate limit budget.
+	if size := max(ref.Size, h.FileSize); size > t.maxDL {
+		return nil, 0, t.tooLarge(ref.ID, size)
+	}
+
+	var f struct {
+		size int64
+		path string
+	}
+	err := t.retry(ctx, true, func() error {
+		got, err := t.b.GetFile(ctx, &bot.GetFileParams{FileID: h.FileID})
+		if err != nil {
+			return err
+		}
+		f.size, f.path = got.FileSize, got.FilePath
+		return nil
+	})
+	if err != nil {
+		return nil, 0, t.getFileError(ref.ID, err)
+	}
+	if f.size > t.maxDL {
+		return nil, 0, t.tooLarge(ref.ID, f.size)
+	}
+	if f.path == "" {
+		return nil, 0, fmt.Errorf("telegram download %s: getFile returned no file_path: %w", ref.ID, channels.ErrUnavailable)
+	}
+	// A local Bot API server in --local mode answers with a path on its
+	// own disk instead of a download URL.
+	if filepath.IsAbs(f.path) {
+		return t.openLocal(ref.ID, f.path, f.size)
+	}
+
+	body, size, err := t.fetch(ctx, f.path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("telegram download %s: %w", ref.ID, err)
+	}
+	if size < 0 && f.size > 0 {
+		size = f.size
+	}
+	return body, size, nil
+}
+
+func (t *Telegram) tooLarge(id string, size int64) error {
+	return fmt.Errorf("telegram download %s: %s is over the Bot API download limit of %s (channels.telegram.max_download_bytes): %w",
+		id, mediaregistry.FormatSize(size), mediaregistry.FormatSize(t.maxDL), channels.ErrTooLarge)
+}
+
+func (t *Telegram) getFileError(id string, err error) error {
+	msg := redact(err.Error(), t.cfg.Token)
+	switch {
+	case errors.Is(err, bot.ErrorBadRequest) && strings.Contains(strings.ToLower(msg), "too big"):
+		return fmt.Errorf("telegram download %s: %s: %w", id, msg, channels.ErrTooLarge)
+	case errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorNotFound):
+		// "wrong/invalid file_id", "file is temporarily unavailable".
+		return fmt.Errorf("telegram download %s: getFile: %s: %w", id, msg, channels.ErrUnavailable)
+	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorUnauthorized):
+		return fmt.Errorf("telegram download %s: getFile: %s: %w", id, msg, channels.ErrForbidden)
+	}
+	return fmt.Errorf("telegram download %s: getFile: %w", id, redactedErr{err: err, msg: msg})
+}
+
+// redactedErr keeps a wrapped error's identity (errors.Is/As) while
+// printing a token-free message.
+type redactedErr struct {
+	err error
+	msg string
+}
+
+func (e redactedErr) Error() string { return e.msg }
+func (e redactedErr) Unwrap() error { return e.err }
+
+// fetch GETs <api_url>/file/bot<token>/<path>, retrying 429 and 5xx before
+// any byte has been handed out. Errors never contain the URL.
+func (t *Telegram) fetch(ctx context.Context, path string) (io.ReadCloser, int64, error) {
+	u := t.apiURL + "/file/bot" + t.cfg.Token + "/" + escapePath(path)
+	var resp *http.Response
+	err := t.retry(ctx, true, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return fmt.Errorf("build file request: %s", redact(err.Error(), t.cfg.Token))
+		}
+		r, err := t.files.Do(req)
+		if err != nil {
+			return fmt.Errorf("get file: %w", redactURLError(err, t.cfg.Token))
+		}
+		if r.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+			r.Body.Close()
+			return &statusError{Code: r.StatusCode, RetryAfter: retryAfterHeader(r.Header)}
+		}
+		resp = r
+		return nil
+	})
+	if err != nil {
+		var se *statusError
+		if errors.As(err, &se) {
+			switch se.Code {
+			case http.StatusNotFound, http.StatusGone:
+				return nil, 0, fmt.Errorf("get file: %w: %w", err, channels.ErrUnavailable)
+			case http.StatusUnauthorized, http.StatusForbidden:
+				return nil, 0, fmt.Errorf("get file: %w: %w", err, channels.ErrForbidden)
+			}
+		}
+		return nil, 0, err
+	}
+	size := resp.ContentLength
+	if size > t.maxDL {
+		resp.Body.Close()
+		return nil, 0, fmt.Errorf("file of %s over the limit of %s: %w",
+			mediaregistry.FormatSize(size), mediaregistry.FormatSize(t.maxDL), channels.ErrTooLarge)
+	}
+	return &cappedBody{r: resp.Body, left: t.maxDL}, size, nil
+}
+
+// escapePath escapes each segment of a Bot API file_path ("photos/file_1.jpg").
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// cappedBody stops a stream that runs past the limit instead of letting a
+// lying server fill the disk.
+type cappedBody struct {
+	r    io.ReadCloser
+	left int64
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells "exactly at the limit" from "over it".
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("telegram download: stream exceeds the limit: %w", channels.ErrTooLarge)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *cappedBody) Close() error { return c.r.Close() }
+
+func (t *Telegram) openLocal(id, path string, size int64) (io.ReadCloser, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, 0, fmt.Errorf("telegram download %s: %w: %w", id, err, channels.ErrUnavailable)
+		}
+		return nil, 0, fmt.Errorf("telegram download %s: %w", id, err)
+	}
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if size > t.maxDL {
+		f.Close()
+		return nil, 0, t.tooLarge(id, size)
+	}
+	return f, size, nil
+}

@@ -1,0 +1,248 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// nativeChat parses "telegram:<id>".
+func nativeChat(chat string) (int64, error) {
+	rest, ok := strings.CutPrefix(chat, Name+":")
+	if !ok {
+		return 0, fmt.Errorf("telegram: chat %q is not a telegram chat id", chat)
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("telegram: chat %q: native id is not a number", chat)
+	}
+	return id, nil
+}
+
+func optInt(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// Send implements channels.Channel: plain text (no parse mode, so nothing
+// the agent writes can be misread as markup), split at 4096 characters.
+func (t *Telegram) Send(ctx context.Context, msg channels.OutMessage) (channels.Delivery, error) {
+	var d channels.Delivery
+	chat, err := nativeChat(msg.Chat)
+	if err != nil {
+		return d, err
+	}
+	pieces := channels.Split(msg.Text, MaxMessageRunes)
+	if len(pieces) == 0 {
+		return d, fmt.Errorf("telegram send to %s: empty message", msg.Chat)
+	}
+	thread, replyTo := optInt(msg.ThreadID), optInt(msg.ReplyTo)
+	for i, p := range pieces {
+		params := &bot.SendMessageParams{Text: p, MessageThreadID: thread}
+		if i == 0 && replyTo != 0 {
+			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+		}
+		sent, err := t.sendTo(ctx, msg.Chat, &chat, func(id int64) (*models.Message, error) {
+			params.ChatID = id
+			return t.b.SendMessage(ctx, params)
+		})
+		if err != nil {
+			return d, fmt.Errorf("telegram send to %s (part %d of %d): %w", msg.Chat, i+1, len(pieces), err)
+		}
+		d.MessageIDs = append(d.MessageIDs, strconv.Itoa(sent.ID))
+	}
+	return d, nil
+}
+
+// sendTo runs one send with retries on 429 (never on 5xx: a send that got
+// one may have gone out). A group that became a supergroup answers with
+// its new id: the sink is told and the send is repeated there once.
+func (t *Telegram) sendTo(ctx context.Context, chatID string, chat *int64, fn func(int64) (*models.Message, error)) (*models.Message, error) {
+	var out *models.Message
+	call := func() error {
+		m, err := fn(*chat)
+		out = m
+		return err
+	}
+	err := t.retry(ctx, false, call)
+	var me *bot.MigrateError
+	if errors.As(err, &me) && me.MigrateToChatID != 0 {
+		to := int64(me.MigrateToChatID)
+		t.log.Warn("telegram group became a supergroup and changed id; update the chat id in the groups config",
+			"from", chatID, "to", ChatID(to))
+		t.env.Sink.Migrated(ctx, chatID, ChatID(to))
+		*chat = to
+		err = t.retry(ctx, false, call)
+	}
+	if err != nil {
+		return nil, redactedErr{err: err, msg: redact(err.Error(), t.cfg.Token)}
+	}
+	return out, nil
+}
+
+// method is how a file goes out.
+type method int
+
+const (
+	asDocument method = iota
+	asPhoto
+	asAudio
+	asVoice
+)
+
+// pickMethod chooses by MIME what Telegram will show best; anything it
+// might re-encode badly or refuse goes as a document.
+func pickMethod(mimeType string, size int64) method {
+	m := mediaregistry.CleanMIME(mimeType)
+	switch {
+	case m == "image/jpeg" || m == "image/png" || m == "image/webp":
+		if size <= cloudPhotoLimit {
+			return asPhoto
+		}
+	case m == "audio/ogg" || m == "audio/opus":
+		// OGG/Opus is what Telegram plays as a voice note.
+		return asVoice
+	case m == "audio/mpeg" || m == "audio/mp3" || m == "audio/mp4" || m == "audio/m4a" || m == "audio/x-m4a":
+		return asAudio
+	}
+	return asDocument
+}
+
+// SendMedia implements channels.MediaSender: the file is streamed from
+// disk into the multipart upload, never read into memory first.
+func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
+	var d channels.Delivery
+	chat, err := nativeChat(m.Chat)
+	if err != nil {
+		return d, err
+	}
+	st, err := os.Stat(m.Path)
+	if err != nil {
+		return d, fmt.Errorf("telegram send media to %s: %w", m.Chat, err)
+	}
+	if !st.Mode().IsRegular() {
+		return d, fmt.Errorf("telegram send media to %s: %s is not a regular file", m.Chat, filepath.Base(m.Path))
+	}
+	if t.apiURL == defaultAPIURL && st.Size() > cloudUploadLimit {
+		return d, fmt.Errorf("telegram send media to %s: %s is over the Bot API upload limit of %s: %w",
+			m.Chat, mediaregistry.FormatSize(st.Size()), mediaregistry.FormatSize(cloudUploadLimit), channels.ErrTooLarge)
+	}
+	name := m.FileName
+	if name == "" {
+		name = filepath.Base(m.Path)
+	}
+	name = mediaregistry.SafeName(name)
+	mt := m.MIME
+	if mt == "" {
+		mt = mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+	}
+	caption, rest := m.Caption, ""
+	if utf8.RuneCountInString(caption) > maxCaptionRunes {
+		caption, rest = "", m.Caption
+	}
+	thread := optInt(m.ThreadID)
+	how := pickMethod(mt, st.Size())
+
+	sent, err := t.sendTo(ctx, m.Chat, &chat, func(id int64) (*models.Message, error) {
+		// Reopened per attempt: a retried upload starts from byte 0.
+		f, err := os.Open(m.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		file := &models.InputFileUpload{Filename: name, Data: f}
+		switch how {
+		case asPhoto:
+			return t.b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: id, MessageThreadID: thread, Photo: file, Caption: caption})
+		case asVoice:
+			return t.b.SendVoice(ctx, &bot.SendVoiceParams{ChatID: id, MessageThreadID: thread, Voice: file, Caption: caption})
+		case asAudio:
+			return t.b.SendAudio(ctx, &bot.SendAudioParams{ChatID: id, MessageThreadID: thread, Audio: file, Caption: caption})
+		default:
+			return t.b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: id, MessageThreadID: thread, Document: file, Caption: caption})
+		}
+	})
+	if err != nil {
+		return d, fmt.Errorf("telegram send media to %s: %w", m.Chat, err)
+	}
+	d.MessageIDs = append(d.MessageIDs, strconv.Itoa(sent.ID))
+	if rest != "" {
+		more, err := t.Send(ctx, channels.OutMessage{Chat: ChatID(chat), Text: rest, ThreadID: m.ThreadID})
+		d.MessageIDs = append(d.MessageIDs, more.MessageIDs...)
+		if err != nil {
+			return d, fmt.Errorf("telegram send media caption: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// SetTyping implements channels.Typer. Telegram shows "typing…" for about
+// five seconds per sendChatAction, so on=true keeps refreshing it until
+// on=false, the channel stops, or typingMax passes (a forgotten "off"
+// must not leave the bot typing forever).
+func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
+	id, err := nativeChat(chat)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if stop, ok := t.typing[chat]; ok {
+		stop()
+		delete(t.typing, chat)
+	}
+	base := t.runCtx
+	t.mu.Unlock()
+	if !on {
+		return nil
+	}
+	if err := t.sendTyping(ctx, id); err != nil {
+		return fmt.Errorf("telegram typing in %s: %w", chat, err)
+	}
+	if base == nil {
+		base = context.Background()
+	}
+	loop, stop := context.WithTimeout(base, t.typingMax)
+	t.mu.Lock()
+	if old, ok := t.typing[chat]; ok {
+		old() // a concurrent "on" for the same chat
+	}
+	t.typing[chat] = stop
+	t.mu.Unlock()
+	go func() {
+		defer stop()
+		tick := time.NewTicker(t.typingEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loop.Done():
+				return
+			case <-tick.C:
+				if err := t.sendTyping(loop, id); err != nil && loop.Err() == nil {
+					t.log.Debug("telegram: typing refresh failed", "chat", chat, "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (t *Telegram) sendTyping(ctx context.Context, chat int64) error {
+	_, err := t.b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chat, Action: models.ChatActionTyping})
+	if err != nil {
+		return redactedErr{err: err, msg: redact(err.Error(), t.cfg.Token)}
+	}
+	return nil
+}

@@ -1,0 +1,341 @@
+// Package telegram connects botd to the Telegram Bot API through
+// github.com/go-telegram/bot: long polling (or a webhook) for receiving,
+// metadata-only extraction of attachments, lazy getFile downloads, and
+// sending text, files and "typing…".
+package telegram
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/config"
+)
+
+// Name is the channel name and chat id prefix.
+const Name = "telegram"
+
+const (
+	defaultAPIURL = "https://api.telegram.org"
+	// DefaultMaxDownload is the cloud Bot API's getFile limit.
+	DefaultMaxDownload = 20 << 20
+	// MaxMessageRunes is Telegram's text limit per message.
+	MaxMessageRunes = 4096
+	// maxCaptionRunes is Telegram's caption limit; longer captions go out
+	// as a separate text message.
+	maxCaptionRunes = 1024
+	// cloudUploadLimit is the cloud Bot API's limit for bot uploads.
+	cloudUploadLimit = 50 << 20
+	// cloudPhotoLimit: larger images must go as documents.
+	cloudPhotoLimit = 10 << 20
+)
+
+// Interface guards.
+var (
+	_ channels.Channel     = (*Telegram)(nil)
+	_ channels.Downloader  = (*Telegram)(nil)
+	_ channels.MediaSender = (*Telegram)(nil)
+	_ channels.Typer       = (*Telegram)(nil)
+)
+
+// Telegram is the Telegram channel.
+type Telegram struct {
+	cfg    config.Telegram
+	env    channels.Env
+	log    *slog.Logger
+	apiURL string
+	maxDL  int64
+	b      *bot.Bot
+	// files downloads file bytes; no overall timeout, since a large file
+	// on a slow link must not be cut off; the caller's ctx bounds it.
+	files *http.Client
+
+	// Retry tuning; tests shrink the units.
+	retryAfterUnit time.Duration // one retry_after "second"
+	backoffBase    time.Duration // first 5xx backoff, doubled per attempt
+	maxRetryWait   time.Duration // a longer retry_after is not waited out
+	maxAttempts    int
+	typingEvery    time.Duration
+	typingMax      time.Duration
+	pollTimeout    time.Duration
+
+	// handleMu serialises update handling so an album's messages (and
+	// anything else) reach the sink in the order Telegram sent them.
+	handleMu sync.Mutex
+
+	mu      sync.Mutex
+	me      models.User
+	started bool
+	runCtx  context.Context
+	typing  map[string]context.CancelFunc
+	hookLn  net.Listener
+	done    chan struct{}
+}
+
+// New builds the channel without touching the network.
+func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
+	if strings.TrimSpace(cfg.Token) == "" {
+		return nil, errors.New("telegram: no bot token: set channels.telegram.token (usually ${TELEGRAM_BOT_TOKEN})")
+	}
+	if env.Registry == nil || env.Sink == nil {
+		return nil, errors.New("telegram: env needs a media registry and a sink")
+	}
+	if cfg.Webhook != nil {
+		if cfg.Webhook.URL == "" || cfg.Webhook.Listen == "" {
+			return nil, errors.New("telegram: channels.telegram.webhook needs both url and listen")
+		}
+		// Without a secret anyone who finds the URL can inject messages.
+		if cfg.Webhook.Secret == "" {
+			return nil, errors.New("telegram: channels.telegram.webhook.secret is required")
+		}
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	t := &Telegram{
+		cfg:            cfg,
+		env:            env,
+		log:            log.With("channel", Name),
+		apiURL:         strings.TrimRight(orDefault(cfg.APIURL, defaultAPIURL), "/"),
+		maxDL:          cfg.MaxDownloadBytes,
+		retryAfterUnit: time.Second,
+		backoffBase:    500 * time.Millisecond,
+		maxRetryWait:   time.Minute,
+		maxAttempts:    4,
+		typingEvery:    4 * time.Second,
+		typingMax:      5 * time.Minute,
+		pollTimeout:    time.Minute,
+		typing:         map[string]context.CancelFunc{},
+		done:           make(chan struct{}),
+	}
+	if t.maxDL <= 0 {
+		t.maxDL = DefaultMaxDownload
+	}
+	t.files = &http.Client{Transport: t.transport(), CheckRedirect: noRedirect}
+	if err := t.newBot(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// newBot (re)builds the library client; tests call it again after
+// shortening pollTimeout.
+func (t *Telegram) newBot() error {
+	api := &statusClient{c: &http.Client{Transport: t.transport(), CheckRedirect: noRedirect}, token: t.cfg.Token}
+	b, err := bot.New(t.cfg.Token,
+		bot.WithSkipGetMe(), // New must not connect; Start calls getMe itself
+		bot.WithServerURL(t.apiURL),
+		bot.WithHTTPClient(t.pollTimeout, api),
+		bot.WithDefaultHandler(t.onUpdate),
+		// One worker, handlers inline: updates are handled strictly in order.
+		bot.WithWorkers(1),
+		bot.WithNotAsyncHandlers(),
+		bot.WithErrorsHandler(func(err error) {
+			t.log.Warn("telegram api error", "err", redact(err.Error(), t.cfg.Token))
+		}),
+		bot.WithDebugHandler(func(format string, args ...any) {
+			t.log.Debug(redact(fmt.Sprintf(format, args...), t.cfg.Token))
+		}),
+		bot.WithAllowedUpdates(bot.AllowedUpdates{
+			models.AllowedUpdateMessage, models.AllowedUpdateEditedMessage,
+			models.AllowedUpdateChannelPost, models.AllowedUpdateEditedChannelPost,
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
+	}
+	t.b = b
+	return nil
+}
+
+func (t *Telegram) transport() http.RoundTripper {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Long polls answer within pollTimeout; anything slower is a dead
+	// connection. Uploads are unaffected: the clock starts after the body.
+	tr.ResponseHeaderTimeout = t.pollTimeout + 15*time.Second
+	return tr
+}
+
+// A redirect could carry the token-bearing URL to another host.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Name implements channels.Channel.
+func (t *Telegram) Name() string { return Name }
+
+// Me is the bot user learned from getMe in Start.
+func (t *Telegram) Me() models.User {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.me
+}
+
+// Done is closed when receiving has stopped after ctx ended.
+func (t *Telegram) Done() <-chan struct{} { return t.done }
+
+// WebhookAddr is the address the webhook server listens on (useful with
+// listen: "127.0.0.1:0"); empty in polling mode or before Start.
+func (t *Telegram) WebhookAddr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hookLn == nil {
+		return ""
+	}
+	return t.hookLn.Addr().String()
+}
+
+// Start checks the token with getMe, then receives in the background until
+// ctx ends: long polling by default, a webhook server when configured.
+func (t *Telegram) Start(ctx context.Context) error {
+	t.mu.Lock()
+	if t.started {
+		t.mu.Unlock()
+		return errors.New("telegram: already started")
+	}
+	t.started = true
+	t.runCtx = ctx
+	t.mu.Unlock()
+
+	me, err := t.getMe(ctx)
+	if err != nil {
+		close(t.done)
+		return err
+	}
+	t.mu.Lock()
+	t.me = *me
+	t.mu.Unlock()
+	t.log.Info("telegram connected", "bot", "@"+me.Username, "id", me.ID)
+
+	if t.cfg.Webhook != nil {
+		if err := t.startWebhook(ctx); err != nil {
+			close(t.done)
+			return err
+		}
+		return nil
+	}
+	// getUpdates answers 409 while a webhook is set (say, from an earlier
+	// webhook-mode run); polling means the webhook has to go.
+	if _, err := t.b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
+		close(t.done)
+		return fmt.Errorf("telegram: deleteWebhook before polling: %s", redact(err.Error(), t.cfg.Token))
+	}
+	go func() {
+		defer close(t.done)
+		t.b.Start(ctx)
+	}()
+	return nil
+}
+
+func (t *Telegram) getMe(ctx context.Context) (*models.User, error) {
+	var me *models.User
+	err := t.retry(ctx, true, func() error {
+		var err error
+		me, err = t.b.GetMe(ctx)
+		return err
+	})
+	switch {
+	case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
+		// The Bot API answers 404 for a malformed token, 401 for a revoked one.
+		return nil, fmt.Errorf("telegram: the bot token was rejected (%s); check channels.telegram.token (TELEGRAM_BOT_TOKEN)",
+			redact(err.Error(), t.cfg.Token))
+	case err != nil:
+		return nil, fmt.Errorf("telegram: getMe at %s: %s: %w", t.apiURL, redact(err.Error(), t.cfg.Token), channels.ErrUnavailable)
+	}
+	return me, nil
+}
+
+func (t *Telegram) startWebhook(ctx context.Context) error {
+	wh := t.cfg.Webhook
+	ln, err := net.Listen("tcp", wh.Listen)
+	if err != nil {
+		return fmt.Errorf("telegram: webhook listen on %s (channels.telegram.webhook.listen): %w", wh.Listen, err)
+	}
+	t.mu.Lock()
+	t.hookLn = ln
+	t.mu.Unlock()
+	srv := &http.Server{
+		// Every path: a reverse proxy may rewrite the public URL's path;
+		// the secret header is what authenticates a request.
+		Handler:           t.WebhookHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		defer close(t.done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.log.Error("telegram webhook server stopped", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	err = t.retry(ctx, true, func() error {
+		_, err := t.b.SetWebhook(ctx, &bot.SetWebhookParams{
+			URL:         wh.URL,
+			SecretToken: wh.Secret,
+			// One connection at a time keeps updates in order (albums!).
+			MaxConnections: 1,
+			AllowedUpdates: []string{
+				models.AllowedUpdateMessage, models.AllowedUpdateEditedMessage,
+				models.AllowedUpdateChannelPost, models.AllowedUpdateEditedChannelPost,
+			},
+		})
+		return err
+	})
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("telegram: setWebhook %s (channels.telegram.webhook.url): %s", wh.URL, redact(err.Error(), t.cfg.Token))
+	}
+	t.log.Info("telegram webhook set", "listen", ln.Addr().String(), "url", wh.URL)
+	return nil
+}
+
+// maxUpdateBytes bounds a webhook body; real updates are a few KB.
+const maxUpdateBytes = 1 << 20
+
+// WebhookHandler serves Telegram's webhook calls. The library's own
+// handler only logs a bad secret; this one refuses it with 401.
+func (t *Telegram) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		secret := ""
+		if t.cfg.Webhook != nil {
+			secret = t.cfg.Webhook.Secret
+		}
+		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
+		if secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte(secret)) != 1 {
+			t.log.Warn("telegram webhook: request with a wrong secret token refused", "remote", r.RemoteAddr)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var u models.Update
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxUpdateBytes)).Decode(&u); err != nil {
+			t.log.Warn("telegram webhook: undecodable update", "err", err)
+			http.Error(w, "bad update", http.StatusBadRequest)
+			return
+		}
+		// Handled before answering: Telegram sends the next update only
+		// after this one is acknowledged (max_connections 1), keeping order.
+		t.onUpdate(r.Context(), t.b, &u)
+		w.WriteHeader(http.StatusOK)
+	})
+}
