@@ -1,0 +1,128 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// maxEventBody caps an Events API request body; real events are a few KB.
+const maxEventBody = 1 << 20
+
+// EventsHandler serves Slack's Events API: it verifies the request
+// signature with the signing secret (401 when it does not match), answers
+// url_verification, and queues event callbacks for ctx's lifetime. Start
+// serves it on channels.slack.listen in events mode; it is exported so the
+// daemon could mount it on a shared server instead.
+func (s *Slack) EventsHandler(ctx context.Context) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
+		if err != nil {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		sv, err := slackapi.NewSecretsVerifier(r.Header, s.cfg.SigningSecret)
+		if err == nil {
+			_, _ = sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			// Not from Slack (or replayed late): say nothing more.
+			s.log.Warn("slack events: rejected request with a bad signature", "remote", r.RemoteAddr)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			http.Error(w, "unparseable event", http.StatusBadRequest)
+			return
+		}
+		switch ev.Type {
+		case slackevents.URLVerification:
+			uv, ok := ev.Data.(*slackevents.EventsAPIURLVerificationEvent)
+			if !ok {
+				http.Error(w, "bad url_verification", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(slackevents.ChallengeResponse{Challenge: uv.Challenge})
+		case slackevents.CallbackEvent:
+			s.enqueue(ctx, ev)
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+}
+
+// recent is a bounded set of recently seen keys, oldest forgotten first.
+type recent struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	set   map[string]struct{}
+}
+
+func newRecent(max int) *recent {
+	return &recent{max: max, set: make(map[string]struct{}, max)}
+}
+
+// add reports whether key is new.
+func (r *recent) add(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.set[key]; ok {
+		return false
+	}
+	r.set[key] = struct{}{}
+	r.order = append(r.order, key)
+	if len(r.order) > r.max {
+		delete(r.set, r.order[0])
+		r.order = r.order[1:]
+	}
+	return true
+}
+
+// refCache remembers the placeholder line registered for a file of a
+// message, so an edit of that message (or an unfurl, which Slack also
+// reports as message_changed) reuses the ref instead of registering a
+// duplicate.
+type refCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string]string
+}
+
+func newRefCache(max int) *refCache {
+	return &refCache{max: max, m: make(map[string]string, max)}
+}
+
+func (c *refCache) get(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *refCache) put(key, line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.m[key] = line
+	if len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}

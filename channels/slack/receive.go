@@ -1,0 +1,366 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// handle turns one event into an Inbound for the sink. Only message events
+// matter: app_mention repeats a message the bot also gets as "message", and
+// mentions are read from the text.
+func (s *Slack) handle(ctx context.Context, ev slackevents.EventsAPIEvent) {
+	if ev.Type != slackevents.CallbackEvent {
+		return
+	}
+	msg, ok := ev.InnerEvent.Data.(*slackevents.MessageEvent)
+	if !ok {
+		return
+	}
+	in, ok := s.inbound(ctx, msg)
+	if !ok {
+		return
+	}
+	if err := s.env.Sink.Deliver(ctx, in); err != nil {
+		s.log.Error("slack: deliver message", "chat", in.ChatID, "id", in.ID, "err", err)
+	}
+}
+
+// contentSubtypes are the message subtypes that carry something a person
+// (or bot) said; joins, topic changes, deletions and the like are skipped.
+var contentSubtypes = map[string]bool{
+	"": true, "file_share": true, "thread_broadcast": true, "bot_message": true, "me_message": true,
+}
+
+func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (channels.Inbound, bool) {
+	m := ev.Message // slackevents puts the top-level message here too
+	if m == nil {
+		return channels.Inbound{}, false
+	}
+	edit := false
+	switch {
+	case ev.SubType == "message_changed":
+		if !contentSubtypes[m.SubType] {
+			return channels.Inbound{}, false
+		}
+		// Unfurls and reply counters also arrive as message_changed; only a
+		// changed text is an edit worth storing.
+		if p := ev.PreviousMessage; p != nil && p.Text == m.Text && len(p.Files) == len(m.Files) {
+			return channels.Inbound{}, false
+		}
+		edit = true
+	case !contentSubtypes[ev.SubType]:
+		return channels.Inbound{}, false
+	}
+
+	chat := "slack:" + ev.Channel
+	botID := m.BotID
+	if botID == "" {
+		botID = ev.BotID
+	}
+	fromMe := (m.User != "" && m.User == s.botUserID) || (botID != "" && botID == s.botID)
+	isBot := fromMe || botID != "" || m.SubType == "bot_message"
+	im := ev.ChannelType == slackevents.ChannelTypeIM
+
+	in := channels.Inbound{
+		ChatID:   chat,
+		IsGroup:  !im,
+		ID:       m.Timestamp,
+		SenderID: m.User,
+		Time:     parseTS(m.Timestamp),
+		FromMe:   fromMe,
+		IsBot:    isBot,
+		Edit:     edit,
+		// Bots never trigger the assistant: two bots in one channel must not
+		// answer each other forever.
+		Mentioned: !isBot && (im || s.mentionsBot(m.Text)),
+	}
+	if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+		in.ThreadID = m.ThreadTimestamp
+	}
+	if in.SenderID == "" {
+		in.SenderID = botID
+	}
+	switch {
+	case m.User != "":
+		in.SenderName = s.userName(ctx, m.User)
+	case m.Username != "":
+		in.SenderName = m.Username
+	case m.BotProfile != nil:
+		in.SenderName = m.BotProfile.Name
+	}
+	in.ChatName = s.channelName(ctx, ev.Channel)
+	if in.ChatName == "" && im {
+		in.ChatName = in.SenderName
+	}
+
+	var lines []string
+	if t := s.plainText(ctx, m.Text); t != "" {
+		lines = append(lines, t)
+	}
+	fileLines, refs := s.fileLines(ctx, in, m.Files, edit)
+	lines = append(lines, fileLines...)
+	if len(lines) == 0 {
+		return channels.Inbound{}, false
+	}
+	in.Text = strings.Join(lines, "\n")
+	in.Refs = refs
+	return in, true
+}
+
+// fileLines renders one placeholder per file (registering refs only for
+// registered chats) and notes files beyond the per-message cap.
+func (s *Slack) fileLines(ctx context.Context, in channels.Inbound, files []slackapi.File, edit bool) ([]string, []mediaregistry.MediaReference) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	registered := s.env.Sink != nil && s.env.Registry != nil && s.env.Sink.Registered(in.ChatID)
+	var (
+		lines       []string
+		refs        []mediaregistry.MediaReference
+		unavailable int
+	)
+	shown := files
+	if len(shown) > MaxFilesPerMessage {
+		shown = shown[:MaxFilesPerMessage]
+	}
+	for _, f := range shown {
+		if f.Mode == "tombstone" || f.Mode == "hidden_by_limit" {
+			unavailable++
+			continue
+		}
+		ref := fileRef(in, f)
+		// External files (Google Drive and the like) live outside Slack;
+		// the bot token must not go there, so they are metadata only.
+		if !registered || f.IsExternal {
+			lines = append(lines, metaLine(&ref))
+			continue
+		}
+		key := in.ChatID + "|" + in.ID + "|" + f.ID
+		if line, ok := s.known.get(key); ok {
+			lines = append(lines, line)
+			continue
+		}
+		if err := s.env.Registry.Register(ctx, &ref); err != nil {
+			s.log.Error("slack: register media ref", "chat", in.ChatID, "file", f.ID, "err", err)
+			lines = append(lines, metaLine(&ref))
+			continue
+		}
+		line := mediaregistry.Render(&ref)
+		s.known.put(key, line)
+		lines = append(lines, line)
+		if !edit {
+			refs = append(refs, ref)
+		}
+	}
+	if unavailable > 0 {
+		lines = append(lines, fmt.Sprintf("[%d %s no longer available]", unavailable, plural(unavailable, "file", "files")))
+	}
+	if n := len(files) - len(shown); n > 0 {
+		lines = append(lines, fmt.Sprintf("[%d more %s omitted]", n, plural(n, "file", "files")))
+	}
+	return lines, refs
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// private is what a Slack ref keeps in MediaReference.Private: where to
+// fetch the bytes. Never the token; Download adds it.
+type private struct {
+	FileID string `json:"file_id"`
+	// URL is empty when Slack withheld the file object
+	// (file_access: check_file_info); Download asks files.info then.
+	URL string `json:"url,omitempty"`
+}
+
+func fileRef(in channels.Inbound, f slackapi.File) mediaregistry.MediaReference {
+	name := f.Name
+	if name == "" {
+		name = f.Title
+	}
+	sender := in.SenderName
+	if sender == "" {
+		sender = in.SenderID
+	}
+	ref := mediaregistry.MediaReference{
+		Channel:   "slack",
+		Chat:      in.ChatID,
+		MessageID: in.ID,
+		Sender:    sender,
+		Kind:      kindOf(f),
+		MIME:      mediaregistry.CleanMIME(f.Mimetype),
+		FileName:  name,
+		Size:      int64(f.Size),
+		Duration:  time.Duration(f.DurationMs) * time.Millisecond,
+		Width:     f.OriginalW,
+		Height:    f.OriginalH,
+	}
+	p := private{FileID: f.ID, URL: f.URLPrivateDownload}
+	if p.URL == "" {
+		p.URL = f.URLPrivate
+	}
+	if f.FileAccess == "check_file_info" {
+		p.URL = ""
+	}
+	ref.Private, _ = json.Marshal(p) // two strings cannot fail to marshal
+	return ref
+}
+
+func kindOf(f slackapi.File) mediaregistry.Kind {
+	mime := mediaregistry.CleanMIME(f.Mimetype)
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		return mediaregistry.Image
+	case strings.HasPrefix(mime, "video/"):
+		return mediaregistry.Video
+	case strings.HasPrefix(mime, "audio/"):
+		// Slack's recorded clips carry a waveform; uploaded songs do not.
+		if len(f.AudioWaveSamples) > 0 {
+			return mediaregistry.Voice
+		}
+		return mediaregistry.Audio
+	}
+	return mediaregistry.Document
+}
+
+// metaLine renders a placeholder without a ref, for chats that are not
+// registered (nothing to fetch there) and for files botd cannot fetch.
+func metaLine(ref *mediaregistry.MediaReference) string {
+	r := *ref
+	r.ID, r.Caption = "", ""
+	line := strings.TrimSuffix(mediaregistry.Render(&r), "ref:]")
+	return strings.TrimRight(line, ", :") + "]"
+}
+
+func parseTS(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Now()
+	}
+	var us int64
+	if frac != "" {
+		frac = (frac + "000000")[:6]
+		us, _ = strconv.ParseInt(frac, 10, 64)
+	}
+	return time.Unix(s, us*1000)
+}
+
+func (s *Slack) mentionsBot(text string) bool {
+	if s.botUserID == "" {
+		return false
+	}
+	return strings.Contains(text, "<@"+s.botUserID+">") || strings.Contains(text, "<@"+s.botUserID+"|")
+}
+
+var (
+	slackMarkup  = regexp.MustCompile(`<([^<>]*)>`)
+	slackEntites = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+)
+
+// plainText turns Slack's wire format into what a person sees: mentions as
+// @names (the bot as @AssistantName, so the trigger matches), links and
+// channel names as text, entities decoded, then fake placeholders defused.
+func (s *Slack) plainText(ctx context.Context, text string) string {
+	text = slackMarkup.ReplaceAllStringFunc(text, func(m string) string {
+		inner := m[1 : len(m)-1]
+		target, label, _ := strings.Cut(inner, "|")
+		switch {
+		case strings.HasPrefix(target, "@"):
+			id := target[1:]
+			if id == s.botUserID && s.env.AssistantName != "" {
+				return "@" + s.env.AssistantName
+			}
+			if label != "" {
+				return "@" + strings.TrimPrefix(label, "@")
+			}
+			if name := s.userName(ctx, id); name != "" {
+				return "@" + name
+			}
+			return "@" + id
+		case strings.HasPrefix(target, "#"):
+			if label != "" {
+				return "#" + label
+			}
+			if name := s.channelName(ctx, target[1:]); name != "" {
+				return "#" + name
+			}
+			return target
+		case strings.HasPrefix(target, "!"):
+			if label != "" {
+				return label
+			}
+			kw, _, _ := strings.Cut(target[1:], "^")
+			return "@" + kw
+		default:
+			if label != "" && label != target && "mailto:"+label != target {
+				return label + " (" + target + ")"
+			}
+			if label != "" {
+				return label
+			}
+			return target
+		}
+	})
+	return strings.TrimSpace(mediaregistry.Neutralize(slackEntites.Replace(text)))
+}
+
+// userName resolves a user id with users.info, once per id (failures too,
+// so a missing users:read scope costs one call per user, not per message).
+func (s *Slack) userName(ctx context.Context, id string) string {
+	s.namesMu.Lock()
+	name, ok := s.users[id]
+	s.namesMu.Unlock()
+	if ok {
+		return name
+	}
+	if u, err := s.api.GetUserInfoContext(ctx, id); err == nil {
+		name = u.Profile.DisplayName
+		if name == "" {
+			name = u.RealName
+		}
+		if name == "" {
+			name = u.Name
+		}
+	} else {
+		s.log.Debug("slack: users.info failed", "user", id, "err", err)
+	}
+	s.namesMu.Lock()
+	s.users[id] = name
+	s.namesMu.Unlock()
+	return name
+}
+
+// channelName resolves a conversation id with conversations.info, once per id.
+func (s *Slack) channelName(ctx context.Context, id string) string {
+	s.namesMu.Lock()
+	name, ok := s.chanName[id]
+	s.namesMu.Unlock()
+	if ok {
+		return name
+	}
+	if c, err := s.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id}); err == nil {
+		name = c.Name
+	} else {
+		s.log.Debug("slack: conversations.info failed", "channel", id, "err", err)
+	}
+	s.namesMu.Lock()
+	s.chanName[id] = name
+	s.namesMu.Unlock()
+	return name
+}

@@ -1,0 +1,101 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/botd-dev/botd/channels"
+)
+
+// Slack bots have no typing indicator outside the assistant-thread API, so
+// Slack does not implement channels.Typer.
+
+// Send posts text to a chat, split at TextLimit, into msg.ThreadID's thread
+// when set. The text is escaped so the agent cannot ping @channel or forge
+// links with Slack markup.
+func (s *Slack) Send(ctx context.Context, msg channels.OutMessage) (channels.Delivery, error) {
+	channel, err := nativeID(msg.Chat)
+	if err != nil {
+		return channels.Delivery{}, err
+	}
+	var d channels.Delivery
+	for i, piece := range channels.Split(msg.Text, TextLimit) {
+		opts := []slackapi.MsgOption{slackapi.MsgOptionText(piece, true)}
+		if msg.ThreadID != "" {
+			opts = append(opts, slackapi.MsgOptionTS(msg.ThreadID))
+		}
+		_, ts, err := s.api.PostMessageContext(ctx, channel, opts...)
+		if err != nil {
+			return d, fmt.Errorf("slack: chat.postMessage to %s (part %d): %w", msg.Chat, i+1, err)
+		}
+		d.MessageIDs = append(d.MessageIDs, ts)
+	}
+	return d, nil
+}
+
+// SendMedia uploads a file with Slack's external upload flow
+// (files.getUploadURLExternal, upload, files.completeUploadExternal) and
+// shares it to the chat (and thread). The caption becomes the file's
+// comment; a caption over TextLimit goes on as follow-up messages.
+// Delivery.MessageIDs holds the Slack file id: the completion call does not
+// return the message ts.
+func (s *Slack) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
+	channel, err := nativeID(m.Chat)
+	if err != nil {
+		return channels.Delivery{}, err
+	}
+	f, err := os.Open(m.Path)
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("slack: send media: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("slack: send media: %w", err)
+	}
+	if st.Size() == 0 {
+		return channels.Delivery{}, fmt.Errorf("slack: send media %s: Slack does not accept empty files", filepath.Base(m.Path))
+	}
+	name := m.FileName
+	if name == "" {
+		name = filepath.Base(m.Path)
+	}
+	caption := channels.Split(m.Caption, TextLimit)
+	params := slackapi.UploadFileParameters{
+		Reader:          f,
+		FileSize:        int(st.Size()),
+		Filename:        name,
+		Title:           name,
+		Channel:         channel,
+		ThreadTimestamp: m.ThreadID,
+	}
+	if len(caption) > 0 {
+		params.InitialComment = caption[0]
+	}
+	sum, err := s.api.UploadFileContext(ctx, params)
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("slack: upload %s to %s: %w", name, m.Chat, err)
+	}
+	d := channels.Delivery{MessageIDs: []string{sum.ID}}
+	if len(caption) > 1 {
+		rest, err := s.Send(ctx, channels.OutMessage{Chat: m.Chat, ThreadID: m.ThreadID, Text: strings.Join(caption[1:], "\n\n")})
+		d.MessageIDs = append(d.MessageIDs, rest.MessageIDs...)
+		if err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func nativeID(chat string) (string, error) {
+	id, ok := strings.CutPrefix(chat, "slack:")
+	if !ok || id == "" {
+		return "", fmt.Errorf("slack: %q is not a slack chat id", chat)
+	}
+	return id, nil
+}

@@ -1,0 +1,315 @@
+// Package slack connects botd to Slack: Socket Mode by default, or the
+// Events API over HTTP. Files shared in a chat become media refs holding
+// only their metadata and private URL; the bytes are fetched with the bot
+// token when the agent asks for them.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/config"
+)
+
+// DefaultAPIURL is used when channels.slack.api_url is empty.
+const DefaultAPIURL = "https://slack.com/api/"
+
+// TextLimit is the length botd splits outgoing text at; Slack truncates
+// very long messages and renders 4000 characters well.
+const TextLimit = 4000
+
+// MaxFilesPerMessage caps the refs one message can create; the rest are
+// named as omitted in the text so nothing disappears silently.
+const MaxFilesPerMessage = 10
+
+var (
+	_ channels.Channel     = (*Slack)(nil)
+	_ channels.Downloader  = (*Slack)(nil)
+	_ channels.MediaSender = (*Slack)(nil)
+)
+
+// Slack is one Slack workspace connection (one bot user).
+type Slack struct {
+	cfg    config.Slack
+	env    channels.Env
+	log    *slog.Logger
+	api    *slackapi.Client
+	apiURL *url.URL
+	// files fetches private URLs; its redirect policy keeps the token on
+	// hosts allowed to receive it.
+	files *http.Client
+
+	// connectTimeout bounds how long Start waits for the first Socket Mode
+	// connection.
+	connectTimeout time.Duration
+
+	// Set by Start from auth.test.
+	botUserID string
+	botID     string
+
+	queue chan slackevents.EventsAPIEvent
+	seen  *recent // event ids already handled (Slack retries deliveries)
+	known *refCache
+
+	namesMu  sync.Mutex
+	users    map[string]string
+	chanName map[string]string
+
+	addrMu sync.Mutex
+	addr   net.Addr
+}
+
+// New checks the settings and builds the channel without connecting.
+func New(cfg config.Slack, env channels.Env) (*Slack, error) {
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		// slack-go appends method names directly to the endpoint.
+		cfg.APIURL += "/"
+	}
+	u, err := url.Parse(cfg.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("slack: channels.slack.api_url %q is not an http(s) URL", cfg.APIURL)
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "socket"
+	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Slack{
+		cfg:            cfg,
+		env:            env,
+		log:            log.With("channel", "slack"),
+		apiURL:         u,
+		connectTimeout: 30 * time.Second,
+		queue:          make(chan slackevents.EventsAPIEvent, 256),
+		seen:           newRecent(1024),
+		known:          newRefCache(2048),
+		users:          map[string]string{},
+		chanName:       map[string]string{},
+	}
+	s.files = &http.Client{CheckRedirect: s.checkRedirect}
+	s.api = slackapi.New(cfg.BotToken,
+		slackapi.OptionAPIURL(cfg.APIURL),
+		slackapi.OptionAppLevelToken(cfg.AppToken),
+		slackapi.OptionHTTPClient(&http.Client{Timeout: 60 * time.Second}),
+	)
+	return s, nil
+}
+
+func checkConfig(cfg config.Slack) error {
+	var problems []string
+	if cfg.BotToken == "" {
+		problems = append(problems, "channels.slack.bot_token is empty (set SLACK_BOT_TOKEN to the xoxb- bot token)")
+	} else if !strings.HasPrefix(cfg.BotToken, "xoxb-") {
+		problems = append(problems, "channels.slack.bot_token must be a bot token starting with xoxb-")
+	}
+	switch cfg.Mode {
+	case "socket":
+		if cfg.AppToken == "" {
+			problems = append(problems, "channels.slack.app_token is empty (set SLACK_APP_TOKEN to the xapp- app-level token with connections:write; or use mode: events)")
+		} else if !strings.HasPrefix(cfg.AppToken, "xapp-") {
+			problems = append(problems, "channels.slack.app_token must be an app-level token starting with xapp-")
+		}
+	case "events":
+		if cfg.SigningSecret == "" {
+			problems = append(problems, "channels.slack.signing_secret is required with mode: events")
+		}
+		if cfg.Listen == "" {
+			problems = append(problems, "channels.slack.listen is required with mode: events (e.g. 127.0.0.1:3000)")
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("channels.slack.mode %q is not socket or events", cfg.Mode))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("slack: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Name is the chat id prefix.
+func (s *Slack) Name() string { return "slack" }
+
+// Addr is the Events API listener's address once Start returned (events
+// mode only); nil otherwise.
+func (s *Slack) Addr() net.Addr {
+	s.addrMu.Lock()
+	defer s.addrMu.Unlock()
+	return s.addr
+}
+
+// Start checks the bot token with auth.test, then connects (Socket Mode) or
+// starts listening (Events API), and returns once events can arrive.
+// Everything keeps running in the background until ctx ends.
+func (s *Slack) Start(ctx context.Context) error {
+	authCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	auth, err := s.api.AuthTestContext(authCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("slack: auth.test failed, check channels.slack.bot_token (SLACK_BOT_TOKEN) and api_url: %w", err)
+	}
+	s.botUserID, s.botID = auth.UserID, auth.BotID
+	s.log.Info("slack authenticated", "team", auth.Team, "bot_user", auth.UserID)
+
+	go s.worker(ctx)
+	if s.cfg.Mode == "events" {
+		return s.startEvents(ctx)
+	}
+	return s.startSocket(ctx)
+}
+
+// worker handles events one at a time so messages of a chat reach the sink
+// in order, and so acks to Slack never wait on the sink.
+func (s *Slack) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-s.queue:
+			s.handle(ctx, ev)
+		}
+	}
+}
+
+func (s *Slack) enqueue(ctx context.Context, ev slackevents.EventsAPIEvent) {
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !s.seen.add(cb.EventID) {
+		return
+	}
+	select {
+	case s.queue <- ev:
+	case <-ctx.Done():
+	}
+}
+
+func (s *Slack) startSocket(ctx context.Context) error {
+	smc := socketmode.New(s.api)
+	connected := make(chan struct{})
+	failed := make(chan error, 1)
+	runCtx, stop := context.WithCancel(ctx)
+
+	go s.socketEvents(runCtx, smc, connected)
+	go func() {
+		// RunContext reconnects on its own (with backoff) after drops and on
+		// transient dial errors; it returns only on a fatal auth error or a
+		// broken reconnect, so keep restarting it with our own backoff.
+		backoff := time.Second
+		for first := true; ; first = false {
+			err := smc.RunContext(runCtx)
+			if runCtx.Err() != nil {
+				return
+			}
+			if first {
+				select {
+				case <-connected:
+				default:
+					failed <- err
+					return
+				}
+			}
+			s.log.Warn("slack socket mode stopped, reconnecting", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-runCtx.Done():
+				return
+			}
+			backoff = min(backoff*2, 5*time.Minute)
+		}
+	}()
+
+	timer := time.NewTimer(s.connectTimeout)
+	defer timer.Stop()
+	select {
+	case <-connected:
+		context.AfterFunc(ctx, stop)
+		return nil
+	case err := <-failed:
+		stop()
+		return fmt.Errorf("slack: socket mode connection failed, check channels.slack.app_token (SLACK_APP_TOKEN, an xapp- token with connections:write): %w", err)
+	case <-timer.C:
+		stop()
+		return fmt.Errorf("slack: no socket mode connection after %s (is Socket Mode enabled for the app?)", s.connectTimeout)
+	case <-ctx.Done():
+		stop()
+		return ctx.Err()
+	}
+}
+
+func (s *Slack) socketEvents(ctx context.Context, smc *socketmode.Client, connected chan struct{}) {
+	var once sync.Once
+	for {
+		var evt socketmode.Event
+		select {
+		case <-ctx.Done():
+			return
+		case evt = <-smc.Events:
+		}
+		switch evt.Type {
+		case socketmode.EventTypeConnected:
+			once.Do(func() { close(connected) })
+			s.log.Debug("slack socket mode connected")
+		case socketmode.EventTypeConnectionError:
+			if e, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
+				s.log.Warn("slack socket mode connection error", "attempt", e.Attempt, "backoff", e.Backoff, "err", e.ErrorObj)
+			}
+		case socketmode.EventTypeEventsAPI:
+			// Ack first: Slack redelivers anything not acked within 3 s.
+			if evt.Request != nil {
+				_ = smc.AckCtx(ctx, evt.Request.EnvelopeID, nil)
+			}
+			if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
+				s.enqueue(ctx, ev)
+			}
+		case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+			if evt.Request != nil {
+				_ = smc.AckCtx(ctx, evt.Request.EnvelopeID, nil)
+			}
+		}
+	}
+}
+
+func (s *Slack) startEvents(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("slack: listen on channels.slack.listen %q: %w", s.cfg.Listen, err)
+	}
+	s.addrMu.Lock()
+	s.addr = ln.Addr()
+	s.addrMu.Unlock()
+	srv := &http.Server{
+		Handler:           s.EventsHandler(ctx),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("slack events listener stopped", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	s.log.Info("slack events API listening", "addr", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,538 @@
+// Package slackfake is an in-process fake of the parts of Slack botd talks
+// to: the Web API methods the channel calls, a Socket Mode WebSocket, the
+// private file host and the external upload URL. It records what it was
+// sent so tests can assert on real HTTP traffic instead of mocks. It is
+// exported so end-to-end tests elsewhere in botd can reuse it.
+package slackfake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Default identities the fake answers with.
+const (
+	BotToken  = "xoxb-fake-bot-token"
+	AppToken  = "xapp-fake-app-token"
+	BotUserID = "UBOT0001"
+	BotID     = "BBOT0001"
+	TeamID    = "TFAKE001"
+)
+
+// Post is one chat.postMessage the fake received.
+type Post struct {
+	Channel  string
+	Text     string
+	ThreadTS string
+	TS       string // the ts the fake assigned
+}
+
+// Upload is one completed external upload.
+type Upload struct {
+	FileID         string
+	Filename       string
+	Title          string
+	Channel        string
+	ThreadTS       string
+	InitialComment string
+	Body           []byte
+}
+
+// FileRequest is one request to a hosted private file.
+type FileRequest struct {
+	Path          string
+	Authorization string
+}
+
+// Server is the fake. Create it with New; it stops with the test.
+type Server struct {
+	// URL is the base URL, e.g. http://127.0.0.1:PORT.
+	URL string
+
+	srv      *httptest.Server
+	upgrader websocket.Upgrader
+
+	mu          sync.Mutex
+	authError   string
+	calls       map[string]int
+	posts       []Post
+	postErr     string
+	files       map[string]hostedFile      // path -> content
+	fileInfo    map[string]json.RawMessage // file id -> files.info "file" object
+	fileReqs    []FileRequest
+	pending     map[string]pendingUpload // upload file id -> upload so far
+	uploads     []Upload
+	users       map[string]string
+	channels    map[string]string
+	conn        *wsConn
+	connCh      chan struct{} // closed and replaced on each new connection
+	acks        map[string]chan struct{}
+	seq         int
+	connections int
+}
+
+type hostedFile struct {
+	contentType string
+	body        []byte
+}
+
+type pendingUpload struct {
+	filename string
+	body     []byte
+}
+
+type wsConn struct {
+	c  *websocket.Conn
+	mu sync.Mutex // gorilla allows one concurrent writer
+}
+
+func (w *wsConn) writeJSON(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c.WriteJSON(v)
+}
+
+// New starts a fake on loopback and closes it when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{
+		calls:    map[string]int{},
+		files:    map[string]hostedFile{},
+		fileInfo: map[string]json.RawMessage{},
+		pending:  map[string]pendingUpload{},
+		users:    map[string]string{},
+		channels: map[string]string{},
+		acks:     map[string]chan struct{}{},
+		connCh:   make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/", s.api)
+	mux.HandleFunc("/ws", s.ws)
+	mux.HandleFunc("/upload/", s.upload)
+	mux.HandleFunc("/files-pri/", s.file)
+	mux.HandleFunc("/signin", func(w http.ResponseWriter, r *http.Request) {
+		s.count("signin")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!DOCTYPE html><html><body>Sign in to Slack</body></html>")
+	})
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close drops the WebSocket and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.conn != nil {
+		_ = s.conn.c.Close()
+	}
+	s.mu.Unlock()
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// APIURL is what to put in channels.slack.api_url.
+func (s *Server) APIURL() string { return s.URL + "/api/" }
+
+// FailAuth makes auth.test answer with the Slack error code (e.g. "invalid_auth").
+func (s *Server) FailAuth(code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authError = code
+}
+
+// FailPosts makes chat.postMessage answer with the Slack error code.
+func (s *Server) FailPosts(code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.postErr = code
+}
+
+// SetUser and SetChannel give users.info / conversations.info a name to return.
+func (s *Server) SetUser(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[id] = name
+}
+
+func (s *Server) SetChannel(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[id] = name
+}
+
+// HostFile serves body at a private URL that demands the bot token, and
+// returns the URL. Without the token the fake redirects to an HTML sign-in
+// page, as files.slack.com does.
+func (s *Server) HostFile(name, contentType string, body []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	path := fmt.Sprintf("/files-pri/%s-F%04d/%s", TeamID, s.seq, name)
+	s.files[path] = hostedFile{contentType: contentType, body: body}
+	return s.URL + path
+}
+
+// SetFileInfo sets the "file" object files.info returns for id.
+func (s *Server) SetFileInfo(id string, file any) {
+	b, err := json.Marshal(file)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileInfo[id] = b
+}
+
+// Calls reports how many requests a Web API method (e.g. "chat.postMessage")
+// or endpoint ("ws", "upload", "files", "signin") received.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// Posts returns the chat.postMessage calls so far.
+func (s *Server) Posts() []Post {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Post(nil), s.posts...)
+}
+
+// Uploads returns the completed uploads so far.
+func (s *Server) Uploads() []Upload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Upload(nil), s.uploads...)
+}
+
+// FileRequests returns every request made to hosted files.
+func (s *Server) FileRequests() []FileRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]FileRequest(nil), s.fileReqs...)
+}
+
+// Connections reports how many Socket Mode connections were accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connections
+}
+
+// DropConnection closes the current Socket Mode connection, as Slack does
+// from time to time; the client is expected to reconnect.
+func (s *Server) DropConnection() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		_ = s.conn.c.Close()
+		s.conn = nil
+	}
+}
+
+// WaitConnected waits until at least n Socket Mode connections were accepted.
+func (s *Server) WaitConnected(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		got, ch := s.connections, s.connCh
+		s.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for socket mode connection %d (have %d): %w", n, got, ctx.Err())
+		}
+	}
+}
+
+// SendEvent wraps an inner event (e.g. a "message" object) in an
+// event_callback and an events_api envelope, sends it over the Socket Mode
+// connection and waits for the client's ack.
+func (s *Server) SendEvent(ctx context.Context, event any) error {
+	s.mu.Lock()
+	conn := s.conn
+	s.seq++
+	envID := fmt.Sprintf("env-%d", s.seq)
+	ack := make(chan struct{})
+	s.acks[envID] = ack
+	s.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("slackfake: no socket mode connection")
+	}
+	env := map[string]any{
+		"envelope_id":              envID,
+		"type":                     "events_api",
+		"accepts_response_payload": false,
+		"retry_attempt":            0,
+		"payload":                  Callback(event),
+	}
+	if err := conn.writeJSON(env); err != nil {
+		return fmt.Errorf("slackfake: send event: %w", err)
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("slackfake: waiting for ack of %s: %w", envID, ctx.Err())
+	}
+}
+
+var eventSeq struct {
+	sync.Mutex
+	n int
+}
+
+// Callback wraps an inner event in the outer event_callback Slack sends,
+// for Socket Mode envelopes and Events API HTTP bodies alike.
+func Callback(event any) map[string]any {
+	eventSeq.Lock()
+	eventSeq.n++
+	id := fmt.Sprintf("Ev%08d", eventSeq.n)
+	eventSeq.Unlock()
+	return map[string]any{
+		"token":      "verification-token",
+		"team_id":    TeamID,
+		"api_app_id": "AFAKE001",
+		"type":       "event_callback",
+		"event_id":   id,
+		"event_time": time.Now().Unix(),
+		"event":      event,
+	}
+}
+
+func (s *Server) count(k string) {
+	s.mu.Lock()
+	s.calls[k]++
+	s.mu.Unlock()
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func slackErr(w http.ResponseWriter, code string) {
+	writeJSON(w, map[string]any{"ok": false, "error": code})
+}
+
+func token(r *http.Request) string {
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return v
+	}
+	return r.FormValue("token")
+}
+
+func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	s.count(method)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	tok := token(r)
+	if method == "apps.connections.open" {
+		if tok != AppToken {
+			slackErr(w, "invalid_auth")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/ws"})
+		return
+	}
+	if tok != BotToken {
+		slackErr(w, "invalid_auth")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch method {
+	case "auth.test":
+		if s.authError != "" {
+			slackErr(w, s.authError)
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "url": "https://fake.slack.com/", "team": "Fake",
+			"user": "botd", "team_id": TeamID, "user_id": BotUserID, "bot_id": BotID})
+	case "chat.postMessage":
+		if s.postErr != "" {
+			slackErr(w, s.postErr)
+			return
+		}
+		s.seq++
+		p := Post{Channel: r.FormValue("channel"), Text: r.FormValue("text"), ThreadTS: r.FormValue("thread_ts"),
+			TS: fmt.Sprintf("1700000000.%06d", s.seq)}
+		s.posts = append(s.posts, p)
+		writeJSON(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS,
+			"message": map[string]any{"text": p.Text, "ts": p.TS}})
+	case "files.info":
+		f, ok := s.fileInfo[r.FormValue("file")]
+		if !ok {
+			slackErr(w, "file_not_found")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "file": f, "comments": []any{}, "paging": map[string]any{}})
+	case "files.getUploadURLExternal":
+		s.seq++
+		id := fmt.Sprintf("FUP%04d", s.seq)
+		s.pending[id] = pendingUpload{filename: r.FormValue("filename")}
+		writeJSON(w, map[string]any{"ok": true, "upload_url": s.URL + "/upload/" + id, "file_id": id})
+	case "files.completeUploadExternal":
+		var files []struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal([]byte(r.FormValue("files")), &files); err != nil || len(files) == 0 {
+			slackErr(w, "invalid_arguments")
+			return
+		}
+		var out []map[string]any
+		for _, f := range files {
+			p, ok := s.pending[f.ID]
+			if !ok {
+				slackErr(w, "file_not_found")
+				return
+			}
+			delete(s.pending, f.ID)
+			s.uploads = append(s.uploads, Upload{FileID: f.ID, Filename: p.filename, Title: f.Title,
+				Channel: r.FormValue("channel_id"), ThreadTS: r.FormValue("thread_ts"),
+				InitialComment: r.FormValue("initial_comment"), Body: p.body})
+			out = append(out, map[string]any{"id": f.ID, "title": f.Title})
+		}
+		writeJSON(w, map[string]any{"ok": true, "files": out})
+	case "users.info":
+		name, ok := s.users[r.FormValue("user")]
+		if !ok {
+			slackErr(w, "user_not_found")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "user": map[string]any{"id": r.FormValue("user"), "name": name,
+			"real_name": name, "profile": map[string]any{"display_name": name, "real_name": name}}})
+	case "conversations.info":
+		name, ok := s.channels[r.FormValue("channel")]
+		if !ok {
+			slackErr(w, "channel_not_found")
+			return
+		}
+		writeJSON(w, map[string]any{"ok": true, "channel": map[string]any{"id": r.FormValue("channel"), "name": name}})
+	default:
+		slackErr(w, "unknown_method")
+	}
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	s.count("upload")
+	id := strings.TrimPrefix(r.URL.Path, "/upload/")
+	if token(r) != BotToken {
+		http.Error(w, "bad token", http.StatusUnauthorized)
+		return
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	defer f.Close()
+	body, err := io.ReadAll(f)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pending[id]
+	if !ok {
+		http.Error(w, "unknown upload", http.StatusNotFound)
+		return
+	}
+	p.body = body
+	s.pending[id] = p
+	_, _ = io.WriteString(w, "OK - "+strconv.Itoa(len(body)))
+}
+
+func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls["files"]++
+	s.fileReqs = append(s.fileReqs, FileRequest{Path: r.URL.Path, Authorization: r.Header.Get("Authorization")})
+	f, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+BotToken {
+		http.Redirect(w, r, "/signin?redir="+r.URL.Path, http.StatusFound)
+		return
+	}
+	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(f.body)))
+	_, _ = w.Write(f.body)
+}
+
+func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
+	s.count("ws")
+	c, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	conn := &wsConn{c: c}
+	s.mu.Lock()
+	if s.conn != nil {
+		_ = s.conn.c.Close()
+	}
+	s.conn = conn
+	s.connections++
+	n := s.connections
+	close(s.connCh)
+	s.connCh = make(chan struct{})
+	s.mu.Unlock()
+
+	_ = conn.writeJSON(map[string]any{"type": "hello", "num_connections": n,
+		"connection_info": map[string]any{"app_id": "AFAKE001"}})
+
+	done := make(chan struct{})
+	defer close(done)
+	// socketmode treats a connection without pings as dead.
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if c.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		var resp struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if err := c.ReadJSON(&resp); err != nil {
+			_ = c.Close()
+			return
+		}
+		s.mu.Lock()
+		if ch, ok := s.acks[resp.EnvelopeID]; ok {
+			close(ch)
+			delete(s.acks, resp.EnvelopeID)
+		}
+		s.mu.Unlock()
+	}
+}
