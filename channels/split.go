@@ -25,7 +25,9 @@ func Split(text string, limit int) []string {
 			}
 			n++
 		}
-		window := text[:cut]
+		// One byte past the cut lets a break that sits exactly at the
+		// limit be found; breaks are ASCII, so the byte is whole.
+		window := text[:cut+1]
 		at, skip := -1, 0
 		for _, sep := range []string{"\n\n", "\n", " "} {
 			// A break in the first half would leave a stub of a piece.

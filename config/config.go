@@ -253,14 +253,15 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	var probs Problems
 	probs = append(probs, expand(root, "", lookup, cfg.secretVars)...)
 	probs = append(probs, checkKeys(root, "", typeOfConfig)...)
+	if err := root.Decode(cfg); err != nil {
+		return cfg, append(probs, Problem{Msg: err.Error()})
+	}
+	var vp Problems
+	if errors.As(cfg.Validate(), &vp) {
+		probs = append(probs, vp...)
+	}
 	if len(probs) > 0 {
 		return cfg, probs
-	}
-	if err := root.Decode(cfg); err != nil {
-		return cfg, Problems{{Msg: err.Error()}}
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
 	}
 	return cfg, nil
 }

@@ -68,13 +68,23 @@ var (
 
 // checkKeys walks the YAML tree beside the Go type and reports unknown keys
 // and values of the wrong shape, each with its path, so one run of
-// `botd config check` lists every mistake rather than the first.
+// `botd config check` lists every mistake rather than the first. Offending
+// keys are removed and offending values nulled, so the rest can still be
+// decoded and validated in the same run.
 func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
+	probs := checkNode(n, path, t)
+	if len(probs) > 0 && n.Kind == yaml.ScalarNode {
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	}
+	return probs
+}
+
+func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+	if n.Kind == yaml.AliasNode {
+		return Problems{{path, "YAML aliases are not supported in botd config"}}
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
@@ -83,6 +93,7 @@ func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
 	switch {
 	case t == typeOfDuration:
 		if n.Kind != yaml.ScalarNode {
+			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
 			return Problems{{path, "expected a duration such as 30m"}}
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
@@ -94,15 +105,18 @@ func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
 		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
+			*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			return Problems{{path, "expected a mapping"}}
 		}
 		fields := yamlFields(t)
 		seen := map[string]bool{}
+		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key := n.Content[i].Value
 			p := join(path, key)
 			if seen[key] {
 				probs = append(probs, Problem{p, "duplicate key"})
+				continue
 			}
 			seen[key] = true
 			ft, ok := fields[key]
@@ -111,9 +125,12 @@ func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
 				continue
 			}
 			probs = append(probs, checkKeys(n.Content[i+1], p, ft)...)
+			kept = append(kept, n.Content[i], n.Content[i+1])
 		}
+		n.Content = kept
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
+			*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			return Problems{{path, "expected a mapping"}}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -121,6 +138,7 @@ func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
 		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
+			*n = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 			return Problems{{path, "expected a list"}}
 		}
 		for i, c := range n.Content {
@@ -128,6 +146,7 @@ func checkKeys(n *yaml.Node, path string, t reflect.Type) Problems {
 		}
 	default:
 		if n.Kind != yaml.ScalarNode {
+			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
 			return Problems{{path, "expected a single value"}}
 		}
 		switch t.Kind() {

@@ -1,0 +1,28 @@
+# botd — common tasks. `make test` is what CI runs.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build test bench run lint fuzz conformance clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/botd ./cmd/botd
+
+test:
+	$(GO) test -race -timeout 15m ./...
+
+# Benchmarks only (no tests); BENCH narrows them, e.g. make bench BENCH=Registry
+BENCH ?= .
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 30m ./...
+
+run: build
+	@test -f config.yaml || { cp config.example.yaml config.yaml; echo "created config.yaml from config.example.yaml"; }
+	bin/botd run --config config.yaml
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/botd-dev/botd/config"
+)
+
+func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "check" && args[0] != "-h" && args[0] != "--help") {
+		fmt.Fprintln(stderr, "Usage: botd config check [--config FILE]")
+		return fail(2, "")
+	}
+	if args[0] != "check" {
+		fmt.Fprintln(stdout, "Usage: botd config check [--config FILE]\n\nValidate the config and list every problem with its key path.")
+		return nil
+	}
+	fs := newFlags("config check", "botd config check [--config FILE]",
+		"Validate the config and list every problem with its key path; exit 1 if there are any.", stderr)
+	cfgFlag := configFlag(fs)
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	path := configPath(*cfgFlag)
+	_, err := config.Load(path)
+	var ps config.Problems
+	if errors.As(err, &ps) {
+		fmt.Fprintf(stdout, "%s: %d problem(s)\n", path, len(ps))
+		for _, p := range ps {
+			fmt.Fprintln(stdout, "  "+p.String())
+		}
+		return fail(1, "")
+	}
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: OK\n", path)
+	return nil
+}

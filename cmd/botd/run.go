@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/botd-dev/botd/config"
+)
+
+// loadConfig loads and validates, turning problems into an exit-1 error
+// that lists each one.
+func loadConfig(flagValue string) (*config.Config, error) {
+	path := configPath(flagValue)
+	cfg, err := config.Load(path)
+	var ps config.Problems
+	if errors.As(err, &ps) {
+		lines := make([]string, len(ps))
+		for i, p := range ps {
+			lines[i] = "  " + p.String()
+		}
+		return nil, fail(1, "%s has %d problem(s):\n%s\nrun 'botd config check' after fixing them", path, len(ps), strings.Join(lines, "\n"))
+	}
+	if err != nil {
+		return nil, fail(1, "%v", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "botd run [--config FILE]",
+		"Run the daemon: connect the enabled channels, answer in registered groups, serve media to the agent over IPC.", stderr)
+	cfgFlag := configFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgFlag)
+	if err != nil {
+		return err
+	}
+	if missing := cfg.RunReadiness(); len(missing) > 0 {
+		return fail(1, "cannot run:\n  %s", strings.Join(missing, "\n  "))
+	}
+	log := newLogger(cfg.LogLevel, stderr)
+	d, err := newDaemon(cfg, log)
+	if err != nil {
+		return err
+	}
+	return d.run(ctx)
+}
+

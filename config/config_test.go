@@ -1,0 +1,178 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func TestExampleConfigPassesWithNoEnv(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data, noEnv)
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if cfg.Media.RefTTL.D() != 30*time.Minute || cfg.Media.CacheTTL.D() != 24*time.Hour {
+		t.Errorf("media ttls = %v, %v", cfg.Media.RefTTL.D(), cfg.Media.CacheTTL.D())
+	}
+	if len(cfg.Groups) == 0 {
+		t.Error("example has no groups")
+	}
+}
+
+func TestThreeMistakesThreeProblems(t *testing.T) {
+	src := `
+assistant_name: Andy
+media:
+  ref_ttl: soon
+channels:
+  telegram: {enabled: false, tokne: x}
+groups:
+  - {folder: family, chat: "telegram:-100"}
+  - {folder: "../etc", chat: "telegram:1"}
+`
+	_, err := Parse([]byte(src), noEnv)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("err = %v, want Problems", err)
+	}
+	want := []string{"media.ref_ttl: invalid duration", "channels.telegram.tokne: unknown key (did you mean token?)", "groups[1].folder:"}
+	if len(ps) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(want), ps)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(ps[i].String(), w) {
+			t.Errorf("problem %d = %q, want prefix %q", i, ps[i], w)
+		}
+	}
+}
+
+func TestExpansion(t *testing.T) {
+	src := `
+assistant_name: ${NAME:-Andy}
+data_dir: ${DATA}
+channels:
+  telegram:
+    enabled: ${TG_ON:-false}
+    token: "${TELEGRAM_BOT_TOKEN}"
+media:
+  cache_ttl: ${CACHE_TTL:-2h}
+`
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(*Config) bool
+		wantErr string
+	}{
+		{"defaults used", map[string]string{"DATA": "/var/botd"}, func(c *Config) bool {
+			return c.AssistantName == "Andy" && c.DataDir == "/var/botd" && !c.Channels.Telegram.Enabled && c.Media.CacheTTL.D() == 2*time.Hour
+		}, ""},
+		{"env wins", map[string]string{"NAME": "Bob", "DATA": "d", "TG_ON": "true", "TELEGRAM_BOT_TOKEN": "123:abc", "CACHE_TTL": "5m"}, func(c *Config) bool {
+			return c.AssistantName == "Bob" && c.Channels.Telegram.Enabled && c.Channels.Telegram.Token == "123:abc" && c.Media.CacheTTL.D() == 5*time.Minute
+		}, ""},
+		{"enabled without token names the variable", map[string]string{"DATA": "d", "TG_ON": "true"}, nil,
+			"channels.telegram.token: required when the channel is enabled (set TELEGRAM_BOT_TOKEN)"},
+		{"env cannot inject structure", map[string]string{"DATA": "x\nassistant_name: evil", "TG_ON": "false"}, func(c *Config) bool {
+			return c.DataDir == "x\nassistant_name: evil" && c.AssistantName == "Andy"
+		}, ""},
+		{"bad bool from env", map[string]string{"DATA": "d", "TG_ON": "yes please"}, nil, "channels.telegram.enabled: expected true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(src), envOf(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(cfg) {
+				t.Errorf("unexpected config: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestValidationPaths(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"reserved folder", `groups: [{folder: media, chat: "telegram:1"}]`, `groups[0].folder: "media" is a reserved name`},
+		{"two mains", `groups: [{folder: a, chat: "telegram:1", main: true}, {folder: b, chat: "telegram:2", main: true}]`, "groups[1].main: only one group"},
+		{"duplicate folder", `groups: [{folder: a, chat: "telegram:1"}, {folder: a, chat: "telegram:2"}]`, "groups[1].folder:"},
+		{"bad chat", `groups: [{folder: a, chat: "irc:#x"}]`, `groups[0].chat:`},
+		{"unknown provider", `llm: {providers: {x: {type: openai}}, model: {provider: y, name: m}}`, `llm.model.provider: unknown provider "y"`},
+		{"bad provider type", `llm: {providers: {x: {type: claude}}, model: {provider: x, name: m}}`, `llm.providers.x.type: must be one of`},
+		{"slack wrong token kind", `channels: {slack: {enabled: true, bot_token: xapp-1, app_token: xapp-2}}`, `channels.slack.bot_token: must be a bot token`},
+		{"negative duration", `media: {cache_ttl: -1h}`, `media.cache_ttl: must not be negative`},
+		{"list expected", `groups: {folder: a}`, `groups: expected a list`},
+		{"mcp token group", `mcp: {http: {tokens: [{token: 0123456789abcdef0, group: nope}]}}`, `mcp.http.tokens[0].group: unknown group folder "nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmptyFileIsDefaults(t *testing.T) {
+	cfg, err := Parse(nil, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.MaxConcurrent != 4 || cfg.Agent.MaxIterations != 12 || cfg.Agent.MaxMessages != 30 {
+		t.Errorf("agent defaults = %+v", cfg.Agent)
+	}
+}
+
+func TestRunReadiness(t *testing.T) {
+	cfg, err := Parse([]byte(`llm:
+  providers: {anthropic: {type: anthropic, api_key: "${ANTHROPIC_API_KEY}"}}
+  model: {provider: anthropic, name: claude-sonnet-4-5}
+`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.RunReadiness(), "\n")
+	for _, w := range []string{"TELEGRAM_BOT_TOKEN", "channels.telegram.enabled", "llm.providers.anthropic.api_key is empty (set ANTHROPIC_API_KEY)"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("readiness %q lacks %q", got, w)
+		}
+	}
+	ollama, err := Parse([]byte(`channels: {whatsapp: {enabled: true}}
+llm:
+  providers: {local: {type: openai, base_url: "http://127.0.0.1:11434/v1"}}
+  model: {provider: local, name: llama3}
+`), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ollama.RunReadiness(); len(r) != 0 {
+		t.Errorf("keyless local model refused: %v", r)
+	}
+}

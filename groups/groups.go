@@ -1,0 +1,299 @@
+// Package groups holds the registered groups: folder rules, trigger
+// matching and each group's workspace (memory file and media folder).
+package groups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+var folderRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// reserved folder names collide with directories botd itself keeps beside
+// group folders (ipc/<folder>/requests, data/media, ...).
+var reserved = map[string]bool{"global": true, "failed": true, "requests": true, "responses": true, "media": true}
+
+// ValidateFolder reports why name cannot be a group folder, or nil.
+func ValidateFolder(name string) error {
+	if name == "" {
+		return errors.New("must not be empty")
+	}
+	if !folderRule.MatchString(name) {
+		return fmt.Errorf("%q is not a valid folder name (letters, digits, _ and -, starting with a letter or digit, at most 64)", name)
+	}
+	if reserved[strings.ToLower(name)] {
+		return fmt.Errorf("%q is a reserved name", name)
+	}
+	return nil
+}
+
+// Channels botd knows; a chat id is "<channel>:<native id>".
+var Channels = []string{"telegram", "slack", "whatsapp"}
+
+// ValidateChatID checks the "<channel>:<native id>" shape.
+func ValidateChatID(id string) error {
+	ch, native, ok := strings.Cut(id, ":")
+	if !ok || native == "" {
+		return fmt.Errorf("%q must look like <channel>:<id>, e.g. telegram:-1001234567890", id)
+	}
+	for _, c := range Channels {
+		if c == ch {
+			if strings.ContainsFunc(native, unicode.IsSpace) {
+				return fmt.Errorf("%q must not contain spaces", id)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: unknown channel %q (want one of %s)", id, ch, strings.Join(Channels, ", "))
+}
+
+// Group is one registered chat and its folder.
+type Group struct {
+	Folder  string
+	Name    string
+	Chat    string
+	Trigger string // empty means "@" + assistant name
+	// RequiresTrigger false means every message starts a run.
+	RequiresTrigger bool
+	Main            bool
+	// Aliases are further chat ids that lead to this group, e.g. a
+	// Telegram group's new id after it was migrated to a supergroup.
+	Aliases []string
+}
+
+// ChatIDs lists every chat of the group; media refs are scoped to these.
+func (g *Group) ChatIDs() []string {
+	return append([]string{g.Chat}, g.Aliases...)
+}
+
+// HasChat reports whether chat belongs to the group.
+func (g *Group) HasChat(chat string) bool {
+	if chat == g.Chat {
+		return true
+	}
+	for _, a := range g.Aliases {
+		if a == chat {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsTrigger reports whether a message must start with the trigger.
+func (g *Group) NeedsTrigger() bool { return g.RequiresTrigger && !g.Main }
+
+// Triggered reports whether text addresses the assistant: the trigger at the
+// very start (after spaces), case-insensitively, followed by a non-word
+// character or the end. The trigger is compared literally, never as a regex.
+func (g *Group) Triggered(text string) bool {
+	return MatchTrigger(g.Trigger, text)
+}
+
+// MatchTrigger is Triggered for a bare trigger string.
+func MatchTrigger(trigger, text string) bool {
+	if trigger == "" {
+		return false
+	}
+	text = strings.TrimLeftFunc(text, unicode.IsSpace)
+	if len(text) < len(trigger) {
+		return false
+	}
+	// Compare rune by rune so case folding works beyond ASCII without
+	// allocating a lowered copy of a long message.
+	rest := text
+	for _, tr := range trigger {
+		r, size := utf8.DecodeRuneInString(rest)
+		if size == 0 || !equalFold(r, tr) {
+			return false
+		}
+		rest = rest[size:]
+	}
+	if rest == "" {
+		return true
+	}
+	next, _ := utf8.DecodeRuneInString(rest)
+	return !isWordRune(next)
+}
+
+func equalFold(a, b rune) bool {
+	return a == b || unicode.ToLower(a) == unicode.ToLower(b)
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// Set is the registered groups, indexed by folder and by chat.
+type Set struct {
+	list   []*Group
+	folder map[string]*Group
+	chat   map[string]*Group
+}
+
+// NewSet builds the set, defaulting each trigger to "@"+assistantName.
+func NewSet(assistantName string, gs []Group) (*Set, error) {
+	s := &Set{folder: map[string]*Group{}, chat: map[string]*Group{}}
+	mains := 0
+	for i := range gs {
+		g := gs[i]
+		if err := ValidateFolder(g.Folder); err != nil {
+			return nil, fmt.Errorf("group %d folder: %w", i, err)
+		}
+		if _, dup := s.folder[g.Folder]; dup {
+			return nil, fmt.Errorf("group folder %q used twice", g.Folder)
+		}
+		if g.Trigger == "" {
+			g.Trigger = "@" + assistantName
+		}
+		if g.Main {
+			if mains++; mains > 1 {
+				return nil, errors.New("more than one main group")
+			}
+		}
+		gp := &g
+		s.list = append(s.list, gp)
+		s.folder[g.Folder] = gp
+		for _, c := range gp.ChatIDs() {
+			if _, dup := s.chat[c]; dup {
+				return nil, fmt.Errorf("chat %q registered twice", c)
+			}
+			s.chat[c] = gp
+		}
+	}
+	return s, nil
+}
+
+// All returns the groups in config order.
+func (s *Set) All() []*Group { return s.list }
+
+// ByFolder finds a group by its folder.
+func (s *Set) ByFolder(folder string) (*Group, bool) {
+	g, ok := s.folder[folder]
+	return g, ok
+}
+
+// ByChat finds the group a chat belongs to.
+func (s *Set) ByChat(chat string) (*Group, bool) {
+	g, ok := s.chat[chat]
+	return g, ok
+}
+
+// Main returns the main group, if one is configured.
+func (s *Set) Main() (*Group, bool) {
+	for _, g := range s.list {
+		if g.Main {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// AddAlias makes chat another id of the group in folder, for chats that
+// change id (Telegram group → supergroup migration).
+func (s *Set) AddAlias(folder, chat string) error {
+	g, ok := s.folder[folder]
+	if !ok {
+		return fmt.Errorf("unknown group %q", folder)
+	}
+	if other, taken := s.chat[chat]; taken {
+		if other == g {
+			return nil
+		}
+		return fmt.Errorf("chat %q already belongs to group %q", chat, other.Folder)
+	}
+	g.Aliases = append(g.Aliases, chat)
+	s.chat[chat] = g
+	return nil
+}
+
+// Workspace is a group's folder under groups_dir.
+type Workspace struct {
+	Root string // groups/<folder>
+}
+
+// MemoryFile is the group's long-term memory, part of every system prompt.
+const MemoryFile = "MEMORY.md"
+
+const memoryTemplate = `# Memory for %s
+
+Notes the assistant keeps about this group: names, preferences, recurring
+plans. Edit freely; the assistant reads this file before every answer.
+`
+
+// EnsureWorkspace creates groups/<folder>/ with media/ and, on first use,
+// the memory file. An existing memory file is never overwritten.
+func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
+	root := filepath.Join(groupsDir, g.Folder)
+	if err := os.MkdirAll(filepath.Join(root, "media"), 0o750); err != nil {
+		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
+	}
+	mem := filepath.Join(root, MemoryFile)
+	f, err := os.OpenFile(mem, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	switch {
+	case errors.Is(err, os.ErrExist):
+	case err != nil:
+		return Workspace{}, fmt.Errorf("group %s memory file: %w", g.Folder, err)
+	default:
+		name := g.Name
+		if name == "" {
+			name = g.Folder
+		}
+		_, werr := fmt.Fprintf(f, memoryTemplate, name)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return Workspace{}, fmt.Errorf("group %s memory file: %w", g.Folder, werr)
+		}
+	}
+	return Workspace{Root: root}, nil
+}
+
+// MediaDir is where fetched media is materialised for the agent.
+func (w Workspace) MediaDir() string { return filepath.Join(w.Root, "media") }
+
+// Memory reads the memory file; a missing file is empty memory.
+func (w Workspace) Memory() (string, error) {
+	b, err := os.ReadFile(filepath.Join(w.Root, MemoryFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	return string(b), err
+}
+
+// Resolve maps a path the agent gave (relative to the group folder) to a
+// file inside the folder. Absolute paths, ~, .. and symlinks leading out are
+// refused.
+func (w Workspace) Resolve(p string) (string, error) {
+	p = strings.TrimSpace(p)
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.HasPrefix(p, "~") || filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q must be relative to the group folder", p)
+	}
+	clean := filepath.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q leaves the group folder", p)
+	}
+	full := filepath.Join(w.Root, clean)
+	root, err := filepath.EvalSymlinks(w.Root)
+	if err != nil {
+		return "", fmt.Errorf("group folder: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w", p, err)
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q leads outside the group folder", p)
+	}
+	return real, nil
+}

@@ -1,0 +1,172 @@
+package groups
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidateFolder(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"family", true},
+		{"Team_42", true},
+		{"a", true},
+		{"9lives", true},
+		{"x-y_z", true},
+		{strings.Repeat("a", 64), true},
+		{strings.Repeat("a", 65), false},
+		{"", false},
+		{"-lead", false},
+		{"_lead", false},
+		{"has space", false},
+		{"../etc", false},
+		{"a/b", false},
+		{"a.b", false},
+		{"ünï", false},
+		{"global", false},
+		{"failed", false},
+		{"requests", false},
+		{"responses", false},
+		{"media", false},
+		{"Media", false},
+	}
+	for _, tt := range tests {
+		err := ValidateFolder(tt.name)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateFolder(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestMatchTrigger(t *testing.T) {
+	tests := []struct {
+		trigger, text string
+		want          bool
+	}{
+		{"@Andy", "@Andy hi", true},
+		{"@Andy", "@andy hi", true},
+		{"@Andy", "@ANDY", true},
+		{"@Andy", "@Andy's idea", true},
+		{"@Andy", "  @Andy, hello", true},
+		{"@Andy", "@Andy\nwhat now", true},
+		{"@Andy", "hello @Andy", false},
+		{"@Andy", "@Andyextra", false},
+		{"@Andy", "@Andy_x", false},
+		{"@Andy", "@And", false},
+		{"@Andy", "", false},
+		{"@Andy", "Andy hi", false},
+		{"a.b", "axb hi", false}, // regex characters are literal
+		{"a.b", "a.b hi", true},
+		{"(bot)", "(bot) hi", true},
+		{"[x]*", "[x]* go", true},
+		{"[x]*", "xxx go", false},
+		{"@Ölaf", "@ölaf hej", true},
+		{"", "anything", false},
+	}
+	for _, tt := range tests {
+		if got := MatchTrigger(tt.trigger, tt.text); got != tt.want {
+			t.Errorf("MatchTrigger(%q, %q) = %v, want %v", tt.trigger, tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestSetDefaultsAndNeedsTrigger(t *testing.T) {
+	s, err := NewSet("Andy", []Group{
+		{Folder: "family", Chat: "telegram:-100", RequiresTrigger: true},
+		{Folder: "team", Chat: "slack:C1", Trigger: "!bot", RequiresTrigger: true},
+		{Folder: "open", Chat: "slack:C2", RequiresTrigger: false},
+		{Folder: "main", Chat: "telegram:1", Main: true, RequiresTrigger: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		chat, trigger string
+		needs         bool
+	}{
+		{"telegram:-100", "@Andy", true},
+		{"slack:C1", "!bot", true},
+		{"slack:C2", "@Andy", false},
+		{"telegram:1", "@Andy", false},
+	}
+	for _, tt := range tests {
+		g, ok := s.ByChat(tt.chat)
+		if !ok {
+			t.Fatalf("no group for %s", tt.chat)
+		}
+		if g.Trigger != tt.trigger || g.NeedsTrigger() != tt.needs {
+			t.Errorf("%s: trigger %q needs %v, want %q %v", tt.chat, g.Trigger, g.NeedsTrigger(), tt.trigger, tt.needs)
+		}
+	}
+	if m, ok := s.Main(); !ok || m.Folder != "main" {
+		t.Errorf("main = %v %v", m, ok)
+	}
+	if err := s.AddAlias("family", "telegram:-1009"); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := s.ByChat("telegram:-1009"); !ok || g.Folder != "family" || !g.HasChat("telegram:-100") {
+		t.Errorf("alias lookup = %v %v", g, ok)
+	}
+	if err := s.AddAlias("family", "slack:C1"); err == nil {
+		t.Error("alias stole another group's chat")
+	}
+	if _, err := NewSet("Andy", []Group{{Folder: "a", Chat: "x:1", Main: true}, {Folder: "b", Chat: "x:2", Main: true}}); err == nil {
+		t.Error("two main groups accepted")
+	}
+}
+
+func TestWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	g := &Group{Folder: "family", Name: "Family"}
+	ws, err := EnsureWorkspace(dir, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := ws.Memory()
+	if err != nil || !strings.Contains(mem, "Memory for Family") {
+		t.Fatalf("memory = %q, %v", mem, err)
+	}
+	if err := os.WriteFile(filepath.Join(ws.Root, MemoryFile), []byte("likes tea"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureWorkspace(dir, g); err != nil {
+		t.Fatal(err)
+	}
+	if mem, _ := ws.Memory(); mem != "likes tea" {
+		t.Errorf("memory overwritten: %q", mem)
+	}
+	if fi, err := os.Stat(ws.MediaDir()); err != nil || !fi.IsDir() {
+		t.Errorf("media dir: %v", err)
+	}
+
+	if err := os.WriteFile(filepath.Join(ws.MediaDir(), "a.jpg"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "secret.txt")
+	os.WriteFile(outside, []byte("s"), 0o600)
+	os.Symlink(outside, filepath.Join(ws.Root, "link.txt"))
+	tests := []struct {
+		path string
+		ok   bool
+	}{
+		{"media/a.jpg", true},
+		{"./media/a.jpg", true},
+		{"media/../media/a.jpg", true},
+		{"../secret.txt", false},
+		{"/etc/passwd", false},
+		{"~/x", false},
+		{"link.txt", false},
+		{"media/missing.jpg", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		_, err := ws.Resolve(tt.path)
+		if (err == nil) != tt.ok {
+			t.Errorf("Resolve(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+		}
+	}
+}

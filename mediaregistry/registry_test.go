@@ -1,0 +1,211 @@
+package mediaregistry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+func openStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRegistryScopeExpirySweepAndRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "botd.db")
+	s := openStore(t, path)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	reg := mediaregistry.New(s.DB, 30*time.Minute)
+	reg.SetClock(func() time.Time { return now })
+
+	family := mediaregistry.Chats{"telegram:-100"}
+	work := mediaregistry.Chats{"slack:C1"}
+	photo := &mediaregistry.MediaReference{Chat: "telegram:-100", MessageID: "7", Kind: mediaregistry.Image, MIME: "image/jpeg",
+		FileName: "a.jpg", Size: 1234, Width: 10, Height: 20, Caption: "hi", Private: []byte("file-id-secret")}
+	if err := reg.Register(ctx, photo); err != nil {
+		t.Fatal(err)
+	}
+	if photo.Channel != "telegram" || !mediaregistry.ValidRefID(photo.ID) || photo.ID[:3] != "tg_" {
+		t.Fatalf("registered ref = %+v", photo)
+	}
+
+	got, err := reg.Get(ctx, family, photo.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Private) != "file-id-secret" || got.Width != 10 || got.Caption != "hi" || got.Size != 1234 {
+		t.Errorf("Get = %+v", got)
+	}
+	tests := []struct {
+		name  string
+		scope mediaregistry.Scope
+		id    string
+		want  error
+	}{
+		{"other group", work, photo.ID, mediaregistry.ErrForbidden},
+		{"unknown", family, "tg_doesnotexist", mediaregistry.ErrNotFound},
+		{"malformed", family, "../../etc", mediaregistry.ErrNotFound},
+	}
+	for _, tt := range tests {
+		if _, err := reg.Get(ctx, tt.scope, tt.id); !errors.Is(err, tt.want) {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+
+	// Expired: refused, hidden from List, still forbidden to others, gone after a sweep.
+	now = now.Add(31 * time.Minute)
+	if _, err := reg.Get(ctx, family, photo.ID); !errors.Is(err, mediaregistry.ErrExpired) {
+		t.Errorf("expired Get = %v", err)
+	}
+	if _, err := reg.Get(ctx, work, photo.ID); !errors.Is(err, mediaregistry.ErrForbidden) {
+		t.Errorf("expired Get from other group = %v", err)
+	}
+	if l, _ := reg.List(ctx, family, mediaregistry.Filter{}); len(l) != 0 {
+		t.Errorf("List shows expired refs: %d", len(l))
+	}
+	fresh := &mediaregistry.MediaReference{Chat: "telegram:-100", Kind: mediaregistry.Voice}
+	if err := reg.Register(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	n, err := reg.Sweep(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1", n, err)
+	}
+	if _, err := reg.Get(ctx, family, photo.ID); !errors.Is(err, mediaregistry.ErrNotFound) {
+		t.Errorf("swept ref: %v", err)
+	}
+
+	// Restart: close and reopen; the fresh ref is still there.
+	s.Close()
+	s2 := openStore(t, path)
+	reg2 := mediaregistry.New(s2.DB, 30*time.Minute)
+	reg2.SetClock(func() time.Time { return now })
+	if got, err := reg2.Get(ctx, family, fresh.ID); err != nil || got.Kind != mediaregistry.Voice {
+		t.Fatalf("after restart: %+v, %v", got, err)
+	}
+}
+
+func TestListNewestFirstAndFilter(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	reg := mediaregistry.New(s.DB, time.Hour)
+	base := time.Now()
+	kinds := []mediaregistry.Kind{mediaregistry.Image, mediaregistry.Voice, mediaregistry.Image, mediaregistry.Document}
+	var ids []string
+	for i, k := range kinds {
+		r := &mediaregistry.MediaReference{Chat: "whatsapp:1@g.us", Kind: k, Created: base.Add(time.Duration(i) * time.Second)}
+		if err := reg.Register(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	reg.Register(ctx, &mediaregistry.MediaReference{Chat: "whatsapp:2@g.us", Kind: mediaregistry.Image})
+	scope := mediaregistry.Chats{"whatsapp:1@g.us"}
+	all, _ := reg.List(ctx, scope, mediaregistry.Filter{})
+	if len(all) != 4 || all[0].ID != ids[3] || all[3].ID != ids[0] {
+		t.Errorf("List order wrong: %v", all)
+	}
+	imgs, _ := reg.List(ctx, scope, mediaregistry.Filter{Kind: mediaregistry.Image, Limit: 1})
+	if len(imgs) != 1 || imgs[0].ID != ids[2] {
+		t.Errorf("filtered = %v", imgs)
+	}
+}
+
+// BenchmarkRegistry100k registers 100,000 refs for one group and lists the
+// newest page; it reports the database bytes each ref costs.
+func BenchmarkRegistry100k(b *testing.B) {
+	for _, n := range []int{100_000} {
+		b.Run(fmt.Sprintf("register/%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dir := b.TempDir()
+				s := openStore(b, filepath.Join(dir, "botd.db"))
+				reg := mediaregistry.New(s.DB, time.Hour)
+				b.StartTimer()
+				registerN(b, ctx, reg, n)
+				b.StopTimer()
+				s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+				fi, _ := os.Stat(filepath.Join(dir, "botd.db"))
+				b.ReportMetric(float64(fi.Size())/float64(n), "dbbytes/ref")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*(i+1)), "ns/ref")
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+	b.Run("list/100000", func(b *testing.B) {
+		ctx := context.Background()
+		s := openStore(b, filepath.Join(b.TempDir(), "botd.db"))
+		reg := mediaregistry.New(s.DB, time.Hour)
+		registerN(b, ctx, reg, 100_000)
+		scope := mediaregistry.Chats{"telegram:-100"}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			l, err := reg.List(ctx, scope, mediaregistry.Filter{Limit: 50})
+			if err != nil || len(l) != 50 {
+				b.Fatal(len(l), err)
+			}
+		}
+	})
+	b.Run("get/100000", func(b *testing.B) {
+		ctx := context.Background()
+		s := openStore(b, filepath.Join(b.TempDir(), "botd.db"))
+		reg := mediaregistry.New(s.DB, time.Hour)
+		ids := registerN(b, ctx, reg, 100_000)
+		scope := mediaregistry.Chats{"telegram:-100"}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := reg.Get(ctx, scope, ids[i%len(ids)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func registerN(b *testing.B, ctx context.Context, reg *mediaregistry.Registry, n int) []string {
+	b.Helper()
+	ids := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		r := &mediaregistry.MediaReference{Chat: "telegram:-100", MessageID: fmt.Sprint(i), Kind: mediaregistry.Image,
+			MIME: "image/jpeg", FileName: "IMG_20261121_120000.jpg", Size: 2_400_000, Width: 1280, Height: 960,
+			Private: []byte("AgACAgIAAxkBAAIBZ2Vh3x9k2l0AAUPnQ5t8Hq2PZ6g7AAIv1DEbx8Q5SJ0bW")}
+		if err := reg.Register(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func BenchmarkPlaceholder(b *testing.B) {
+	ref := &mediaregistry.MediaReference{ID: "tg_k3J9x2Qa7Pxx", Kind: mediaregistry.Image, FileName: "sunset.jpg", Size: 2516582, MIME: "image/jpeg", Caption: "Beautiful sunset"}
+	b.Run("render", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = mediaregistry.Render(ref)
+		}
+	})
+	text := mediaregistry.Render(ref)
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if len(mediaregistry.Parse(text)) != 1 {
+				b.Fatal("no placeholder")
+			}
+		}
+	})
+}
