@@ -106,6 +106,8 @@ func Extract(chat string, msg *models.Message) []mediaregistry.MediaReference {
 		return nil
 	}
 	ref.Size = h.FileSize
+	// Declared by the sender's client: keep only a well-formed type/subtype.
+	ref.MIME = mediaregistry.CleanMIME(ref.MIME)
 	ref.Private = encodeHandle(h)
 	return []mediaregistry.MediaReference{ref}
 }

@@ -1,0 +1,216 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// receiveRef pushes msg through the channel and returns the ref it
+// registered, as the host would later look it up.
+func receiveRef(t *testing.T, h *harness, msg *models.Message) mediaregistry.MediaReference {
+	t.Helper()
+	before := len(h.sink.inbounds())
+	handle(h, models.Update{Message: msg})
+	got := h.sink.inbounds()
+	if len(got) != before+1 || len(got[before].Refs) != 1 {
+		t.Fatalf("no ref delivered: %+v", got)
+	}
+	ref, err := h.reg.Lookup(context.Background(), got[before].Refs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func readAll(t *testing.T, rc io.ReadCloser) []byte {
+	t.Helper()
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDownloadPhotoOnce(t *testing.T) {
+	h := newHarness(t)
+	data := make([]byte, 300<<10)
+	_, _ = rand.Read(data)
+	h.fake.AddFile(telegramtest.File{ID: "AgAC-photo-l", Path: "photos/file_12.jpg", Data: data})
+	ref := receiveRef(t, h, mediaCases[0].msg)
+	if h.fake.GetFileCalls() != 0 || h.fake.Downloads() != 0 {
+		t.Fatal("receiving fetched something")
+	}
+
+	body, size, err := h.tg.Download(context.Background(), &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, body)
+	if !bytes.Equal(got, data) {
+		t.Errorf("downloaded %d bytes, not the %d served", len(got), len(data))
+	}
+	if size != int64(len(data)) {
+		t.Errorf("size = %d, want %d", size, len(data))
+	}
+	if g, d := h.fake.GetFileCalls(), h.fake.Downloads(); g != 1 || d != 1 {
+		t.Errorf("getFile=%d downloads=%d, want 1 and 1", g, d)
+	}
+}
+
+func TestDownloadTooLarge(t *testing.T) {
+	const mb = 1 << 20
+	cases := []struct {
+		name        string
+		refSize     int64 // what the update said
+		served      int64 // what getFile says
+		wantGetFile int
+	}{
+		// Known from the update: refused without asking Telegram.
+		{"25MB document refused before getFile", 25 * mb, 25 * mb, 0},
+		// Unknown in the update: the Bot API's "file is too big" maps too.
+		{"size unknown until getFile", 0, 25 * mb, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.fake.AddFile(telegramtest.File{ID: "BQAC-big", Data: []byte("x"), Size: c.served})
+			ref := receiveRef(t, h, mediaMsg(500, func(m *models.Message) {
+				m.Document = &models.Document{FileID: "BQAC-big", FileName: "huge.zip", MimeType: "application/zip", FileSize: c.refSize}
+			}))
+			_, _, err := h.tg.Download(context.Background(), &ref)
+			if !errors.Is(err, channels.ErrTooLarge) {
+				t.Fatalf("err = %v, want ErrTooLarge", err)
+			}
+			if n := h.fake.GetFileCalls(); n != c.wantGetFile {
+				t.Errorf("getFile calls = %d, want %d", n, c.wantGetFile)
+			}
+			if n := h.fake.Downloads(); n != 0 {
+				t.Errorf("downloads = %d, want 0", n)
+			}
+			if strings.Contains(err.Error(), telegramtest.Token) {
+				t.Errorf("token in error: %v", err)
+			}
+		})
+	}
+}
+
+// 429 with retry_after on getFile and a proxy's 502 page on the download
+// are both retried; the bytes still arrive once.
+func TestDownloadRetries(t *testing.T) {
+	h := newHarness(t)
+	h.fake.AddFile(telegramtest.File{ID: "AwAC-voice", Data: []byte("OggS voice")})
+	ref := receiveRef(t, h, mediaCases[2].msg)
+	h.fake.FailNext("getFile", telegramtest.Failure{Status: 429, Description: "Too Many Requests: retry after 2", RetryAfter: 2})
+	h.fake.FailNext("getFile", telegramtest.Failure{Status: 500, Description: "Internal Server Error"})
+	h.fake.FailNext("file", telegramtest.Failure{Status: 502, Raw: "<html>502 Bad Gateway</html>"})
+	h.fake.FailNext("file", telegramtest.Failure{Status: 429, RetryAfter: 1})
+
+	body, _, err := h.tg.Download(context.Background(), &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, body); string(got) != "OggS voice" {
+		t.Errorf("got %q", got)
+	}
+	if g, d := h.fake.GetFileCalls(), h.fake.Downloads(); g != 3 || d != 3 {
+		t.Errorf("getFile=%d downloads=%d, want 3 and 3", g, d)
+	}
+}
+
+func TestDownloadErrorsAreTypedAndTokenFree(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, h *harness)
+		want  error
+	}{
+		{"unknown file_id", func(t *testing.T, h *harness) {}, channels.ErrUnavailable},
+		{"file gone from storage", func(t *testing.T, h *harness) {
+			h.fake.AddFile(telegramtest.File{ID: "AwAC-voice", Data: []byte("x")})
+			h.fake.FailNext("file", telegramtest.Failure{Status: 404})
+		}, channels.ErrUnavailable},
+		{"persistent 5xx", func(t *testing.T, h *harness) {
+			for range 4 {
+				h.fake.FailNext("getFile", telegramtest.Failure{Status: 503})
+			}
+		}, nil},
+		{"server unreachable", func(t *testing.T, h *harness) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			h.tg.cfg.APIURL = "http://" + addr
+			h.tg.apiURL = "http://" + addr
+			if err := h.tg.newBot(); err != nil {
+				t.Fatal(err)
+			}
+			h.tg.maxAttempts = 1
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			ref := receiveRef(t, h, mediaCases[2].msg)
+			c.setup(t, h)
+			_, _, err := h.tg.Download(context.Background(), &ref)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("err = %v, want %v", err, c.want)
+			}
+			if strings.Contains(err.Error(), telegramtest.Token) {
+				t.Errorf("token in error: %v", err)
+			}
+		})
+	}
+}
+
+// The file URL carries the token; a failing GET must not print it.
+func TestFetchErrorHidesFileURL(t *testing.T) {
+	h := newHarness(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tg.apiURL = "http://" + ln.Addr().String()
+	ln.Close()
+	h.tg.maxAttempts = 1
+	_, _, err = h.tg.fetch(context.Background(), "documents/file_1.pdf")
+	if err == nil {
+		t.Fatal("no error from a closed port")
+	}
+	if strings.Contains(err.Error(), telegramtest.Token) {
+		t.Errorf("token in error: %v", err)
+	}
+	if !strings.Contains(err.Error(), "<token>") {
+		t.Errorf("expected a redacted URL in %v", err)
+	}
+}
+
+func TestCappedBody(t *testing.T) {
+	for _, c := range []struct {
+		n, limit int64
+		tooLarge bool
+	}{{10, 10, false}, {9, 10, false}, {11, 10, true}} {
+		cb := &cappedBody{r: io.NopCloser(bytes.NewReader(make([]byte, c.n))), left: c.limit}
+		_, err := io.ReadAll(cb)
+		if got := errors.Is(err, channels.ErrTooLarge); got != c.tooLarge {
+			t.Errorf("n=%d limit=%d: err=%v", c.n, c.limit, err)
+		}
+	}
+}
