@@ -78,7 +78,7 @@ func (w *WhatsApp) run(ctx context.Context, c conn, first chan<- error) {
 			d := w.backoff(attempt)
 			attempt++
 			w.log.Warn("whatsapp: connect failed; retrying", "err", err, "in", d.Round(time.Millisecond))
-			if !sleepCtx(ctx, d) {
+			if !w.sleep(ctx, d) {
 				return
 			}
 			continue
@@ -115,7 +115,7 @@ func (w *WhatsApp) run(ctx context.Context, c conn, first chan<- error) {
 		minWait = 0
 		attempt++
 		w.log.Warn("whatsapp: disconnected; reconnecting", "in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !w.sleep(ctx, d) {
 			return
 		}
 	}

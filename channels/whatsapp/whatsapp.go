@@ -79,6 +79,7 @@ type WhatsApp struct {
 	backoffMax   time.Duration
 	startWait    time.Duration // how long Start waits for the first login
 	jitter       func() float64
+	sleep        func(ctx context.Context, d time.Duration) bool
 
 	retries retryWaiters
 	sent    recentIDs
@@ -113,6 +114,7 @@ func New(cfg config.WhatsApp, dataDir string, env channels.Env) (*WhatsApp, erro
 		backoffMax:   5 * time.Minute,
 		startWait:    20 * time.Second,
 		jitter:       rand.Float64,
+		sleep:        sleepCtx,
 		states:       make(chan connState, 32),
 		runCtx:       context.Background(),
 	}, nil
