@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -212,5 +213,35 @@ func TestCappedBody(t *testing.T) {
 		if got := errors.Is(err, channels.ErrTooLarge); got != c.tooLarge {
 			t.Errorf("n=%d limit=%d: err=%v", c.n, c.limit, err)
 		}
+	}
+}
+
+// A download is a stream: memory does not grow with the file. 19MB (just
+// under the cloud limit) goes through while the process allocates a
+// small, fixed amount (the fake server lives in the same process and is
+// counted too).
+func TestDownloadStreams(t *testing.T) {
+	h := newHarness(t)
+	data := bytes.Repeat([]byte("0123456789abcdef"), (19<<20)/16)
+	h.fake.AddFile(telegramtest.File{ID: "BQAC-doc", Data: data})
+	ref := receiveRef(t, h, mediaCases[1].msg)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	body, _, err := h.tg.Download(context.Background(), &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, body)
+	body.Close()
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("copied %d of %d: %v", n, len(data), err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("downloaded %d bytes with %d KB allocated", n, alloc>>10)
+	if alloc > 4<<20 {
+		t.Errorf("allocated %d KB for a %d KB download: not streaming", alloc>>10, n>>10)
 	}
 }
