@@ -80,8 +80,8 @@ func trimDateSuffix(m string) string {
 		return m[:i]
 	}
 	// -YYYY-MM-DD
-	if len(m) > 11 && m[len(m)-11] == '-' && m[len(m)-8] == '-' && m[len(m)-3] == '-' &&
-		isDigits(m[len(m)-10:len(m)-8]) && isDigits(m[len(m)-7:len(m)-3]) && isDigits(m[len(m)-2:]) {
+	if n := len(m); n > 11 && m[n-11] == '-' && m[n-6] == '-' && m[n-3] == '-' &&
+		isDigits(m[n-10:n-6]) && isDigits(m[n-5:n-3]) && isDigits(m[n-2:]) {
 		return m[:len(m)-11]
 	}
 	return m
