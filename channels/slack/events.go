@@ -54,7 +54,7 @@ func (s *Slack) EventsHandler(ctx context.Context) http.Handler {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(slackevents.ChallengeResponse{Challenge: uv.Challenge})
+			_ = json.NewEncoder(w).Encode(map[string]string{"challenge": uv.Challenge})
 		case slackevents.CallbackEvent:
 			s.enqueue(ctx, ev)
 			w.WriteHeader(http.StatusOK)

@@ -68,6 +68,8 @@ type Server struct {
 	calls       map[string]int
 	posts       []Post
 	postErr     string
+	signinFiles bool
+	redirects   map[string]string          // path -> Location
 	files       map[string]hostedFile      // path -> content
 	fileInfo    map[string]json.RawMessage // file id -> files.info "file" object
 	fileReqs    []FileRequest
@@ -107,14 +109,17 @@ func (w *wsConn) writeJSON(v any) error {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		calls:    map[string]int{},
-		files:    map[string]hostedFile{},
-		fileInfo: map[string]json.RawMessage{},
-		pending:  map[string]pendingUpload{},
-		users:    map[string]string{},
-		channels: map[string]string{},
-		acks:     map[string]chan struct{}{},
-		connCh:   make(chan struct{}),
+		calls:     map[string]int{},
+		files:     map[string]hostedFile{},
+		redirects: map[string]string{},
+		fileInfo:  map[string]json.RawMessage{},
+		pending:   map[string]pendingUpload{},
+		users:     map[string]string{},
+		channels:  map[string]string{},
+		acks:      map[string]chan struct{}{},
+		connCh:    make(chan struct{}),
+		// Slack's client sends Origin: https://api.slack.com.
+		upgrader: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
@@ -183,6 +188,24 @@ func (s *Server) HostFile(name, contentType string, body []byte) string {
 	path := fmt.Sprintf("/files-pri/%s-F%04d/%s", TeamID, s.seq, name)
 	s.files[path] = hostedFile{contentType: contentType, body: body}
 	return s.URL + path
+}
+
+// HostRedirect serves a private URL that redirects to target, and returns it.
+func (s *Server) HostRedirect(name, target string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	path := fmt.Sprintf("/files-pri/%s-F%04d/%s", TeamID, s.seq, name)
+	s.redirects[path] = target
+	return s.URL + path
+}
+
+// SignInFiles makes every hosted file redirect to the HTML sign-in page,
+// as Slack does when the token lacks the files:read scope.
+func (s *Server) SignInFiles(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signinFiles = on
 }
 
 // SetFileInfo sets the "file" object files.info returns for id.
@@ -468,12 +491,18 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 	s.calls["files"]++
 	s.fileReqs = append(s.fileReqs, FileRequest{Path: r.URL.Path, Authorization: r.Header.Get("Authorization")})
 	f, ok := s.files[r.URL.Path]
+	target, redirect := s.redirects[r.URL.Path]
+	signin := s.signinFiles
 	s.mu.Unlock()
+	if redirect {
+		http.Redirect(w, r, target, http.StatusFound)
+		return
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Header.Get("Authorization") != "Bearer "+BotToken {
+	if signin || r.Header.Get("Authorization") != "Bearer "+BotToken {
 		http.Redirect(w, r, "/signin?redir="+r.URL.Path, http.StatusFound)
 		return
 	}

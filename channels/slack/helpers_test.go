@@ -1,0 +1,223 @@
+package slack
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/slack/slackfake"
+	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+var logOut io.Writer = io.Discard
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// testSink stores what it hears in a real store, like the router would,
+// and hands each Inbound to the test.
+type testSink struct {
+	st         *store.Store
+	registered map[string]bool
+	got        chan channels.Inbound
+}
+
+func (k *testSink) Registered(chat string) bool { return k.registered[chat] }
+
+func (k *testSink) Deliver(ctx context.Context, in channels.Inbound) error {
+	if err := k.st.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
+		return err
+	}
+	if _, err := k.st.PutMessage(ctx, store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID,
+		SenderName: in.SenderName, Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot,
+		ThreadID: in.ThreadID}); err != nil {
+		return err
+	}
+	k.got <- in
+	return nil
+}
+
+func (k *testSink) Migrated(context.Context, string, string) {}
+
+// next waits for the next delivered message.
+func (k *testSink) next(t *testing.T) channels.Inbound {
+	t.Helper()
+	select {
+	case in := <-k.got:
+		return in
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message delivered within 5s")
+		return channels.Inbound{}
+	}
+}
+
+// none checks nothing more is delivered for a short while.
+func (k *testSink) none(t *testing.T) {
+	t.Helper()
+	select {
+	case in := <-k.got:
+		t.Fatalf("unexpected delivery: %+v", in)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+type harness struct {
+	fake *slackfake.Server
+	sink *testSink
+	reg  *mediaregistry.Registry
+	st   *store.Store
+	sl   *Slack
+	ctx  context.Context
+}
+
+const testChannel = "C0GENERAL"
+
+func newHarness(t *testing.T, mutate func(*config.Slack)) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	fake := slackfake.New(t)
+	h := &harness{
+		fake: fake,
+		st:   st,
+		reg:  mediaregistry.New(st.DB, 30*time.Minute),
+		sink: &testSink{st: st, registered: map[string]bool{"slack:" + testChannel: true, "slack:D0DIRECT": true},
+			got: make(chan channels.Inbound, 16)},
+		ctx: ctx,
+	}
+	cfg := config.Slack{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	sl, err := New(cfg, channels.Env{Registry: h.reg, Sink: h.sink, AssistantName: "Andy",
+		Log: slog.New(slog.NewTextHandler(logOut, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.connectTimeout = 5 * time.Second
+	h.sl = sl
+	return h
+}
+
+// start starts the channel, failing the test on error.
+func (h *harness) start(t *testing.T) {
+	t.Helper()
+	if err := h.sl.Start(h.ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// send delivers an inner event over Socket Mode and waits for the ack.
+func (h *harness) send(t *testing.T, event map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	defer cancel()
+	if err := h.fake.SendEvent(ctx, event); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var tsSeq struct {
+	sync.Mutex
+	n int
+}
+
+func nextTS() string {
+	tsSeq.Lock()
+	defer tsSeq.Unlock()
+	tsSeq.n++
+	return fmt.Sprintf("1712000000.%06d", tsSeq.n)
+}
+
+// message builds a Slack "message" event; extra fields override.
+func message(channel, user, text string, extra map[string]any) map[string]any {
+	ctype := "channel"
+	if strings.HasPrefix(channel, "D") {
+		ctype = "im"
+	}
+	m := map[string]any{"type": "message", "channel": channel, "channel_type": ctype, "user": user,
+		"text": text, "ts": nextTS()}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+var refID = regexp.MustCompile(`ref:sl_[0-9A-Za-z]+`)
+
+// normalizeRefs replaces random ref ids with their order of appearance.
+func normalizeRefs(s string) string {
+	n := 0
+	return refID.ReplaceAllStringFunc(s, func(string) string {
+		n++
+		return "ref:sl_REF" + strconv.Itoa(n)
+	})
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s mismatch:\n got: %q\nwant: %q", name, got, want)
+	}
+}
+
+// signedRequest builds an Events API request signed with secret.
+func signedRequest(t *testing.T, url, secret string, body []byte, when time.Time) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := strconv.FormatInt(when.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	return req
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
