@@ -411,4 +411,3 @@ func TestChainCapabilitiesAreShared(t *testing.T) {
 		t.Error("empty chain accepted")
 	}
 }
-
