@@ -456,9 +456,12 @@ func TestNewValidatesConfig(t *testing.T) {
 func TestSocketModeReconnects(t *testing.T) {
 	h := newHarness(t, nil)
 	h.start(t)
-	h.fake.DropConnection()
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
+	if err := h.fake.WaitConnected(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.DropConnection()
 	if err := h.fake.WaitConnected(ctx, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -287,16 +287,28 @@ func (s *Server) WaitConnected(ctx context.Context, n int) error {
 // event_callback and an events_api envelope, sends it over the Socket Mode
 // connection and waits for the client's ack.
 func (s *Server) SendEvent(ctx context.Context, event any) error {
+	// The client may see its connection before the fake has recorded it.
+	var conn *wsConn
+	for conn == nil {
+		s.mu.Lock()
+		conn = s.conn
+		ch := s.connCh
+		s.mu.Unlock()
+		if conn != nil {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("slackfake: no socket mode connection: %w", ctx.Err())
+		}
+	}
 	s.mu.Lock()
-	conn := s.conn
 	s.seq++
 	envID := fmt.Sprintf("env-%d", s.seq)
 	ack := make(chan struct{})
 	s.acks[envID] = ack
 	s.mu.Unlock()
-	if conn == nil {
-		return fmt.Errorf("slackfake: no socket mode connection")
-	}
 	env := map[string]any{
 		"envelope_id":              envID,
 		"type":                     "events_api",
