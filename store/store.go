@@ -111,6 +111,17 @@ var migrations = []string{
 	);
 	CREATE INDEX media_refs_chat_created ON media_refs(chat_id, created);
 	CREATE INDEX media_refs_expires ON media_refs(expires);`,
+	// 2: the media cache index: which content-addressed blob holds a ref's
+	// bytes, so a second fetch is served without a download.
+	`CREATE TABLE media_cache (
+		ref_id TEXT PRIMARY KEY,
+		sha256 TEXT NOT NULL,
+		size INTEGER NOT NULL,
+		mime TEXT NOT NULL,
+		fetched INTEGER NOT NULL
+	);
+	CREATE INDEX media_cache_sha ON media_cache(sha256);
+	CREATE INDEX media_cache_fetched ON media_cache(fetched);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -1,0 +1,159 @@
+// Package chantest is an in-memory channel for tests: it serves media
+// bytes from memory, records what was sent, and counts downloads so a test
+// can prove that nothing was fetched before it was asked for.
+package chantest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Channel is a fake network named after a real one so refs route to it.
+type Channel struct {
+	name string
+
+	mu      sync.Mutex
+	media   map[string]Media // by Private key
+	sent    []channels.OutMessage
+	files   []SentFile
+	typing  map[string]bool
+	sendErr error
+
+	downloads atomic.Int64
+}
+
+// Media is what a fake download serves.
+type Media struct {
+	Data []byte
+	// Reader, when set, is used instead of Data (for huge or slow streams).
+	Reader func() io.ReadCloser
+	Err    error
+	// Gate, when set, blocks the download until it is closed.
+	Gate chan struct{}
+}
+
+// SentFile records a SendMedia call with the bytes that were sent.
+type SentFile struct {
+	channels.OutMedia
+	Data []byte
+}
+
+var (
+	_ channels.Channel     = (*Channel)(nil)
+	_ channels.Downloader  = (*Channel)(nil)
+	_ channels.MediaSender = (*Channel)(nil)
+	_ channels.Typer       = (*Channel)(nil)
+)
+
+// New returns a fake channel called name ("telegram", "slack", ...).
+func New(name string) *Channel {
+	return &Channel{name: name, media: map[string]Media{}, typing: map[string]bool{}}
+}
+
+func (c *Channel) Name() string                    { return c.name }
+func (c *Channel) Start(ctx context.Context) error { return nil }
+
+// Serve makes the ref whose Private is key download as m.
+func (c *Channel) Serve(key string, m Media) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.media[key] = m
+}
+
+// Downloads counts Download calls that reached the network.
+func (c *Channel) Downloads() int64 { return c.downloads.Load() }
+
+func (c *Channel) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
+	c.mu.Lock()
+	m, ok := c.media[string(ref.Private)]
+	c.mu.Unlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("fake %s: %w", c.name, channels.ErrUnavailable)
+	}
+	c.downloads.Add(1)
+	if m.Gate != nil {
+		select {
+		case <-m.Gate:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
+	if m.Err != nil {
+		return nil, 0, m.Err
+	}
+	if m.Reader != nil {
+		return m.Reader(), -1, nil
+	}
+	return io.NopCloser(bytes.NewReader(m.Data)), int64(len(m.Data)), nil
+}
+
+// FailSends makes every send fail with err (nil to recover).
+func (c *Channel) FailSends(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sendErr = err
+}
+
+func (c *Channel) Send(ctx context.Context, m channels.OutMessage) (channels.Delivery, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sendErr != nil {
+		return channels.Delivery{}, c.sendErr
+	}
+	c.sent = append(c.sent, m)
+	return channels.Delivery{MessageIDs: []string{fmt.Sprint(len(c.sent))}}, nil
+}
+
+func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
+	data, err := os.ReadFile(m.Path)
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("fake send media: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sendErr != nil {
+		return channels.Delivery{}, c.sendErr
+	}
+	c.files = append(c.files, SentFile{OutMedia: m, Data: data})
+	return channels.Delivery{MessageIDs: []string{fmt.Sprintf("f%d", len(c.files))}}, nil
+}
+
+func (c *Channel) SetTyping(ctx context.Context, chat string, on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.typing[chat] = on
+	return nil
+}
+
+// Sent returns the text messages sent so far.
+func (c *Channel) Sent() []channels.OutMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]channels.OutMessage(nil), c.sent...)
+}
+
+// Files returns the files sent so far.
+func (c *Channel) Files() []SentFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]SentFile(nil), c.files...)
+}
+
+// Typing reports the last typing state of chat.
+func (c *Channel) Typing(chat string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.typing[chat]
+}
+
+// ErrBoom is a ready-made failure.
+var ErrBoom = errors.New("fake network failure")
