@@ -1,0 +1,185 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	ref, _, err := stringArg(req, "mediaRef")
+	if err != nil {
+		return badArgs(ToolFetchMedia, "%v", err), nil
+	}
+	// Models often copy the whole "ref:tg_..." field from the placeholder.
+	ref = strings.TrimPrefix(strings.TrimSpace(ref), "ref:")
+	if ref == "" {
+		return badArgs(ToolFetchMedia, "mediaRef is required"), nil
+	}
+	if !mediaregistry.ValidRefID(ref) {
+		return badArgs(ToolFetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", oneLine(ref, 80)), nil
+	}
+	var res ipc.FetchMediaResult
+	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		return toolError(ToolFetchMedia, err), nil
+	}
+	return t.fetchResult(res), nil
+}
+
+// fetchResult builds what the model sees from the file the host saved.
+func (t *tools) fetchResult(res ipc.FetchMediaResult) *mcpgo.CallToolResult {
+	rel, err := cleanRel(res.Path)
+	if err != nil {
+		t.log.Warn("mcp fetch_media: host returned an unusable path", "ref", res.Ref, "err", err)
+		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the host saved the file at an unusable path"))
+	}
+	f, fi, err := t.openInGroup(rel)
+	if err != nil {
+		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", rel, "err", err)
+		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", rel, stripRoot(err, t.groupDir)))
+	}
+	defer f.Close()
+
+	m := mediaInfo{res: res, rel: rel, abs: t.absPath(rel), size: fi.Size()}
+	m.mime = mediaregistry.CleanMIME(res.MIME)
+	if m.mime == "" {
+		m.mime = sniffFile(f)
+	}
+
+	var note string
+	if strings.HasPrefix(m.mime, "image/") {
+		r, why := t.imageResult(f, &m)
+		if r != nil {
+			return r
+		}
+		note = why
+	}
+	if m.size <= t.inlineMax && embeddable(m.mime) {
+		if r := t.embedResult(f, &m, note); r != nil {
+			return r
+		}
+	}
+	return mcpgo.NewToolResultText(m.describe(note))
+}
+
+// mediaInfo is the fetched file as the result text describes it.
+type mediaInfo struct {
+	res           ipc.FetchMediaResult
+	rel, abs      string
+	mime          string
+	size          int64
+	width, height int
+}
+
+// describe renders the metadata line and the saved path. Names, captions
+// and senders come from strangers and are cleaned the way placeholders are.
+func (m *mediaInfo) describe(note string) string {
+	var b strings.Builder
+	kind := m.res.Kind
+	if kind == "" {
+		kind = "Media"
+	}
+	fields := []string{}
+	if m.res.Name != "" {
+		fields = append(fields, mediaregistry.SafeName(m.res.Name))
+	}
+	if m.res.Duration != "" {
+		fields = append(fields, oneLine(m.res.Duration, 16))
+	}
+	fields = append(fields, mediaregistry.FormatSize(m.size))
+	if m.mime != "" {
+		fields = append(fields, m.mime)
+	}
+	if d := mediaregistry.CleanMIME(m.res.Declared); d != "" && d != m.mime {
+		fields = append(fields, "sent as "+d)
+	}
+	w, h := m.width, m.height
+	if w == 0 {
+		w, h = m.res.Width, m.res.Height
+	}
+	if w > 0 && h > 0 {
+		fields = append(fields, fmt.Sprintf("%dx%d", w, h))
+	}
+	if m.res.Sender != "" {
+		fields = append(fields, "from "+oneLine(m.res.Sender, 80))
+	}
+	fmt.Fprintf(&b, "%s ref:%s: %s", kind, oneLine(m.res.Ref, 80), strings.Join(fields, ", "))
+	if m.res.Caption != "" {
+		b.WriteString(" — caption: ")
+		b.WriteString(mediaregistry.SafeCaption(m.res.Caption))
+	}
+	// Both paths: an agent in a container sees the group folder mounted
+	// elsewhere, a local one can open the absolute path directly.
+	fmt.Fprintf(&b, "\nSaved in the group folder as %s (absolute path: %s)", m.rel, m.abs)
+	if note != "" {
+		b.WriteString("\n")
+		b.WriteString(note)
+	}
+	return b.String()
+}
+
+// embeddable reports documents worth handing over as an embedded resource
+// when small: PDFs and anything textual.
+func embeddable(mime string) bool {
+	return mime == "application/pdf" || isTextMIME(mime)
+}
+
+func isTextMIME(mime string) bool {
+	if strings.HasPrefix(mime, "text/") || strings.HasSuffix(mime, "+json") || strings.HasSuffix(mime, "+xml") {
+		return true
+	}
+	switch mime {
+	case "application/json", "application/xml", "application/yaml", "application/x-yaml", "application/toml",
+		"application/javascript", "application/x-javascript", "application/ecmascript", "application/csv",
+		"application/x-sh", "application/x-shellscript", "application/sql", "application/x-ndjson",
+		"application/ld+json", "application/x-subrip":
+		return true
+	}
+	return false
+}
+
+// embedResult returns the metadata text plus the file as an embedded
+// resource, or nil when the file cannot be read (the caller falls back to
+// the path alone).
+func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallToolResult {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, t.inlineMax+1))
+	if err != nil || int64(len(data)) > t.inlineMax {
+		return nil
+	}
+	uri := (&url.URL{Scheme: "file", Path: m.abs}).String()
+	var rc mcpgo.ResourceContents
+	if isTextMIME(m.mime) && utf8.Valid(data) {
+		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: m.mime, Text: string(data)}
+	} else {
+		rc = mcpgo.BlobResourceContents{URI: uri, MIMEType: m.mime, Blob: base64.StdEncoding.EncodeToString(data)}
+	}
+	text := m.describe(note) + "\nThe content is attached as an embedded resource."
+	return &mcpgo.CallToolResult{Content: []mcpgo.Content{
+		mcpgo.NewTextContent(text),
+		mcpgo.NewEmbeddedResource(rc),
+	}}
+}
+
+// sniffFile guesses a MIME type when the host did not give one.
+func sniffFile(f *os.File) string {
+	head := make([]byte, mediaregistry.SniffLen)
+	n, _ := io.ReadFull(bufio.NewReader(f), head)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ""
+	}
+	return mediaregistry.CleanMIME(mediaregistry.Sniff(head[:n]))
+}

@@ -1,0 +1,178 @@
+// Package mcp is the agent-facing side of botd: an MCP server whose tools
+// (list_media, fetch_media, send_message, send_media) turn into IPC requests
+// that the botd host answers. It never touches channels or the database;
+// the only thing it reads directly is the group folder the host writes
+// fetched media into.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// ServerName is the MCP server name announced at initialize.
+const ServerName = "botd"
+
+// DefaultInlineMaxBytes applies when Options.InlineMaxBytes is zero; it
+// matches media.inline_max_bytes' default.
+const DefaultInlineMaxBytes = 1 << 20
+
+// DefaultCallTimeout bounds one IPC call. Fetching a large video through a
+// slow channel can take a while, so it is generous; a host that is not
+// running still shows up as ErrNoHost once it passes.
+const DefaultCallTimeout = 2 * time.Minute
+
+// Caller sends one IPC request and decodes its result. *ipc.Client
+// satisfies it; tests use a fake host.
+type Caller interface {
+	Call(ctx context.Context, typ string, args, result any) error
+}
+
+var _ Caller = (*ipc.Client)(nil)
+
+// Options configures the MCP server of one group.
+type Options struct {
+	// GroupDir is the absolute path of groups/<folder>; fetched media lives
+	// below it and send_media paths are relative to it.
+	GroupDir string
+	// InlineMaxBytes is the largest file sent inline (image content or
+	// embedded resource), and the budget of a preview. Zero means
+	// DefaultInlineMaxBytes.
+	InlineMaxBytes int64
+	// Caller reaches the host (an *ipc.Client for the group's IPC folder).
+	Caller Caller
+	// Version is announced at initialize.
+	Version string
+	// Log receives diagnostics; nil means slog.Default(). Never stdout.
+	Log *slog.Logger
+	// CallTimeout bounds each IPC call; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+}
+
+// tools holds the state the tool handlers share.
+type tools struct {
+	groupDir    string
+	inlineMax   int64
+	caller      Caller
+	log         *slog.Logger
+	callTimeout time.Duration
+}
+
+// NewServer builds the MCP server of one group. It does no I/O: the group
+// folder may not exist yet, and initialize/tools/list never wait on the
+// host.
+func NewServer(opts Options) (*server.MCPServer, error) {
+	t, err := newTools(opts)
+	if err != nil {
+		return nil, err
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := server.NewMCPServer(ServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithInstructions("botd media tools for one chat group. Attachments in messages appear as "+
+			"placeholders like [Image: name, size, mime, ref:tg_x]; pass the ref to fetch_media to see the "+
+			"content. list_media shows what is available; send_message and send_media reply to the group's chat."),
+	)
+	t.register(s)
+	return s, nil
+}
+
+func newTools(opts Options) (*tools, error) {
+	if opts.Caller == nil {
+		return nil, errors.New("mcp server: no Caller")
+	}
+	if opts.GroupDir == "" || !filepath.IsAbs(opts.GroupDir) {
+		return nil, fmt.Errorf("mcp server: group dir %q must be an absolute path", opts.GroupDir)
+	}
+	t := &tools{
+		groupDir:    filepath.Clean(opts.GroupDir),
+		inlineMax:   opts.InlineMaxBytes,
+		caller:      opts.Caller,
+		log:         opts.Log,
+		callTimeout: opts.CallTimeout,
+	}
+	if t.inlineMax <= 0 {
+		t.inlineMax = DefaultInlineMaxBytes
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	if t.callTimeout <= 0 {
+		t.callTimeout = DefaultCallTimeout
+	}
+	return t, nil
+}
+
+func (t *tools) register(s *server.MCPServer) {
+	s.AddTool(listMediaTool(), t.listMedia)
+	s.AddTool(fetchMediaTool(), t.fetchMedia)
+	s.AddTool(sendMessageTool(), t.sendMessage)
+	s.AddTool(sendMediaTool(), t.sendMedia)
+}
+
+// call runs one IPC request under the call timeout.
+func (t *tools) call(ctx context.Context, typ string, args, result any) error {
+	ctx, cancel := context.WithTimeout(ctx, t.callTimeout)
+	defer cancel()
+	start := time.Now()
+	err := t.caller.Call(ctx, typ, args, result)
+	t.log.Debug("mcp ipc call", "type", typ, "ms", time.Since(start).Milliseconds(), "err", errCode(err))
+	return err
+}
+
+// Codes used in tool errors besides the ipc ones.
+const (
+	codeNoHost    = "no_host"
+	codeCancelled = "cancelled"
+)
+
+// errCode classifies err for logs and tool errors.
+func errCode(err error) string {
+	var ie *ipc.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ie):
+		return ie.Code
+	case errors.Is(err, ipc.ErrNoHost), errors.Is(err, context.DeadlineExceeded):
+		return codeNoHost
+	case errors.Is(err, context.Canceled):
+		return codeCancelled
+	default:
+		return ipc.CodeInternal
+	}
+}
+
+// toolError turns a failed call into a tool result the model can read:
+// "fetch_media failed [not_found]: ...". Protocol errors are kept for
+// protocol problems; a failed tool is data for the model.
+func toolError(tool string, err error) *mcpgo.CallToolResult {
+	code := errCode(err)
+	msg := err.Error()
+	var ie *ipc.Error
+	switch {
+	case errors.As(err, &ie):
+		msg = ie.Message
+	case code == codeNoHost:
+		msg = ipc.ErrNoHost.Error()
+	}
+	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))
+}
+
+// badArgs is a tool error for arguments refused before any IPC.
+func badArgs(tool, format string, a ...any) *mcpgo.CallToolResult {
+	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, ipc.CodeBadRequest, fmt.Sprintf(format, a...)))
+}
