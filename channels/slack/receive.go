@@ -20,7 +20,7 @@ import (
 // matter: app_mention repeats a message the bot also gets as "message", and
 // mentions are read from the text.
 func (s *Slack) handle(ctx context.Context, ev slackevents.EventsAPIEvent) {
-	if ev.Type != slackevents.CallbackEvent {
+	if ev.Type != slackevents.CallbackEvent || s.env.Sink == nil {
 		return
 	}
 	msg, ok := ev.InnerEvent.Data.(*slackevents.MessageEvent)

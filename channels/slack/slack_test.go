@@ -532,3 +532,32 @@ func TestEventsAPI(t *testing.T) {
 		h.sink.none(t)
 	})
 }
+
+func TestEditOfFileShareReusesRefs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(t)
+	files := imageAndPDF(h)
+	orig := message(testChannel, human, "fist draft", map[string]any{"subtype": "file_share", "files": files})
+	h.send(t, orig)
+	first := h.sink.next(t)
+	h.send(t, map[string]any{"type": "message", "subtype": "message_changed", "channel": testChannel, "channel_type": "channel",
+		"ts": nextTS(),
+		"message":          map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "first draft", "ts": orig["ts"], "files": files},
+		"previous_message": map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "fist draft", "ts": orig["ts"], "files": files}})
+	edit := h.sink.next(t)
+	if !edit.Edit || edit.ID != first.ID || len(edit.Refs) != 0 {
+		t.Fatalf("edit = %+v", edit)
+	}
+	wantText := strings.Replace(first.Text, "fist draft", "first draft", 1)
+	if edit.Text != wantText {
+		t.Errorf("edit text = %q, want %q (same refs)", edit.Text, wantText)
+	}
+	list, err := h.reg.List(h.ctx, mediaregistry.Chats{first.ChatID}, mediaregistry.Filter{})
+	if err != nil || len(list) != 2 {
+		t.Errorf("registry holds %d refs (%v), want 2", len(list), err)
+	}
+	stored, err := h.st.Message(h.ctx, first.ChatID, first.ID)
+	if err != nil || stored.Text != wantText {
+		t.Errorf("stored = %q, %v", stored.Text, err)
+	}
+}
