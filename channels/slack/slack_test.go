@@ -541,7 +541,7 @@ func TestEditOfFileShareReusesRefs(t *testing.T) {
 	h.send(t, orig)
 	first := h.sink.next(t)
 	h.send(t, map[string]any{"type": "message", "subtype": "message_changed", "channel": testChannel, "channel_type": "channel",
-		"ts": nextTS(),
+		"ts":               nextTS(),
 		"message":          map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "first draft", "ts": orig["ts"], "files": files},
 		"previous_message": map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "fist draft", "ts": orig["ts"], "files": files}})
 	edit := h.sink.next(t)
