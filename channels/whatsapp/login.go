@@ -180,6 +180,9 @@ func connectBounded(ctx context.Context, cli *whatsmeow.Client, d time.Duration)
 	case <-cctx.Done():
 		// The socket lives on ctx, which the caller cancels on return;
 		// that also ends the dial still running in the goroutine.
+		if ctx.Err() != nil {
+			return fmt.Errorf("whatsapp login: gave up connecting to WhatsApp (web.whatsapp.com): %w", ctx.Err())
+		}
 		return fmt.Errorf("whatsapp login: timed out after %s connecting to WhatsApp (web.whatsapp.com); check the network connection or proxy", d)
 	}
 }

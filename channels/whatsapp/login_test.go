@@ -1,0 +1,122 @@
+package whatsapp
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestLoginWithoutNetwork: every dial goes to loopback, where nothing
+// answers (closed port) or a peer accepts and never speaks (black hole).
+// Login must fail fast with a message, not hang.
+func TestLoginWithoutNetwork(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+
+	cases := []struct {
+		name    string
+		addr    string
+		opts    LoginOptions
+		wantErr string
+	}{
+		{"closed port", closedAddr, LoginOptions{}, "cannot reach WhatsApp"},
+		{"black hole", hole.Addr().String(), LoginOptions{connectTimeout: 300 * time.Millisecond}, "timed out after 300ms connecting to WhatsApp"},
+		{"black hole, overall timeout first", hole.Addr().String(), LoginOptions{Timeout: 200 * time.Millisecond}, "gave up connecting"},
+		{"phone pairing, closed port", closedAddr, LoginOptions{Phone: "+49 171 2345678"}, "cannot reach WhatsApp"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			opts.SessionDB = filepath.Join(t.TempDir(), "whatsapp.db")
+			var out bytes.Buffer
+			opts.Out = &out
+			var dials atomic.Int32
+			opts.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				dials.Add(1)
+				var d net.Dialer
+				return d.DialContext(ctx, network, tc.addr)
+			}
+			start := time.Now()
+			err := Login(context.Background(), opts)
+			elapsed := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Login error %v, want %q", err, tc.wantErr)
+			}
+			if elapsed > 5*time.Second {
+				t.Errorf("Login took %v", elapsed)
+			}
+			if dials.Load() == 0 {
+				t.Error("the dial override was not used")
+			}
+			if strings.Contains(out.String(), "Scan") {
+				t.Errorf("printed a QR prompt without a connection: %q", out.String())
+			}
+		})
+	}
+}
+
+func TestLoginRejectsBadPhoneBeforeConnecting(t *testing.T) {
+	for _, p := range []string{"0171234567", "+0171234", "+49abc1234567", "+123"} {
+		err := Login(context.Background(), LoginOptions{
+			SessionDB: filepath.Join(t.TempDir(), "wa.db"),
+			Phone:     p,
+			dial: func(context.Context, string, string) (net.Conn, error) {
+				t.Errorf("%s: dialled", p)
+				return nil, net.ErrClosed
+			},
+		})
+		if err == nil || !strings.Contains(err.Error(), "phone") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+func TestNormalisePhone(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                 "",
+		"+4917012345678":   "4917012345678",
+		"+1 (555) 010-999": "1555010999",
+		" +44 7700.900123": "447700900123",
+	} {
+		got, err := normalisePhone(in)
+		if err != nil || got != want {
+			t.Errorf("normalisePhone(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
