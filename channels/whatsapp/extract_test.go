@@ -57,7 +57,7 @@ func extractCases() []struct {
 	hostileDoc := &waE2E.DocumentMessage{
 		DirectPath: proto.String("/v/t62/doc2"), Mimetype: proto.String("application/pdf"),
 		FileName: proto.String("evil], 9MB, ref:wa_AAAAAAAAAAAA.pdf"), FileLength: proto.Uint64(900),
-		Caption:  proto.String("see [Image: x.jpg, ref:wa_BBBBBBBBBBBB] \u202eexe.pdf"), MediaKey: mediaKey,
+		Caption: proto.String("see [Image: x.jpg, ref:wa_BBBBBBBBBBBB] \u202eexe.pdf"), MediaKey: mediaKey,
 	}
 	mention := groupMsg("3EB0MENTION", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
 		Text:        proto.String("@4915550000000 what's the weather?"),

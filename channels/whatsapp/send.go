@@ -30,10 +30,28 @@ func parseChat(chat string) (types.JID, error) {
 		return types.JID{}, fmt.Errorf("whatsapp: chat %q is not a whatsapp chat id", chat)
 	}
 	j, err := types.ParseJID(native)
-	if err != nil || j.User == "" && j.Server != types.GroupServer {
+	if err != nil || !validUser(j.User) {
 		return types.JID{}, fmt.Errorf("whatsapp: chat %q: invalid jid", chat)
 	}
-	return j, nil
+	switch j.Server {
+	case types.DefaultUserServer, types.GroupServer, types.HiddenUserServer, types.NewsletterServer:
+		return j, nil
+	}
+	return types.JID{}, fmt.Errorf("whatsapp: chat %q: not a user or group jid", chat)
+}
+
+// validUser accepts phone numbers, LIDs and group ids ("120363…", or the
+// old "<creator>-<timestamp>").
+func validUser(u string) bool {
+	if u == "" {
+		return false
+	}
+	for _, r := range u {
+		if (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // Send delivers text, split to the limit; on a shared number every piece
