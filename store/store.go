@@ -122,6 +122,59 @@ var migrations = []string{
 	);
 	CREATE INDEX media_cache_sha ON media_cache(sha256);
 	CREATE INDEX media_cache_fetched ON media_cache(fetched);`,
+	// 3: the agent loop: the latest trigger per group (so a restart knows
+	// which groups still owe an answer), the outbox that makes delivery
+	// survive a crash, and run transcripts (media as references only).
+	`CREATE TABLE agent_triggers (
+		folder TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL,
+		chat_id TEXT NOT NULL,
+		message_id TEXT NOT NULL DEFAULT '',
+		thread_id TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE agent_outbox (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		up_to_seq INTEGER NOT NULL,
+		text TEXT NOT NULL DEFAULT '',
+		media TEXT NOT NULL DEFAULT '[]',
+		thread_id TEXT NOT NULL DEFAULT '',
+		reply_to TEXT NOT NULL DEFAULT '',
+		status TEXT NOT NULL DEFAULT 'pending',
+		parts_done INTEGER NOT NULL DEFAULT 0,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		finished INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX agent_outbox_pending ON agent_outbox(status, folder, id);
+	CREATE TABLE agent_runs (
+		id TEXT PRIMARY KEY,
+		folder TEXT NOT NULL,
+		started INTEGER NOT NULL,
+		finished INTEGER NOT NULL DEFAULT 0,
+		outcome TEXT NOT NULL DEFAULT '',
+		up_to_seq INTEGER NOT NULL DEFAULT 0,
+		iterations INTEGER NOT NULL DEFAULT 0,
+		input_tokens INTEGER NOT NULL DEFAULT 0,
+		output_tokens INTEGER NOT NULL DEFAULT 0,
+		cost_microcents INTEGER NOT NULL DEFAULT 0,
+		cost_known INTEGER NOT NULL DEFAULT 0,
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX agent_runs_folder ON agent_runs(folder, started);
+	CREATE TABLE agent_transcripts (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		run_id TEXT NOT NULL REFERENCES agent_runs(id) ON DELETE CASCADE,
+		folder TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		role TEXT NOT NULL,
+		parts TEXT NOT NULL,
+		created INTEGER NOT NULL
+	);
+	CREATE INDEX agent_transcripts_run ON agent_transcripts(run_id, idx);
+	CREATE INDEX agent_transcripts_folder ON agent_transcripts(folder, id);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestAgentCursorOnlyMovesForward(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	if c, err := s.AgentCursor(ctx, "fam"); err != nil || c != 0 {
+		t.Fatalf("fresh cursor = %d, %v", c, err)
+	}
+	for _, step := range []struct{ set, want int64 }{{5, 5}, {3, 5}, {12, 12}, {9, 12}} {
+		if err := s.AdvanceAgentCursor(ctx, "fam", step.set); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.AgentCursor(ctx, "fam"); c != step.want {
+			t.Errorf("after advancing to %d cursor = %d, want %d", step.set, c, step.want)
+		}
+	}
+}
+
+func TestTriggerKeepsNewest(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	if _, ok, err := s.LastTrigger(ctx, "fam"); ok || err != nil {
+		t.Fatalf("fresh trigger ok=%v err=%v", ok, err)
+	}
+	s.RecordTrigger(ctx, Trigger{Folder: "fam", Seq: 7, ChatID: "telegram:1", MessageID: "a", ThreadID: "t1"})
+	s.RecordTrigger(ctx, Trigger{Folder: "fam", Seq: 4, ChatID: "telegram:1", MessageID: "old"})
+	got, ok, err := s.LastTrigger(ctx, "fam")
+	want := Trigger{Folder: "fam", Seq: 7, ChatID: "telegram:1", MessageID: "a", ThreadID: "t1"}
+	if !ok || err != nil || got != want {
+		t.Fatalf("trigger = %+v %v %v, want %+v", got, ok, err, want)
+	}
+}
+
+func TestOutboxLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	id, err := s.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 9, Text: "hi", Media: []string{"media/a.png"}, ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := s.AddOutbox(ctx, OutboxItem{Folder: "work", ChatID: "slack:C1", UpToSeq: 3, Text: "yo"})
+	pend, err := s.PendingOutbox(ctx, "fam")
+	if err != nil || len(pend) != 1 || pend[0].ID != id || !reflect.DeepEqual(pend[0].Media, []string{"media/a.png"}) || pend[0].ThreadID != "th" {
+		t.Fatalf("pending = %+v, %v", pend, err)
+	}
+	if all, _ := s.PendingOutbox(ctx, ""); len(all) != 2 {
+		t.Fatalf("all pending = %d, want 2", len(all))
+	}
+	if err := s.OutboxProgress(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.OutboxAttemptFailed(ctx, id, "boom"); n != 1 || err != nil {
+		t.Fatalf("attempts = %d, %v", n, err)
+	}
+	if err := s.CompleteOutbox(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	it, _ := s.Outbox(ctx, id)
+	if it.Status != OutboxSent || it.PartsDone != 1 || it.LastError != "boom" {
+		t.Errorf("item after completion = %+v", it)
+	}
+	if c, _ := s.AgentCursor(ctx, "fam"); c != 9 {
+		t.Errorf("cursor = %d, want 9", c)
+	}
+	// Completing twice is an error and changes nothing.
+	if err := s.CompleteOutbox(ctx, id); err == nil {
+		t.Error("second completion succeeded")
+	}
+	if err := s.AbandonOutbox(ctx, other, "chat gone"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.AgentCursor(ctx, "work"); c != 0 {
+		t.Errorf("abandoning moved the cursor to %d", c)
+	}
+	if all, _ := s.PendingOutbox(ctx, ""); len(all) != 0 {
+		t.Errorf("still pending: %+v", all)
+	}
+}
+
+func TestSaveRunAndTranscript(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	r := AgentRun{ID: "r1", Folder: "fam", Started: time.UnixMilli(1000), Finished: time.UnixMilli(2000), Outcome: "answered",
+		UpToSeq: 4, Iterations: 2, InputTokens: 10, OutputTokens: 5, CostMicrocents: 7, CostKnown: true}
+	es := []TranscriptEntry{{Role: "user", Parts: json.RawMessage(`[{"kind":"text","text":"a"}]`)}, {Role: "assistant", Parts: json.RawMessage(`[]`)}}
+	if err := s.SaveRun(ctx, r, es); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, "fam", 10)
+	if err != nil || len(runs) != 1 || !reflect.DeepEqual(runs[0], r) {
+		t.Fatalf("runs = %+v, %v", runs, err)
+	}
+	got, err := s.Transcript(ctx, "r1")
+	if err != nil || len(got) != 2 || got[0].Role != "user" || string(got[1].Parts) != "[]" {
+		t.Fatalf("transcript = %+v, %v", got, err)
+	}
+}
