@@ -77,7 +77,8 @@ func (t *tempFile) Close() error {
 // fetch downloads into f, going through one media retry when the server no
 // longer has the file.
 func (w *WhatsApp) fetch(ctx context.Context, cli client, m *media, f *os.File) error {
-	err := cli.DownloadToFile(ctx, m.Msg, f)
+	dst := capped(f, declaredSize(m.Msg))
+	err := cli.DownloadToFile(ctx, m.Msg, dst)
 	if err == nil {
 		return nil
 	}
@@ -96,7 +97,7 @@ func (w *WhatsApp) fetch(ctx context.Context, cli client, m *media, f *os.File) 
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := cli.DownloadToFile(ctx, m.Msg, f); err != nil {
+	if err := cli.DownloadToFile(ctx, m.Msg, dst); err != nil {
 		return fmt.Errorf("after media retry: %w", classify(err))
 	}
 	return nil
@@ -107,6 +108,59 @@ func needsMediaRetry(err error) bool {
 		errors.Is(err, whatsmeow.ErrMediaDownloadFailedWith404) ||
 		errors.Is(err, whatsmeow.ErrMediaDownloadFailedWith410) ||
 		errors.Is(err, whatsmeow.ErrNoURLPresent)
+}
+
+func declaredSize(msg downloadable) int64 {
+	if s, ok := msg.(interface{ GetFileLength() uint64 }); ok {
+		return int64(s.GetFileLength())
+	}
+	return 0
+}
+
+// capFile refuses to grow the temp file past what the sender declared
+// (plus CBC padding and the MAC), so a lying sender or server cannot fill
+// the disk; whatsmeow only checks the length after the whole download.
+type capFile struct {
+	*os.File
+	max int64
+	n   int64
+}
+
+var _ whatsmeow.File = (*capFile)(nil)
+
+func capped(f *os.File, declared int64) whatsmeow.File {
+	if declared <= 0 {
+		return f
+	}
+	return &capFile{File: f, max: declared + 16 + 10}
+}
+
+func (c *capFile) Write(p []byte) (int, error) {
+	if c.n+int64(len(p)) > c.max {
+		return 0, fmt.Errorf("%w: more than the declared %s", channels.ErrTooLarge, mediaregistry.FormatSize(c.max-26))
+	}
+	n, err := c.File.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *capFile) WriteAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > c.max {
+		return 0, fmt.Errorf("%w: more than the declared %s", channels.ErrTooLarge, mediaregistry.FormatSize(c.max-26))
+	}
+	return c.File.WriteAt(p, off)
+}
+
+func (c *capFile) Truncate(size int64) error {
+	if size < c.n {
+		c.n = size
+	}
+	return c.File.Truncate(size)
+}
+
+// ReadFrom hides os.File's own ReadFrom, which would bypass Write.
+func (c *capFile) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{c}, r)
 }
 
 // classify maps whatsmeow's errors onto the host's sentinels.

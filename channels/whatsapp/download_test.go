@@ -98,6 +98,8 @@ func TestDownloadFake(t *testing.T) {
 	cases := []struct {
 		name        string
 		cdn         map[string][]byte
+		declared    uint64 // the sender's FileLength, when not img()'s
+		tooLarge    bool
 		phone       func(t *testing.T, env *testEnv, info *types.MessageInfo, key []byte)
 		wantBody    []byte
 		wantErr     string
@@ -106,6 +108,10 @@ func TestDownloadFake(t *testing.T) {
 		downloads   int
 	}{
 		{name: "success", cdn: map[string][]byte{oldPath: payload}, wantBody: payload, downloads: 1},
+		{
+			name: "more bytes than declared", cdn: map[string][]byte{oldPath: payload}, declared: 1000,
+			wantErr: "more than the declared", tooLarge: true, downloads: 1,
+		},
 		{
 			name: "403 then media retry",
 			cdn:  map[string][]byte{oldPath: nil, newPath: payload},
@@ -163,7 +169,11 @@ func TestDownloadFake(t *testing.T) {
 			if tc.phone != nil {
 				env.cli.onRetry = func(info *types.MessageInfo, key []byte) { tc.phone(t, env, info, key) }
 			}
-			ref := registerImage(t, env, img())
+			m := img()
+			if tc.declared > 0 {
+				m.FileLength = proto.Uint64(tc.declared)
+			}
+			ref := registerImage(t, env, m)
 
 			start := time.Now()
 			body, size, err := env.w.Download(context.Background(), ref)
@@ -177,6 +187,9 @@ func TestDownloadFake(t *testing.T) {
 				}
 				if got := errors.Is(err, channels.ErrUnavailable); got != tc.unavailable {
 					t.Errorf("errors.Is(ErrUnavailable) = %v, want %v (%v)", got, tc.unavailable, err)
+				}
+				if got := errors.Is(err, channels.ErrTooLarge); got != tc.tooLarge {
+					t.Errorf("errors.Is(ErrTooLarge) = %v, want %v (%v)", got, tc.tooLarge, err)
 				}
 			} else {
 				if err != nil {
