@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,6 +149,11 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 	if dev.ID == nil {
 		container.Close()
 		return fmt.Errorf("whatsapp: no paired device in %s: run `botd whatsapp login` first", w.sessionDB)
+	}
+	// Downloads stream through temp files that Close removes; a crash can
+	// leave some behind, and none are in use before Start.
+	if err := os.RemoveAll(w.tmpDir); err != nil {
+		w.log.Warn("whatsapp: clearing download temp files", "err", err)
 	}
 	wm := whatsmeow.NewClient(dev, newWALogger(w.log, "Client"))
 	// Our loop reconnects with jittered, capped backoff; whatsmeow's own
@@ -336,6 +342,7 @@ func (w *WhatsApp) inbound(ctx context.Context, evt *events.Message) (channels.I
 	}
 	switch {
 	case in.IsBot:
+		in.Mentioned = false // the bot never addresses itself
 	case !shared && !info.IsGroup:
 		in.Mentioned = true // a DM to the bot's own number
 	case !shared && c.QuotedParticipant != "":
