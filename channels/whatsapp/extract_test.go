@@ -263,6 +263,7 @@ func TestHandleSurvivesRestart(t *testing.T) {
 		m.Info.IsFromMe || !m.Info.Timestamp.Equal(msgTime) {
 		t.Errorf("decoded info = %+v", m.Info)
 	}
+	t.Logf("handle: %d bytes", len(ref.Private))
 	if len(ref.Private) > 1024 {
 		t.Errorf("handle is %d bytes; thumbnails should be stripped", len(ref.Private))
 	}
