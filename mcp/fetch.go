@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -156,8 +157,8 @@ func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallTo
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, t.inlineMax+1))
-	if err != nil || int64(len(data)) > t.inlineMax {
+	data, err := readSmall(f, m.size, t.inlineMax)
+	if err != nil {
 		return nil
 	}
 	uri := (&url.URL{Scheme: "file", Path: m.abs}).String()
@@ -182,4 +183,24 @@ func sniffFile(f *os.File) string {
 		return ""
 	}
 	return mediaregistry.CleanMIME(mediaregistry.Sniff(head[:n]))
+}
+
+// readSmall reads a file of the stat'ed size in one allocation, refusing
+// one that grew past limit since.
+func readSmall(f *os.File, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%d bytes exceed %d", size, limit)
+	}
+	// One byte more than expected tells a file that grew from one that
+	// did not, without a second read.
+	buf := make([]byte, size+1)
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("file grew past %d bytes", size)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return buf[:n], nil
+	default:
+		return nil, err
+	}
 }

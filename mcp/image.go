@@ -68,8 +68,8 @@ func (t *tools) imageResult(f *os.File, m *mediaInfo) (*mcpgo.CallToolResult, st
 	}
 	mime, inlineOK := inlineFormats[format]
 	if inlineOK && m.size <= t.inlineMax && cfg.Width <= maxInlineSide && cfg.Height <= maxInlineSide {
-		data, err := io.ReadAll(io.LimitReader(f, t.inlineMax+1))
-		if err == nil && int64(len(data)) <= t.inlineMax {
+		data, err := readSmall(f, m.size, t.inlineMax)
+		if err == nil {
 			return &mcpgo.CallToolResult{Content: []mcpgo.Content{
 				mcpgo.NewTextContent(m.describe("")),
 				mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), mime),

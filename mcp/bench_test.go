@@ -1,0 +1,68 @@
+package mcp
+
+import (
+	"context"
+	"image"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// instantHost answers fetch_media at once for a file already in place,
+// so the benchmark measures the tool's own work: argument checks, opening
+// the file inside the group folder, DecodeConfig, base64.
+type instantHost struct{ res ipc.FetchMediaResult }
+
+func (h instantHost) Call(_ context.Context, _ string, _, result any) error {
+	*(result.(*ipc.FetchMediaResult)) = h.res
+	return nil
+}
+
+// tenKBPNG is a noisy 58x58 PNG of about 10 KB.
+func tenKBPNG(b *testing.B) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	img := image.NewNRGBA(image.Rect(0, 0, 58, 58))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(r.IntN(256))
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	return encodePNG(b, img)
+}
+
+func BenchmarkFetchMediaInline10KB(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "groups", "family")
+	if err := os.MkdirAll(filepath.Join(dir, "media"), 0o750); err != nil {
+		b.Fatal(err)
+	}
+	data := tenKBPNG(b)
+	rel := "media/tg_Bench0000001_photo.png"
+	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
+		b.Fatal(err)
+	}
+	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{ipc.FetchMediaResult{
+		Ref: "tg_Bench0000001", Kind: "Image", MIME: "image/png", Size: int64(len(data)), Path: rel, Name: "photo.png",
+	}}, Log: testLoggerB()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = ToolFetchMedia
+	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000001"}
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tl.fetchMedia(ctx, req)
+		if err != nil || res.IsError || len(res.Content) != 2 {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(len(data)), "src_bytes")
+}
