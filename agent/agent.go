@@ -1,0 +1,475 @@
+// Package agent is botd's agent loop: the router that stores what channels
+// hear and decides which messages need an answer, the per-group queue
+// (one run per group, a global limit, messages that arrive during a run
+// folded into the next), the prompt, the tool loop over MCP, and the
+// outbox that makes an answer survive a crash without being sent twice.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/store"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxConcurrent = 4
+	DefaultMaxMessages   = 30
+	DefaultMaxIterations = 12
+	DefaultRunTimeout    = 5 * time.Minute
+	DefaultMaxTries      = 5
+)
+
+// Options configures an Agent. Store, Groups, GroupsDir, Channels and LLM
+// are required.
+type Options struct {
+	Store     *store.Store
+	Groups    *groups.Set
+	GroupsDir string
+	DataDir   string
+	// Channels by name ("telegram", ...): answers go to the channel named
+	// by the chat id's prefix.
+	Channels map[string]channels.Channel
+	LLM      llm.Provider
+	Model    string
+	// MaxTokens caps each reply; zero uses the seam's default.
+	MaxTokens     int
+	MaxConcurrent int
+	MaxMessages   int
+	MaxIterations int
+	RunTimeout    time.Duration
+	// MCPCommand is the argv prefix that starts botd's MCP server, e.g.
+	// [/usr/bin/botd mcp --config /etc/botd.yaml]; "--group <folder>" is
+	// appended. Empty means no botd tools (unless Tools is set).
+	MCPCommand []string
+	// ExtraMCP are further stdio MCP servers; their allow-listed tools are
+	// exposed as "<name>__<tool>".
+	ExtraMCP      map[string]config.MCPServer
+	AssistantName string
+	Log           *slog.Logger
+	// Location renders message times; nil means time.Local.
+	Location *time.Location
+
+	// Test hooks.
+
+	// Tools replaces the stdio MCP tool source.
+	Tools ToolSource
+	// RetryDelay is the wait before retry number try (1-based) after a
+	// failed run; nil means 5s·3^(try-1).
+	RetryDelay func(try int) time.Duration
+	// MaxTries bounds the runs of one failure streak; zero means 5.
+	MaxTries int
+	// BeforeOutbox, when set, is called after the model answered and before
+	// the answer is written to the outbox; an error aborts the run there
+	// (simulating a crash).
+	BeforeOutbox func(folder string) error
+}
+
+// Agent routes inbound messages and runs the model for groups.
+type Agent struct {
+	opts Options
+	log  *slog.Logger
+
+	// gmu guards opts.Groups: groups.Set is a plain map that Migrated
+	// changes while channels deliver concurrently.
+	gmu sync.RWMutex
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Start; nil before
+	state   map[string]*groupState
+	running int // runs in flight, for tests
+	idle    *sync.Cond
+
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+// groupState is the scheduling state of one group, guarded by Agent.mu.
+type groupState struct {
+	active   bool        // a worker goroutine owns the group
+	pending  bool        // a trigger arrived since the worker last looked
+	timer    *time.Timer // a retry is scheduled
+	tries    int         // failed runs in the current streak
+	notified bool        // the chat was told about this streak's failure
+}
+
+var _ channels.Sink = (*Agent)(nil)
+
+// New builds an Agent; it has no side effects until Start.
+func New(opts Options) *Agent {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.MaxMessages <= 0 {
+		opts.MaxMessages = DefaultMaxMessages
+	}
+	if opts.MaxIterations <= 0 {
+		opts.MaxIterations = DefaultMaxIterations
+	}
+	if opts.RunTimeout <= 0 {
+		opts.RunTimeout = DefaultRunTimeout
+	}
+	if opts.MaxTries <= 0 {
+		opts.MaxTries = DefaultMaxTries
+	}
+	if opts.RetryDelay == nil {
+		opts.RetryDelay = defaultRetryDelay
+	}
+	if opts.AssistantName == "" {
+		opts.AssistantName = "Andy"
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	a := &Agent{
+		opts:  opts,
+		log:   opts.Log,
+		state: map[string]*groupState{},
+		sem:   make(chan struct{}, opts.MaxConcurrent),
+	}
+	a.idle = sync.NewCond(&a.mu)
+	if a.opts.Tools == nil {
+		a.opts.Tools = a.stdioTools
+	}
+	return a
+}
+
+// defaultRetryDelay is 5s, 15s, 45s, 2m15s: long enough that a vendor
+// outage is not hammered, short enough that a blip costs under a minute.
+func defaultRetryDelay(try int) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < try; i++ {
+		d *= 3
+	}
+	return d
+}
+
+// Start recovers from the last shutdown and begins answering: groups with
+// an unsent answer in the outbox deliver it first (it is never generated
+// again), then groups whose latest trigger is past their cursor run. It
+// returns once that work is queued; runs continue until ctx ends.
+func (a *Agent) Start(ctx context.Context) error {
+	if a.opts.Store == nil || a.opts.Groups == nil || a.opts.LLM == nil {
+		return errors.New("agent: Store, Groups and LLM are required")
+	}
+	a.mu.Lock()
+	if a.ctx != nil {
+		a.mu.Unlock()
+		return errors.New("agent: already started")
+	}
+	a.ctx = ctx
+	a.mu.Unlock()
+
+	queue := map[string]bool{}
+	pending, err := a.opts.Store.PendingOutbox(ctx, "")
+	if err != nil {
+		return fmt.Errorf("agent start: %w", err)
+	}
+	for _, it := range pending {
+		if _, ok := a.group(it.Folder); !ok {
+			a.log.Warn("agent: unsent answer for a group that is no longer configured", "group", it.Folder, "outbox", it.ID)
+			continue
+		}
+		queue[it.Folder] = true
+	}
+	for _, g := range a.allGroups() {
+		cur, err := a.opts.Store.AgentCursor(ctx, g.Folder)
+		if err != nil {
+			return fmt.Errorf("agent start: %w", err)
+		}
+		t, ok, err := a.opts.Store.LastTrigger(ctx, g.Folder)
+		if err != nil {
+			return fmt.Errorf("agent start: %w", err)
+		}
+		if ok && t.Seq > cur {
+			queue[g.Folder] = true
+		}
+	}
+	for _, g := range a.allGroups() {
+		if queue[g.Folder] {
+			a.log.Info("agent: resuming group after restart", "group", g.Folder)
+			a.kick(g.Folder, false)
+		}
+	}
+
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		<-ctx.Done()
+		a.mu.Lock()
+		for _, st := range a.state {
+			if st.timer != nil {
+				st.timer.Stop()
+				st.timer = nil
+			}
+		}
+		a.idle.Broadcast()
+		a.mu.Unlock()
+	}()
+	return nil
+}
+
+// Wait blocks until the context given to Start has ended and every run has
+// stopped.
+func (a *Agent) Wait() { a.wg.Wait() }
+
+// group looks a folder up under the groups lock and returns a copy, so a
+// run never reads aliases while Migrated appends to them.
+func (a *Agent) group(folder string) (groups.Group, bool) {
+	a.gmu.RLock()
+	defer a.gmu.RUnlock()
+	g, ok := a.opts.Groups.ByFolder(folder)
+	if !ok {
+		return groups.Group{}, false
+	}
+	c := *g
+	c.Aliases = slices.Clone(g.Aliases)
+	return c, true
+}
+
+func (a *Agent) groupByChat(chat string) (groups.Group, bool) {
+	a.gmu.RLock()
+	defer a.gmu.RUnlock()
+	g, ok := a.opts.Groups.ByChat(chat)
+	if !ok {
+		return groups.Group{}, false
+	}
+	c := *g
+	c.Aliases = slices.Clone(g.Aliases)
+	return c, true
+}
+
+func (a *Agent) allGroups() []groups.Group {
+	a.gmu.RLock()
+	defer a.gmu.RUnlock()
+	var out []groups.Group
+	for _, g := range a.opts.Groups.All() {
+		c := *g
+		c.Aliases = slices.Clone(g.Aliases)
+		out = append(out, c)
+	}
+	return out
+}
+
+// Registered reports whether chat belongs to a group.
+func (a *Agent) Registered(chat string) bool {
+	_, ok := a.groupByChat(chat)
+	return ok
+}
+
+// Deliver stores a received message and queues a run when it triggers.
+// Chats that belong to no group keep their metadata only (so an operator
+// can find the id to register), never their text.
+func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
+	ts := in.Time
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	if err := a.opts.Store.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: ts}); err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	g, ok := a.groupByChat(in.ChatID)
+	if !ok {
+		return nil
+	}
+	msg := store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text,
+		Time: ts, FromMe: in.FromMe, IsBot: in.IsBot, ReplyTo: in.ReplyTo, ThreadID: in.ThreadID}
+	if in.Edit {
+		// An edit changes what the next run reads but never starts one:
+		// fixing a typo must not make the assistant answer again.
+		found, err := a.opts.Store.UpdateText(ctx, in.ChatID, in.ID, in.Text)
+		if err != nil {
+			return fmt.Errorf("deliver edit: %w", err)
+		}
+		if !found {
+			if _, err := a.opts.Store.PutMessage(ctx, msg); err != nil {
+				return fmt.Errorf("deliver edit: %w", err)
+			}
+		}
+		return nil
+	}
+	seq, err := a.opts.Store.PutMessage(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	if !Triggers(&g, in) {
+		return nil
+	}
+	if err := a.opts.Store.RecordTrigger(ctx, store.Trigger{Folder: g.Folder, Seq: seq, ChatID: in.ChatID, MessageID: in.ID, ThreadID: in.ThreadID}); err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	a.kick(g.Folder, true)
+	return nil
+}
+
+// Triggers reports whether a message asks the group's assistant for an
+// answer. The assistant's own messages and other bots never do, so two
+// bots cannot talk each other into a loop.
+func Triggers(g *groups.Group, in channels.Inbound) bool {
+	if in.FromMe || in.IsBot {
+		return false
+	}
+	return !g.NeedsTrigger() || in.Mentioned || g.Triggered(in.Text)
+}
+
+// Migrated follows a chat that changed id (Telegram group → supergroup).
+func (a *Agent) Migrated(ctx context.Context, from, to string) {
+	a.gmu.Lock()
+	g, ok := a.opts.Groups.ByChat(from)
+	var err error
+	if ok {
+		err = a.opts.Groups.AddAlias(g.Folder, to)
+	}
+	a.gmu.Unlock()
+	if !ok {
+		return
+	}
+	if err != nil {
+		a.log.Error("agent: cannot follow migrated chat", "group", g.Folder, "from", from, "to", to, "err", err)
+		return
+	}
+	a.log.Warn("agent: chat changed id; update the group's chat in the config", "group", g.Folder, "from", from, "to", to)
+}
+
+// kick notes work for a group and starts its worker unless one is active
+// or a retry is already scheduled (a failing group waits for its backoff
+// even when new messages arrive). fresh marks a new trigger, which ends a
+// streak that was given up.
+func (a *Agent) kick(folder string, fresh bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ctx == nil || a.ctx.Err() != nil {
+		return // before Start: Start finds the trigger in the store
+	}
+	st := a.st(folder)
+	st.pending = true
+	if st.active || st.timer != nil {
+		return
+	}
+	if fresh && st.tries == 0 {
+		st.notified = false
+	}
+	a.startWorker(folder, st)
+}
+
+func (a *Agent) st(folder string) *groupState {
+	st, ok := a.state[folder]
+	if !ok {
+		st = &groupState{}
+		a.state[folder] = st
+	}
+	return st
+}
+
+// startWorker must be called with a.mu held.
+func (a *Agent) startWorker(folder string, st *groupState) {
+	st.active = true
+	a.running++
+	a.wg.Add(1)
+	go a.work(a.ctx, folder)
+}
+
+// work runs the group until it has nothing pending, then exits. The
+// global slot is taken per run, not per worker, so a busy group cannot
+// starve the others between its runs.
+func (a *Agent) work(ctx context.Context, folder string) {
+	defer a.wg.Done()
+	for {
+		a.mu.Lock()
+		st := a.st(folder)
+		st.pending = false
+		a.mu.Unlock()
+
+		var res runResult
+		select {
+		case a.sem <- struct{}{}:
+			res = a.runOnce(ctx, folder)
+			<-a.sem
+		case <-ctx.Done():
+			res = runResult{outcome: outcomeStopped}
+		}
+
+		a.mu.Lock()
+		switch res.outcome {
+		case outcomeDone:
+			st.tries, st.notified = 0, false
+			if st.pending && ctx.Err() == nil {
+				a.mu.Unlock()
+				continue
+			}
+		case outcomeStopped:
+		case outcomeModelFailed, outcomeDeliveryFailed:
+			st.tries++
+			if st.tries >= a.opts.MaxTries {
+				a.log.Error("agent: giving up on the group until a new message triggers it",
+					"group", folder, "tries", st.tries, "err", res.err)
+				st.tries, st.pending = 0, false
+				break
+			}
+			delay := a.opts.RetryDelay(st.tries)
+			a.log.Warn("agent: run failed, retrying later", "group", folder, "try", st.tries, "in", delay, "err", res.err)
+			notify := res.outcome == outcomeModelFailed && !st.notified
+			st.notified = st.notified || notify
+			if notify {
+				a.mu.Unlock()
+				a.notifyFailure(ctx, folder, res)
+				a.mu.Lock()
+			}
+			if ctx.Err() == nil {
+				st.timer = time.AfterFunc(delay, func() { a.retry(folder) })
+			}
+		}
+		st.active = false
+		a.running--
+		a.idle.Broadcast()
+		a.mu.Unlock()
+		return
+	}
+}
+
+func (a *Agent) retry(folder string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.st(folder)
+	st.timer = nil
+	if a.ctx.Err() != nil || st.active {
+		return
+	}
+	a.startWorker(folder, st)
+}
+
+// waitIdle blocks until no run is in flight and no retry is scheduled, or
+// ctx ends. Tests use it to assert that nothing more happens.
+func (a *Agent) waitIdle(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		a.mu.Lock()
+		a.idle.Broadcast()
+		a.mu.Unlock()
+	})
+	defer stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		busy := a.running > 0
+		for _, st := range a.state {
+			busy = busy || st.timer != nil
+		}
+		if !busy {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		a.idle.Wait()
+	}
+}

@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/botd-dev/botd/groups"
+)
+
+var (
+	internalBlock = regexp.MustCompile(`(?is)<internal>.*?</internal>`)
+	// An unclosed block hides the rest: the model meant none of it for
+	// the chat, and leaking half a thought is worse than saying less.
+	internalOpen = regexp.MustCompile(`(?is)<internal>.*$`)
+)
+
+// answer is the model's final text split into what goes to the chat.
+type answer struct {
+	Text string
+	// Media are paths relative to the group folder, checked to be files
+	// inside it.
+	Media []string
+}
+
+// empty reports whether there is nothing to send.
+func (a answer) empty() bool { return a.Text == "" && len(a.Media) == 0 }
+
+// parseAnswer strips internal notes and picks out MEDIA: lines. A refused
+// path is logged by the caller (refused) and mentioned in the text, so the
+// chat learns that a file is missing instead of silently not getting it.
+func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
+	raw = internalBlock.ReplaceAllString(raw, "")
+	raw = internalOpen.ReplaceAllString(raw, "")
+
+	var kept []string
+	var notes []string
+	fenced := false
+	for _, line := range strings.Split(raw, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			fenced = !fenced
+			kept = append(kept, line)
+			continue
+		}
+		if fenced || !strings.HasPrefix(trimmed, "MEDIA:") {
+			kept = append(kept, line)
+			continue
+		}
+		p := strings.Trim(strings.TrimSpace(strings.TrimPrefix(trimmed, "MEDIA:")), "`'\"")
+		rel, err := mediaPath(ws, p)
+		if err != nil {
+			refused = append(refused, err)
+			notes = append(notes, fmt.Sprintf("(I could not send the file %s.)", p))
+			continue
+		}
+		a.Media = append(a.Media, rel)
+	}
+	text := strings.TrimSpace(collapseBlankLines(strings.Join(kept, "\n")))
+	if len(notes) > 0 {
+		if text != "" {
+			text += "\n\n"
+		}
+		text += strings.Join(notes, "\n")
+	}
+	a.Text = text
+	return a, refused
+}
+
+// mediaPath checks that p names a regular file inside the group folder and
+// returns it relative to the folder.
+func mediaPath(ws groups.Workspace, p string) (string, error) {
+	full, err := ws.Resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("MEDIA: %w", err)
+	}
+	fi, err := os.Stat(full)
+	if err != nil {
+		return "", fmt.Errorf("MEDIA: %q: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("MEDIA: %q is not a regular file", p)
+	}
+	root, err := filepath.EvalSymlinks(ws.Root)
+	if err != nil {
+		return "", fmt.Errorf("MEDIA: group folder: %w", err)
+	}
+	rel, err := filepath.Rel(root, full)
+	if err != nil {
+		return "", fmt.Errorf("MEDIA: %q: %w", p, err)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// collapseBlankLines leaves at most one empty line in a row, so removed
+// MEDIA: lines and internal notes do not leave holes in the message.
+func collapseBlankLines(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	blank := 0
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			blank++
+			if blank > 1 {
+				continue
+			}
+			l = ""
+		} else {
+			blank = 0
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}

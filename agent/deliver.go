@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+// captionMax is the longest text sent as a file's caption instead of a
+// separate message; channels cap captions (Telegram at 1024 characters).
+const captionMax = 900
+
+func (a *Agent) channelFor(chat string) (channels.Channel, bool) {
+	ch, ok := a.opts.Channels[store.Channel(chat)]
+	return ch, ok && ch != nil
+}
+
+func outMessage(chat, text, thread, replyTo string) channels.OutMessage {
+	return channels.OutMessage{Chat: chat, Text: text, ThreadID: thread, ReplyTo: replyTo}
+}
+
+// drainOutbox delivers the group's unsent answers, oldest first. ok is
+// false when the run must stop here (a delivery failed, or shutdown).
+func (a *Agent) drainOutbox(ctx context.Context, folder string) (runResult, bool) {
+	items, err := a.opts.Store.PendingOutbox(ctx, folder)
+	if err != nil {
+		return a.storeFailure(ctx, err), false
+	}
+	for i := range items {
+		it := &items[i]
+		if err := a.deliver(ctx, it); err != nil {
+			if ctx.Err() != nil {
+				return runResult{outcome: outcomeStopped, err: err}, false
+			}
+			return runResult{outcome: outcomeDeliveryFailed, err: err}, false
+		}
+	}
+	return runResult{}, true
+}
+
+// deliver sends one outbox item, resuming after the parts already sent,
+// then marks it sent and advances the cursor in one transaction. After
+// MaxTries failed attempts the item is abandoned, leaving the cursor for
+// the next trigger to answer afresh.
+func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
+	err := a.send(ctx, it)
+	if err == nil {
+		if err := a.opts.Store.CompleteOutbox(ctx, it.ID); err != nil {
+			return fmt.Errorf("deliver answer %d: %w", it.ID, err)
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	n, ferr := a.opts.Store.OutboxAttemptFailed(ctx, it.ID, err.Error())
+	if ferr != nil {
+		a.log.Warn("agent: cannot record failed delivery", "outbox", it.ID, "err", ferr)
+	}
+	if n >= a.opts.MaxTries {
+		a.log.Error("agent: giving up on an answer that cannot be delivered", "group", it.Folder, "outbox", it.ID, "attempts", n, "err", err)
+		if err := a.opts.Store.AbandonOutbox(ctx, it.ID, err.Error()); err != nil {
+			return fmt.Errorf("abandon answer %d: %w", it.ID, err)
+		}
+		return nil
+	}
+	return err
+}
+
+// send delivers the parts of it after it.PartsDone: the text, then each
+// file. A single file with a short text goes as one captioned file.
+func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
+	ch, ok := a.channelFor(it.ChatID)
+	if !ok {
+		return fmt.Errorf("deliver to %s: no such channel is running", it.ChatID)
+	}
+	ms, canMedia := ch.(channels.MediaSender)
+	g, gok := a.group(it.Folder)
+	var ws groups.Workspace
+	if gok {
+		ws = groups.Workspace{Root: filepath.Join(a.opts.GroupsDir, g.Folder)}
+	}
+
+	text := it.Text
+	files := it.Media
+	if len(files) > 0 && (!canMedia || !gok) {
+		note := "(I could not attach files on this channel.)"
+		text = strings.TrimSpace(text + "\n\n" + note)
+		files = nil
+	}
+	caption := ""
+	if len(files) == 1 && text != "" && len([]rune(text)) <= captionMax {
+		caption, text = text, ""
+	}
+
+	// Part numbering is fixed by the stored item so a resumed delivery
+	// skips exactly what went out before the crash.
+	part := 0
+	if text != "" {
+		part++
+		if it.PartsDone < part {
+			if _, err := ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo)); err != nil {
+				return fmt.Errorf("send answer to %s: %w", it.ChatID, err)
+			}
+			a.progress(ctx, it, part)
+		}
+	}
+	for _, rel := range files {
+		part++
+		if it.PartsDone >= part {
+			continue
+		}
+		full, err := ws.Resolve(rel)
+		if err != nil {
+			a.log.Warn("agent: answer file gone before it was sent", "group", it.Folder, "path", rel, "err", err)
+			a.progress(ctx, it, part)
+			continue
+		}
+		m := channels.OutMedia{Chat: it.ChatID, Path: full, FileName: filepath.Base(full), MIME: fileMIME(full), Caption: caption, ThreadID: it.ThreadID}
+		if _, err := ms.SendMedia(ctx, m); err != nil {
+			return fmt.Errorf("send file to %s: %w", it.ChatID, err)
+		}
+		a.progress(ctx, it, part)
+	}
+	return nil
+}
+
+func (a *Agent) progress(ctx context.Context, it *store.OutboxItem, part int) {
+	it.PartsDone = part
+	if err := a.opts.Store.OutboxProgress(ctx, it.ID, part); err != nil {
+		a.log.Warn("agent: cannot record delivery progress", "outbox", it.ID, "err", err)
+	}
+}
+
+// fileMIME sniffs the file and falls back to its extension: channels pick
+// photo vs document by it.
+func fileMIME(path string) string {
+	f, err := os.Open(path)
+	if err == nil {
+		defer f.Close()
+		head := make([]byte, mediaregistry.SniffLen)
+		n, _ := f.Read(head)
+		if m := mediaregistry.Sniff(head[:n]); m != "application/octet-stream" {
+			return m
+		}
+	}
+	if m := mime.TypeByExtension(filepath.Ext(path)); m != "" {
+		return mediaregistry.CleanMIME(m)
+	}
+	return "application/octet-stream"
+}

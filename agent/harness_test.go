@@ -1,0 +1,380 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/store"
+)
+
+// Chats of the default test groups.
+const (
+	famChat  = "telegram:-1001"
+	mainChat = "telegram:42"
+	workChat = "slack:C0WORK"
+)
+
+func defaultGroups() []groups.Group {
+	return []groups.Group{
+		{Folder: "family", Name: "Family", Chat: famChat, RequiresTrigger: true},
+		{Folder: "main", Name: "Me", Chat: mainChat, Main: true},
+		{Folder: "work", Name: "Work", Chat: workChat, RequiresTrigger: false},
+	}
+}
+
+// fakeLLM is a scripted provider: script decides each reply from the
+// request, and every request is recorded (a copy) for assertions.
+type fakeLLM struct {
+	script func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error)
+	caps   llm.Capabilities
+
+	mu       sync.Mutex
+	reqs     []llm.Request
+	inflight map[string]int
+	maxGroup int // most concurrent calls for one group
+	total    int
+	maxTotal int
+}
+
+func newFakeLLM(script func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error)) *fakeLLM {
+	return &fakeLLM{script: script, caps: llm.Capabilities{Tools: true, Vision: true}, inflight: map[string]int{}}
+}
+
+func (f *fakeLLM) Name() string                   { return "fake" }
+func (f *fakeLLM) Capabilities() llm.Capabilities { return f.caps }
+func (f *fakeLLM) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
+	return nil, llm.NewError("fake", llm.KindBadRequest, "streaming is not scripted")
+}
+
+func (f *fakeLLM) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
+	g := groupOf(req)
+	f.mu.Lock()
+	cp := *req
+	cp.Messages = append([]llm.Message(nil), req.Messages...)
+	f.reqs = append(f.reqs, cp)
+	n := len(f.reqs)
+	f.inflight[g]++
+	f.total++
+	f.maxGroup = max(f.maxGroup, f.inflight[g])
+	f.maxTotal = max(f.maxTotal, f.total)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inflight[g]--
+		f.total--
+		f.mu.Unlock()
+	}()
+	return f.script(ctx, n, req)
+}
+
+func (f *fakeLLM) requests() []llm.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]llm.Request(nil), f.reqs...)
+}
+
+func (f *fakeLLM) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reqs)
+}
+
+// groupOf finds the group a request is for from the system prompt.
+func groupOf(req *llm.Request) string {
+	_, rest, ok := strings.Cut(req.System, "taking part in a group chat (")
+	if !ok {
+		return "?"
+	}
+	name, _, _ := strings.Cut(rest, " on ")
+	return name
+}
+
+func textResult(s string) *llm.Result {
+	return &llm.Result{Parts: []llm.Part{llm.Text(s)}, StopReason: llm.StopEnd}
+}
+
+func toolCall(id, name, args string) *llm.Result {
+	return &llm.Result{Parts: []llm.Part{llm.ToolCallPart(id, name, json.RawMessage(args))}, StopReason: llm.StopToolUse}
+}
+
+// fakeHost answers the MCP server's IPC calls the way the botd host
+// would: fetch_media writes the served bytes into the group folder.
+type fakeHost struct {
+	groupDir string
+	media    map[string]fakeMedia // by ref
+
+	mu      sync.Mutex
+	fetches map[string]int
+}
+
+type fakeMedia struct {
+	Kind, Name, MIME string
+	Data             []byte
+}
+
+func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error {
+	switch typ {
+	case ipc.TypeFetchMedia:
+		a := args.(ipc.FetchMediaArgs)
+		m, ok := h.media[a.MediaRef]
+		if !ok {
+			return ipc.Errorf(ipc.CodeNotFound, "no media %s", a.MediaRef)
+		}
+		h.mu.Lock()
+		h.fetches[a.MediaRef]++
+		h.mu.Unlock()
+		rel := "media/" + a.MediaRef + "_" + m.Name
+		if err := os.WriteFile(filepath.Join(h.groupDir, filepath.FromSlash(rel)), m.Data, 0o640); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(m.Data)
+		*result.(*ipc.FetchMediaResult) = ipc.FetchMediaResult{Ref: a.MediaRef, Kind: m.Kind, Name: m.Name, MIME: m.MIME,
+			Size: int64(len(m.Data)), SHA256: hex.EncodeToString(sum[:]), Path: rel}
+		return nil
+	case ipc.TypeListMedia:
+		*result.(*ipc.ListMediaResult) = ipc.ListMediaResult{}
+		return nil
+	}
+	return ipc.Errorf(ipc.CodeBadRequest, "fake host does not do %s", typ)
+}
+
+func (h *fakeHost) fetched(ref string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fetches[ref]
+}
+
+type harness struct {
+	t         *testing.T
+	st        *store.Store
+	gs        *groups.Set
+	groupsDir string
+	tg, sl    *chantest.Channel
+	llm       *fakeLLM
+	hosts     map[string]*fakeHost // by folder
+	media     map[string]fakeMedia
+	a         *Agent
+	cancel    context.CancelFunc
+	seq       int
+}
+
+// newHarness builds an agent over a real store in a temp dir, the fake
+// channels and an in-process botd MCP server per run. mod adjusts options.
+func newHarness(t *testing.T, f *fakeLLM, mod func(*Options)) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, st: st, groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram"), sl: chantest.New("slack"),
+		llm: f, hosts: map[string]*fakeHost{}, media: map[string]fakeMedia{}}
+	h.gs, err = groups.NewSet("Andy", defaultGroups())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a = New(h.options(mod))
+	return h
+}
+
+func (h *harness) options(mod func(*Options)) Options {
+	o := Options{
+		Store: h.st, Groups: h.gs, GroupsDir: h.groupsDir, DataDir: filepath.Dir(h.groupsDir),
+		Channels: map[string]channels.Channel{"telegram": h.tg, "slack": h.sl},
+		LLM:      h.llm, Model: "fake-1", AssistantName: "Andy",
+		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Location:   time.UTC,
+		Tools:      h.tools,
+		RetryDelay: func(try int) time.Duration { return time.Millisecond },
+	}
+	if testing.Verbose() {
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	return o
+}
+
+// tools is an in-process botd MCP server (package mcp, the real tools)
+// over a fake host.
+func (h *harness) tools(ctx context.Context, g *groups.Group) (ToolSession, error) {
+	dir := filepath.Join(h.groupsDir, g.Folder)
+	host, ok := h.hosts[g.Folder]
+	if !ok {
+		return nil, fmt.Errorf("no fake host for %s", g.Folder)
+	}
+	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, Caller: host, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewInProcessClient(srv)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return ConnectMCP(ctx, nil, MCPConn{Client: c, AllowAll: true}), nil
+}
+
+// start starts the agent; hosts for every group are created first (they
+// are read by concurrent runs).
+func (h *harness) start() {
+	h.t.Helper()
+	for _, g := range h.gs.All() {
+		if _, ok := h.hosts[g.Folder]; !ok {
+			h.hosts[g.Folder] = &fakeHost{groupDir: filepath.Join(h.groupsDir, g.Folder), media: h.media, fetches: map[string]int{}}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	if err := h.a.Start(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(h.stop)
+}
+
+func (h *harness) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		h.a.Wait()
+		h.cancel = nil
+	}
+}
+
+// restart stops the agent and starts a new one over the same store, as a
+// daemon restart would.
+func (h *harness) restart(mod func(*Options)) {
+	h.t.Helper()
+	h.stop()
+	h.a = New(h.options(mod))
+	h.start()
+}
+
+type msgOpt func(*channels.Inbound)
+
+func mentioned(in *channels.Inbound) { in.Mentioned = true }
+func fromMe(in *channels.Inbound)    { in.FromMe = true }
+func isBot(in *channels.Inbound)     { in.IsBot = true }
+func thread(id string) msgOpt        { return func(in *channels.Inbound) { in.ThreadID = id } }
+func replyTo(id string) msgOpt       { return func(in *channels.Inbound) { in.ReplyTo = id } }
+
+// say delivers a message as a channel would and returns its id.
+func (h *harness) say(chat, sender, text string, opts ...msgOpt) string {
+	h.t.Helper()
+	h.seq++
+	in := channels.Inbound{ChatID: chat, ChatName: "chat " + chat, IsGroup: true, ID: fmt.Sprint(100 + h.seq),
+		SenderID: "u-" + sender, SenderName: sender, Text: text,
+		Time: time.Date(2025, 3, 1, 14, h.seq, 0, 0, time.UTC)}
+	for _, o := range opts {
+		o(&in)
+	}
+	if err := h.a.Deliver(context.Background(), in); err != nil {
+		h.t.Fatal(err)
+	}
+	return in.ID
+}
+
+// idle waits until no run is in flight and no retry is scheduled.
+func (h *harness) idle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.a.waitIdle(ctx); err != nil {
+		h.t.Fatalf("agent never went idle: %v", err)
+	}
+}
+
+func (h *harness) cursor(folder string) int64 {
+	h.t.Helper()
+	c, err := h.st.AgentCursor(context.Background(), folder)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) lastSeq(chat string) int64 {
+	h.t.Helper()
+	var seq int64
+	if err := h.st.DB.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?`, chat).Scan(&seq); err != nil {
+		h.t.Fatal(err)
+	}
+	return seq
+}
+
+func sentTexts(ms []channels.OutMessage) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Text
+	}
+	return out
+}
+
+// userText is the rendered conversation of a request.
+func userText(req llm.Request) string {
+	if len(req.Messages) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range req.Messages[0].Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func tinyPNG(t testing.TB, c color.Color) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	for x := 0; x < 4; x++ {
+		for y := 0; y < 4; y++ {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// waitUntil polls cond; for conditions that depend on goroutines the test
+// does not own.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var errScript = errors.New("unexpected call")

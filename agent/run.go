@@ -1,0 +1,325 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/store"
+)
+
+type outcome int
+
+const (
+	outcomeDone           outcome = iota // answered, or nothing to do
+	outcomeStopped                       // shutting down; Start picks it up next time
+	outcomeModelFailed                   // the provider failed: retry with backoff
+	outcomeDeliveryFailed                // the channel failed: retry the outbox with backoff
+)
+
+type runResult struct {
+	outcome outcome
+	err     error
+	// where to tell the chat about a failure
+	chat, thread string
+}
+
+// Texts the chat sees when a run cannot produce a real answer. They are
+// short on purpose: the chat is not the place for diagnostics.
+const (
+	msgTimeout     = "Sorry, that took me too long and I stopped. Please try again, perhaps with a simpler question."
+	msgIterations  = "Sorry, I went round in circles on that one and stopped. Please try again, perhaps with a simpler question."
+	msgModelFailed = "Sorry, I can't reach my language model right now. I'll try again in a little while."
+)
+
+// errAbort marks a run deliberately ended by the BeforeOutbox test hook.
+var errAbort = errors.New("run aborted before the outbox write")
+
+// runOnce does one unit of work for a group: deliver what the outbox owes,
+// then, if a trigger is past the cursor, run the model and deliver its
+// answer.
+func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
+	g, ok := a.group(folder)
+	if !ok {
+		return runResult{outcome: outcomeDone}
+	}
+	if res, ok := a.drainOutbox(ctx, folder); !ok {
+		return res
+	}
+	st := a.opts.Store
+	cursor, err := st.AgentCursor(ctx, folder)
+	if err != nil {
+		return a.storeFailure(ctx, err)
+	}
+	trig, ok, err := st.LastTrigger(ctx, folder)
+	if err != nil {
+		return a.storeFailure(ctx, err)
+	}
+	if !ok || trig.Seq <= cursor {
+		return runResult{outcome: outcomeDone}
+	}
+	return a.think(ctx, &g, cursor, trig)
+}
+
+func (a *Agent) storeFailure(ctx context.Context, err error) runResult {
+	if ctx.Err() != nil {
+		return runResult{outcome: outcomeStopped, err: err}
+	}
+	// The database is local; treat a failure like a delivery failure:
+	// retried with backoff, no message to a chat we may not reach anyway.
+	return runResult{outcome: outcomeDeliveryFailed, err: err}
+}
+
+// think runs the model over the messages since cursor.
+func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig store.Trigger) runResult {
+	started := time.Now()
+	runID := newRunID()
+	log := a.log.With("group", g.Folder, "run", runID)
+	fail := runResult{chat: trig.ChatID, thread: trig.ThreadID}
+
+	ws, err := groups.EnsureWorkspace(a.opts.GroupsDir, g)
+	if err != nil {
+		fail.outcome, fail.err = outcomeDeliveryFailed, err
+		return fail
+	}
+	conv, upTo, err := a.loadConversation(ctx, g, cursor)
+	if err != nil {
+		return a.storeFailure(ctx, err)
+	}
+	if len(conv.Msgs) == 0 {
+		return runResult{outcome: outcomeDone}
+	}
+	memory, err := ws.Memory()
+	if err != nil {
+		log.Warn("agent: memory file unreadable; running without it", "err", err)
+	}
+	var user strings.Builder
+	renderConversation(&user, conv, a.opts.Location)
+
+	a.typing(ctx, trig.ChatID, true)
+	defer a.typing(context.WithoutCancel(ctx), trig.ChatID, false)
+
+	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
+	defer cancel()
+
+	tools, err := a.opts.Tools(runCtx, g)
+	if err != nil {
+		log.Warn("agent: tools unavailable; answering without them", "err", err)
+	}
+	if tools != nil {
+		defer tools.Close()
+	}
+	req := &llm.Request{
+		Model:     a.opts.Model,
+		System:    buildSystem(a.opts.AssistantName, g, memory),
+		Messages:  []llm.Message{llm.UserText(user.String())},
+		MaxTokens: a.opts.MaxTokens,
+	}
+	if tools != nil {
+		req.Tools = tools.Tools()
+	}
+	caps := a.opts.LLM.Capabilities()
+
+	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: upTo}
+	defer func() {
+		rec.Finished = time.Now()
+		if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), rec, toTranscript(req.Messages)); err != nil {
+			log.Warn("agent: transcript not saved", "err", err)
+		}
+	}()
+
+	var final string
+	var usage llm.Usage
+	answered := false
+	for rec.Iterations < a.opts.MaxIterations {
+		rec.Iterations++
+		res, err := a.opts.LLM.Generate(runCtx, req)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				rec.Outcome, rec.Error = "stopped", err.Error()
+				return runResult{outcome: outcomeStopped, err: err}
+			case runCtx.Err() != nil:
+				final = msgTimeout
+				rec.Outcome, rec.Error = "timeout", err.Error()
+			default:
+				rec.Outcome, rec.Error = "model_failed", err.Error()
+				log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
+				fail.outcome, fail.err = outcomeModelFailed, err
+				return fail
+			}
+			break
+		}
+		if rec.Iterations == 1 {
+			usage = res.Usage
+		} else {
+			usage.Add(res.Usage)
+		}
+		rec.InputTokens = usage.InputTokens + usage.CacheReadTokens + usage.CacheWriteTokens
+		rec.OutputTokens, rec.CostMicrocents, rec.CostKnown = usage.OutputTokens, usage.CostMicrocents, usage.CostKnown
+		req.Messages = append(req.Messages, res.Message())
+		calls := res.ToolCalls()
+		if len(calls) == 0 {
+			final, answered = res.Text(), true
+			rec.Outcome = "answered"
+			break
+		}
+		req.Messages = append(req.Messages, a.callTools(runCtx, ws, tools, calls, caps, log))
+		if runCtx.Err() != nil && ctx.Err() == nil {
+			final = msgTimeout
+			rec.Outcome = "timeout"
+			break
+		}
+		a.typing(ctx, trig.ChatID, true) // tools can take a while; keep it showing
+	}
+	if final == "" && !answered && rec.Outcome == "" {
+		final = msgIterations
+		rec.Outcome = "iteration_limit"
+	}
+	if ctx.Err() != nil {
+		rec.Outcome = "stopped"
+		return runResult{outcome: outcomeStopped, err: ctx.Err()}
+	}
+	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
+		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
+
+	ans, refused := parseAnswer(final, ws)
+	for _, err := range refused {
+		log.Warn("agent: file in the answer not sent", "err", err)
+	}
+	if a.opts.BeforeOutbox != nil {
+		if err := a.opts.BeforeOutbox(g.Folder); err != nil {
+			rec.Outcome, rec.Error = "aborted", err.Error()
+			return runResult{outcome: outcomeStopped, err: errors.Join(errAbort, err)}
+		}
+	}
+	if ans.empty() {
+		// Deciding to stay silent is an answer too: those messages are done.
+		if err := a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, upTo); err != nil {
+			return a.storeFailure(ctx, err)
+		}
+		return runResult{outcome: outcomeDone}
+	}
+	item := store.OutboxItem{Folder: g.Folder, ChatID: trig.ChatID, UpToSeq: upTo, Text: ans.Text, Media: ans.Media, ThreadID: trig.ThreadID}
+	if g.NeedsTrigger() {
+		item.ReplyTo = trig.MessageID // in a busy group, quote the question
+	}
+	id, err := a.opts.Store.AddOutbox(ctx, item)
+	if err != nil {
+		return a.storeFailure(ctx, err)
+	}
+	item.ID = id
+	if err := a.deliver(ctx, &item); err != nil {
+		return runResult{outcome: outcomeDeliveryFailed, err: err}
+	}
+	return runResult{outcome: outcomeDone}
+}
+
+// loadConversation reads the messages after cursor, newest MaxMessages,
+// and the messages they reply to.
+func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor int64) (conversation, int64, error) {
+	st := a.opts.Store
+	chats := g.ChatIDs()
+	msgs, err := st.MessagesAfter(ctx, chats, cursor, a.opts.MaxMessages+1)
+	if err != nil {
+		return conversation{}, 0, err
+	}
+	c := conversation{Msgs: msgs}
+	if len(msgs) > a.opts.MaxMessages {
+		c.Msgs, c.Omitted = msgs[len(msgs)-a.opts.MaxMessages:], true
+	}
+	if len(c.Msgs) == 0 {
+		return c, cursor, nil
+	}
+	in := make(map[string]store.Message, len(c.Msgs))
+	for _, m := range c.Msgs {
+		in[quoteKey(m.ChatID, m.ID)] = m
+	}
+	for _, m := range c.Msgs {
+		if m.ReplyTo == "" {
+			continue
+		}
+		k := quoteKey(m.ChatID, m.ReplyTo)
+		if c.Quotes == nil {
+			c.Quotes = map[string]store.Message{}
+		}
+		if q, ok := in[k]; ok {
+			c.Quotes[k] = q
+			continue
+		}
+		if q, err := st.Message(ctx, m.ChatID, m.ReplyTo); err == nil {
+			c.Quotes[k] = q
+		}
+	}
+	return c, c.Msgs[len(c.Msgs)-1].Seq, nil
+}
+
+// callTools runs the calls of one model turn in parallel and returns the
+// tool message with their results in call order.
+func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, log interface {
+	Warn(string, ...any)
+}) llm.Message {
+	parts := make([]llm.Part, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if tools == nil {
+				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text("no tools are available right now"))
+				return
+			}
+			res, err := tools.Call(ctx, c.Name, c.Args)
+			if err != nil {
+				log.Warn("agent: tool call failed", "tool", c.Name, "err", err)
+				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %v", c.Name, err)))
+				return
+			}
+			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ws, res, caps)...)
+		}()
+	}
+	wg.Wait()
+	return llm.ToolResults(parts...)
+}
+
+func (a *Agent) typing(ctx context.Context, chat string, on bool) {
+	ch, ok := a.channelFor(chat)
+	if !ok {
+		return
+	}
+	if t, ok := ch.(interface {
+		SetTyping(context.Context, string, bool) error
+	}); ok {
+		if err := t.SetTyping(ctx, chat, on); err != nil {
+			a.log.Debug("agent: typing indicator failed", "chat", chat, "err", err)
+		}
+	}
+}
+
+// notifyFailure tells the chat once per failure streak that the model is
+// unreachable. It bypasses the outbox and the cursor: it answers nothing.
+func (a *Agent) notifyFailure(ctx context.Context, folder string, res runResult) {
+	if res.chat == "" {
+		return
+	}
+	ch, ok := a.channelFor(res.chat)
+	if !ok {
+		return
+	}
+	if _, err := ch.Send(ctx, outMessage(res.chat, msgModelFailed, res.thread, "")); err != nil {
+		a.log.Warn("agent: could not tell the chat about the failure", "group", folder, "err", err)
+	}
+}
+
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// inlineDir is where image and blob content that a tool returned inline is
+// written (content-addressed) inside the group folder, so the model request
+// refers to a file and the bytes never live in the transcript.
+const inlineDir = "media/inline"
+
+// resultParts turns an MCP tool result into the content of a tool_result
+// part. Images become file-backed image parts the model sees (when it can
+// see); everything else stays text, with saved paths spelled out.
+func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabilities) []llm.Part {
+	var parts []llm.Part
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case mcpgo.TextContent:
+			parts = append(parts, llm.Text(c.Text))
+		case *mcpgo.TextContent:
+			parts = append(parts, llm.Text(c.Text))
+		case mcpgo.ImageContent:
+			parts = append(parts, imagePart(ws, c.Data, c.MIMEType, caps))
+		case *mcpgo.ImageContent:
+			parts = append(parts, imagePart(ws, c.Data, c.MIMEType, caps))
+		case mcpgo.AudioContent:
+			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
+		case *mcpgo.AudioContent:
+			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
+		case mcpgo.EmbeddedResource:
+			parts = append(parts, resourcePart(ws, c.Resource, caps))
+		case *mcpgo.EmbeddedResource:
+			parts = append(parts, resourcePart(ws, c.Resource, caps))
+		case mcpgo.ResourceLink:
+			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s: %s", c.Name, c.URI)))
+		case *mcpgo.ResourceLink:
+			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s: %s", c.Name, c.URI)))
+		default:
+			parts = append(parts, llm.Text(fmt.Sprintf("(unsupported tool output of type %T)", c)))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, llm.Text("(no output)"))
+	}
+	return parts
+}
+
+func imagePart(ws groups.Workspace, data, mime string, caps llm.Capabilities) llm.Part {
+	mime = mediaregistry.CleanMIME(mime)
+	rel, abs, err := saveInline(ws, data, mime)
+	if err != nil {
+		return llm.Text(fmt.Sprintf("(an image came back but could not be kept: %v)", err))
+	}
+	if !caps.Vision {
+		return llm.Text(fmt.Sprintf("(an image was saved as %s; this model cannot look at images)", rel))
+	}
+	return llm.ImageFile(mime, abs)
+}
+
+func blobPart(ws groups.Workspace, data, mime, what string, caps llm.Capabilities) llm.Part {
+	mime = mediaregistry.CleanMIME(mime)
+	rel, abs, err := saveInline(ws, data, mime)
+	if err != nil {
+		return llm.Text(fmt.Sprintf("(%s content came back but could not be kept: %v)", what, err))
+	}
+	if mime == "application/pdf" && caps.Documents {
+		return llm.MediaFile(mime, abs)
+	}
+	return llm.Text(fmt.Sprintf("(%s content, %s, saved in the group folder as %s)", what, mime, rel))
+}
+
+func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabilities) llm.Part {
+	switch r := r.(type) {
+	case mcpgo.TextResourceContents:
+		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
+	case *mcpgo.TextResourceContents:
+		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
+	case mcpgo.BlobResourceContents:
+		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
+	case *mcpgo.BlobResourceContents:
+		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
+	}
+	return llm.Text("(an embedded resource of an unknown shape was left out)")
+}
+
+// saveInline decodes base64 content into media/inline/<sha256><ext>.
+// Content addressing makes a repeated fetch reuse the file, and the name
+// is all the transcript needs to keep.
+func saveInline(ws groups.Workspace, data, mime string) (rel, abs string, err error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(data))
+	if err != nil {
+		return "", "", fmt.Errorf("bad base64: %w", err)
+	}
+	if len(raw) == 0 {
+		return "", "", errors.New("empty content")
+	}
+	if mime == "" {
+		mime = mediaregistry.Sniff(raw)
+	}
+	sum := sha256.Sum256(raw)
+	name := hex.EncodeToString(sum[:]) + mediaregistry.Ext(mime)
+	dir := filepath.Join(ws.Root, filepath.FromSlash(inlineDir))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", "", fmt.Errorf("save inline content: %w", err)
+	}
+	abs = filepath.Join(dir, name)
+	rel = inlineDir + "/" + name
+	if fi, err := os.Stat(abs); err == nil && fi.Size() == int64(len(raw)) {
+		return rel, abs, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", "", fmt.Errorf("save inline content: %w", err)
+	}
+	_, werr := tmp.Write(raw)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), abs)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return "", "", fmt.Errorf("save inline content: %w", werr)
+	}
+	return rel, abs, nil
+}

@@ -1,0 +1,266 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/groups"
+)
+
+// ToolSession is the set of tools one run may call. Results stay in MCP's
+// shape; the agent turns them into model parts (writing images to files).
+type ToolSession interface {
+	Tools() []llm.Tool
+	Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error)
+	Close() error
+}
+
+// ToolSource opens the tools of one group for one run.
+type ToolSource func(ctx context.Context, g *groups.Group) (ToolSession, error)
+
+// MCPClient is what the agent needs of an MCP client; *client.Client
+// satisfies it.
+type MCPClient interface {
+	Initialize(ctx context.Context, req mcpgo.InitializeRequest) (*mcpgo.InitializeResult, error)
+	ListTools(ctx context.Context, req mcpgo.ListToolsRequest) (*mcpgo.ListToolsResult, error)
+	CallTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	Close() error
+}
+
+var _ MCPClient = (*client.Client)(nil)
+
+// MCPConn is one started MCP client and how its tools are exposed.
+type MCPConn struct {
+	// Name, when set, prefixes every tool as "<Name>__<tool>" so servers
+	// cannot shadow botd's own tools or each other's.
+	Name   string
+	Client MCPClient
+	// AllowAll exposes every tool (botd's own server); otherwise only the
+	// tools named in Allow are exposed, because an extra server's tools
+	// act with the daemon's rights.
+	AllowAll bool
+	Allow    []string
+}
+
+// MCPSession is a ToolSession over one or more MCP clients.
+type MCPSession struct {
+	tools  []llm.Tool
+	routes map[string]route
+	conns  []MCPConn
+}
+
+type route struct {
+	conn MCPClient
+	name string // the server's own tool name
+}
+
+var _ ToolSession = (*MCPSession)(nil)
+
+// ConnectMCP initialises every connection and collects its tools. A server
+// that fails to initialise is closed and left out with a warning: a chat
+// answer without one tool beats no answer.
+func ConnectMCP(ctx context.Context, log *slog.Logger, conns ...MCPConn) *MCPSession {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &MCPSession{routes: map[string]route{}}
+	for _, c := range conns {
+		tools, err := listTools(ctx, c.Client)
+		if err != nil {
+			log.Warn("agent: MCP server unavailable, its tools are left out", "server", serverLabel(c), "err", err)
+			c.Client.Close()
+			continue
+		}
+		s.conns = append(s.conns, c)
+		for _, t := range tools {
+			if !c.AllowAll && !slices.Contains(c.Allow, t.Name) {
+				continue
+			}
+			exposed := t.Name
+			if c.Name != "" {
+				exposed = c.Name + "__" + t.Name
+			}
+			if _, dup := s.routes[exposed]; dup {
+				log.Warn("agent: duplicate MCP tool name, keeping the first", "tool", exposed, "server", serverLabel(c))
+				continue
+			}
+			schema, err := inputSchema(t)
+			if err != nil {
+				log.Warn("agent: MCP tool with an unusable schema left out", "tool", exposed, "err", err)
+				continue
+			}
+			s.routes[exposed] = route{conn: c.Client, name: t.Name}
+			s.tools = append(s.tools, llm.Tool{Name: exposed, Description: t.Description, Parameters: schema})
+		}
+	}
+	return s
+}
+
+func serverLabel(c MCPConn) string {
+	if c.Name == "" {
+		return "botd"
+	}
+	return c.Name
+}
+
+func listTools(ctx context.Context, c MCPClient) ([]mcpgo.Tool, error) {
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "botd-agent", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	return res.Tools, nil
+}
+
+func inputSchema(t mcpgo.Tool) (json.RawMessage, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	if len(v.InputSchema) == 0 || string(v.InputSchema) == "null" {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	return v.InputSchema, nil
+}
+
+// Tools lists the exposed tools in a stable order.
+func (s *MCPSession) Tools() []llm.Tool { return s.tools }
+
+// Call runs one tool. An unknown tool is a tool error the model can read,
+// not a failure of the run.
+func (s *MCPSession) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+	r, ok := s.routes[name]
+	if !ok {
+		return mcpgo.NewToolResultError(fmt.Sprintf("there is no tool called %q", name)), nil
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = r.name
+	if len(args) > 0 {
+		req.Params.Arguments = args
+	}
+	res, err := r.conn.CallTool(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// Close closes every client (ending stdio servers).
+func (s *MCPSession) Close() error {
+	var errs []error
+	for _, c := range s.conns {
+		if err := c.Client.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close MCP %s: %w", serverLabel(c), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stdioTools is the default ToolSource: botd's own MCP server for the
+// group (MCPCommand + --group folder) plus the configured extra servers,
+// each a child process over stdio for the length of the run.
+func (a *Agent) stdioTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
+	var conns []MCPConn
+	if cmd := a.opts.MCPCommand; len(cmd) > 0 {
+		args := append(slices.Clone(cmd[1:]), "--group", g.Folder)
+		c, err := a.startStdio("botd", cmd[0], nil, args)
+		if err != nil {
+			a.log.Error("agent: cannot start botd mcp; answering without media tools", "group", g.Folder, "err", err)
+		} else {
+			conns = append(conns, MCPConn{Client: c, AllowAll: true})
+		}
+	}
+	names := slices.Sorted(maps.Keys(a.opts.ExtraMCP))
+	for _, name := range names {
+		srv := a.opts.ExtraMCP[name]
+		if len(srv.Tools) == 0 {
+			continue // nothing allowed: do not even start it
+		}
+		env := make([]string, 0, len(srv.Env))
+		for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
+			env = append(env, k+"="+srv.Env[k])
+		}
+		c, err := a.startStdio(name, srv.Command, env, srv.Args)
+		if err != nil {
+			a.log.Warn("agent: cannot start MCP server", "server", name, "err", err)
+			continue
+		}
+		conns = append(conns, MCPConn{Name: name, Client: c, Allow: srv.Tools})
+	}
+	return ConnectMCP(ctx, a.log, conns...), nil
+}
+
+func (a *Agent) startStdio(name, command string, env, args []string) (*client.Client, error) {
+	stderr := &logWriter{log: a.log.With("mcp_server", name)}
+	c, err := client.NewStdioMCPClientWithOptions(command, env, args, transport.WithCommandStderrWriter(stderr))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// logWriter turns a child's stderr into log lines. Children are ours or
+// configured by the operator; their output is diagnostics, kept at debug
+// unless it looks like an error.
+type logWriter struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := strings.IndexByte(string(w.buf), '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 8<<10 { // a child that never writes a newline
+		w.emit(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) emit(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	lvl := slog.LevelDebug
+	if l := strings.ToLower(line); strings.Contains(l, "error") || strings.Contains(l, "level=warn") {
+		lvl = slog.LevelWarn
+	}
+	w.log.Log(context.Background(), lvl, "mcp stderr", "line", line)
+}
+
+var _ io.Writer = (*logWriter)(nil)
