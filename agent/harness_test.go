@@ -169,7 +169,7 @@ func (h *fakeHost) fetched(ref string) int {
 }
 
 type harness struct {
-	t         *testing.T
+	t         testing.TB
 	st        *store.Store
 	gs        *groups.Set
 	groupsDir string
@@ -184,7 +184,7 @@ type harness struct {
 
 // newHarness builds an agent over a real store in a temp dir, the fake
 // channels and an in-process botd MCP server per run. mod adjusts options.
-func newHarness(t *testing.T, f *fakeLLM, mod func(*Options)) *harness {
+func newHarness(t testing.TB, f *fakeLLM, mod func(*Options)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))

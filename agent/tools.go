@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -200,7 +202,7 @@ func (a *Agent) stdioTools(ctx context.Context, g *groups.Group) (ToolSession, e
 		if len(srv.Tools) == 0 {
 			continue // nothing allowed: do not even start it
 		}
-		env := make([]string, 0, len(srv.Env))
+		env := make([]string, 0, len(srv.Env)) // non-nil: a minimal environment
 		for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
 			env = append(env, k+"="+srv.Env[k])
 		}
@@ -214,9 +216,30 @@ func (a *Agent) stdioTools(ctx context.Context, g *groups.Group) (ToolSession, e
 	return ConnectMCP(ctx, a.log, conns...), nil
 }
 
+// passEnv are the variables an extra MCP server inherits besides its
+// configured env. The daemon's environment holds channel tokens and model
+// keys; a third-party server gets none of them unless configured.
+var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"}
+
+// startStdio starts a stdio MCP server. env nil means botd's own server,
+// which inherits the daemon's environment (its config expands ${VARS});
+// otherwise the child gets passEnv plus env.
 func (a *Agent) startStdio(name, command string, env, args []string) (*client.Client, error) {
 	stderr := &logWriter{log: a.log.With("mcp_server", name)}
-	c, err := client.NewStdioMCPClientWithOptions(command, env, args, transport.WithCommandStderrWriter(stderr))
+	opts := []transport.StdioOption{transport.WithCommandStderrWriter(stderr)}
+	if env != nil {
+		opts = append(opts, transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			for _, k := range passEnv {
+				if v, ok := os.LookupEnv(k); ok {
+					cmd.Env = append(cmd.Env, k+"="+v)
+				}
+			}
+			cmd.Env = append(cmd.Env, env...)
+			return cmd, nil
+		}))
+	}
+	c, err := client.NewStdioMCPClientWithOptions(command, env, args, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

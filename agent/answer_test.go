@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/groups"
+)
+
+func testWorkspace(t *testing.T) groups.Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := groups.EnsureWorkspace(dir, &groups.Group{Folder: "fam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws.Root, "media", "chart.png"), tinyPNG(t, green()), 0o640)
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("outside"), 0o640)
+	os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(ws.Root, "link.txt"))
+	return ws
+}
+
+func TestParseAnswer(t *testing.T) {
+	ws := testWorkspace(t)
+	cases := []struct {
+		name      string
+		raw       string
+		wantText  string
+		wantMedia []string
+		refused   int
+	}{
+		{"plain", "Hello there.", "Hello there.", nil, 0},
+		{"internal stripped", "<internal>they want the time</internal>It is noon.", "It is noon.", nil, 0},
+		{"internal multiline and case", "A\n<INTERNAL>\nsecret\nplan\n</Internal>\nB", "A\n\nB", nil, 0},
+		{"unclosed internal hides the rest", "Sure.<internal>half a thought", "Sure.", nil, 0},
+		{"only internal is empty", "<internal>nothing to say</internal>\n", "", nil, 0},
+		{"empty", "   \n ", "", nil, 0},
+		{"media line", "Here is the chart.\nMEDIA:./media/chart.png", "Here is the chart.", []string{"media/chart.png"}, 0},
+		{"media without dot slash and spaces", "  MEDIA: media/chart.png  \nDone", "Done", []string{"media/chart.png"}, 0},
+		{"media only", "MEDIA:./media/chart.png", "", []string{"media/chart.png"}, 0},
+		{"parent refused", "Take this.\nMEDIA:../secret.txt", "Take this.\n\n(I could not send the file ../secret.txt.)", nil, 1},
+		{"absolute refused", "MEDIA:/etc/passwd", "(I could not send the file /etc/passwd.)", nil, 1},
+		{"home refused", "MEDIA:~/x", "(I could not send the file ~/x.)", nil, 1},
+		{"symlink out refused", "MEDIA:./link.txt", "(I could not send the file ./link.txt.)", nil, 1},
+		{"missing refused", "MEDIA:./media/nope.png", "(I could not send the file ./media/nope.png.)", nil, 1},
+		{"directory refused", "MEDIA:./media", "(I could not send the file ./media.)", nil, 1},
+		{"fenced media ignored", "Write this:\n```\nMEDIA:./media/chart.png\n```", "Write this:\n```\nMEDIA:./media/chart.png\n```", nil, 0},
+		{"after fence media works", "```\ncode\n```\nMEDIA:./media/chart.png", "```\ncode\n```", []string{"media/chart.png"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, refused := parseAnswer(c.raw, ws)
+			if a.Text != c.wantText {
+				t.Errorf("text = %q, want %q", a.Text, c.wantText)
+			}
+			if !slices.Equal(a.Media, c.wantMedia) {
+				t.Errorf("media = %q, want %q", a.Media, c.wantMedia)
+			}
+			if len(refused) != c.refused {
+				t.Errorf("refused = %v, want %d", refused, c.refused)
+			}
+		})
+	}
+}
+
+// End to end through a run: files in the group folder are sent, the text
+// becomes their caption; refused paths are mentioned, never sent.
+func TestAnswerFilesAreSent(t *testing.T) {
+	cases := []struct {
+		name      string
+		answer    string
+		wantTexts []string
+		wantFiles []string // base names
+		caption   string
+	}{
+		{"one file with caption", "Here is the chart.\nMEDIA:./media/chart.png", nil, []string{"chart.png"}, "Here is the chart."},
+		{"two files after the text", "Both.\nMEDIA:./media/chart.png\nMEDIA:media/notes.txt", []string{"Both."}, []string{"chart.png", "notes.txt"}, ""},
+		{"refused paths", "Sure.\nMEDIA:../x\nMEDIA:/etc/passwd\nMEDIA:~/x", []string{"Sure.\n\n(I could not send the file ../x.)\n(I could not send the file /etc/passwd.)\n(I could not send the file ~/x.)"}, nil, ""},
+		{"fenced", "```\nMEDIA:./media/chart.png\n```", []string{"```\nMEDIA:./media/chart.png\n```"}, nil, ""},
+		{"internal and empty", "<internal>nobody asked me</internal>", nil, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+				return textResult(c.answer), nil
+			})
+			h := newHarness(t, f, nil)
+			media := filepath.Join(h.groupsDir, "family", "media")
+			os.MkdirAll(media, 0o750)
+			os.WriteFile(filepath.Join(media, "chart.png"), tinyPNG(t, green()), 0o640)
+			os.WriteFile(filepath.Join(media, "notes.txt"), []byte("notes"), 0o640)
+			h.start()
+			h.say(famChat, "Alice", "@Andy send it")
+			h.idle()
+			if got := sentTexts(h.tg.Sent()); !slices.Equal(got, c.wantTexts) {
+				t.Errorf("texts = %q, want %q", got, c.wantTexts)
+			}
+			var names []string
+			for _, f := range h.tg.Files() {
+				names = append(names, filepath.Base(f.Path))
+				if f.Caption != c.caption {
+					t.Errorf("caption of %s = %q, want %q", f.Path, f.Caption, c.caption)
+				}
+				if f.Chat != famChat || f.MIME == "" {
+					t.Errorf("file sent as %+v", f.OutMedia)
+				}
+			}
+			if !slices.Equal(names, c.wantFiles) {
+				t.Errorf("files = %q, want %q", names, c.wantFiles)
+			}
+			if h.cursor("family") != h.lastSeq(famChat) {
+				t.Error("cursor not advanced")
+			}
+			if c.wantTexts == nil && c.wantFiles == nil {
+				if n, _ := h.st.PendingOutbox(context.Background(), ""); len(n) != 0 {
+					t.Error("an empty answer left an outbox row")
+				}
+			}
+			for _, f := range h.tg.Files() {
+				if !strings.HasPrefix(f.Path, h.groupsDir) {
+					t.Errorf("sent a file outside the groups dir: %s", f.Path)
+				}
+			}
+		})
+	}
+}
+
+func green() color.Color { return color.RGBA{G: 200, A: 255} }

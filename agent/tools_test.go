@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/groups"
+)
+
+// fakeMCPEnv makes the test binary act as a stdio MCP server (see
+// TestMain), so the default tool source is tested with real child
+// processes without building botd.
+const fakeMCPEnv = "BOTD_AGENT_FAKE_MCP"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeMCPEnv) != "" {
+		serveFakeMCP()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveFakeMCP exposes whoami (its argv and one env var), echo and a tool
+// that must stay hidden by the allow-list.
+func serveFakeMCP() {
+	s := server.NewMCPServer("fake", "1")
+	s.AddTool(mcpgo.NewTool("whoami"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText(strings.Join(os.Args[1:], " ") + " | " + os.Getenv("FAKE_TOKEN") + os.Getenv("SECRET_API_KEY")), nil
+	})
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text", mcpgo.Required())), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("echo: " + req.GetString("text", "")), nil
+	})
+	s.AddTool(mcpgo.NewTool("rm_rf"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultError("must never be reachable"), nil
+	})
+	if err := server.ServeStdio(s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// The default tool source starts MCPCommand + "--group <folder>" and the
+// extra servers as child processes, exposes the extra servers' allowed
+// tools as <name>__<tool> only, and routes calls to the right process.
+func TestStdioToolSource(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeMCPEnv, "1")
+	t.Setenv("SECRET_API_KEY", "sk-secret")
+	a := New(Options{
+		MCPCommand: []string{exe, "mcp", "--config", "/etc/botd.yaml"},
+		ExtraMCP: map[string]config.MCPServer{
+			"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
+			"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
+		},
+	})
+	ctx := context.Background()
+	sess, err := a.stdioTools(ctx, &groups.Group{Folder: "family"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	names := toolNames(sess.Tools())
+	slices.Sort(names)
+	want := []string{"echo", "notes__echo", "notes__whoami", "rm_rf", "whoami"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	call := func(name, args string) string {
+		t.Helper()
+		res, err := sess.Call(ctx, name, json.RawMessage(args))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(mcpgo.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		if res.IsError {
+			return "error: " + b.String()
+		}
+		return b.String()
+	}
+	// botd's own server inherits the daemon's environment (its config
+	// expands variables); the extra server gets only what it is given.
+	if got := call("whoami", `{}`); got != "mcp --config /etc/botd.yaml --group family | sk-secret" {
+		t.Errorf("botd server argv = %q", got)
+	}
+	if got := call("notes__whoami", `{}`); got != "notes-server | t0k" {
+		t.Errorf("extra server argv/env = %q", got)
+	}
+	if got := call("notes__echo", `{"text":"hi"}`); got != "echo: hi" {
+		t.Errorf("echo = %q", got)
+	}
+	if got := call("notes__rm_rf", `{}`); !strings.Contains(got, "no tool called") {
+		t.Errorf("hidden tool reachable: %q", got)
+	}
+}
+
+// A server that does not start is left out; the rest still work.
+func TestBrokenMCPServerIsLeftOut(t *testing.T) {
+	a := New(Options{ExtraMCP: map[string]config.MCPServer{
+		"ghost": {Command: filepath.Join(t.TempDir(), "no-such-binary"), Tools: []string{"x"}},
+	}})
+	sess, err := a.stdioTools(context.Background(), &groups.Group{Folder: "family"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if n := len(sess.Tools()); n != 0 {
+		t.Errorf("tools from a missing server: %d", n)
+	}
+}
+
+// Tool results become model parts: images as file-backed image parts
+// (text when the model is blind), blobs saved, text resources inline.
+func TestResultParts(t *testing.T) {
+	ws := testWorkspace(t)
+	png := tinyPNG(t, color.RGBA{R: 9, A: 255})
+	b64 := base64.StdEncoding.EncodeToString(png)
+	res := &mcpgo.CallToolResult{Content: []mcpgo.Content{
+		mcpgo.NewTextContent("Image ref:tg_x: cat.png"),
+		mcpgo.NewImageContent(b64, "image/png"),
+		mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello"}),
+		mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: "file:///a.pdf", MIMEType: "application/pdf", Blob: base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))}),
+	}}
+	parts := resultParts(ws, res, llm.Capabilities{Vision: true, Documents: true})
+	if len(parts) != 4 || parts[0].Text != "Image ref:tg_x: cat.png" {
+		t.Fatalf("parts = %+v", parts)
+	}
+	img := parts[1]
+	if img.Kind != llm.PartMedia || img.Media.MIME != "image/png" || img.Media.Data != "" || !strings.Contains(img.Media.Path, filepath.FromSlash(inlineDir)) {
+		t.Fatalf("image part = %+v", img.Media)
+	}
+	if b, _ := os.ReadFile(img.Media.Path); string(b) != string(png) {
+		t.Error("image file does not hold the image")
+	}
+	if !strings.Contains(parts[2].Text, "hello") {
+		t.Errorf("text resource = %q", parts[2].Text)
+	}
+	if parts[3].Kind != llm.PartMedia || parts[3].Media.MIME != "application/pdf" {
+		t.Errorf("pdf = %+v", parts[3])
+	}
+	// The same image again reuses the file; a blind model gets text.
+	again := resultParts(ws, res, llm.Capabilities{})
+	if again[1].Kind != llm.PartText || !strings.Contains(again[1].Text, "cannot look at images") {
+		t.Errorf("blind image part = %+v", again[1])
+	}
+	if !strings.Contains(again[3].Text, "saved in the group folder as media/inline/") {
+		t.Errorf("pdf for a model without documents = %q", again[3].Text)
+	}
+	entries, _ := os.ReadDir(filepath.Join(ws.Root, filepath.FromSlash(inlineDir)))
+	if len(entries) != 2 {
+		t.Errorf("inline dir has %d files, want 2 (image and pdf, deduplicated)", len(entries))
+	}
+	bad := resultParts(ws, &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewImageContent("!!!", "image/png")}}, llm.Capabilities{Vision: true})
+	if bad[0].Kind != llm.PartText {
+		t.Errorf("broken base64 = %+v", bad[0])
+	}
+}
+
+// Extra servers through ConnectMCP with an in-process client: prefixing
+// keeps them from shadowing botd's tools.
+func TestConnectMCPPrefixesAndAllowList(t *testing.T) {
+	mk := func(names ...string) *client.Client {
+		s := server.NewMCPServer("x", "1")
+		for _, n := range names {
+			s.AddTool(mcpgo.NewTool(n), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				return mcpgo.NewToolResultText("from " + n), nil
+			})
+		}
+		c, err := client.NewInProcessClient(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+	sess := ConnectMCP(ctx, nil,
+		MCPConn{Client: mk("fetch_media", "list_media"), AllowAll: true},
+		MCPConn{Name: "web", Client: mk("fetch_media", "search"), Allow: []string{"fetch_media"}},
+	)
+	defer sess.Close()
+	names := toolNames(sess.Tools())
+	if !slices.Equal(names, []string{"fetch_media", "list_media", "web__fetch_media"}) {
+		t.Errorf("tools = %v", names)
+	}
+	res, err := sess.Call(ctx, "web__fetch_media", nil)
+	if err != nil || res.Content[0].(mcpgo.TextContent).Text != "from fetch_media" {
+		t.Errorf("call = %+v, %v", res, err)
+	}
+	for _, tl := range sess.Tools() {
+		var schema map[string]any
+		if err := json.Unmarshal(tl.Parameters, &schema); err != nil || schema["type"] != "object" {
+			t.Errorf("%s schema = %s", tl.Name, tl.Parameters)
+		}
+	}
+}
