@@ -144,6 +144,22 @@ func New(opts Options) *Agent {
 	return a
 }
 
+// AddChannel makes ch available for answers under its Name. Channels are
+// constructed with the Agent as their Sink, so they may only exist after
+// New; add them before Start.
+func (a *Agent) AddChannel(ch channels.Channel) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ctx != nil {
+		return errors.New("agent: AddChannel after Start")
+	}
+	if a.opts.Channels == nil {
+		a.opts.Channels = map[string]channels.Channel{}
+	}
+	a.opts.Channels[ch.Name()] = ch
+	return nil
+}
+
 // defaultRetryDelay is 5s, 15s, 45s, 2m15s: long enough that a vendor
 // outage is not hammered, short enough that a blip costs under a minute.
 func defaultRetryDelay(try int) time.Duration {

@@ -550,3 +550,26 @@ func TestAnswerGoesToTheThread(t *testing.T) {
 		t.Errorf("sent %+v", got)
 	}
 }
+
+// The daemon builds channels with the agent as their sink, then adds them.
+func TestAddChannelBeforeStart(t *testing.T) {
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		return textResult("via added channel"), nil
+	})
+	h := newHarness(t, f, func(o *Options) { o.Channels = nil })
+	wa := chantest.New("whatsapp")
+	if err := h.a.AddChannel(h.tg); err != nil {
+		t.Fatal(err)
+	}
+	h.a.AddChannel(wa)
+	// A message heard before Start is stored and answered once started.
+	h.say(famChat, "Alice", "@Andy early bird")
+	h.start()
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); !slices.Equal(got, []string{"via added channel"}) {
+		t.Errorf("sent %q", got)
+	}
+	if err := h.a.AddChannel(chantest.New("slack")); err == nil {
+		t.Error("AddChannel after Start succeeded")
+	}
+}
