@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -228,7 +229,25 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, os.LookupEnv)
+	cfg, err := Parse(data, os.LookupEnv)
+	if cfg != nil {
+		cfg.resolvePaths(filepath.Dir(path))
+	}
+	return cfg, err
+}
+
+// resolvePaths makes relative data_dir and groups_dir relative to the
+// config file, not to whatever directory botd was started from: Claude
+// Desktop starts `botd mcp` from its own working directory, and it must
+// find the same data/ipc folder as `botd run`.
+func (c *Config) resolvePaths(base string) {
+	for _, p := range []*string{&c.DataDir, &c.GroupsDir, &c.Channels.WhatsApp.SessionDB} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			if abs, err := filepath.Abs(filepath.Join(base, *p)); err == nil {
+				*p = abs
+			}
+		}
+	}
 }
 
 // Parse decodes YAML with ${VAR} / ${VAR:-default} expanded through lookup,

@@ -176,3 +176,17 @@ llm:
 		t.Errorf("keyless local model refused: %v", r)
 	}
 }
+
+func TestRelativePathsFollowTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "conf", "botd.yaml")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte("data_dir: ./data\ngroups_dir: /srv/groups\n"), 0o644)
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != filepath.Join(dir, "conf", "data") || cfg.GroupsDir != "/srv/groups" {
+		t.Errorf("data_dir %s groups_dir %s", cfg.DataDir, cfg.GroupsDir)
+	}
+}

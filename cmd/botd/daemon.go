@@ -2,37 +2,50 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
 
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/slack"
+	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
 
 // daemon wires the packages together for `botd run`.
 type daemon struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	store  *store.Store
-	reg    *mediaregistry.Registry
-	groups *groups.Set
-	wg     sync.WaitGroup
+	cfg     *config.Config
+	cfgPath string
+	log     *slog.Logger
+	store   *store.Store
+	reg     *mediaregistry.Registry
+	cache   *mediaregistry.Cache
+	groups  *groups.Set
+	chans   map[string]channels.Channel
+	host    *ipc.Host
+	sink    channels.Sink
+	wg      sync.WaitGroup
 }
 
-func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
+func newDaemon(cfg *config.Config, cfgPath string, log *slog.Logger) (*daemon, error) {
 	gs, err := groups.NewSet(cfg.AssistantName, cfg.GroupList())
 	if err != nil {
 		return nil, fail(1, "groups: %v", err)
 	}
-	return &daemon{cfg: cfg, log: log, groups: gs}, nil
+	return &daemon{cfg: cfg, cfgPath: cfgPath, log: log, groups: gs, chans: map[string]channels.Channel{}}, nil
 }
 
-// open does the start-up work shared by `run` and `mcp`: the database, the
-// registry and the group workspaces.
+func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }
+
+// open does the start-up work: the database, the registry, the cache and
+// the group workspaces.
 func (d *daemon) open(ctx context.Context) error {
 	st, err := store.Open(ctx, filepath.Join(d.cfg.DataDir, "botd.db"))
 	if err != nil {
@@ -40,6 +53,10 @@ func (d *daemon) open(ctx context.Context) error {
 	}
 	d.store = st
 	d.reg = mediaregistry.New(st.DB, d.cfg.Media.RefTTL.D())
+	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, d.cfg.Media.CacheTTL.D())
+	if err != nil {
+		return err
+	}
 	for _, g := range d.groups.All() {
 		if _, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g); err != nil {
 			return err
@@ -50,9 +67,88 @@ func (d *daemon) open(ctx context.Context) error {
 
 func (d *daemon) close() {
 	d.wg.Wait()
+	if d.host != nil {
+		d.host.Wait()
+	}
 	if d.store != nil {
 		d.store.Close()
 	}
+}
+
+// buildChannels constructs the enabled channels; nothing connects yet.
+func (d *daemon) buildChannels() error {
+	env := channels.Env{Registry: d.reg, Sink: d.sink, Log: d.log, AssistantName: d.cfg.AssistantName}
+	c := d.cfg.Channels
+	if c.Telegram.Enabled {
+		tg, err := telegram.New(c.Telegram, withLog(env, "telegram"))
+		if err != nil {
+			return fail(1, "telegram: %v", err)
+		}
+		d.chans[tg.Name()] = tg
+	}
+	if c.Slack.Enabled {
+		sl, err := slack.New(c.Slack, withLog(env, "slack"))
+		if err != nil {
+			return fail(1, "slack: %v", err)
+		}
+		d.chans[sl.Name()] = sl
+	}
+	if c.WhatsApp.Enabled {
+		wa, err := whatsapp.New(c.WhatsApp, d.cfg.DataDir, withLog(env, "whatsapp"))
+		if err != nil {
+			return fail(1, "whatsapp: %v", err)
+		}
+		d.chans[wa.Name()] = wa
+	}
+	return nil
+}
+
+func withLog(env channels.Env, name string) channels.Env {
+	env.Log = env.Log.With("channel", name)
+	return env
+}
+
+// startHost serves the agent side's IPC requests.
+func (d *daemon) startHost(ctx context.Context) error {
+	svc := ipc.NewService(ipc.ServiceOptions{
+		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
+		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, Log: d.log.With("component", "ipc"),
+	})
+	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: d.groups.All(), Handler: svc, Log: d.log.With("component", "ipc")})
+	return d.host.Start(ctx)
+}
+
+func (d *daemon) startSweepers(ctx context.Context) {
+	every := d.cfg.Media.SweepInterval.D()
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); d.reg.RunSweeper(ctx, every, d.log) }()
+	go func() { defer d.wg.Done(); d.cache.RunSweeper(ctx, every, d.log) }()
+}
+
+// startChannels connects every channel. A channel that cannot start fails
+// the run with its own message (bad token: which setting to fix), except a
+// logged-out WhatsApp while other channels work: that one is reported and
+// left off.
+func (d *daemon) startChannels(ctx context.Context) error {
+	for name, ch := range d.chans {
+		// Start's ctx also bounds the background receiving, so it must be
+		// the run's context; each channel bounds its own connect time.
+		err := ch.Start(ctx)
+		if err == nil {
+			d.log.Info("channel started", "channel", name)
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, whatsapp.ErrLoggedOut) && len(d.chans) > 1 {
+			d.log.Error("whatsapp is not running; the other channels carry on", "err", err)
+			delete(d.chans, name)
+			continue
+		}
+		return fail(1, "%v", err)
+	}
+	return nil
 }
 
 func (d *daemon) run(ctx context.Context) error {
@@ -61,10 +157,25 @@ func (d *daemon) run(ctx context.Context) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	defer d.close()
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		d.reg.RunSweeper(ctx, d.cfg.Media.SweepInterval.D(), d.log)
-	}()
-	return errNotYet("the agent loop (botd run)")
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := d.startAgent(runCtx); err != nil {
+		return err
+	}
+	if err := d.buildChannels(); err != nil {
+		return err
+	}
+	if err := d.startHost(runCtx); err != nil {
+		return err
+	}
+	d.startSweepers(runCtx)
+	if err := d.startChannels(runCtx); err != nil {
+		return err
+	}
+	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
+	<-ctx.Done()
+	d.log.Info("shutting down")
+	cancel()
+	d.waitAgent()
+	return nil
 }

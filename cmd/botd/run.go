@@ -50,10 +50,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(1, "cannot run:\n  %s", strings.Join(missing, "\n  "))
 	}
 	log := newLogger(cfg.LogLevel, stderr)
-	d, err := newDaemon(cfg, log)
+	d, err := newDaemon(cfg, configPath(*cfgFlag), log)
 	if err != nil {
 		return err
 	}
 	return d.run(ctx)
 }
-

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/botd-dev/botd/channels/whatsapp"
+)
+
+func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("whatsapp login", "botd whatsapp login [--phone +NUMBER] [--config FILE]",
+		"Pair a WhatsApp account: scan the QR code, or enter the pairing code sent for --phone.", stderr)
+	phone := fs.String("phone", "", "phone number in international format (+4915...) for a pairing code instead of a QR code")
+	cfgFlag := configFlag(fs)
+	if len(args) == 0 || args[0] != "login" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil
+		}
+		fs.Usage()
+		return fail(2, "")
+	}
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgFlag)
+	if err != nil {
+		return err
+	}
+	err = whatsapp.Login(ctx, whatsapp.LoginOptions{
+		SessionDB: whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir),
+		Phone:     *phone,
+		Out:       stdout,
+		Log:       newLogger("warn", stderr),
+	})
+	if err != nil {
+		return fail(1, "whatsapp login: %v", err)
+	}
+	return nil
+}
