@@ -66,3 +66,33 @@ func BenchmarkFetchMediaInline10KB(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(data)), "src_bytes")
 }
+
+// BenchmarkFetchMediaPreview3000x2000 is the large-image path: decode a
+// ~5 MB noisy JPEG, scale to 1568 px, re-encode under 1 MB.
+func BenchmarkFetchMediaPreview3000x2000(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "groups", "family")
+	if err := os.MkdirAll(filepath.Join(dir, "media"), 0o750); err != nil {
+		b.Fatal(err)
+	}
+	data := largeJPEG(b)
+	rel := "media/tg_Bench0000002_big.jpg"
+	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
+		b.Fatal(err)
+	}
+	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{ipc.FetchMediaResult{
+		Ref: "tg_Bench0000002", Kind: "Image", MIME: "image/jpeg", Size: int64(len(data)), Path: rel,
+	}}, Log: testLoggerB(), InlineMaxBytes: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000002"}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tl.fetchMedia(context.Background(), req)
+		if err != nil || res.IsError || len(res.Content) != 2 {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(len(data)), "src_bytes")
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"image"
-	"image/color"
 	"image/jpeg"
 	"image/png"
 	"math/rand/v2"
@@ -22,7 +21,8 @@ import (
 func encodePNG(t testing.TB, img image.Image) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -32,27 +32,21 @@ func gradient(w, h int) *image.NRGBA {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
-			img.Set(x, y, color.NRGBA{uint8(x * 255 / w), uint8(y * 255 / h), 128, 255})
+			i := img.PixOffset(x, y)
+			copy(img.Pix[i:i+4], []byte{uint8(x * 255 / w), uint8(y * 255 / h), 128, 255})
 		}
 	}
 	return img
 }
 
-// noisy is a photo-like worst case for JPEG: a gradient under strong noise.
+// noisy is the worst case for JPEG: random pixels, opaque. Filled in bulk
+// so building a 6 MP fixture stays cheap under -race.
 func noisy(w, h int, seed uint64) *image.RGBA {
-	r := rand.New(rand.NewPCG(seed, 1))
+	var key [32]byte
+	key[0] = byte(seed)
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	p := img.Pix
-	for y := range h {
-		for x := range w {
-			i := img.PixOffset(x, y)
-			p[i] = uint8(x*200/w) + uint8(r.IntN(56))
-			p[i+1] = uint8(y*200/h) + uint8(r.IntN(56))
-			p[i+2] = uint8(r.IntN(256))
-			p[i+3] = 255
-		}
-	}
-	return img
+	rand.NewChaCha8(key).Read(img.Pix)
+	return img // jpeg.Encode ignores alpha; previewJPEG flattens it
 }
 
 var (
@@ -60,12 +54,12 @@ var (
 	bigJPEG     []byte
 )
 
-// largeJPEG is a ~5 MB 3000x2000 noisy JPEG, built once per test binary.
+// largeJPEG is a ~6 MB 3000x2000 noisy JPEG, built once per test binary.
 func largeJPEG(t testing.TB) []byte {
 	t.Helper()
 	bigJPEGOnce.Do(func() {
 		var buf bytes.Buffer
-		if err := jpeg.Encode(&buf, noisy(3000, 2000, 7), &jpeg.Options{Quality: 95}); err != nil {
+		if err := jpeg.Encode(&buf, noisy(3000, 2000, 7), &jpeg.Options{Quality: 85}); err != nil {
 			t.Fatal(err)
 		}
 		bigJPEG = buf.Bytes()
@@ -109,11 +103,9 @@ func TestFetchSmallImageInline(t *testing.T) {
 
 func TestFetchLargeImagePreview(t *testing.T) {
 	const inlineMax = 1 << 20
-	transparent := image.NewNRGBA(image.Rect(0, 0, 2400, 1800))
-	copy(transparent.Pix, noisy(2400, 1800, 3).Pix)
-	for i := 3; i < len(transparent.Pix); i += 4 * 7 {
-		transparent.Pix[i] = 0 // some transparent pixels: composited on white
-	}
+	// Random alpha too: transparent areas are composited on white.
+	transparent := image.NewNRGBA(image.Rect(0, 0, 1700, 500))
+	copy(transparent.Pix, noisy(1700, 500, 3).Pix)
 	tests := []struct {
 		name string
 		mime string
@@ -121,9 +113,9 @@ func TestFetchLargeImagePreview(t *testing.T) {
 		w, h int
 	}{
 		{"jpeg 3000x2000", "image/jpeg", largeJPEG(t), 3000, 2000},
-		{"png with alpha 2400x1800", "image/png", encodePNG(t, transparent), 2400, 1800},
+		{"png with alpha 1700x500", "image/png", encodePNG(t, transparent), 1700, 500},
 		// Small file, too many pixels for a model API: previewed anyway.
-		{"png 9000x300", "image/png", encodePNG(t, gradient(9000, 300)), 9000, 300},
+		{"png 8200x120", "image/png", encodePNG(t, gradient(8200, 120)), 8200, 120},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,8 +162,8 @@ func TestFetchLargeImagePreview(t *testing.T) {
 }
 
 func TestPreviewShrinksToTinyBudget(t *testing.T) {
-	for _, budget := range []int64{200 << 10, 30 << 10, 4 << 10} {
-		jpg, w, h, err := previewJPEG(noisy(1200, 800, 1), PreviewMaxSide, budget)
+	for _, budget := range []int64{40 << 10, 8 << 10, 2 << 10} {
+		jpg, w, h, err := previewJPEG(noisy(300, 200, 1), PreviewMaxSide, budget)
 		if err != nil {
 			t.Fatalf("budget %d: %v", budget, err)
 		}
@@ -180,7 +172,7 @@ func TestPreviewShrinksToTinyBudget(t *testing.T) {
 		}
 		t.Logf("budget %d → %dx%d, %d bytes", budget, w, h, len(jpg))
 	}
-	if _, _, _, err := previewJPEG(noisy(1200, 800, 1), PreviewMaxSide, 100); err == nil {
+	if _, _, _, err := previewJPEG(noisy(300, 200, 1), PreviewMaxSide, 100); err == nil {
 		t.Error("a 100-byte budget cannot be met; want an error")
 	}
 }

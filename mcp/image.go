@@ -15,7 +15,6 @@ import (
 	"os"
 
 	_ "golang.org/x/image/bmp"
-	"golang.org/x/image/draw"
 	_ "golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
 
@@ -110,24 +109,13 @@ func previewJPEG(src image.Image, maxSide int, budget int64) ([]byte, int, int, 
 	if b.Empty() {
 		return nil, 0, 0, errors.New("empty image")
 	}
+	base := toRGBA(src)
+	// Compositing commutes with averaging, so flatten once, not per try.
+	flattenOnWhite(base)
 	w, h := fitWithin(b.Dx(), b.Dy(), maxSide)
-	opaque := false
-	if o, ok := src.(interface{ Opaque() bool }); ok {
-		opaque = o.Opaque()
-	}
 	var buf bytes.Buffer
 	for {
-		dst := image.NewRGBA(image.Rect(0, 0, w, h))
-		op := draw.Src
-		if !opaque {
-			draw.Draw(dst, dst.Bounds(), image.White, image.Point{}, draw.Src)
-			op = draw.Over
-		}
-		if w == b.Dx() && h == b.Dy() {
-			draw.Draw(dst, dst.Bounds(), src, b.Min, op)
-		} else {
-			draw.BiLinear.Scale(dst, dst.Bounds(), src, b, op, nil)
-		}
+		dst := resizeArea(base, w, h)
 		for _, q := range previewQualities {
 			buf.Reset()
 			if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: q}); err != nil {
