@@ -573,3 +573,44 @@ func TestAddChannelBeforeStart(t *testing.T) {
 		t.Error("AddChannel after Start succeeded")
 	}
 }
+
+// Shutdown mid-run: Wait returns, nothing is sent, and the next start
+// answers the question.
+func TestShutdownMidRunResumesAfterRestart(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	var mu sync.Mutex
+	block := true
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		mu.Lock()
+		b := block
+		mu.Unlock()
+		if b {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, llm.AsError("fake", ctx.Err())
+		}
+		return textResult("answered after restart"), nil
+	})
+	h := newHarness(t, f, nil)
+	h.start()
+	h.say(famChat, "Alice", "@Andy slow one")
+	<-entered
+	done := make(chan struct{})
+	go func() { h.stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after cancel")
+	}
+	if len(h.tg.Sent()) != 0 || h.cursor("family") != 0 {
+		t.Fatalf("shutdown sent %q / moved the cursor", sentTexts(h.tg.Sent()))
+	}
+	mu.Lock()
+	block = false
+	mu.Unlock()
+	h.restart(nil)
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); !slices.Equal(got, []string{"answered after restart"}) {
+		t.Errorf("sent %q", got)
+	}
+}

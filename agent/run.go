@@ -122,10 +122,10 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		Messages:  []llm.Message{llm.UserText(user.String())},
 		MaxTokens: a.opts.MaxTokens,
 	}
-	if tools != nil {
+	caps := a.opts.LLM.Capabilities()
+	if tools != nil && caps.Tools {
 		req.Tools = tools.Tools()
 	}
-	caps := a.opts.LLM.Capabilities()
 
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: upTo}
 	defer func() {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -215,5 +216,60 @@ func TestConnectMCPPrefixesAndAllowList(t *testing.T) {
 		if err := json.Unmarshal(tl.Parameters, &schema); err != nil || schema["type"] != "object" {
 			t.Errorf("%s schema = %s", tl.Name, tl.Parameters)
 		}
+	}
+}
+
+// barrierTools answers a call only once n calls are in flight together, so
+// a test hangs (and times out) unless calls run in parallel.
+type barrierTools struct {
+	n       int
+	arrived chan struct{}
+}
+
+func (b *barrierTools) Tools() []llm.Tool {
+	return []llm.Tool{{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (b *barrierTools) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+	b.arrived <- struct{}{}
+	for len(b.arrived) < b.n {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return mcpgo.NewToolResultText("done " + string(args)), nil
+}
+
+func (b *barrierTools) Close() error { return nil }
+
+func TestToolCallsRunInParallel(t *testing.T) {
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		if n == 1 {
+			return &llm.Result{Parts: []llm.Part{
+				llm.ToolCallPart("a", "slow", json.RawMessage(`{"i":1}`)),
+				llm.ToolCallPart("b", "slow", json.RawMessage(`{"i":2}`)),
+				llm.ToolCallPart("c", "slow", json.RawMessage(`{"i":3}`)),
+			}, StopReason: llm.StopToolUse}, nil
+		}
+		last := req.Messages[len(req.Messages)-1]
+		var got []string
+		for _, p := range last.Parts {
+			got = append(got, p.ToolResult.CallID+"="+p.ToolResult.Content[0].Text)
+		}
+		return textResult(strings.Join(got, ",")), nil
+	})
+	bt := &barrierTools{n: 3, arrived: make(chan struct{}, 3)}
+	h := newHarness(t, f, func(o *Options) {
+		o.Tools = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return bt, nil }
+		o.RunTimeout = 5 * time.Second
+	})
+	h.start()
+	h.say(famChat, "Alice", "@Andy do three things")
+	h.idle()
+	want := `a=done {"i":1},b=done {"i":2},c=done {"i":3}`
+	if got := sentTexts(h.tg.Sent()); len(got) != 1 || got[0] != want {
+		t.Errorf("sent %q, want results in call order %q", got, want)
 	}
 }
