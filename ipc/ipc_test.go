@@ -28,7 +28,7 @@ import (
 // rig is a running host over a real store, registry and cache, with a fake
 // Telegram channel.
 type rig struct {
-	t         *testing.T
+	t         testing.TB
 	dir       string
 	ipcRoot   string
 	groupsDir string
@@ -41,16 +41,19 @@ type rig struct {
 	host      *ipc.Host
 	cancel    context.CancelFunc
 	now       time.Time
+	max       int64
 	mu        sync.Mutex
 }
 
 const maxDownload = 1 << 20
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig { return newRigMax(t, maxDownload) }
+
+func newRigMax(t testing.TB, max int64) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, dir: dir, ipcRoot: filepath.Join(dir, "data", "ipc"), groupsDir: filepath.Join(dir, "groups"),
-		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now()}
+		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now(), max: max}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "botd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +94,7 @@ func (r *rig) start() {
 	}
 	r.cache = cache
 	svc := ipc.NewService(ipc.ServiceOptions{Registry: r.reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": r.tg},
-		Groups: r.set, GroupsDir: r.groupsDir, MaxDownloadBytes: maxDownload, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Groups: r.set, GroupsDir: r.groupsDir, MaxDownloadBytes: r.max, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.host = ipc.NewHost(ipc.HostOptions{Root: r.ipcRoot, Groups: r.set.All(), Handler: svc, Rescan: 200 * time.Millisecond})
