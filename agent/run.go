@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -263,9 +264,7 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 
 // callTools runs the calls of one model turn in parallel and returns the
 // tool message with their results in call order.
-func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, log interface {
-	Warn(string, ...any)
-}) llm.Message {
+func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, log *slog.Logger) llm.Message {
 	parts := make([]llm.Part, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
