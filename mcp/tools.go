@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -116,14 +118,34 @@ func stringArg(req mcpgo.CallToolRequest, key string) (string, bool, error) {
 	return s, true, nil
 }
 
+// intArg accepts an integer however the transport decoded it (JSON gives
+// float64; in-process callers may pass int).
+func intArg(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<31 {
+			return 0, false
+		}
+		return int(n), true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
+}
+
 func (t *tools) listMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	args := ipc.ListMediaArgs{Limit: defaultListLimit}
 	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
-		f, ok := v.(float64)
-		if !ok || f != float64(int(f)) || f < 1 {
+		n, ok := intArg(v)
+		if !ok || n < 1 {
 			return badArgs(ToolListMedia, "limit must be a positive integer"), nil
 		}
-		args.Limit = min(int(f), maxListLimit)
+		args.Limit = min(n, maxListLimit)
 	}
 	kind, has, err := stringArg(req, "kind")
 	if err != nil {

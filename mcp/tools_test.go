@@ -275,3 +275,18 @@ func TestNewServerOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestIntArg(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int
+		ok   bool
+	}{
+		{float64(5), 5, true}, {5, 5, true}, {int64(7), 7, true}, {json.Number("9"), 9, true},
+		{2.5, 0, false}, {"5", 0, false}, {1e12, 0, false}, {json.Number("x"), 0, false},
+	} {
+		if got, ok := intArg(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("intArg(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
