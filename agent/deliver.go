@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
@@ -107,9 +108,11 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 	if text != "" {
 		part++
 		if it.PartsDone < part {
-			if _, err := ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo)); err != nil {
+			d, err := ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo))
+			if err != nil {
 				return fmt.Errorf("send answer to %s: %w", it.ChatID, err)
 			}
+			a.recordOwn(ctx, it, d, text)
 			a.progress(ctx, it, part)
 		}
 	}
@@ -125,12 +128,32 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 			continue
 		}
 		m := channels.OutMedia{Chat: it.ChatID, Path: full, FileName: filepath.Base(full), MIME: fileMIME(full), Caption: caption, ThreadID: it.ThreadID}
-		if _, err := ms.SendMedia(ctx, m); err != nil {
+		d, err := ms.SendMedia(ctx, m)
+		if err != nil {
 			return fmt.Errorf("send file to %s: %w", it.ChatID, err)
+		}
+		if caption != "" {
+			a.recordOwn(ctx, it, d, caption)
 		}
 		a.progress(ctx, it, part)
 	}
 	return nil
+}
+
+// recordOwn stores a sent answer as the assistant's own message, so the
+// next run sees what it last said (most networks do not echo a bot's own
+// messages). Keyed by the network's message id, an echo that does arrive
+// updates the same row instead of doubling it.
+func (a *Agent) recordOwn(ctx context.Context, it *store.OutboxItem, d channels.Delivery, text string) {
+	id := fmt.Sprintf("botd-out-%d", it.ID)
+	if len(d.MessageIDs) > 0 && d.MessageIDs[0] != "" {
+		id = d.MessageIDs[0]
+	}
+	_, err := a.opts.Store.PutMessage(ctx, store.Message{ChatID: it.ChatID, ID: id, SenderName: a.opts.AssistantName,
+		Text: text, Time: time.Now(), FromMe: true, ThreadID: it.ThreadID})
+	if err != nil {
+		a.log.Warn("agent: sent answer not recorded", "group", it.Folder, "err", err)
+	}
 }
 
 func (a *Agent) progress(ctx context.Context, it *store.OutboxItem, part int) {

@@ -320,10 +320,12 @@ func (h *harness) cursor(folder string) int64 {
 	return c
 }
 
+// lastSeq is the seq of the newest message heard in chat (the agent's own
+// recorded answers excluded): the cursor after an answer covering it.
 func (h *harness) lastSeq(chat string) int64 {
 	h.t.Helper()
 	var seq int64
-	if err := h.st.DB.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?`, chat).Scan(&seq); err != nil {
+	if err := h.st.DB.QueryRow(`SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ? AND from_me = 0`, chat).Scan(&seq); err != nil {
 		h.t.Fatal(err)
 	}
 	return seq
