@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -274,11 +275,17 @@ func readRequest(path, id string) (*Request, string) {
 	if err != nil {
 		return nil, "cannot read: " + err.Error()
 	}
+	return DecodeRequest(b, id)
+}
+
+// DecodeRequest parses a request file's bytes for the request named id,
+// or says why they are not a request botd will act on.
+func DecodeRequest(b []byte, id string) (*Request, string) {
 	if len(b) > MaxRequestBytes {
 		return nil, fmt.Sprintf("request file is over the %d byte limit", MaxRequestBytes)
 	}
 	var req Request
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return nil, "malformed JSON: " + err.Error()

@@ -1,0 +1,44 @@
+package ipc_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// FuzzDecodeRequest: any bytes either decode to a request of a known type
+// with the file's id, or are refused with a reason; never both, never a
+// panic.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"version":1,"id":"a1","type":"fetch_media","args":{"mediaRef":"tg_AAAAAAAAAA"}}`,
+		`{"version":1,"id":"a1","type":"list_media"}`,
+		`{"version":1,"id":"a1","type":"send_message","args":{"text":"hi"}}`,
+		`{"version":2,"id":"a1","type":"list_media"}`,
+		`{"version":1,"id":"a1","type":"list_media","group":"other"}`,
+		`{"version":1,"id":"a1"`, `[]`, `null`, ``, "\x00\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, reason := ipc.DecodeRequest(b, "a1")
+		if (req == nil) == (reason == "") {
+			t.Fatalf("req=%v reason=%q: exactly one must be set", req, reason)
+		}
+		if req == nil {
+			return
+		}
+		if req.ID != "a1" || req.Version != ipc.Version {
+			t.Fatalf("accepted %+v", req)
+		}
+		switch req.Type {
+		case ipc.TypeFetchMedia, ipc.TypeListMedia, ipc.TypeSendMessage, ipc.TypeSendMedia:
+		default:
+			t.Fatalf("accepted unknown type %q", req.Type)
+		}
+		if _, err := json.Marshal(req); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
