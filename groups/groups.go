@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -67,8 +68,14 @@ type Group struct {
 	Aliases []string
 }
 
+// aliasMu guards every group's Aliases. Migrations are rare, so one lock
+// for all groups costs nothing and keeps Group a plain value.
+var aliasMu sync.RWMutex
+
 // ChatIDs lists every chat of the group; media refs are scoped to these.
 func (g *Group) ChatIDs() []string {
+	aliasMu.RLock()
+	defer aliasMu.RUnlock()
 	return append([]string{g.Chat}, g.Aliases...)
 }
 
@@ -77,6 +84,8 @@ func (g *Group) HasChat(chat string) bool {
 	if chat == g.Chat {
 		return true
 	}
+	aliasMu.RLock()
+	defer aliasMu.RUnlock()
 	for _, a := range g.Aliases {
 		if a == chat {
 			return true
@@ -129,8 +138,11 @@ func isWordRune(r rune) bool {
 	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// Set is the registered groups, indexed by folder and by chat.
+// Set is the registered groups, indexed by folder and by chat. It is safe
+// for concurrent use: a chat migration adds an alias while the IPC host and
+// the router look chats up.
 type Set struct {
+	mu     sync.RWMutex
 	list   []*Group
 	folder map[string]*Group
 	chat   map[string]*Group
@@ -174,12 +186,16 @@ func (s *Set) All() []*Group { return s.list }
 
 // ByFolder finds a group by its folder.
 func (s *Set) ByFolder(folder string) (*Group, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	g, ok := s.folder[folder]
 	return g, ok
 }
 
 // ByChat finds the group a chat belongs to.
 func (s *Set) ByChat(chat string) (*Group, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	g, ok := s.chat[chat]
 	return g, ok
 }
@@ -197,6 +213,8 @@ func (s *Set) Main() (*Group, bool) {
 // AddAlias makes chat another id of the group in folder, for chats that
 // change id (Telegram group → supergroup migration).
 func (s *Set) AddAlias(folder, chat string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	g, ok := s.folder[folder]
 	if !ok {
 		return fmt.Errorf("unknown group %q", folder)
@@ -207,7 +225,11 @@ func (s *Set) AddAlias(folder, chat string) error {
 		}
 		return fmt.Errorf("chat %q already belongs to group %q", chat, other.Folder)
 	}
-	g.Aliases = append(g.Aliases, chat)
+	// Copy on write: readers holding the old slice from ChatIDs keep a
+	// consistent view.
+	aliasMu.Lock()
+	g.Aliases = append(append([]string(nil), g.Aliases...), chat)
+	aliasMu.Unlock()
 	s.chat[chat] = g
 	return nil
 }
