@@ -2,35 +2,91 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 
-	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/agent/llm/providers"
+	"github.com/botd-dev/botd/config"
 )
 
-// startAgent sets up the sink the channels deliver to. Until the agent
-// loop lands, messages are stored and nothing answers.
+// buildLLM turns llm.model and llm.fallback into one fallback chain.
+func buildLLM(cfg *config.Config, log func(llm.Attempt)) (llm.Provider, error) {
+	hc := &http.Client{} // adapters bound each stream with their own idle timeout
+	built := map[string]llm.Provider{}
+	var entries []llm.Entry
+	for i, m := range append([]config.Model{cfg.LLM.Model}, cfg.LLM.Fallback...) {
+		p, ok := built[m.Provider]
+		if !ok {
+			pc, found := cfg.LLM.Providers[m.Provider]
+			if !found {
+				return nil, fmt.Errorf("llm model %d: unknown provider %q", i, m.Provider)
+			}
+			var err error
+			if p, err = providers.NewProvider(pc.Type, m.Provider, pc.APIKey, pc.BaseURL, hc); err != nil {
+				return nil, fmt.Errorf("llm provider %s: %w", m.Provider, err)
+			}
+			built[m.Provider] = p
+		}
+		attempts := m.MaxAttempts
+		if attempts == 0 {
+			attempts = 2
+		}
+		entries = append(entries, llm.Entry{Provider: p, Model: m.Name, MaxAttempts: attempts})
+	}
+	return llm.NewChain(entries, llm.WithObserver(log))
+}
+
+// startAgent builds the agent, which is also the sink every channel
+// delivers to.
 func (d *daemon) startAgent(ctx context.Context) error {
-	d.sink = &storeSink{d: d}
+	chain, err := buildLLM(d.cfg, func(a llm.Attempt) {
+		attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
+		if a.Err != nil {
+			attrs = append(attrs, "err", a.Err.Error())
+		}
+		if a.Usage.CostKnown {
+			attrs = append(attrs, "cost_microcents", a.Usage.CostMicrocents)
+		}
+		d.log.Info("llm attempt", attrs...)
+	})
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find botd binary: %w", err)
+	}
+	cfgPath, err := filepath.Abs(d.cfgPath)
+	if err != nil {
+		return fmt.Errorf("config path: %w", err)
+	}
+	d.agent = agent.New(agent.Options{
+		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
+		LLM: chain, Model: d.cfg.LLM.Model.Name, MaxTokens: d.cfg.LLM.Model.MaxTokens,
+		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
+		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
+		MCPCommand: []string{exe, "mcp", "--config", cfgPath}, ExtraMCP: d.cfg.Agent.MCPServers,
+		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
+	})
+	d.sink = d.agent
 	return nil
 }
 
-func (d *daemon) waitAgent() {}
-
-type storeSink struct{ d *daemon }
-
-func (s *storeSink) Registered(chat string) bool { _, ok := s.d.groups.ByChat(chat); return ok }
-
-func (s *storeSink) Deliver(ctx context.Context, in channels.Inbound) error {
-	if err := s.d.store.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
-		return err
+func (d *daemon) addChannelsToAgent() error {
+	for _, ch := range d.chans {
+		if err := d.agent.AddChannel(ch); err != nil {
+			return err
+		}
 	}
-	_, err := s.d.store.PutMessage(ctx, store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID, SenderName: in.SenderName,
-		Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot, ReplyTo: in.ReplyTo, ThreadID: in.ThreadID})
-	return err
+	return nil
 }
 
-func (s *storeSink) Migrated(ctx context.Context, from, to string) {
-	if g, ok := s.d.groups.ByChat(from); ok {
-		s.d.groups.AddAlias(g.Folder, to)
+func (d *daemon) waitAgent() {
+	if d.agent != nil {
+		d.agent.Wait()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
@@ -31,6 +32,7 @@ type daemon struct {
 	chans   map[string]channels.Channel
 	host    *ipc.Host
 	sink    channels.Sink
+	agent   *agent.Agent
 	wg      sync.WaitGroup
 }
 
@@ -169,7 +171,16 @@ func (d *daemon) run(ctx context.Context) error {
 		return err
 	}
 	d.startSweepers(runCtx)
+	if err := d.addChannelsToAgent(); err != nil {
+		return err
+	}
+	// Channels first: the agent's recovery delivers answers left in the
+	// outbox by a crash, which needs connected channels. Messages that
+	// arrive before the agent starts are stored and picked up by its Start.
 	if err := d.startChannels(runCtx); err != nil {
+		return err
+	}
+	if err := d.agent.Start(runCtx); err != nil {
 		return err
 	}
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)

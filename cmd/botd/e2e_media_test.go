@@ -33,20 +33,38 @@ const tgToken = telegramtest.Token
 // stallProxy sits in front of the fake Bot API and can hold file
 // downloads, so a test can kill botd in the middle of one.
 type stallProxy struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	stall string // file path fragment to hold
-	gate  chan struct{}
+	srv    *httptest.Server
+	mu     sync.Mutex
+	stall  string // file path fragment to hold
+	method string // Bot API method to hold
+	gate   chan struct{}
+	holds  int
+	hits   map[string]int // file path → downloads
+	served int64
 }
 
 func newStallProxy(t *testing.T, target string) *stallProxy {
 	u, _ := url.Parse(target)
 	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &stallProxy{}
+	p := &stallProxy{hits: map[string]int{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		stall, gate := p.stall, p.gate
+		stall, method, gate := p.stall, p.method, p.gate
+		if strings.HasPrefix(r.URL.Path, "/file/") {
+			p.hits[r.URL.Path]++
+		}
 		p.mu.Unlock()
+		if method != "" && strings.HasSuffix(r.URL.Path, "/"+method) {
+			// Hold the call and never forward it: the network never saw it.
+			p.mu.Lock()
+			p.holds++
+			p.mu.Unlock()
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			return
+		}
 		if stall != "" && strings.HasPrefix(r.URL.Path, "/file/") && strings.Contains(r.URL.Path, stall) {
 			// Send half the body, then hold.
 			w.Header().Set("Content-Length", "1000000")
@@ -59,7 +77,13 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 			}
 			return
 		}
-		rp.ServeHTTP(w, r)
+		cw := &countingWriter{ResponseWriter: w}
+		rp.ServeHTTP(cw, r)
+		if strings.HasPrefix(r.URL.Path, "/file/") {
+			p.mu.Lock()
+			p.served += cw.n
+			p.mu.Unlock()
+		}
 	}))
 	t.Cleanup(p.srv.Close)
 	return p
@@ -71,13 +95,61 @@ func (p *stallProxy) hold(fragment string) {
 	p.stall, p.gate = fragment, make(chan struct{})
 }
 
+func (p *stallProxy) holdMethod(method string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.method, p.gate = method, make(chan struct{})
+}
+
+func (p *stallProxy) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holds
+}
+
 func (p *stallProxy) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gate != nil {
 		close(p.gate)
 	}
-	p.stall, p.gate = "", nil
+	p.stall, p.method, p.gate = "", "", nil
+}
+
+// fileHits counts downloads of file paths containing fragment.
+func (p *stallProxy) fileHits(fragment string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for path, c := range p.hits {
+		if strings.Contains(path, fragment) {
+			n += c
+		}
+	}
+	return n
+}
+
+func (p *stallProxy) bytesServed() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 const mediaConfig = `

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+)
+
+// fakeModel is an LLM server speaking either the OpenAI chat completions
+// or the Anthropic messages wire format (streamed). It looks at the newest
+// photo placeholder before the question, asks for it with fetch_media, and
+// once the tool result holds the image, answers.
+type fakeModel struct {
+	t      *testing.T
+	wire   string // openai | anthropic
+	answer string
+	srv    *httptest.Server
+
+	mu       sync.Mutex
+	requests []string
+}
+
+func newFakeModel(t *testing.T, wire, answer string) *fakeModel {
+	m := &fakeModel{t: t, wire: wire, answer: answer}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *fakeModel) Requests() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.requests...)
+}
+
+var askedRef = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)\] look at this`)
+
+func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	m.mu.Lock()
+	m.requests = append(m.requests, string(body))
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	hasToolResult := strings.Contains(string(body), `"tool_call_id"`) || strings.Contains(string(body), `"tool_result"`)
+	if !hasToolResult {
+		ref := askedRef.FindStringSubmatch(string(body))
+		if ref == nil {
+			m.text(w, m.answer)
+			return
+		}
+		m.toolCall(w, "fetch_media", fmt.Sprintf(`{"mediaRef":%q}`, ref[1]))
+		return
+	}
+	m.text(w, m.answer)
+}
+
+func sse(w io.Writer, event, data string) {
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", data)
+}
+
+func (m *fakeModel) toolCall(w io.Writer, name, args string) {
+	argsJSON, _ := json.Marshal(args)
+	switch m.wire {
+	case "openai":
+		sse(w, "", `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"`+name+`","arguments":""}}]},"finish_reason":null}]}`)
+		sse(w, "", `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`+string(argsJSON)+`}}]},"finish_reason":null}]}`)
+		sse(w, "", `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
+		sse(w, "", `{"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`)
+		sse(w, "", `[DONE]`)
+	case "anthropic":
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":100,"output_tokens":1}}}`)
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"`+name+`","input":{}}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":`+string(argsJSON)+`}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":10}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}
+}
+
+func (m *fakeModel) text(w io.Writer, text string) {
+	t, _ := json.Marshal(text)
+	switch m.wire {
+	case "openai":
+		sse(w, "", `{"id":"c2","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":`+string(t)+`},"finish_reason":null}]}`)
+		sse(w, "", `{"id":"c2","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		sse(w, "", `[DONE]`)
+	case "anthropic":
+		sse(w, "message_start", `{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":200,"output_tokens":1}}}`)
+		sse(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		sse(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(t)+`}}`)
+		sse(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+		sse(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":8}}`)
+		sse(w, "message_stop", `{"type":"message_stop"}`)
+	}
+}
+
+const agentConfig = `
+assistant_name: Andy
+data_dir: ./data
+groups_dir: ./groups
+log_level: debug
+channels:
+  telegram:
+    enabled: true
+    token: "%s"
+    api_url: "%s"
+llm:
+  providers:
+    fake: {type: %s, api_key: test-key-not-real, base_url: "%s"}
+  model: {provider: fake, name: %s}
+groups:
+  - {folder: family, name: Family, chat: "telegram:-100", requires_trigger: true}
+`
+
+type agentRig struct {
+	dir   string
+	tg    *telegramtest.Server
+	proxy *stallProxy
+	model *fakeModel
+}
+
+func newAgentRig(t *testing.T, wire, answer string) *agentRig {
+	t.Helper()
+	r := &agentRig{dir: t.TempDir(), tg: telegramtest.New(t), model: newFakeModel(t, wire, answer)}
+	r.proxy = newStallProxy(t, r.tg.URL())
+	base, model := r.model.srv.URL+"/v1", "gpt-4.1"
+	if wire == "anthropic" {
+		base, model = r.model.srv.URL, "claude-sonnet-4-5"
+	}
+	writeFile(t, filepath.Join(r.dir, "botd.yaml"), fmt.Sprintf(agentConfig, telegramtest.Token, r.proxy.srv.URL, wire, base, model))
+	return r
+}
+
+func (r *agentRig) answers(text string) []telegramtest.Sent {
+	var out []telegramtest.Sent
+	for _, s := range r.tg.Sent() {
+		if strings.Contains(s.String(), text) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestAgentAnswersAboutAPhotoEndToEnd(t *testing.T) {
+	for _, wire := range []string{"openai", "anthropic"} {
+		t.Run(wire, func(t *testing.T) {
+			const answer = "It is a small test pattern."
+			r := newAgentRig(t, wire, answer)
+			asked := pngOf(t, 32, 24)
+			var sizes int
+			var updates []models.Update
+			// 49 photos nobody asks about, then the one the question is about.
+			for i := 0; i < 49; i++ {
+				data := pngOf(t, 20+i, 20)
+				sizes += len(data)
+				id := fmt.Sprintf("other-%02d", i)
+				r.tg.AddFile(telegramtest.File{ID: id, Data: data})
+				updates = append(updates, photoUpdate(-100, 10+i, id, len(data), "unrelated"))
+			}
+			r.tg.AddFile(telegramtest.File{ID: "asked", Data: asked})
+			updates = append(updates, photoUpdate(-100, 100, "asked", len(asked), "look at this"))
+			r.tg.Enqueue(updates...)
+
+			host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+			host.waitLog(t, "botd running")
+			waitFor(t, 30*time.Second, func() bool { return strings.Count(host.Logs(), "msg=\"agent: stored") >= 0 && r.tg.Pending() == 0 })
+			time.Sleep(200 * time.Millisecond)
+
+			start := time.Now()
+			r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy what is in the photo?"))
+			waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+			elapsed := time.Since(start)
+
+			reqs := r.model.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("model saw %d requests, want 2", len(reqs))
+			}
+			if !askedRef.MatchString(reqs[0]) {
+				t.Errorf("first model request lacks the photo placeholder")
+			}
+			if strings.Contains(reqs[0], base64.StdEncoding.EncodeToString(asked)) {
+				t.Errorf("first request already carries the image bytes (eager)")
+			}
+			if !strings.Contains(reqs[1], base64.StdEncoding.EncodeToString(asked)) {
+				t.Errorf("second model request does not carry the image bytes")
+			}
+			got := r.answers(answer)
+			if len(got) != 1 || !strings.Contains(got[0].String(), "-100") {
+				t.Errorf("answers in chat = %v", got)
+			}
+			if n := r.proxy.fileHits("asked"); n != 1 {
+				t.Errorf("asked photo downloaded %d times, want 1", n)
+			}
+			if n := r.proxy.fileHits("other-"); n != 0 {
+				t.Errorf("unasked photos downloaded %d times, want 0", n)
+			}
+			t.Logf("%s: trigger→reply %v with an instant fake model; bytes downloaded for 50 photos: %d of %d",
+				wire, elapsed.Round(time.Millisecond), r.proxy.bytesServed(), sizes+len(asked))
+			host.stop(t)
+		})
+	}
+}
+
+// Kill botd after the model answered but before the answer reached
+// Telegram; after a restart the answer is delivered exactly once and the
+// model is not asked again.
+func TestAgentAnswerSurvivesACrash(t *testing.T) {
+	const answer = "Crash-proof hello."
+	r := newAgentRig(t, "openai", answer)
+	r.proxy.holdMethod("sendMessage")
+	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 1, "@Andy say hello"))
+	waitFor(t, 60*time.Second, func() bool { return r.proxy.held() > 0 })
+	host.kill()
+	calls := len(r.model.Requests())
+	if len(r.answers(answer)) != 0 {
+		t.Fatal("the answer reached Telegram before the crash")
+	}
+	r.proxy.release()
+
+	host2 := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host2.waitLog(t, "botd running")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("telegram saw: %v; sendMessage calls %d", r.tg.Sent(), r.tg.Calls("sendMessage"))
+		}
+	})
+	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+	time.Sleep(2 * time.Second) // room for a wrong second delivery
+	if n := len(r.answers(answer)); n != 1 {
+		t.Errorf("answer delivered %d times, want 1", n)
+	}
+	if n := len(r.model.Requests()); n != calls {
+		t.Errorf("model asked %d more times after the restart, want 0", n-calls)
+	}
+	host2.stop(t)
+}
