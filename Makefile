@@ -24,5 +24,10 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# Official MCP conformance suite against `botd mcp --http` (not part of
+# `make test`: it installs Node 22 and the suite from npm into .conformance/).
+conformance: build
+	GO=$(GO) BOTD_BIN=bin/botd scripts/conformance.sh
+
 clean:
 	rm -rf bin
