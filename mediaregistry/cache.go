@@ -24,6 +24,9 @@ type Cache struct {
 	db  *sql.DB
 	ttl time.Duration
 	now func() time.Time
+	// wrap, when set, stands between Store and its temp file (tests: a
+	// writer that fails like a full disk).
+	wrap func(io.Writer) io.Writer
 }
 
 // Entry is one cached ref.
@@ -54,6 +57,10 @@ func OpenCache(dir string, db *sql.DB, ttl time.Duration) (*Cache, error) {
 
 // SetClock replaces the time source (tests).
 func (c *Cache) SetClock(now func() time.Time) { c.now = now }
+
+// SetWriteFilter puts f's writer between Store and the temp file it
+// writes (tests: simulate a full disk).
+func (c *Cache) SetWriteFilter(f func(io.Writer) io.Writer) { c.wrap = f }
 
 // Path is where a blob lives.
 func (c *Cache) Path(sha string) string { return filepath.Join(c.dir, sha) }
@@ -95,8 +102,18 @@ func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader
 	}()
 	h := sha256.New()
 	head := &prefix{max: SniffLen}
-	n, err := io.Copy(io.MultiWriter(tmp, h, head), ctxReader{ctx, io.LimitReader(r, max+1)})
+	var dst io.Writer = tmp
+	if c.wrap != nil {
+		dst = c.wrap(tmp)
+	}
+	// A failed write is the local disk's fault (often a full one), not the
+	// download's; say which.
+	fw := &failWriter{w: dst}
+	n, err := io.Copy(io.MultiWriter(fw, h, head), ctxReader{ctx, io.LimitReader(r, max+1)})
 	if err != nil {
+		if fw.err != nil {
+			return Entry{}, fmt.Errorf("media cache: writing the download: %w", err)
+		}
 		return Entry{}, fmt.Errorf("media download: %w", err)
 	}
 	if n > max {
@@ -167,6 +184,20 @@ func (c *Cache) RunSweeper(ctx context.Context, interval time.Duration, log *slo
 			}
 		}
 	}
+}
+
+// failWriter remembers the first write error.
+type failWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *failWriter) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
 }
 
 // prefix keeps the first max bytes written to it.

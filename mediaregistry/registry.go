@@ -48,6 +48,54 @@ func (r *Registry) SetClock(now func() time.Time) { r.now = now }
 // Register stores ref, giving it an id (if empty), a creation time and an
 // expiry. The id is written back into ref.
 func (r *Registry) Register(ctx context.Context, ref *MediaReference) error {
+	return r.RegisterAll(ctx, ref)
+}
+
+// RegisterAll stores several refs in one transaction: the files of one
+// message (an album, a Slack share) appear together or not at all.
+func (r *Registry) RegisterAll(ctx context.Context, refs ...*MediaReference) error {
+	for _, ref := range refs {
+		if err := r.prepare(ref); err != nil {
+			return err
+		}
+	}
+	if len(refs) == 1 {
+		// One row is atomic on its own; skip the transaction round trips.
+		return insertRef(ctx, r.db, refs[0])
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("register media ref: %w", err)
+	}
+	defer tx.Rollback()
+	for _, ref := range refs {
+		if err := insertRef(ctx, tx, ref); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("register media ref: %w", err)
+	}
+	return nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertRef(ctx context.Context, db execer, ref *MediaReference) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO media_refs(id, channel, chat_id, message_id, sender, kind, mime, file_name,
+		size, duration_ms, width, height, caption, private, created, expires) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		ref.ID, ref.Channel, ref.Chat, ref.MessageID, ref.Sender, string(ref.Kind), ref.MIME, ref.FileName,
+		ref.Size, ref.Duration.Milliseconds(), ref.Width, ref.Height, ref.Caption, ref.Private,
+		ref.Created.UnixMilli(), ref.Expires.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("register media ref %s: %w", ref.ID, err)
+	}
+	return nil
+}
+
+func (r *Registry) prepare(ref *MediaReference) error {
 	if ref.Chat == "" || ref.Kind == "" {
 		return errors.New("register media ref: chat and kind are required")
 	}
@@ -66,14 +114,6 @@ func (r *Registry) Register(ctx context.Context, ref *MediaReference) error {
 	}
 	if ref.Expires.IsZero() {
 		ref.Expires = ref.Created.Add(r.ttl)
-	}
-	_, err := r.db.ExecContext(ctx, `INSERT INTO media_refs(id, channel, chat_id, message_id, sender, kind, mime, file_name,
-		size, duration_ms, width, height, caption, private, created, expires) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		ref.ID, ref.Channel, ref.Chat, ref.MessageID, ref.Sender, string(ref.Kind), ref.MIME, ref.FileName,
-		ref.Size, ref.Duration.Milliseconds(), ref.Width, ref.Height, ref.Caption, ref.Private,
-		ref.Created.UnixMilli(), ref.Expires.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("register media ref: %w", err)
 	}
 	return nil
 }
