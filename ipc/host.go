@@ -263,7 +263,9 @@ func readRequest(path, id string) (*Request, string) {
 	if fi.Size() > MaxRequestBytes {
 		return nil, fmt.Sprintf("request file is %d bytes, over the %d byte limit", fi.Size(), MaxRequestBytes)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NONBLOCK: if the file was swapped for a FIFO after the Lstat, the
+	// open must not block the scan loop that serves every group.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ""
 	}
@@ -271,6 +273,9 @@ func readRequest(path, id string) (*Request, string) {
 		return nil, "cannot open: " + err.Error()
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, "not a regular file (symlinks and folders are refused)"
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxRequestBytes+1))
 	if err != nil {
 		return nil, "cannot read: " + err.Error()
