@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -224,6 +225,8 @@ func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logge
 		return Errorf(CodeTooLarge, "%s is too large for the %s channel to download: %v", ref.ID, ref.Channel, err)
 	case errors.Is(err, channels.ErrForbidden):
 		return Errorf(CodeForbidden, "downloading %s was refused: %v", ref.ID, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return Errorf(CodeDownloadFailed, "downloading %s failed: the disk is full (no space left for the media cache); nothing was kept, try again once space is freed", ref.ID)
 	}
 	return Errorf(CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
 }
