@@ -1,4 +1,6 @@
 # botd — common tasks. `make test` is what CI runs.
+SHELL        := /bin/bash
+.SHELLFLAGS  := -o pipefail -c
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -14,7 +16,17 @@ test:
 # Benchmarks only (no tests); BENCH narrows them, e.g. make bench BENCH=Registry
 BENCH ?= .
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 30m ./...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 30m ./... | $(GO) run scripts/benchtable.go
+
+# Every fuzz target for FUZZTIME each (make test already runs their seeds).
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip \
+	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
+	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 run: build
 	@test -f config.yaml || { cp config.example.yaml config.yaml; echo "created config.yaml from config.example.yaml"; }

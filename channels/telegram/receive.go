@@ -25,6 +25,7 @@ func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	}
 	t.handleMu.Lock()
 	defer t.handleMu.Unlock()
+	defer t.acks.handledUpTo(u.ID)
 	var (
 		msg  *models.Message
 		edit bool

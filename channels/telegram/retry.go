@@ -31,12 +31,24 @@ func (e *statusError) Error() string {
 type statusClient struct {
 	c     *http.Client
 	token string
+	acks  *ackGate
 }
 
 func (s *statusClient) Do(req *http.Request) (*http.Response, error) {
+	poll := s.acks != nil && isGetUpdates(req)
+	if poll {
+		if err := s.acks.wait(req.Context()); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := s.c.Do(req)
 	if err != nil {
 		return nil, redactURLError(err, s.token)
+	}
+	if poll && resp.StatusCode == http.StatusOK {
+		if err := s.acks.noteFetched(resp); err != nil {
+			return nil, redactURLError(err, s.token)
+		}
 	}
 	if resp.StatusCode >= 500 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

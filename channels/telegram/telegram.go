@@ -75,6 +75,8 @@ type Telegram struct {
 	// handleMu serialises update handling so an album's messages (and
 	// anything else) reach the sink in the order Telegram sent them.
 	handleMu sync.Mutex
+	// acks holds back the poll that would confirm unhandled updates.
+	acks *ackGate
 
 	mu      sync.Mutex
 	me      models.User
@@ -121,6 +123,7 @@ func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
 		pollTimeout:    time.Minute,
 		typing:         map[string]context.CancelFunc{},
 		done:           make(chan struct{}),
+		acks:           newAckGate(),
 	}
 	if t.maxDL <= 0 {
 		t.maxDL = DefaultMaxDownload
@@ -135,7 +138,7 @@ func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
 // newBot (re)builds the library client; tests call it again after
 // shortening pollTimeout.
 func (t *Telegram) newBot() error {
-	api := &statusClient{c: &http.Client{Transport: t.transport(), CheckRedirect: noRedirect}, token: t.cfg.Token}
+	api := &statusClient{c: &http.Client{Transport: t.transport(), CheckRedirect: noRedirect}, token: t.cfg.Token, acks: t.acks}
 	b, err := bot.New(t.cfg.Token,
 		bot.WithSkipGetMe(), // New must not connect; Start calls getMe itself
 		bot.WithServerURL(t.apiURL),

@@ -1,0 +1,56 @@
+package telegram
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+)
+
+// slowSink holds every Deliver until released, like a sink stuck on a
+// busy disk when the process is killed.
+type slowSink struct {
+	*testSink
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowSink) Deliver(ctx context.Context, in channels.Inbound) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return s.testSink.Deliver(ctx, in)
+}
+
+// Updates must not be confirmed to Telegram (by polling past them) before
+// the sink has them: a crash in between would lose them for good.
+func TestUpdatesConfirmedOnlyAfterTheSinkHasThem(t *testing.T) {
+	h := newHarness(t)
+	slow := &slowSink{testSink: h.sink, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	h.tg.env.Sink = slow
+	chat := telegramtest.Group(groupID, "Family")
+	from := telegramtest.Person(7, "Ann")
+	h.fake.Enqueue(
+		telegramtest.Text(chat, from, 1, "one"),
+		telegramtest.Text(chat, from, 2, "two"),
+		telegramtest.Text(chat, from, 3, "three"),
+	)
+	var once sync.Once
+	free := func() { once.Do(func() { close(slow.release) }) }
+	h.start(t)
+	t.Cleanup(free) // cleanups run last-first: free before the harness waits for the stop
+	<-slow.entered
+	// Give an eager poller ample time to confirm the batch.
+	time.Sleep(300 * time.Millisecond)
+	if n := h.fake.Pending(); n != 3 {
+		t.Fatalf("%d of 3 updates still unconfirmed while the first is being stored, want 3", n)
+	}
+	free()
+	h.waitInbound(t, 3)
+	waitFor(t, func() bool { return h.fake.Pending() == 0 })
+}

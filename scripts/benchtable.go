@@ -1,0 +1,69 @@
+//go:build ignore
+
+// benchtable reads `go test -bench` output on stdin, passes it through,
+// and ends with one table of every benchmark and its metrics, so `make
+// bench` gives the figures in one place.
+//
+//	go test -run '^$' -bench . -benchmem ./... | go run scripts/benchtable.go
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// what each benchmark measures, for the table.
+var labels = map[string]string{
+	"BenchmarkIPCRoundTripCached":             "IPC round trip, cached 10 KB image (file protocol only)",
+	"BenchmarkFetchMediaEndToEnd/cached-10KB": "fetch_media end to end, cached 10 KB image (MCP → IPC → host → MCP)",
+	"BenchmarkFetchMediaEndToEnd/cached-1MB":  "fetch_media end to end, cached 1 MB image",
+	"BenchmarkFetch200MBRSS":                  "200 MB download into the cache: RSS growth",
+	"BenchmarkRegistry/register/100000":       "registry: register one ref (100k in db)",
+	"BenchmarkRegistry/get/100000":            "registry: scoped get (100k refs)",
+	"BenchmarkRegistry/list50/100000":         "registry: list newest 50 (100k refs)",
+	"BenchmarkRegistry/register/1000000":      "registry: register one ref (1M in db)",
+	"BenchmarkRegistry/get/1000000":           "registry: scoped get (1M refs)",
+	"BenchmarkRegistry/list50/1000000":        "registry: list newest 50 (1M refs)",
+	"BenchmarkFoldText":                       "LLM stream folding, 1000 text chunks",
+	"BenchmarkFoldToolArgs":                   "LLM stream folding, 1000 tool-argument chunks",
+	"BenchmarkPlaceholder/render":             "placeholder render",
+	"BenchmarkPlaceholder/parse":              "placeholder parse",
+	"BenchmarkIngest":                         "Telegram ingest: extractor → refs → SQLite",
+	"BenchmarkRenderConversation30":           "prompt XML for 30 messages",
+	"BenchmarkLoadAndRender30":                "load 30 messages from SQLite + prompt XML",
+	"BenchmarkFetchMediaInline10KB":           "fetch_media tool handler only, 10 KB image",
+	"BenchmarkFetchMediaInline10KBOverIPC":    "fetch_media over IPC with a stub handler",
+	"BenchmarkFetchMediaPreview3000x2000":     "large-image preview (decode, scale to 1568 px, JPEG)",
+}
+
+func main() {
+	type row struct{ name, metrics string }
+	var rows []row
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Println(line)
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			name = name[:i] // drop the GOMAXPROCS suffix
+		}
+		var ms []string
+		for i := 2; i+1 < len(f); i += 2 {
+			ms = append(ms, f[i]+" "+f[i+1])
+		}
+		rows = append(rows, row{name, strings.Join(ms, ", ")})
+	}
+	fmt.Println()
+	fmt.Println("| benchmark | what | result |")
+	fmt.Println("|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s |\n", strings.TrimPrefix(r.name, "Benchmark"), labels[r.name], r.metrics)
+	}
+}
