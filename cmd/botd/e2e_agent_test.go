@@ -162,12 +162,13 @@ func TestAgentAnswersAboutAPhotoEndToEnd(t *testing.T) {
 		t.Run(wire, func(t *testing.T) {
 			const answer = "It is a small test pattern."
 			r := newAgentRig(t, wire, answer)
-			asked := pngOf(t, 32, 24)
+			// Phone-camera-like photos: noisy JPEGs of ~100 KB each.
+			asked := noisyJPEG(t, 200, 150)
 			var sizes int
 			var updates []models.Update
 			// 49 photos nobody asks about, then the one the question is about.
 			for i := 0; i < 49; i++ {
-				data := pngOf(t, 20+i, 20)
+				data := noisyJPEG(t, 150+i, 150)
 				sizes += len(data)
 				id := fmt.Sprintf("other-%02d", i)
 				r.tg.AddFile(telegramtest.File{ID: id, Data: data})
