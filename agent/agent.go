@@ -84,6 +84,9 @@ type Agent struct {
 	// changes while channels deliver concurrently.
 	gmu sync.RWMutex
 
+	// strangers are unregistered chats already logged.
+	strangers sync.Map
+
 	mu      sync.Mutex
 	ctx     context.Context // set by Start; nil before
 	state   map[string]*groupState
@@ -296,6 +299,7 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 	}
 	g, ok := a.groupByChat(in.ChatID)
 	if !ok {
+		a.noteStranger(in)
 		return nil
 	}
 	msg := store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text,
@@ -326,6 +330,16 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 	}
 	a.kick(g.Folder, true)
 	return nil
+}
+
+// noteStranger logs, once per chat and run of the daemon, the id of a chat
+// that is not registered, so the operator can copy it into groups:.
+func (a *Agent) noteStranger(in channels.Inbound) {
+	if _, seen := a.strangers.LoadOrStore(in.ChatID, true); seen {
+		return
+	}
+	a.log.Info("message from a chat that is not registered; add it under groups: to answer there",
+		"chat", in.ChatID, "name", in.ChatName, "is_group", in.IsGroup)
 }
 
 // Triggers reports whether a message asks the group's assistant for an
