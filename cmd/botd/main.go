@@ -28,11 +28,6 @@ func fail(code int, format string, args ...any) error {
 	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// errNotYet marks a subcommand whose machinery has not landed.
-func errNotYet(what string) error {
-	return fail(2, "%s is not available yet in this build of botd", what)
-}
-
 type command struct {
 	name, usage, summary string
 	run                  func(ctx context.Context, args []string, stdout, stderr io.Writer) error

@@ -35,7 +35,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Log:       newLogger("warn", stderr),
 	})
 	if err != nil {
-		return fail(1, "whatsapp login: %v", err)
+		return fail(1, "%v", err)
 	}
 	return nil
 }

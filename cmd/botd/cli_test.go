@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(botdBin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestCLI(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	example := filepath.Join(filepath.Dir(file), "..", "..", "config.example.yaml")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "three.yaml"), `
+media: {ref_ttl: soon}
+channels: {telegram: {enabled: false, tokne: x}}
+groups: [{folder: "../etc", chat: "telegram:1"}]
+`)
+	writeFile(t, filepath.Join(dir, "nollm.yaml"), `
+channels:
+  telegram: {enabled: true, token: "1:x"}
+llm:
+  providers: {anthropic: {type: anthropic, api_key: "${ANTHROPIC_API_KEY}"}}
+  model: {provider: anthropic, name: claude-sonnet-4-5}
+`)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no args", nil, 2, []string{"Usage:", "botd run", "botd mcp", "botd config check", "botd whatsapp login", "botd version"}},
+		{"version", []string{"version"}, 0, []string{"botd "}},
+		{"run help", []string{"run", "--help"}, 0, []string{"Usage: botd run", "-config"}},
+		{"mcp help", []string{"mcp", "--help"}, 0, []string{"Usage: botd mcp", "-group", "-http"}},
+		{"config help", []string{"config", "--help"}, 0, []string{"botd config check"}},
+		{"config check help", []string{"config", "check", "--help"}, 0, []string{"Usage: botd config check"}},
+		{"whatsapp help", []string{"whatsapp", "--help"}, 0, []string{"botd whatsapp login", "-phone"}},
+		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
+		{"example config passes with no env", []string{"config", "check", "--config", example}, 0, []string{"OK"}},
+		{"three mistakes", []string{"config", "check", "--config", "three.yaml"}, 1, []string{"3 problem(s)",
+			"media.ref_ttl: invalid duration", "channels.telegram.tokne: unknown key", "groups[0].folder:"}},
+		{"missing config", []string{"config", "check", "--config", "nope.yaml"}, 1, []string{"nope.yaml"}},
+		{"run without channel or key", []string{"run", "--config", example}, 1, []string{"cannot run",
+			"TELEGRAM_BOT_TOKEN", "llm.providers.anthropic.api_key is empty (set ANTHROPIC_API_KEY)"}},
+		{"run without LLM key", []string{"run", "--config", "nollm.yaml"}, 1, []string{"ANTHROPIC_API_KEY"}},
+		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER or --http ADDR"}},
+		{"mcp unknown group", []string{"mcp", "--group", "nope", "--config", example}, 1, []string{`unknown group "nope"`}},
+		{"mcp http without tokens", []string{"mcp", "--http", "127.0.0.1:0", "--config", example}, 1, []string{"mcp.http.tokens"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runCLI(t, dir, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	if out, _ := runCLI(t, dir, "run", "--config", "nollm.yaml"); strings.Contains(out, "no channel is enabled") {
+		t.Errorf("telegram is enabled, yet: %s", out)
+	}
+}
