@@ -538,3 +538,28 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// A token the Bot API rejects stops `botd run` at once with a message that
+// names the setting to fix, and never prints the token.
+func TestRunFailsOnARejectedTelegramToken(t *testing.T) {
+	dir := t.TempDir()
+	tg := telegramtest.New(t)
+	tg.SetUnauthorized(true)
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(mediaConfig, tgToken, tg.URL()))
+	p := startBotd(t, dir, "run", "--config", "botd.yaml")
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("botd kept running with a rejected token")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	logs := p.Logs()
+	if !strings.Contains(logs, "channels.telegram.token") || !strings.Contains(logs, "TELEGRAM_BOT_TOKEN") {
+		t.Errorf("message does not name the setting:\n%s", logs)
+	}
+	if strings.Contains(logs, tgToken) {
+		t.Error("the token was printed")
+	}
+}
