@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/internal/sse"
@@ -23,16 +22,14 @@ const DefaultBaseURL = "https://api.anthropic.com"
 const APIVersion = "2023-06-01"
 
 // Option configures a Provider.
-type Option func(*Provider)
+type Option = wire.Option
 
-// WithName sets the name used in errors and attempts (default "anthropic").
-func WithName(name string) Option { return func(p *Provider) { p.c.Provider = name } }
-
-// WithPricing replaces llm.DefaultPricing for cost computation.
-func WithPricing(pr llm.Pricing) Option { return func(p *Provider) { p.c.Pricing = pr } }
-
-// WithIdleTimeout sets how long a stream may stall between events.
-func WithIdleTimeout(d time.Duration) Option { return func(p *Provider) { p.c.IdleTimeout = d } }
+// Options shared by every adapter.
+var (
+	WithName        = wire.WithName
+	WithPricing     = wire.WithPricing
+	WithIdleTimeout = wire.WithIdleTimeout
+)
 
 // Provider is the Anthropic adapter.
 type Provider struct {
@@ -53,7 +50,7 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 		baseURL: baseURL,
 	}
 	for _, o := range opts {
-		o(p)
+		o(&p.c)
 	}
 	return p
 }

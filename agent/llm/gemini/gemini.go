@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/internal/wire"
@@ -19,16 +18,14 @@ import (
 const DefaultBaseURL = "https://generativelanguage.googleapis.com"
 
 // Option configures a Provider.
-type Option func(*Provider)
+type Option = wire.Option
 
-// WithName sets the name used in errors and attempts (default "gemini").
-func WithName(name string) Option { return func(p *Provider) { p.c.Provider = name } }
-
-// WithPricing replaces llm.DefaultPricing for cost computation.
-func WithPricing(pr llm.Pricing) Option { return func(p *Provider) { p.c.Pricing = pr } }
-
-// WithIdleTimeout sets how long a stream may stall between events.
-func WithIdleTimeout(d time.Duration) Option { return func(p *Provider) { p.c.IdleTimeout = d } }
+// Options shared by every adapter.
+var (
+	WithName        = wire.WithName
+	WithPricing     = wire.WithPricing
+	WithIdleTimeout = wire.WithIdleTimeout
+)
 
 // Provider is the Gemini adapter.
 type Provider struct {
@@ -49,7 +46,7 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 		baseURL: baseURL,
 	}
 	for _, o := range opts {
-		o(p)
+		o(&p.c)
 	}
 	return p
 }

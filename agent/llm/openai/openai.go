@@ -9,7 +9,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/internal/wire"
@@ -19,16 +18,14 @@ import (
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Option configures a Provider.
-type Option func(*Provider)
+type Option = wire.Option
 
-// WithName sets the name used in errors and attempts (default "openai").
-func WithName(name string) Option { return func(p *Provider) { p.c.Provider = name } }
-
-// WithPricing replaces llm.DefaultPricing for cost computation.
-func WithPricing(pr llm.Pricing) Option { return func(p *Provider) { p.c.Pricing = pr } }
-
-// WithIdleTimeout sets how long a stream may stall between events.
-func WithIdleTimeout(d time.Duration) Option { return func(p *Provider) { p.c.IdleTimeout = d } }
+// Options shared by every adapter.
+var (
+	WithName        = wire.WithName
+	WithPricing     = wire.WithPricing
+	WithIdleTimeout = wire.WithIdleTimeout
+)
 
 // Provider is the Chat Completions adapter.
 type Provider struct {
@@ -56,7 +53,7 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 		p.official = true
 	}
 	for _, o := range opts {
-		o(p)
+		o(&p.c)
 	}
 	return p
 }

@@ -1,0 +1,21 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+)
+
+// Option configures the client inside an adapter. The adapters re-export
+// these, so every provider takes the same options.
+type Option func(*Client)
+
+// WithName sets the name used in errors and attempts (default: the
+// adapter's type).
+func WithName(name string) Option { return func(c *Client) { c.Provider = name } }
+
+// WithPricing replaces llm.DefaultPricing for cost computation.
+func WithPricing(pr llm.Pricing) Option { return func(c *Client) { c.Pricing = pr } }
+
+// WithIdleTimeout sets how long a stream may stall between events.
+func WithIdleTimeout(d time.Duration) Option { return func(c *Client) { c.IdleTimeout = d } }
