@@ -170,20 +170,10 @@ func (c *Cache) Sweep(ctx context.Context) (int, error) {
 
 // RunSweeper sweeps every interval until ctx ends.
 func (c *Cache) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("media cache sweep failed", "err", err)
-			} else if n > 0 {
-				log.Debug("swept cached media", "files", n)
-			}
-		}
-	}
+	sweepEvery(ctx, interval, log, "cached media files", func(ctx context.Context) (int64, error) {
+		n, err := c.Sweep(ctx)
+		return int64(n), err
+	})
 }
 
 // failWriter remembers the first write error.

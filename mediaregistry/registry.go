@@ -233,6 +233,12 @@ func (r *Registry) Sweep(ctx context.Context) (int64, error) {
 // RunSweeper sweeps every interval until ctx ends. Expiry happens only
 // here, never as a side effect of Register.
 func (r *Registry) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	sweepEvery(ctx, interval, log, "expired media refs", r.Sweep)
+}
+
+// sweepEvery runs sweep on a ticker until ctx ends, logging failures and
+// what was removed. It is the only place anything expires.
+func sweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger, what string, sweep func(context.Context) (int64, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -240,12 +246,12 @@ func (r *Registry) RunSweeper(ctx context.Context, interval time.Duration, log *
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := r.Sweep(ctx)
+			n, err := sweep(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
-				log.Warn("media ref sweep failed", "err", err)
+				log.Warn("sweep failed", "what", what, "err", err)
 			case n > 0:
-				log.Debug("swept expired media refs", "count", n)
+				log.Debug("swept", "what", what, "count", n)
 			}
 		}
 	}
