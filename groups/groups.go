@@ -277,6 +277,22 @@ func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
 	return Workspace{Root: root}, nil
 }
 
+// CleanTemp removes half-copied media a crash left in media/ (files the
+// host writes as ".tmp-<name>" and renames into place). Call it at start,
+// before the host serves requests.
+func (w Workspace) CleanTemp() error {
+	entries, err := os.ReadDir(w.MediaDir())
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			os.Remove(filepath.Join(w.MediaDir(), e.Name()))
+		}
+	}
+	return nil
+}
+
 // MediaDir is where fetched media is materialised for the agent.
 func (w Workspace) MediaDir() string { return filepath.Join(w.Root, "media") }
 

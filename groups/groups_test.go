@@ -146,6 +146,16 @@ func TestWorkspace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws.MediaDir(), "a.jpg"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	os.WriteFile(filepath.Join(ws.MediaDir(), ".tmp-b.jpg"), []byte("half"), 0o600)
+	if err := ws.CleanTemp(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.MediaDir(), ".tmp-b.jpg")); !os.IsNotExist(err) {
+		t.Error("half-copied file survived CleanTemp")
+	}
+	if _, err := os.Stat(filepath.Join(ws.MediaDir(), "a.jpg")); err != nil {
+		t.Error("CleanTemp removed a finished file")
+	}
 	outside := filepath.Join(dir, "secret.txt")
 	os.WriteFile(outside, []byte("s"), 0o600)
 	os.Symlink(outside, filepath.Join(ws.Root, "link.txt"))

@@ -60,7 +60,11 @@ func (d *daemon) open(ctx context.Context) error {
 		return err
 	}
 	for _, g := range d.groups.All() {
-		if _, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g); err != nil {
+		ws, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g)
+		if err != nil {
+			return err
+		}
+		if err := ws.CleanTemp(); err != nil {
 			return err
 		}
 	}
