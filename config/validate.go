@@ -184,11 +184,18 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	tokens := map[string]int{}
 	for i, t := range c.MCP.HTTP.Tokens {
 		path := "mcp.http.tokens[" + strconv.Itoa(i) + "]"
 		if len(t.Token) < 16 {
 			add(path+".token", "must be at least 16 characters%s", c.setHint(path+".token"))
 		}
+		// A token reaches one group; the same token twice would silently
+		// pick one of them.
+		if j, dup := tokens[t.Token]; dup && t.Token != "" {
+			add(path+".token", "is the same as mcp.http.tokens[%d].token; each token must be unique", j)
+		}
+		tokens[t.Token] = i
 		if _, ok := folders[t.Group]; !ok {
 			add(path+".group", "unknown group folder %q", t.Group)
 		}
