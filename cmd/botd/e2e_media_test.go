@@ -237,8 +237,8 @@ func TestMediaServerEndToEnd(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(mediaConfig, tgToken, proxy.srv.URL))
 
 	small := pngOf(t, 60, 40)
-	big := noisyJPEG(t, 1800, 1200)
-	if len(big) < 4<<20 {
+	big := noisyJPEG(t, 2000, 1300)
+	if len(big) < 5_000_000 {
 		t.Fatalf("big image is only %d bytes", len(big))
 	}
 	pdf := []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
