@@ -235,8 +235,10 @@ func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logge
 // name derived from the ref (never from the sender alone) and returns the
 // path relative to the group folder.
 func (s *Service) materialise(g *groups.Group, ref *mediaregistry.MediaReference, e mediaregistry.Entry) (string, error) {
-	ws, err := groups.EnsureWorkspace(s.o.GroupsDir, g)
-	if err != nil {
+	// The daemon created the workspace at start; only media/ must exist
+	// here, and MkdirAll on an existing folder is one stat.
+	ws := groups.Workspace{Root: filepath.Join(s.o.GroupsDir, g.Folder)}
+	if err := os.MkdirAll(ws.MediaDir(), 0o750); err != nil {
 		return "", err
 	}
 	name := MediaFileName(ref, e.MIME)
