@@ -39,6 +39,14 @@ type MediaSender interface {
 	SendMedia(ctx context.Context, m OutMedia) (Delivery, error)
 }
 
+// Waiter is a channel whose Start leaves goroutines running (a poller, a
+// socket, a webhook server). Wait blocks until every one of them returned
+// after Start's ctx ended, so shutdown can close the store after the last
+// message was handed to the sink.
+type Waiter interface {
+	Wait()
+}
+
 // Typer shows "typing…" while the agent works.
 type Typer interface {
 	SetTyping(ctx context.Context, chat string, on bool) error
