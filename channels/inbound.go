@@ -1,0 +1,104 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Compose fills in.Text and in.Refs of a message a channel received, the
+// same way for every network. text is what the sender typed, already
+// neutralised (mediaregistry.Neutralize) by the caller; refs are the
+// message's attachments, metadata only.
+//
+// For a chat no group is registered for, nothing is registered and Text
+// and Refs stay empty: only the chat's id and name and the message ids
+// reach the sink, enough for an operator to register the chat, and no text
+// from strangers reaches the store.
+//
+// For a registered chat every ref is registered in one call (one
+// transaction: the files of one message appear together or not at all)
+// and Text is one placeholder per ref, then the typed text, joined by
+// newlines. A ref that already has an ID was registered for an earlier
+// event of the same message (a Slack edit) and is only rendered. If the
+// registration fails, the error is logged and the message is kept with
+// metadata-only placeholders (RenderMeta) and no refs, so nothing the
+// sender typed is lost.
+//
+// Compose reports whether the chat is registered.
+func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []mediaregistry.MediaReference) bool {
+	in.Text, in.Refs = "", nil
+	if e.Sink == nil || !e.Sink.Registered(in.ChatID) {
+		return false
+	}
+	// A copy: a failed registration must not leave ids in the caller's
+	// refs that no row backs.
+	refs = append([]mediaregistry.MediaReference(nil), refs...)
+	var fresh []*mediaregistry.MediaReference
+	for i := range refs {
+		if refs[i].ID == "" {
+			fresh = append(fresh, &refs[i])
+		}
+	}
+	if len(fresh) > 0 {
+		if err := e.register(ctx, fresh); err != nil {
+			e.logger().Error("registering media refs failed; keeping the message with metadata-only placeholders",
+				"chat", in.ChatID, "id", in.ID, "refs", len(fresh), "err", err)
+			for _, r := range fresh {
+				r.ID = ""
+			}
+		}
+	}
+	lines := make([]string, 0, len(refs)+1)
+	for i := range refs {
+		r := &refs[i]
+		if r.ID == "" {
+			lines = append(lines, RenderMeta(r))
+			continue
+		}
+		lines = append(lines, mediaregistry.Render(r))
+		in.Refs = append(in.Refs, *r)
+	}
+	if text != "" {
+		lines = append(lines, text)
+	}
+	in.Text = strings.Join(lines, "\n")
+	return true
+}
+
+func (e Env) register(ctx context.Context, refs []*mediaregistry.MediaReference) error {
+	if e.Registry == nil {
+		return errors.New("no media registry")
+	}
+	return e.Registry.RegisterAll(ctx, refs...)
+}
+
+func (e Env) logger() *slog.Logger {
+	if e.Log == nil {
+		return slog.Default()
+	}
+	return e.Log
+}
+
+// RenderMeta is the placeholder of an attachment that has no ref: what was
+// sent (kind, name, size, type, caption), without anything to fetch. It is
+// used for files botd cannot fetch (a Slack file stored outside Slack) and
+// when registering a ref failed.
+func RenderMeta(ref *mediaregistry.MediaReference) string {
+	r := *ref
+	r.ID = ""
+	s := mediaregistry.Render(&r)
+	// The first "ref:]" is the empty ref field: nothing rendered before it
+	// (the name, the MIME type) can contain ']'. The caption after it can,
+	// so never search from the end.
+	i := strings.Index(s, "ref:]")
+	if i < 0 {
+		return s // cannot happen: Render always writes the ref field
+	}
+	head := strings.TrimSuffix(s[:i], " ")
+	head = strings.TrimSuffix(strings.TrimSuffix(head, ","), ":")
+	return head + "]" + s[i+len("ref:]"):]
+}
