@@ -304,34 +304,3 @@ func (w Workspace) Memory() (string, error) {
 	}
 	return string(b), err
 }
-
-// Resolve maps a path the agent gave (relative to the group folder) to a
-// file inside the folder. Absolute paths, ~, .. and symlinks leading out are
-// refused.
-func (w Workspace) Resolve(p string) (string, error) {
-	p = strings.TrimSpace(p)
-	if p == "" {
-		return "", errors.New("empty path")
-	}
-	if strings.HasPrefix(p, "~") || filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("path %q must be relative to the group folder", p)
-	}
-	clean := filepath.Clean(p)
-	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q leaves the group folder", p)
-	}
-	full := filepath.Join(w.Root, clean)
-	root, err := filepath.EvalSymlinks(w.Root)
-	if err != nil {
-		return "", fmt.Errorf("group folder: %w", err)
-	}
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return "", fmt.Errorf("path %q: %w", p, err)
-	}
-	rel, err := filepath.Rel(root, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q leads outside the group folder", p)
-	}
-	return real, nil
-}

@@ -171,12 +171,22 @@ func TestWorkspace(t *testing.T) {
 		{"~/x", false},
 		{"link.txt", false},
 		{"media/missing.jpg", false},
+		{"media", false},
+		{".", false},
+		{`media\a.jpg`, true},
+		{"a\x00b", false},
 		{"", false},
 	}
 	for _, tt := range tests {
-		_, err := ws.Resolve(tt.path)
+		f, rel, err := ws.Open(tt.path)
 		if (err == nil) != tt.ok {
-			t.Errorf("Resolve(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+			t.Errorf("Open(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+		}
+		if err == nil {
+			if rel != "media/a.jpg" || f.Name() != filepath.Join(ws.Root, "media", "a.jpg") {
+				t.Errorf("Open(%q) = %s (%s), want media/a.jpg", tt.path, rel, f.Name())
+			}
+			f.Close()
 		}
 	}
 }

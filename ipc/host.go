@@ -16,20 +16,19 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/botd-dev/botd/groups"
 )
 
-// Handler answers one request of a group. The group comes from the folder
-// the request was found in, never from the request.
+// Handler answers one request of a group. The group is the folder the
+// request was found in, never a field of the request.
 type Handler interface {
-	Handle(ctx context.Context, g *groups.Group, req *Request) (result any, err *Error)
+	Handle(ctx context.Context, group string, req *Request) (result any, err *Error)
 }
 
 // HostOptions configure a Host.
 type HostOptions struct {
-	Root    string // data/ipc
-	Groups  []*groups.Group
+	Root string // data/ipc
+	// Groups are the folders served, one per group.
+	Groups  []string
 	Handler Handler
 	Log     *slog.Logger
 	// MaxConcurrent bounds handlers across all groups (default 16);
@@ -48,7 +47,7 @@ type HostOptions struct {
 // exactly once.
 type Host struct {
 	opts    HostOptions
-	byDir   map[string]*groups.Group // requests dir → group
+	byDir   map[string]string // requests dir → group folder
 	global  chan struct{}
 	perGrp  map[string]chan struct{}
 	mu      sync.Mutex
@@ -74,7 +73,7 @@ func NewHost(o HostOptions) *Host {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Host{opts: o, byDir: map[string]*groups.Group{}, perGrp: map[string]chan struct{}{},
+	return &Host{opts: o, byDir: map[string]string{}, perGrp: map[string]chan struct{}{},
 		global: make(chan struct{}, o.MaxConcurrent), working: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
@@ -86,14 +85,14 @@ func (h *Host) Start(ctx context.Context) error {
 		return fmt.Errorf("ipc host: %w", err)
 	}
 	for _, g := range h.opts.Groups {
-		l := GroupLayout(h.opts.Root, g.Folder)
+		l := GroupLayout(h.opts.Root, g)
 		if err := l.Ensure(); err != nil {
 			w.Close()
 			return err
 		}
 		dir := l.Requests()
 		h.byDir[dir] = g
-		h.perGrp[g.Folder] = make(chan struct{}, h.opts.PerGroup)
+		h.perGrp[g] = make(chan struct{}, h.opts.PerGroup)
 		if err := w.Add(dir); err != nil {
 			// The rescan still serves this group, only slower.
 			h.opts.Log.Warn("ipc: cannot watch folder, relying on rescans", "dir", dir, "err", err)
@@ -173,7 +172,7 @@ func (h *Host) scan(ctx context.Context) {
 func (h *Host) pruneResponses() {
 	cutoff := time.Now().Add(-h.opts.ResponseTTL)
 	for _, g := range h.opts.Groups {
-		dir := GroupLayout(h.opts.Root, g.Folder).Responses()
+		dir := GroupLayout(h.opts.Root, g).Responses()
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
@@ -185,7 +184,7 @@ func (h *Host) pruneResponses() {
 
 // consider validates one file in requests/ and, if it is a request,
 // hands it to a handler goroutine. Anything else is quarantined.
-func (h *Host) consider(ctx context.Context, g *groups.Group, path string) {
+func (h *Host) consider(ctx context.Context, g string, path string) {
 	name := filepath.Base(path)
 	if strings.HasPrefix(name, ".") {
 		return // a writer's temp file (should not be here, but harmless)
@@ -202,7 +201,7 @@ func (h *Host) consider(ctx context.Context, g *groups.Group, path string) {
 		delete(h.working, path)
 		h.mu.Unlock()
 	}
-	l := GroupLayout(h.opts.Root, g.Folder)
+	l := GroupLayout(h.opts.Root, g)
 	id := strings.TrimSuffix(name, ".json")
 	if !strings.HasSuffix(name, ".json") || !ValidID(id) {
 		h.quarantine(l, path, "", "file name is not <id>.json with a plain id")
@@ -342,13 +341,13 @@ func (h *Host) respond(l Layout, r *Response) error {
 	return WriteAtomic(l.Responses(), r.ID+".json", b)
 }
 
-func (h *Host) handle(ctx context.Context, g *groups.Group, l Layout, path string, req *Request) {
+func (h *Host) handle(ctx context.Context, g string, l Layout, path string, req *Request) {
 	select {
-	case h.perGrp[g.Folder] <- struct{}{}:
+	case h.perGrp[g] <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
-	defer func() { <-h.perGrp[g.Folder] }()
+	defer func() { <-h.perGrp[g] }()
 	select {
 	case h.global <- struct{}{}:
 	case <-ctx.Done():
@@ -373,11 +372,11 @@ func (h *Host) handle(ctx context.Context, g *groups.Group, l Layout, path strin
 		}
 	}
 	if err := h.respond(l, resp); err != nil {
-		h.opts.Log.Error("ipc: cannot write response; request left for retry", "group", g.Folder, "id", req.ID, "err", err)
+		h.opts.Log.Error("ipc: cannot write response; request left for retry", "group", g, "id", req.ID, "err", err)
 		return
 	}
 	os.Remove(path)
-	attrs := []any{"group", g.Folder, "type", req.Type, "id", req.ID, "took", time.Since(start).Round(time.Microsecond)}
+	attrs := []any{"group", g, "type", req.Type, "id", req.ID, "took", time.Since(start).Round(time.Microsecond)}
 	if herr != nil {
 		h.opts.Log.Info("ipc: request failed", append(attrs, "code", herr.Code, "msg", herr.Message)...)
 	} else {
@@ -385,10 +384,10 @@ func (h *Host) handle(ctx context.Context, g *groups.Group, l Layout, path strin
 	}
 }
 
-func (h *Host) safeHandle(ctx context.Context, g *groups.Group, req *Request) (result any, herr *Error) {
+func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result any, herr *Error) {
 	defer func() {
 		if p := recover(); p != nil {
-			h.opts.Log.Error("ipc: handler panicked", "group", g.Folder, "type", req.Type, "panic", p)
+			h.opts.Log.Error("ipc: handler panicked", "group", g, "type", req.Type, "panic", p)
 			result, herr = nil, Errorf(CodeInternal, "the host failed handling %s", req.Type)
 		}
 	}()

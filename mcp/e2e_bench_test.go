@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -105,11 +106,11 @@ func e2eRig(b *testing.B, img []byte) (*client.Client, string) {
 		b.Fatal(err)
 	}
 	tg.Serve("bench-file", chantest.Media{Data: img})
-	svc := ipc.NewService(ipc.ServiceOptions{Registry: reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": tg},
+	svc := media.New(media.Options{Registry: reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": tg},
 		Groups: set, GroupsDir: groupsDir, MaxDownloadBytes: 100 << 20, Log: quiet})
 	ipcRoot := filepath.Join(root, "ipc")
 	ctx, cancel := context.WithCancel(context.Background())
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: set.All(), Handler: svc, Log: quiet})
+	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{"family"}, Handler: svc, Log: quiet})
 	if err := host.Start(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -40,22 +39,21 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 
 // fetchResult builds what the model sees from the file the host saved.
 func (t *tools) fetchResult(res ipc.FetchMediaResult) *mcpgo.CallToolResult {
-	rel, err := cleanRel(res.Path)
+	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
-		t.log.Warn("mcp fetch_media: host returned an unusable path", "ref", res.Ref, "err", err)
-		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the host saved the file at an unusable path"))
-	}
-	f, fi, err := t.openInGroup(rel)
-	if err != nil {
-		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", rel, "err", err)
-		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", rel, stripRoot(err, t.groupDir)))
+		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
+		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", oneLine(res.Path, 200), err))
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
+	}
 
-	m := mediaInfo{res: res, rel: rel, abs: t.absPath(rel), size: fi.Size()}
+	m := mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size()}
 	m.mime = mediaregistry.CleanMIME(res.MIME)
 	if m.mime == "" {
-		m.mime = sniffFile(f)
+		m.mime, _ = mediaregistry.FileMIME(f)
 	}
 
 	var note string
@@ -173,16 +171,6 @@ func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallTo
 		mcpgo.NewTextContent(text),
 		mcpgo.NewEmbeddedResource(rc),
 	}}
-}
-
-// sniffFile guesses a MIME type when the host did not give one.
-func sniffFile(f *os.File) string {
-	head := make([]byte, mediaregistry.SniffLen)
-	n, _ := io.ReadFull(bufio.NewReader(f), head)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return ""
-	}
-	return mediaregistry.CleanMIME(mediaregistry.Sniff(head[:n]))
 }
 
 // readSmall reads a file of the stat'ed size in one allocation, refusing

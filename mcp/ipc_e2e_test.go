@@ -23,7 +23,7 @@ type fileHandler struct {
 	data      []byte
 }
 
-func (f fileHandler) Handle(_ context.Context, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+func (f fileHandler) Handle(_ context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
 	if req.Type != ipc.TypeFetchMedia {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "unsupported %s", req.Type)
 	}
@@ -35,7 +35,7 @@ func (f fileHandler) Handle(_ context.Context, g *groups.Group, req *ipc.Request
 		return nil, ipc.Errorf(ipc.CodeNotFound, "no media %s", a.MediaRef)
 	}
 	rel := "media/tg_ThroughIpc01.png"
-	p := filepath.Join(f.groupsDir, g.Folder, rel)
+	p := filepath.Join(f.groupsDir, group, rel)
 	if err := os.WriteFile(p, f.data, 0o640); err != nil {
 		return nil, ipc.Errorf(ipc.CodeInternal, "%v", err)
 	}
@@ -56,7 +56,7 @@ func ipcServer(t testing.TB, data []byte) *tools {
 	if err := lay.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []*groups.Group{g},
+	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{g.Folder},
 		Handler: fileHandler{groupsDir: groupsDir, data: data}, Log: testLoggerB()})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := host.Start(ctx); err != nil {

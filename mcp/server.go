@@ -16,6 +16,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 )
 
@@ -60,7 +61,7 @@ type Options struct {
 
 // tools holds the state the tool handlers share.
 type tools struct {
-	groupDir    string
+	ws          groups.Workspace
 	inlineMax   int64
 	caller      Caller
 	log         *slog.Logger
@@ -98,7 +99,7 @@ func newTools(opts Options) (*tools, error) {
 		return nil, fmt.Errorf("mcp server: group dir %q must be an absolute path", opts.GroupDir)
 	}
 	t := &tools{
-		groupDir:    filepath.Clean(opts.GroupDir),
+		ws:          groups.Workspace{Root: filepath.Clean(opts.GroupDir)},
 		inlineMax:   opts.InlineMaxBytes,
 		caller:      opts.Caller,
 		log:         opts.Log,

@@ -3,7 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"strings"
 	"time"
@@ -256,15 +258,16 @@ func (t *tools) sendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if err != nil {
 		return badArgs(ToolSendMedia, "%v", err), nil
 	}
-	rel, err := cleanRel(p)
-	if err != nil {
-		return badArgs(ToolSendMedia, "%v", err), nil
-	}
 	// Checked here so a typo gets a precise answer without a round trip;
 	// the host checks again, it is the one that reads the file.
-	if err := t.checkSendable(rel); err != nil {
-		return badArgs(ToolSendMedia, "%v", err), nil
+	f, rel, err := t.ws.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return badArgs(ToolSendMedia, "no file %s in the group folder", p), nil
+		}
+		return badArgs(ToolSendMedia, "cannot send %s: %v", p, err), nil
 	}
+	f.Close()
 	var res ipc.SendResult
 	if err := t.call(ctx, ipc.TypeSendMedia, ipc.SendMediaArgs{Path: rel, Caption: caption}, &res); err != nil {
 		return toolError(ToolSendMedia, err), nil

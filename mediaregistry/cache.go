@@ -89,6 +89,41 @@ func (c *Cache) Lookup(ctx context.Context, ref string) (Entry, bool, error) {
 // sniffing on the way; memory use does not depend on the size. Past the
 // cap the partial file is removed and ErrTooLarge returned.
 func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader, max int64) (Entry, error) {
+	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, []byte, error) {
+		h := sha256.New()
+		head := &prefix{max: SniffLen}
+		_, err := io.Copy(io.MultiWriter(f, h, head), ctxReader{ctx, r})
+		if err != nil {
+			return "", nil, err
+		}
+		return hex.EncodeToString(h.Sum(nil)), head.buf, nil
+	})
+}
+
+// StoreFile lets fill write ref's bytes straight into the cache's temp file
+// (a channel that must seek, like WhatsApp decrypting in place), then
+// hashes and sniffs what it left there. The cap holds for every write.
+func (c *Cache) StoreFile(ctx context.Context, ref, declaredMIME string, max int64, fill func(File) error) (Entry, error) {
+	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, []byte, error) {
+		if err := fill(f); err != nil {
+			return "", nil, err
+		}
+		if _, err := f.f.Seek(0, io.SeekStart); err != nil {
+			return "", nil, err
+		}
+		h := sha256.New()
+		head := &prefix{max: SniffLen}
+		if _, err := io.Copy(io.MultiWriter(h, head), f.f); err != nil {
+			return "", nil, fmt.Errorf("reading back the download: %w", err)
+		}
+		return hex.EncodeToString(h.Sum(nil)), head.buf, nil
+	})
+}
+
+// commit runs fill over a capped temp file and, when it succeeds, moves
+// the file to its content address and indexes it. Whatever fails, the temp
+// file is gone afterwards: a download is kept whole or not at all.
+func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64, fill func(*capFile) (sha string, head []byte, err error)) (Entry, error) {
 	tmp, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), "dl-*")
 	if err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
@@ -100,24 +135,26 @@ func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader
 			os.Remove(tmp.Name())
 		}
 	}()
-	h := sha256.New()
-	head := &prefix{max: SniffLen}
-	var dst io.Writer = tmp
+	f := &capFile{f: tmp, w: tmp, max: max}
 	if c.wrap != nil {
-		dst = c.wrap(tmp)
+		f.w = c.wrap(tmp)
 	}
-	// A failed write is the local disk's fault (often a full one), not the
-	// download's; say which.
-	fw := &failWriter{w: dst}
-	n, err := io.Copy(io.MultiWriter(fw, h, head), ctxReader{ctx, io.LimitReader(r, max+1)})
-	if err != nil {
-		if fw.err != nil {
-			return Entry{}, fmt.Errorf("media cache: writing the download: %w", err)
-		}
+	sha, head, err := fill(f)
+	switch {
+	// Checked before err: a channel library may wrap the write error
+	// without %w, and the cap must still be reported as the cap.
+	case f.over:
+		return Entry{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	case f.err != nil:
+		// A failed write is the local disk's fault (often a full one),
+		// not the download's; say which.
+		return Entry{}, fmt.Errorf("media cache: writing the download: %w", f.err)
+	case err != nil:
 		return Entry{}, fmt.Errorf("media download: %w", err)
 	}
-	if n > max {
-		return Entry{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	fi, err := tmp.Stat()
+	if err != nil {
+		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
@@ -125,7 +162,7 @@ func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader
 	if err := tmp.Close(); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
-	e := Entry{Ref: ref, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n, MIME: DecideMIME(declaredMIME, Sniff(head.buf)), Fetched: c.now()}
+	e := Entry{Ref: ref, SHA256: sha, Size: fi.Size(), MIME: DecideMIME(declaredMIME, Sniff(head)), Fetched: c.now()}
 	if err := os.Rename(tmp.Name(), c.Path(e.SHA256)); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
@@ -176,19 +213,74 @@ func (c *Cache) RunSweeper(ctx context.Context, interval time.Duration, log *slo
 	})
 }
 
-// failWriter remembers the first write error.
-type failWriter struct {
-	w   io.Writer
-	err error
+// capFile is the one place the download cap is enforced: every write,
+// positioned or not, fails once it would take the file past max, so
+// neither a lying network nor a channel that writes in place can fill the
+// disk. It also remembers the first error of the local file, to tell a
+// full disk from a failed download.
+type capFile struct {
+	f    *os.File
+	w    io.Writer // f, or a test filter over it
+	max  int64
+	pos  int64 // offset of Write, tracked to avoid a seek per write
+	over bool  // a write hit the cap
+	err  error // first write error of the local file
 }
 
-func (f *failWriter) Write(b []byte) (int, error) {
-	n, err := f.w.Write(b)
-	if err != nil && f.err == nil {
-		f.err = err
+var _ File = (*capFile)(nil)
+
+func (c *capFile) tooLarge() error {
+	c.over = true
+	return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, c.max)
+}
+
+func (c *capFile) fail(err error) error {
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return err
+}
+
+func (c *capFile) Write(p []byte) (int, error) {
+	if c.pos+int64(len(p)) > c.max {
+		return 0, c.tooLarge()
+	}
+	n, err := c.w.Write(p)
+	c.pos += int64(n)
+	return n, c.fail(err)
+}
+
+func (c *capFile) WriteAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > c.max {
+		return 0, c.tooLarge()
+	}
+	n, err := c.f.WriteAt(p, off)
+	return n, c.fail(err)
+}
+
+func (c *capFile) Truncate(size int64) error {
+	if size > c.max {
+		return c.tooLarge()
+	}
+	return c.fail(c.f.Truncate(size))
+}
+
+func (c *capFile) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.pos += int64(n)
+	return n, err
+}
+
+func (c *capFile) Seek(off int64, whence int) (int64, error) {
+	n, err := c.f.Seek(off, whence)
+	if err == nil {
+		c.pos = n
 	}
 	return n, err
 }
+
+func (c *capFile) ReadAt(p []byte, off int64) (int, error) { return c.f.ReadAt(p, off) }
+func (c *capFile) Stat() (os.FileInfo, error)              { return c.f.Stat() }
 
 // prefix keeps the first max bytes written to it.
 type prefix struct {

@@ -2,7 +2,13 @@ package mediaregistry
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -110,4 +116,18 @@ func Ext(mime string) string {
 		return ".zip"
 	}
 	return ".bin"
+}
+
+// FileMIME is the one answer to "what type is this file": its first bytes,
+// reconciled with the type its extension suggests the way DecideMIME
+// reconciles a sender's claim (an extension can name a document format
+// the sniffer does not know, never turn unknown bytes into an image). It
+// reads with ReadAt, so f's offset is left alone.
+func FileMIME(f *os.File) (string, error) {
+	head := make([]byte, SniffLen)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("sniff %s: %w", filepath.Base(f.Name()), err)
+	}
+	return DecideMIME(mime.TypeByExtension(filepath.Ext(f.Name())), Sniff(head[:n])), nil
 }

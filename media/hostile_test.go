@@ -1,4 +1,4 @@
-package ipc_test
+package media_test
 
 import (
 	"encoding/json"

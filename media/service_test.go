@@ -1,4 +1,4 @@
-package ipc_test
+package media_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -93,15 +94,23 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	r.cache = cache
-	svc := ipc.NewService(ipc.ServiceOptions{Registry: r.reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": r.tg},
+	svc := media.New(media.Options{Registry: r.reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": r.tg},
 		Groups: r.set, GroupsDir: r.groupsDir, MaxDownloadBytes: r.max, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.host = ipc.NewHost(ipc.HostOptions{Root: r.ipcRoot, Groups: r.set.All(), Handler: svc, Rescan: 200 * time.Millisecond})
+	r.host = ipc.NewHost(ipc.HostOptions{Root: r.ipcRoot, Groups: folders(r.set), Handler: svc, Rescan: 200 * time.Millisecond})
 	if err := r.host.Start(ctx); err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(r.stop)
+}
+
+func folders(set *groups.Set) []string {
+	var out []string
+	for _, g := range set.All() {
+		out = append(out, g.Folder)
+	}
+	return out
 }
 
 func (r *rig) stop() {

@@ -1,0 +1,171 @@
+package media
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Handle answers one request of the group whose folder is group: the IPC
+// host calls it for files found in data/ipc/<group>/, the in-process
+// Caller for the built-in agent. A panic in a handler is an internal
+// error for this request, never a dead daemon.
+func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.o.Log.Error("media: handler panicked", "group", group, "type", req.Type, "panic", p)
+			result, herr = nil, ipc.Errorf(ipc.CodeInternal, "the host failed handling %s", req.Type)
+		}
+	}()
+	g, ok := s.o.Groups.ByFolder(group)
+	if !ok {
+		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
+	}
+	switch req.Type {
+	case ipc.TypeFetchMedia:
+		var a ipc.FetchMediaArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.Fetch(ctx, g, a.MediaRef)
+	case ipc.TypeListMedia:
+		var a ipc.ListMediaArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.List(ctx, g, a)
+	case ipc.TypeSendMessage:
+		var a ipc.SendMessageArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.SendMessage(ctx, g, a)
+	case ipc.TypeSendMedia:
+		var a ipc.SendMediaArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.SendMedia(ctx, g, a)
+	}
+	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+}
+
+func decodeArgs(req *ipc.Request, v any) *ipc.Error {
+	if len(req.Args) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(req.Args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
+	}
+	return nil
+}
+
+// target picks the chat a send goes to: the group's own chat, or, for the
+// main group only, another registered chat.
+func (s *Service) target(g *groups.Group, chat string) (string, channels.Channel, *ipc.Error) {
+	if chat == "" || g.HasChat(chat) {
+		chat = g.Chat
+	} else {
+		if !g.Main {
+			return "", nil, ipc.Errorf(ipc.CodeForbidden, "this group can only send to its own chat")
+		}
+		if _, ok := s.o.Groups.ByChat(chat); !ok {
+			return "", nil, ipc.Errorf(ipc.CodeForbidden, "chat %q is not a registered chat", chat)
+		}
+	}
+	name, _, _ := strings.Cut(chat, ":")
+	ch, ok := s.o.Channels[name]
+	if !ok {
+		return "", nil, ipc.Errorf(ipc.CodeSendFailed, "the %s channel is not running", name)
+	}
+	return chat, ch, nil
+}
+
+// SendMessage is send_message.
+func (s *Service) SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
+	if strings.TrimSpace(a.Text) == "" {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "text is required")
+	}
+	chat, ch, herr := s.target(g, a.Chat)
+	if herr != nil {
+		return nil, herr
+	}
+	d, err := ch.Send(ctx, channels.OutMessage{Chat: chat, Text: a.Text})
+	if err != nil {
+		s.o.Log.Warn("send_message failed", "group", g.Folder, "chat", chat, "err", err)
+		return nil, ipc.Errorf(ipc.CodeSendFailed, "sending to %s failed: %v", chat, err)
+	}
+	return &ipc.SendResult{Chat: chat, MessageIDs: d.MessageIDs}, nil
+}
+
+// SendMedia is send_media: a file inside the group folder to its chat.
+func (s *Service) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
+	f, rel, err := s.workspace(g).Open(a.Path)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "cannot send %s: %v", a.Path, err)
+	}
+	defer f.Close()
+	chat, ch, herr := s.target(g, a.Chat)
+	if herr != nil {
+		return nil, herr
+	}
+	ms, ok := ch.(channels.MediaSender)
+	if !ok {
+		return nil, ipc.Errorf(ipc.CodeSendFailed, "the %s channel cannot send files", ch.Name())
+	}
+	mime, err := mediaregistry.FileMIME(f)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "cannot read %s: %v", rel, err)
+	}
+	d, err := ms.SendMedia(ctx, channels.OutMedia{Chat: chat, Path: f.Name(), FileName: fileBase(rel), MIME: mime, Caption: a.Caption})
+	if err != nil {
+		s.o.Log.Warn("send_media failed", "group", g.Folder, "chat", chat, "err", err)
+		return nil, ipc.Errorf(ipc.CodeSendFailed, "sending %s to %s failed: %v", rel, chat, err)
+	}
+	return &ipc.SendResult{Chat: chat, MessageIDs: d.MessageIDs}, nil
+}
+
+func fileBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+
+// Caller answers one group's tool calls in-process, for the built-in
+// agent: the same Handle the IPC host runs, without the round trip
+// through files and a child process. It satisfies mcp.Caller.
+type Caller struct {
+	s     *Service
+	group string
+}
+
+// Caller returns the in-process caller of group (a folder).
+func (s *Service) Caller(group string) Caller { return Caller{s: s, group: group} }
+
+// Call encodes args and decodes the result as JSON, exactly as they would
+// cross the IPC files, so both paths accept and answer the same.
+func (c Caller) Call(ctx context.Context, typ string, args, result any) error {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("media %s: %w", typ, err)
+	}
+	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: ipc.NewID(), Type: typ, Args: raw})
+	if herr != nil {
+		return herr
+	}
+	if result == nil || res == nil {
+		return nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("media %s: %w", typ, err)
+	}
+	if err := json.Unmarshal(b, result); err != nil {
+		return fmt.Errorf("media %s: %w", typ, err)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package media
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+func groupDir(groupsDir, folder string) string { return filepath.Join(groupsDir, folder) }
+
+// place puts the group's own copy of a cached blob into
+// groups/<folder>/media/ under a name derived from the ref (never from the
+// sender alone) and returns its path relative to the group folder. Every
+// step goes through os.Root, so a link planted in the group folder cannot
+// redirect the write; the copy is the group's own (no hard link shares
+// bytes with the cache or another group), made in the kernel where the
+// filesystem allows (copy_file_range).
+func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e mediaregistry.Entry) (string, error) {
+	// The daemon creates workspaces at start; a group folder removed
+	// since is made again rather than failing every fetch.
+	dir := s.workspace(g).Root
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("group folder: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("group folder: %w", err)
+	}
+	defer root.Close()
+	if err := root.MkdirAll("media", 0o750); err != nil {
+		return "", err
+	}
+	name := FileName(ref, e.MIME)
+	rel := "media/" + name
+	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
+		return rel, nil
+	}
+	// A name of its own: two fetches of one ref may place it at once.
+	tmp := "media/.tmp-" + ipc.NewID() + "-" + name
+	src, err := os.Open(s.o.Cache.Path(e.SHA256))
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(dst, src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, rel)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return "", err
+	}
+	return rel, nil
+}
+
+// FileName is "<ref>_<safe name>" with an extension that matches the real
+// type, so a PNG named .pdf is saved as .png and opened as one.
+func FileName(ref *mediaregistry.MediaReference, mime string) string {
+	base := fsSafe(mediaregistry.SafeName(ref.FileName))
+	want := mediaregistry.Ext(mime)
+	if ext := filepath.Ext(base); ext != "" && strings.EqualFold(ext, want) {
+		return ref.ID + "_" + base
+	}
+	if base == "" {
+		base = strings.ToLower(string(ref.Kind))
+	}
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	if len(base) > 60 {
+		base = base[:60]
+	}
+	return ref.ID + "_" + base + want
+}
+
+// fsSafe keeps file names to a portable set of characters.
+func fsSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return strings.Trim(b.String(), "._")
+}

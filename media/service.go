@@ -1,0 +1,268 @@
+// Package media is the one home of a fetch: authorise the ref for the
+// asking group (the registry's scoped get), share one download among
+// concurrent fetches, download through the channel into the cache (the
+// size cap enforced there, while streaming), and place the group's own
+// copy in its folder. The IPC host and the built-in agent both reach it
+// through Handle; neither knows channels, the registry or the cache.
+package media
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Defaults of the media.* settings that the service applies itself.
+const (
+	DefaultMaxDownloadBytes = 100 << 20
+	DefaultInlineMaxBytes   = 1 << 20
+	DefaultDownloadTimeout  = 10 * time.Minute
+)
+
+// Options wire a Service.
+type Options struct {
+	Registry *mediaregistry.Registry
+	Cache    *mediaregistry.Cache
+	// Channels by name ("telegram", ...). Downloads need Downloader or
+	// FileDownloader, send_media channels.MediaSender.
+	Channels  map[string]channels.Channel
+	Groups    *groups.Set
+	GroupsDir string
+	// MaxDownloadBytes caps one download (default DefaultMaxDownloadBytes);
+	// a channel's DownloadLimit can only lower it.
+	MaxDownloadBytes int64
+	// DownloadTimeout bounds one download (default DefaultDownloadTimeout).
+	DownloadTimeout time.Duration
+	Log             *slog.Logger
+}
+
+// Service answers the media tools of every group.
+type Service struct {
+	o       Options
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// flight is one download that every concurrent fetch of a ref waits on.
+type flight struct {
+	done  chan struct{}
+	entry mediaregistry.Entry
+	err   *ipc.Error
+}
+
+var _ ipc.Handler = (*Service)(nil)
+
+// New returns the service; it does no I/O.
+func New(o Options) *Service {
+	if o.MaxDownloadBytes <= 0 {
+		o.MaxDownloadBytes = DefaultMaxDownloadBytes
+	}
+	if o.DownloadTimeout <= 0 {
+		o.DownloadTimeout = DefaultDownloadTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Service{o: o, flights: map[string]*flight{}}
+}
+
+// workspace is the folder of g, where its own copies of media live.
+func (s *Service) workspace(g *groups.Group) groups.Workspace {
+	return groups.Workspace{Root: groupDir(s.o.GroupsDir, g.Folder)}
+}
+
+func refError(id string, err error) *ipc.Error {
+	switch {
+	case errors.Is(err, mediaregistry.ErrNotFound):
+		return ipc.Errorf(ipc.CodeNotFound, "no media with ref %s (check the ref in the placeholder, or call list_media)", id)
+	case errors.Is(err, mediaregistry.ErrExpired):
+		return ipc.Errorf(ipc.CodeExpired, "media ref %s has expired; ask the sender to share it again", id)
+	case errors.Is(err, mediaregistry.ErrForbidden):
+		return ipc.Errorf(ipc.CodeForbidden, "media ref %s does not belong to this group", id)
+	}
+	return ipc.Errorf(ipc.CodeInternal, "looking up %s failed", id)
+}
+
+// Fetch authorises ref id for g, downloads it unless cached, and places
+// the group's copy in its folder.
+func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.FetchMediaResult, *ipc.Error) {
+	id = strings.TrimPrefix(strings.TrimSpace(id), "ref:")
+	if id == "" {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "mediaRef is required (the ref:... id from a placeholder)")
+	}
+	ref, err := s.o.Registry.Get(ctx, g, id)
+	if err != nil {
+		rerr := refError(id, err)
+		if rerr.Code == ipc.CodeInternal {
+			s.o.Log.Error("fetch_media: registry", "ref", id, "err", err)
+		}
+		return nil, rerr
+	}
+	entry, cached, ferr := s.cachedOrDownload(ctx, &ref)
+	if ferr != nil {
+		return nil, ferr
+	}
+	rel, err := s.place(g, &ref, entry)
+	if err != nil {
+		s.o.Log.Error("fetch_media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
+		return nil, ipc.Errorf(ipc.CodeInternal, "could not save the media into the group folder")
+	}
+	res := &ipc.FetchMediaResult{
+		Ref: ref.ID, Kind: string(ref.Kind), Name: mediaregistry.SafeName(ref.FileName), MIME: entry.MIME,
+		Size: entry.Size, SHA256: entry.SHA256, Path: rel, Width: ref.Width, Height: ref.Height,
+		Caption: mediaregistry.SafeCaption(ref.Caption), Sender: mediaregistry.SafeName(ref.Sender), Cached: cached,
+	}
+	if d := mediaregistry.CleanMIME(ref.MIME); d != "" && d != entry.MIME {
+		res.Declared = d
+	}
+	if ref.Duration > 0 {
+		res.Duration = mediaregistry.FormatDuration(ref.Duration)
+	}
+	return res, nil
+}
+
+// cachedOrDownload serves a ref from the cache, or downloads it once even
+// when several callers ask at the same time.
+func (s *Service) cachedOrDownload(ctx context.Context, ref *mediaregistry.MediaReference) (mediaregistry.Entry, bool, *ipc.Error) {
+	if e, ok, err := s.o.Cache.Lookup(ctx, ref.ID); err == nil && ok {
+		return e, true, nil
+	}
+	s.mu.Lock()
+	f, joined := s.flights[ref.ID]
+	if !joined {
+		f = &flight{done: make(chan struct{})}
+		s.flights[ref.ID] = f
+	}
+	s.mu.Unlock()
+	if !joined {
+		// Detached from the first caller: its cancellation must not fail
+		// the others waiting on the same download.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.DownloadTimeout)
+		go func() {
+			defer cancel()
+			// Whatever happens in the channel, the flight ends and every
+			// waiter hears about it; a panic is an error, not a dead daemon.
+			defer func() {
+				if p := recover(); p != nil {
+					s.o.Log.Error("media download panicked", "ref", ref.ID, "channel", ref.Channel, "panic", p)
+					f.entry, f.err = mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: the %s channel crashed while downloading", ref.ID, ref.Channel)
+				}
+				s.mu.Lock()
+				delete(s.flights, ref.ID)
+				s.mu.Unlock()
+				close(f.done)
+			}()
+			f.entry, f.err = s.download(dctx, ref)
+		}()
+	}
+	select {
+	case <-f.done:
+		return f.entry, false, f.err
+	case <-ctx.Done():
+		return mediaregistry.Entry{}, false, ipc.Errorf(ipc.CodeDownloadFailed, "cancelled while downloading %s", ref.ID)
+	}
+}
+
+// limit is the cap of one download of ref on ch, and what to call it.
+func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) (int64, string) {
+	max, why := s.o.MaxDownloadBytes, "the download limit (media.max_download_bytes)"
+	if l, ok := ch.(DownloadLimiter); ok {
+		if n, w := l.DownloadLimit(ref); n > 0 && n < max {
+			max, why = n, w
+		}
+	}
+	return max, why
+}
+
+func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error) {
+	ch, ok := s.o.Channels[ref.Channel]
+	if !ok {
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel is not running, so %s cannot be downloaded now", ref.Channel, ref.ID)
+	}
+	max, why := s.limit(ch, ref)
+	if ref.Size > max {
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeTooLarge, "%s is %s, over %s of %s", ref.ID,
+			mediaregistry.FormatSize(ref.Size), why, mediaregistry.FormatSize(max))
+	}
+	start := time.Now()
+	var e mediaregistry.Entry
+	var err error
+	switch dl := ch.(type) {
+	case FileDownloader:
+		e, err = s.o.Cache.StoreFile(ctx, ref.ID, ref.MIME, max, func(dst mediaregistry.File) error {
+			return dl.DownloadTo(ctx, ref, dst)
+		})
+	case Downloader:
+		var body io.ReadCloser
+		body, _, err = dl.Download(ctx, ref)
+		if err == nil {
+			e, err = s.o.Cache.Store(ctx, ref.ID, ref.MIME, body, max)
+			body.Close()
+		}
+	default:
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel cannot download media", ref.Channel)
+	}
+	if errors.Is(err, mediaregistry.ErrTooLarge) {
+		s.o.Log.Warn("media download over the limit", "ref", ref.ID, "channel", ref.Channel, "limit", max)
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeTooLarge, "%s is larger than %s of %s; stopped at the limit", ref.ID, why, mediaregistry.FormatSize(max))
+	}
+	if err != nil {
+		return mediaregistry.Entry{}, downloadError(ref, err, s.o.Log)
+	}
+	s.o.Log.Info("media downloaded", "ref", ref.ID, "channel", ref.Channel, "bytes", e.Size, "mime", e.MIME, "took", time.Since(start).Round(time.Millisecond))
+	return e, nil
+}
+
+func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logger) *ipc.Error {
+	log.Warn("media download failed", "ref", ref.ID, "channel", ref.Channel, "err", err)
+	switch {
+	case errors.Is(err, channels.ErrTooLarge):
+		return ipc.Errorf(ipc.CodeTooLarge, "%s is too large for the %s channel to download: %v", ref.ID, ref.Channel, err)
+	case errors.Is(err, channels.ErrForbidden):
+		return ipc.Errorf(ipc.CodeForbidden, "downloading %s was refused: %v", ref.ID, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: the disk is full (no space left for the media cache); nothing was kept, try again once space is freed", ref.ID)
+	}
+	return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
+}
+
+// List is list_media: the group's live refs, newest first, metadata only.
+func (s *Service) List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+	f := mediaregistry.Filter{Limit: a.Limit}
+	if a.Limit < 0 || a.Limit > 200 {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "limit must be between 1 and 200")
+	}
+	if a.Kind != "" {
+		k, ok := mediaregistry.ParseKind(a.Kind)
+		if !ok {
+			return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown kind %q (one of image, video, audio, voice, document, sticker, animation, videonote)", a.Kind)
+		}
+		f.Kind = k
+	}
+	refs, err := s.o.Registry.List(ctx, g, f)
+	if err != nil {
+		s.o.Log.Error("list_media", "group", g.Folder, "err", err)
+		return nil, ipc.Errorf(ipc.CodeInternal, "listing media failed")
+	}
+	out := &ipc.ListMediaResult{Items: make([]ipc.MediaItem, 0, len(refs))}
+	for _, r := range refs {
+		it := ipc.MediaItem{Ref: r.ID, Kind: string(r.Kind), Name: mediaregistry.SafeName(r.FileName), Size: r.Size,
+			MIME: mediaregistry.CleanMIME(r.MIME), Sender: mediaregistry.SafeName(r.Sender), Time: r.Created.UTC(),
+			Caption: mediaregistry.SafeCaption(r.Caption), Expires: r.Expires.UTC()}
+		if r.Duration > 0 {
+			it.Duration = mediaregistry.FormatDuration(r.Duration)
+		}
+		out.Items = append(out.Items, it)
+	}
+	return out, nil
+}
