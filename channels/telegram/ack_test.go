@@ -10,29 +10,22 @@ import (
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 )
 
-// slowSink holds every Deliver until released, like a sink stuck on a
-// busy disk when the process is killed.
-type slowSink struct {
-	*testSink
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *slowSink) Deliver(ctx context.Context, in channels.Inbound) error {
-	select {
-	case s.entered <- struct{}{}:
-	default:
-	}
-	<-s.release
-	return s.testSink.Deliver(ctx, in)
-}
-
 // Updates must not be confirmed to Telegram (by polling past them) before
 // the sink has them: a crash in between would lose them for good.
 func TestUpdatesConfirmedOnlyAfterTheSinkHasThem(t *testing.T) {
 	h := newHarness(t)
-	slow := &slowSink{testSink: h.sink, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	h.tg.env.Sink = slow
+	// Every delivery is held until released, like a sink stuck on a busy
+	// disk when the process is killed.
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	store := h.sink.OnDeliver
+	h.sink.OnDeliver = func(ctx context.Context, in channels.Inbound) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return store(ctx, in)
+	}
 	chat := telegramtest.Group(groupID, "Family")
 	from := telegramtest.Person(7, "Ann")
 	h.fake.Enqueue(
@@ -41,10 +34,10 @@ func TestUpdatesConfirmedOnlyAfterTheSinkHasThem(t *testing.T) {
 		telegramtest.Text(chat, from, 3, "three"),
 	)
 	var once sync.Once
-	free := func() { once.Do(func() { close(slow.release) }) }
+	free := func() { once.Do(func() { close(release) }) }
 	h.start(t)
 	t.Cleanup(free) // cleanups run last-first: free before the harness waits for the stop
-	<-slow.entered
+	<-entered
 	// Give an eager poller ample time to confirm the batch.
 	time.Sleep(300 * time.Millisecond)
 	if n := h.fake.Pending(); n != 3 {

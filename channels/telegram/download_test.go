@@ -22,9 +22,9 @@ import (
 // registered, as the host would later look it up.
 func receiveRef(t *testing.T, h *harness, msg *models.Message) mediaregistry.MediaReference {
 	t.Helper()
-	before := len(h.sink.inbounds())
+	before := len(h.sink.Inbounds())
 	handle(h, models.Update{Message: msg})
-	got := h.sink.inbounds()
+	got := h.sink.Inbounds()
 	if len(got) != before+1 || len(got[before].Refs) != 1 {
 		t.Fatalf("no ref delivered: %+v", got)
 	}

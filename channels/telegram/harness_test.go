@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -22,53 +23,23 @@ const (
 	strangers int64 = -1009999
 )
 
-// testSink stores what it is given the way the router would (chat +
-// message rows) and remembers the Inbounds for assertions.
-type testSink struct {
-	st         *store.Store
-	registered map[string]bool
-
-	mu       sync.Mutex
-	got      []channels.Inbound
-	migrated [][2]string
-}
-
-func (s *testSink) Registered(chat string) bool { return s.registered[chat] }
-
-func (s *testSink) Deliver(ctx context.Context, in channels.Inbound) error {
-	if err := s.st.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
-		return err
-	}
-	if s.registered[in.ChatID] {
-		if _, err := s.st.PutMessage(ctx, store.Message{
-			ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID, SenderName: in.SenderName,
-			Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot, ReplyTo: in.ReplyTo, ThreadID: in.ThreadID,
-		}); err != nil {
+// storeLike makes sink store what it is given the way the router would
+// (chat row always, message row for registered chats), so tests can read
+// the store.
+func storeLike(st *store.Store, sink *chantest.Sink) func(context.Context, channels.Inbound) error {
+	return func(ctx context.Context, in channels.Inbound) error {
+		if err := st.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
 			return err
 		}
+		if !sink.Registered(in.ChatID) {
+			return nil
+		}
+		_, err := st.PutMessage(ctx, store.Message{
+			ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID, SenderName: in.SenderName,
+			Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot, ReplyTo: in.ReplyTo, ThreadID: in.ThreadID,
+		})
+		return err
 	}
-	s.mu.Lock()
-	s.got = append(s.got, in)
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *testSink) Migrated(_ context.Context, from, to string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.migrated = append(s.migrated, [2]string{from, to})
-}
-
-func (s *testSink) inbounds() []channels.Inbound {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]channels.Inbound(nil), s.got...)
-}
-
-func (s *testSink) migrations() [][2]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([][2]string(nil), s.migrated...)
 }
 
 // syncBuffer collects log output from several goroutines.
@@ -92,7 +63,7 @@ func (b *syncBuffer) String() string {
 type harness struct {
 	fake *telegramtest.Server
 	tg   *Telegram
-	sink *testSink
+	sink *chantest.Sink
 	reg  *mediaregistry.Registry
 	st   *store.Store
 	logs *syncBuffer
@@ -110,7 +81,8 @@ func newHarness(t *testing.T, mut ...func(*config.Telegram)) *harness {
 	}
 	t.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, 30*time.Minute)
-	sink := &testSink{st: st, registered: map[string]bool{ChatID(groupID): true, ChatID(dmUserID): true}}
+	sink := chantest.NewSink(ChatID(groupID), ChatID(dmUserID))
+	sink.OnDeliver = storeLike(st, sink)
 	logs := &syncBuffer{}
 	cfg := config.Telegram{Enabled: true, Token: telegramtest.Token, APIURL: fake.URL(), MaxDownloadBytes: 20 << 20}
 	for _, m := range mut {
@@ -133,7 +105,11 @@ func newHarness(t *testing.T, mut ...func(*config.Telegram)) *harness {
 			t.Errorf("the bot token appeared in the logs:\n%s", s)
 		}
 	})
-	return &harness{fake: fake, tg: tg, sink: sink, reg: reg, st: st, logs: logs}
+	h := &harness{fake: fake, tg: tg, sink: sink, reg: reg, st: st, logs: logs}
+	// Whatever a test made the channel deliver keeps the invariants every
+	// channel keeps. Runs before the store closes (cleanups run last-first).
+	t.Cleanup(func() { h.check(t, h.sink.Inbounds()...) })
+	return h
 }
 
 // start runs the channel until the test ends and waits for it to stop.
@@ -154,11 +130,21 @@ func (h *harness) start(t *testing.T) {
 	})
 }
 
-// waitInbound waits until the sink has n messages.
+// waitInbound waits until the sink has n messages and checks each
+// against the invariants every channel keeps.
 func (h *harness) waitInbound(t *testing.T, n int) []channels.Inbound {
 	t.Helper()
-	waitFor(t, func() bool { return len(h.sink.inbounds()) >= n })
-	return h.sink.inbounds()
+	got := h.sink.Wait(t, n)
+	h.check(t, got...)
+	return got
+}
+
+// check asserts the cross-channel invariants on delivered messages.
+func (h *harness) check(t *testing.T, ins ...channels.Inbound) {
+	t.Helper()
+	for _, in := range ins {
+		chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {

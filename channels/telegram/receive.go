@@ -85,34 +85,16 @@ func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit 
 		in.ThreadID = strconv.Itoa(msg.MessageThreadID)
 	}
 
-	refs := Extract(chat, msg)
-	hasContent := msg.Text != "" || len(refs) > 0
-
-	if !t.env.Sink.Registered(chat) {
-		// Not a group of ours: only enough for an operator to find and
-		// register the chat. No refs, no text from strangers.
+	// Not a group of ours: Compose leaves only enough for an operator to
+	// find and register the chat. No refs, no text from strangers.
+	if !t.env.Compose(ctx, &in, mediaregistry.Neutralize(msg.Text), Extract(chat, msg)) {
 		t.deliver(ctx, in)
 		return
 	}
-	if !hasContent {
+	if in.Text == "" {
 		t.log.Debug("telegram: ignoring message without text or media", "chat", chat, "id", in.ID)
 		return
 	}
-
-	var parts []string
-	for i := range refs {
-		ref := &refs[i]
-		if err := t.env.Registry.Register(ctx, ref); err != nil {
-			t.log.Error("telegram: registering media ref failed", "chat", chat, "id", in.ID, "kind", ref.Kind, "err", err)
-			continue
-		}
-		in.Refs = append(in.Refs, *ref)
-		parts = append(parts, mediaregistry.Render(ref))
-	}
-	if msg.Text != "" {
-		parts = append(parts, mediaregistry.Neutralize(msg.Text))
-	}
-	in.Text = strings.Join(parts, "\n")
 
 	mentionedByName := mentions(msg, me)
 	in.Mentioned = msg.Chat.Type == models.ChatTypePrivate || mentionedByName ||

@@ -298,7 +298,7 @@ func TestMentions(t *testing.T) {
 			u.Message.ReplyToMessage = c.replyTo
 			u.Message.Entities = c.entities
 			handle(h, u)
-			got := h.sink.inbounds()
+			got := h.sink.Inbounds()
 			if len(got) != 1 {
 				t.Fatalf("delivered %d", len(got))
 			}
@@ -320,7 +320,7 @@ func TestInboundFields(t *testing.T) {
 	edit.EditedMessage.EditDate = 1800000000
 	handle(h, edit)
 
-	got := h.sink.inbounds()
+	got := h.sink.Inbounds()
 	if len(got) != 2 {
 		t.Fatalf("delivered %d", len(got))
 	}
@@ -341,16 +341,16 @@ func TestInboundFields(t *testing.T) {
 func TestMigrationAndIgnoredUpdates(t *testing.T) {
 	h := newHarness(t)
 	oldGroup := models.Chat{ID: -4242, Type: models.ChatTypeGroup, Title: "Family"}
-	h.sink.registered[ChatID(-4242)] = true
+	h.sink.Register(ChatID(-4242))
 	handle(h, models.Update{ID: 1, Message: &models.Message{ID: 1, Chat: oldGroup, Date: 1, From: &alice, MigrateToChatID: groupID}})
 	handle(h, models.Update{ID: 2, Message: &models.Message{ID: 1, Chat: group, Date: 1, From: &alice, MigrateFromChatID: -4242}})
 	handle(h, models.Update{ID: 3, CallbackQuery: &models.CallbackQuery{ID: "cb"}})
 	handle(h, models.Update{ID: 4, Message: &models.Message{ID: 2, Chat: group, Date: 1, From: &alice, NewChatTitle: "Fam"}})
 
-	if m := h.sink.migrations(); len(m) != 1 || m[0] != [2]string{"telegram:-4242", "telegram:-1001234567890"} {
+	if m := h.sink.Migrations(); len(m) != 1 || m[0] != [2]string{"telegram:-4242", "telegram:-1001234567890"} {
 		t.Errorf("migrations: %v", m)
 	}
-	if n := len(h.sink.inbounds()); n != 0 {
+	if n := len(h.sink.Inbounds()); n != 0 {
 		t.Errorf("delivered %d, want 0", n)
 	}
 	logs := h.logs.String()

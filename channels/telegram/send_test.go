@@ -74,7 +74,7 @@ func TestSendReplyToRightChatAndThread(t *testing.T) {
 	h := newHarness(t)
 	// A DM reply as the router would send it after an inbound message.
 	handle(h, telegramtest.Text(telegramtest.Private(telegramtest.Person(dmUserID, "Dee")), telegramtest.Person(dmUserID, "Dee"), 77, "hi"))
-	in := h.sink.inbounds()[0]
+	in := h.sink.Inbounds()[0]
 	if _, err := h.tg.Send(context.Background(), channels.OutMessage{Chat: in.ChatID, Text: "hello Dee", ReplyTo: in.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestSendFollowsSupergroupMigration(t *testing.T) {
 	if _, err := h.tg.Send(context.Background(), channels.OutMessage{Chat: "telegram:-4242", Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.sink.migrations(); len(m) != 1 || m[0] != [2]string{"telegram:-4242", ChatID(groupID)} {
+	if m := h.sink.Migrations(); len(m) != 1 || m[0] != [2]string{"telegram:-4242", ChatID(groupID)} {
 		t.Errorf("migrations %v", m)
 	}
 	if sent := sentBy(h.fake, "sendMessage"); len(sent) != 1 || sent[0].ChatID != groupID {
@@ -322,7 +322,7 @@ func TestWebhook(t *testing.T) {
 			t.Errorf("secret %q: status %d, want 401", bad, status)
 		}
 	}
-	if n := len(h.sink.inbounds()); n != 0 {
+	if n := len(h.sink.Inbounds()); n != 0 {
 		t.Fatalf("%d injected messages delivered", n)
 	}
 
@@ -330,7 +330,7 @@ func TestWebhook(t *testing.T) {
 	if err != nil || status != 200 {
 		t.Fatalf("status %d err %v", status, err)
 	}
-	if got := h.sink.inbounds(); len(got) != 1 || got[0].Text != "real" {
+	if got := h.sink.Inbounds(); len(got) != 1 || got[0].Text != "real" {
 		t.Errorf("delivered %+v", got)
 	}
 	if !strings.Contains(h.logs.String(), "wrong secret") {

@@ -108,10 +108,12 @@ func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// Named once here; channels.Env.Compose logs through env.Log too.
+	env.Log = log.With("channel", Name)
 	t := &Telegram{
 		cfg:            cfg,
 		env:            env,
-		log:            log.With("channel", Name),
+		log:            env.Log,
 		apiURL:         strings.TrimRight(orDefault(cfg.APIURL, defaultAPIURL), "/"),
 		maxDL:          cfg.MaxDownloadBytes,
 		retryAfterUnit: time.Second,
