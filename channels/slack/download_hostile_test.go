@@ -46,7 +46,7 @@ func TestHostileDownloads(t *testing.T) {
 			u := h.fake.HostFile(c.file, c.mime, c.body)
 			h.send(t, message(testChannel, human, "", map[string]any{"subtype": "file_share", "files": []map[string]any{
 				{"id": "F0LIE00" + string(rune('1'+i)), "name": c.file, "mimetype": c.mime, "size": c.declared, "url_private_download": u}}}))
-			in := h.sink.next(t)
+			in := h.next(t)
 			if len(in.Refs) != 1 {
 				t.Fatalf("refs = %d", len(in.Refs))
 			}

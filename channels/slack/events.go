@@ -9,6 +9,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // maxEventBody caps an Events API request body; real events are a few KB.
@@ -92,35 +94,34 @@ func (r *recent) add(key string) bool {
 	return true
 }
 
-// refCache remembers the placeholder line registered for a file of a
-// message, so an edit of that message (or an unfurl, which Slack also
-// reports as message_changed) reuses the ref instead of registering a
-// duplicate.
+// refCache remembers the refs registered for the files of a message, so
+// an edit of that message (or an unfurl, which Slack also reports as
+// message_changed) reuses them instead of registering duplicates.
 type refCache struct {
 	mu    sync.Mutex
 	max   int
 	order []string
-	m     map[string]string
+	m     map[string]mediaregistry.MediaReference
 }
 
 func newRefCache(max int) *refCache {
-	return &refCache{max: max, m: make(map[string]string, max)}
+	return &refCache{max: max, m: make(map[string]mediaregistry.MediaReference, max)}
 }
 
-func (c *refCache) get(key string) (string, bool) {
+func (c *refCache) get(key string) (mediaregistry.MediaReference, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[key]
 	return v, ok
 }
 
-func (c *refCache) put(key, line string) {
+func (c *refCache) put(key string, ref mediaregistry.MediaReference) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[key]; !ok {
 		c.order = append(c.order, key)
 	}
-	c.m[key] = line
+	c.m[key] = ref
 	if len(c.order) > c.max {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]

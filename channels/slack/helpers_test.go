@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -31,56 +32,26 @@ var logOut io.Writer = io.Discard
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
-// testSink stores what it hears in a real store, like the router would,
-// and hands each Inbound to the test.
-type testSink struct {
-	st         *store.Store
-	registered map[string]bool
-	got        chan channels.Inbound
-}
-
-func (k *testSink) Registered(chat string) bool { return k.registered[chat] }
-
-func (k *testSink) Deliver(ctx context.Context, in channels.Inbound) error {
-	if err := k.st.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
+// storeLike makes sink store what it hears in a real store, like the
+// router would.
+func storeLike(st *store.Store) func(context.Context, channels.Inbound) error {
+	return func(ctx context.Context, in channels.Inbound) error {
+		if err := st.UpsertChat(ctx, store.Chat{ID: in.ChatID, Name: in.ChatName, IsGroup: in.IsGroup, LastMessageAt: in.Time}); err != nil {
+			return err
+		}
+		_, err := st.PutMessage(ctx, store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID,
+			SenderName: in.SenderName, Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot,
+			ThreadID: in.ThreadID})
 		return err
-	}
-	if _, err := k.st.PutMessage(ctx, store.Message{ChatID: in.ChatID, ID: in.ID, SenderID: in.SenderID,
-		SenderName: in.SenderName, Text: in.Text, Time: in.Time, FromMe: in.FromMe, IsBot: in.IsBot,
-		ThreadID: in.ThreadID}); err != nil {
-		return err
-	}
-	k.got <- in
-	return nil
-}
-
-func (k *testSink) Migrated(context.Context, string, string) {}
-
-// next waits for the next delivered message.
-func (k *testSink) next(t *testing.T) channels.Inbound {
-	t.Helper()
-	select {
-	case in := <-k.got:
-		return in
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message delivered within 5s")
-		return channels.Inbound{}
-	}
-}
-
-// none checks nothing more is delivered for a short while.
-func (k *testSink) none(t *testing.T) {
-	t.Helper()
-	select {
-	case in := <-k.got:
-		t.Fatalf("unexpected delivery: %+v", in)
-	case <-time.After(200 * time.Millisecond):
 	}
 }
 
 type harness struct {
+	// delivered is every message next took from the sink.
+	delivered []channels.Inbound
+
 	fake *slackfake.Server
-	sink *testSink
+	sink *chantest.Sink
 	reg  *mediaregistry.Registry
 	st   *store.Store
 	sl   *Slack
@@ -103,10 +74,17 @@ func newHarness(t *testing.T, mutate func(*config.Slack)) *harness {
 		fake: fake,
 		st:   st,
 		reg:  mediaregistry.New(st.DB, 30*time.Minute),
-		sink: &testSink{st: st, registered: map[string]bool{"slack:" + testChannel: true, "slack:D0DIRECT": true},
-			got: make(chan channels.Inbound, 16)},
-		ctx: ctx,
+		sink: chantest.NewSink("slack:"+testChannel, "slack:D0DIRECT"),
+		ctx:  ctx,
 	}
+	h.sink.OnDeliver = storeLike(st)
+	// Whatever a test made the channel deliver keeps the invariants every
+	// channel keeps. Runs before the store closes (cleanups run last-first).
+	t.Cleanup(func() {
+		for _, in := range h.delivered {
+			chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))
+		}
+	})
 	cfg := config.Slack{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()}
 	if mutate != nil {
 		mutate(&cfg)
@@ -126,6 +104,26 @@ func (h *harness) start(t *testing.T) {
 	t.Helper()
 	if err := h.sl.Start(h.ctx); err != nil {
 		t.Fatalf("Start: %v", err)
+	}
+}
+
+// next waits for the next delivered message.
+func (h *harness) next(t *testing.T) channels.Inbound {
+	t.Helper()
+	in := h.sink.Next(t)
+	h.delivered = append(h.delivered, in)
+	return in
+}
+
+// nothingBefore proves that nothing was delivered since the last next:
+// it sends a marker message and requires it to be the next delivery
+// (events are handled in order, so anything else would come first).
+func (h *harness) nothingBefore(t *testing.T) {
+	t.Helper()
+	const marker = "marker: nothing before me"
+	h.send(t, message(testChannel, human, marker, nil))
+	if in := h.next(t); in.Text != marker {
+		t.Fatalf("unexpected delivery: %+v", in)
 	}
 }
 

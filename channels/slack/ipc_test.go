@@ -25,7 +25,7 @@ func TestFetchThroughIPC(t *testing.T) {
 	u := h.fake.HostFile("report.pdf", "application/pdf", pdf)
 	h.send(t, message(testChannel, human, "", map[string]any{"subtype": "file_share", "files": []map[string]any{
 		{"id": "F0PDF001", "name": "report.pdf", "mimetype": "application/pdf", "size": len(pdf), "url_private_download": u}}}))
-	in := h.sink.next(t)
+	in := h.next(t)
 	if len(in.Refs) != 1 || h.fake.Calls("files") != 0 {
 		t.Fatalf("refs = %d, downloads = %d", len(in.Refs), h.fake.Calls("files"))
 	}

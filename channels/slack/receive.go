@@ -104,72 +104,67 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 		in.ChatName = in.SenderName
 	}
 
-	var lines []string
-	if t := s.plainText(ctx, m.Text); t != "" {
-		lines = append(lines, t)
-	}
-	fileLines, refs := s.fileLines(ctx, in, m.Files, edit)
-	lines = append(lines, fileLines...)
-	if len(lines) == 0 {
+	text := s.plainText(ctx, m.Text)
+	refs, notes := s.fileRefs(in, m.Files)
+	if text == "" && len(refs) == 0 && len(notes) == 0 {
 		return channels.Inbound{}, false
 	}
-	in.Text = strings.Join(lines, "\n")
-	in.Refs = refs
+	if text != "" {
+		notes = append(notes, text)
+	}
+	s.env.Compose(ctx, &in, strings.Join(notes, "\n"), refs)
+	// An edit (or an unfurl, which Slack also reports as message_changed)
+	// of this message reuses these refs instead of registering duplicates.
+	for _, r := range in.Refs {
+		var p private
+		if json.Unmarshal(r.Private, &p) == nil && p.FileID != "" {
+			s.known.put(knownKey(in, p.FileID), r)
+		}
+	}
 	return in, true
 }
 
-// fileLines renders one placeholder per file (registering refs only for
-// registered chats) and notes files beyond the per-message cap.
-func (s *Slack) fileLines(ctx context.Context, in channels.Inbound, files []slackapi.File, edit bool) ([]string, []mediaregistry.MediaReference) {
+// fileRefs splits a message's files into the refs channels.Env.Compose
+// registers (or, known from an earlier event of the same message, only
+// renders) and lines for the files that get no ref: files stored outside
+// Slack (the bot token must not go there, so they are metadata only),
+// deleted ones, and those beyond the per-message cap, so nothing
+// disappears silently.
+func (s *Slack) fileRefs(in channels.Inbound, files []slackapi.File) (refs []mediaregistry.MediaReference, notes []string) {
 	if len(files) == 0 {
 		return nil, nil
 	}
-	registered := s.env.Sink != nil && s.env.Registry != nil && s.env.Sink.Registered(in.ChatID)
-	var (
-		lines       []string
-		refs        []mediaregistry.MediaReference
-		unavailable int
-	)
 	shown := files
 	if len(shown) > MaxFilesPerMessage {
 		shown = shown[:MaxFilesPerMessage]
 	}
+	unavailable := 0
 	for _, f := range shown {
 		if f.Mode == "tombstone" || f.Mode == "hidden_by_limit" {
 			unavailable++
 			continue
 		}
 		ref := fileRef(in, f)
-		// External files (Google Drive and the like) live outside Slack;
-		// the bot token must not go there, so they are metadata only.
-		if !registered || f.IsExternal {
-			lines = append(lines, metaLine(&ref))
+		if f.IsExternal {
+			notes = append(notes, channels.RenderMeta(&ref))
 			continue
 		}
-		key := in.ChatID + "|" + in.ID + "|" + f.ID
-		if line, ok := s.known.get(key); ok {
-			lines = append(lines, line)
-			continue
+		if known, ok := s.known.get(knownKey(in, f.ID)); ok {
+			ref = known
 		}
-		if err := s.env.Registry.Register(ctx, &ref); err != nil {
-			s.log.Error("slack: register media ref", "chat", in.ChatID, "file", f.ID, "err", err)
-			lines = append(lines, metaLine(&ref))
-			continue
-		}
-		line := mediaregistry.Render(&ref)
-		s.known.put(key, line)
-		lines = append(lines, line)
-		if !edit {
-			refs = append(refs, ref)
-		}
+		refs = append(refs, ref)
 	}
 	if unavailable > 0 {
-		lines = append(lines, fmt.Sprintf("[%d %s no longer available]", unavailable, plural(unavailable, "file", "files")))
+		notes = append(notes, fmt.Sprintf("[%d %s no longer available]", unavailable, plural(unavailable, "file", "files")))
 	}
 	if n := len(files) - len(shown); n > 0 {
-		lines = append(lines, fmt.Sprintf("[%d more %s omitted]", n, plural(n, "file", "files")))
+		notes = append(notes, fmt.Sprintf("[%d more %s omitted]", n, plural(n, "file", "files")))
 	}
-	return lines, refs
+	return refs, notes
+}
+
+func knownKey(in channels.Inbound, fileID string) string {
+	return in.ChatID + "|" + in.ID + "|" + fileID
 }
 
 func plural(n int, one, many string) string {
@@ -236,15 +231,6 @@ func kindOf(f slackapi.File) mediaregistry.Kind {
 		return mediaregistry.Audio
 	}
 	return mediaregistry.Document
-}
-
-// metaLine renders a placeholder without a ref, for chats that are not
-// registered (nothing to fetch there) and for files botd cannot fetch.
-func metaLine(ref *mediaregistry.MediaReference) string {
-	r := *ref
-	r.ID, r.Caption = "", ""
-	line := strings.TrimSuffix(mediaregistry.Render(&r), "ref:]")
-	return strings.TrimRight(line, ", :") + "]"
 }
 
 func parseTS(ts string) time.Time {
@@ -357,7 +343,7 @@ func (s *Slack) channelName(ctx context.Context, id string) string {
 	if c, err := s.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id}); err == nil {
 		name = c.Name
 	} else {
-		s.log.Debug("slack: conversations.info failed", "channel", id, "err", err)
+		s.log.Debug("slack: conversations.info failed", "conversation", id, "err", err)
 	}
 	s.namesMu.Lock()
 	s.chanName[id] = name

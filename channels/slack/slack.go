@@ -95,10 +95,12 @@ func New(cfg config.Slack, env channels.Env) (*Slack, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// Named once here; channels.Env.Compose logs through env.Log too.
+	env.Log = log.With("channel", "slack")
 	s := &Slack{
 		cfg:            cfg,
 		env:            env,
-		log:            log.With("channel", "slack"),
+		log:            env.Log,
 		apiURL:         u,
 		connectTimeout: 30 * time.Second,
 		queue:          make(chan slackevents.EventsAPIEvent, 256),

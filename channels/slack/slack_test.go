@@ -42,7 +42,7 @@ func TestFileShareRegistersRefsWithoutDownloading(t *testing.T) {
 	files := imageAndPDF(h)
 	h.send(t, message(testChannel, human, "what do you make of these?", map[string]any{
 		"subtype": "file_share", "upload": true, "files": files}))
-	in := h.sink.next(t)
+	in := h.next(t)
 
 	golden(t, "file_share.golden", normalizeRefs(in.Text)+"\n")
 	if len(in.Refs) != 2 {
@@ -80,18 +80,20 @@ func TestFileShareRegistersRefsWithoutDownloading(t *testing.T) {
 	}
 }
 
-func TestFileShareInUnregisteredChatKeepsMetadataOnly(t *testing.T) {
+// A stranger's chat reaches the sink with its ids only, so an operator can
+// register it; no text and no refs, and nothing in the registry.
+func TestFileShareInUnregisteredChatDeliversIDsOnly(t *testing.T) {
 	h := newHarness(t, nil)
+	h.fake.SetChannel("C0STRANGE", "strangers")
 	h.start(t)
 	files := imageAndPDF(h)
-	h.send(t, message("C0STRANGE", human, "", map[string]any{"subtype": "file_share", "files": files}))
-	in := h.sink.next(t)
-	if len(in.Refs) != 0 {
-		t.Fatalf("refs = %d, want 0", len(in.Refs))
+	h.send(t, message("C0STRANGE", human, "secret plans", map[string]any{"subtype": "file_share", "files": files}))
+	in := h.next(t)
+	if in.ChatID != "slack:C0STRANGE" || in.ChatName != "strangers" || in.ID == "" || in.SenderID != human {
+		t.Errorf("ids missing: %+v", in)
 	}
-	want := "[Image: sunset.png, 2.4MB, image/png]\n[Document: report.pdf, 847KB, application/pdf]"
-	if in.Text != want {
-		t.Errorf("text = %q, want %q", in.Text, want)
+	if in.Text != "" || len(in.Refs) != 0 {
+		t.Errorf("unregistered chat delivered text %q and %d refs", in.Text, len(in.Refs))
 	}
 	list, err := h.reg.List(h.ctx, mediaregistry.Chats{"slack:C0STRANGE"}, mediaregistry.Filter{})
 	if err != nil || len(list) != 0 {
@@ -109,11 +111,11 @@ func TestMoreThanTenFilesNamesTheRest(t *testing.T) {
 			"mimetype": "image/jpeg", "size": 1000, "url_private": u})
 	}
 	h.send(t, message(testChannel, human, "album", map[string]any{"subtype": "file_share", "files": files}))
-	in := h.sink.next(t)
+	in := h.next(t)
 	if len(in.Refs) != MaxFilesPerMessage {
 		t.Errorf("refs = %d, want %d", len(in.Refs), MaxFilesPerMessage)
 	}
-	if !strings.HasSuffix(in.Text, "\n[3 more files omitted]") {
+	if !strings.HasSuffix(in.Text, "\n[3 more files omitted]\nalbum") {
 		t.Errorf("text does not name the omitted files: %q", in.Text)
 	}
 	if got := len(mediaregistry.Parse(in.Text)); got != MaxFilesPerMessage {
@@ -130,7 +132,7 @@ func TestCheckFileInfoIsResolvedAtFetchTime(t *testing.T) {
 		"size": len(body), "url_private_download": u})
 	h.send(t, message(testChannel, human, "see file", map[string]any{"subtype": "file_share",
 		"files": []map[string]any{{"id": "F0CHECK1", "file_access": "check_file_info"}}}))
-	in := h.sink.next(t)
+	in := h.next(t)
 	if len(in.Refs) != 1 {
 		t.Fatalf("refs = %d, want 1", len(in.Refs))
 	}
@@ -227,7 +229,7 @@ func TestThreadQuestionGetsThreadedAnswer(t *testing.T) {
 	h.start(t)
 	root := nextTS()
 	h.send(t, message(testChannel, human, "<@"+slackfake.BotUserID+"> what time is it?", map[string]any{"thread_ts": root}))
-	in := h.sink.next(t)
+	in := h.next(t)
 	if !in.Mentioned || in.ThreadID != root || in.Text != "@Andy what time is it?" {
 		t.Fatalf("inbound = %+v", in)
 	}
@@ -314,7 +316,7 @@ func TestInboundClassification(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h.send(t, tc.event)
-			tc.check(t, h.sink.next(t))
+			tc.check(t, h.next(t))
 		})
 	}
 
@@ -323,7 +325,7 @@ func TestInboundClassification(t *testing.T) {
 			"message":          map[string]any{"type": "message", "user": human, "text": "same", "ts": "1711111113.000100", "attachments": []any{map[string]any{"title": "unfurl"}}},
 			"previous_message": map[string]any{"type": "message", "user": human, "text": "same", "ts": "1711111113.000100"}})
 		h.send(t, message(testChannel, human, "<@"+human+"> has joined the channel", map[string]any{"subtype": "channel_join"}))
-		h.sink.none(t)
+		h.nothingBefore(t)
 	})
 }
 
@@ -466,7 +468,7 @@ func TestSocketModeReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.send(t, message(testChannel, human, "still there?", nil))
-	if in := h.sink.next(t); in.Text != "still there?" {
+	if in := h.next(t); in.Text != "still there?" {
 		t.Errorf("text = %q", in.Text)
 	}
 }
@@ -517,7 +519,19 @@ func TestEventsAPI(t *testing.T) {
 			}
 		})
 	}
-	h.sink.none(t)
+	// nothingBefore over HTTP: a signed marker must be the next delivery.
+	nothingBefore := func(t *testing.T) {
+		t.Helper()
+		const marker = "marker: nothing before me"
+		marked := mustJSON(t, slackfake.Callback(message(testChannel, human, marker, nil)))
+		if resp, _ := do(t, signedRequest(t, url, secret, marked, time.Now())); resp.StatusCode != http.StatusOK {
+			t.Fatalf("marker status = %d", resp.StatusCode)
+		}
+		if in := h.next(t); in.Text != marker {
+			t.Fatalf("unexpected delivery: %+v", in)
+		}
+	}
+	nothingBefore(t)
 
 	t.Run("signed event is delivered once even when retried", func(t *testing.T) {
 		for range 2 {
@@ -525,11 +539,11 @@ func TestEventsAPI(t *testing.T) {
 				t.Fatalf("status = %d", resp.StatusCode)
 			}
 		}
-		in := h.sink.next(t)
+		in := h.next(t)
 		if !in.Mentioned || in.Text != "@Andy via http" {
 			t.Errorf("inbound = %+v", in)
 		}
-		h.sink.none(t)
+		nothingBefore(t)
 	})
 }
 
@@ -539,14 +553,19 @@ func TestEditOfFileShareReusesRefs(t *testing.T) {
 	files := imageAndPDF(h)
 	orig := message(testChannel, human, "fist draft", map[string]any{"subtype": "file_share", "files": files})
 	h.send(t, orig)
-	first := h.sink.next(t)
+	first := h.next(t)
 	h.send(t, map[string]any{"type": "message", "subtype": "message_changed", "channel": testChannel, "channel_type": "channel",
 		"ts":               nextTS(),
 		"message":          map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "first draft", "ts": orig["ts"], "files": files},
 		"previous_message": map[string]any{"type": "message", "subtype": "file_share", "user": human, "text": "fist draft", "ts": orig["ts"], "files": files}})
-	edit := h.sink.next(t)
-	if !edit.Edit || edit.ID != first.ID || len(edit.Refs) != 0 {
+	edit := h.next(t)
+	if !edit.Edit || edit.ID != first.ID || len(edit.Refs) != len(first.Refs) {
 		t.Fatalf("edit = %+v", edit)
+	}
+	for i := range first.Refs {
+		if edit.Refs[i].ID != first.Refs[i].ID {
+			t.Errorf("edit ref %d is %s, want the original %s", i, edit.Refs[i].ID, first.Refs[i].ID)
+		}
 	}
 	wantText := strings.Replace(first.Text, "fist draft", "first draft", 1)
 	if edit.Text != wantText {
@@ -559,5 +578,30 @@ func TestEditOfFileShareReusesRefs(t *testing.T) {
 	stored, err := h.st.Message(h.ctx, first.ChatID, first.ID)
 	if err != nil || stored.Text != wantText {
 		t.Errorf("stored = %q, %v", stored.Text, err)
+	}
+}
+
+// A file stored outside Slack gets a metadata-only placeholder (the bot
+// token must not go there) and a deleted one a note; both follow the
+// fetchable files' placeholders and precede the typed text.
+func TestExternalAndDeletedFilesAreNamedWithoutRefs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(t)
+	files := imageAndPDF(h)[:1]
+	files = append(files,
+		map[string]any{"id": "F0EXT001", "name": "plan.gdoc", "mimetype": "application/vnd.google-apps.document",
+			"is_external": true, "external_type": "gdrive", "url_private": "https://docs.google.com/x"},
+		map[string]any{"id": "F0GONE01", "mode": "tombstone"})
+	h.send(t, message(testChannel, human, "see attached", map[string]any{"subtype": "file_share", "files": files}))
+	in := h.next(t)
+	if len(in.Refs) != 1 || in.Refs[0].Kind != mediaregistry.Image {
+		t.Fatalf("refs = %+v, want the image only", in.Refs)
+	}
+	want := "[Image: sunset.png, 2.4MB, image/png, ref:" + in.Refs[0].ID + "]\n" +
+		"[Document: plan.gdoc, application/vnd.google-apps.document]\n" +
+		"[1 file no longer available]\n" +
+		"see attached"
+	if in.Text != want {
+		t.Errorf("text = %q, want %q", in.Text, want)
 	}
 }
