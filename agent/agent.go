@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -48,10 +49,13 @@ type Options struct {
 	MaxMessages   int
 	MaxIterations int
 	RunTimeout    time.Duration
-	// MCPCommand is the argv prefix that starts botd's MCP server, e.g.
-	// [/usr/bin/botd mcp --config /etc/botd.yaml]; "--group <folder>" is
-	// appended. Empty means no botd tools (unless Tools is set).
-	MCPCommand []string
+	// Media answers botd's own tools (fetch_media, list_media,
+	// send_message, send_media) of a group in-process: the daemon passes
+	// the media service's Caller. Nil means no botd tools (unless Tools is
+	// set).
+	Media func(group string) mcp.Caller
+	// InlineMaxBytes is media.inline_max_bytes for botd's own tools.
+	InlineMaxBytes int64
 	// ExtraMCP are further stdio MCP servers; their allow-listed tools are
 	// exposed as "<name>__<tool>".
 	ExtraMCP      map[string]config.MCPServer
@@ -142,7 +146,7 @@ func New(opts Options) *Agent {
 	}
 	a.idle = sync.NewCond(&a.mu)
 	if a.opts.Tools == nil {
-		a.opts.Tools = a.stdioTools
+		a.opts.Tools = a.defaultTools
 	}
 	return a
 }

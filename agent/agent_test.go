@@ -125,8 +125,13 @@ func TestPhotoQuestionFetchesOnlyWhatIsAsked(t *testing.T) {
 	if strings.Contains(tr, "iVBORw0KGgo") || regexp.MustCompile(`[A-Za-z0-9+/]{200,}`).MatchString(tr) {
 		t.Error("transcript holds a long base64 run")
 	}
-	if !strings.Contains(tr, filepath.ToSlash(filepath.Join("media", "inline"))) || !strings.Contains(tr, `"kind":"media"`) {
+	// The model is pointed at the file fetch_media saved; the inline
+	// bytes are not written to disk a second time.
+	if !strings.Contains(tr, `"path":"`+filepath.Join(h.groupsDir, "family", "media", "tg_CATcat0001xyz_cat.png")+`"`) || !strings.Contains(tr, `"kind":"media"`) {
 		t.Errorf("transcript lacks the image reference: %s", tr)
+	}
+	if left, _ := os.ReadDir(filepath.Join(h.groupsDir, "family", "media", "inline")); len(left) != 0 {
+		t.Errorf("inline image written again: %v", left)
 	}
 	runs, err := h.st.Runs(context.Background(), "family", 10)
 	if err != nil || len(runs) != 1 || runs[0].Outcome != "answered" || runs[0].Iterations != 2 {

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -72,26 +70,12 @@ func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
 // mediaPath checks that p names a regular file inside the group folder and
 // returns it relative to the folder.
 func mediaPath(ws groups.Workspace, p string) (string, error) {
-	full, err := ws.Resolve(p)
+	f, rel, err := ws.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("MEDIA: %w", err)
 	}
-	fi, err := os.Stat(full)
-	if err != nil {
-		return "", fmt.Errorf("MEDIA: %q: %w", p, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("MEDIA: %q is not a regular file", p)
-	}
-	root, err := filepath.EvalSymlinks(ws.Root)
-	if err != nil {
-		return "", fmt.Errorf("MEDIA: group folder: %w", err)
-	}
-	rel, err := filepath.Rel(root, full)
-	if err != nil {
-		return "", fmt.Errorf("MEDIA: %q: %w", p, err)
-	}
-	return filepath.ToSlash(rel), nil
+	f.Close()
+	return rel, nil
 }
 
 // collapseBlankLines leaves at most one empty line in a row, so removed

@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"mime"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -121,14 +119,19 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		if it.PartsDone >= part {
 			continue
 		}
-		full, err := ws.Resolve(rel)
+		f, _, err := ws.Open(rel)
 		if err != nil {
 			a.log.Warn("agent: answer file gone before it was sent", "group", it.Folder, "path", rel, "err", err)
 			a.progress(ctx, it, part)
 			continue
 		}
-		m := channels.OutMedia{Chat: it.ChatID, Path: full, FileName: filepath.Base(full), MIME: fileMIME(full), Caption: caption, ThreadID: it.ThreadID}
+		mime, err := mediaregistry.FileMIME(f)
+		if err != nil {
+			mime = "application/octet-stream"
+		}
+		m := channels.OutMedia{Chat: it.ChatID, Path: f.Name(), FileName: filepath.Base(f.Name()), MIME: mime, Caption: caption, ThreadID: it.ThreadID}
 		d, err := ms.SendMedia(ctx, m)
+		f.Close()
 		if err != nil {
 			return fmt.Errorf("send file to %s: %w", it.ChatID, err)
 		}
@@ -161,22 +164,4 @@ func (a *Agent) progress(ctx context.Context, it *store.OutboxItem, part int) {
 	if err := a.opts.Store.OutboxProgress(ctx, it.ID, part); err != nil {
 		a.log.Warn("agent: cannot record delivery progress", "outbox", it.ID, "err", err)
 	}
-}
-
-// fileMIME sniffs the file and falls back to its extension: channels pick
-// photo vs document by it.
-func fileMIME(path string) string {
-	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		head := make([]byte, mediaregistry.SniffLen)
-		n, _ := f.Read(head)
-		if m := mediaregistry.Sniff(head[:n]); m != "application/octet-stream" {
-			return m
-		}
-	}
-	if m := mime.TypeByExtension(filepath.Ext(path)); m != "" {
-		return mediaregistry.CleanMIME(m)
-	}
-	return "application/octet-stream"
 }

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
@@ -209,7 +208,7 @@ func (h *harness) options(mod func(*Options)) Options {
 		LLM:      h.llm, Model: "fake-1", AssistantName: "Andy",
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Location:   time.UTC,
-		Tools:      h.tools,
+		Media:      func(group string) mcp.Caller { return h.hosts[group] },
 		RetryDelay: func(try int) time.Duration { return time.Millisecond },
 	}
 	if testing.Verbose() {
@@ -219,28 +218,6 @@ func (h *harness) options(mod func(*Options)) Options {
 		mod(&o)
 	}
 	return o
-}
-
-// tools is an in-process botd MCP server (package mcp, the real tools)
-// over a fake host.
-func (h *harness) tools(ctx context.Context, g *groups.Group) (ToolSession, error) {
-	dir := filepath.Join(h.groupsDir, g.Folder)
-	host, ok := h.hosts[g.Folder]
-	if !ok {
-		return nil, fmt.Errorf("no fake host for %s", g.Folder)
-	}
-	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, Caller: host, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.NewInProcessClient(srv)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	return ConnectMCP(ctx, nil, MCPConn{Client: c, AllowAll: true}), nil
 }
 
 // start starts the agent; hosts for every group are created first (they

@@ -14,6 +14,7 @@ import (
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -34,9 +35,9 @@ func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabi
 		case *mcpgo.TextContent:
 			parts = append(parts, llm.Text(c.Text))
 		case mcpgo.ImageContent:
-			parts = append(parts, imagePart(ws, c.Data, c.MIMEType, caps))
+			parts = append(parts, imagePart(ws, c, caps))
 		case *mcpgo.ImageContent:
-			parts = append(parts, imagePart(ws, c.Data, c.MIMEType, caps))
+			parts = append(parts, imagePart(ws, *c, caps))
 		case mcpgo.AudioContent:
 			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
 		case *mcpgo.AudioContent:
@@ -59,9 +60,13 @@ func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabi
 	return parts
 }
 
-func imagePart(ws groups.Workspace, data, mime string, caps llm.Capabilities) llm.Part {
-	mime = mediaregistry.CleanMIME(mime)
-	rel, abs, err := saveInline(ws, data, mime)
+func imagePart(ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIMEType)
+	rel, abs, ok := savedImage(ws, c)
+	var err error
+	if !ok {
+		rel, abs, err = saveInline(ws, c.Data, mime)
+	}
 	if err != nil {
 		return llm.Text(fmt.Sprintf("(an image came back but could not be kept: %v)", err))
 	}
@@ -95,6 +100,35 @@ func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabi
 		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
 	}
 	return llm.Text("(an embedded resource of an unknown shape was left out)")
+}
+
+// savedImage finds the file botd's fetch_media already saved for image
+// content that is that file's bytes (mcp.MetaSavedPath), so the image is
+// not written to disk a second time. ok is false for previews, other
+// servers' images, and a file that no longer matches.
+func savedImage(ws groups.Workspace, c mcpgo.ImageContent) (rel, abs string, ok bool) {
+	if c.Meta == nil {
+		return "", "", false
+	}
+	p, _ := c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
+	if p == "" {
+		return "", "", false
+	}
+	f, rel, err := ws.Open(p)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != int64(base64.StdEncoding.DecodedLen(len(c.Data))-padding(c.Data)) {
+		return "", "", false
+	}
+	return rel, f.Name(), true
+}
+
+// padding counts the '=' a base64 string ends with.
+func padding(s string) int {
+	return len(s) - len(strings.TrimRight(s, "="))
 }
 
 // saveInline decodes base64 content into media/inline/<sha256><ext>.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mcp"
 )
 
 // ToolSession is the set of tools one run may call. Results stay in MCP's
@@ -182,16 +184,17 @@ func (s *MCPSession) Close() error {
 	return errors.Join(errs...)
 }
 
-// stdioTools is the default ToolSource: botd's own MCP server for the
-// group (MCPCommand + --group folder) plus the configured extra servers,
-// each a child process over stdio for the length of the run.
-func (a *Agent) stdioTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
+// defaultTools is the default ToolSource: botd's own MCP server for the
+// group, in-process over the media service (no child process, no IPC
+// files: the agent lives in the daemon that answers them), plus the
+// configured extra servers, each a child process over stdio for the length
+// of the run.
+func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
 	var conns []MCPConn
-	if cmd := a.opts.MCPCommand; len(cmd) > 0 {
-		args := append(slices.Clone(cmd[1:]), "--group", g.Folder)
-		c, err := a.startStdio("botd", cmd[0], nil, args)
+	if a.opts.Media != nil {
+		c, err := a.botdTools(ctx, g)
 		if err != nil {
-			a.log.Error("agent: cannot start botd mcp; answering without media tools", "group", g.Folder, "err", err)
+			a.log.Error("agent: cannot open botd's media tools; answering without them", "group", g.Folder, "err", err)
 		} else {
 			conns = append(conns, MCPConn{Client: c, AllowAll: true})
 		}
@@ -216,19 +219,34 @@ func (a *Agent) stdioTools(ctx context.Context, g *groups.Group) (ToolSession, e
 	return ConnectMCP(ctx, a.log, conns...), nil
 }
 
+// botdTools is botd's MCP server of g over the in-process caller.
+func (a *Agent) botdTools(ctx context.Context, g *groups.Group) (*client.Client, error) {
+	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(a.opts.GroupsDir, g.Folder), InlineMaxBytes: a.opts.InlineMaxBytes,
+		Caller: a.opts.Media(g.Folder), Log: a.log.With("mcp_server", "botd", "group", g.Folder)})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewInProcessClient(srv)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // passEnv are the variables an extra MCP server inherits besides its
 // configured env. The daemon's environment holds channel tokens and model
 // keys; a third-party server gets none of them unless configured.
 var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"}
 
-// startStdio starts a stdio MCP server. env nil means botd's own server,
-// which inherits the daemon's environment (its config expands ${VARS});
-// otherwise the child gets passEnv plus env.
+// startStdio starts an extra stdio MCP server: the child gets passEnv
+// plus env, never the daemon's secrets.
 func (a *Agent) startStdio(name, command string, env, args []string) (*client.Client, error) {
 	stderr := &logWriter{log: a.log.With("mcp_server", name)}
-	opts := []transport.StdioOption{transport.WithCommandStderrWriter(stderr)}
-	if env != nil {
-		opts = append(opts, transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+	opts := []transport.StdioOption{transport.WithCommandStderrWriter(stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			for _, k := range passEnv {
 				if v, ok := os.LookupEnv(k); ok {
@@ -237,8 +255,7 @@ func (a *Agent) startStdio(name, command string, env, args []string) (*client.Cl
 			}
 			cmd.Env = append(cmd.Env, env...)
 			return cmd, nil
-		}))
-	}
+		})}
 	c, err := client.NewStdioMCPClientWithOptions(command, env, args, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

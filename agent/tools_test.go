@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mcp"
 )
 
 // fakeMCPEnv makes the test binary act as a stdio MCP server (see
@@ -54,32 +55,36 @@ func serveFakeMCP() {
 	}
 }
 
-// The default tool source starts MCPCommand + "--group <folder>" and the
-// extra servers as child processes, exposes the extra servers' allowed
-// tools as <name>__<tool> only, and routes calls to the right process.
-func TestStdioToolSource(t *testing.T) {
+// The default tool source serves botd's own tools in-process over the
+// media caller (no child process) and starts the extra servers as child
+// processes, exposes the extra servers' allowed tools as <name>__<tool>
+// only, keeps the daemon's secrets from them, and routes calls right.
+func TestDefaultToolSource(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(fakeMCPEnv, "1")
 	t.Setenv("SECRET_API_KEY", "sk-secret")
+	dir := t.TempDir()
+	host := &fakeHost{groupDir: filepath.Join(dir, "family"), fetches: map[string]int{}}
+	var asked []string
 	a := New(Options{
-		MCPCommand: []string{exe, "mcp", "--config", "/etc/botd.yaml"},
+		GroupsDir: dir,
+		Media:     func(group string) mcp.Caller { asked = append(asked, group); return host },
 		ExtraMCP: map[string]config.MCPServer{
 			"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
 			"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
 		},
 	})
 	ctx := context.Background()
-	sess, err := a.stdioTools(ctx, &groups.Group{Folder: "family"})
+	sess, err := a.defaultTools(ctx, &groups.Group{Folder: "family"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sess.Close()
 	names := toolNames(sess.Tools())
 	slices.Sort(names)
-	want := []string{"echo", "notes__echo", "notes__whoami", "rm_rf", "whoami"}
+	want := []string{"fetch_media", "list_media", "notes__echo", "notes__whoami", "send_media", "send_message"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
@@ -100,11 +105,14 @@ func TestStdioToolSource(t *testing.T) {
 		}
 		return b.String()
 	}
-	// botd's own server inherits the daemon's environment (its config
-	// expands variables); the extra server gets only what it is given.
-	if got := call("whoami", `{}`); got != "mcp --config /etc/botd.yaml --group family | sk-secret" {
-		t.Errorf("botd server argv = %q", got)
+	if got := call("list_media", `{}`); !strings.Contains(got, "No media") {
+		t.Errorf("list_media = %q", got)
 	}
+	if !slices.Equal(asked, []string{"family"}) {
+		t.Errorf("media caller asked for %v, want [family]", asked)
+	}
+	// The extra server gets only what it is given, never the daemon's
+	// environment.
 	if got := call("notes__whoami", `{}`); got != "notes-server | t0k" {
 		t.Errorf("extra server argv/env = %q", got)
 	}
@@ -121,7 +129,7 @@ func TestBrokenMCPServerIsLeftOut(t *testing.T) {
 	a := New(Options{ExtraMCP: map[string]config.MCPServer{
 		"ghost": {Command: filepath.Join(t.TempDir(), "no-such-binary"), Tools: []string{"x"}},
 	}})
-	sess, err := a.stdioTools(context.Background(), &groups.Group{Folder: "family"})
+	sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "family"})
 	if err != nil {
 		t.Fatal(err)
 	}

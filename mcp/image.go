@@ -23,6 +23,10 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
+// MetaSavedPath is the _meta key of image content whose bytes are exactly
+// the file saved in the group folder, at this group-relative path.
+const MetaSavedPath = "botd/savedPath"
+
 // PreviewMaxSide is the longest side of a preview: the size vision models
 // work at anyway, so larger previews only cost tokens.
 const PreviewMaxSide = 1568
@@ -69,10 +73,11 @@ func (t *tools) imageResult(f *os.File, m *mediaInfo) (*mcpgo.CallToolResult, st
 	if inlineOK && m.size <= t.inlineMax && cfg.Width <= maxInlineSide && cfg.Height <= maxInlineSide {
 		data, err := readSmall(f, m.size, t.inlineMax)
 		if err == nil {
-			return &mcpgo.CallToolResult{Content: []mcpgo.Content{
-				mcpgo.NewTextContent(m.describe("")),
-				mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), mime),
-			}}, ""
+			img := mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), mime)
+			// The bytes are the saved file itself: an in-process agent
+			// can point its model at the file instead of writing them again.
+			img.Meta = &mcpgo.Meta{AdditionalFields: map[string]any{MetaSavedPath: m.rel}}
+			return &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(m.describe("")), img}}, ""
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, "The image could not be read back, so it is not shown; open the saved file instead."

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/providers"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/mcp"
 )
 
 // buildLLM turns llm.model and llm.fallback into one fallback chain.
@@ -56,20 +55,13 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find botd binary: %w", err)
-	}
-	cfgPath, err := filepath.Abs(d.cfgPath)
-	if err != nil {
-		return fmt.Errorf("config path: %w", err)
-	}
 	d.agent = agent.New(agent.Options{
 		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
 		LLM: chain, Model: d.cfg.LLM.Model.Name, MaxTokens: d.cfg.LLM.Model.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
-		MCPCommand: []string{exe, "mcp", "--config", cfgPath}, ExtraMCP: d.cfg.Agent.MCPServers,
+		Media:          func(group string) mcp.Caller { return d.media.Caller(group) },
+		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
 	})
 	d.sink = d.agent

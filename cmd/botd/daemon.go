@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -30,10 +31,11 @@ type daemon struct {
 	cache   *mediaregistry.Cache
 	groups  *groups.Set
 	chans   map[string]channels.Channel
+	media   *media.Service
 	host    *ipc.Host
 	sink    channels.Sink
 	agent   *agent.Agent
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // sweepers
 }
 
 func newDaemon(cfg *config.Config, cfgPath string, log *slog.Logger) (*daemon, error) {
@@ -71,11 +73,13 @@ func (d *daemon) open(ctx context.Context) error {
 	return nil
 }
 
+// close waits for the host and the sweepers (their context must have
+// ended) and closes the store last, when nothing can write to it.
 func (d *daemon) close() {
-	d.wg.Wait()
 	if d.host != nil {
 		d.host.Wait()
 	}
+	d.wg.Wait()
 	if d.store != nil {
 		d.store.Close()
 	}
@@ -83,24 +87,25 @@ func (d *daemon) close() {
 
 // buildChannels constructs the enabled channels; nothing connects yet.
 func (d *daemon) buildChannels() error {
+	// Each channel adds channel=<name> to env.Log itself.
 	env := channels.Env{Registry: d.reg, Sink: d.sink, Log: d.log, AssistantName: d.cfg.AssistantName}
 	c := d.cfg.Channels
 	if c.Telegram.Enabled {
-		tg, err := telegram.New(c.Telegram, withLog(env, "telegram"))
+		tg, err := telegram.New(c.Telegram, env)
 		if err != nil {
 			return fail(1, "telegram: %v", err)
 		}
 		d.chans[tg.Name()] = tg
 	}
 	if c.Slack.Enabled {
-		sl, err := slack.New(c.Slack, withLog(env, "slack"))
+		sl, err := slack.New(c.Slack, env)
 		if err != nil {
 			return fail(1, "slack: %v", err)
 		}
 		d.chans[sl.Name()] = sl
 	}
 	if c.WhatsApp.Enabled {
-		wa, err := whatsapp.New(c.WhatsApp, d.cfg.DataDir, withLog(env, "whatsapp"))
+		wa, err := whatsapp.New(c.WhatsApp, d.cfg.DataDir, env)
 		if err != nil {
 			return fail(1, "whatsapp: %v", err)
 		}
@@ -109,18 +114,18 @@ func (d *daemon) buildChannels() error {
 	return nil
 }
 
-func withLog(env channels.Env, name string) channels.Env {
-	env.Log = env.Log.With("channel", name)
-	return env
-}
-
-// startHost serves the agent side's IPC requests.
+// startHost serves the media tools: over IPC files to `botd mcp` (Claude
+// Desktop, any external MCP client), in-process to the built-in agent.
 func (d *daemon) startHost(ctx context.Context) error {
-	svc := ipc.NewService(ipc.ServiceOptions{
+	d.media = media.New(media.Options{
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
-		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, Log: d.log.With("component", "ipc"),
+		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, Log: d.log.With("component", "media"),
 	})
-	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: d.groups.All(), Handler: svc, Log: d.log.With("component", "ipc")})
+	var folders []string
+	for _, g := range d.groups.All() {
+		folders = append(folders, g.Folder)
+	}
+	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: d.media, Log: d.log.With("component", "ipc")})
 	return d.host.Start(ctx)
 }
 
@@ -157,40 +162,61 @@ func (d *daemon) startChannels(ctx context.Context) error {
 	return nil
 }
 
+// run starts everything and, once ctx ends, stops it in the order that
+// loses nothing: intake first (channels stop receiving and are waited
+// for, so every message they took is stored), then the agent's runs, then
+// the IPC host and the sweepers, and the store last.
 func (d *daemon) run(ctx context.Context) error {
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return fmt.Errorf("start: %w", err)
 	}
 	defer d.close()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := d.startAgent(runCtx); err != nil {
+	hostCtx, stopHost := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHost()
+	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAgent()
+	intakeCtx, stopIntake := context.WithCancel(ctx)
+	defer stopIntake()
+	defer d.waitChannels()
+	if err := d.startAgent(agentCtx); err != nil {
 		return err
 	}
 	if err := d.buildChannels(); err != nil {
 		return err
 	}
-	if err := d.startHost(runCtx); err != nil {
+	if err := d.startHost(hostCtx); err != nil {
 		return err
 	}
-	d.startSweepers(runCtx)
+	d.startSweepers(hostCtx)
 	if err := d.addChannelsToAgent(); err != nil {
 		return err
 	}
 	// Channels first: the agent's recovery delivers answers left in the
 	// outbox by a crash, which needs connected channels. Messages that
 	// arrive before the agent starts are stored and picked up by its Start.
-	if err := d.startChannels(runCtx); err != nil {
+	if err := d.startChannels(intakeCtx); err != nil {
 		return err
 	}
-	if err := d.agent.Start(runCtx); err != nil {
+	if err := d.agent.Start(agentCtx); err != nil {
 		return err
 	}
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
 	d.log.Info("shutting down")
-	cancel()
+	stopIntake()
+	d.waitChannels()
+	stopAgent()
 	d.waitAgent()
+	stopHost()
 	return nil
+}
+
+// waitChannels blocks until every channel that runs goroutines stopped.
+func (d *daemon) waitChannels() {
+	for _, ch := range d.chans {
+		if w, ok := ch.(channels.Waiter); ok {
+			w.Wait()
+		}
+	}
 }
