@@ -12,6 +12,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/config"
 )
 
@@ -204,7 +205,7 @@ func TestStartWithoutDevice(t *testing.T) {
 
 func TestNewHasNoSideEffects(t *testing.T) {
 	dir := t.TempDir()
-	sink := &fakeSink{}
+	sink := chantest.NewSink()
 	env := newTestChannel(t, config.WhatsApp{})
 	if _, err := New(config.WhatsApp{SessionDB: filepath.Join(dir, "sub", "wa.db")}, dir, channels.Env{Registry: env.reg, Sink: sink}); err != nil {
 		t.Fatal(err)

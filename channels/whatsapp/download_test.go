@@ -38,7 +38,7 @@ import (
 func registerImage(t *testing.T, env *testEnv, m *waE2E.ImageMessage) *mediaregistry.MediaReference {
 	t.Helper()
 	ctx := context.Background()
-	in, ok, err := env.w.inbound(ctx, groupMsg("3EB0DL", &waE2E.Message{ImageMessage: m}))
+	in, ok, err := env.receive(t, groupMsg("3EB0DL", &waE2E.Message{ImageMessage: m}))
 	if err != nil || !ok || len(in.Refs) != 1 {
 		t.Fatalf("inbound: ok=%v err=%v %+v", ok, err, in)
 	}

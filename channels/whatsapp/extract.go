@@ -185,15 +185,3 @@ func plural(n uint32, word string) string {
 	}
 	return word + "s"
 }
-
-// renderUnregistered is the placeholder for a chat that is not a group:
-// the agent never sees it, but the stored history still says what was
-// sent, without a ref that could be fetched.
-func renderUnregistered(ref *mediaregistry.MediaReference) string {
-	r := *ref
-	r.ID = ""
-	s := mediaregistry.Render(&r)
-	s = strings.Replace(s, ", ref:]", "]", 1)
-	s = strings.Replace(s, ": ref:]", "]", 1)
-	return s
-}

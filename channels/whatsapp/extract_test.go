@@ -123,7 +123,7 @@ func TestExtractGolden(t *testing.T) {
 	ctx := context.Background()
 	var out strings.Builder
 	for _, tc := range extractCases() {
-		in, ok, err := env.w.inbound(ctx, tc.evt)
+		in, ok, err := env.receive(t, tc.evt)
 		if err != nil || !ok {
 			t.Fatalf("%s: ok=%v err=%v", tc.name, ok, err)
 		}
@@ -167,27 +167,45 @@ func TestExtractSkipsNonContent(t *testing.T) {
 		"status":   status,
 		"nil":      groupMsg("3EB0NIL", nil),
 	} {
-		if _, ok, err := env.w.inbound(context.Background(), evt); ok || err != nil {
+		if _, ok, err := env.receive(t, evt); ok || err != nil {
 			t.Errorf("%s: ok=%v err=%v, want skipped", name, ok, err)
 		}
 	}
 }
 
-// TestUnregisteredChatRegistersNothing: metadata only, no ref rows.
+// TestUnregisteredChatRegistersNothing: ids only (no text from strangers
+// reaches the store), no ref rows.
 func TestUnregisteredChatRegistersNothing(t *testing.T) {
 	env := newTestChannel(t, config.WhatsApp{})
 	evt := groupMsg("3EB0X", &waE2E.Message{ImageMessage: img()})
 	evt.Info.Chat = types.NewJID("120363999999999999", types.GroupServer)
-	in, ok, err := env.w.inbound(context.Background(), evt)
+	in, ok, err := env.receive(t, evt)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if len(in.Refs) != 0 || strings.Contains(in.Text, "ref:") {
-		t.Errorf("unregistered chat got refs: %+v", in)
+	if len(in.Refs) != 0 || in.Text != "" || in.ChatID != "whatsapp:120363999999999999@g.us" || in.ID != "3EB0X" {
+		t.Errorf("unregistered chat: %+v, want its ids only", in)
 	}
 	var n int
 	if err := env.st.DB.QueryRow(`SELECT count(*) FROM media_refs`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("media_refs rows = %d (%v), want 0", n, err)
+	}
+}
+
+// TestFailedRegistrationKeepsTheMessage: a store that cannot take the ref
+// costs the ref, not the message: the placeholder stays, without a ref,
+// and the caption the sender typed is kept.
+func TestFailedRegistrationKeepsTheMessage(t *testing.T) {
+	env := newTestChannel(t, config.WhatsApp{})
+	if _, err := env.st.DB.Exec(`DROP TABLE media_refs`); err != nil {
+		t.Fatal(err)
+	}
+	in, ok, err := env.receive(t, groupMsg("3EB0BROKEN", &waE2E.Message{ImageMessage: img()}))
+	if err != nil || !ok {
+		t.Fatalf("message dropped: ok=%v err=%v", ok, err)
+	}
+	if want := "[Image: 2.4MB, image/jpeg] Beautiful sunset"; in.Text != want || len(in.Refs) != 0 {
+		t.Errorf("text %q with %d refs, want %q and none", in.Text, len(in.Refs), want)
 	}
 }
 
@@ -216,7 +234,7 @@ func TestLIDSendersMappedToPhoneNumbers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			evt := groupMsg("3EB0LID", &waE2E.Message{Conversation: proto.String("hey")})
 			evt.Info.Chat, evt.Info.Sender, evt.Info.SenderAlt, evt.Info.IsGroup = tc.chat, tc.sender, tc.senderAlt, tc.group
-			in, ok, err := env.w.inbound(context.Background(), evt)
+			in, ok, err := env.receive(t, evt)
 			if err != nil || !ok {
 				t.Fatal(ok, err)
 			}
@@ -233,7 +251,7 @@ func TestHandleSurvivesRestart(t *testing.T) {
 	env := newTestChannel(t, config.WhatsApp{})
 	ctx := context.Background()
 	evt := groupMsg("3EB0RESTART", &waE2E.Message{ImageMessage: img()})
-	in, _, err := env.w.inbound(ctx, evt)
+	in, _, err := env.receive(t, evt)
 	if err != nil || len(in.Refs) != 1 {
 		t.Fatalf("inbound: %v %+v", err, in)
 	}

@@ -19,6 +19,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -43,34 +44,6 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from golden (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
-}
-
-// fakeSink records deliveries; registered lists the chats of groups.
-type fakeSink struct {
-	mu         sync.Mutex
-	registered map[string]bool
-	got        []channels.Inbound
-}
-
-func (s *fakeSink) Registered(chat string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.registered[chat]
-}
-
-func (s *fakeSink) Deliver(_ context.Context, in channels.Inbound) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, in)
-	return nil
-}
-
-func (s *fakeSink) Migrated(context.Context, string, string) {}
-
-func (s *fakeSink) delivered() []channels.Inbound {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]channels.Inbound(nil), s.got...)
 }
 
 // fakeClient stands in for *whatsmeow.Client. Media lives in a map from
@@ -160,7 +133,7 @@ func (m mapLIDs) GetPNForLID(_ context.Context, lid types.JID) (types.JID, error
 
 type testEnv struct {
 	w     *WhatsApp
-	sink  *fakeSink
+	sink  *chantest.Sink
 	st    *store.Store
 	reg   *mediaregistry.Registry
 	cli   *fakeClient
@@ -188,7 +161,7 @@ func newTestChannel(t *testing.T, cfg config.WhatsApp) *testEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, 30*time.Minute)
-	sink := &fakeSink{registered: map[string]bool{groupID: true, "whatsapp:4917012345678@s.whatsapp.net": true}}
+	sink := chantest.NewSink(groupID, "whatsapp:4917012345678@s.whatsapp.net")
 	w, err := New(cfg, dir, channels.Env{
 		Registry:      reg,
 		Sink:          sink,
@@ -201,7 +174,26 @@ func newTestChannel(t *testing.T, cfg config.WhatsApp) *testEnv {
 	fc := &fakeClient{cdn: map[string][]byte{}}
 	w.cli = fc
 	w.own = []types.JID{botJID, botLID}
-	return &testEnv{w: w, sink: sink, st: st, reg: reg, cli: fc, dbDir: dir}
+	env := &testEnv{w: w, sink: sink, st: st, reg: reg, cli: fc, dbDir: dir}
+	// Whatever a test made the channel deliver keeps the invariants every
+	// channel keeps. Runs before the store closes (cleanups run last-first).
+	t.Cleanup(func() {
+		for _, in := range sink.Inbounds() {
+			chantest.CheckInbound(t, reg, in, sink.Registered(in.ChatID))
+		}
+	})
+	return env
+}
+
+// receive runs evt through the receive path as whatsmeow's event handler
+// would, without the sink, and checks what would be delivered.
+func (e *testEnv) receive(t testing.TB, evt *events.Message) (channels.Inbound, bool, error) {
+	t.Helper()
+	in, ok, err := e.w.inbound(context.Background(), evt)
+	if ok {
+		chantest.CheckInbound(t, e.reg, in, e.sink.Registered(in.ChatID))
+	}
+	return in, ok, err
 }
 
 // groupMsg is a message from Alice in the test group.

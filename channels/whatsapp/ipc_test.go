@@ -64,7 +64,7 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 		MediaKey: key, FileSHA256: plainSHA, FileEncSHA256: encSHA,
 	}})
 	env.w.handleEvent(evt)
-	got := env.sink.delivered()
+	got := env.sink.Inbounds()
 	if len(got) != 1 || len(got[0].Refs) != 1 {
 		t.Fatalf("delivered %+v", got)
 	}
@@ -80,7 +80,7 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	}})
 	fake := &fakeClient{cdn: map[string][]byte{"/gone": nil}}
 	env.w.handleEvent(expiredEvt)
-	goneID := env.sink.delivered()[1].Refs[0].ID
+	goneID := env.sink.Inbounds()[1].Refs[0].ID
 
 	// Host side.
 	dir := t.TempDir()

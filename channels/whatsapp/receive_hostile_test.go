@@ -48,7 +48,7 @@ func TestHostileMessages(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			evt := groupMsg("3EB0HOSTILE"+string(rune('A'+i)), c.msg)
 			evt.Info.PushName = c.pushName
-			in, ok, err := env.w.inbound(ctx, evt)
+			in, ok, err := env.receive(t, evt)
 			if err != nil || !ok {
 				t.Fatalf("inbound: ok=%v err=%v", ok, err)
 			}

@@ -68,7 +68,6 @@ func TestSendRejectsForeignChat(t *testing.T) {
 
 // TestBotOwnMessages: what counts as the bot's own message, by mode.
 func TestBotOwnMessages(t *testing.T) {
-	ctx := context.Background()
 	cases := []struct {
 		name       string
 		shared     bool
@@ -94,7 +93,7 @@ func TestBotOwnMessages(t *testing.T) {
 			if tc.echoSent {
 				env.w.sent.add("3EB0OWN")
 			}
-			in, ok, err := env.w.inbound(ctx, evt)
+			in, ok, err := env.receive(t, evt)
 			if err != nil || !ok {
 				t.Fatal(ok, err)
 			}
@@ -112,11 +111,10 @@ func TestBotOwnMessages(t *testing.T) {
 // is the owner's, but replying to a labelled bot message addresses the bot.
 func TestSharedNumberMentions(t *testing.T) {
 	env := newTestChannel(t, config.WhatsApp{SharedNumber: true})
-	ctx := context.Background()
 	mention := groupMsg("3EB0M", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
 		Text: proto.String("@4915550000000 dinner?"), ContextInfo: &waE2E.ContextInfo{MentionedJID: []string{botJID.String()}},
 	}})
-	in, _, _ := env.w.inbound(ctx, mention)
+	in, _, _ := env.receive(t, mention)
 	if in.Mentioned || in.Text != "@4915550000000 dinner?" {
 		t.Errorf("owner mention: Mentioned=%v text=%q", in.Mentioned, in.Text)
 	}
@@ -125,12 +123,12 @@ func TestSharedNumberMentions(t *testing.T) {
 		ContextInfo: &waE2E.ContextInfo{StanzaID: proto.String("3EB0B"), Participant: proto.String(botJID.String()),
 			QuotedMessage: &waE2E.Message{Conversation: proto.String("Andy: sunny, 24°C")}},
 	}})
-	if in, _, _ := env.w.inbound(ctx, reply); !in.Mentioned || in.ReplyTo != "3EB0B" {
+	if in, _, _ := env.receive(t, reply); !in.Mentioned || in.ReplyTo != "3EB0B" {
 		t.Errorf("reply to bot: Mentioned=%v ReplyTo=%q", in.Mentioned, in.ReplyTo)
 	}
 	dm := groupMsg("3EB0D", &waE2E.Message{Conversation: proto.String("hi")})
 	dm.Info.Chat, dm.Info.IsGroup = aliceJID, false
-	if in, _, _ := env.w.inbound(ctx, dm); in.Mentioned {
+	if in, _, _ := env.receive(t, dm); in.Mentioned {
 		t.Error("a DM to the owner's number is not addressed to the bot")
 	}
 }

@@ -104,12 +104,14 @@ func New(cfg config.WhatsApp, dataDir string, env channels.Env) (*WhatsApp, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Named once here; channels.Env.Compose logs through env.Log too.
+	env.Log = log.With("channel", channelName)
 	return &WhatsApp{
 		cfg:          cfg,
 		sessionDB:    SessionPath(cfg.SessionDB, dataDir),
 		tmpDir:       filepath.Join(dataDir, "tmp", "whatsapp"),
 		env:          env,
-		log:          log.With("channel", channelName),
+		log:          env.Log,
 		retryTimeout: 45 * time.Second,
 		backoffBase:  2 * time.Second,
 		backoffMax:   5 * time.Minute,
@@ -283,7 +285,8 @@ func (w *WhatsApp) onMessage(ctx context.Context, evt *events.Message) {
 }
 
 // inbound turns a message event into an Inbound, registering media refs
-// for registered chats. ok is false for messages botd does not show.
+// for registered chats (channels.Env.Compose). ok is false for messages
+// botd does not show.
 func (w *WhatsApp) inbound(ctx context.Context, evt *events.Message) (channels.Inbound, bool, error) {
 	info := evt.Info
 	switch info.Chat.Server {
@@ -353,24 +356,7 @@ func (w *WhatsApp) inbound(ctx context.Context, evt *events.Message) (channels.I
 		in.Mentioned = true // a reply to one of the bot's prefixed messages
 	}
 
-	parts := make([]string, 0, 1+len(c.Media))
-	if text != "" {
-		parts = append(parts, text)
-	}
-	registered := w.env.Sink.Registered(chat)
-	for i := range c.Media {
-		ref := &c.Media[i]
-		if !registered {
-			parts = append(parts, renderUnregistered(ref))
-			continue
-		}
-		if err := w.env.Registry.Register(ctx, ref); err != nil {
-			return channels.Inbound{}, false, fmt.Errorf("whatsapp: %w", err)
-		}
-		parts = append(parts, mediaregistry.Render(ref))
-		in.Refs = append(in.Refs, *ref)
-	}
-	in.Text = strings.Join(parts, "\n")
+	w.env.Compose(ctx, &in, text, c.Media)
 	return in, true, nil
 }
 
