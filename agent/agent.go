@@ -22,14 +22,10 @@ import (
 	"github.com/botd-dev/botd/store"
 )
 
-// Defaults for zero Options fields.
-const (
-	DefaultMaxConcurrent = 4
-	DefaultMaxMessages   = 30
-	DefaultMaxIterations = 12
-	DefaultRunTimeout    = 5 * time.Minute
-	DefaultMaxTries      = 5
-)
+// DefaultMaxTries bounds the runs of one failure streak when
+// Options.MaxTries is zero. The other zero fields take the config's
+// defaults (config.Defaults), which are the one home of agent.* defaults.
+const DefaultMaxTries = 5
 
 // Options configures an Agent. Store, Groups, GroupsDir, Channels and LLM
 // are required.
@@ -114,17 +110,18 @@ var _ channels.Sink = (*Agent)(nil)
 
 // New builds an Agent; it has no side effects until Start.
 func New(opts Options) *Agent {
+	def := config.Defaults()
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
+		opts.MaxConcurrent = def.Agent.MaxConcurrent
 	}
 	if opts.MaxMessages <= 0 {
-		opts.MaxMessages = DefaultMaxMessages
+		opts.MaxMessages = def.Agent.MaxMessages
 	}
 	if opts.MaxIterations <= 0 {
-		opts.MaxIterations = DefaultMaxIterations
+		opts.MaxIterations = def.Agent.MaxIterations
 	}
 	if opts.RunTimeout <= 0 {
-		opts.RunTimeout = DefaultRunTimeout
+		opts.RunTimeout = def.Agent.RunTimeout.D()
 	}
 	if opts.MaxTries <= 0 {
 		opts.MaxTries = DefaultMaxTries
@@ -133,7 +130,10 @@ func New(opts Options) *Agent {
 		opts.RetryDelay = defaultRetryDelay
 	}
 	if opts.AssistantName == "" {
-		opts.AssistantName = "Andy"
+		opts.AssistantName = def.AssistantName
+	}
+	if opts.InlineMaxBytes <= 0 {
+		opts.InlineMaxBytes = def.Media.InlineMaxBytes
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()

@@ -32,12 +32,13 @@ import (
 // MCP image content. Reports p50/p99 per call.
 func BenchmarkFetchMediaEndToEnd(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		side int
-	}{{"cached-10KB", 58}, {"cached-1MB", 590}} {
+		name      string
+		side      int
+		inProcess bool
+	}{{"cached-10KB", 58, false}, {"cached-1MB", 590, false}, {"in-process-cached-10KB", 58, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			img := noisyPNG(tc.side)
-			c, ref := e2eRig(b, img)
+			c, ref := e2eRig(b, img, tc.inProcess)
 			ctx := context.Background()
 			req := mcpgo.CallToolRequest{}
 			req.Params.Name = mcp.ToolFetchMedia
@@ -79,7 +80,9 @@ func noisyPNG(side int) []byte {
 	return buf.Bytes()
 }
 
-func e2eRig(b *testing.B, img []byte) (*client.Client, string) {
+// e2eRig serves fetch_media over IPC files (external MCP clients), or
+// in-process over the media service's Caller (the built-in agent).
+func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
 	b.Helper()
 	root := b.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -117,7 +120,11 @@ func e2eRig(b *testing.B, img []byte) (*client.Client, string) {
 	b.Cleanup(func() { cancel(); host.Wait() })
 	ic := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"))
 	b.Cleanup(func() { ic.Close() })
-	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(groupsDir, "family"), InlineMaxBytes: 2 << 20, Caller: ic, Log: quiet})
+	var caller mcp.Caller = ic
+	if inProcess {
+		caller = svc.Caller("family")
+	}
+	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(groupsDir, "family"), InlineMaxBytes: 2 << 20, Caller: caller, Log: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 // Defaults of the media.* settings that the service applies itself.
 const (
 	DefaultMaxDownloadBytes = 100 << 20
-	DefaultInlineMaxBytes   = 1 << 20
 	DefaultDownloadTimeout  = 10 * time.Minute
 )
 
