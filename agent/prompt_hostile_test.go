@@ -19,7 +19,6 @@ import (
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -56,13 +55,13 @@ func TestHostileInputCannotBreakThePrompt(t *testing.T) {
 	env := channels.Env{Registry: reg, Sink: h.a, AssistantName: "Andy", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
 	tgFake := telegramtest.New(t)
-	tg, err := telegram.New(config.Telegram{Enabled: true, Token: telegramtest.Token, APIURL: tgFake.URL()}, env)
+	tg, err := telegram.New(telegram.Config{Enabled: true, Token: telegramtest.Token, APIURL: tgFake.URL()}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slFake := slackfake.New(t)
 	slFake.SetUser("U0MALLORY", hostileSender)
-	sl, err := slack.New(config.Slack{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: slFake.APIURL()}, env)
+	sl, err := slack.New(slack.Config{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: slFake.APIURL()}, env)
 	if err != nil {
 		t.Fatal(err)
 	}

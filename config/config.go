@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/botd-dev/botd/channels/slack"
+	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/whatsapp"
 )
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
@@ -58,45 +62,12 @@ type Media struct {
 	SweepInterval    Duration `yaml:"sweep_interval"`
 }
 
+// Channels holds each channel's own section; the channel packages define
+// the settings, their defaults and their validation.
 type Channels struct {
-	Telegram Telegram `yaml:"telegram"`
-	Slack    Slack    `yaml:"slack"`
-	WhatsApp WhatsApp `yaml:"whatsapp"`
-}
-
-type Telegram struct {
-	Enabled bool   `yaml:"enabled"`
-	Token   string `yaml:"token"`
-	APIURL  string `yaml:"api_url"`
-	// MaxDownloadBytes is the Bot API's getFile limit: 20 MB on the cloud
-	// API, larger on a local Bot API server.
-	MaxDownloadBytes int64            `yaml:"max_download_bytes"`
-	Webhook          *TelegramWebhook `yaml:"webhook"`
-}
-
-type TelegramWebhook struct {
-	Listen string `yaml:"listen"`
-	URL    string `yaml:"url"`
-	Secret string `yaml:"secret"`
-}
-
-type Slack struct {
-	Enabled       bool   `yaml:"enabled"`
-	BotToken      string `yaml:"bot_token"`
-	AppToken      string `yaml:"app_token"`
-	APIURL        string `yaml:"api_url"`
-	Mode          string `yaml:"mode"` // socket | events
-	SigningSecret string `yaml:"signing_secret"`
-	Listen        string `yaml:"listen"`
-}
-
-type WhatsApp struct {
-	Enabled bool `yaml:"enabled"`
-	// SessionDB is the whatsmeow device store; empty means data_dir/whatsapp.db.
-	SessionDB string `yaml:"session_db"`
-	// SharedNumber prefixes outbound text with the assistant name, for a
-	// bot running on its owner's own number.
-	SharedNumber bool `yaml:"shared_number"`
+	Telegram telegram.Config `yaml:"telegram"`
+	Slack    slack.Config    `yaml:"slack"`
+	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 }
 
 type LLM struct {
@@ -184,8 +155,9 @@ func Defaults() *Config {
 			SweepInterval:    Duration(time.Minute),
 		},
 		Channels: Channels{
-			Telegram: Telegram{APIURL: "https://api.telegram.org", MaxDownloadBytes: 20 << 20},
-			Slack:    Slack{APIURL: "https://slack.com/api/", Mode: "socket"},
+			Telegram: telegram.DefaultConfig(),
+			Slack:    slack.DefaultConfig(),
+			WhatsApp: whatsapp.DefaultConfig(),
 		},
 		LLM: LLM{Model: Model{MaxTokens: 4096}},
 		Agent: Agent{

@@ -192,3 +192,77 @@ func TestRelativePathsFollowTheConfigFile(t *testing.T) {
 		t.Errorf("data_dir %s groups_dir %s", cfg.DataDir, cfg.GroupsDir)
 	}
 }
+
+// Channel sections are validated by their packages; the problems keep
+// their full key paths, messages and "set VAR" hints.
+func TestChannelProblems(t *testing.T) {
+	env := envOf(map[string]string{})
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"telegram", `channels:
+  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: "ftp://x", max_download_bytes: 0,
+    webhook: {url: "nope"}}`, []string{
+			`channels.telegram.api_url: must be an http(s) URL, got "ftp://x"`,
+			"channels.telegram.token: required when the channel is enabled (set TELEGRAM_BOT_TOKEN)",
+			"channels.telegram.max_download_bytes: must be positive",
+			"channels.telegram.webhook.listen: required for webhook mode (e.g. 127.0.0.1:8443)",
+			`channels.telegram.webhook.url: must be an http(s) URL, got "nope"`,
+			"channels.telegram.webhook.secret: required for webhook mode, so forged updates are rejected",
+		}},
+		{"telegram token without a variable", `channels: {telegram: {enabled: true}}`, []string{
+			"channels.telegram.token: required when the channel is enabled",
+		}},
+		{"slack socket", `channels: {slack: {enabled: true, bot_token: "${SLACK_BOT_TOKEN}", app_token: "${SLACK_APP_TOKEN}"}}`, []string{
+			"channels.slack.bot_token: required when the channel is enabled (set SLACK_BOT_TOKEN)",
+			"channels.slack.app_token: required in socket mode (set SLACK_APP_TOKEN)",
+		}},
+		{"slack wrong tokens", `channels: {slack: {enabled: true, bot_token: xoxp-1, app_token: xoxb-2}}`, []string{
+			"channels.slack.bot_token: must be a bot token (xoxb-...)",
+			"channels.slack.app_token: must be an app-level token (xapp-...)",
+		}},
+		{"slack events", `channels: {slack: {enabled: true, bot_token: xoxb-1, mode: events, signing_secret: "${SLACK_SIGNING_SECRET}"}}`, []string{
+			"channels.slack.signing_secret: required in events mode (set SLACK_SIGNING_SECRET)",
+			"channels.slack.listen: required in events mode (e.g. 127.0.0.1:3000)",
+		}},
+		{"slack mode checked even when disabled", `channels: {slack: {mode: rtm, api_url: "x"}}`, []string{
+			`channels.slack.api_url: must be an http(s) URL, got "x"`,
+			"channels.slack.mode: must be socket or events",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), env)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("err = %v, want Problems", err)
+			}
+			got := make([]string, len(ps))
+			for i, p := range ps {
+				got[i] = p.String()
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestChannelDefaults(t *testing.T) {
+	cfg, err := Parse([]byte("channels: {telegram: {enabled: false}}"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, sl, wa := cfg.Channels.Telegram, cfg.Channels.Slack, cfg.Channels.WhatsApp
+	if tg.APIURL != "https://api.telegram.org" || tg.MaxDownloadBytes != 20<<20 || tg.Webhook != nil {
+		t.Errorf("telegram defaults = %+v", tg)
+	}
+	if sl.APIURL != "https://slack.com/api/" || sl.Mode != "socket" {
+		t.Errorf("slack defaults = %+v", sl)
+	}
+	if wa.Enabled || wa.SessionDB != "" || wa.SharedNumber {
+		t.Errorf("whatsapp defaults = %+v", wa)
+	}
+}

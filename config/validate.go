@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 )
 
@@ -55,53 +56,9 @@ func (c *Config) Validate() error {
 		add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
 	}
 
-	tg := c.Channels.Telegram
-	checkURL(&ps, "channels.telegram.api_url", tg.APIURL)
-	if tg.Enabled && tg.Token == "" {
-		add("channels.telegram.token", "required when the channel is enabled%s", c.setHint("channels.telegram.token"))
-	}
-	if tg.MaxDownloadBytes <= 0 {
-		add("channels.telegram.max_download_bytes", "must be positive")
-	}
-	if w := tg.Webhook; w != nil {
-		if w.Listen == "" {
-			add("channels.telegram.webhook.listen", "required for webhook mode (e.g. 127.0.0.1:8443)")
-		}
-		checkURL(&ps, "channels.telegram.webhook.url", w.URL)
-		if w.Secret == "" {
-			add("channels.telegram.webhook.secret", "required for webhook mode, so forged updates are rejected")
-		}
-	}
-
-	sl := c.Channels.Slack
-	checkURL(&ps, "channels.slack.api_url", sl.APIURL)
-	switch sl.Mode {
-	case "socket", "events":
-	default:
-		add("channels.slack.mode", "must be socket or events")
-	}
-	if sl.Enabled {
-		if sl.BotToken == "" {
-			add("channels.slack.bot_token", "required when the channel is enabled%s", c.setHint("channels.slack.bot_token"))
-		} else if !strings.HasPrefix(sl.BotToken, "xoxb-") {
-			add("channels.slack.bot_token", "must be a bot token (xoxb-...)")
-		}
-		if sl.Mode == "socket" {
-			if sl.AppToken == "" {
-				add("channels.slack.app_token", "required in socket mode%s", c.setHint("channels.slack.app_token"))
-			} else if !strings.HasPrefix(sl.AppToken, "xapp-") {
-				add("channels.slack.app_token", "must be an app-level token (xapp-...)")
-			}
-		}
-		if sl.Mode == "events" {
-			if sl.SigningSecret == "" {
-				add("channels.slack.signing_secret", "required in events mode%s", c.setHint("channels.slack.signing_secret"))
-			}
-			if sl.Listen == "" {
-				add("channels.slack.listen", "required in events mode (e.g. 127.0.0.1:3000)")
-			}
-		}
-	}
+	ps = append(ps, c.channelProblems("channels.telegram", c.Channels.Telegram.Validate())...)
+	ps = append(ps, c.channelProblems("channels.slack", c.Channels.Slack.Validate())...)
+	ps = append(ps, c.channelProblems("channels.whatsapp", c.Channels.WhatsApp.Validate())...)
 
 	for name, p := range c.LLM.Providers {
 		path := "llm.providers." + name
@@ -207,6 +164,21 @@ func (c *Config) Validate() error {
 	}
 	if len(ps) == 0 {
 		return nil
+	}
+	return ps
+}
+
+// channelProblems places a channel's own problems under its section and
+// names the environment variable a missing secret was meant to come from.
+func (c *Config) channelProblems(section string, cps []channels.ConfigProblem) Problems {
+	var ps Problems
+	for _, p := range cps {
+		path := section + "." + p.Key
+		msg := p.Msg
+		if p.EnvHint {
+			msg += c.setHint(path)
+		}
+		ps = append(ps, Problem{path, msg})
 	}
 	return ps
 }

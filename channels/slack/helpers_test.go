@@ -23,7 +23,6 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -60,7 +59,7 @@ type harness struct {
 
 const testChannel = "C0GENERAL"
 
-func newHarness(t *testing.T, mutate func(*config.Slack)) *harness {
+func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -85,7 +84,7 @@ func newHarness(t *testing.T, mutate func(*config.Slack)) *harness {
 			chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))
 		}
 	})
-	cfg := config.Slack{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()}
+	cfg := Config{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -77,7 +76,7 @@ func FuzzReceiveEvent(f *testing.F) {
 	// registered and the stranger path are reached.
 	sink := chantest.NewSink()
 	sink.RegisterFunc(func(chat string) bool { return !strings.HasSuffix(chat, "7") })
-	sl, err := New(config.Slack{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()},
+	sl, err := New(Config{Enabled: true, BotToken: slackfake.BotToken, AppToken: slackfake.AppToken, APIURL: fake.APIURL()},
 		channels.Env{Registry: reg, Sink: sink, AssistantName: "Andy", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)

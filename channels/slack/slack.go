@@ -21,11 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 )
-
-// DefaultAPIURL is used when channels.slack.api_url is empty.
-const DefaultAPIURL = "https://slack.com/api/"
 
 // TextLimit is the length botd splits outgoing text at; Slack truncates
 // very long messages and renders 4000 characters well.
@@ -43,7 +39,7 @@ var (
 
 // Slack is one Slack workspace connection (one bot user).
 type Slack struct {
-	cfg    config.Slack
+	cfg    Config
 	env    channels.Env
 	log    *slog.Logger
 	api    *slackapi.Client
@@ -73,7 +69,7 @@ type Slack struct {
 }
 
 // New checks the settings and builds the channel without connecting.
-func New(cfg config.Slack, env channels.Env) (*Slack, error) {
+func New(cfg Config, env channels.Env) (*Slack, error) {
 	if cfg.APIURL == "" {
 		cfg.APIURL = DefaultAPIURL
 	}
@@ -86,7 +82,7 @@ func New(cfg config.Slack, env channels.Env) (*Slack, error) {
 		return nil, fmt.Errorf("slack: channels.slack.api_url %q is not an http(s) URL", cfg.APIURL)
 	}
 	if cfg.Mode == "" {
-		cfg.Mode = "socket"
+		cfg.Mode = ModeSocket
 	}
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
@@ -118,7 +114,7 @@ func New(cfg config.Slack, env channels.Env) (*Slack, error) {
 	return s, nil
 }
 
-func checkConfig(cfg config.Slack) error {
+func checkConfig(cfg Config) error {
 	var problems []string
 	if cfg.BotToken == "" {
 		problems = append(problems, "channels.slack.bot_token is empty (set SLACK_BOT_TOKEN to the xoxb- bot token)")
@@ -126,13 +122,13 @@ func checkConfig(cfg config.Slack) error {
 		problems = append(problems, "channels.slack.bot_token must be a bot token starting with xoxb-")
 	}
 	switch cfg.Mode {
-	case "socket":
+	case ModeSocket:
 		if cfg.AppToken == "" {
 			problems = append(problems, "channels.slack.app_token is empty (set SLACK_APP_TOKEN to the xapp- app-level token with connections:write; or use mode: events)")
 		} else if !strings.HasPrefix(cfg.AppToken, "xapp-") {
 			problems = append(problems, "channels.slack.app_token must be an app-level token starting with xapp-")
 		}
-	case "events":
+	case ModeEvents:
 		if cfg.SigningSecret == "" {
 			problems = append(problems, "channels.slack.signing_secret is required with mode: events")
 		}
@@ -173,7 +169,7 @@ func (s *Slack) Start(ctx context.Context) error {
 	s.log.Info("slack authenticated", "team", auth.Team, "bot_user", auth.UserID)
 
 	go s.worker(ctx)
-	if s.cfg.Mode == "events" {
+	if s.cfg.Mode == ModeEvents {
 		return s.startEvents(ctx)
 	}
 	return s.startSocket(ctx)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -416,7 +415,7 @@ func TestStartFailures(t *testing.T) {
 		}
 	})
 	t.Run("bad app token names the app token", func(t *testing.T) {
-		h := newHarness(t, func(c *config.Slack) { c.AppToken = "xapp-wrong" })
+		h := newHarness(t, func(c *Config) { c.AppToken = "xapp-wrong" })
 		err := h.sl.Start(h.ctx)
 		if err == nil || !strings.Contains(err.Error(), "channels.slack.app_token") || !strings.Contains(err.Error(), "SLACK_APP_TOKEN") {
 			t.Fatalf("err = %v", err)
@@ -428,16 +427,16 @@ func TestNewValidatesConfig(t *testing.T) {
 	env := channels.Env{}
 	cases := []struct {
 		name string
-		cfg  config.Slack
+		cfg  Config
 		want string
 	}{
-		{"no bot token", config.Slack{AppToken: "xapp-1"}, "SLACK_BOT_TOKEN"},
-		{"user token", config.Slack{BotToken: "xoxp-1", AppToken: "xapp-1"}, "xoxb-"},
-		{"socket without app token", config.Slack{BotToken: "xoxb-1"}, "channels.slack.app_token"},
-		{"events without secret", config.Slack{BotToken: "xoxb-1", Mode: "events", Listen: ":0"}, "channels.slack.signing_secret"},
-		{"unknown mode", config.Slack{BotToken: "xoxb-1", Mode: "rtm"}, "channels.slack.mode"},
-		{"bad api url", config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1", APIURL: "ftp://x"}, "channels.slack.api_url"},
-		{"ok", config.Slack{BotToken: "xoxb-1", AppToken: "xapp-1"}, ""},
+		{"no bot token", Config{AppToken: "xapp-1"}, "SLACK_BOT_TOKEN"},
+		{"user token", Config{BotToken: "xoxp-1", AppToken: "xapp-1"}, "xoxb-"},
+		{"socket without app token", Config{BotToken: "xoxb-1"}, "channels.slack.app_token"},
+		{"events without secret", Config{BotToken: "xoxb-1", Mode: "events", Listen: ":0"}, "channels.slack.signing_secret"},
+		{"unknown mode", Config{BotToken: "xoxb-1", Mode: "rtm"}, "channels.slack.mode"},
+		{"bad api url", Config{BotToken: "xoxb-1", AppToken: "xapp-1", APIURL: "ftp://x"}, "channels.slack.api_url"},
+		{"ok", Config{BotToken: "xoxb-1", AppToken: "xapp-1"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -475,7 +474,7 @@ func TestSocketModeReconnects(t *testing.T) {
 
 func TestEventsAPI(t *testing.T) {
 	const secret = "s3cret-signing"
-	h := newHarness(t, func(c *config.Slack) {
+	h := newHarness(t, func(c *Config) {
 		c.Mode, c.AppToken, c.SigningSecret, c.Listen = "events", "", secret, "127.0.0.1:0"
 	})
 	h.start(t)

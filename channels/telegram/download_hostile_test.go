@@ -16,7 +16,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -95,7 +94,7 @@ func TestHostileDownloads(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, func(cfg *config.Telegram) {
+			h := newHarness(t, func(cfg *Config) {
 				if c.channelDL > 0 {
 					cfg.MaxDownloadBytes = c.channelDL
 				}

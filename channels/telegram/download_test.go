@@ -245,3 +245,12 @@ func TestDownloadStreams(t *testing.T) {
 		t.Errorf("allocated %d KB for a %d KB download: not streaming", alloc>>10, n>>10)
 	}
 }
+
+// The fake's getFile limit is the network's; the setting's default must
+// be the same number.
+func TestFakeKnowsTheCloudLimit(t *testing.T) {
+	if telegramtest.CloudFileLimit != DefaultMaxDownload || DefaultConfig().MaxDownloadBytes != DefaultMaxDownload {
+		t.Errorf("fake limit %d, DefaultMaxDownload %d, default config %d",
+			telegramtest.CloudFileLimit, DefaultMaxDownload, DefaultConfig().MaxDownloadBytes)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -71,7 +70,7 @@ type harness struct {
 
 // newHarness builds a channel against a fresh fake, a real store and a
 // real registry. mut may adjust the config before New.
-func newHarness(t *testing.T, mut ...func(*config.Telegram)) *harness {
+func newHarness(t *testing.T, mut ...func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
 	fake := telegramtest.New(t)
@@ -84,7 +83,7 @@ func newHarness(t *testing.T, mut ...func(*config.Telegram)) *harness {
 	sink := chantest.NewSink(ChatID(groupID), ChatID(dmUserID))
 	sink.OnDeliver = storeLike(st, sink)
 	logs := &syncBuffer{}
-	cfg := config.Telegram{Enabled: true, Token: telegramtest.Token, APIURL: fake.URL(), MaxDownloadBytes: 20 << 20}
+	cfg := Config{Enabled: true, Token: telegramtest.Token, APIURL: fake.URL(), MaxDownloadBytes: DefaultMaxDownload}
 	for _, m := range mut {
 		m(&cfg)
 	}

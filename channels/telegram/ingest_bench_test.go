@@ -1,4 +1,4 @@
-package telegram
+package telegram_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -36,12 +36,12 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	router := agent.New(agent.Options{Store: st, Groups: set, GroupsDir: filepath.Join(dir, "groups"), Log: quiet})
 	reg := mediaregistry.New(st.DB, time.Hour)
-	tg, err := New(config.Telegram{Enabled: true, Token: "123:bench", APIURL: "http://127.0.0.1:1"},
+	tg, err := telegram.New(telegram.Config{Enabled: true, Token: "123:bench", APIURL: "http://127.0.0.1:1"},
 		channels.Env{Registry: reg, Sink: router, Log: quiet, AssistantName: "Andy"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	tg.me = models.User{ID: 99, IsBot: true, Username: "botd_bot"}
+	me := models.User{ID: 99, IsBot: true, Username: "botd_bot"}
 	chat := models.Chat{ID: -100, Type: models.ChatTypeSupergroup, Title: "Family"}
 	from := &models.User{ID: 42, FirstName: "Ann"}
 	b.ReportAllocs()
@@ -55,7 +55,7 @@ func BenchmarkIngest(b *testing.B) {
 		} else {
 			m.Text = "see you at the station at six, bring the tickets please"
 		}
-		tg.onUpdate(ctx, nil, &models.Update{ID: int64(i + 1), Message: m})
+		telegram.HandleUpdate(tg, ctx, me, &models.Update{ID: int64(i + 1), Message: m})
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")

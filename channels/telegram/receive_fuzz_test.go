@@ -14,7 +14,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -67,7 +66,7 @@ func FuzzReceiveUpdate(f *testing.F) {
 	// registered and the stranger path are reached.
 	sink := chantest.NewSink()
 	sink.RegisterFunc(func(chat string) bool { return !strings.HasSuffix(chat, "7") })
-	tg, err := New(config.Telegram{Enabled: true, Token: "123:fuzz", APIURL: "http://127.0.0.1:1"}, channels.Env{
+	tg, err := New(Config{Enabled: true, Token: "123:fuzz", APIURL: "http://127.0.0.1:1"}, channels.Env{
 		Registry: reg, Sink: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AssistantName: "Andy",
 	})
 	if err != nil {

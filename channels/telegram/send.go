@@ -136,7 +136,7 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	if !st.Mode().IsRegular() {
 		return d, fmt.Errorf("telegram send media to %s: %s is not a regular file", m.Chat, filepath.Base(m.Path))
 	}
-	if t.apiURL == defaultAPIURL && st.Size() > cloudUploadLimit {
+	if t.apiURL == DefaultAPIURL && st.Size() > cloudUploadLimit {
 		return d, fmt.Errorf("telegram send media to %s: %s is over the Bot API upload limit of %s: %w",
 			m.Chat, mediaregistry.FormatSize(st.Size()), mediaregistry.FormatSize(cloudUploadLimit), channels.ErrTooLarge)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
-	"github.com/botd-dev/botd/config"
 )
 
 func sentBy(fake *telegramtest.Server, method string) []telegramtest.Sent {
@@ -260,19 +259,19 @@ func TestNewValidates(t *testing.T) {
 	h := newHarness(t)
 	env := h.tg.env
 	for _, c := range []struct {
-		cfg  config.Telegram
+		cfg  Config
 		want string
 	}{
-		{config.Telegram{}, "channels.telegram.token"},
-		{config.Telegram{Token: "x", Webhook: &config.TelegramWebhook{Listen: ":0", URL: "https://x/y"}}, "webhook.secret"},
-		{config.Telegram{Token: "x", Webhook: &config.TelegramWebhook{Secret: "s"}}, "url and listen"},
+		{Config{}, "channels.telegram.token"},
+		{Config{Token: "x", Webhook: &Webhook{Listen: ":0", URL: "https://x/y"}}, "webhook.secret"},
+		{Config{Token: "x", Webhook: &Webhook{Secret: "s"}}, "url and listen"},
 	} {
 		if _, err := New(c.cfg, env); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want error naming %s", c.cfg, err, c.want)
 		}
 	}
 	before := h.fake.Calls("getMe")
-	if _, err := New(config.Telegram{Token: telegramtest.Token, APIURL: h.fake.URL()}, env); err != nil || h.fake.Calls("getMe") != before {
+	if _, err := New(Config{Token: telegramtest.Token, APIURL: h.fake.URL()}, env); err != nil || h.fake.Calls("getMe") != before {
 		t.Errorf("New touched the network or failed: %v", err)
 	}
 }
@@ -299,8 +298,8 @@ func TestPollingStartRemovesWebhookAndReceives(t *testing.T) {
 
 func TestWebhook(t *testing.T) {
 	const secret = "s3cret-Token_1"
-	h := newHarness(t, func(c *config.Telegram) {
-		c.Webhook = &config.TelegramWebhook{Listen: "127.0.0.1:0", URL: "https://bot.example.invalid/tg/hook", Secret: secret}
+	h := newHarness(t, func(c *Config) {
+		c.Webhook = &Webhook{Listen: "127.0.0.1:0", URL: "https://bot.example.invalid/tg/hook", Secret: secret}
 	})
 	h.start(t)
 	url, sec, maxConn := h.fake.Webhook()

@@ -22,16 +22,12 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 )
 
 // Name is the channel name and chat id prefix.
 const Name = "telegram"
 
 const (
-	defaultAPIURL = "https://api.telegram.org"
-	// DefaultMaxDownload is the cloud Bot API's getFile limit.
-	DefaultMaxDownload = 20 << 20
 	// MaxMessageRunes is Telegram's text limit per message.
 	MaxMessageRunes = 4096
 	// maxCaptionRunes is Telegram's caption limit; longer captions go out
@@ -53,7 +49,7 @@ var (
 
 // Telegram is the Telegram channel.
 type Telegram struct {
-	cfg    config.Telegram
+	cfg    Config
 	env    channels.Env
 	log    *slog.Logger
 	apiURL string
@@ -88,7 +84,7 @@ type Telegram struct {
 }
 
 // New builds the channel without touching the network.
-func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
+func New(cfg Config, env channels.Env) (*Telegram, error) {
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("telegram: no bot token: set channels.telegram.token (usually ${TELEGRAM_BOT_TOKEN})")
 	}
@@ -114,7 +110,7 @@ func New(cfg config.Telegram, env channels.Env) (*Telegram, error) {
 		cfg:            cfg,
 		env:            env,
 		log:            env.Log,
-		apiURL:         strings.TrimRight(orDefault(cfg.APIURL, defaultAPIURL), "/"),
+		apiURL:         strings.TrimRight(orDefault(cfg.APIURL, DefaultAPIURL), "/"),
 		maxDL:          cfg.MaxDownloadBytes,
 		retryAfterUnit: time.Second,
 		backoffBase:    500 * time.Millisecond,

@@ -13,7 +13,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/config"
 )
 
 // fakeConn scripts ConnectContext results and reports each connect.
@@ -74,7 +73,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 // failed dials, a login, a drop, a temporary ban and a logout, recording
 // the backoff it sleeps.
 func TestRunReconnectsAndStopsOnLogout(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	w := env.w
 	w.backoffBase, w.backoffMax = time.Second, 8*time.Second
 	w.jitter = func() float64 { return 1 } // the upper bound of each step
@@ -144,7 +143,7 @@ func TestRunReconnectsAndStopsOnLogout(t *testing.T) {
 }
 
 func TestRunReportsLogoutAsStartError(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	c := &fakeConn{onConnect: make(chan int, 4)}
 	first := make(chan error, 1)
 	go env.w.run(context.Background(), c, first)
@@ -156,7 +155,7 @@ func TestRunReportsLogoutAsStartError(t *testing.T) {
 }
 
 func TestRunStopsWhenContextEnds(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	c := &fakeConn{onConnect: make(chan int, 4)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -191,8 +190,8 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestStartWithoutDevice(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
-	w, err := New(config.WhatsApp{}, env.dbDir, env.w.env)
+	env := newTestChannel(t, Config{})
+	w, err := New(Config{}, env.dbDir, env.w.env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,14 +205,14 @@ func TestStartWithoutDevice(t *testing.T) {
 func TestNewHasNoSideEffects(t *testing.T) {
 	dir := t.TempDir()
 	sink := chantest.NewSink()
-	env := newTestChannel(t, config.WhatsApp{})
-	if _, err := New(config.WhatsApp{SessionDB: filepath.Join(dir, "sub", "wa.db")}, dir, channels.Env{Registry: env.reg, Sink: sink}); err != nil {
+	env := newTestChannel(t, Config{})
+	if _, err := New(Config{SessionDB: filepath.Join(dir, "sub", "wa.db")}, dir, channels.Env{Registry: env.reg, Sink: sink}); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
 		t.Errorf("New created %v", m)
 	}
-	if _, err := New(config.WhatsApp{}, dir, channels.Env{}); err == nil {
+	if _, err := New(Config{}, dir, channels.Env{}); err == nil {
 		t.Error("New without a sink succeeded")
 	}
 }

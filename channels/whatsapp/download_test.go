@@ -29,7 +29,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -163,7 +162,7 @@ func TestDownloadFake(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestChannel(t, config.WhatsApp{})
+			env := newTestChannel(t, Config{})
 			env.w.retryTimeout = 50 * time.Millisecond
 			env.cli.cdn = tc.cdn
 			if tc.phone != nil {
@@ -214,7 +213,7 @@ func TestDownloadFake(t *testing.T) {
 }
 
 func TestDownloadErrors(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	ref := registerImage(t, env, img())
 	ctx := context.Background()
 
@@ -296,7 +295,7 @@ func TestDownloadRealDecrypt(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	container, err := openContainer(context.Background(), env.dbDir+"/whatsapp.db", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -39,7 +38,7 @@ func fuzzChannel(tb testing.TB) *testEnv {
 	tb.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, time.Hour)
 	sink := chantest.NewSink(groupID, "whatsapp:4917012345678@s.whatsapp.net")
-	w, err := New(config.WhatsApp{Enabled: true}, dir, channels.Env{
+	w, err := New(Config{Enabled: true}, dir, channels.Env{
 		Registry: reg, Sink: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AssistantName: "Andy",
 	})
 	if err != nil {

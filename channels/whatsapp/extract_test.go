@@ -13,7 +13,6 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -119,7 +118,7 @@ func extractCases() []struct {
 }
 
 func TestExtractGolden(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	ctx := context.Background()
 	var out strings.Builder
 	for _, tc := range extractCases() {
@@ -159,7 +158,7 @@ func TestExtractGolden(t *testing.T) {
 }
 
 func TestExtractSkipsNonContent(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	status := groupMsg("3EB0STATUS", &waE2E.Message{Conversation: proto.String("my status")})
 	status.Info.Chat = types.StatusBroadcastJID
 	for name, evt := range map[string]*events.Message{
@@ -176,7 +175,7 @@ func TestExtractSkipsNonContent(t *testing.T) {
 // TestUnregisteredChatRegistersNothing: ids only (no text from strangers
 // reaches the store), no ref rows.
 func TestUnregisteredChatRegistersNothing(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	evt := groupMsg("3EB0X", &waE2E.Message{ImageMessage: img()})
 	evt.Info.Chat = types.NewJID("120363999999999999", types.GroupServer)
 	in, ok, err := env.receive(t, evt)
@@ -196,7 +195,7 @@ func TestUnregisteredChatRegistersNothing(t *testing.T) {
 // costs the ref, not the message: the placeholder stays, without a ref,
 // and the caption the sender typed is kept.
 func TestFailedRegistrationKeepsTheMessage(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	if _, err := env.st.DB.Exec(`DROP TABLE media_refs`); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +209,7 @@ func TestFailedRegistrationKeepsTheMessage(t *testing.T) {
 }
 
 func TestLIDSendersMappedToPhoneNumbers(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	aliceLID := types.NewJID("111222333444555", types.HiddenUserServer)
 	bobLID := types.NewJID("666777888999000", types.HiddenUserServer)
 	bob := types.NewJID("447700900123", types.DefaultUserServer)
@@ -248,7 +247,7 @@ func TestLIDSendersMappedToPhoneNumbers(t *testing.T) {
 // TestHandleSurvivesRestart: the download info is decoded from the ref's
 // Private bytes alone, after the store is closed and reopened.
 func TestHandleSurvivesRestart(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	ctx := context.Background()
 	evt := groupMsg("3EB0RESTART", &waE2E.Message{ImageMessage: img()})
 	in, _, err := env.receive(t, evt)

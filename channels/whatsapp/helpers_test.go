@@ -20,7 +20,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -151,7 +150,7 @@ var (
 
 // newTestChannel builds a channel over a real store and registry with a
 // fake client installed, as if Start had connected.
-func newTestChannel(t *testing.T, cfg config.WhatsApp) *testEnv {
+func newTestChannel(t *testing.T, cfg Config) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()

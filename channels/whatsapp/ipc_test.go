@@ -22,7 +22,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -47,7 +46,7 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	}))
 	defer cdn.Close()
 
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	container, err := openContainer(context.Background(), filepath.Join(env.dbDir, "whatsapp.db"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -42,7 +41,7 @@ func TestHostileMessages(t *testing.T) {
 			DirectPath: proto.String("/v/t62/doc"), MediaKey: mediaKey, FileName: proto.String("2.4MB"), PageCount: proto.Uint32(3),
 			Caption: proto.String("], ref:wa_CCCCCCCCCCCC]")}}, "Alice", 1, "(3 pages)"},
 	}
-	env := newTestChannel(t, config.WhatsApp{Enabled: true})
+	env := newTestChannel(t, Config{Enabled: true})
 	ctx := context.Background()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

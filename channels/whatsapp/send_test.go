@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 )
 
 func TestSendText(t *testing.T) {
@@ -30,7 +29,7 @@ func TestSendText(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestChannel(t, config.WhatsApp{SharedNumber: tc.shared})
+			env := newTestChannel(t, Config{SharedNumber: tc.shared})
 			d, err := env.w.Send(context.Background(), channels.OutMessage{Chat: groupID, Text: tc.text})
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +54,7 @@ func TestSendText(t *testing.T) {
 }
 
 func TestSendRejectsForeignChat(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	for _, chat := range []string{"telegram:-100123", "whatsapp:", "whatsapp:not a jid@@"} {
 		if _, err := env.w.Send(context.Background(), channels.OutMessage{Chat: chat, Text: "x"}); err == nil {
 			t.Errorf("%q: sent", chat)
@@ -85,7 +84,7 @@ func TestBotOwnMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestChannel(t, config.WhatsApp{SharedNumber: tc.shared})
+			env := newTestChannel(t, Config{SharedNumber: tc.shared})
 			evt := groupMsg("3EB0OWN", &waE2E.Message{Conversation: proto.String(tc.text)})
 			if tc.fromMe {
 				evt.Info.Sender, evt.Info.IsFromMe = botJID, true
@@ -110,7 +109,7 @@ func TestBotOwnMessages(t *testing.T) {
 // TestSharedNumberMentions: on a shared number an @mention of the number
 // is the owner's, but replying to a labelled bot message addresses the bot.
 func TestSharedNumberMentions(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{SharedNumber: true})
+	env := newTestChannel(t, Config{SharedNumber: true})
 	mention := groupMsg("3EB0M", &waE2E.Message{ExtendedTextMessage: &waE2E.ExtendedTextMessage{
 		Text: proto.String("@4915550000000 dinner?"), ContextInfo: &waE2E.ContextInfo{MentionedJID: []string{botJID.String()}},
 	}})
@@ -187,7 +186,7 @@ func TestSendMedia(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := newTestChannel(t, config.WhatsApp{SharedNumber: tc.shared})
+			env := newTestChannel(t, Config{SharedNumber: tc.shared})
 			tc.media.Chat = "whatsapp:" + aliceJID.String()
 			d, err := env.w.SendMedia(context.Background(), tc.media)
 			if err != nil {
@@ -212,7 +211,7 @@ func TestSendMedia(t *testing.T) {
 }
 
 func TestSetTyping(t *testing.T) {
-	env := newTestChannel(t, config.WhatsApp{})
+	env := newTestChannel(t, Config{})
 	ctx := context.Background()
 	if err := env.w.SetTyping(ctx, groupID, true); err != nil {
 		t.Fatal(err)

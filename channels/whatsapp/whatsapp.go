@@ -22,7 +22,6 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -68,7 +67,7 @@ var ErrLoggedOut = errors.New("whatsapp device is logged out; run `botd whatsapp
 
 // WhatsApp is the channel.
 type WhatsApp struct {
-	cfg       config.WhatsApp
+	cfg       Config
 	sessionDB string
 	tmpDir    string
 	env       channels.Env
@@ -96,7 +95,7 @@ type WhatsApp struct {
 }
 
 // New builds the channel; nothing is opened or connected until Start.
-func New(cfg config.WhatsApp, dataDir string, env channels.Env) (*WhatsApp, error) {
+func New(cfg Config, dataDir string, env channels.Env) (*WhatsApp, error) {
 	if env.Sink == nil || env.Registry == nil {
 		return nil, errors.New("whatsapp: env needs a Sink and a Registry")
 	}

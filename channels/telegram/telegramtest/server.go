@@ -33,6 +33,10 @@ const BotID int64 = 123456
 const BotUsername = "botd_test_bot"
 
 // CloudFileLimit mirrors the cloud Bot API: getFile refuses larger files.
+// It is the network's own limit, kept here rather than taken from
+// telegram.DefaultMaxDownload (the default of the setting that tells botd
+// about it): package telegram's tests import this fake, so the fake cannot
+// import package telegram. TestFakeKnowsTheCloudLimit keeps the two equal.
 const CloudFileLimit = 20 << 20
 
 // File is a file the fake can hand out via getFile and serve for download.

@@ -1,0 +1,23 @@
+package whatsapp
+
+import "github.com/botd-dev/botd/channels"
+
+// Config is channels.whatsapp in botd's config file.
+type Config struct {
+	Enabled bool `yaml:"enabled"`
+	// SessionDB is the whatsmeow device store; empty means
+	// <data_dir>/whatsapp.db (SessionPath).
+	SessionDB string `yaml:"session_db"`
+	// SharedNumber prefixes outbound text with the assistant name, for a
+	// bot running on its owner's own number.
+	SharedNumber bool `yaml:"shared_number"`
+}
+
+// DefaultConfig is the section a config file is decoded over: disabled,
+// the session next to botd's database, a number of the bot's own.
+func DefaultConfig() Config { return Config{} }
+
+// Validate reports the section's problems. Every value is valid on its
+// own: pairing, not a token, is what the channel needs, and Start says
+// when it is missing.
+func (c Config) Validate() []channels.ConfigProblem { return nil }
