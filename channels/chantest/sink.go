@@ -220,3 +220,19 @@ func CheckInbound(t testing.TB, reg *mediaregistry.Registry, in channels.Inbound
 		}
 	}
 }
+
+// WaitReturns calls w.Wait and fails t if it did not return within
+// HangGuard (a channel that never stops would hang the test instead).
+func WaitReturns(t testing.TB, w channels.Waiter) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(HangGuard):
+		t.Fatalf("%T.Wait did not return within %s of the end of Start's ctx", w, HangGuard)
+	}
+}

@@ -121,11 +121,7 @@ func (h *harness) start(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-h.tg.Done():
-		case <-time.After(10 * time.Second):
-			t.Error("channel did not stop within 10s of cancel")
-		}
+		chantest.WaitReturns(t, h.tg)
 	})
 }
 

@@ -25,6 +25,12 @@ func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	}
 	t.handleMu.Lock()
 	defer t.handleMu.Unlock()
+	if t.isStopped() {
+		// After Wait the store may be closed; Telegram hands an
+		// unconfirmed update out again on the next start.
+		t.log.Debug("telegram: receiving has stopped; update left for the next start", "update_id", u.ID)
+		return
+	}
 	defer t.acks.handledUpTo(u.ID)
 	var (
 		msg  *models.Message

@@ -216,12 +216,28 @@ func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 	}
 	loop, stop := context.WithTimeout(base, t.typingMax)
 	t.mu.Lock()
+	if t.stopped {
+		// Start's ctx ended: the loop would end at once, and Wait may
+		// already have returned.
+		t.mu.Unlock()
+		stop()
+		return nil
+	}
 	if old, ok := t.typing[chat]; ok {
 		old() // a concurrent "on" for the same chat
 	}
 	t.typing[chat] = stop
+	// Loops of a started channel end with its ctx, so Wait waits for
+	// them; wg is still held by the receiver here, as stopped is unset.
+	tracked := t.runCtx != nil
+	if tracked {
+		t.wg.Add(1)
+	}
 	t.mu.Unlock()
 	go func() {
+		if tracked {
+			defer t.wg.Done()
+		}
 		defer stop()
 		tick := time.NewTicker(t.typingEvery)
 		defer tick.Stop()

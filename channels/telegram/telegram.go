@@ -45,6 +45,7 @@ var (
 	_ channels.Downloader  = (*Telegram)(nil)
 	_ channels.MediaSender = (*Telegram)(nil)
 	_ channels.Typer       = (*Telegram)(nil)
+	_ channels.Waiter      = (*Telegram)(nil)
 )
 
 // Telegram is the Telegram channel.
@@ -74,13 +75,21 @@ type Telegram struct {
 	// acks holds back the poll that would confirm unhandled updates.
 	acks *ackGate
 
+	// wg counts the goroutines Start and SetTyping leave running: the
+	// poller or the webhook server, and the typing loops.
+	wg       sync.WaitGroup
+	done     chan struct{}
+	doneOnce sync.Once
+
 	mu      sync.Mutex
 	me      models.User
 	started bool
+	// stopped is set once receiving ended for good: no update is handled
+	// and no typing loop is started after it.
+	stopped bool
 	runCtx  context.Context
 	typing  map[string]context.CancelFunc
 	hookLn  net.Listener
-	done    chan struct{}
 }
 
 // New builds the channel without touching the network.
@@ -184,8 +193,44 @@ func (t *Telegram) Me() models.User {
 	return t.me
 }
 
-// Done is closed when receiving has stopped after ctx ended.
+// Done is closed when receiving has stopped after ctx ended (or Start
+// failed).
 func (t *Telegram) Done() <-chan struct{} { return t.done }
+
+// Wait implements channels.Waiter: it returns once the poller or webhook
+// server and every typing loop returned after Start's ctx ended. No
+// message reaches the sink after it returned.
+func (t *Telegram) Wait() { t.wg.Wait() }
+
+// receive runs recv (the poller, or the webhook server's shutdown) in the
+// background; once it returned, update handling stops for good.
+func (t *Telegram) receive(recv func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		recv()
+		t.stopHandling()
+	}()
+}
+
+// stopHandling fences the sink off: an update being handled (a webhook
+// call that outlived the server's shutdown) finishes first, any later one
+// is dropped. The counter in wg is held until this returned, so SetTyping
+// never adds to a finished group.
+func (t *Telegram) stopHandling() {
+	t.handleMu.Lock()
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
+	t.handleMu.Unlock()
+	t.doneOnce.Do(func() { close(t.done) })
+}
+
+func (t *Telegram) isStopped() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopped
+}
 
 // WebhookAddr is the address the webhook server listens on (useful with
 // listen: "127.0.0.1:0"); empty in polling mode or before Start.
@@ -212,7 +257,7 @@ func (t *Telegram) Start(ctx context.Context) error {
 
 	me, err := t.getMe(ctx)
 	if err != nil {
-		close(t.done)
+		t.stopHandling()
 		return err
 	}
 	t.mu.Lock()
@@ -221,22 +266,17 @@ func (t *Telegram) Start(ctx context.Context) error {
 	t.log.Info("telegram connected", "bot", "@"+me.Username, "id", me.ID)
 
 	if t.cfg.Webhook != nil {
-		if err := t.startWebhook(ctx); err != nil {
-			close(t.done)
-			return err
-		}
-		return nil
+		return t.startWebhook(ctx)
 	}
 	// getUpdates answers 409 while a webhook is set (say, from an earlier
 	// webhook-mode run); polling means the webhook has to go.
 	if _, err := t.b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
-		close(t.done)
+		t.stopHandling()
 		return fmt.Errorf("telegram: deleteWebhook before polling: %s", redact(err.Error(), t.cfg.Token))
 	}
-	go func() {
-		defer close(t.done)
-		t.b.Start(ctx)
-	}()
+	// bot.Start returns once its poller and its worker returned; handlers
+	// run inline in the worker, so the last delivery is over by then.
+	t.receive(func() { t.b.Start(ctx) })
 	return nil
 }
 
@@ -262,6 +302,7 @@ func (t *Telegram) startWebhook(ctx context.Context) error {
 	wh := t.cfg.Webhook
 	ln, err := net.Listen("tcp", wh.Listen)
 	if err != nil {
+		t.stopHandling()
 		return fmt.Errorf("telegram: webhook listen on %s (channels.telegram.webhook.listen): %w", wh.Listen, err)
 	}
 	t.mu.Lock()
@@ -274,18 +315,26 @@ func (t *Telegram) startWebhook(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
+	// serveCtx ends with ctx, or early when setWebhook fails.
+	serveCtx, stopServing := context.WithCancel(ctx)
+	t.wg.Add(1)
 	go func() {
-		defer close(t.done)
+		defer t.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.log.Error("telegram webhook server stopped", "err", err)
 		}
 	}()
-	go func() {
-		<-ctx.Done()
+	t.receive(func() {
+		defer stopServing()
+		<-serveCtx.Done()
+		// Shutdown waits for the calls being handled; one still running
+		// after the grace period is fenced off by stopHandling.
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shut)
-	}()
+		if err := srv.Shutdown(shut); err != nil {
+			_ = srv.Close()
+		}
+	})
 	err = t.retry(ctx, true, func() error {
 		_, err := t.b.SetWebhook(ctx, &bot.SetWebhookParams{
 			URL:         wh.URL,
@@ -300,7 +349,7 @@ func (t *Telegram) startWebhook(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		_ = srv.Close()
+		stopServing()
 		return fmt.Errorf("telegram: setWebhook %s (channels.telegram.webhook.url): %s", wh.URL, redact(err.Error(), t.cfg.Token))
 	}
 	t.log.Info("telegram webhook set", "listen", ln.Addr().String(), "url", wh.URL)
