@@ -49,12 +49,13 @@ type harness struct {
 	// delivered is every message next took from the sink.
 	delivered []channels.Inbound
 
-	fake *slackfake.Server
-	sink *chantest.Sink
-	reg  *mediaregistry.Registry
-	st   *store.Store
-	sl   *Slack
-	ctx  context.Context
+	fake   *slackfake.Server
+	sink   *chantest.Sink
+	reg    *mediaregistry.Registry
+	st     *store.Store
+	sl     *Slack
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 const testChannel = "C0GENERAL"
@@ -80,7 +81,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	// Whatever a test made the channel deliver keeps the invariants every
 	// channel keeps. Runs before the store closes (cleanups run last-first).
 	t.Cleanup(func() {
-		for _, in := range h.delivered {
+		for _, in := range append(h.delivered, h.sink.Inbounds()...) {
 			chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))
 		}
 	})
@@ -95,6 +96,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	}
 	sl.connectTimeout = 5 * time.Second
 	h.sl = sl
+	h.cancel = cancel
 	return h
 }
 
@@ -104,6 +106,11 @@ func (h *harness) start(t *testing.T) {
 	if err := h.sl.Start(h.ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	// Stopped before the store closes (cleanups run last-first).
+	t.Cleanup(func() {
+		h.cancel()
+		chantest.WaitReturns(t, h.sl)
+	})
 }
 
 // next waits for the next delivered message.

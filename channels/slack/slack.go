@@ -33,6 +33,7 @@ const MaxFilesPerMessage = 10
 
 var (
 	_ channels.Channel     = (*Slack)(nil)
+	_ channels.Waiter      = (*Slack)(nil)
 	_ channels.Downloader  = (*Slack)(nil)
 	_ channels.MediaSender = (*Slack)(nil)
 )
@@ -66,6 +67,11 @@ type Slack struct {
 
 	addrMu sync.Mutex
 	addr   net.Addr
+
+	// wg counts the goroutines Start leaves running: the worker that
+	// hands messages to the sink, the Socket Mode loops or the Events API
+	// server.
+	wg sync.WaitGroup
 }
 
 // New checks the settings and builds the channel without connecting.
@@ -168,12 +174,26 @@ func (s *Slack) Start(ctx context.Context) error {
 	s.botUserID, s.botID = auth.UserID, auth.BotID
 	s.log.Info("slack authenticated", "team", auth.Team, "bot_user", auth.UserID)
 
-	go s.worker(ctx)
+	// runCtx also ends when Start fails, so nothing is left running then.
+	runCtx, stop := context.WithCancel(ctx)
+	s.wg.Go(func() { s.worker(runCtx) })
 	if s.cfg.Mode == ModeEvents {
-		return s.startEvents(ctx)
+		err = s.startEvents(runCtx)
+	} else {
+		err = s.startSocket(runCtx)
 	}
-	return s.startSocket(ctx)
+	if err != nil {
+		stop()
+		return err
+	}
+	context.AfterFunc(ctx, stop)
+	return nil
 }
+
+// Wait implements channels.Waiter: it returns once every goroutine Start
+// left running returned after its ctx ended. Only the worker hands
+// messages to the sink, so none arrives after Wait returned.
+func (s *Slack) Wait() { s.wg.Wait() }
 
 // worker handles events one at a time so messages of a chat reach the sink
 // in order, and so acks to Slack never wait on the sink.
@@ -204,8 +224,8 @@ func (s *Slack) startSocket(ctx context.Context) error {
 	failed := make(chan error, 1)
 	runCtx, stop := context.WithCancel(ctx)
 
-	go s.socketEvents(runCtx, smc, connected)
-	go func() {
+	s.wg.Go(func() { s.socketEvents(runCtx, smc, connected) })
+	s.wg.Go(func() {
 		// RunContext reconnects on its own (with backoff) after drops and on
 		// transient dial errors; it returns only on a fatal auth error or a
 		// broken reconnect, so keep restarting it with our own backoff.
@@ -231,7 +251,7 @@ func (s *Slack) startSocket(ctx context.Context) error {
 			}
 			backoff = min(backoff*2, 5*time.Minute)
 		}
-	}()
+	})
 
 	timer := time.NewTimer(s.connectTimeout)
 	defer timer.Stop()
@@ -297,17 +317,21 @@ func (s *Slack) startEvents(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}
-	go func() {
+	s.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("slack events listener stopped", "err", err)
 		}
-	}()
-	go func() {
+	})
+	s.wg.Go(func() {
 		<-ctx.Done()
+		// The handler only queues events, so a stuck request holds up
+		// nothing but itself; Close ends it after the grace period.
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shut)
-	}()
+		if err := srv.Shutdown(shut); err != nil {
+			_ = srv.Close()
+		}
+	})
 	s.log.Info("slack events API listening", "addr", ln.Addr().String())
 	return nil
 }
