@@ -59,6 +59,7 @@ var (
 	_ channels.Downloader  = (*WhatsApp)(nil)
 	_ channels.MediaSender = (*WhatsApp)(nil)
 	_ channels.Typer       = (*WhatsApp)(nil)
+	_ channels.Waiter      = (*WhatsApp)(nil)
 )
 
 // ErrLoggedOut is returned (wrapped) by Start and every send once WhatsApp
@@ -84,6 +85,14 @@ type WhatsApp struct {
 	retries retryWaiters
 	sent    recentIDs
 	states  chan connState
+
+	// wg counts the connection loop Start leaves running.
+	wg sync.WaitGroup
+	// deliverMu fences the sink off once the loop ended: whatsmeow may
+	// still dispatch a decrypted message from its own goroutines.
+	// Deliveries hold it shared, stopDelivering exclusively.
+	deliverMu sync.RWMutex
+	fenced    bool
 
 	mu      sync.RWMutex
 	started bool
@@ -124,6 +133,19 @@ func New(cfg Config, dataDir string, env channels.Env) (*WhatsApp, error) {
 
 // Name is the chat id prefix.
 func (w *WhatsApp) Name() string { return channelName }
+
+// Wait implements channels.Waiter: it returns once the connection loop
+// returned after Start's ctx ended and the session store was closed. No
+// message reaches the sink after it returned.
+func (w *WhatsApp) Wait() { w.wg.Wait() }
+
+// stopDelivering waits for a message being handed to the sink and turns
+// away any later one.
+func (w *WhatsApp) stopDelivering() {
+	w.deliverMu.Lock()
+	defer w.deliverMu.Unlock()
+	w.fenced = true
+}
 
 // Start opens the session store, connects with the paired device and
 // returns once logged in (or after startWait, still connecting in the
@@ -169,11 +191,21 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 	w.own = ownUsers(dev.GetJID(), dev.GetLID())
 	w.mu.Unlock()
 
+	return w.launch(ctx, wm, func() { container.Close() })
+}
+
+// launch runs the connection loop over c in the background until ctx ends
+// (closing what Start opened with cleanup afterwards) and returns once
+// logged in, or after startWait, still connecting in the background.
+func (w *WhatsApp) launch(ctx context.Context, c conn, cleanup func()) error {
 	first := make(chan error, 1)
-	go func() {
-		w.run(ctx, wm, first)
-		container.Close()
-	}()
+	w.wg.Go(func() {
+		w.run(ctx, c, first)
+		// Before cleanup: a message being handled may still read the
+		// session store (LID lookups).
+		w.stopDelivering()
+		cleanup()
+	})
 	t := time.NewTimer(w.startWait)
 	defer t.Stop()
 	select {
@@ -271,6 +303,14 @@ func (w *WhatsApp) isOwn(j types.JID) bool {
 // onMessage normalises and delivers one message; failures are logged, a
 // bad message must not stop the stream.
 func (w *WhatsApp) onMessage(ctx context.Context, evt *events.Message) {
+	w.deliverMu.RLock()
+	defer w.deliverMu.RUnlock()
+	if w.fenced {
+		// Whatsmeow acknowledged it already; after Wait the store may be
+		// closed, so it can only be reported.
+		w.log.Warn("whatsapp: message received after the channel stopped; not stored", "id", evt.Info.ID)
+		return
+	}
 	in, ok, err := w.inbound(ctx, evt)
 	if err != nil {
 		w.log.Warn("whatsapp: message dropped", "id", evt.Info.ID, "err", err)
