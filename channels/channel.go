@@ -6,7 +6,6 @@ package channels
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"time"
 
@@ -23,15 +22,6 @@ type Channel interface {
 	Start(ctx context.Context) error
 	// Send delivers text to a chat, split to the network's limit.
 	Send(ctx context.Context, msg OutMessage) (Delivery, error)
-}
-
-// Downloader opens the bytes of a ref on demand. Only the host calls it,
-// and only when the agent or an MCP client asked for the media.
-type Downloader interface {
-	// Download returns a stream of the media. size is the expected length
-	// or -1. Errors wrap ErrTooLarge, ErrForbidden or ErrUnavailable when
-	// they are one of those.
-	Download(ctx context.Context, ref *mediaregistry.MediaReference) (body io.ReadCloser, size int64, err error)
 }
 
 // MediaSender sends a file to a chat.
@@ -76,7 +66,9 @@ type Delivery struct {
 	MessageIDs []string
 }
 
-// Download errors the host maps to IPC error codes.
+// Download errors the media service maps to IPC error codes. Downloading
+// itself is a capability declared where it is used: media.Downloader,
+// media.FileDownloader, media.DownloadLimiter.
 var (
 	ErrTooLarge    = errors.New("media too large for this channel")
 	ErrForbidden   = errors.New("media download not permitted")

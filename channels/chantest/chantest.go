@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -49,7 +50,7 @@ type SentFile struct {
 
 var (
 	_ channels.Channel     = (*Channel)(nil)
-	_ channels.Downloader  = (*Channel)(nil)
+	_ media.Downloader     = (*Channel)(nil)
 	_ channels.MediaSender = (*Channel)(nil)
 	_ channels.Typer       = (*Channel)(nil)
 )

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"bytes"
-	"encoding/json"
 	"image"
 	"image/png"
 	"os"
@@ -15,11 +14,12 @@ import (
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // Files that lie about themselves, from a real file_share event through
-// the host's fetch_media handler: the sniffed type names the file, and a
+// the media service's fetch: the sniffed type names the file, and a
 // body larger than its declared size stops at the cap with nothing partial
 // left behind.
 func TestHostileDownloads(t *testing.T) {
@@ -51,21 +51,20 @@ func TestHostileDownloads(t *testing.T) {
 				t.Fatalf("refs = %d", len(in.Refs))
 			}
 
-			g := groups.Group{Folder: "general", Name: "General", Chat: "slack:" + testChannel}
-			set, err := groups.NewSet("Andy", []groups.Group{g})
+			set, err := groups.NewSet("Andy", []groups.Group{{Folder: "general", Name: "General", Chat: "slack:" + testChannel}})
 			if err != nil {
 				t.Fatal(err)
 			}
+			g, _ := set.ByFolder("general")
 			cacheDir := filepath.Join(t.TempDir(), "media")
 			cache, err := mediaregistry.OpenCache(cacheDir, h.st.DB, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
 			groupsDir := t.TempDir()
-			svc := ipc.NewService(ipc.ServiceOptions{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
+			svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 				Channels: map[string]channels.Channel{"slack": h.sl}, MaxDownloadBytes: 64 * kb})
-			args, _ := json.Marshal(ipc.FetchMediaArgs{MediaRef: in.Refs[0].ID})
-			out, ierr := svc.Handle(h.ctx, &g, &ipc.Request{Version: ipc.Version, ID: ipc.NewID(), Type: ipc.TypeFetchMedia, Args: args})
+			res, ierr := svc.Fetch(h.ctx, g, in.Refs[0].ID)
 
 			var left []string
 			for _, dir := range []string{groupsDir, cacheDir} {
@@ -78,7 +77,7 @@ func TestHostileDownloads(t *testing.T) {
 			}
 			if c.code != "" {
 				if ierr == nil || ierr.Code != c.code {
-					t.Fatalf("fetch = %+v, %v; want %s", out, ierr, c.code)
+					t.Fatalf("fetch = %+v, %v; want %s", res, ierr, c.code)
 				}
 				if len(left) != 0 {
 					t.Errorf("partial files left: %v", left)
@@ -91,7 +90,6 @@ func TestHostileDownloads(t *testing.T) {
 			if ierr != nil {
 				t.Fatal(ierr)
 			}
-			res := out.(*ipc.FetchMediaResult)
 			if res.MIME != c.wantMIME || !strings.HasSuffix(res.Path, c.ext) || res.Declared != c.mime {
 				t.Errorf("mime %s (declared %s) path %s, want %s *%s", res.MIME, res.Declared, res.Path, c.wantMIME, c.ext)
 			}

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,11 +10,12 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // TestFetchThroughIPC follows one file from a file_share event to the
-// group folder through the host's fetch_media handler: nothing is
+// group folder through the media service's fetch: nothing is
 // downloaded on receipt, exactly one authenticated download happens on the
 // first fetch, and the second fetch is served from the cache.
 func TestFetchThroughIPC(t *testing.T) {
@@ -30,30 +30,29 @@ func TestFetchThroughIPC(t *testing.T) {
 		t.Fatalf("refs = %d, downloads = %d", len(in.Refs), h.fake.Calls("files"))
 	}
 
-	g := groups.Group{Folder: "general", Name: "General", Chat: "slack:" + testChannel}
-	set, err := groups.NewSet("Andy", []groups.Group{g})
+	set, err := groups.NewSet("Andy", []groups.Group{
+		{Folder: "general", Name: "General", Chat: "slack:" + testChannel},
+		{Folder: "other", Name: "Other", Chat: "slack:C0OTHER"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g, _ := set.ByFolder("general")
+	other, _ := set.ByFolder("other")
 	cache, err := mediaregistry.OpenCache(filepath.Join(t.TempDir(), "media"), h.st.DB, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	groupsDir := t.TempDir()
-	svc := ipc.NewService(ipc.ServiceOptions{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
+	svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 		Channels: map[string]channels.Channel{"slack": h.sl}, MaxDownloadBytes: 1 << 20})
 	fetch := func(t *testing.T, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error) {
 		t.Helper()
-		args, _ := json.Marshal(ipc.FetchMediaArgs{MediaRef: ref})
-		res, ierr := svc.Handle(h.ctx, g, &ipc.Request{Version: ipc.Version, ID: ipc.NewID(), Type: ipc.TypeFetchMedia, Args: args})
-		if ierr != nil {
-			return nil, ierr
-		}
-		return res.(*ipc.FetchMediaResult), nil
+		return svc.Fetch(h.ctx, g, ref)
 	}
 
 	for i, wantCached := range []bool{false, true} {
-		res, ierr := fetch(t, &g, in.Refs[0].ID)
+		res, ierr := fetch(t, g, in.Refs[0].ID)
 		if ierr != nil {
 			t.Fatalf("fetch %d: %v", i, ierr)
 		}
@@ -68,8 +67,7 @@ func TestFetchThroughIPC(t *testing.T) {
 	}
 
 	// The token never reaches the group's side of the fence.
-	other := groups.Group{Folder: "other", Name: "Other", Chat: "slack:C0OTHER"}
-	if _, ierr := fetch(t, &other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeForbidden {
+	if _, ierr := fetch(t, other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeForbidden {
 		t.Errorf("fetch from another group: %v, want forbidden", ierr)
 	}
 	_ = filepath.WalkDir(groupsDir, func(p string, d os.DirEntry, err error) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/media"
 )
 
 // TextLimit is the length botd splits outgoing text at; Slack truncates
@@ -34,7 +35,7 @@ const MaxFilesPerMessage = 10
 var (
 	_ channels.Channel     = (*Slack)(nil)
 	_ channels.Waiter      = (*Slack)(nil)
-	_ channels.Downloader  = (*Slack)(nil)
+	_ media.Downloader     = (*Slack)(nil)
 	_ channels.MediaSender = (*Slack)(nil)
 )
 

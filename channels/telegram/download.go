@@ -17,19 +17,22 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// Download implements channels.Downloader: getFile, then a streamed GET of
-// the file. Nothing is fetched before this is called.
+// DownloadLimit implements media.DownloadLimiter: the Bot API serves no
+// file over its getFile limit (20 MB in the cloud), so the media service
+// refuses a ref declared larger before asking, and caps the stream at it.
+func (t *Telegram) DownloadLimit(*mediaregistry.MediaReference) (int64, string) {
+	return t.maxDL, "the Bot API download limit (channels.telegram.max_download_bytes)"
+}
+
+// Download implements media.Downloader: getFile, then a streamed GET of
+// the file. Nothing is fetched before this is called. Sizes are the media
+// service's business (DownloadLimit); only the Bot API's own "file is too
+// big" is reported here, as channels.ErrTooLarge.
 func (t *Telegram) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
 	h := decodeHandle(ref.Private)
 	if h.FileID == "" {
 		return nil, 0, fmt.Errorf("telegram download %s: no file_id in ref: %w", ref.ID, channels.ErrUnavailable)
 	}
-	// Refuse before getFile: the Bot API would refuse anyway, and asking
-	// costs a round trip and rate limit budget.
-	if size := max(ref.Size, h.FileSize); size > t.maxDL {
-		return nil, 0, t.tooLarge(ref.ID, size)
-	}
-
 	var f struct {
 		size int64
 		path string
@@ -44,9 +47,6 @@ func (t *Telegram) Download(ctx context.Context, ref *mediaregistry.MediaReferen
 	})
 	if err != nil {
 		return nil, 0, t.getFileError(ref.ID, err)
-	}
-	if f.size > t.maxDL {
-		return nil, 0, t.tooLarge(ref.ID, f.size)
 	}
 	if f.path == "" {
 		return nil, 0, fmt.Errorf("telegram download %s: getFile returned no file_path: %w", ref.ID, channels.ErrUnavailable)
@@ -65,11 +65,6 @@ func (t *Telegram) Download(ctx context.Context, ref *mediaregistry.MediaReferen
 		size = f.size
 	}
 	return body, size, nil
-}
-
-func (t *Telegram) tooLarge(id string, size int64) error {
-	return fmt.Errorf("telegram download %s: %s is over the Bot API download limit of %s (channels.telegram.max_download_bytes): %w",
-		id, mediaregistry.FormatSize(size), mediaregistry.FormatSize(t.maxDL), channels.ErrTooLarge)
 }
 
 func (t *Telegram) getFileError(id string, err error) error {
@@ -130,13 +125,8 @@ func (t *Telegram) fetch(ctx context.Context, path string) (io.ReadCloser, int64
 		}
 		return nil, 0, err
 	}
-	size := resp.ContentLength
-	if size > t.maxDL {
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("file of %s over the limit of %s: %w",
-			mediaregistry.FormatSize(size), mediaregistry.FormatSize(t.maxDL), channels.ErrTooLarge)
-	}
-	return &cappedBody{r: resp.Body, left: t.maxDL}, size, nil
+	// The media service's cache stops a stream that runs past the limit.
+	return resp.Body, resp.ContentLength, nil
 }
 
 // escapePath escapes each segment of a Bot API file_path ("photos/file_1.jpg").
@@ -148,33 +138,6 @@ func escapePath(p string) string {
 	return strings.Join(segs, "/")
 }
 
-// cappedBody stops a stream that runs past the limit instead of letting a
-// lying server fill the disk.
-type cappedBody struct {
-	r    io.ReadCloser
-	left int64
-}
-
-func (c *cappedBody) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		// One byte more tells "exactly at the limit" from "over it".
-		var one [1]byte
-		n, err := c.r.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("telegram download: stream exceeds the limit: %w", channels.ErrTooLarge)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
-}
-
-func (c *cappedBody) Close() error { return c.r.Close() }
-
 func (t *Telegram) openLocal(id, path string, size int64) (io.ReadCloser, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -185,10 +148,6 @@ func (t *Telegram) openLocal(id, path string, size int64) (io.ReadCloser, int64,
 	}
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
-	}
-	if size > t.maxDL {
-		f.Close()
-		return nil, 0, t.tooLarge(id, size)
 	}
 	return f, size, nil
 }

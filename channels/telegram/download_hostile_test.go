@@ -3,7 +3,6 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"image"
 	"image/png"
 	"os"
@@ -18,34 +17,30 @@ import (
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// ipcFetch is the host's fetch_media handler over this harness's channel,
-// registry and a fresh cache; it returns the group folder and cache dir so
-// tests can look for leftovers.
+// ipcFetch is the media service's fetch over this harness's channel,
+// registry and a fresh cache, as fetch_media runs it; it returns the group
+// folder and cache dir so tests can look for leftovers.
 func ipcFetch(t *testing.T, h *harness, max int64) (fetch func(ref string) (*ipc.FetchMediaResult, *ipc.Error), groupDir, cacheDir string) {
 	t.Helper()
-	g := groups.Group{Folder: "family", Name: "Family", Chat: ChatID(groupID)}
-	set, err := groups.NewSet("Andy", []groups.Group{g})
+	set, err := groups.NewSet("Andy", []groups.Group{{Folder: "family", Name: "Family", Chat: ChatID(groupID)}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g, _ := set.ByFolder("family")
 	cacheDir = filepath.Join(t.TempDir(), "media")
 	cache, err := mediaregistry.OpenCache(cacheDir, h.st.DB, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	groupsDir := t.TempDir()
-	svc := ipc.NewService(ipc.ServiceOptions{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
+	svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 		Channels: map[string]channels.Channel{Name: h.tg}, MaxDownloadBytes: max})
 	return func(ref string) (*ipc.FetchMediaResult, *ipc.Error) {
-		args, _ := json.Marshal(ipc.FetchMediaArgs{MediaRef: ref})
-		res, ierr := svc.Handle(context.Background(), &g, &ipc.Request{Version: ipc.Version, ID: ipc.NewID(), Type: ipc.TypeFetchMedia, Args: args})
-		if ierr != nil {
-			return nil, ierr
-		}
-		return res.(*ipc.FetchMediaResult), nil
+		return svc.Fetch(context.Background(), g, ref)
 	}, filepath.Join(groupsDir, g.Folder), cacheDir
 }
 
@@ -63,7 +58,7 @@ func files(t *testing.T, dir string) []string {
 }
 
 // Media that lies about itself, fetched through the real channel download
-// and the host's fetch_media handler: the sniffed type wins and names the
+// and the media service's fetch: the sniffed type wins and names the
 // file, and a body larger than declared is cut at the cap with nothing
 // partial left behind.
 func TestHostileDownloads(t *testing.T) {

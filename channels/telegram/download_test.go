@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -71,35 +72,45 @@ func TestDownloadPhotoOnce(t *testing.T) {
 	}
 }
 
-func TestDownloadTooLarge(t *testing.T) {
-	const mb = 1 << 20
-	cases := []struct {
-		name        string
-		refSize     int64 // what the update said
-		served      int64 // what getFile says
-		wantGetFile int
+// The Bot API's limit is the channel's DownloadLimit: the media service
+// refuses a ref declared over it before calling Download (tested in
+// package media) and caps the stream at it (TestHostileDownloads).
+func TestDownloadLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  int64 // channels.telegram.max_download_bytes
+		want int64
 	}{
-		// Known from the update: refused without asking Telegram.
-		{"25MB document refused before getFile", 25 * mb, 25 * mb, 0},
-		// Unknown in the update: the Bot API's "file is too big" maps too.
-		{"size unknown until getFile", 0, 25 * mb, 1},
-	}
-	for _, c := range cases {
+		{"cloud default", 0, DefaultMaxDownload},
+		{"local Bot API server", 2 << 30, 2 << 30},
+	} {
 		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, func(cfg *Config) { cfg.MaxDownloadBytes = c.set })
+			got, why := h.tg.DownloadLimit(&mediaregistry.MediaReference{Size: 25 << 20})
+			if got != c.want || why != "the Bot API download limit (channels.telegram.max_download_bytes)" {
+				t.Errorf("DownloadLimit = %d %q, want %d", got, why, c.want)
+			}
+		})
+	}
+}
+
+// A file the Bot API refuses as too big (its size unknown until getFile)
+// is ErrTooLarge, without a download.
+func TestDownloadTooBigForTheBotAPI(t *testing.T) {
+	const mb = 1 << 20
+	for _, declared := range []int64{0, 25 * mb} {
+		t.Run(fmt.Sprintf("declared %d", declared), func(t *testing.T) {
 			h := newHarness(t)
-			h.fake.AddFile(telegramtest.File{ID: "BQAC-big", Data: []byte("x"), Size: c.served})
+			h.fake.AddFile(telegramtest.File{ID: "BQAC-big", Data: []byte("x"), Size: 25 * mb})
 			ref := receiveRef(t, h, mediaMsg(500, func(m *models.Message) {
-				m.Document = &models.Document{FileID: "BQAC-big", FileName: "huge.zip", MimeType: "application/zip", FileSize: c.refSize}
+				m.Document = &models.Document{FileID: "BQAC-big", FileName: "huge.zip", MimeType: "application/zip", FileSize: declared}
 			}))
 			_, _, err := h.tg.Download(context.Background(), &ref)
 			if !errors.Is(err, channels.ErrTooLarge) {
 				t.Fatalf("err = %v, want ErrTooLarge", err)
 			}
-			if n := h.fake.GetFileCalls(); n != c.wantGetFile {
-				t.Errorf("getFile calls = %d, want %d", n, c.wantGetFile)
-			}
-			if n := h.fake.Downloads(); n != 0 {
-				t.Errorf("downloads = %d, want 0", n)
+			if g, d := h.fake.GetFileCalls(), h.fake.Downloads(); g != 1 || d != 0 {
+				t.Errorf("getFile calls = %d, downloads = %d, want 1 and 0", g, d)
 			}
 			if strings.Contains(err.Error(), telegramtest.Token) {
 				t.Errorf("token in error: %v", err)
@@ -200,19 +211,6 @@ func TestFetchErrorHidesFileURL(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "<token>") {
 		t.Errorf("expected a redacted URL in %v", err)
-	}
-}
-
-func TestCappedBody(t *testing.T) {
-	for _, c := range []struct {
-		n, limit int64
-		tooLarge bool
-	}{{10, 10, false}, {9, 10, false}, {11, 10, true}} {
-		cb := &cappedBody{r: io.NopCloser(bytes.NewReader(make([]byte, c.n))), left: c.limit}
-		_, err := io.ReadAll(cb)
-		if got := errors.Is(err, channels.ErrTooLarge); got != c.tooLarge {
-			t.Errorf("n=%d limit=%d: err=%v", c.n, c.limit, err)
-		}
 	}
 }
 

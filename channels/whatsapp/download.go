@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"sync"
 	"time"
 
@@ -18,67 +18,54 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// Download fetches and decrypts a ref's media into a temp file and streams
-// it; the file is removed on Close. Memory does not grow with file size.
-// Expired server copies are re-requested from the sender's phone (media
-// retry), which must be online.
-func (w *WhatsApp) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
+// encryptionOverhead is what a download holds beyond the declared length
+// while whatsmeow decrypts it in place: up to 16 bytes of CBC padding and
+// the 10-byte MAC.
+const encryptionOverhead = 16 + 10
+
+// DownloadLimit implements media.DownloadLimiter: the length the sender
+// declared plus the encryption overhead, so a lying sender or server
+// cannot fill the disk (whatsmeow checks the length only after the whole
+// download). 0 when nothing was declared: no limit of the channel's own.
+func (w *WhatsApp) DownloadLimit(ref *mediaregistry.MediaReference) (int64, string) {
+	m, err := decodeHandle(ref.Private)
+	if err != nil {
+		return 0, ""
+	}
+	declared := declaredSize(m.Msg)
+	// A length past int64 (the proto field is unsigned) declares nothing.
+	if declared <= 0 || declared > math.MaxInt64-encryptionOverhead {
+		return 0, ""
+	}
+	return declared + encryptionOverhead, "the size the sender declared"
+}
+
+// DownloadTo implements media.FileDownloader: whatsmeow fetches and
+// decrypts a ref's media straight into dst, the media cache's temp file,
+// which enforces the size cap on every write. Expired server copies are
+// re-requested from the sender's phone (media retry), which must be online.
+func (w *WhatsApp) DownloadTo(ctx context.Context, ref *mediaregistry.MediaReference, dst mediaregistry.File) error {
 	if ref.Channel != "" && ref.Channel != channelName {
-		return nil, 0, fmt.Errorf("whatsapp download %s: ref belongs to %s", ref.ID, ref.Channel)
+		return fmt.Errorf("whatsapp download %s: ref belongs to %s", ref.ID, ref.Channel)
 	}
 	m, err := decodeHandle(ref.Private)
 	if err != nil {
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
+		return fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
 	}
 	cli, err := w.client()
 	if err != nil {
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
+		return fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
 	}
-	if err := os.MkdirAll(w.tmpDir, 0o700); err != nil {
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
+	if err := w.fetch(ctx, cli, m, dst); err != nil {
+		return fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
 	}
-	f, err := os.CreateTemp(w.tmpDir, "dl-*")
-	if err != nil {
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
-	}
-	body := &tempFile{File: f}
-	if err := w.fetch(ctx, cli, m, f); err != nil {
-		body.Close()
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
-	}
-	st, err := f.Stat()
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		body.Close()
-		return nil, 0, fmt.Errorf("whatsapp download %s: %w", ref.ID, err)
-	}
-	return body, st.Size(), nil
-}
-
-// tempFile deletes itself when closed.
-type tempFile struct {
-	*os.File
-	once sync.Once
-}
-
-func (t *tempFile) Close() error {
-	var err error
-	t.once.Do(func() {
-		err = t.File.Close()
-		if rmErr := os.Remove(t.File.Name()); rmErr != nil && err == nil {
-			err = rmErr
-		}
-	})
-	return err
+	return nil
 }
 
 // fetch downloads into f, going through one media retry when the server no
 // longer has the file.
-func (w *WhatsApp) fetch(ctx context.Context, cli client, m *media, f *os.File) error {
-	dst := capped(f, declaredSize(m.Msg))
-	err := cli.DownloadToFile(ctx, m.Msg, dst)
+func (w *WhatsApp) fetch(ctx context.Context, cli client, m *decoded, f mediaregistry.File) error {
+	err := cli.DownloadToFile(ctx, m.Msg, f)
 	if err == nil {
 		return nil
 	}
@@ -91,13 +78,14 @@ func (w *WhatsApp) fetch(ctx context.Context, cli client, m *media, f *os.File) 
 		return err
 	}
 	setDirectPath(m.Msg, path)
+	// The first attempt may have left bytes behind.
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := cli.DownloadToFile(ctx, m.Msg, dst); err != nil {
+	if err := cli.DownloadToFile(ctx, m.Msg, f); err != nil {
 		return fmt.Errorf("after media retry: %w", classify(err))
 	}
 	return nil
@@ -115,52 +103,6 @@ func declaredSize(msg downloadable) int64 {
 		return int64(s.GetFileLength())
 	}
 	return 0
-}
-
-// capFile refuses to grow the temp file past what the sender declared
-// (plus CBC padding and the MAC), so a lying sender or server cannot fill
-// the disk; whatsmeow only checks the length after the whole download.
-type capFile struct {
-	*os.File
-	max int64
-	n   int64
-}
-
-var _ whatsmeow.File = (*capFile)(nil)
-
-func capped(f *os.File, declared int64) whatsmeow.File {
-	if declared <= 0 {
-		return f
-	}
-	return &capFile{File: f, max: declared + 16 + 10}
-}
-
-func (c *capFile) Write(p []byte) (int, error) {
-	if c.n+int64(len(p)) > c.max {
-		return 0, fmt.Errorf("%w: more than the declared %s", channels.ErrTooLarge, mediaregistry.FormatSize(c.max-26))
-	}
-	n, err := c.File.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *capFile) WriteAt(p []byte, off int64) (int, error) {
-	if off+int64(len(p)) > c.max {
-		return 0, fmt.Errorf("%w: more than the declared %s", channels.ErrTooLarge, mediaregistry.FormatSize(c.max-26))
-	}
-	return c.File.WriteAt(p, off)
-}
-
-func (c *capFile) Truncate(size int64) error {
-	if size < c.n {
-		c.n = size
-	}
-	return c.File.Truncate(size)
-}
-
-// ReadFrom hides os.File's own ReadFrom, which would bypass Write.
-func (c *capFile) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(struct{ io.Writer }{c}, r)
 }
 
 // classify maps whatsmeow's errors onto the host's sentinels.
@@ -194,7 +136,7 @@ func setDirectPath(msg downloadable, path string) {
 
 // mediaRetry sends a media retry receipt and waits (bounded) for the
 // phone's answer, returning the new direct path.
-func (w *WhatsApp) mediaRetry(ctx context.Context, cli client, m *media) (string, error) {
+func (w *WhatsApp) mediaRetry(ctx context.Context, cli client, m *decoded) (string, error) {
 	key := m.Msg.GetMediaKey()
 	ch, done := w.retries.wait(m.Info.ID)
 	defer done()

@@ -10,10 +10,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,27 +67,49 @@ func retryAnswer(t *testing.T, info *types.MessageInfo, key []byte, result waMms
 	return &events.MediaRetry{Ciphertext: ct, IV: iv, MessageID: info.ID, ChatID: info.Chat, SenderID: info.Sender}
 }
 
-func readAll(t *testing.T, body io.ReadCloser) []byte {
+// downloadTo runs DownloadTo into a fresh file (an *os.File is a
+// mediaregistry.File) and returns what it left there.
+func downloadTo(t *testing.T, w *WhatsApp, ref *mediaregistry.MediaReference) ([]byte, error) {
 	t.Helper()
-	b, err := io.ReadAll(body)
+	f, err := os.CreateTemp(t.TempDir(), "dl-*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := body.Close(); err != nil {
+	defer f.Close()
+	if err := w.DownloadTo(context.Background(), ref, f); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, nil
 }
 
-func assertNoTempFiles(t *testing.T, w *WhatsApp) {
+// downloadCapped runs DownloadTo into the media cache the way the media
+// service does: its file refuses every write past the channel's
+// DownloadLimit.
+func downloadCapped(t *testing.T, env *testEnv, ref *mediaregistry.MediaReference) ([]byte, error) {
 	t.Helper()
-	ents, err := os.ReadDir(w.tmpDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	cache, err := mediaregistry.OpenCache(filepath.Join(t.TempDir(), "media"), env.st.DB, time.Hour)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 0 {
-		t.Errorf("temp files left behind: %v", ents)
+	max, why := env.w.DownloadLimit(ref)
+	if max <= 0 || why == "" {
+		t.Fatalf("no download limit for %s: %d %q", ref.ID, max, why)
 	}
+	e, err := cache.StoreFile(context.Background(), ref.ID, ref.MIME, max, func(f mediaregistry.File) error {
+		return env.w.DownloadTo(context.Background(), ref, f)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(cache.Path(e.SHA256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, nil
 }
 
 func TestDownloadFake(t *testing.T) {
@@ -98,6 +120,7 @@ func TestDownloadFake(t *testing.T) {
 		name        string
 		cdn         map[string][]byte
 		declared    uint64 // the sender's FileLength, when not img()'s
+		capped      bool   // into the media cache, capped at DownloadLimit
 		tooLarge    bool
 		phone       func(t *testing.T, env *testEnv, info *types.MessageInfo, key []byte)
 		wantBody    []byte
@@ -107,9 +130,11 @@ func TestDownloadFake(t *testing.T) {
 		downloads   int
 	}{
 		{name: "success", cdn: map[string][]byte{oldPath: payload}, wantBody: payload, downloads: 1},
+		{name: "success within the declared size", cdn: map[string][]byte{oldPath: payload}, declared: uint64(len(payload)), capped: true,
+			wantBody: payload, downloads: 1},
 		{
-			name: "more bytes than declared", cdn: map[string][]byte{oldPath: payload}, declared: 1000,
-			wantErr: "more than the declared", tooLarge: true, downloads: 1,
+			name: "more bytes than declared", cdn: map[string][]byte{oldPath: payload}, declared: 1000, capped: true,
+			wantErr: "more than 1026 bytes", tooLarge: true, downloads: 1,
 		},
 		{
 			name: "403 then media retry",
@@ -175,10 +200,15 @@ func TestDownloadFake(t *testing.T) {
 			ref := registerImage(t, env, m)
 
 			start := time.Now()
-			body, size, err := env.w.Download(context.Background(), ref)
+			download := downloadTo
+			if tc.capped {
+				download = func(t *testing.T, _ *WhatsApp, ref *mediaregistry.MediaReference) ([]byte, error) {
+					return downloadCapped(t, env, ref)
+				}
+			}
+			got, err := download(t, env.w, ref)
 			if tc.wantErr != "" {
 				if err == nil {
-					body.Close()
 					t.Fatalf("want error %q", tc.wantErr)
 				}
 				if !strings.Contains(err.Error(), tc.wantErr) {
@@ -187,15 +217,15 @@ func TestDownloadFake(t *testing.T) {
 				if got := errors.Is(err, channels.ErrUnavailable); got != tc.unavailable {
 					t.Errorf("errors.Is(ErrUnavailable) = %v, want %v (%v)", got, tc.unavailable, err)
 				}
-				if got := errors.Is(err, channels.ErrTooLarge); got != tc.tooLarge {
+				if got := errors.Is(err, mediaregistry.ErrTooLarge); got != tc.tooLarge {
 					t.Errorf("errors.Is(ErrTooLarge) = %v, want %v (%v)", got, tc.tooLarge, err)
 				}
 			} else {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := readAll(t, body); !bytes.Equal(got, tc.wantBody) || size != int64(len(tc.wantBody)) {
-					t.Errorf("got %d bytes (size %d), want %d", len(got), size, len(tc.wantBody))
+				if !bytes.Equal(got, tc.wantBody) {
+					t.Errorf("got %d bytes, want %d", len(got), len(tc.wantBody))
 				}
 			}
 			if time.Since(start) > 5*time.Second {
@@ -204,7 +234,6 @@ func TestDownloadFake(t *testing.T) {
 			if env.cli.retryReceipts != tc.receipts || env.cli.downloads != tc.downloads {
 				t.Errorf("receipts=%d downloads=%d, want %d %d", env.cli.retryReceipts, env.cli.downloads, tc.receipts, tc.downloads)
 			}
-			assertNoTempFiles(t, env.w)
 			if len(env.w.retries.m) != 0 {
 				t.Errorf("retry waiters left: %v", env.w.retries.m)
 			}
@@ -215,24 +244,23 @@ func TestDownloadFake(t *testing.T) {
 func TestDownloadErrors(t *testing.T) {
 	env := newTestChannel(t, Config{})
 	ref := registerImage(t, env, img())
-	ctx := context.Background()
 
 	bad := *ref
 	bad.Private = []byte("{}")
-	if _, _, err := env.w.Download(ctx, &bad); err == nil || !strings.Contains(err.Error(), "not readable") {
+	if _, err := downloadTo(t, env.w, &bad); err == nil || !strings.Contains(err.Error(), "not readable") {
 		t.Errorf("bad handle: %v", err)
 	}
 	other := *ref
 	other.Channel = "telegram"
-	if _, _, err := env.w.Download(ctx, &other); err == nil {
+	if _, err := downloadTo(t, env.w, &other); err == nil {
 		t.Error("telegram ref downloaded")
 	}
 	env.w.cli = nil
-	if _, _, err := env.w.Download(ctx, ref); err == nil || !strings.Contains(err.Error(), "not started") {
+	if _, err := downloadTo(t, env.w, ref); err == nil || !strings.Contains(err.Error(), "not started") {
 		t.Errorf("not started: %v", err)
 	}
 	env.w.stop(ErrLoggedOut)
-	if _, _, err := env.w.Download(ctx, ref); !errors.Is(err, ErrLoggedOut) {
+	if _, err := downloadTo(t, env.w, ref); !errors.Is(err, ErrLoggedOut) {
 		t.Errorf("logged out: %v", err)
 	}
 }
@@ -266,7 +294,8 @@ func encryptMedia(t *testing.T, plain, mediaKey []byte, info string) (enc, encSH
 
 // TestDownloadRealDecrypt drives whatsmeow's own download and decrypt code
 // against a loopback CDN serving a fixture encrypted here with a random
-// key: the bytes must round-trip through the channel's Download.
+// key: the bytes must round-trip through the channel's DownloadTo into the
+// media cache, capped at the declared size.
 func TestDownloadRealDecrypt(t *testing.T) {
 	plain := make([]byte, 300_001) // not a block multiple
 	rand.Read(plain)
@@ -315,12 +344,12 @@ func TestDownloadRealDecrypt(t *testing.T) {
 		FileEncSHA256: encSHA,
 	}
 	ref := registerImage(t, env, m)
-	body, size, err := env.w.Download(context.Background(), ref)
+	got, err := downloadCapped(t, env, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readAll(t, body); !bytes.Equal(got, plain) || size != int64(len(plain)) {
-		t.Fatalf("decrypted %d bytes (size %d), want the %d-byte fixture", len(got), size, len(plain))
+	if !bytes.Equal(got, plain) {
+		t.Fatalf("decrypted %d bytes, want the %d-byte fixture", len(got), len(plain))
 	}
 	if hits.Load() != 1 {
 		t.Errorf("CDN hits = %d, want 1", hits.Load())
@@ -328,7 +357,7 @@ func TestDownloadRealDecrypt(t *testing.T) {
 
 	// A flipped ciphertext bit fails the integrity check: nothing is returned.
 	tamper.Store(true)
-	if _, _, err := env.w.Download(context.Background(), ref); !errors.Is(err, whatsmeow.ErrInvalidMediaEncSHA256) {
+	if _, err := downloadTo(t, env.w, ref); !errors.Is(err, whatsmeow.ErrInvalidMediaEncSHA256) {
 		t.Errorf("tampered download: %v, want ErrInvalidMediaEncSHA256", err)
 	}
 
@@ -337,9 +366,33 @@ func TestDownloadRealDecrypt(t *testing.T) {
 	// send: the error says so instead of hanging for the phone.
 	expired := proto.Clone(m).(*waE2E.ImageMessage)
 	expired.URL = proto.String(srv.URL + "/mms/image/expired")
-	_, _, err = env.w.Download(context.Background(), registerImage(t, env, expired))
+	_, err = downloadTo(t, env.w, registerImage(t, env, expired))
 	if !errors.Is(err, whatsmeow.ErrNotLoggedIn) || !strings.Contains(err.Error(), "media retry request") {
 		t.Errorf("expired download: %v", err)
 	}
-	assertNoTempFiles(t, env.w)
+}
+
+func TestDownloadLimit(t *testing.T) {
+	env := newTestChannel(t, Config{})
+	declared := img()
+	declared.FileLength = proto.Uint64(1000)
+	undeclared := img()
+	undeclared.FileLength = nil
+	cases := []struct {
+		name string
+		ref  *mediaregistry.MediaReference
+		want int64
+		why  string
+	}{
+		{"declared length plus padding and MAC", registerImage(t, env, declared), 1026, "the size the sender declared"},
+		{"nothing declared: no limit of the channel's own", registerImage(t, env, undeclared), 0, ""},
+		{"unreadable handle", &mediaregistry.MediaReference{ID: "wa_X", Private: []byte("{}")}, 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got, why := env.w.DownloadLimit(c.ref); got != c.want || why != c.why {
+				t.Errorf("DownloadLimit = %d %q, want %d %q", got, why, c.want, c.why)
+			}
+		})
+	}
 }

@@ -103,8 +103,8 @@ func FuzzReceiveMessage(f *testing.F) {
 
 // FuzzDecodeHandle: a ref's Private comes back from SQLite, where anything
 // may have happened to it. Any bytes either decode or fail with
-// errBadHandle; a decoded handle downloads through the fake client to a
-// body or an error, never a panic, and no temp file outlives the call.
+// errBadHandle; a decoded handle downloads through the fake client into a
+// file or fails, never panics, and its DownloadLimit is never negative.
 // The second input is a raw media proto wrapped in a well-formed
 // container, so the proto decoder is fuzzed too, not only JSON.
 func FuzzDecodeHandle(f *testing.F) {
@@ -135,6 +135,11 @@ func FuzzDecodeHandle(f *testing.F) {
 
 	env := fuzzChannel(f)
 	ctx := context.Background()
+	dst, err := os.Create(filepath.Join(f.TempDir(), "download"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { dst.Close() })
 	msgTypes := []string{"ImageMessage", "VideoMessage", "AudioMessage", "DocumentMessage", "StickerMessage"}
 	f.Fuzz(func(t *testing.T, private, protoPart []byte, typ uint8) {
 		if len(protoPart) > 0 {
@@ -155,15 +160,16 @@ func FuzzDecodeHandle(f *testing.F) {
 		if m.Msg == nil {
 			t.Fatal("decoded a handle without a message")
 		}
-		body, _, err := env.w.Download(ctx, &mediaregistry.MediaReference{ID: "wa_FUZZFUZZFUZZ", Channel: channelName, Private: private})
-		if err == nil {
-			if _, err := io.Copy(io.Discard, body); err != nil {
-				t.Fatal(err)
-			}
-			body.Close()
+		if err := dst.Truncate(0); err != nil {
+			t.Fatal(err)
 		}
-		if left, _ := os.ReadDir(env.w.tmpDir); len(left) != 0 {
-			t.Fatalf("temp files left behind: %v", left)
+		if _, err := dst.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
 		}
+		ref := &mediaregistry.MediaReference{ID: "wa_FUZZFUZZFUZZ", Channel: channelName, Private: private}
+		if n, _ := env.w.DownloadLimit(ref); n < 0 {
+			t.Fatalf("DownloadLimit %d", n)
+		}
+		_ = env.w.DownloadTo(ctx, ref, dst)
 	})
 }

@@ -33,9 +33,9 @@ type mediaHandle struct {
 	TS      int64  `json:"ts,omitempty"` // unix seconds
 }
 
-// media is a decoded handle: the downloadable sub-message and the message
+// decoded is a decoded handle: the downloadable sub-message and the message
 // info for SendMediaRetryReceipt.
-type media struct {
+type decoded struct {
 	Msg  downloadable
 	Info types.MessageInfo
 }
@@ -109,7 +109,7 @@ func stripBulk(m downloadable) {
 
 // decodeHandle reads Private back; it needs nothing but the bytes, so a
 // ref survives a restart.
-func decodeHandle(private []byte) (*media, error) {
+func decodeHandle(private []byte) (*decoded, error) {
 	var h mediaHandle
 	if err := json.Unmarshal(private, &h); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadHandle, err)
@@ -125,7 +125,7 @@ func decodeHandle(private []byte) (*media, error) {
 	if err := proto.Unmarshal(h.Proto, msg); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadHandle, err)
 	}
-	m := &media{Msg: msg}
+	m := &decoded{Msg: msg}
 	m.Info.ID = h.ID
 	m.Info.IsFromMe = h.FromMe
 	m.Info.IsGroup = h.IsGroup

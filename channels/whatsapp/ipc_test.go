@@ -24,14 +24,15 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // TestFetchMediaThroughIPC: a WhatsApp image is received (metadata only),
 // then the agent side asks for it over the file protocol; the host's
-// service calls this channel's Download, which runs whatsmeow's real
-// download+decrypt against a loopback CDN. The CDN sees no request until
-// fetch_media.
+// media service calls this channel's DownloadTo, which runs whatsmeow's
+// real download+decrypt straight into the cache against a loopback CDN.
+// The CDN sees no request until fetch_media.
 func TestFetchMediaThroughIPC(t *testing.T) {
 	plain := make([]byte, 200_000)
 	rand.Read(plain)
@@ -94,9 +95,9 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: set.All(), Rescan: 100 * time.Millisecond,
+	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{"family"}, Rescan: 100 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Handler: ipc.NewService(ipc.ServiceOptions{Registry: env.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
+		Handler: media.New(media.Options{Registry: env.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 			Channels: map[string]channels.Channel{channelName: env.w}, MaxDownloadBytes: 10 << 20})})
 	if err := host.Start(ctx); err != nil {
 		t.Fatal(err)

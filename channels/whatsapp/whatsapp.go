@@ -10,8 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -55,11 +54,15 @@ var (
 	_ client = (*whatsmeow.Client)(nil)
 	_ conn   = (*whatsmeow.Client)(nil)
 
-	_ channels.Channel     = (*WhatsApp)(nil)
-	_ channels.Downloader  = (*WhatsApp)(nil)
-	_ channels.MediaSender = (*WhatsApp)(nil)
-	_ channels.Typer       = (*WhatsApp)(nil)
-	_ channels.Waiter      = (*WhatsApp)(nil)
+	_ channels.Channel      = (*WhatsApp)(nil)
+	_ channels.MediaSender  = (*WhatsApp)(nil)
+	_ channels.Typer        = (*WhatsApp)(nil)
+	_ channels.Waiter       = (*WhatsApp)(nil)
+	_ media.FileDownloader  = (*WhatsApp)(nil)
+	_ media.DownloadLimiter = (*WhatsApp)(nil)
+
+	// The cache's file is handed to whatsmeow as it is.
+	_ whatsmeow.File = mediaregistry.File(nil)
 )
 
 // ErrLoggedOut is returned (wrapped) by Start and every send once WhatsApp
@@ -70,7 +73,6 @@ var ErrLoggedOut = errors.New("whatsapp device is logged out; run `botd whatsapp
 type WhatsApp struct {
 	cfg       Config
 	sessionDB string
-	tmpDir    string
 	env       channels.Env
 	log       *slog.Logger
 
@@ -117,7 +119,6 @@ func New(cfg Config, dataDir string, env channels.Env) (*WhatsApp, error) {
 	return &WhatsApp{
 		cfg:          cfg,
 		sessionDB:    SessionPath(cfg.SessionDB, dataDir),
-		tmpDir:       filepath.Join(dataDir, "tmp", "whatsapp"),
 		env:          env,
 		log:          env.Log,
 		retryTimeout: 45 * time.Second,
@@ -172,11 +173,6 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 	if dev.ID == nil {
 		container.Close()
 		return fmt.Errorf("whatsapp: no paired device in %s: run `botd whatsapp login` first", w.sessionDB)
-	}
-	// Downloads stream through temp files that Close removes; a crash can
-	// leave some behind, and none are in use before Start.
-	if err := os.RemoveAll(w.tmpDir); err != nil {
-		w.log.Warn("whatsapp: clearing download temp files", "err", err)
 	}
 	wm := whatsmeow.NewClient(dev, newWALogger(w.log, "Client"))
 	// Our loop reconnects with jittered, capped backoff; whatsmeow's own
