@@ -329,8 +329,9 @@ func (t *Telegram) startWebhook(ctx context.Context) error {
 	t.receive(func() {
 		defer stopServing()
 		<-serveCtx.Done()
-		// Shutdown waits for the calls being handled; one still running
-		// after the grace period is fenced off by stopHandling.
+		// Shutdown waits for the calls being handled, for a grace period;
+		// stopHandling then waits for any still running and turns later
+		// ones (a handler mounted elsewhere) away.
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(shut); err != nil {
