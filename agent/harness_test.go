@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"

@@ -187,7 +187,7 @@ func checkPrompt(t *testing.T, ctx context.Context, reg *mediaregistry.Registry,
 		t.Errorf("placeholders %+v, want %d", ps, wantRefs)
 	}
 	for _, p := range ps {
-		ref, err := reg.Lookup(ctx, p.Ref)
+		ref, err := reg.Get(ctx, mediaregistry.Chats{chat}, p.Ref)
 		if err != nil || ref.Chat != chat {
 			t.Errorf("placeholder ref %s: %+v, %v", p.Ref, ref, err)
 		}

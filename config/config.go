@@ -18,6 +18,8 @@ import (
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/media"
 )
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
@@ -150,8 +152,8 @@ func Defaults() *Config {
 		Media: Media{
 			RefTTL:           Duration(30 * time.Minute),
 			CacheTTL:         Duration(24 * time.Hour),
-			InlineMaxBytes:   1 << 20,
-			MaxDownloadBytes: 100 << 20,
+			InlineMaxBytes:   mcp.DefaultInlineMaxBytes,
+			MaxDownloadBytes: media.DefaultMaxDownloadBytes,
 			SweepInterval:    Duration(time.Minute),
 		},
 		Channels: Channels{

@@ -53,7 +53,10 @@ func TestStoreFileCapHoldsForEveryWrite(t *testing.T) {
 		}},
 		{"WriteAt past the cap", func(f mediaregistry.File) error { _, err := f.WriteAt([]byte("x"), max); return err }},
 		{"Truncate past the cap", func(f mediaregistry.File) error { return f.Truncate(max + 1) }},
-		{"io.Copy", func(f mediaregistry.File) error { _, err := io.Copy(f, bytes.NewReader(make([]byte, 1000))); return err }},
+		{"io.Copy", func(f mediaregistry.File) error {
+			_, err := io.Copy(f, bytes.NewReader(make([]byte, 1000)))
+			return err
+		}},
 		// A library that loses the cause must still be reported as the cap.
 		{"error without %w", func(f mediaregistry.File) error {
 			if _, err := f.Write(make([]byte, max+1)); err != nil {

@@ -133,9 +133,9 @@ func scanRef(s interface{ Scan(...any) error }) (MediaReference, error) {
 	return ref, err
 }
 
-// Lookup fetches a ref without scoping: host-internal use only (the
-// channel downloader). Expiry is still enforced.
-func (r *Registry) Lookup(ctx context.Context, id string) (MediaReference, error) {
+// lookup fetches a ref without scoping; only Get, which scopes, may use
+// it. Expiry is still enforced.
+func (r *Registry) lookup(ctx context.Context, id string) (MediaReference, error) {
 	if !ValidRefID(id) {
 		return MediaReference{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
@@ -155,7 +155,7 @@ func (r *Registry) Lookup(ctx context.Context, id string) (MediaReference, error
 // Get fetches a ref the scope may see: registered for one of its chats and
 // not expired.
 func (r *Registry) Get(ctx context.Context, scope Scope, id string) (MediaReference, error) {
-	ref, err := r.Lookup(ctx, id)
+	ref, err := r.lookup(ctx, id)
 	if err != nil && !errors.Is(err, ErrExpired) {
 		return MediaReference{}, err
 	}

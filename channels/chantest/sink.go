@@ -202,7 +202,7 @@ func CheckInbound(t testing.TB, reg *mediaregistry.Registry, in channels.Inbound
 		if r.Chat != in.ChatID || r.Channel != channel || !mediaregistry.ValidRefID(r.ID) {
 			t.Fatalf("ref %d of %s: id %q chat %q channel %q", i, in.ChatID, r.ID, r.Chat, r.Channel)
 		}
-		got, err := reg.Lookup(ctx, p.Ref)
+		got, err := reg.Get(ctx, mediaregistry.Chats{in.ChatID}, p.Ref)
 		if err != nil && !errors.Is(err, mediaregistry.ErrExpired) {
 			t.Fatalf("placeholder %s in %s is not a registered ref: %v", p.Ref, in.ChatID, err)
 		}

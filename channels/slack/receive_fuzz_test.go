@@ -99,7 +99,7 @@ func FuzzReceiveEvent(f *testing.F) {
 				if !validKinds[r.Kind] {
 					t.Fatalf("ref of kind %q", r.Kind)
 				}
-				got, err := reg.Lookup(ctx, r.ID)
+				got, err := reg.Get(ctx, mediaregistry.Chats{in.ChatID}, r.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ func receiveRef(t *testing.T, h *harness, msg *models.Message) mediaregistry.Med
 	if len(got) != before+1 || len(got[before].Refs) != 1 {
 		t.Fatalf("no ref delivered: %+v", got)
 	}
-	ref, err := h.reg.Lookup(context.Background(), got[before].Refs[0].ID)
+	ref, err := h.reg.Get(context.Background(), mediaregistry.Chats{got[before].ChatID}, got[before].Refs[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestMediaKindsBecomePlaceholdersWithoutDownload(t *testing.T) {
 			if stored.Text != in.Text {
 				t.Errorf("stored text %q != delivered %q", stored.Text, in.Text)
 			}
-			ref, err := h.reg.Lookup(ctx, in.Refs[0].ID)
+			ref, err := h.reg.Get(ctx, mediaregistry.Chats{in.ChatID}, in.Refs[0].ID)
 			if err != nil {
 				t.Fatalf("ref not registered: %v", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,7 +146,12 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	name = mediaregistry.SafeName(name)
 	mt := m.MIME
 	if mt == "" {
-		mt = mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+		// Callers decide the type with mediaregistry.FileMIME; one that did
+		// not gets it decided the same way here.
+		if f, err := os.Open(m.Path); err == nil {
+			mt, _ = mediaregistry.FileMIME(f)
+			f.Close()
+		}
 	}
 	caption, rest := m.Caption, ""
 	if utf8.RuneCountInString(caption) > maxCaptionRunes {

@@ -147,7 +147,8 @@ func TestSendMediaByMIME(t *testing.T) {
 		method     string
 	}{
 		{"chart.png", "image/png", 2000, "sendPhoto"},
-		{"photo.jpg", "", 2000, "sendPhoto"}, // MIME from the extension
+		{"photo.jpg", "", 2000, "sendPhoto"},   // no MIME given: decided by mediaregistry.FileMIME
+		{"fake.jpg", "", 2000, "sendDocument"}, // a name never makes unknown bytes a photo
 		{"huge.jpg", "image/jpeg", 11 << 20, "sendDocument"},
 		{"report.pdf", "application/pdf", 5000, "sendDocument"},
 		{"note.ogg", "audio/ogg", 3000, "sendVoice"},
@@ -159,6 +160,9 @@ func TestSendMediaByMIME(t *testing.T) {
 			h := newHarness(t)
 			path := filepath.Join(t.TempDir(), c.file)
 			data := bytes.Repeat([]byte{0xAB}, c.size)
+			if c.file == "photo.jpg" {
+				copy(data, []byte{0xFF, 0xD8, 0xFF, 0xE0}) // a JPEG's first bytes
+			}
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}

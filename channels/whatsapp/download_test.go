@@ -41,7 +41,7 @@ func registerImage(t *testing.T, env *testEnv, m *waE2E.ImageMessage) *mediaregi
 	if err != nil || !ok || len(in.Refs) != 1 {
 		t.Fatalf("inbound: ok=%v err=%v %+v", ok, err, in)
 	}
-	ref, err := env.reg.Lookup(ctx, in.Refs[0].ID)
+	ref, err := env.reg.Get(ctx, mediaregistry.Chats{in.ChatID}, in.Refs[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

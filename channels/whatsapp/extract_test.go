@@ -142,7 +142,7 @@ func TestExtractGolden(t *testing.T) {
 			if !strings.Contains(in.Text, "ref:"+ref.ID+"]") {
 				t.Errorf("%s: placeholder for %s missing from %q", tc.name, ref.ID, in.Text)
 			}
-			got, err := env.reg.Lookup(ctx, ref.ID)
+			got, err := env.reg.Get(ctx, mediaregistry.Chats{in.ChatID}, ref.ID)
 			if err != nil {
 				t.Fatalf("%s: lookup %s: %v", tc.name, ref.ID, err)
 			}
@@ -263,7 +263,7 @@ func TestHandleSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ref, err := mediaregistry.New(st.DB, time.Hour).Lookup(ctx, id)
+	ref, err := mediaregistry.New(st.DB, time.Hour).Get(ctx, mediaregistry.Chats{in.ChatID}, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestHostileMessages(t *testing.T) {
 				if p.Ref != in.Refs[i].ID {
 					t.Errorf("placeholder %s is not the registered ref %s", p.Ref, in.Refs[i].ID)
 				}
-				if got, err := env.reg.Lookup(ctx, p.Ref); err != nil || got.Chat != groupID {
+				if got, err := env.reg.Get(ctx, mediaregistry.Chats{groupID}, p.Ref); err != nil || got.Chat != groupID {
 					t.Errorf("ref %s: %+v %v", p.Ref, got, err)
 				}
 				line := in.Text[p.Start:]

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // textLimit keeps messages readable on a phone; WhatsApp itself accepts
@@ -115,9 +113,13 @@ func (w *WhatsApp) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		return d, fmt.Errorf("whatsapp send media: %w", err)
 	}
 	defer f.Close()
-	mt, err := fileMIME(f, m.MIME)
-	if err != nil {
-		return d, fmt.Errorf("whatsapp send media: %w", err)
+	// The caller decided the type with mediaregistry.FileMIME; only a
+	// caller that did not gets it decided here, the same way.
+	mt := m.MIME
+	if mt == "" {
+		if mt, err = mediaregistry.FileMIME(f); err != nil {
+			return d, fmt.Errorf("whatsapp send media: %w", err)
+		}
 	}
 	name := m.FileName
 	if name == "" {
@@ -147,25 +149,6 @@ func (w *WhatsApp) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		d.MessageIDs = append(d.MessageIDs, id)
 	}
 	return d, nil
-}
-
-// fileMIME trusts a declared type, then the extension, then sniffing.
-func fileMIME(f *os.File, declared string) (string, error) {
-	if declared != "" {
-		return declared, nil
-	}
-	if t := mime.TypeByExtension(filepath.Ext(f.Name())); t != "" {
-		return t, nil
-	}
-	buf := make([]byte, 512)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	return http.DetectContentType(buf[:n]), nil
 }
 
 // mediaKind picks how WhatsApp shows the file. Only formats the apps play
