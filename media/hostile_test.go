@@ -1,6 +1,7 @@
 package media_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -172,6 +173,36 @@ func TestHostileFileNamesStayInTheGroupFolder(t *testing.T) {
 	for _, g := range []string{"work", "main"} {
 		if es, _ := os.ReadDir(filepath.Join(r.groupsDir, g, "media")); len(es) != 0 {
 			t.Errorf("groups/%s/media holds %v", g, es)
+		}
+	}
+}
+
+// A group's copy of fetched media is its own: writing into one group's
+// file changes neither the cache nor what another group is served, even
+// when both groups were sent the same bytes.
+func TestGroupCopiesShareNoBytes(t *testing.T) {
+	r := newRig(t)
+	img := pngBytes(t, 8, 8)
+	a := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
+	b := r.register("telegram:-200", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
+	var ra, rb ipc.FetchMediaResult
+	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: a}, &ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+		t.Fatal(err)
+	}
+	famPath := filepath.Join(r.groupsDir, "family", filepath.FromSlash(ra.Path))
+	if err := os.WriteFile(famPath, []byte("tampered by family"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(r.groupsDir, "work", filepath.FromSlash(rb.Path)), r.cache.Path(rb.SHA256)} {
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, img) {
+			t.Errorf("%s changed after a write into family's copy (%d bytes, %v)", p, len(got), err)
 		}
 	}
 }
