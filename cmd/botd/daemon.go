@@ -173,12 +173,15 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	defer d.close()
 	hostCtx, stopHost := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHost()
 	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopAgent()
 	intakeCtx, stopIntake := context.WithCancel(ctx)
-	defer stopIntake()
+	// On a start-up failure too, in the same order as a shutdown (defers
+	// run last first).
+	defer stopHost()
+	defer d.waitAgent()
+	defer stopAgent()
 	defer d.waitChannels()
+	defer stopIntake()
 	if err := d.startAgent(agentCtx); err != nil {
 		return err
 	}
