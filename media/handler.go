@@ -153,7 +153,7 @@ func (c Caller) Call(ctx context.Context, typ string, args, result any) error {
 	if err != nil {
 		return fmt.Errorf("media %s: %w", typ, err)
 	}
-	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: ipc.NewID(), Type: typ, Args: raw})
+	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: "in-process", Type: typ, Args: raw})
 	if herr != nil {
 		return herr
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-func groupDir(groupsDir, folder string) string { return filepath.Join(groupsDir, folder) }
-
 // place puts the group's own copy of a cached blob into
 // groups/<folder>/media/ under a name derived from the ref (never from the
 // sender alone) and returns its path relative to the group folder. Every

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,7 +78,7 @@ func New(o Options) *Service {
 
 // workspace is the folder of g, where its own copies of media live.
 func (s *Service) workspace(g *groups.Group) groups.Workspace {
-	return groups.Workspace{Root: groupDir(s.o.GroupsDir, g.Folder)}
+	return groups.Workspace{Root: filepath.Join(s.o.GroupsDir, g.Folder)}
 }
 
 func refError(id string, err error) *ipc.Error {

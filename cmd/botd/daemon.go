@@ -23,27 +23,26 @@ import (
 
 // daemon wires the packages together for `botd run`.
 type daemon struct {
-	cfg     *config.Config
-	cfgPath string
-	log     *slog.Logger
-	store   *store.Store
-	reg     *mediaregistry.Registry
-	cache   *mediaregistry.Cache
-	groups  *groups.Set
-	chans   map[string]channels.Channel
-	media   *media.Service
-	host    *ipc.Host
-	sink    channels.Sink
-	agent   *agent.Agent
-	wg      sync.WaitGroup // sweepers
+	cfg    *config.Config
+	log    *slog.Logger
+	store  *store.Store
+	reg    *mediaregistry.Registry
+	cache  *mediaregistry.Cache
+	groups *groups.Set
+	chans  map[string]channels.Channel
+	media  *media.Service
+	host   *ipc.Host
+	sink   channels.Sink
+	agent  *agent.Agent
+	wg     sync.WaitGroup // sweepers
 }
 
-func newDaemon(cfg *config.Config, cfgPath string, log *slog.Logger) (*daemon, error) {
+func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	gs, err := groups.NewSet(cfg.AssistantName, cfg.GroupList())
 	if err != nil {
 		return nil, fail(1, "groups: %v", err)
 	}
-	return &daemon{cfg: cfg, cfgPath: cfgPath, log: log, groups: gs, chans: map[string]channels.Channel{}}, nil
+	return &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}}, nil
 }
 
 func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }

@@ -37,7 +37,7 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "botd run [--config FILE]",
-		"Run the daemon: connect the enabled channels, answer in registered groups, serve media to the agent over IPC.", stderr)
+		"Run the daemon: connect the enabled channels, answer in registered groups, serve media to the agent (in-process) and to `botd mcp` clients (over IPC files).", stderr)
 	cfgFlag := configFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -50,7 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(1, "cannot run:\n  %s", strings.Join(missing, "\n  "))
 	}
 	log := newLogger(cfg.LogLevel, stderr)
-	d, err := newDaemon(cfg, configPath(*cfgFlag), log)
+	d, err := newDaemon(cfg, log)
 	if err != nil {
 		return err
 	}
