@@ -129,7 +129,7 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		if err != nil {
 			mime = "application/octet-stream"
 		}
-		m := channels.OutMedia{Chat: it.ChatID, Path: f.Name(), FileName: filepath.Base(f.Name()), MIME: mime, Caption: caption, ThreadID: it.ThreadID}
+		m := channels.OutMedia{Chat: it.ChatID, File: f, FileName: filepath.Base(f.Name()), MIME: mime, Caption: caption, ThreadID: it.ThreadID}
 		d, err := ms.SendMedia(ctx, m)
 		f.Close()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/botd-dev/botd/mediaregistry"
@@ -51,10 +52,14 @@ type OutMessage struct {
 	ReplyTo  string
 }
 
-// OutMedia is a file to send; Path is already resolved inside the group folder.
+// OutMedia is a file to send. File was opened and checked by the caller
+// (inside the group folder, a regular file with one link); a channel reads
+// it only through this descriptor (io.NewSectionReader for each attempt)
+// and never reopens it by name, so a file swapped for a link after the
+// check cannot be sent instead. The caller closes it.
 type OutMedia struct {
 	Chat     string
-	Path     string
+	File     *os.File
 	FileName string
 	MIME     string
 	Caption  string

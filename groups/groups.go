@@ -5,6 +5,7 @@ package groups
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,14 +250,32 @@ plans. Edit freely; the assistant reads this file before every answer.
 `
 
 // EnsureWorkspace creates groups/<folder>/ with media/ and, on first use,
-// the memory file. An existing memory file is never overwritten.
+// the memory file. An existing memory file is never overwritten. A folder
+// botd did not create (a symlink in place of the group folder or media/)
+// is refused: it could point into another group or anywhere on disk.
 func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
-	root := filepath.Join(groupsDir, g.Folder)
-	if err := os.MkdirAll(filepath.Join(root, "media"), 0o750); err != nil {
+	w := Workspace{Root: filepath.Join(groupsDir, g.Folder)}
+	if err := os.MkdirAll(groupsDir, 0o750); err != nil {
 		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
 	}
-	mem := filepath.Join(root, MemoryFile)
-	f, err := os.OpenFile(mem, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err := os.Mkdir(w.Root, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
+	}
+	root, err := w.OpenRoot()
+	if err != nil {
+		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
+	}
+	defer root.Close()
+	if err := root.Mkdir("media", 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
+	}
+	if fi, err := root.Lstat("media"); err != nil || realDir(w.MediaDir(), fi) != nil {
+		if err == nil {
+			err = realDir(w.MediaDir(), fi)
+		}
+		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
+	}
+	f, err := root.OpenFile(MemoryFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	switch {
 	case errors.Is(err, os.ErrExist):
 	case err != nil:
@@ -274,20 +293,30 @@ func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
 			return Workspace{}, fmt.Errorf("group %s memory file: %w", g.Folder, werr)
 		}
 	}
-	return Workspace{Root: root}, nil
+	return w, nil
 }
 
 // CleanTemp removes half-copied media a crash left in media/ (files the
 // host writes as ".tmp-<name>" and renames into place). Call it at start,
 // before the host serves requests.
 func (w Workspace) CleanTemp() error {
-	entries, err := os.ReadDir(w.MediaDir())
+	root, err := w.OpenRoot()
 	if err != nil {
 		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
 	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".tmp-") {
-			os.Remove(filepath.Join(w.MediaDir(), e.Name()))
+	defer root.Close()
+	d, err := root.Open("media")
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, ".tmp-") {
+			root.Remove("media/" + n)
 		}
 	}
 	return nil
@@ -296,11 +325,27 @@ func (w Workspace) CleanTemp() error {
 // MediaDir is where fetched media is materialised for the agent.
 func (w Workspace) MediaDir() string { return filepath.Join(w.Root, "media") }
 
-// Memory reads the memory file; a missing file is empty memory.
+// Memory reads the memory file; a missing file is empty memory. It is
+// opened like any file of the folder: a link to config.yaml or the
+// database must not end up in every system prompt.
 func (w Workspace) Memory() (string, error) {
-	b, err := os.ReadFile(filepath.Join(w.Root, MemoryFile))
+	f, _, err := w.Open(MemoryFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
-	return string(b), err
+	if err != nil {
+		return "", fmt.Errorf("memory file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxMemoryBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("memory file: %w", err)
+	}
+	if len(b) > MaxMemoryBytes {
+		b = b[:MaxMemoryBytes]
+	}
+	return string(b), nil
 }
+
+// MaxMemoryBytes caps what the memory file adds to every prompt.
+const MaxMemoryBytes = 64 << 10

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // CleanRel checks the spelling of a path relative to a group folder, as
@@ -34,33 +35,93 @@ func CleanRel(p string) (string, error) {
 	return filepath.ToSlash(c), nil
 }
 
+// OpenRoot opens the group folder as an os.Root, the one way botd reads
+// or writes inside it. The folder must be the directory botd created: not
+// a symlink (which could make two groups share one folder, or put a
+// group's files anywhere), checked again on what was opened so a swap
+// between the check and the open is caught. A symlinked media/ is refused
+// the same way.
+func (w Workspace) OpenRoot() (*os.Root, error) {
+	before, err := os.Lstat(w.Root)
+	if err != nil {
+		return nil, fmt.Errorf("group folder: %w", err)
+	}
+	if err := realDir(w.Root, before); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(w.Root)
+	if err != nil {
+		return nil, fmt.Errorf("group folder: %w", err)
+	}
+	opened, err := root.Stat(".")
+	if err == nil && !os.SameFile(before, opened) {
+		err = fmt.Errorf("group folder %s was replaced while being opened, %w", w.Root, ErrNotOurs)
+	}
+	if err == nil {
+		if fi, lerr := root.Lstat("media"); lerr == nil {
+			err = realDir(filepath.Join(w.Root, "media"), fi)
+		}
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// ErrNotOurs marks a folder botd did not create where it expects its own.
+var ErrNotOurs = errors.New("not the folder botd created")
+
+// realDir refuses what botd never creates in place of one of its folders.
+func realDir(path string, fi os.FileInfo) error {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symlink, %w: remove it and botd recreates the folder", path, ErrNotOurs)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a folder, %w: remove it and botd recreates the folder", path, ErrNotOurs)
+	}
+	return nil
+}
+
 // Open is the one way a file named relative to a group folder is opened:
-// the spelling is checked by CleanRel, the file is opened through os.Root
-// (so no link or ".." leads out of the folder, whatever is swapped in
-// meanwhile) and what was opened must be a regular file. rel is the cleaned
-// path; f.Name() is its absolute path.
+// the spelling is checked by CleanRel, the file is opened through the
+// folder's root (so no link or ".." leads out of the folder, whatever is
+// swapped in meanwhile), and what was opened must be a regular file with
+// one link: a hard link placed in the folder would otherwise send or show
+// a file from anywhere on the same filesystem (data/botd.db). rel is the
+// cleaned path; f.Name() is its absolute path.
 func (w Workspace) Open(p string) (f *os.File, rel string, err error) {
 	rel, err = CleanRel(p)
 	if err != nil {
 		return nil, "", err
 	}
-	root, err := os.OpenRoot(w.Root)
+	root, err := w.OpenRoot()
 	if err != nil {
-		return nil, "", fmt.Errorf("group folder: %w", err)
+		return nil, "", err
 	}
 	defer root.Close()
 	f, err = root.Open(filepath.FromSlash(rel))
 	if err != nil {
 		return nil, "", err
 	}
-	fi, err := f.Stat()
-	if err != nil {
+	if err := SoleFile(f); err != nil {
 		f.Close()
-		return nil, "", err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, "", fmt.Errorf("%s is not a regular file", rel)
+		return nil, "", fmt.Errorf("%s %w", rel, err)
 	}
 	return f, rel, nil
+}
+
+// SoleFile checks an opened file is a regular file with exactly one link.
+func SoleFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errors.New("is not a regular file")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+		return fmt.Errorf("has %d hard links; botd only opens files with one link, so a link to a file outside the group folder cannot be sent or read", st.Nlink)
+	}
+	return nil
 }

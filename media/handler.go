@@ -125,7 +125,7 @@ func (s *Service) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMedi
 	if err != nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "cannot read %s: %v", rel, err)
 	}
-	d, err := ms.SendMedia(ctx, channels.OutMedia{Chat: chat, Path: f.Name(), FileName: fileBase(rel), MIME: mime, Caption: a.Caption})
+	d, err := ms.SendMedia(ctx, channels.OutMedia{Chat: chat, File: f, FileName: fileBase(rel), MIME: mime, Caption: a.Caption})
 	if err != nil {
 		s.o.Log.Warn("send_media failed", "group", g.Folder, "chat", chat, "err", err)
 		return nil, ipc.Errorf(ipc.CodeSendFailed, "sending %s to %s failed: %v", rel, chat, err)

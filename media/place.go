@@ -1,11 +1,13 @@
 package media
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
@@ -21,22 +23,23 @@ import (
 // filesystem allows (copy_file_range).
 func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e mediaregistry.Entry) (string, error) {
 	// The daemon creates workspaces at start; a group folder removed
-	// since is made again rather than failing every fetch.
-	dir := s.workspace(g).Root
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// since is made again rather than failing every fetch. A link put in
+	// place of the folder or of media/ is refused by OpenRoot.
+	ws := s.workspace(g)
+	if err := os.MkdirAll(ws.Root, 0o750); err != nil {
 		return "", fmt.Errorf("group folder: %w", err)
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := ws.OpenRoot()
 	if err != nil {
-		return "", fmt.Errorf("group folder: %w", err)
+		return "", err
 	}
 	defer root.Close()
-	if err := root.MkdirAll("media", 0o750); err != nil {
+	if err := root.Mkdir("media", 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
 	name := FileName(ref, e.MIME)
 	rel := "media/" + name
-	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
+	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size && oneLink(fi) {
 		return rel, nil
 	}
 	// A name of its own: two fetches of one ref may place it at once.
@@ -94,4 +97,10 @@ func fsSafe(s string) string {
 		}
 	}
 	return strings.Trim(b.String(), "._")
+}
+
+// oneLink: a file with more links than one is not a copy botd placed.
+func oneLink(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Nlink == 1
 }

@@ -115,6 +115,9 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	rel, err := s.place(g, &ref, entry)
 	if err != nil {
 		s.o.Log.Error("fetch_media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
+		if errors.Is(err, groups.ErrNotOurs) {
+			return nil, ipc.Errorf(ipc.CodeInternal, "could not save the media into the group folder: %v", err)
+		}
 		return nil, ipc.Errorf(ipc.CodeInternal, "could not save the media into the group folder")
 	}
 	res := &ipc.FetchMediaResult{

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/media"
@@ -30,6 +31,10 @@ type Channel struct {
 	sendErr error
 
 	downloads atomic.Int64
+
+	// BeforeUpload, when set, runs in SendMedia before the file is read:
+	// a test can swap the file on disk at the worst moment.
+	BeforeUpload func(channels.OutMedia)
 }
 
 // Media is what a fake download serves.
@@ -43,8 +48,11 @@ type Media struct {
 }
 
 // SentFile records a SendMedia call with the bytes that were sent.
+// Path is the name the sent file had when it was opened (the caller
+// closes File after the send).
 type SentFile struct {
 	channels.OutMedia
+	Path string
 	Data []byte
 }
 
@@ -115,7 +123,14 @@ func (c *Channel) Send(ctx context.Context, m channels.OutMessage) (channels.Del
 }
 
 func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
-	data, err := os.ReadFile(m.Path)
+	if c.BeforeUpload != nil {
+		c.BeforeUpload(m)
+	}
+	st, err := m.File.Stat()
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("fake send media: %w", err)
+	}
+	data, err := io.ReadAll(io.NewSectionReader(m.File, 0, st.Size()))
 	if err != nil {
 		return channels.Delivery{}, fmt.Errorf("fake send media: %w", err)
 	}
@@ -124,7 +139,7 @@ func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.
 	if c.sendErr != nil {
 		return channels.Delivery{}, c.sendErr
 	}
-	c.files = append(c.files, SentFile{OutMedia: m, Data: data})
+	c.files = append(c.files, SentFile{OutMedia: m, Path: m.File.Name(), Data: data})
 	return channels.Delivery{MessageIDs: []string{fmt.Sprintf("f%d", len(c.files))}}, nil
 }
 
@@ -158,3 +173,15 @@ func (c *Channel) Typing(chat string) bool {
 
 // ErrBoom is a ready-made failure.
 var ErrBoom = errors.New("fake network failure")
+
+// OpenFile opens path for a SendMedia call and closes it when the test
+// ends.
+func OpenFile(t testing.TB, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

@@ -3,7 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -49,25 +49,20 @@ func (s *Slack) SendMedia(ctx context.Context, m channels.OutMedia) (channels.De
 	if err != nil {
 		return channels.Delivery{}, err
 	}
-	f, err := os.Open(m.Path)
-	if err != nil {
-		return channels.Delivery{}, fmt.Errorf("slack: send media: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := m.File.Stat()
 	if err != nil {
 		return channels.Delivery{}, fmt.Errorf("slack: send media: %w", err)
 	}
 	if st.Size() == 0 {
-		return channels.Delivery{}, fmt.Errorf("slack: send media %s: Slack does not accept empty files", filepath.Base(m.Path))
+		return channels.Delivery{}, fmt.Errorf("slack: send media %s: Slack does not accept empty files", m.FileName)
 	}
 	name := m.FileName
 	if name == "" {
-		name = filepath.Base(m.Path)
+		name = filepath.Base(m.File.Name())
 	}
 	caption := channels.Split(m.Caption, TextLimit)
 	params := slackapi.UploadFileParameters{
-		Reader:          f,
+		Reader:          io.NewSectionReader(m.File, 0, st.Size()),
 		FileSize:        int(st.Size()),
 		Filename:        name,
 		Title:           name,

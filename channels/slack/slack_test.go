@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -378,7 +379,7 @@ func TestSendMediaUploadsToThread(t *testing.T) {
 	if err := os.WriteFile(path, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := h.sl.SendMedia(h.ctx, channels.OutMedia{Chat: "slack:" + testChannel, Path: path, Caption: "here you go",
+	d, err := h.sl.SendMedia(h.ctx, channels.OutMedia{Chat: "slack:" + testChannel, File: chantest.OpenFile(t, path), FileName: "chart.png", Caption: "here you go",
 		ThreadID: "1712000000.000001"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,12 +128,12 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	if err != nil {
 		return d, err
 	}
-	st, err := os.Stat(m.Path)
+	st, err := m.File.Stat()
 	if err != nil {
 		return d, fmt.Errorf("telegram send media to %s: %w", m.Chat, err)
 	}
 	if !st.Mode().IsRegular() {
-		return d, fmt.Errorf("telegram send media to %s: %s is not a regular file", m.Chat, filepath.Base(m.Path))
+		return d, fmt.Errorf("telegram send media to %s: %s is not a regular file", m.Chat, m.FileName)
 	}
 	if t.apiURL == DefaultAPIURL && st.Size() > cloudUploadLimit {
 		return d, fmt.Errorf("telegram send media to %s: %s is over the Bot API upload limit of %s: %w",
@@ -141,17 +141,14 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	}
 	name := m.FileName
 	if name == "" {
-		name = filepath.Base(m.Path)
+		name = filepath.Base(m.File.Name())
 	}
 	name = mediaregistry.SafeName(name)
 	mt := m.MIME
 	if mt == "" {
 		// Callers decide the type with mediaregistry.FileMIME; one that did
 		// not gets it decided the same way here.
-		if f, err := os.Open(m.Path); err == nil {
-			mt, _ = mediaregistry.FileMIME(f)
-			f.Close()
-		}
+		mt, _ = mediaregistry.FileMIME(m.File)
 	}
 	caption, rest := m.Caption, ""
 	if utf8.RuneCountInString(caption) > maxCaptionRunes {
@@ -161,13 +158,9 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	how := pickMethod(mt, st.Size())
 
 	sent, err := t.sendTo(ctx, m.Chat, &chat, func(id int64) (*models.Message, error) {
-		// Reopened per attempt: a retried upload starts from byte 0.
-		f, err := os.Open(m.Path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		file := &models.InputFileUpload{Filename: name, Data: f}
+		// A reader of its own per attempt: a retried upload starts from
+		// byte 0 and sends no more than was checked.
+		file := &models.InputFileUpload{Filename: name, Data: io.NewSectionReader(m.File, 0, st.Size())}
 		switch how {
 		case asPhoto:
 			return t.b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: id, MessageThreadID: thread, Photo: file, Caption: caption})

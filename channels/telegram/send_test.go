@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 )
 
@@ -166,7 +167,7 @@ func TestSendMediaByMIME(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), Path: path, MIME: c.mime, Caption: "here"})
+			d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), File: chantest.OpenFile(t, path), FileName: c.file, MIME: c.mime, Caption: "here"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +191,7 @@ func TestSendMediaLongCaptionAndRetry(t *testing.T) {
 	}
 	h.fake.FailNext("sendDocument", telegramtest.Failure{Status: 429, RetryAfter: 1})
 	caption := strings.Repeat("c", 1500)
-	d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), Path: path, Caption: caption})
+	d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), File: chantest.OpenFile(t, path), FileName: "a.pdf", Caption: caption})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +206,8 @@ func TestSendMediaLongCaptionAndRetry(t *testing.T) {
 	if sent[1].Method != "sendMessage" || sent[1].Text != caption {
 		t.Errorf("caption message: %v", sent[1])
 	}
-	if _, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), Path: filepath.Join(t.TempDir(), "missing")}); err == nil {
-		t.Error("missing file accepted")
+	if _, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), File: chantest.OpenFile(t, t.TempDir()), FileName: "dir"}); err == nil {
+		t.Error("a folder was accepted as a file")
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -108,25 +108,24 @@ func (w *WhatsApp) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	if err != nil {
 		return d, err
 	}
-	f, err := os.Open(m.Path)
+	st, err := m.File.Stat()
 	if err != nil {
 		return d, fmt.Errorf("whatsapp send media: %w", err)
 	}
-	defer f.Close()
 	// The caller decided the type with mediaregistry.FileMIME; only a
 	// caller that did not gets it decided here, the same way.
 	mt := m.MIME
 	if mt == "" {
-		if mt, err = mediaregistry.FileMIME(f); err != nil {
+		if mt, err = mediaregistry.FileMIME(m.File); err != nil {
 			return d, fmt.Errorf("whatsapp send media: %w", err)
 		}
 	}
 	name := m.FileName
 	if name == "" {
-		name = filepath.Base(m.Path)
+		name = filepath.Base(m.File.Name())
 	}
 	kind := mediaKind(mt)
-	up, err := cli.UploadReader(ctx, f, nil, kind)
+	up, err := cli.UploadReader(ctx, io.NewSectionReader(m.File, 0, st.Size()), nil, kind)
 	if err != nil {
 		return d, fmt.Errorf("whatsapp upload %s: %w", name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 )
 
 func TestSendText(t *testing.T) {
@@ -135,12 +136,12 @@ func TestSharedNumberMentions(t *testing.T) {
 func TestSendMedia(t *testing.T) {
 	dir := t.TempDir()
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 70_000)...)
-	write := func(name string, b []byte) string {
+	write := func(name string, b []byte) *os.File {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return p
+		return chantest.OpenFile(t, p)
 	}
 	cases := []struct {
 		name     string
@@ -152,7 +153,7 @@ func TestSendMedia(t *testing.T) {
 		{
 			name:     "image by sniffing, shared caption",
 			shared:   true,
-			media:    channels.OutMedia{Path: write("chart", png), Caption: "the chart"},
+			media:    channels.OutMedia{File: write("chart", png), Caption: "the chart"},
 			wantMsgs: 1,
 			check: func(t *testing.T, m *waE2E.Message) {
 				im := m.GetImageMessage()
@@ -164,7 +165,7 @@ func TestSendMedia(t *testing.T) {
 		},
 		{
 			name:     "document keeps its name",
-			media:    channels.OutMedia{Path: write("notes.txt", []byte("hello")), FileName: "Meeting notes.txt"},
+			media:    channels.OutMedia{File: write("notes.txt", []byte("hello")), FileName: "Meeting notes.txt"},
 			wantMsgs: 1,
 			check: func(t *testing.T, m *waE2E.Message) {
 				d := m.GetDocumentMessage()
@@ -175,7 +176,7 @@ func TestSendMedia(t *testing.T) {
 		},
 		{
 			name:     "audio caption follows as text",
-			media:    channels.OutMedia{Path: write("a.ogg", []byte("OggS....")), MIME: "audio/ogg", Caption: "listen"},
+			media:    channels.OutMedia{File: write("a.ogg", []byte("OggS....")), MIME: "audio/ogg", Caption: "listen"},
 			wantMsgs: 2,
 			check: func(t *testing.T, m *waE2E.Message) {
 				if m.GetAudioMessage() == nil {
@@ -195,7 +196,7 @@ func TestSendMedia(t *testing.T) {
 			if len(d.MessageIDs) != tc.wantMsgs || len(env.cli.sent) != tc.wantMsgs {
 				t.Fatalf("ids=%v sent=%d", d.MessageIDs, len(env.cli.sent))
 			}
-			want, _ := os.ReadFile(tc.media.Path)
+			want, _ := os.ReadFile(tc.media.File.Name())
 			if len(env.cli.uploads) != 1 || !bytes.Equal(env.cli.uploads[0], want) {
 				t.Errorf("uploaded bytes differ from the file")
 			}
