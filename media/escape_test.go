@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
@@ -143,4 +144,32 @@ func countFiles(t *testing.T, dir string) int {
 		return nil
 	})
 	return n
+}
+
+// Another group's ref must read exactly like a ref that does not exist,
+// live or expired: the answer is no oracle for which refs exist.
+func TestOtherGroupsRefReadsAsUnknown(t *testing.T) {
+	r := newRig(t)
+	c := r.client("family")
+	theirs := r.register("telegram:-200", mediaregistry.MediaReference{FileName: "theirs.png"}, chantest.Media{Data: pngBytes(t, 2, 2)})
+	const unknown = "tg_AAAAAAAAAAAAAAAA"
+	answer := func(id string) string {
+		t.Helper()
+		var herr *ipc.Error
+		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil); !errors.As(err, &herr) {
+			t.Fatalf("fetch %s: %v, want a typed error", id, err)
+		}
+		return herr.Code + ": " + strings.ReplaceAll(herr.Message, id, "<ref>")
+	}
+	want := answer(unknown)
+	if got := answer(theirs); got != want {
+		t.Errorf("another group's ref answers %q, an unknown one %q", got, want)
+	}
+	r.advance(31 * time.Minute)
+	if got := answer(theirs); got != want {
+		t.Errorf("another group's expired ref answers %q, an unknown one %q", got, want)
+	}
+	if r.tg.Downloads() != 0 {
+		t.Error("a refused ref was downloaded")
+	}
 }

@@ -34,7 +34,7 @@ func TestHostileRequestFiles(t *testing.T) {
 	}{
 		{"other group's ref in my folder", "h1.json", func(t *testing.T, p string) {
 			os.WriteFile(p, req("h1", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: family}), 0o600)
-		}, ipc.CodeForbidden, ""},
+		}, ipc.CodeNotFound, ""},
 		{"claims the other group in the payload", "h2.json", func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"version":1,"id":"h2","type":"fetch_media","group":"family","args":{"mediaRef":"`+family+`"}}`), 0o600)
 		}, ipc.CodeBadRequest, "unknown field"},

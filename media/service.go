@@ -87,8 +87,6 @@ func refError(id string, err error) *ipc.Error {
 		return ipc.Errorf(ipc.CodeNotFound, "no media with ref %s (check the ref in the placeholder, or call list_media)", id)
 	case errors.Is(err, mediaregistry.ErrExpired):
 		return ipc.Errorf(ipc.CodeExpired, "media ref %s has expired; ask the sender to share it again", id)
-	case errors.Is(err, mediaregistry.ErrForbidden):
-		return ipc.Errorf(ipc.CodeForbidden, "media ref %s does not belong to this group", id)
 	}
 	return ipc.Errorf(ipc.CodeInternal, "looking up %s failed", id)
 }
@@ -103,8 +101,13 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	ref, err := s.o.Registry.Get(ctx, g, id)
 	if err != nil {
 		rerr := refError(id, err)
-		if rerr.Code == ipc.CodeInternal {
+		switch {
+		case rerr.Code == ipc.CodeInternal:
 			s.o.Log.Error("fetch_media: registry", "ref", id, "err", err)
+		case errors.Is(err, mediaregistry.ErrForbidden):
+			// Answered as unknown; only the operator learns it was a ref
+			// of another chat (a confused or probing agent).
+			s.o.Log.Warn("fetch_media: ref of another chat answered as not found", "group", g.Folder, "ref", id)
 		}
 		return nil, rerr
 	}

@@ -292,7 +292,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown ref", "tg_AAAAAAAAAAAA", ipc.CodeNotFound, nil},
 		{"garbage ref", "../../etc/passwd", ipc.CodeNotFound, nil},
 		{"empty ref", "", ipc.CodeBadRequest, nil},
-		{"another group's ref", other, ipc.CodeForbidden, nil},
+		{"another group's ref", other, ipc.CodeNotFound, nil},
 		{"declared over the cap", declaredHuge, ipc.CodeTooLarge, nil},
 		{"stream over the cap", endless, ipc.CodeTooLarge, nil},
 		{"channel lost it", failing, ipc.CodeDownloadFailed, nil},

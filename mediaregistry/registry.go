@@ -16,6 +16,8 @@ var (
 	// ErrExpired: the ref exists but its TTL has passed.
 	ErrExpired = errors.New("media ref expired")
 	// ErrForbidden: the ref belongs to a chat outside the asking group.
+	// Get wraps it together with ErrNotFound, so callers answer exactly as
+	// for an unknown ref.
 	ErrForbidden = errors.New("media ref belongs to another chat")
 )
 
@@ -159,9 +161,11 @@ func (r *Registry) Get(ctx context.Context, scope Scope, id string) (MediaRefere
 	if err != nil && !errors.Is(err, ErrExpired) {
 		return MediaReference{}, err
 	}
-	// Scope first: another group must not learn whether a ref expired.
+	// Scope first, and out of scope reads as unknown: another group must
+	// learn neither that the ref exists nor whether it expired. ErrForbidden
+	// is wrapped too, for the operator's log.
 	if !inScope(scope, ref.Chat) {
-		return MediaReference{}, fmt.Errorf("%w: %s", ErrForbidden, id)
+		return MediaReference{}, fmt.Errorf("%w: %s: %w", ErrNotFound, id, ErrForbidden)
 	}
 	if err != nil {
 		return MediaReference{}, err

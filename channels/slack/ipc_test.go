@@ -67,8 +67,8 @@ func TestFetchThroughIPC(t *testing.T) {
 	}
 
 	// The token never reaches the group's side of the fence.
-	if _, ierr := fetch(t, other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeForbidden {
-		t.Errorf("fetch from another group: %v, want forbidden", ierr)
+	if _, ierr := fetch(t, other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeNotFound {
+		t.Errorf("fetch from another group: %v, want not_found (no oracle)", ierr)
 	}
 	_ = filepath.WalkDir(groupsDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

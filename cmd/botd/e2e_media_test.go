@@ -355,7 +355,7 @@ func TestMediaServerEndToEnd(t *testing.T) {
 		name, ref, want string
 	}{
 		{"unknown ref", "tg_NoSuchRef0000", "not_found"},
-		{"another group's ref", refNamed(t, workRefs, "work stuff"), "forbidden"},
+		{"another group's ref", refNamed(t, workRefs, "work stuff"), "not_found"},
 		{"1 GB over the cap", refNamed(t, refs, "movie.mkv"), "too_large"},
 	}
 	for _, r := range refusals {
