@@ -201,18 +201,95 @@ func SafeCaption(c string) string {
 	return s
 }
 
-var fakeOpen = regexp.MustCompile(`\[\s*(?i:image|video|audio|voice|document|sticker|animation|videonote)\s*:`)
-
 // Neutralize rewrites anything in stranger-written text that opens a
 // placeholder ("[Image:") to "(Image:", so only botd writes placeholders.
+// A model reads look-alikes the same way, so they are caught too: a
+// non-breaking or ideographic space, zero-width characters inside or
+// around the kind, full-width letters, brackets and colons.
 func Neutralize(text string) string {
-	if !strings.Contains(text, "[") {
+	var b strings.Builder
+	last := 0
+	for i, r := range text {
+		if !openBracket(r) || i < last {
+			continue
+		}
+		if !fakeKindAt(text[i+utf8.RuneLen(r):]) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(text))
+		}
+		b.WriteString(text[last:i])
+		b.WriteByte('(')
+		last = i + utf8.RuneLen(r)
+	}
+	if last == 0 {
 		return text
 	}
-	return fakeOpen.ReplaceAllStringFunc(text, func(m string) string {
-		return "(" + m[1:]
-	})
+	b.WriteString(text[last:])
+	return b.String()
 }
+
+// openBracket is '[' and the brackets a reader takes for one.
+func openBracket(r rune) bool {
+	switch r {
+	case '[', '\uff3b', '\u3010', '\u3014', '\u301a', '\u27e6', '\ufe5d', '\u2045', '\ufe47':
+		return true
+	}
+	return false
+}
+
+// fakeKindAt reports whether s starts like the rest of a placeholder's
+// opening: optional blanks, a kind name, optional blanks, a colon, with
+// invisible characters anywhere in between.
+func fakeKindAt(s string) bool {
+	var word []rune
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		s = s[n:]
+		if r >= '\uff01' && r <= '\uff5e' { // full-width ASCII
+			r -= 0xfee0
+		}
+		switch {
+		case invisible(r) && r != '\n':
+			continue
+		case unicode.IsSpace(r) && r != '\n':
+			if len(word) > 0 && !endOfWord(s) {
+				return false // a space inside the word
+			}
+			continue
+		case r == ':' || r == '\ufe55' || r == '\ua789':
+			_, ok := kindNames[strings.ToLower(string(word))]
+			return ok
+		case unicode.IsLetter(r) && len(word) < 16:
+			word = append(word, r)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// endOfWord: only blanks and invisibles up to the colon remain, so a
+// space ends the kind name rather than splitting it.
+func endOfWord(s string) bool {
+	for _, r := range s {
+		if r >= '\uff01' && r <= '\uff5e' {
+			r -= 0xfee0
+		}
+		switch {
+		case r == ':' || r == '\ufe55' || r == '\ua789':
+			return true
+		case (invisible(r) || unicode.IsSpace(r)) && r != '\n':
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+var kindNames = map[string]bool{"image": true, "video": true, "audio": true, "voice": true, "document": true,
+	"sticker": true, "animation": true, "videonote": true}
 
 // Placeholder is a parsed placeholder.
 type Placeholder struct {

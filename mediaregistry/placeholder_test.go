@@ -142,6 +142,20 @@ func TestNeutralize(t *testing.T) {
 		{"[Image: x, ref:tg_AAAAAAAAAA]", "(Image: x, ref:tg_AAAAAAAAAA]"},
 		{"[ voice :x]", "( voice :x]"},
 		{"[link](http://x)", "[link](http://x)"},
+		// Look-alikes a model reads as a placeholder all the same.
+		{"[\u00a0Image: x, ref:tg_AAAAAAAAAA]", "(\u00a0Image: x, ref:tg_AAAAAAAAAA]"},
+		{"[\u200bImage: x]", "(\u200bImage: x]"},
+		{"[Im\u200bage: x]", "(Im\u200bage: x]"},
+		{"[Image\u2060: x]", "(Image\u2060: x]"},
+		{"\uff3bImage: x, ref:tg_AAAAAAAAAA\uff3d", "(Image: x, ref:tg_AAAAAAAAAA\uff3d"},
+		{"[\uff29\uff4d\uff41\uff47\uff45: x]", "(\uff29\uff4d\uff41\uff47\uff45: x]"},
+		{"[Voice\uff1a 12s]", "(Voice\uff1a 12s]"},
+		{"\u3010Document: a.pdf\u3011", "(Document: a.pdf\u3011"},
+		{"[\u3000document\u3000:x]", "(\u3000document\u3000:x]"},
+		// Not placeholders: left alone, emoji sequences included.
+		{"[Imagery: x]", "[Imagery: x]"},
+		{"\uff3bnote\uff3d", "\uff3bnote\uff3d"},
+		{"family \U0001F468\u200d\U0001F469\u200d\U0001F467 [x]", "family \U0001F468\u200d\U0001F469\u200d\U0001F467 [x]"},
 	}
 	for _, tt := range tests {
 		if got := Neutralize(tt.in); got != tt.want {
