@@ -27,6 +27,13 @@ import (
 const (
 	DefaultMaxDownloadBytes = 100 << 20
 	DefaultDownloadTimeout  = 10 * time.Minute
+	// DefaultDownloadIdleTimeout cuts a download that sent no byte for
+	// this long: networks that are merely slow still move every second.
+	DefaultDownloadIdleTimeout = time.Minute
+	// DefaultDownloadsPerGroup bounds one group's concurrent downloads;
+	// further fetches queue (and say so) while cached media, lists and
+	// sends of the group are still served at once.
+	DefaultDownloadsPerGroup = 4
 )
 
 // Options wire a Service.
@@ -43,7 +50,12 @@ type Options struct {
 	MaxDownloadBytes int64
 	// DownloadTimeout bounds one download (default DefaultDownloadTimeout).
 	DownloadTimeout time.Duration
-	Log             *slog.Logger
+	// DownloadIdleTimeout cuts a download without a byte for this long
+	// (default DefaultDownloadIdleTimeout).
+	DownloadIdleTimeout time.Duration
+	// DownloadsPerGroup (default DefaultDownloadsPerGroup).
+	DownloadsPerGroup int
+	Log               *slog.Logger
 }
 
 // Service answers the media tools of every group.
@@ -51,11 +63,13 @@ type Service struct {
 	o       Options
 	mu      sync.Mutex
 	flights map[string]*flight
+	slots   map[string]chan struct{} // download slots by group folder
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
 type flight struct {
 	done  chan struct{}
+	meter *meter
 	entry mediaregistry.Entry
 	err   *ipc.Error
 }
@@ -70,10 +84,16 @@ func New(o Options) *Service {
 	if o.DownloadTimeout <= 0 {
 		o.DownloadTimeout = DefaultDownloadTimeout
 	}
+	if o.DownloadIdleTimeout <= 0 {
+		o.DownloadIdleTimeout = DefaultDownloadIdleTimeout
+	}
+	if o.DownloadsPerGroup <= 0 {
+		o.DownloadsPerGroup = DefaultDownloadsPerGroup
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{o: o, flights: map[string]*flight{}}
+	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}}
 }
 
 // workspace is the folder of g, where its own copies of media live.
@@ -111,7 +131,7 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		}
 		return nil, rerr
 	}
-	entry, cached, ferr := s.cachedOrDownload(ctx, &ref)
+	entry, cached, ferr := s.cachedOrDownload(ctx, g.Folder, &ref)
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -138,22 +158,23 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 }
 
 // cachedOrDownload serves a ref from the cache, or downloads it once even
-// when several callers ask at the same time.
-func (s *Service) cachedOrDownload(ctx context.Context, ref *mediaregistry.MediaReference) (mediaregistry.Entry, bool, *ipc.Error) {
+// when several callers ask at the same time, in one of the group's
+// download slots.
+func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, bool, *ipc.Error) {
 	if e, ok, err := s.o.Cache.Lookup(ctx, ref.ID); err == nil && ok {
 		return e, true, nil
 	}
 	s.mu.Lock()
 	f, joined := s.flights[ref.ID]
 	if !joined {
-		f = &flight{done: make(chan struct{})}
+		f = &flight{done: make(chan struct{}), meter: newMeter(ref.Size)}
 		s.flights[ref.ID] = f
 	}
 	s.mu.Unlock()
 	if !joined {
 		// Detached from the first caller: its cancellation must not fail
 		// the others waiting on the same download.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.DownloadTimeout)
+		dctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.o.DownloadTimeout, errOverall)
 		go func() {
 			defer cancel()
 			// Whatever happens in the channel, the flight ends and every
@@ -168,15 +189,57 @@ func (s *Service) cachedOrDownload(ctx context.Context, ref *mediaregistry.Media
 				s.mu.Unlock()
 				close(f.done)
 			}()
-			f.entry, f.err = s.download(dctx, ref)
+			release, err := s.slot(dctx, group)
+			if err != nil {
+				if f.err = s.cutShort(ref, f.meter, dctx); f.err == nil {
+					f.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
+				}
+				return
+			}
+			defer release()
+			f.meter.state.Store(stateDownloading)
+			f.entry, f.err = s.download(dctx, ref, f.meter)
 		}()
 	}
-	select {
-	case <-f.done:
-		return f.entry, false, f.err
-	case <-ctx.Done():
-		return mediaregistry.Entry{}, false, ipc.Errorf(ipc.CodeDownloadFailed, "cancelled while downloading %s", ref.ID)
+	return s.wait(ctx, ref, f)
+}
+
+// errOverall is the cause of a download that ran past DownloadTimeout.
+var errOverall = errors.New("download took too long")
+
+// wait waits for a flight, telling the caller how it goes.
+func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f *flight) (mediaregistry.Entry, bool, *ipc.Error) {
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		reportProgress(ctx, f.meter)
+		select {
+		case <-f.done:
+			return f.entry, false, f.err
+		case <-tick.C:
+		case <-ctx.Done():
+			return mediaregistry.Entry{}, false, ipc.Errorf(ipc.CodeDownloadFailed, "cancelled while downloading %s", ref.ID)
+		}
 	}
+}
+
+// progressEvery is how often a waiting caller hears how a download goes.
+const progressEvery = time.Second
+
+// cutShort explains a download that ctx ended: stalled, or over time.
+func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx context.Context) *ipc.Error {
+	_, done, _ := m.snapshot()
+	switch context.Cause(ctx) {
+	case errStalled:
+		s.o.Log.Warn("media download stalled", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "idle", s.o.DownloadIdleTimeout)
+		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s stalled: no data from %s for %s after %s; nothing was kept, try again later",
+			ref.ID, ref.Channel, s.o.DownloadIdleTimeout, mediaregistry.FormatSize(done))
+	case errOverall:
+		s.o.Log.Warn("media download timed out", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "limit", s.o.DownloadTimeout)
+		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s took longer than %s (%s arrived); nothing was kept, try again later",
+			ref.ID, s.o.DownloadTimeout, mediaregistry.FormatSize(done))
+	}
+	return nil
 }
 
 // limit is the cap of one download of ref on ch, and what to call it.
@@ -190,7 +253,7 @@ func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) 
 	return max, why
 }
 
-func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error) {
+func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter) (mediaregistry.Entry, *ipc.Error) {
 	ch, ok := s.o.Channels[ref.Channel]
 	if !ok {
 		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel is not running, so %s cannot be downloaded now", ref.Channel, ref.ID)
@@ -201,22 +264,33 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 			mediaregistry.FormatSize(ref.Size), why, mediaregistry.FormatSize(max))
 	}
 	start := time.Now()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go guardStall(ctx, stop, m, s.o.DownloadIdleTimeout)
 	var e mediaregistry.Entry
 	var err error
 	switch dl := ch.(type) {
 	case FileDownloader:
 		e, err = s.o.Cache.StoreFile(ctx, ref.ID, ref.MIME, max, func(dst mediaregistry.File) error {
-			return dl.DownloadTo(ctx, ref, dst)
+			return dl.DownloadTo(ctx, ref, meteredFile{File: dst, m: m})
 		})
 	case Downloader:
 		var body io.ReadCloser
 		body, _, err = dl.Download(ctx, ref)
 		if err == nil {
-			e, err = s.o.Cache.Store(ctx, ref.ID, ref.MIME, body, max)
+			// A body that ignores ctx still unblocks when closed.
+			unhook := context.AfterFunc(ctx, func() { body.Close() })
+			e, err = s.o.Cache.Store(ctx, ref.ID, ref.MIME, meteredReader{r: body, m: m}, max)
+			unhook()
 			body.Close()
 		}
 	default:
 		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel cannot download media", ref.Channel)
+	}
+	if err != nil && ctx.Err() != nil {
+		if herr := s.cutShort(ref, m, ctx); herr != nil {
+			return mediaregistry.Entry{}, herr
+		}
 	}
 	if errors.Is(err, mediaregistry.ErrTooLarge) {
 		s.o.Log.Warn("media download over the limit", "ref", ref.ID, "channel", ref.Channel, "limit", max)
