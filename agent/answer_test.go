@@ -84,6 +84,7 @@ func TestAnswerFilesAreSent(t *testing.T) {
 		{"refused paths", "Sure.\nMEDIA:../x\nMEDIA:/etc/passwd\nMEDIA:~/x", []string{"Sure.\n\n(I could not send the file ../x.)\n(I could not send the file /etc/passwd.)\n(I could not send the file ~/x.)"}, nil, ""},
 		{"fenced", "```\nMEDIA:./media/chart.png\n```", []string{"```\nMEDIA:./media/chart.png\n```"}, nil, ""},
 		{"internal and empty", "<internal>nobody asked me</internal>", nil, nil, ""},
+		{"hard link to a file outside", "Here.\nMEDIA:media/db.png", []string{"Here.\n\n(I could not send the file media/db.png.)"}, nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,6 +96,10 @@ func TestAnswerFilesAreSent(t *testing.T) {
 			os.MkdirAll(media, 0o750)
 			os.WriteFile(filepath.Join(media, "chart.png"), tinyPNG(t, green()), 0o640)
 			os.WriteFile(filepath.Join(media, "notes.txt"), []byte("notes"), 0o640)
+			// A local process links the daemon's database into the folder.
+			if err := os.Link(filepath.Join(h.groupsDir, "..", "botd.db"), filepath.Join(media, "db.png")); err != nil {
+				t.Fatal(err)
+			}
 			h.start()
 			h.say(famChat, "Alice", "@Andy send it")
 			h.idle()
