@@ -1,6 +1,10 @@
 package telegram
 
-import "github.com/botd-dev/botd/channels"
+import (
+	"path/filepath"
+
+	"github.com/botd-dev/botd/channels"
+)
 
 const (
 	// DefaultAPIURL is the cloud Bot API; channels.telegram.api_url points
@@ -17,8 +21,13 @@ type Config struct {
 	APIURL  string `yaml:"api_url"`
 	// MaxDownloadBytes is the Bot API's getFile limit: 20 MB on the cloud
 	// API, larger on a local Bot API server.
-	MaxDownloadBytes int64    `yaml:"max_download_bytes"`
-	Webhook          *Webhook `yaml:"webhook"`
+	MaxDownloadBytes int64 `yaml:"max_download_bytes"`
+	// LocalFilesDir is the --dir of a local Bot API server run with
+	// --local, at the same path on botd's machine. Such a server answers
+	// getFile with a path on its disk; botd reads it only inside this
+	// directory. Empty: no file_path is ever read from disk.
+	LocalFilesDir string   `yaml:"local_files_dir"`
+	Webhook       *Webhook `yaml:"webhook"`
 }
 
 // Webhook is channels.telegram.webhook: receive updates over HTTPS
@@ -47,6 +56,9 @@ func (c Config) Validate() []channels.ConfigProblem {
 	}
 	if c.MaxDownloadBytes <= 0 {
 		add("max_download_bytes", "must be positive", false)
+	}
+	if c.LocalFilesDir != "" && !filepath.IsAbs(c.LocalFilesDir) {
+		add("local_files_dir", "must be an absolute path (the local Bot API server's --dir)", false)
 	}
 	if w := c.Webhook; w != nil {
 		if w.Listen == "" {

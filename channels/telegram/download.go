@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-telegram/bot"
 
@@ -52,9 +53,21 @@ func (t *Telegram) Download(ctx context.Context, ref *mediaregistry.MediaReferen
 		return nil, 0, fmt.Errorf("telegram download %s: getFile returned no file_path: %w", ref.ID, channels.ErrUnavailable)
 	}
 	// A local Bot API server in --local mode answers with a path on its
-	// own disk instead of a download URL.
+	// own disk instead of a download URL. The answer is the server's word,
+	// not the operator's: without local_files_dir no path is read from
+	// disk, and a ".." would climb out of the file URL on a proxy that
+	// cleans paths. The server keeps files under <dir>/<token>/, so the
+	// errors are redacted.
 	if filepath.IsAbs(f.path) {
-		return t.openLocal(ref.ID, f.path, f.size)
+		body, size, err := t.openLocal(ref.ID, f.path)
+		if err != nil {
+			return nil, 0, redactedErr{err: err, msg: redact(err.Error(), t.cfg.Token)}
+		}
+		return body, size, nil
+	}
+	if hasDotDot(f.path) {
+		err := fmt.Errorf("telegram download %s: refusing the Bot API's file_path %q: it climbs out with \"..\": %w", ref.ID, f.path, channels.ErrForbidden)
+		return nil, 0, redactedErr{err: err, msg: redact(err.Error(), t.cfg.Token)}
 	}
 
 	body, size, err := t.fetch(ctx, f.path)
@@ -138,16 +151,52 @@ func escapePath(p string) string {
 	return strings.Join(segs, "/")
 }
 
-func (t *Telegram) openLocal(id, path string, size int64) (io.ReadCloser, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, 0, fmt.Errorf("telegram download %s: %w: %w", id, err, channels.ErrUnavailable)
+// hasDotDot reports a ".." segment in a Bot API file_path.
+func hasDotDot(p string) bool {
+	for seg := range strings.SplitSeq(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return true
 		}
+	}
+	return false
+}
+
+// openLocal reads a file a local Bot API server saved, only from inside
+// channels.telegram.local_files_dir. The check is not on the path's text
+// alone: os.Root refuses a symlink (or a ".." after one) that leads out
+// of the directory, and the opened file must be a regular one.
+func (t *Telegram) openLocal(id, path string) (io.ReadCloser, int64, error) {
+	if t.cfg.LocalFilesDir == "" {
+		return nil, 0, fmt.Errorf("telegram download %s: the Bot API answered with a path on its disk (%q), but channels.telegram.local_files_dir is not set, so botd reads no file from disk: %w", id, path, channels.ErrForbidden)
+	}
+	dir := filepath.Clean(t.cfg.LocalFilesDir)
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil, 0, fmt.Errorf("telegram download %s: refusing the Bot API's file_path %q: it is not inside channels.telegram.local_files_dir (%s): %w", id, path, dir, channels.ErrForbidden)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("telegram download %s: channels.telegram.local_files_dir: %w", id, err)
+	}
+	defer root.Close()
+	// O_NONBLOCK: a FIFO planted where the file should be must fail the
+	// regular-file check below, not hang the download in open.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, 0, fmt.Errorf("telegram download %s: %w: %w", id, err, channels.ErrUnavailable)
+	case err != nil:
+		// Among them os.Root's "path escapes from parent" for a link out.
+		return nil, 0, fmt.Errorf("telegram download %s: refusing the Bot API's file_path %q: %w: %w", id, path, err, channels.ErrForbidden)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return nil, 0, fmt.Errorf("telegram download %s: %w", id, err)
 	}
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("telegram download %s: refusing the Bot API's file_path %q: not a regular file: %w", id, path, channels.ErrForbidden)
 	}
-	return f, size, nil
+	return f, st.Size(), nil
 }

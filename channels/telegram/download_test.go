@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 
@@ -250,5 +254,130 @@ func TestFakeKnowsTheCloudLimit(t *testing.T) {
 	if telegramtest.CloudFileLimit != DefaultMaxDownload || DefaultConfig().MaxDownloadBytes != DefaultMaxDownload {
 		t.Errorf("fake limit %d, DefaultMaxDownload %d, default config %d",
 			telegramtest.CloudFileLimit, DefaultMaxDownload, DefaultConfig().MaxDownloadBytes)
+	}
+}
+
+// A file_path is the Bot API's answer, not the operator's choice: it is
+// read from disk only when channels.telegram.local_files_dir is set, and
+// only inside that directory; anything else is refused before a byte is
+// read, from disk or over HTTP.
+func TestDownloadLocalFilePath(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("not for the bot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filesDir := t.TempDir()
+	docs := filepath.Join(filesDir, telegramtest.Token, "documents")
+	if err := os.MkdirAll(docs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	legit := filepath.Join(docs, "file_1.pdf")
+	if err := os.WriteFile(legit, []byte("%PDF-1.7 served from the local server's disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linkOut := filepath.Join(docs, "file_2.pdf")
+	if err := os.Symlink(secret, linkOut); err != nil {
+		t.Fatal(err)
+	}
+	dirLinkOut := filepath.Join(filesDir, telegramtest.Token, "photos")
+	if err := os.Symlink(outside, dirLinkOut); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(docs, "file_3.pdf")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name     string
+		localDir string
+		path     string
+	}{
+		{"no local dir: /etc/passwd", "", "/etc/passwd"},
+		{"no local dir: a readable file", "", secret},
+		{"no local dir: a path inside what would be the dir", "", legit},
+		{"no local dir: ../../etc/passwd", "", "../../etc/passwd"},
+		{"no local dir: .. inside a path", "", "documents/../../../etc/passwd"},
+		{"/etc/passwd", filesDir, "/etc/passwd"},
+		{"../../etc/passwd", filesDir, "../../etc/passwd"},
+		{"absolute .. out of the dir", filesDir, filesDir + "/../" + filepath.Base(outside) + "/secret.txt"},
+		{"symlink inside pointing out", filesDir, linkOut},
+		{"through a symlinked folder", filesDir, filepath.Join(dirLinkOut, "secret.txt")},
+		{"the dir itself", filesDir, filesDir},
+		{"a FIFO inside", filesDir, fifo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, func(cfg *Config) { cfg.LocalFilesDir = c.localDir })
+			h.fake.AddFile(telegramtest.File{ID: "BQAC-doc", Path: c.path, Data: []byte("served over HTTP")})
+			ref := receiveRef(t, h, mediaCases[1].msg)
+			body, err := downloadGuarded(t, h, &ref)
+			if body != nil {
+				got, _ := io.ReadAll(io.LimitReader(body, 40))
+				body.Close()
+				t.Fatalf("file_path %q was read (%q...), want it refused", c.path, got)
+			}
+			if !errors.Is(err, channels.ErrForbidden) {
+				t.Errorf("err = %v, want ErrForbidden", err)
+			}
+			if d := h.fake.Downloads(); d != 0 {
+				t.Errorf("%d HTTP downloads of a refused file_path", d)
+			}
+			if err != nil && strings.Contains(err.Error(), "not for the bot") {
+				t.Errorf("the refused file's bytes are in the error: %v", err)
+			}
+			// The local server keeps files under <dir>/<token>/.
+			if err != nil && strings.Contains(err.Error(), telegramtest.Token) {
+				t.Errorf("token in error: %v", err)
+			}
+		})
+	}
+
+	t.Run("a file inside the dir is served", func(t *testing.T) {
+		h := newHarness(t, func(cfg *Config) { cfg.LocalFilesDir = filesDir })
+		h.fake.AddFile(telegramtest.File{ID: "BQAC-doc", Path: legit, Data: []byte("not what is on disk")})
+		ref := receiveRef(t, h, mediaCases[1].msg)
+		body, size, err := h.tg.Download(context.Background(), &ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.ReadFile(legit)
+		if got := readAll(t, body); !bytes.Equal(got, want) || size != int64(len(want)) {
+			t.Errorf("got %q (size %d), want %q", got, size, want)
+		}
+		if d := h.fake.Downloads(); d != 0 {
+			t.Errorf("%d HTTP downloads for a file on the local server's disk", d)
+		}
+	})
+}
+
+// downloadGuarded is Download that fails the test instead of hanging when
+// opening the file blocks (a FIFO opened without O_NONBLOCK).
+func downloadGuarded(t *testing.T, h *harness, ref *mediaregistry.MediaReference) (io.ReadCloser, error) {
+	t.Helper()
+	type result struct {
+		body io.ReadCloser
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		body, _, err := h.tg.Download(context.Background(), ref)
+		done <- result{body, err}
+	}()
+	select {
+	case r := <-done:
+		return r.body, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Download still blocked after 10s")
+		return nil, nil
+	}
+}
+
+func TestLocalFilesDirMustBeAbsolute(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LocalFilesDir = "telegram-bot-api"
+	ps := cfg.Validate()
+	if len(ps) != 1 || ps[0].Key != "local_files_dir" {
+		t.Errorf("problems = %+v, want one for local_files_dir", ps)
 	}
 }
