@@ -34,11 +34,11 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		return toolError(ToolFetchMedia, err), nil
 	}
-	return t.fetchResult(res), nil
+	return t.fetchResult(ctx, res), nil
 }
 
 // fetchResult builds what the model sees from the file the host saved.
-func (t *tools) fetchResult(res ipc.FetchMediaResult) *mcpgo.CallToolResult {
+func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpgo.CallToolResult {
 	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
@@ -57,8 +57,13 @@ func (t *tools) fetchResult(res ipc.FetchMediaResult) *mcpgo.CallToolResult {
 	}
 
 	var note string
-	if strings.HasPrefix(m.mime, "image/") {
-		r, why := t.imageResult(f, &m)
+	switch {
+	case m.mime == "image/svg+xml":
+		// Markup, not pixels: it can carry scripts, and a client shown it
+		// as an image would render it.
+		note = "SVG can carry scripts, so it is never shown as an image."
+	case strings.HasPrefix(m.mime, "image/"):
+		r, why := t.imageResult(ctx, f, &m)
 		if r != nil {
 			return r
 		}
@@ -148,6 +153,16 @@ func isTextMIME(mime string) bool {
 	return false
 }
 
+// displayOnlyText are the text types an embedded resource keeps: data a
+// client can only display. Every other text goes as text/plain, because
+// clients render some types and strangers choose them: SVG and HTML run
+// scripts, MCP-UI renders text/html and text/uri-list resources.
+var displayOnlyText = map[string]bool{
+	"text/plain": true, "text/csv": true, "text/tab-separated-values": true,
+	"application/json": true, "application/x-ndjson": true, "application/x-subrip": true,
+	"application/yaml": true, "application/x-yaml": true, "application/toml": true,
+}
+
 // embedResult returns the metadata text plus the file as an embedded
 // resource, or nil when the file cannot be read (the caller falls back to
 // the path alone).
@@ -161,14 +176,22 @@ func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallTo
 	}
 	uri := (&url.URL{Scheme: "file", Path: m.abs}).String()
 	var rc mcpgo.ResourceContents
-	if isTextMIME(m.mime) && utf8.Valid(data) {
-		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: m.mime, Text: string(data)}
-	} else {
+	attached := "The content is attached as an embedded resource."
+	switch {
+	case m.mime == "application/pdf", displayOnlyText[m.mime] && !utf8.Valid(data):
 		rc = mcpgo.BlobResourceContents{URI: uri, MIMEType: m.mime, Blob: base64.StdEncoding.EncodeToString(data)}
+	case displayOnlyText[m.mime]:
+		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: m.mime, Text: string(data)}
+	case !utf8.Valid(data):
+		// Not text in any charset we could name, and as a blob it would
+		// keep a type that renders.
+		return nil
+	default:
+		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: string(data)}
+		attached = "Its source is attached as plain text."
 	}
-	text := m.describe(note) + "\nThe content is attached as an embedded resource."
 	return &mcpgo.CallToolResult{Content: []mcpgo.Content{
-		mcpgo.NewTextContent(text),
+		mcpgo.NewTextContent(m.describe(note) + "\n" + attached),
 		mcpgo.NewEmbeddedResource(rc),
 	}}
 }

@@ -2,9 +2,8 @@ package mcp
 
 import (
 	"image"
+	"image/draw"
 	"math"
-
-	"golang.org/x/image/draw"
 )
 
 // The x/image/draw kernels take ~0.7 s for a 6 MP photo on a small vCPU
@@ -58,39 +57,34 @@ func toRGBA(src image.Image) *image.RGBA {
 	return r
 }
 
-// resizeArea scales src down to w×h by area averaging: horizontally into a
-// w×srcH buffer, then vertically.
-func resizeArea(src *image.RGBA, w, h int) *image.RGBA {
-	sw, sh := src.Rect.Dx(), src.Rect.Dy()
-	if w == sw && h == sh {
-		return src
-	}
-	tmp := image.NewRGBA(image.Rect(0, 0, w, sh))
+// resizeArea scales src down to w×h by area averaging, transparent areas
+// composited on white. It reads src a row at a time (each row scaled
+// horizontally, then accumulated into the destination row it belongs to),
+// so beyond the result it holds a few rows: a preview costs no full-size
+// copy of the decoded image, whatever its type.
+func resizeArea(src image.Image, w, h int) *image.RGBA {
+	b := src.Bounds()
+	sw := b.Dx()
+	// One source row as premultiplied RGBA; image/draw converts every
+	// decoder's type, with fast paths for the common ones.
+	row := image.NewRGBA(image.Rect(0, 0, sw, 1))
 	xt := areaTaps(sw, w)
-	for y := range sh {
-		srow := src.Pix[y*src.Stride : y*src.Stride+sw*4]
-		drow := tmp.Pix[y*tmp.Stride : y*tmp.Stride+w*4]
-		for x, tp := range xt {
-			var r, g, b, a uint32
-			p := srow[tp.start*4:]
-			for k, wt := range tp.weights {
-				q := p[k*4 : k*4+4 : k*4+4]
-				r += uint32(q[0]) * wt
-				g += uint32(q[1]) * wt
-				b += uint32(q[2]) * wt
-				a += uint32(q[3]) * wt
-			}
-			d := drow[x*4 : x*4+4 : x*4+4]
-			d[0], d[1], d[2], d[3] = round16(r), round16(g), round16(b), round16(a)
-		}
-	}
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	hrow := make([]uint8, w*4) // the last source row read, scaled to w
+	hrowY := -1
 	acc := make([]uint32, w*4)
-	for y, tp := range areaTaps(sh, h) {
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	// Consecutive destination rows share at most one source row, the last
+	// of one and the first of the next, so every source row is read once.
+	for y, tp := range areaTaps(b.Dy(), h) {
 		clear(acc)
 		for k, wt := range tp.weights {
-			row := tmp.Pix[(tp.start+k)*tmp.Stride : (tp.start+k)*tmp.Stride+w*4]
-			for i, v := range row {
+			if sy := tp.start + k; sy != hrowY {
+				draw.Draw(row, row.Rect, src, image.Pt(b.Min.X, b.Min.Y+sy), draw.Src)
+				flattenOnWhite(row)
+				scaleRow(hrow, row.Pix, xt)
+				hrowY = sy
+			}
+			for i, v := range hrow {
 				acc[i] += uint32(v) * wt
 			}
 		}
@@ -100,6 +94,23 @@ func resizeArea(src *image.RGBA, w, h int) *image.RGBA {
 		}
 	}
 	return dst
+}
+
+// scaleRow averages the RGBA pixels of srow into drow along xt.
+func scaleRow(drow, srow []uint8, xt []taps) {
+	for x, tp := range xt {
+		var r, g, b, a uint32
+		p := srow[tp.start*4:]
+		for k, wt := range tp.weights {
+			q := p[k*4 : k*4+4 : k*4+4]
+			r += uint32(q[0]) * wt
+			g += uint32(q[1]) * wt
+			b += uint32(q[2]) * wt
+			a += uint32(q[3]) * wt
+		}
+		d := drow[x*4 : x*4+4 : x*4+4]
+		d[0], d[1], d[2], d[3] = round16(r), round16(g), round16(b), round16(a)
+	}
 }
 
 func round16(v uint32) uint8 { return uint8((v + weightOne/2) >> 16) }
