@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -13,6 +14,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -47,21 +50,95 @@ type HTTPOptions struct {
 	// AllowedOrigins are extra browser origins ("https://app.example")
 	// accepted besides http(s)://localhost and loopback IPs.
 	AllowedOrigins []string
-	Log            *slog.Logger
+	// Limits bounds what clients can hold open; zero fields take the
+	// defaults of DefaultHTTPLimits. Serve applies the connection limits.
+	Limits HTTPLimits
+	Log    *slog.Logger
+}
+
+// HTTPLimits bounds the connections, streams and requests of the
+// Streamable HTTP front, so that neither a stranger without a token nor
+// one token's client can starve the others.
+type HTTPLimits struct {
+	// ReadHeaderTimeout is how long a connection has to send a request's
+	// headers, counting the wait for the first byte of a new connection.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes an authorised keep-alive connection that sends
+	// no further request. (Any request that is not authorised is answered
+	// with Connection: close, so only authorised connections idle.)
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds one request's headers (431 past it).
+	MaxHeaderBytes int
+	// MaxConns bounds the open connections. A connection accepted past
+	// it displaces the oldest connection that never carried an authorised
+	// request; failing that the oldest idle authorised one; only when
+	// every other connection is busy with an authorised request is the new
+	// one closed. Unauthorised connections can therefore never lock out a
+	// client with a token.
+	MaxConns int
+	// MaxStreamsPerToken bounds one token's open GET (SSE) streams;
+	// another is refused with 429.
+	MaxStreamsPerToken int
+	// MaxRequestsPerToken bounds one token's other requests (POST,
+	// DELETE) in flight at once; another is refused with 429.
+	MaxRequestsPerToken int
+}
+
+// The defaults of HTTPLimits. Headers from a loopback or LAN client take
+// milliseconds; the idle timeout stays above Go's and most clients' own
+// 90 s idle timeout, so that the client, not the server, closes an idle
+// connection and never sends a request into one being closed. 512
+// connections stay well below the 1024 open files a process may be limited
+// to; a token's client needs one stream per session and a few calls at once.
+const (
+	DefaultReadHeaderTimeout   = 5 * time.Second
+	DefaultIdleTimeout         = 2 * time.Minute
+	DefaultMaxHeaderBytes      = 64 << 10
+	DefaultMaxConns            = 512
+	DefaultMaxStreamsPerToken  = 16
+	DefaultMaxRequestsPerToken = 32
+)
+
+// DefaultHTTPLimits returns every default limit.
+func DefaultHTTPLimits() HTTPLimits {
+	return HTTPLimits{}.withDefaults()
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defD(&l.IdleTimeout, DefaultIdleTimeout)
+	def(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	def(&l.MaxConns, DefaultMaxConns)
+	def(&l.MaxStreamsPerToken, DefaultMaxStreamsPerToken)
+	def(&l.MaxRequestsPerToken, DefaultMaxRequestsPerToken)
+	return l
 }
 
 type tokenEntry struct {
 	sum   [sha256.Size]byte
 	group string
+	// What the token holds open right now.
+	streams, requests atomic.Int32
 }
 
 type httpHandler struct {
-	tokens     []tokenEntry
+	tokens     []*tokenEntry
 	groups     map[string]http.Handler
 	hosts      []string
 	origins    []string
 	log        *slog.Logger
 	listenHost string
+	limits     HTTPLimits
 }
 
 // NewHTTPHandler returns the handler for `botd mcp --http`: it refuses
@@ -82,7 +159,7 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &httpHandler{groups: map[string]http.Handler{}, log: log}
+	h := &httpHandler{groups: map[string]http.Handler{}, log: log, limits: opts.Limits.withDefaults()}
 	for tok, group := range opts.Tokens {
 		if len(tok) < MinTokenLen {
 			return nil, fmt.Errorf("mcp http: the token for group %q is shorter than %d characters", group, MinTokenLen)
@@ -91,7 +168,7 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if srv == nil {
 			return nil, fmt.Errorf("mcp http: a token names group %q, which has no server", group)
 		}
-		h.tokens = append(h.tokens, tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group})
+		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group})
 		if h.groups[group] == nil {
 			// mcp-go's own loopback Host check stays on behind ours.
 			h.groups[group] = server.NewStreamableHTTPServer(srv,
@@ -111,21 +188,26 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Until the request proves itself, the answer ends the connection: a
+	// connection that never carries an authorised request must not stay.
 	if r.URL.Path != HTTPPath {
+		refuse(w)
 		http.NotFound(w, r)
 		return
 	}
 	if !h.hostAllowed(r.Host) {
 		h.log.Warn("mcp http: refused Host", "host", r.Host, "remote", r.RemoteAddr)
+		refuse(w)
 		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		h.log.Warn("mcp http: refused Origin", "origin", o, "remote", r.RemoteAddr)
+		refuse(w)
 		http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
 		return
 	}
-	group, status := h.authenticate(r.Header.Get("Authorization"))
+	tok, status := h.authenticate(r.Header.Get("Authorization"))
 	if status != "" {
 		challenge := `Bearer realm="botd"`
 		if status == "invalid_token" {
@@ -133,33 +215,56 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.Info("mcp http: unauthorised", "reason", status, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", challenge)
+		refuse(w)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
+	markAuthorised(r.Context())
+
+	// A GET is a listening SSE stream that stays open; everything else is
+	// a call that ends. Each has its own budget per token, so streams
+	// cannot starve calls, and one token's client none of another's.
+	count, limit, what, retry := &tok.requests, h.limits.MaxRequestsPerToken, "requests in flight", "1"
+	if r.Method == http.MethodGet {
+		count, limit, what, retry = &tok.streams, h.limits.MaxStreamsPerToken, "open GET streams", "5"
+	}
+	if n := count.Add(1); int(n) > limit {
+		count.Add(-1)
+		h.log.Warn("mcp http: token over its limit", "group", tok.group, "limit", what, "max", limit, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", retry)
+		http.Error(w, fmt.Sprintf("too many %s for this token (at most %d at once); retry when one has ended", what, limit),
+			http.StatusTooManyRequests)
+		return
+	}
+	defer count.Add(-1)
+
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
 	}
-	h.groups[group].ServeHTTP(w, r)
+	h.groups[tok.group].ServeHTTP(w, r)
 }
 
-// authenticate returns the token's group, or a non-empty reason. Every
+// refuse makes the server close the connection after this answer.
+func refuse(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// authenticate returns the matching token, or a non-empty reason. Every
 // configured token is compared, in constant time over fixed-size hashes,
 // so timing tells neither which token nor how much of one matched.
-func (h *httpHandler) authenticate(header string) (group, reason string) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", "missing_token"
+func (h *httpHandler) authenticate(header string) (tok *tokenEntry, reason string) {
+	scheme, raw, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
+		return nil, "missing_token"
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	sum := sha256.Sum256([]byte(strings.TrimSpace(raw)))
 	for _, e := range h.tokens {
 		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
-			group = e.group
+			tok = e
 		}
 	}
-	if group == "" {
-		return "", "invalid_token"
+	if tok == nil {
+		return nil, "invalid_token"
 	}
-	return group, ""
+	return tok, ""
 }
 
 // hostAllowed is the DNS-rebinding check: a page on evil.example that
@@ -216,12 +321,23 @@ const shutdownGrace = 5 * time.Second
 
 // Serve serves h on ln until ctx is cancelled. Request contexts derive
 // from ctx, so open SSE streams end with it and shutdown does not hang.
+// The timeouts and the connection cap are those of h's HTTPOptions.Limits
+// when h comes from NewHTTPHandler, else the defaults.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	lim, log := DefaultHTTPLimits(), slog.Default()
+	if hh, ok := h.(*httpHandler); ok {
+		lim, log = hh.limits, hh.log
+	}
+	conns := newConnTracker(lim.MaxConns, log)
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       conns.connContext,
+		ConnState:         conns.connState,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -241,4 +357,129 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return fmt.Errorf("mcp http: shutdown: %w", err)
 	}
 	return nil
+}
+
+// connTracker keeps the open connections in the order they were accepted
+// and enforces the connection cap when one is accepted (ConnContext runs
+// in the accept loop, before the connection is served).
+type connTracker struct {
+	max int
+	log *slog.Logger
+
+	mu       sync.Mutex
+	order    list.List // of *trackedConn, oldest first
+	conns    map[net.Conn]*trackedConn
+	shed     int // connections closed for the cap since the last warning
+	lastWarn time.Time
+}
+
+type trackedConn struct {
+	t     *connTracker
+	conn  net.Conn
+	elem  *list.Element
+	state http.ConnState
+	// authorised is set once the connection carried a request with a
+	// valid token; it then outranks every connection that did not.
+	authorised bool
+}
+
+type connKey struct{}
+
+func newConnTracker(maxConns int, log *slog.Logger) *connTracker {
+	return &connTracker{max: maxConns, log: log, conns: map[net.Conn]*trackedConn{}}
+}
+
+func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
+	tc := &trackedConn{t: t, conn: c, state: http.StateNew}
+	t.mu.Lock()
+	tc.elem = t.order.PushBack(tc)
+	t.conns[c] = tc
+	var victim *trackedConn
+	if t.order.Len() > t.max {
+		victim = t.victimLocked(tc)
+		t.removeLocked(victim)
+		t.shed++
+	}
+	warn := victim != nil && time.Since(t.lastWarn) >= time.Minute
+	shed := t.shed
+	if warn {
+		t.lastWarn, t.shed = time.Now(), 0
+	}
+	t.mu.Unlock()
+	if victim != nil {
+		victim.conn.Close()
+		if warn {
+			t.log.Warn("mcp http: connection limit reached; closing connections that never made an authorised request first",
+				"max_conns", t.max, "closed", shed)
+		}
+	}
+	return context.WithValue(ctx, connKey{}, tc)
+}
+
+// victimLocked picks the connection to close when newest is one too many:
+// the oldest that never carried an authorised request (silent, sending
+// its headers slowly, or being refused), then the oldest authorised one
+// that is idle between requests, and newest itself only when all others
+// are busy with authorised requests.
+func (t *connTracker) victimLocked(newest *trackedConn) *trackedConn {
+	var idle *trackedConn
+	for e := t.order.Front(); e != nil; e = e.Next() {
+		tc := e.Value.(*trackedConn)
+		if tc == newest {
+			continue
+		}
+		if !tc.authorised {
+			return tc
+		}
+		if idle == nil && tc.state == http.StateIdle {
+			idle = tc
+		}
+	}
+	if idle != nil {
+		return idle
+	}
+	return newest
+}
+
+func (t *connTracker) removeLocked(tc *trackedConn) {
+	if tc.elem == nil {
+		return
+	}
+	t.order.Remove(tc.elem)
+	tc.elem = nil
+	delete(t.conns, tc.conn)
+}
+
+func (t *connTracker) connState(c net.Conn, state http.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tc := t.conns[c]
+	if tc == nil {
+		return // closed for the cap already
+	}
+	switch state {
+	case http.StateClosed, http.StateHijacked:
+		t.removeLocked(tc)
+	default:
+		tc.state = state
+	}
+}
+
+// open is the number of connections counted against the cap.
+func (t *connTracker) open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.order.Len()
+}
+
+// markAuthorised records that the request's connection carried a valid
+// token (a no-op outside Serve, e.g. under httptest).
+func markAuthorised(ctx context.Context) {
+	tc, _ := ctx.Value(connKey{}).(*trackedConn)
+	if tc == nil {
+		return
+	}
+	tc.t.mu.Lock()
+	tc.authorised = true
+	tc.t.mu.Unlock()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -23,11 +22,19 @@ const (
 
 type httpFixture struct {
 	url    string
+	addr   string // host:port of the listener, for raw connections
 	family *fakeHost
 	work   *fakeHost
 }
 
 func newHTTPFixture(t *testing.T) *httpFixture {
+	t.Helper()
+	return newHTTPFixtureLimits(t, HTTPLimits{})
+}
+
+// newHTTPFixtureLimits serves the family and work groups through Serve on
+// a loopback listener, so the server's own timeouts and caps apply.
+func newHTTPFixtureLimits(t *testing.T, lim HTTPLimits) *httpFixture {
 	t.Helper()
 	f := &httpFixture{family: newFakeHost(t, "family"), work: newFakeHost(t, "work")}
 	h, err := NewHTTPHandler(HTTPOptions{
@@ -38,15 +45,35 @@ func newHTTPFixture(t *testing.T) *httpFixture {
 			"work":   newTestServer(t, f.work, 0),
 		},
 		AllowedOrigins: []string{"https://claude.example"},
+		Limits:         lim,
 		Log:            testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	f.url = ts.URL + HTTPPath
+	f.addr = serveLoopback(t, h)
+	f.url = "http://" + f.addr + HTTPPath
 	return f
+}
+
+// serveLoopback runs Serve on a fresh loopback listener until the test
+// ends, and returns its address.
+func serveLoopback(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 func httpClient(t *testing.T, url, token string) *client.Client {

@@ -60,7 +60,7 @@ llm:
 		{"run without channel or key", []string{"run", "--config", example}, 1, []string{"cannot run",
 			"TELEGRAM_BOT_TOKEN", "llm.providers.anthropic.api_key is empty (set ANTHROPIC_API_KEY)"}},
 		{"run without LLM key", []string{"run", "--config", "nollm.yaml"}, 1, []string{"ANTHROPIC_API_KEY"}},
-		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER or --http ADDR"}},
+		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER or --http [ADDR]"}},
 		{"mcp unknown group", []string{"mcp", "--group", "nope", "--config", example}, 1, []string{`unknown group "nope"`}},
 		{"mcp http without tokens", []string{"mcp", "--http", "127.0.0.1:0", "--config", example}, 1, []string{"mcp.http.tokens"}},
 	}

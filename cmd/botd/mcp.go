@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -16,19 +18,28 @@ import (
 )
 
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mcp", "botd mcp (--group FOLDER | --http ADDR) [--config FILE]",
+	fs := newFlags("mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]",
 		"Serve the media tools over MCP: stdio for one group (what the agent and Claude Desktop use), "+
 			"or Streamable HTTP where each bearer token of mcp.http.tokens reaches one group. "+
-			"`botd run` must be running: it answers the requests.", stderr)
+			"`botd run` must be running: it answers the requests.\n\n"+
+			"HTTP limits: a request without a valid token is answered and its connection closed; "+
+			fmt.Sprintf("at most %d connections are open, and past that the oldest that never made an authorised request are closed first; ",
+				mcp.DefaultMaxConns)+
+			fmt.Sprintf("each token may hold %d GET streams and %d other requests at once (429 past that); ",
+				mcp.DefaultMaxStreamsPerToken, mcp.DefaultMaxRequestsPerToken)+
+			fmt.Sprintf("headers must arrive within %v, and an idle connection is closed after %v.",
+				mcp.DefaultReadHeaderTimeout, mcp.DefaultIdleTimeout), stderr)
 	group := fs.String("group", "", "group folder to serve over stdio")
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on this address, e.g. 127.0.0.1:8765 (loopback only)")
+	var httpAddr httpFlag
+	fs.Var(&httpAddr, "http", "serve Streamable HTTP on `[ADDR]`, or without it on mcp.http.listen from the config (default "+
+		config.Defaults().MCP.HTTP.Listen+"); loopback addresses only")
 	cfgFlag := configFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, joinHTTPAddr(args)); err != nil {
 		return err
 	}
-	if (*group == "") == (*httpAddr == "") {
+	if (*group == "") == !httpAddr.on {
 		fs.Usage()
-		return fail(2, "give exactly one of --group FOLDER or --http ADDR")
+		return fail(2, "give exactly one of --group FOLDER or --http [ADDR]")
 	}
 	cfg, err := loadConfig(*cfgFlag)
 	if err != nil {
@@ -64,16 +75,66 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(tokens) == 0 {
 		return fail(1, "no tokens configured: add mcp.http.tokens: [{token: \"${BOTD_MCP_TOKEN}\", group: <folder>}] to the config")
 	}
-	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: *httpAddr, Tokens: tokens, Servers: servers, Log: log})
+	addr := httpAddr.addr
+	if addr == "" {
+		addr = cfg.MCP.HTTP.Listen
+	}
+	if addr == "" {
+		return fail(1, "no address to serve on: give --http ADDR, or set mcp.http.listen in the config")
+	}
+	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, Tokens: tokens, Servers: servers, Log: log})
 	if err != nil {
 		return fail(1, "mcp http: %v", err)
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(1, "mcp http: %v", err)
 	}
 	log.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", mcp.HTTPPath, "groups", len(servers))
 	return mcp.Serve(ctx, ln, h)
+}
+
+// httpFlag is --http, whose address is optional: --http alone serves on
+// mcp.http.listen. It is a boolean flag to the flag package, so that
+// --http may be followed by another flag; joinHTTPAddr turns the
+// documented `--http ADDR` into --http=ADDR before parsing.
+type httpFlag struct {
+	on   bool
+	addr string
+}
+
+func (f *httpFlag) String() string   { return f.addr }
+func (f *httpFlag) IsBoolFlag() bool { return true }
+
+func (f *httpFlag) Set(v string) error {
+	switch v {
+	case "true": // --http alone
+		f.on, f.addr = true, ""
+	case "false":
+		f.on, f.addr = false, ""
+	default:
+		f.on, f.addr = true, v
+	}
+	return nil
+}
+
+// joinHTTPAddr rewrites `--http ADDR` as `--http=ADDR`; an address never
+// starts with "-", so `--http --config FILE` keeps --http alone.
+func joinHTTPAddr(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "--http" || a == "-http") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func groupServer(cfg *config.Config, set *groups.Set, folder string) (*server.MCPServer, func(), error) {
