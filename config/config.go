@@ -62,6 +62,12 @@ type Media struct {
 	InlineMaxBytes   int64    `yaml:"inline_max_bytes"`
 	MaxDownloadBytes int64    `yaml:"max_download_bytes"`
 	SweepInterval    Duration `yaml:"sweep_interval"`
+	// DownloadTimeout bounds one download; DownloadIdleTimeout cuts one
+	// that sent nothing for that long; DownloadsPerGroup bounds a group's
+	// concurrent downloads (others queue).
+	DownloadTimeout     Duration `yaml:"download_timeout"`
+	DownloadIdleTimeout Duration `yaml:"download_idle_timeout"`
+	DownloadsPerGroup   int      `yaml:"downloads_per_group"`
 }
 
 // Channels holds each channel's own section; the channel packages define
@@ -150,11 +156,14 @@ func Defaults() *Config {
 		GroupsDir:     "./groups",
 		LogLevel:      "info",
 		Media: Media{
-			RefTTL:           Duration(30 * time.Minute),
-			CacheTTL:         Duration(24 * time.Hour),
-			InlineMaxBytes:   mcp.DefaultInlineMaxBytes,
-			MaxDownloadBytes: media.DefaultMaxDownloadBytes,
-			SweepInterval:    Duration(time.Minute),
+			RefTTL:              Duration(30 * time.Minute),
+			CacheTTL:            Duration(24 * time.Hour),
+			InlineMaxBytes:      mcp.DefaultInlineMaxBytes,
+			MaxDownloadBytes:    media.DefaultMaxDownloadBytes,
+			SweepInterval:       Duration(time.Minute),
+			DownloadTimeout:     Duration(media.DefaultDownloadTimeout),
+			DownloadIdleTimeout: Duration(media.DefaultDownloadIdleTimeout),
+			DownloadsPerGroup:   media.DefaultDownloadsPerGroup,
 		},
 		Channels: Channels{
 			Telegram: telegram.DefaultConfig(),

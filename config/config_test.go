@@ -128,6 +128,8 @@ func TestValidationPaths(t *testing.T) {
 		{"slack wrong token kind", `channels: {slack: {enabled: true, bot_token: xapp-1, app_token: xapp-2}}`, `channels.slack.bot_token: must be a bot token`},
 		{"negative duration", `media: {cache_ttl: -1h}`, `media.cache_ttl: must not be negative`},
 		{"list expected", `groups: {folder: a}`, `groups: expected a list`},
+		{"idle over overall", `media: {download_timeout: 1m, download_idle_timeout: 2m}`, `media.download_idle_timeout: must not exceed media.download_timeout`},
+		{"no download slots", `media: {downloads_per_group: 0}`, `media.downloads_per_group: must be between 1 and 64`},
 		{"mcp token twice", `groups: [{folder: a, chat: "telegram:1"}, {folder: b, chat: "telegram:2"}]
 mcp: {http: {tokens: [{token: 0123456789abcdef0, group: a}, {token: 0123456789abcdef0, group: b}]}}`, `mcp.http.tokens[1].token: is the same as mcp.http.tokens[0].token`},
 		{"mcp token group", `mcp: {http: {tokens: [{token: 0123456789abcdef0, group: nope}]}}`, `mcp.http.tokens[0].group: unknown group folder "nope"`},

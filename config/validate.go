@@ -47,6 +47,17 @@ func (c *Config) Validate() error {
 	if m.SweepInterval <= 0 {
 		add("media.sweep_interval", "must be positive")
 	}
+	if m.DownloadTimeout <= 0 {
+		add("media.download_timeout", "must be positive")
+	}
+	if m.DownloadIdleTimeout <= 0 {
+		add("media.download_idle_timeout", "must be positive")
+	} else if m.DownloadIdleTimeout > m.DownloadTimeout {
+		add("media.download_idle_timeout", "must not exceed media.download_timeout")
+	}
+	if m.DownloadsPerGroup <= 0 || m.DownloadsPerGroup > 64 {
+		add("media.downloads_per_group", "must be between 1 and 64")
+	}
 	if m.InlineMaxBytes <= 0 {
 		add("media.inline_max_bytes", "must be positive")
 	}

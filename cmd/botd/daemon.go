@@ -118,7 +118,9 @@ func (d *daemon) buildChannels() error {
 func (d *daemon) startHost(ctx context.Context) error {
 	d.media = media.New(media.Options{
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
-		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, Log: d.log.With("component", "media"),
+		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
+		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
+		Log: d.log.With("component", "media"),
 	})
 	var folders []string
 	for _, g := range d.groups.All() {
