@@ -51,14 +51,52 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Ensure creates the layout's folders.
-func (l Layout) Ensure() error {
-	for _, d := range []string{l.Requests(), l.Responses(), l.Failed()} {
-		if err := os.MkdirAll(d, 0o750); err != nil {
-			return fmt.Errorf("ipc folder: %w", err)
+// writeAtomicRoot writes data to dir/name inside r the way WriteAtomic
+// does (temp file in r's top folder, renamed into place), so every path
+// stays inside r whatever was swapped in meanwhile. durable fsyncs the file
+// and the folder; progress files skip that.
+func writeAtomicRoot(r *os.Root, dir, name string, data []byte, durable bool) error {
+	tmp := ".tmp-" + name + "-" + NewID()
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			r.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := r.Rename(tmp, dir+"/"+name); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	ok = true
+	if durable {
+		syncRootDir(r, dir)
+	}
 	return nil
+}
+
+// syncRootDir makes renames into or out of dir durable across a power cut.
+func syncRootDir(r *os.Root, dir string) {
+	d, err := r.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	d.Close()
 }
 
 // NewID returns a fresh request id.

@@ -14,8 +14,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// ErrNoHost means no response arrived before the deadline: the host is
-// probably not running.
+// ErrNoHost means no response arrived before the deadline and no host ever
+// looked at the request: the host is probably not running. (A host that
+// claimed the request but had not answered yet gives an *Error with
+// CodeInProgress instead; one that saw it but had no free slot, CodeBusy.)
 var ErrNoHost = errors.New("no answer from the botd host (is `botd run` running?)")
 
 // Client is the agent side: it writes requests and waits for responses.
@@ -113,11 +115,17 @@ func (c *Client) Close() error {
 }
 
 // Call sends a request of type typ and decodes the result into result
-// (may be nil). A typed failure comes back as *Error; a missing answer by
-// ctx's deadline as ErrNoHost.
+// (may be nil). A typed failure comes back as *Error. When ctx's deadline
+// passes first: an *Error with CodeInProgress if the host has claimed the
+// request (its message says how far it got: the work goes on), CodeBusy if
+// the host saw it but never started it (it is withdrawn: not carried out),
+// else ErrNoHost (withdrawn too).
 func (c *Client) Call(ctx context.Context, typ string, args, result any) error {
 	if err := c.start(); err != nil {
 		return err
+	}
+	if err := c.layout.check(); err != nil {
+		return fmt.Errorf("ipc %s: %w", typ, err)
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -156,15 +164,53 @@ func (c *Client) Call(ctx context.Context, typ string, args, result any) error {
 		case <-wake:
 		case <-tick.C:
 		case <-ctx.Done():
-			// Withdraw the request if the host has not taken it yet, so a
-			// late host does not act on a call nobody waits for.
-			os.Remove(filepath.Join(c.layout.Requests(), req.ID+".json"))
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("ipc %s: %w", typ, ErrNoHost)
-			}
-			return ctx.Err()
+			return c.giveUp(ctx, typ, req.ID, respPath, result)
 		}
 	}
+}
+
+// giveUp settles a call whose ctx ended before the answer came: withdraw
+// the request if the host has not claimed it, so a late host does not act
+// on a call nobody waits for, and tell the caller what became of it.
+func (c *Client) giveUp(ctx context.Context, typ, id, respPath string, result any) error {
+	if resp, err := readResponse(respPath); err == nil {
+		os.Remove(respPath)
+		return decodeResult(typ, resp, result)
+	}
+	err := os.Remove(filepath.Join(c.layout.Requests(), id+".json"))
+	withdrawn := err == nil
+	if !withdrawn && errors.Is(err, os.ErrNotExist) {
+		// Claimed, or answered a moment ago.
+		if resp, err := readResponse(respPath); err == nil {
+			os.Remove(respPath)
+			return decodeResult(typ, resp, result)
+		}
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ctx.Err()
+	}
+	p := readProgress(filepath.Join(c.layout.Progress(), id+".json"), id)
+	now := time.Now()
+	switch {
+	case withdrawn && p != nil && now.Sub(p.Updated) <= progressFresh:
+		return &Error{Code: CodeBusy, Message: busyMessage(typ)}
+	case withdrawn || !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("ipc %s: %w", typ, ErrNoHost)
+	}
+	return &Error{Code: CodeInProgress, Message: inProgressMessage(typ, p, now)}
+}
+
+// readProgress returns the host's progress file for id, or nil.
+func readProgress(path, id string) *progressFile {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var p progressFile
+	if json.Unmarshal(b, &p) != nil || p.ID != id {
+		return nil
+	}
+	return &p
 }
 
 func readResponse(path string) (*Response, error) {

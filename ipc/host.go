@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 )
 
 // Handler answers one request of a group. The group is the folder the
-// request was found in, never a field of the request.
+// request was found in, never a field of the request. A handler that takes
+// a while tells the waiting caller how it goes with ReportProgress(ctx, …).
 type Handler interface {
 	Handle(ctx context.Context, group string, req *Request) (result any, err *Error)
 }
@@ -31,13 +34,16 @@ type HostOptions struct {
 	Groups  []string
 	Handler Handler
 	Log     *slog.Logger
-	// MaxConcurrent bounds handlers across all groups (default 16);
-	// PerGroup bounds one group (default 4) so one busy group cannot starve
-	// the others.
+	// MaxConcurrent bounds handlers across all groups (default 64);
+	// PerGroup bounds one group (default 16) so one busy group cannot
+	// starve the others. A handler that waits on something slow (a
+	// download) holds its slot, so PerGroup is well above the number of
+	// downloads a group runs at once: other requests of the group still
+	// find a free slot.
 	MaxConcurrent int
 	PerGroup      int
-	// Rescan is the safety-net interval for missed fsnotify events
-	// (default 5s).
+	// Rescan is the safety-net interval for missed fsnotify events, and
+	// the sweep's (default 5s).
 	Rescan time.Duration
 	// ResponseTTL removes responses nobody collected (default 10m).
 	ResponseTTL time.Duration
@@ -47,22 +53,44 @@ type HostOptions struct {
 // exactly once.
 type Host struct {
 	opts    HostOptions
-	byDir   map[string]string // requests dir → group folder
+	uid     int
+	root    *os.Root // data/ipc, checked at Start
+	rootID  dirID
+	groups  []*group
+	byDir   map[string]*group // requests dir path → group (fsnotify events)
 	global  chan struct{}
-	perGrp  map[string]chan struct{}
 	mu      sync.Mutex
-	working map[string]bool // request paths being handled
-	wg      sync.WaitGroup
-	kick    chan struct{}
+	working map[string]bool     // "<group>/<file>" being handled
+	live    map[string]*tracker // "<group>/<id>" → its progress
+	// handlers counts handler goroutines; wg the watcher, which waits for
+	// handlers before it closes the folders.
+	handlers sync.WaitGroup
+	wg       sync.WaitGroup
+	kick     chan struct{}
+}
+
+// group is one served folder, data/ipc/<name>, opened as an os.Root: every
+// file operation goes through it, so nothing can lead outside the folder.
+type group struct {
+	name    string
+	path    string // data/ipc/<name>, for messages and the watch
+	root    *os.Root
+	ids     map[string]dirID // "." and each subfolder, as checked at Start
+	sem     chan struct{}
+	refused atomic.Bool
+
+	failedMu    sync.Mutex
+	failedN     int
+	failedBytes int64
 }
 
 // NewHost returns a host; nothing happens until Start.
 func NewHost(o HostOptions) *Host {
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 16
+		o.MaxConcurrent = 64
 	}
 	if o.PerGroup <= 0 {
-		o.PerGroup = 4
+		o.PerGroup = 16
 	}
 	if o.Rescan <= 0 {
 		o.Rescan = 5 * time.Second
@@ -73,26 +101,31 @@ func NewHost(o HostOptions) *Host {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Host{opts: o, byDir: map[string]string{}, perGrp: map[string]chan struct{}{},
-		global: make(chan struct{}, o.MaxConcurrent), working: map[string]bool{}, kick: make(chan struct{}, 1)}
+	return &Host{opts: o, uid: os.Getuid(), byDir: map[string]*group{}, global: make(chan struct{}, o.MaxConcurrent),
+		working: map[string]bool{}, live: map[string]*tracker{}, kick: make(chan struct{}, 1)}
 }
 
-// Start creates the folders, handles what is already waiting, and watches
-// until ctx ends. Wait blocks until in-flight handlers finished.
+// Start creates and checks the folders, settles what a previous run left
+// in processing/, handles what is already waiting, and watches until ctx
+// ends. A folder that is a symlink, belongs to another user, or is the
+// same directory as another group's fails Start with the path and what to
+// do. Wait blocks until in-flight handlers finished.
 func (h *Host) Start(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
+	if err := h.open(); err != nil {
+		h.close()
 		return fmt.Errorf("ipc host: %w", err)
 	}
-	for _, g := range h.opts.Groups {
-		l := GroupLayout(h.opts.Root, g)
-		if err := l.Ensure(); err != nil {
-			w.Close()
-			return err
-		}
-		dir := l.Requests()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		h.close()
+		return fmt.Errorf("ipc host: %w", err)
+	}
+	for _, g := range h.groups {
+		h.settle(g)
+		h.clearProgress(g)
+		h.pruneFailed(g)
+		dir := filepath.Join(g.path, dirRequests)
 		h.byDir[dir] = g
-		h.perGrp[g] = make(chan struct{}, h.opts.PerGroup)
 		if err := w.Add(dir); err != nil {
 			// The rescan still serves this group, only slower.
 			h.opts.Log.Warn("ipc: cannot watch folder, relying on rescans", "dir", dir, "err", err)
@@ -102,10 +135,145 @@ func (h *Host) Start(ctx context.Context) error {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		defer w.Close()
 		h.loop(ctx, w)
+		w.Close()
+		h.handlers.Wait()
+		h.close()
 	}()
 	return nil
+}
+
+// open creates data/ipc and each group's folders without following a
+// symlink, checks them, and opens them as roots.
+func (h *Host) open() error {
+	seen := map[string]bool{}
+	for _, g := range h.opts.Groups {
+		if !validFolder(g) {
+			return fmt.Errorf("group folder %q is not a plain folder name", g)
+		}
+		if seen[g] {
+			return fmt.Errorf("group folder %q is listed twice", g)
+		}
+		seen[g] = true
+	}
+	rootPath := h.opts.Root
+	if err := os.MkdirAll(filepath.Dir(rootPath), 0o750); err != nil {
+		return err
+	}
+	if err := mkdir(os.Mkdir(rootPath, 0o750)); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(rootPath)
+	id, err := checkDir(rootPath, fi, err, h.uid)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(rootPath)
+	if err != nil {
+		return err
+	}
+	h.root, h.rootID = r, id
+	if err := sameAs(r, rootPath, id); err != nil {
+		return err
+	}
+	owner := map[dirID]string{id: rootPath}
+	claim := func(id dirID, path string) error {
+		if other, ok := owner[id]; ok {
+			return fmt.Errorf("%s is the same directory as %s; two groups can never share an IPC directory. "+
+				"Remove (or unmount) %s and restart", path, other, path)
+		}
+		owner[id] = path
+		return nil
+	}
+	for _, name := range h.opts.Groups {
+		gpath := filepath.Join(rootPath, name)
+		if err := mkdir(h.root.Mkdir(name, 0o750)); err != nil {
+			return err
+		}
+		fi, err := h.root.Lstat(name)
+		gid, err := checkDir(gpath, fi, err, h.uid)
+		if err != nil {
+			return err
+		}
+		if err := claim(gid, gpath); err != nil {
+			return err
+		}
+		gr, err := h.root.OpenRoot(name)
+		if err != nil {
+			return err
+		}
+		g := &group{name: name, path: gpath, root: gr, ids: map[string]dirID{".": gid}, sem: make(chan struct{}, h.opts.PerGroup)}
+		h.groups = append(h.groups, g)
+		if err := sameAs(gr, gpath, gid); err != nil {
+			return err
+		}
+		for _, sub := range subdirs {
+			spath := filepath.Join(gpath, sub)
+			if err := mkdir(gr.Mkdir(sub, 0o750)); err != nil {
+				return err
+			}
+			fi, err := gr.Lstat(sub)
+			sid, err := checkDir(spath, fi, err, h.uid)
+			if err != nil {
+				return err
+			}
+			if err := claim(sid, spath); err != nil {
+				return err
+			}
+			g.ids[sub] = sid
+		}
+	}
+	return nil
+}
+
+func (h *Host) close() {
+	for _, g := range h.groups {
+		g.root.Close()
+	}
+	if h.root != nil {
+		h.root.Close()
+	}
+}
+
+// check re-checks a group's folders against what Start found.
+func (h *Host) check(g *group) error {
+	fi, err := os.Lstat(h.opts.Root)
+	if id, err := checkDir(h.opts.Root, fi, err, h.uid); err != nil {
+		return err
+	} else if id != h.rootID {
+		return fmt.Errorf("%s is not the directory botd created (it was replaced while botd ran). Restart botd", h.opts.Root)
+	}
+	fi, err = h.root.Lstat(g.name)
+	if id, err := checkDir(g.path, fi, err, h.uid); err != nil {
+		return err
+	} else if id != g.ids["."] {
+		return fmt.Errorf("%s is not the directory botd created (it was replaced while botd ran). Remove it and restart", g.path)
+	}
+	for _, sub := range subdirs {
+		spath := filepath.Join(g.path, sub)
+		fi, err := g.root.Lstat(sub)
+		if id, err := checkDir(spath, fi, err, h.uid); err != nil {
+			return err
+		} else if id != g.ids[sub] {
+			return fmt.Errorf("%s is not the directory botd created (it was replaced while botd ran). Remove it and restart", spath)
+		}
+	}
+	return nil
+}
+
+// serving re-checks g and reports whether it is still served. A group
+// whose folders changed is refused until restart, said once at Error.
+func (h *Host) serving(g *group) bool {
+	if g.refused.Load() {
+		return false
+	}
+	if err := h.check(g); err != nil {
+		if g.refused.CompareAndSwap(false, true) {
+			h.opts.Log.Error("ipc: group no longer served until botd restarts: its IPC folder changed", "group", g.name, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // Wait blocks until the watcher stopped and every handler returned.
@@ -122,6 +290,8 @@ func (h *Host) Rescan() {
 func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 	t := time.NewTicker(h.opts.Rescan)
 	defer t.Stop()
+	pt := time.NewTicker(progressEvery)
+	defer pt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,7 +304,7 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 				continue
 			}
 			if g, ok := h.byDir[filepath.Dir(ev.Name)]; ok {
-				h.consider(ctx, g, ev.Name)
+				h.consider(ctx, g, filepath.Base(ev.Name))
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -148,7 +318,17 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 			h.scan(ctx)
 		case <-t.C:
 			h.scan(ctx)
-			h.pruneResponses()
+			h.sweep()
+		case now := <-pt.C:
+			h.mu.Lock()
+			live := make([]*tracker, 0, len(h.live))
+			for _, t := range h.live {
+				live = append(live, t)
+			}
+			h.mu.Unlock()
+			for _, t := range live {
+				t.tick(now)
+			}
 		case <-h.kick:
 			h.scan(ctx)
 		}
@@ -156,73 +336,161 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 }
 
 func (h *Host) scan(ctx context.Context) {
-	for dir, g := range h.byDir {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			h.opts.Log.Warn("ipc: cannot read requests", "dir", dir, "err", err)
+	for _, g := range h.groups {
+		if !h.serving(g) {
 			continue
 		}
-		for _, e := range entries {
-			h.consider(ctx, g, filepath.Join(dir, e.Name()))
+		names, err := readNames(g.root, dirRequests)
+		if err != nil {
+			h.opts.Log.Warn("ipc: cannot read requests", "group", g.name, "err", err)
+			continue
+		}
+		for _, name := range names {
+			h.consider(ctx, g, name)
 		}
 	}
 }
 
-// pruneResponses removes answers no client collected (it gave up).
-func (h *Host) pruneResponses() {
+// sweep removes what nobody will collect: answers older than ResponseTTL,
+// progress of requests no longer live, writers' temp files, and keeps
+// failed/ within its bounds.
+func (h *Host) sweep() {
 	cutoff := time.Now().Add(-h.opts.ResponseTTL)
-	for _, g := range h.opts.Groups {
-		dir := GroupLayout(h.opts.Root, g).Responses()
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
-				os.Remove(filepath.Join(dir, e.Name()))
-			}
+	for _, g := range h.groups {
+		if !h.serving(g) {
+			continue
+		}
+		h.removeOlder(g, dirResponses, cutoff, func(string) bool { return true })
+		h.removeOlder(g, dirProgress, time.Now().Add(-progressFresh), func(name string) bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.live[g.name+"/"+strings.TrimSuffix(name, ".json")] == nil
+		})
+		h.removeOlder(g, ".", cutoff, func(name string) bool { return strings.HasPrefix(name, ".tmp-") })
+		h.pruneFailed(g)
+	}
+}
+
+func (h *Host) removeOlder(g *group, dir string, cutoff time.Time, ok func(name string) bool) {
+	names, _ := readNames(g.root, dir)
+	for _, name := range names {
+		rel := dir + "/" + name
+		if fi, err := g.root.Lstat(rel); err == nil && !fi.IsDir() && fi.ModTime().Before(cutoff) && ok(name) {
+			g.root.Remove(rel)
 		}
 	}
+}
+
+// clearProgress removes progress files of a previous run: nothing is live
+// at Start.
+func (h *Host) clearProgress(g *group) {
+	names, _ := readNames(g.root, dirProgress)
+	for _, name := range names {
+		g.root.Remove(dirProgress + "/" + name)
+	}
+}
+
+// settle deals with what a previous run left in processing/ (it was
+// stopped or killed while handling them): a fetch or a list goes back to
+// requests/ and is carried out again (if not expired by then); a send is
+// answered send_unknown, never repeated.
+func (h *Host) settle(g *group) {
+	names, err := readNames(g.root, dirProcessing)
+	if err != nil {
+		h.opts.Log.Warn("ipc: cannot read processing/", "group", g.name, "err", err)
+		return
+	}
+	for _, name := range names {
+		rel := dirProcessing + "/" + name
+		id := strings.TrimSuffix(name, ".json")
+		if !strings.HasSuffix(name, ".json") || !ValidID(id) {
+			h.quarantine(g, dirProcessing, name, "", "file name is not <id>.json with a plain id")
+			continue
+		}
+		if _, err := g.root.Lstat(dirResponses + "/" + name); err == nil {
+			g.root.Remove(rel) // answered just before the stop
+			continue
+		}
+		req, _, reason := readRequest(g.root, rel, id)
+		if reason != "" {
+			h.quarantine(g, dirProcessing, name, id, reason)
+			continue
+		}
+		if req == nil {
+			continue
+		}
+		if Idempotent(req.Type) {
+			if err := g.root.Rename(rel, dirRequests+"/"+name); err != nil {
+				h.opts.Log.Error("ipc: cannot requeue an interrupted request", "group", g.name, "id", id, "err", err)
+			} else {
+				h.opts.Log.Info("ipc: carrying out again a request interrupted by a stop", "group", g.name, "type", req.Type, "id", id)
+			}
+			continue
+		}
+		herr := Errorf(CodeSendUnknown, "botd stopped while sending this (request written at %s); it may or may not have "+
+			"reached the chat — check the chat before sending again", stamp(req.Created))
+		if err := h.respond(g, &Response{Version: Version, ID: id, Error: herr}); err != nil {
+			h.opts.Log.Error("ipc: cannot answer an interrupted send", "group", g.name, "id", id, "err", err)
+			continue
+		}
+		g.root.Remove(rel)
+		h.opts.Log.Warn("ipc: a send was interrupted by a stop; answered send_unknown, not sent again", "group", g.name, "type", req.Type, "id", id)
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // consider validates one file in requests/ and, if it is a request,
 // hands it to a handler goroutine. Anything else is quarantined.
-func (h *Host) consider(ctx context.Context, g string, path string) {
-	name := filepath.Base(path)
+func (h *Host) consider(ctx context.Context, g *group, name string) {
 	if strings.HasPrefix(name, ".") {
 		return // a writer's temp file (should not be here, but harmless)
 	}
+	key := g.name + "/" + name
 	h.mu.Lock()
-	if h.working[path] {
+	if h.working[key] {
 		h.mu.Unlock()
 		return
 	}
-	h.working[path] = true
+	h.working[key] = true
 	h.mu.Unlock()
 	release := func() {
 		h.mu.Lock()
-		delete(h.working, path)
+		delete(h.working, key)
 		h.mu.Unlock()
 	}
-	l := GroupLayout(h.opts.Root, g)
+	if !h.serving(g) {
+		release()
+		return
+	}
+	rel := dirRequests + "/" + name
 	id := strings.TrimSuffix(name, ".json")
 	if !strings.HasSuffix(name, ".json") || !ValidID(id) {
-		h.quarantine(l, path, "", "file name is not <id>.json with a plain id")
+		h.quarantine(g, dirRequests, name, "", "file name is not <id>.json with a plain id")
 		release()
 		return
 	}
 	// Answered before a crash but not yet removed: done, just tidy up.
-	if _, err := os.Stat(filepath.Join(l.Responses(), name)); err == nil {
-		os.Remove(path)
+	if _, err := g.root.Lstat(dirResponses + "/" + name); err == nil {
+		g.root.Remove(rel)
 		release()
 		return
 	}
-	req, reason := readRequest(path, id)
-	if reason != "" && strings.HasPrefix(reason, "malformed JSON") && !strings.Contains(reason, "unknown field") && recentlyWritten(path) {
+	req, fi, reason := readRequest(g.root, rel, id)
+	if reason != "" && strings.HasPrefix(reason, "malformed JSON") && !strings.Contains(reason, "unknown field") &&
+		fi != nil && time.Since(fi.ModTime()) < writeGrace {
 		// A writer that does not rename into place may still be writing;
 		// look again on its next event or the next rescan.
 		release()
 		return
 	}
 	if reason != "" {
-		h.quarantine(l, path, id, reason)
+		h.quarantine(g, dirRequests, name, id, reason)
 		release()
 		return
 	}
@@ -230,56 +498,95 @@ func (h *Host) consider(ctx context.Context, g string, path string) {
 		release()
 		return
 	}
-	h.wg.Add(1)
+	if why := expired(req, fi.ModTime(), time.Now()); why != "" {
+		h.answerExpired(g, rel, req, why)
+		release()
+		return
+	}
+	h.handlers.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer h.handlers.Done()
 		defer release()
-		h.handle(ctx, g, l, path, req)
+		h.handle(ctx, g, name, req)
 	}()
 }
 
 // writeGrace is how long a half-written request gets before it is judged.
 const writeGrace = time.Second
 
-func recentlyWritten(path string) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && time.Since(fi.ModTime()) < writeGrace
+// expired says why req (its file last written at mtime) is too old to be
+// carried out, or "".
+func expired(req *Request, mtime, now time.Time) string {
+	age := shortDuration(MaxRequestAge)
+	if !req.Created.IsZero() {
+		if req.Created.After(now.Add(MaxClockSkew)) {
+			return fmt.Sprintf("request written at %s, more than %s in the future", stamp(req.Created), shortDuration(MaxClockSkew))
+		}
+		if now.Sub(req.Created) > MaxRequestAge {
+			return fmt.Sprintf("request written at %s, older than %s", stamp(req.Created), age)
+		}
+	}
+	if now.Sub(mtime) > MaxRequestAge {
+		return fmt.Sprintf("request file written at %s, older than %s", stamp(mtime), age)
+	}
+	return ""
 }
 
-// readRequest returns the request, or why the file is not one. (nil, "")
-// means the file disappeared.
-func readRequest(path, id string) (*Request, string) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ""
+// shortDuration: "10m", "1h", "90s".
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+func (h *Host) answerExpired(g *group, rel string, req *Request, why string) {
+	err := h.respond(g, &Response{Version: Version, ID: req.ID, Error: Errorf(CodeExpired, "%s; not carried out", why)})
+	if err != nil {
+		h.opts.Log.Error("ipc: cannot answer an expired request", "group", g.name, "id", req.ID, "err", err)
+	}
+	g.root.Remove(rel)
+	h.opts.Log.Warn("ipc: expired request not carried out", "group", g.name, "type", req.Type, "id", req.ID, "why", why)
+}
+
+// readRequest returns the request at rel inside r and its file's info, or
+// why the file is not one. (nil, nil, "") means the file disappeared.
+func readRequest(r *os.Root, rel, id string) (*Request, fs.FileInfo, string) {
+	fi, err := r.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ""
 	}
 	if err != nil {
-		return nil, "cannot stat: " + err.Error()
+		return nil, nil, "cannot stat: " + err.Error()
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, "not a regular file (symlinks and folders are refused)"
+		return nil, fi, "not a regular file (symlinks and folders are refused)"
 	}
 	if fi.Size() > MaxRequestBytes {
-		return nil, fmt.Sprintf("request file is %d bytes, over the %d byte limit", fi.Size(), MaxRequestBytes)
+		return nil, fi, fmt.Sprintf("request file is %d bytes, over the %d byte limit", fi.Size(), MaxRequestBytes)
 	}
 	// O_NONBLOCK: if the file was swapped for a FIFO after the Lstat, the
 	// open must not block the scan loop that serves every group.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ""
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ""
 	}
 	if err != nil {
-		return nil, "cannot open: " + err.Error()
+		return nil, fi, "cannot open: " + err.Error()
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, "not a regular file (symlinks and folders are refused)"
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return nil, fi, "not a regular file (symlinks and folders are refused)"
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxRequestBytes+1))
 	if err != nil {
-		return nil, "cannot read: " + err.Error()
+		return nil, fi, "cannot read: " + err.Error()
 	}
-	return DecodeRequest(b, id)
+	req, reason := DecodeRequest(b, id)
+	return req, fi, reason
 }
 
 // DecodeRequest parses a request file's bytes for the request named id,
@@ -311,56 +618,99 @@ func DecodeRequest(b []byte, id string) (*Request, string) {
 	return &req, ""
 }
 
-// quarantine moves a bad request to failed/ with a .reason file and, when
-// the id is known, answers so the caller does not wait for its deadline.
-func (h *Host) quarantine(l Layout, path, id, reason string) {
-	name := filepath.Base(path)
-	dest := filepath.Join(l.Failed(), name)
-	if _, err := os.Lstat(dest); err == nil {
-		dest = filepath.Join(l.Failed(), fmt.Sprintf("%s.%d", name, time.Now().UnixNano()))
-	}
-	if err := os.Rename(path, dest); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		h.opts.Log.Error("ipc: cannot quarantine request, removing it", "file", name, "err", err)
-		os.Remove(path)
-	}
-	_ = WriteAtomic(l.Failed(), filepath.Base(dest)+".reason", []byte(reason+"\n"))
-	h.opts.Log.Warn("ipc: request quarantined", "group", filepath.Base(l.Root), "file", name, "reason", reason)
-	if id != "" {
-		h.respond(l, &Response{Version: Version, ID: id, Error: Errorf(CodeBadRequest, "%s", reason)})
-	}
-}
-
-func (h *Host) respond(l Layout, r *Response) error {
+func (h *Host) respond(g *group, r *Response) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return WriteAtomic(l.Responses(), r.ID+".json", b)
+	return writeAtomicRoot(g.root, dirResponses, r.ID+".json", b, true)
 }
 
-func (h *Host) handle(ctx context.Context, g string, l Layout, path string, req *Request) {
+// acquire takes a slot of sem, saying "queued" while it has to wait.
+func acquire(ctx context.Context, sem chan struct{}, t *tracker) bool {
 	select {
-	case h.perGrp[g] <- struct{}{}:
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	t.set(Progress{State: ProgressQueued})
+	select {
+	case sem <- struct{}{}:
+		return true
 	case <-ctx.Done():
+		return false
+	}
+}
+
+func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) {
+	key := g.name + "/" + req.ID
+	t := &tracker{h: h, g: g, id: req.ID, typ: req.Type, since: time.Now()}
+	h.mu.Lock()
+	h.live[key] = t
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.live, key)
+		h.mu.Unlock()
+		t.finish()
+	}()
+	if !acquire(ctx, g.sem, t) {
 		return
 	}
-	defer func() { <-h.perGrp[g] }()
-	select {
-	case h.global <- struct{}{}:
-	case <-ctx.Done():
+	defer func() { <-g.sem }()
+	if !acquire(ctx, h.global, t) {
 		return
 	}
 	defer func() { <-h.global }()
+	if !h.serving(g) {
+		return
+	}
+
+	// Claim: from here on the request is the host's, and survives a crash
+	// in processing/. A client that withdrew it meanwhile wins.
+	rel := dirProcessing + "/" + name
+	if err := g.root.Rename(dirRequests+"/"+name, rel); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			h.opts.Log.Error("ipc: cannot claim a request", "group", g.name, "id", req.ID, "err", err)
+		}
+		return
+	}
+	if !Idempotent(req.Type) {
+		// A send must not be repeated after a power cut: the claim is on
+		// disk before anything goes out.
+		syncRootDir(g.root, dirProcessing)
+		syncRootDir(g.root, dirRequests)
+	}
+	// Judge the claimed bytes, not the ones read before the claim; time
+	// may also have passed in the queue.
+	req, fi, reason := readRequest(g.root, rel, req.ID)
+	if reason != "" {
+		h.quarantine(g, dirProcessing, name, strings.TrimSuffix(name, ".json"), reason)
+		return
+	}
+	if req == nil {
+		return
+	}
+	if why := expired(req, fi.ModTime(), time.Now()); why != "" {
+		h.answerExpired(g, rel, req, why)
+		return
+	}
+	t.claim()
 
 	start := time.Now()
-	result, herr := h.safeHandle(ctx, g, req)
-	if ctx.Err() != nil {
-		// Shutting down: leave the request for the next start rather than
-		// answer with a spurious cancellation.
-		return
+	result, herr := h.safeHandle(context.WithValue(ctx, progressKey{}, t), g.name, req)
+	if ctx.Err() != nil && herr != nil {
+		// Stopping, and the handler gave up. A fetch or list stays in
+		// processing/ and is carried out again at the next start; a send
+		// may have gone out, so the caller hears that it is unknown.
+		if Idempotent(req.Type) {
+			h.opts.Log.Info("ipc: request interrupted by the stop; carried out again at the next start", "group", g.name, "type", req.Type, "id", req.ID)
+			return
+		}
+		if !definite(herr.Code) {
+			herr = Errorf(CodeSendUnknown, "botd was stopping while sending this (%s); it may or may not have reached the chat — "+
+				"check the chat before sending again", herr.Message)
+		}
 	}
 	resp := &Response{Version: Version, ID: req.ID, OK: herr == nil, Error: herr}
 	if herr == nil && result != nil {
@@ -371,17 +721,29 @@ func (h *Host) handle(ctx context.Context, g string, l Layout, path string, req 
 			resp.Result = b
 		}
 	}
-	if err := h.respond(l, resp); err != nil {
-		h.opts.Log.Error("ipc: cannot write response; request left for retry", "group", g, "id", req.ID, "err", err)
+	if err := h.respond(g, resp); err != nil {
+		// Left in processing/: a fetch is carried out again at the next
+		// start, a send answered send_unknown.
+		h.opts.Log.Error("ipc: cannot write response", "group", g.name, "type", req.Type, "id", req.ID, "ok", resp.OK, "err", err)
 		return
 	}
-	os.Remove(path)
-	attrs := []any{"group", g, "type", req.Type, "id", req.ID, "took", time.Since(start).Round(time.Microsecond)}
-	if herr != nil {
-		h.opts.Log.Info("ipc: request failed", append(attrs, "code", herr.Code, "msg", herr.Message)...)
+	g.root.Remove(rel)
+	attrs := []any{"group", g.name, "type", req.Type, "id", req.ID, "took", time.Since(start).Round(time.Microsecond)}
+	if resp.Error != nil {
+		h.opts.Log.Info("ipc: request failed", append(attrs, "code", resp.Error.Code, "msg", resp.Error.Message)...)
 	} else {
 		h.opts.Log.Debug("ipc: request done", attrs...)
 	}
+}
+
+// definite reports whether a failed send's code means nothing went out
+// (refused before sending), whatever happened to the context.
+func definite(code string) bool {
+	switch code {
+	case CodeBadRequest, CodeForbidden, CodeNotFound, CodeTooLarge, CodeExpired:
+		return true
+	}
+	return false
 }
 
 func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result any, herr *Error) {
@@ -389,6 +751,10 @@ func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result a
 		if p := recover(); p != nil {
 			h.opts.Log.Error("ipc: handler panicked", "group", g, "type", req.Type, "panic", p)
 			result, herr = nil, Errorf(CodeInternal, "the host failed handling %s", req.Type)
+			if !Idempotent(req.Type) {
+				herr = Errorf(CodeSendUnknown, "botd failed while sending this; it may or may not have reached the chat — "+
+					"check the chat before sending again")
+			}
 		}
 	}()
 	return h.opts.Handler.Handle(ctx, g, req)

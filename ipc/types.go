@@ -1,8 +1,30 @@
 // Package ipc is the file protocol between the MCP server (agent side) and
-// the botd host: one folder per group under data/ipc/, requests written
-// atomically into requests/, answers into responses/, bad requests
-// quarantined in failed/ with their reason. The group is the directory,
-// never a field of the payload.
+// the botd host. Each group has one folder, data/ipc/<group>/, and the group
+// is that folder, never a field of the payload:
+//
+//	requests/<id>.json    a request, written by the client (temp file in the
+//	                      group folder, renamed in)
+//	processing/<id>.json  claimed by the host (renamed from requests/) for as
+//	                      long as its handler runs
+//	responses/<id>.json   the answer, written atomically by the host; the
+//	                      client removes it once read
+//	progress/<id>.json    the host's latest Progress on a request it has seen
+//	                      (queued or running), refreshed while it lives
+//	failed/<name>         quarantined files (at most their first
+//	                      FailedKeepBytes) with <name>.reason beside them
+//
+// Every request gets exactly one response, success or a typed *Error. The
+// host creates these folders itself and serves a group only while each of
+// them is a real directory of botd's user, not a symlink and not the same
+// directory as any other group's; a folder that changes while botd runs
+// stops that group until restart. A request older than MaxRequestAge is
+// answered expired, never carried out. A claimed request survives a crash
+// in processing/: at the next start a fetch or list is carried out again
+// (Idempotent), a send is answered send_unknown instead of being repeated.
+// A caller whose deadline passes hears in_progress (with the last Progress)
+// when the host has claimed its request, busy when the host saw it but had
+// no free slot (the request is then withdrawn, not carried out), and
+// ErrNoHost only when no host ever looked at it.
 package ipc
 
 import (
@@ -34,7 +56,41 @@ const (
 	CodeBadRequest     = "bad_request"
 	CodeSendFailed     = "send_failed"
 	CodeInternal       = "internal"
+	// CodeSendUnknown: botd stopped (or its handler failed) while a send
+	// was under way, so it may or may not have reached the chat. It is
+	// never retried blindly.
+	CodeSendUnknown = "send_unknown"
+	// CodeInProgress is the client's verdict when its deadline passed
+	// while the host was still working on the claimed request; the work
+	// goes on (a fetch can be asked for again shortly).
+	CodeInProgress = "in_progress"
+	// CodeBusy is the client's verdict when the host saw the request but
+	// had no free slot for it by the deadline; the client withdrew it, so
+	// it was not carried out.
+	CodeBusy = "busy"
 )
+
+// MaxRequestAge is how old a request may be when the host claims it.
+// Older ones are answered CodeExpired and never carried out, so a request
+// left behind by a long stop (or copied back from a backup) cannot act
+// late; the client gives up long before (two minutes in botd mcp). The age
+// is judged on both the request's Created and its file's modification
+// time, whichever is older: Created survives a copy, the file time catches
+// a request written without Created. A Created more than MaxClockSkew in
+// the future is expired too. Neither is proof against forgery (any local
+// process of botd's user can write a group's requests); the point is that
+// stale requests are not replayed.
+const MaxRequestAge = 10 * time.Minute
+
+// MaxClockSkew is how far in the future a request's Created may be.
+const MaxClockSkew = time.Minute
+
+// Idempotent reports whether carrying out a request of type typ twice is
+// harmless (fetch_media, list_media). Sends are not: a send interrupted by
+// a crash is answered CodeSendUnknown rather than carried out again.
+func Idempotent(typ string) bool {
+	return typ == TypeFetchMedia || typ == TypeListMedia
+}
 
 // MaxRequestBytes bounds a request file; larger files are quarantined
 // unread.
@@ -149,9 +205,22 @@ func GroupLayout(ipcRoot, folder string) Layout {
 	return Layout{Root: filepath.Join(ipcRoot, folder)}
 }
 
-func (l Layout) Requests() string  { return filepath.Join(l.Root, "requests") }
-func (l Layout) Responses() string { return filepath.Join(l.Root, "responses") }
-func (l Layout) Failed() string    { return filepath.Join(l.Root, "failed") }
+func (l Layout) Requests() string   { return filepath.Join(l.Root, dirRequests) }
+func (l Layout) Processing() string { return filepath.Join(l.Root, dirProcessing) }
+func (l Layout) Responses() string  { return filepath.Join(l.Root, dirResponses) }
+func (l Layout) Progress() string   { return filepath.Join(l.Root, dirProgress) }
+func (l Layout) Failed() string     { return filepath.Join(l.Root, dirFailed) }
+
+// The folders of one group, in the order they are created and checked.
+const (
+	dirRequests   = "requests"
+	dirProcessing = "processing"
+	dirResponses  = "responses"
+	dirProgress   = "progress"
+	dirFailed     = "failed"
+)
+
+var subdirs = []string{dirRequests, dirProcessing, dirResponses, dirProgress, dirFailed}
 
 var idRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
