@@ -229,35 +229,6 @@ func assertNoSecret(t *testing.T, r *rig, secret string) {
 	}
 }
 
-func TestConcurrentFetchesShareOneDownload(t *testing.T) {
-	r := newRig(t)
-	gate := make(chan struct{})
-	data := bytes.Repeat([]byte("x"), 5000)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "a.txt", MIME: "text/plain"},
-		chantest.Media{Data: data, Gate: gate})
-	c := r.client("family")
-	var wg sync.WaitGroup
-	errs := make([]error, 5)
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			errs[i] = call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
-		}(i)
-	}
-	time.Sleep(200 * time.Millisecond)
-	close(gate)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := r.tg.Downloads(); n != 1 {
-		t.Errorf("downloads = %d, want 1", n)
-	}
-}
-
 func TestSlowDownloadDoesNotBlockOtherGroup(t *testing.T) {
 	r := newRig(t)
 	gate := make(chan struct{})

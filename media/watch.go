@@ -7,13 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // Download phases a waiting caller is told about.
 const (
-	stateQueued      = "queued"
-	stateDownloading = "downloading"
+	stateQueued      = ipc.ProgressQueued
+	stateDownloading = ipc.ProgressDownloading
 )
 
 // errStalled is the cause of a download cancelled for want of bytes.
@@ -122,8 +123,10 @@ func (s *Service) slot(ctx context.Context, group string) (release func(), err e
 	}
 }
 
-// reportProgress tells the caller waiting on ctx where a download is.
+// reportProgress tells the caller waiting on ctx (the request's, not the
+// detached download's) where a download is: a client whose own deadline
+// passes hears "still downloading, 12 of 50 MB" instead of "no host".
 func reportProgress(ctx context.Context, m *meter) {
 	state, done, total := m.snapshot()
-	_, _, _ = state, done, total
+	ipc.ReportProgress(ctx, ipc.Progress{State: state, Done: done, Total: total})
 }
