@@ -28,8 +28,9 @@ const ServerName = "botd"
 const DefaultInlineMaxBytes = 1 << 20
 
 // DefaultCallTimeout bounds one IPC call. Fetching a large video through a
-// slow channel can take a while, so it is generous; a host that is not
-// running still shows up as ErrNoHost once it passes.
+// slow channel can take a while, so it is generous; when it passes, a call
+// the host took answers in_progress (with the download's figures) and
+// only a call no host ever looked at answers ErrNoHost.
 const DefaultCallTimeout = 2 * time.Minute
 
 // Caller sends one IPC request and decodes its result. *ipc.Client

@@ -63,7 +63,8 @@ func fetchMediaTool() mcpgo.Tool {
 			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
 			"come back as image content (large ones as a downscaled preview); every file is also saved in the group "+
 			"folder and its path returned, so it can be opened with other tools or sent with send_media; small PDFs "+
-			"and text files are included as an embedded resource."),
+			"and text files are included as an embedded resource. An [in_progress] answer means the download "+
+			"continues: call again in a minute."),
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithIdempotentHintAnnotation(true),
@@ -79,7 +80,8 @@ func sendMessageTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolSendMessage,
 		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
 			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
-			"the delivery error."),
+			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
+			"send it again unless asked."),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithOpenWorldHintAnnotation(true),
 		mcpgo.WithString("text",
