@@ -407,7 +407,7 @@ func (s *imageSource) decode(ctx context.Context) (image.Image, error) {
 		head := int64(len(s.head.buf))
 		r := io.MultiReader(bytes.NewReader(s.head.buf), io.NewSectionReader(s.f, head, math.MaxInt64-head))
 		var err error
-		if img, format, err = image.Decode(ctxReader{ctx, r}); err != nil {
+		if img, format, err = image.Decode(mediaregistry.ContextReader(ctx, r)); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", s.format, err)
 		}
 	}
@@ -457,18 +457,6 @@ func (r *recorder) have(n int64) bool {
 	return int64(len(r.buf)) >= n
 }
 
-// ctxReader fails reads once ctx is done, which ends a decode.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
 
 // memBudget is a weighted semaphore of bytes. Waiters are served in order,
 // so a large decode is not starved by a stream of small ones.

@@ -298,8 +298,10 @@ func (p *prefix) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// ctxReader stops a copy when ctx ends, so a cancelled fetch does not keep
-// reading a slow stream.
+// ContextReader fails reads once ctx ends: a cancelled fetch stops
+// reading a slow stream, a cancelled decode stops decoding.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
