@@ -176,6 +176,13 @@ func connectBounded(ctx context.Context, cli *whatsmeow.Client, d time.Duration)
 		if ctx.Err() != nil {
 			return fmt.Errorf("whatsapp login: gave up connecting to WhatsApp: %w", ctx.Err())
 		}
+		// The dial and TLS handshake have timeouts of d too, started a
+		// little later than cctx: an error that comes once d is over is
+		// that same timeout, reported the same way whichever timer the
+		// scheduler ran first.
+		if dl, _ := cctx.Deadline(); !time.Now().Before(dl) {
+			return fmt.Errorf("whatsapp login: timed out after %s connecting to WhatsApp (web.whatsapp.com); check the network connection or proxy: %w", d, err)
+		}
 		return fmt.Errorf("whatsapp login: cannot reach WhatsApp (web.whatsapp.com); check the network connection or proxy: %w", err)
 	case <-cctx.Done():
 		// The socket lives on ctx, which the caller cancels on return;

@@ -78,7 +78,9 @@ func TestLoginWithoutNetwork(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Login error %v, want %q", err, tc.wantErr)
 			}
-			if elapsed > 5*time.Second {
+			// Well under the 30 s connect default: the bound set here was
+			// the one applied, with room for a loaded machine.
+			if elapsed > 20*time.Second {
 				t.Errorf("Login took %v", elapsed)
 			}
 			if dials.Load() == 0 {
