@@ -23,6 +23,10 @@ type ackGate struct {
 	fetched int64 // highest update id a getUpdates answer carried
 	handled int64 // highest update id whose handler returned
 	changed chan struct{}
+	// onHold, if set before the channel starts, runs each time a poll is
+	// held back: the observable proof a test waits for instead of giving
+	// an eager poller "enough" time.
+	onHold func()
 }
 
 func newAckGate() *ackGate { return &ackGate{changed: make(chan struct{})} }
@@ -37,6 +41,9 @@ func (g *ackGate) wait(ctx context.Context) error {
 		}
 		ch := g.changed
 		g.mu.Unlock()
+		if g.onHold != nil {
+			g.onHold()
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -219,12 +219,27 @@ func TestSetTyping(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(sentBy(h.fake, "sendChatAction")) >= 3 })
+	// Catch the loop inside a refresh, its answer held: no other refresh
+	// is in flight, so what the fake recorded by "off" is all a stopped
+	// loop may have sent, where a sleep for an in-flight refresh to land
+	// could be too short on a loaded machine.
+	arrived, release := h.fake.HoldChatActions()
+	defer release()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing refresh within 10s")
+	}
 	if err := h.tg.SetTyping(ctx, ChatID(groupID), false); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // a refresh may be in flight
 	n := len(sentBy(h.fake, "sendChatAction"))
-	time.Sleep(30 * time.Millisecond)
+	release()
+	// A refresh after "off" would carry the cancelled loop context and
+	// never leave the client, so a correct loop cannot fail this; the
+	// window only gives a loop that was not stopped (refreshing every
+	// 5ms) the chance to show itself.
+	time.Sleep(20 * h.tg.typingEvery)
 	actions := sentBy(h.fake, "sendChatAction")
 	if len(actions) != n {
 		t.Errorf("typing kept refreshing after off: %d → %d", n, len(actions))

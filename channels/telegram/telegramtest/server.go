@@ -99,6 +99,13 @@ type Server struct {
 	webhookSec   string
 	webhookMax   int
 	nextMsgID    int
+	hold         *hold
+}
+
+// hold keeps sendChatAction answers back (HoldChatActions).
+type hold struct {
+	arrived chan struct{}
+	release chan struct{}
 }
 
 // New starts a fake on loopback; it is closed when the test ends.
@@ -180,6 +187,28 @@ func (s *Server) SetUnauthorized(v bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unauthorized = v
+}
+
+// HoldChatActions makes every later sendChatAction wait for its answer,
+// after it was recorded, until release is called or the client gives up.
+// arrived gets a value as each one is held, so a test knows the client is
+// inside that call and has no other one in flight.
+func (s *Server) HoldChatActions() (arrived <-chan struct{}, release func()) {
+	h := &hold{arrived: make(chan struct{}, 64), release: make(chan struct{})}
+	s.mu.Lock()
+	s.hold = h
+	s.mu.Unlock()
+	var once sync.Once
+	return h.arrived, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.hold == h {
+				s.hold = nil
+			}
+			s.mu.Unlock()
+			close(h.release)
+		})
+	}
 }
 
 // Sent returns the recorded outgoing calls in order.
@@ -333,7 +362,20 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		s.sent = append(s.sent, Sent{Method: "sendChatAction", ChatID: chat, Action: form["action"], ThreadID: atoi(form["message_thread_id"])})
+		h := s.hold
 		s.mu.Unlock()
+		if h != nil {
+			select {
+			case h.arrived <- struct{}{}:
+			default:
+			}
+			select {
+			case <-h.release:
+			case <-r.Context().Done():
+				return
+			case <-s.closed:
+			}
+		}
 		writeResult(w, true)
 	case "sendmessage", "sendphoto", "senddocument", "sendaudio", "sendvoice", "sendanimation", "sendvideo":
 		s.send(w, method, form, files)
