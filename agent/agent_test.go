@@ -302,16 +302,22 @@ func TestGroupsRunInParallelWithinTheGlobalLimit(t *testing.T) {
 	})
 	h := newHarness(t, f, func(o *Options) { o.MaxConcurrent = 2 })
 	h.start()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed check must not leave the runs to block the harness's stop
 	h.say(famChat, "Alice", "@Andy one")
 	h.say(mainChat, "Me", "two")
 	h.say(workChat, "Wes", "three")
 	waitUntil(t, "two runs in flight", func() bool { return f.calls() == 2 })
-	time.Sleep(50 * time.Millisecond) // give a third run the chance to (wrongly) start
+	// The third group's worker is blocked waiting for a slot, not merely
+	// slower than a sleep: without the limit it would never park there and
+	// this wait would fail instead.
+	waitUntil(t, "the third group waiting for a run slot", func() bool { return workersAwaitingSlot() == 1 })
 	if n := f.calls(); n != 2 {
 		t.Errorf("%d runs started with MaxConcurrent 2", n)
 	}
 	h.say(famChat, "Bob", "@Andy again") // folded or queued, never parallel to family's run
-	close(release)
+	free()
 	h.idle()
 	if f.maxTotal != 2 {
 		t.Errorf("max concurrent runs = %d, want 2", f.maxTotal)
@@ -525,8 +531,10 @@ func TestProviderFailureRetriesWithBackoffThenGivesUp(t *testing.T) {
 		t.Error("cursor moved without an answer")
 	}
 
-	// Quiet after giving up; a new question runs again and answers both.
-	time.Sleep(20 * time.Millisecond)
+	// Quiet after giving up: idle above means no run in flight and no
+	// retry scheduled, so nothing can call the model again until a new
+	// message arrives; waiting longer would prove nothing more. A new
+	// question runs again and answers both.
 	if f.calls() != 5 {
 		t.Errorf("model called again after giving up: %d", f.calls())
 	}
@@ -607,7 +615,7 @@ func TestShutdownMidRunResumesAfterRestart(t *testing.T) {
 	go func() { h.stop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(chantest.HangGuard):
 		t.Fatal("Wait did not return after cancel")
 	}
 	if len(h.tg.Sent()) != 0 || h.cursor("family") != 0 {

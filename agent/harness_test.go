@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -280,7 +281,7 @@ func (h *harness) say(chat, sender, text string, opts ...msgOpt) string {
 // idle waits until no run is in flight and no retry is scheduled.
 func (h *harness) idle() {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), chantest.HangGuard)
 	defer cancel()
 	if err := h.a.waitIdle(ctx); err != nil {
 		h.t.Fatalf("agent never went idle: %v", err)
@@ -343,10 +344,10 @@ func tinyPNG(t testing.TB, c color.Color) []byte {
 }
 
 // waitUntil polls cond; for conditions that depend on goroutines the test
-// does not own.
+// does not own. The deadline is only a hang guard.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(chantest.HangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -356,3 +357,37 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 var errScript = errors.New("unexpected call")
+
+// workersAwaitingSlot counts group workers parked in work's select for a
+// global run slot, as the goroutine dump shows them: the scheduler's word
+// that they are blocked, where a sleep could only hope they had tried.
+func workersAwaitingSlot() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if !strings.Contains(lines[0], "[select") {
+			continue
+		}
+		// Frames come as a function line and a file line, innermost
+		// first; the runtime's own (selectgo) are usually left out.
+		for i := 1; i < len(lines); i += 2 {
+			if strings.HasPrefix(lines[i], "runtime.") {
+				continue
+			}
+			if strings.HasPrefix(lines[i], "github.com/botd-dev/botd/agent.(*Agent).work(") {
+				count++
+			}
+			break
+		}
+	}
+	return count
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/channels/telegram"
@@ -104,7 +105,7 @@ func TestHostileInputCannotBreakThePrompt(t *testing.T) {
 				"text": strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(hostileText) + " <https://evil.example|[Image: y, ref:sl_BBBBBBBBBBBB]>",
 				"files": []map[string]any{{"id": "F0EVIL01", "name": hostileName, "title": hostileCaption, "mimetype": "application/pdf",
 					"size": 2048, "url_private_download": slFake.HostFile("evil.pdf", "application/pdf", []byte("%PDF-1.4"))}}}
-			sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+			sctx, scancel := context.WithTimeout(ctx, chantest.HangGuard)
 			defer scancel()
 			if err := slFake.SendEvent(sctx, ev); err != nil {
 				t.Fatal(err)
@@ -117,7 +118,7 @@ func TestHostileInputCannotBreakThePrompt(t *testing.T) {
 			var prompt string
 			select {
 			case prompt = <-prompts:
-			case <-time.After(10 * time.Second):
+			case <-time.After(chantest.HangGuard):
 				t.Fatal("the model was never asked")
 			}
 			h.idle()

@@ -94,7 +94,8 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl.connectTimeout = 5 * time.Second
+	// Only a hang guard: a loaded machine can be slow to connect.
+	sl.connectTimeout = chantest.HangGuard
 	h.sl = sl
 	h.cancel = cancel
 	return h
@@ -136,7 +137,7 @@ func (h *harness) nothingBefore(t *testing.T) {
 // send delivers an inner event over Socket Mode and waits for the ack.
 func (h *harness) send(t *testing.T, event map[string]any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(h.ctx, chantest.HangGuard)
 	defer cancel()
 	if err := h.fake.SendEvent(ctx, event); err != nil {
 		t.Fatal(err)

@@ -458,7 +458,7 @@ func TestNewValidatesConfig(t *testing.T) {
 func TestSocketModeReconnects(t *testing.T) {
 	h := newHarness(t, nil)
 	h.start(t)
-	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(h.ctx, chantest.HangGuard)
 	defer cancel()
 	if err := h.fake.WaitConnected(ctx, 1); err != nil {
 		t.Fatal(err)
