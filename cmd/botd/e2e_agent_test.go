@@ -48,6 +48,13 @@ func (m *fakeModel) Requests() []string {
 
 var askedRef = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)\] look at this`)
 
+// A question the fake model answers with markerAnswer: a test asks it last
+// and waits for the answer to know every earlier piece of work is done.
+const (
+	markerQuestion = "marker: anything else?"
+	markerAnswer   = "Marker answered."
+)
+
 func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	m.mu.Lock()
@@ -55,6 +62,10 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	hasToolResult := strings.Contains(string(body), `"tool_call_id"`) || strings.Contains(string(body), `"tool_result"`)
+	if strings.Contains(string(body), markerQuestion) {
+		m.text(w, markerAnswer)
+		return
+	}
 	if !hasToolResult {
 		ref := askedRef.FindStringSubmatch(string(body))
 		if ref == nil {
@@ -180,8 +191,9 @@ func TestAgentAnswersAboutAPhotoEndToEnd(t *testing.T) {
 
 			host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
 			host.waitLog(t, "botd running")
-			waitFor(t, 30*time.Second, func() bool { return strings.Count(host.Logs(), "msg=\"agent: stored") >= 0 && r.tg.Pending() == 0 })
-			time.Sleep(200 * time.Millisecond)
+			// Confirmed means stored: the channel holds back the poll that
+			// confirms updates until the agent has every one of them.
+			waitFor(t, 30*time.Second, func() bool { return r.tg.Pending() == 0 })
 
 			start := time.Now()
 			r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy what is in the photo?"))
@@ -244,12 +256,24 @@ func TestAgentAnswerSurvivesACrash(t *testing.T) {
 		}
 	})
 	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
-	time.Sleep(2 * time.Second) // room for a wrong second delivery
+	// Instead of waiting "long enough" for a wrong second delivery, ask a
+	// marker question and wait for its answer: the group's runs are
+	// serial and each first delivers what the outbox owes, so a resend or
+	// a second run for "say hello" would have happened before it.
+	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 2, "@Andy "+markerQuestion))
+	waitFor(t, 60*time.Second, func() bool { return len(r.answers(markerAnswer)) > 0 })
 	if n := len(r.answers(answer)); n != 1 {
 		t.Errorf("answer delivered %d times, want 1", n)
 	}
-	if n := len(r.model.Requests()); n != calls {
-		t.Errorf("model asked %d more times after the restart, want 0", n-calls)
+	// The marker's run sees only messages past the cursor: "say hello"
+	// in it would mean the delivered answer did not move the cursor.
+	for _, req := range r.model.Requests()[calls:] {
+		if !strings.Contains(req, markerQuestion) || strings.Contains(req, "say hello") {
+			t.Errorf("model asked again about the answered question after the restart:\n%.400s", req)
+		}
+	}
+	if n := len(r.answers(markerAnswer)); n != 1 {
+		t.Errorf("marker answered %d times, want 1", n)
 	}
 	host2.stop(t)
 }
