@@ -52,7 +52,9 @@ func (a *Agent) drainOutbox(ctx context.Context, folder string) (runResult, bool
 func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
 	err := a.send(ctx, it)
 	if err == nil {
-		if err := a.opts.Store.CompleteOutbox(ctx, it.ID); err != nil {
+		// Written down even when shutdown began meanwhile: what the network
+		// accepted must never be sent again after a restart.
+		if err := a.opts.Store.CompleteOutbox(context.WithoutCancel(ctx), it.ID); err != nil {
 			return fmt.Errorf("deliver answer %d: %w", it.ID, err)
 		}
 		return nil
@@ -110,8 +112,9 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 			if err != nil {
 				return fmt.Errorf("send answer to %s: %w", it.ChatID, err)
 			}
-			a.recordOwn(ctx, it, d, text)
-			a.progress(ctx, it, part)
+			// Sent: the bookkeeping outlives a shutdown that began meanwhile.
+			a.recordOwn(context.WithoutCancel(ctx), it, d, text)
+			a.progress(context.WithoutCancel(ctx), it, part)
 		}
 	}
 	for _, rel := range files {
@@ -136,9 +139,9 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 			return fmt.Errorf("send file to %s: %w", it.ChatID, err)
 		}
 		if caption != "" {
-			a.recordOwn(ctx, it, d, caption)
+			a.recordOwn(context.WithoutCancel(ctx), it, d, caption)
 		}
-		a.progress(ctx, it, part)
+		a.progress(context.WithoutCancel(ctx), it, part)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ type Channel struct {
 	// BeforeUpload, when set, runs in SendMedia before the file is read:
 	// a test can swap the file on disk at the worst moment.
 	BeforeUpload func(channels.OutMedia)
+	// AfterSend, when set, runs once Send delivered a message: a test can
+	// stop botd right after the network accepted it.
+	AfterSend func(channels.OutMessage)
 }
 
 // Media is what a fake download serves.
@@ -114,12 +117,18 @@ func (c *Channel) FailSends(err error) {
 
 func (c *Channel) Send(ctx context.Context, m channels.OutMessage) (channels.Delivery, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.sendErr != nil {
+		c.mu.Unlock()
 		return channels.Delivery{}, c.sendErr
 	}
 	c.sent = append(c.sent, m)
-	return channels.Delivery{MessageIDs: []string{fmt.Sprint(len(c.sent))}}, nil
+	d := channels.Delivery{MessageIDs: []string{fmt.Sprint(len(c.sent))}}
+	after := c.AfterSend
+	c.mu.Unlock()
+	if after != nil {
+		after(m)
+	}
+	return d, nil
 }
 
 func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
