@@ -457,7 +457,6 @@ func (r *recorder) have(n int64) bool {
 	return int64(len(r.buf)) >= n
 }
 
-
 // memBudget is a weighted semaphore of bytes. Waiters are served in order,
 // so a large decode is not starved by a stream of small ones.
 type memBudget struct {

@@ -76,7 +76,9 @@ func TestSlowFetchReportsProgress(t *testing.T) {
 		chantest.Media{Data: []byte("x"), Gate: gate})
 	ctx := newDeadlineCtx()
 	errc := make(chan error, 1)
-	go func() { errc <- r.client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil) }()
+	go func() {
+		errc <- r.client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
+	}()
 	waitFor(t, func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == 1 })
 	close(ctx.done)
 	err := <-errc
@@ -120,4 +122,3 @@ func TestConcurrentFetchesShareOneDownload(t *testing.T) {
 		t.Errorf("downloads = %d, want 1", n)
 	}
 }
-
