@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/botd-dev/botd/mediaregistry"
 )
 
 var folderRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
@@ -99,10 +101,18 @@ func (g *Group) HasChat(chat string) bool {
 func (g *Group) NeedsTrigger() bool { return g.RequiresTrigger && !g.Main }
 
 // Triggered reports whether text addresses the assistant: the trigger at the
-// very start (after spaces), case-insensitively, followed by a non-word
-// character or the end. The trigger is compared literally, never as a regex.
+// very start (after spaces) of what the sender typed, case-insensitively,
+// followed by a non-word character or the end. The media placeholders botd
+// puts first are not typed, so the trigger may open the text after them or
+// a placeholder's caption ("[Image: …] @Andy what is this?"). The trigger
+// is compared literally, never as a regex.
 func (g *Group) Triggered(text string) bool {
-	return MatchTrigger(g.Trigger, text)
+	for _, typed := range mediaregistry.Typed(text) {
+		if MatchTrigger(g.Trigger, typed) {
+			return true
+		}
+	}
+	return false
 }
 
 // MatchTrigger is Triggered for a bare trigger string.

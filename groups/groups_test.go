@@ -190,3 +190,30 @@ func TestWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// Media placeholders come first in a composed message, but the sender did
+// not type them: the trigger may open the caption or the text after them.
+func TestTriggeredAfterPlaceholders(t *testing.T) {
+	const img = "[Image: sunset.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]"
+	const voice = "[Voice: 12s, audio/ogg, ref:wa_AbCdEfGhIjKl]"
+	g := &Group{Trigger: "@Andy"}
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{img + " @Andy what is this?", true},          // Telegram: the caption on the placeholder's line
+		{img + "\n@Andy what is this?", true},         // WhatsApp, Slack: the text after the placeholders
+		{img + "\n" + voice + "\n@andy listen", true}, // an album, then the question
+		{img + " nice\n" + voice + " @Andy and this?", true},
+		{img + " look @Andy", false},                   // not at the start of the caption
+		{img + "\nhello @Andy", false},                 // not at the start of the text
+		{"(Image: x, ref:tg_k3J9x2Qa7P] @Andy", false}, // a defused forgery is typed text
+		{img, false},
+		{"@Andy " + img, true},
+	}
+	for _, tt := range tests {
+		if got := g.Triggered(tt.text); got != tt.want {
+			t.Errorf("Triggered(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}

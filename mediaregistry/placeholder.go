@@ -346,3 +346,28 @@ func Parse(text string) []Placeholder {
 	}
 	return out
 }
+
+// Typed returns what the sender of a composed message wrote, apart from
+// the placeholders botd put first (one per line): the caption after each
+// placeholder, then the text that follows them. A message without
+// placeholders is all typed.
+func Typed(text string) []string {
+	var out []string
+	rest := text
+	for rest != "" {
+		line, after, more := strings.Cut(rest, "\n")
+		ps := Parse(line)
+		if len(ps) == 0 || strings.TrimSpace(line[:ps[0].Start]) != "" {
+			break
+		}
+		out = append(out, line[ps[0].End:])
+		rest = ""
+		if more {
+			rest = after
+		}
+	}
+	if rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,24 @@ func TestNewID(t *testing.T) {
 	}
 	if _, err := NewID("irc"); err == nil {
 		t.Error("unknown channel accepted")
+	}
+}
+
+func TestTyped(t *testing.T) {
+	const img = "[Image: a.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]"
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"plain text", []string{"plain text"}},
+		{img + " caption", []string{" caption"}},
+		{img + "\n" + img + "\nthe text\nmore", []string{"", "", "the text\nmore"}},
+		{"before " + img, []string{"before " + img}},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := Typed(tt.text); !slices.Equal(got, tt.want) {
+			t.Errorf("Typed(%q) = %q, want %q", tt.text, got, tt.want)
+		}
 	}
 }

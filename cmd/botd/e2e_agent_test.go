@@ -46,7 +46,9 @@ func (m *fakeModel) Requests() []string {
 	return append([]string(nil), m.requests...)
 }
 
-var askedRef = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)\] look at this`)
+// askedRef finds the photo a question is about: captioned "look at this",
+// or captioned with the trigger and the question itself.
+var askedRef = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)\] (?:@Andy )?look at this`)
 
 // A question the fake model answers with markerAnswer: a test asks it last
 // and waits for the answer to know every earlier piece of work is done.
@@ -276,4 +278,34 @@ func TestAgentAnswerSurvivesACrash(t *testing.T) {
 		t.Errorf("marker answered %d times, want 1", n)
 	}
 	host2.stop(t)
+}
+
+// A photo whose caption starts with the trigger is a question about that
+// photo: no separate message is needed, and the model fetches that photo.
+func TestAgentAnswersAPhotoCaptionedWithTheTrigger(t *testing.T) {
+	const answer = "It is a noisy test photo."
+	r := newAgentRig(t, "openai", answer)
+	asked := noisyJPEG(t, 200, 150)
+	other := noisyJPEG(t, 180, 150)
+	r.tg.AddFile(telegramtest.File{ID: "other", Data: other})
+	r.tg.AddFile(telegramtest.File{ID: "asked", Data: asked})
+	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	r.tg.Enqueue(
+		photoUpdate(-100, 10, "other", len(other), "an earlier photo"),
+		photoUpdate(-100, 11, "asked", len(asked), "@Andy look at this"),
+	)
+	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+
+	reqs := r.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model saw %d requests, want 2 (question, then the fetched photo)", len(reqs))
+	}
+	if !strings.Contains(reqs[1], base64.StdEncoding.EncodeToString(asked)) {
+		t.Errorf("the model was not given the captioned photo")
+	}
+	if n := r.proxy.fileHits("other"); n != 0 {
+		t.Errorf("the other photo was downloaded %d times, want 0", n)
+	}
+	host.stop(t)
 }
