@@ -309,3 +309,39 @@ func TestAgentAnswersAPhotoCaptionedWithTheTrigger(t *testing.T) {
 	}
 	host.stop(t)
 }
+
+// A question that replies to a photo posted long before (outside the
+// agent.max_messages window) is answered about that photo: the replied-to
+// message comes with its placeholder, and the model fetches that photo.
+func TestAgentAnswersAReplyToAnOldPhoto(t *testing.T) {
+	const answer = "That old photo shows noise."
+	r := newAgentRig(t, "openai", answer)
+	asked := noisyJPEG(t, 200, 150)
+	r.tg.AddFile(telegramtest.File{ID: "asked", Data: asked})
+	group, ann := telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann")
+	updates := []models.Update{photoUpdate(-100, 10, "asked", len(asked), "look at this")}
+	for i := 0; i < 40; i++ { // more than agent.max_messages (30)
+		updates = append(updates, telegramtest.Text(group, ann, 20+i, fmt.Sprintf("chatter %d", i)))
+	}
+	r.tg.Enqueue(updates...)
+	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	waitFor(t, 30*time.Second, func() bool { return r.tg.Pending() == 0 })
+
+	q := telegramtest.Text(group, ann, 100, "@Andy what is in this one?")
+	q.Message.ReplyToMessage = &models.Message{ID: 10, Chat: group, From: &ann, Date: int(time.Now().Unix())}
+	r.tg.Enqueue(q)
+	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+
+	reqs := r.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model saw %d requests, want 2 (question with the quoted photo, then the fetched photo)", len(reqs))
+	}
+	if strings.Contains(reqs[0], "chatter 0") {
+		t.Errorf("the window was not bounded: the oldest chatter reached the model")
+	}
+	if !strings.Contains(reqs[1], base64.StdEncoding.EncodeToString(asked)) {
+		t.Errorf("the model was not given the replied-to photo")
+	}
+	host.stop(t)
+}
