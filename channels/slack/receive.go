@@ -86,7 +86,9 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 		Mentioned: !isBot && (im || s.mentionsBot(m.Text)),
 	}
 	if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
-		in.ThreadID = m.ThreadTimestamp
+		// A thread reply is about its root (often a shared file): the
+		// agent quotes the root however old it is, as for a Telegram reply.
+		in.ThreadID, in.ReplyTo = m.ThreadTimestamp, m.ThreadTimestamp
 	}
 	if in.SenderID == "" {
 		in.SenderID = botID

@@ -230,7 +230,7 @@ func TestThreadQuestionGetsThreadedAnswer(t *testing.T) {
 	root := nextTS()
 	h.send(t, message(testChannel, human, "<@"+slackfake.BotUserID+"> what time is it?", map[string]any{"thread_ts": root}))
 	in := h.next(t)
-	if !in.Mentioned || in.ThreadID != root || in.Text != "@Andy what time is it?" {
+	if !in.Mentioned || in.ThreadID != root || in.ReplyTo != root || in.Text != "@Andy what time is it?" {
 		t.Fatalf("inbound = %+v", in)
 	}
 	d, err := h.sl.Send(h.ctx, channels.OutMessage{Chat: in.ChatID, Text: "Noon.", ThreadID: in.ThreadID})
