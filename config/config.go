@@ -156,7 +156,7 @@ func Defaults() *Config {
 		GroupsDir:     "./groups",
 		LogLevel:      "info",
 		Media: Media{
-			RefTTL:              Duration(30 * time.Minute),
+			// RefTTL zero: each network's own lifetime (mediaregistry.DefaultRefTTL).
 			CacheTTL:            Duration(24 * time.Hour),
 			InlineMaxBytes:      mcp.DefaultInlineMaxBytes,
 			MaxDownloadBytes:    media.DefaultMaxDownloadBytes,

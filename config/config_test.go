@@ -31,7 +31,7 @@ func TestExampleConfigPassesWithNoEnv(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
 	}
-	if cfg.Media.RefTTL.D() != 30*time.Minute || cfg.Media.CacheTTL.D() != 24*time.Hour {
+	if cfg.Media.RefTTL.D() != 0 || cfg.Media.CacheTTL.D() != 24*time.Hour {
 		t.Errorf("media ttls = %v, %v", cfg.Media.RefTTL.D(), cfg.Media.CacheTTL.D())
 	}
 	if len(cfg.Groups) == 0 {

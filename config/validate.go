@@ -38,8 +38,8 @@ func (c *Config) Validate() error {
 	}
 
 	m := c.Media
-	if m.RefTTL <= 0 {
-		add("media.ref_ttl", "must be positive")
+	if m.RefTTL < 0 {
+		add("media.ref_ttl", "must not be negative (leave it unset for each network's own lifetime)")
 	}
 	if m.CacheTTL <= 0 {
 		add("media.cache_ttl", "must be positive")

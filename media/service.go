@@ -9,6 +9,7 @@ package media
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -101,6 +102,27 @@ func (s *Service) workspace(g *groups.Group) groups.Workspace {
 	return groups.Workspace{Root: filepath.Join(s.o.GroupsDir, g.Folder)}
 }
 
+// expired says how old an expired ref is and why it no longer works.
+func (s *Service) expired(ref *mediaregistry.MediaReference) *ipc.Error {
+	now := s.o.Registry.Now()
+	return ipc.Errorf(ipc.CodeExpired, "media ref %s was shared %s ago and expired %s ago: refs from %s stay fetchable for %s "+
+		"(media.ref_ttl), and its bytes are no longer cached; ask the sender to share it again",
+		ref.ID, age(now.Sub(ref.Created)), age(now.Sub(ref.Expires)), ref.Channel, age(ref.Expires.Sub(ref.Created)))
+}
+
+// age is a duration as people say it: 3h, 2d, 45m.
+func age(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return fmt.Sprintf("%ds", int(d/time.Second))
+}
+
 func refError(id string, err error) *ipc.Error {
 	switch {
 	case errors.Is(err, mediaregistry.ErrNotFound):
@@ -119,6 +141,15 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "mediaRef is required (the ref:... id from a placeholder)")
 	}
 	ref, err := s.o.Registry.Get(ctx, g, id)
+	if errors.Is(err, mediaregistry.ErrExpired) {
+		// Bytes still in the cache are served: the network may no longer
+		// have them, but botd does.
+		if _, ok, cerr := s.o.Cache.Lookup(ctx, ref.ID); cerr == nil && ok {
+			err = nil
+		} else {
+			return nil, s.expired(&ref)
+		}
+	}
 	if err != nil {
 		rerr := refError(id, err)
 		switch {

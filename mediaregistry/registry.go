@@ -39,13 +39,41 @@ type Registry struct {
 }
 
 // New returns a registry over db (migrated by package store) whose refs
-// live for ttl.
+// live for ttl, or, when ttl is zero, for their network's DefaultRefTTL.
 func New(db *sql.DB, ttl time.Duration) *Registry {
 	return &Registry{db: db, ttl: ttl, now: time.Now}
 }
 
+// DefaultRefTTL is how long a ref stays fetchable when media.ref_ttl does
+// not say: as long as its network can still serve the bytes. Telegram file
+// ids do not expire and Slack files stay until deleted; WhatsApp's CDN
+// copies go after about two weeks, and media retry (asking the sender's
+// phone) is bounded too.
+var DefaultRefTTL = map[string]time.Duration{
+	"telegram": 30 * 24 * time.Hour,
+	"slack":    30 * 24 * time.Hour,
+	"whatsapp": 14 * 24 * time.Hour,
+}
+
+// fallbackRefTTL is for a network without a DefaultRefTTL entry.
+const fallbackRefTTL = 24 * time.Hour
+
+// TTL is how long a new ref of channel stays fetchable.
+func (r *Registry) TTL(channel string) time.Duration {
+	if r.ttl > 0 {
+		return r.ttl
+	}
+	if d, ok := DefaultRefTTL[channel]; ok {
+		return d
+	}
+	return fallbackRefTTL
+}
+
 // SetClock replaces the time source; tests use it to expire refs.
 func (r *Registry) SetClock(now func() time.Time) { r.now = now }
+
+// Now is the registry's time, the one expiry is judged by.
+func (r *Registry) Now() time.Time { return r.now() }
 
 // Register stores ref, giving it an id (if empty), a creation time and an
 // expiry. The id is written back into ref.
@@ -115,7 +143,7 @@ func (r *Registry) prepare(ref *MediaReference) error {
 		ref.Created = r.now()
 	}
 	if ref.Expires.IsZero() {
-		ref.Expires = ref.Created.Add(r.ttl)
+		ref.Expires = ref.Created.Add(r.TTL(ref.Channel))
 	}
 	return nil
 }
@@ -155,7 +183,8 @@ func (r *Registry) lookup(ctx context.Context, id string) (MediaReference, error
 }
 
 // Get fetches a ref the scope may see: registered for one of its chats and
-// not expired.
+// not expired. An expired ref in scope comes back with ErrExpired, so the
+// caller can still serve bytes it has cached and say how old the ref is.
 func (r *Registry) Get(ctx context.Context, scope Scope, id string) (MediaReference, error) {
 	ref, err := r.lookup(ctx, id)
 	if err != nil && !errors.Is(err, ErrExpired) {
@@ -168,7 +197,7 @@ func (r *Registry) Get(ctx context.Context, scope Scope, id string) (MediaRefere
 		return MediaReference{}, fmt.Errorf("%w: %s: %w", ErrNotFound, id, ErrForbidden)
 	}
 	if err != nil {
-		return MediaReference{}, err
+		return ref, err
 	}
 	return ref, nil
 }

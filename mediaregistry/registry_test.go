@@ -208,3 +208,39 @@ func BenchmarkPlaceholder(b *testing.B) {
 		}
 	})
 }
+
+// Without media.ref_ttl a ref lives as long as its network can serve it;
+// with it, every ref lives that long.
+func TestRefLifetimePerChannel(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		ttl     time.Duration
+		channel string
+		want    time.Duration
+	}{
+		{0, "telegram", 30 * 24 * time.Hour},
+		{0, "slack", 30 * 24 * time.Hour},
+		{0, "whatsapp", 14 * 24 * time.Hour},
+		{time.Hour, "telegram", time.Hour},
+		{time.Hour, "whatsapp", time.Hour},
+	}
+	for _, tt := range tests {
+		reg := mediaregistry.New(st.DB, tt.ttl)
+		reg.SetClock(func() time.Time { return now })
+		ref := &mediaregistry.MediaReference{Channel: tt.channel, Chat: tt.channel + ":1", Kind: mediaregistry.Image, Private: []byte("k")}
+		if err := reg.Register(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		if got := ref.Expires.Sub(ref.Created); got != tt.want {
+			t.Errorf("ttl %v, %s: ref lives %v, want %v", tt.ttl, tt.channel, got, tt.want)
+		}
+		// A day later a Telegram or Slack ref is still there.
+		reg.SetClock(func() time.Time { return now.Add(24 * time.Hour) })
+		_, err := reg.Get(ctx, mediaregistry.Chats{ref.Chat}, ref.ID)
+		if live := tt.want > 24*time.Hour; live != (err == nil) {
+			t.Errorf("ttl %v, %s: a day later Get = %v", tt.ttl, tt.channel, err)
+		}
+	}
+}
