@@ -120,8 +120,19 @@ func SoleFile(f *os.File) error {
 	if !fi.Mode().IsRegular() {
 		return errors.New("is not a regular file")
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
-		return fmt.Errorf("has %d hard links; botd only opens files with one link, so a link to a file outside the group folder cannot be sent or read", st.Nlink)
+	if n := links(fi); n != 1 {
+		return fmt.Errorf("has %d hard links; botd only opens files with one link, so a link to a file outside the group folder cannot be sent or read", n)
 	}
 	return nil
+}
+
+// SoleRegular reports whether fi is a regular file with exactly one link:
+// what SoleFile accepts, for a file only stat'ed.
+func SoleRegular(fi os.FileInfo) bool { return fi.Mode().IsRegular() && links(fi) == 1 }
+
+func links(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
@@ -39,7 +38,7 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 	}
 	name := FileName(ref, e.MIME)
 	rel := "media/" + name
-	if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size && oneLink(fi) {
+	if fi, err := root.Lstat(rel); err == nil && groups.SoleRegular(fi) && fi.Size() == e.Size {
 		return rel, nil
 	}
 	// A name of its own: two fetches of one ref may place it at once.
@@ -97,10 +96,4 @@ func fsSafe(s string) string {
 		}
 	}
 	return strings.Trim(b.String(), "._")
-}
-
-// oneLink: a file with more links than one is not a copy botd placed.
-func oneLink(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return !ok || st.Nlink == 1
 }
