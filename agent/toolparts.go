@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/agent/llm"
@@ -147,28 +149,38 @@ func saveInline(ws groups.Workspace, data, mime string) (rel, abs string, err er
 	}
 	sum := sha256.Sum256(raw)
 	name := hex.EncodeToString(sum[:]) + mediaregistry.Ext(mime)
-	dir := filepath.Join(ws.Root, filepath.FromSlash(inlineDir))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", "", fmt.Errorf("save inline content: %w", err)
-	}
-	abs = filepath.Join(dir, name)
 	rel = inlineDir + "/" + name
-	if fi, err := os.Stat(abs); err == nil && fi.Size() == int64(len(raw)) {
-		return rel, abs, nil
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	abs = filepath.Join(ws.Root, filepath.FromSlash(rel))
+	// Through the folder's root: a link planted at media/ or media/inline
+	// must not carry the write elsewhere.
+	root, err := ws.OpenRoot()
 	if err != nil {
 		return "", "", fmt.Errorf("save inline content: %w", err)
 	}
-	_, werr := tmp.Write(raw)
-	if cerr := tmp.Close(); werr == nil {
+	defer root.Close()
+	if err := root.MkdirAll(inlineDir, 0o750); err != nil {
+		return "", "", fmt.Errorf("save inline content: %w", err)
+	}
+	if fi, err := root.Lstat(rel); err == nil && groups.SoleRegular(fi) && fi.Size() == int64(len(raw)) {
+		// Used again: the disk budget evicts least recently used first.
+		now := time.Now()
+		root.Chtimes(rel, now, now)
+		return rel, abs, nil
+	}
+	tmp := inlineDir + "/" + groups.TempPrefix + uuid.NewString() + "-" + name
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return "", "", fmt.Errorf("save inline content: %w", err)
+	}
+	_, werr := f.Write(raw)
+	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), abs)
+		werr = root.Rename(tmp, rel)
 	}
 	if werr != nil {
-		os.Remove(tmp.Name())
+		root.Remove(tmp)
 		return "", "", fmt.Errorf("save inline content: %w", werr)
 	}
 	return rel, abs, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
 )
@@ -61,7 +62,10 @@ type Media struct {
 	CacheTTL         Duration `yaml:"cache_ttl"`
 	InlineMaxBytes   int64    `yaml:"inline_max_bytes"`
 	MaxDownloadBytes int64    `yaml:"max_download_bytes"`
-	SweepInterval    Duration `yaml:"sweep_interval"`
+	// MaxDiskBytes bounds every byte stored for media: the cache, group
+	// copies, inline copies.
+	MaxDiskBytes  int64    `yaml:"max_disk_bytes"`
+	SweepInterval Duration `yaml:"sweep_interval"`
 	// DownloadTimeout bounds one download; DownloadIdleTimeout cuts one
 	// that sent nothing for that long; DownloadsPerGroup bounds a group's
 	// concurrent downloads (others queue).
@@ -160,6 +164,7 @@ func Defaults() *Config {
 			CacheTTL:            Duration(24 * time.Hour),
 			InlineMaxBytes:      mcp.DefaultInlineMaxBytes,
 			MaxDownloadBytes:    media.DefaultMaxDownloadBytes,
+			MaxDiskBytes:        diskbudget.DefaultMaxBytes,
 			SweepInterval:       Duration(time.Minute),
 			DownloadTimeout:     Duration(media.DefaultDownloadTimeout),
 			DownloadIdleTimeout: Duration(media.DefaultDownloadIdleTimeout),

@@ -66,6 +66,13 @@ func (c *Config) Validate() error {
 	} else if m.InlineMaxBytes > m.MaxDownloadBytes {
 		add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
 	}
+	if m.MaxDiskBytes <= 0 {
+		add("media.max_disk_bytes", "must be positive")
+	} else if m.MaxDownloadBytes > 0 && m.MaxDiskBytes < 2*m.MaxDownloadBytes {
+		// A fetched file is stored twice: in the cache and as the group's
+		// own copy.
+		add("media.max_disk_bytes", "must be at least twice media.max_download_bytes (%d): a fetched file is kept in the cache and in the group's folder", m.MaxDownloadBytes)
+	}
 
 	ps = append(ps, c.channelProblems("channels.telegram", c.Channels.Telegram.Validate())...)
 	ps = append(ps, c.channelProblems("channels.slack", c.Channels.Slack.Validate())...)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -306,27 +307,40 @@ func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
 	return w, nil
 }
 
-// CleanTemp removes half-copied media a crash left in media/ (files the
-// host writes as ".tmp-<name>" and renames into place). Call it at start,
-// before the host serves requests.
+// TempPrefix starts the name of a file being written into a group folder;
+// it is renamed into place when whole.
+const TempPrefix = ".tmp-"
+
+// Writing reports whether rel (inside a group folder) names a file still
+// being written: counted toward the disk budget, never evicted.
+func Writing(rel string) bool { return strings.HasPrefix(path.Base(rel), TempPrefix) }
+
+// CleanTemp removes half-copied media a crash left in media/ and
+// media/inline/ (files written as ".tmp-<name>" and renamed into place).
+// Call it at start, before the host serves requests.
 func (w Workspace) CleanTemp() error {
 	root, err := w.OpenRoot()
 	if err != nil {
 		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
 	}
 	defer root.Close()
-	d, err := root.Open("media")
-	if err != nil {
-		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
-	}
-	for _, n := range names {
-		if strings.HasPrefix(n, ".tmp-") {
-			root.Remove("media/" + n)
+	for _, dir := range []string{"media", "media/inline"} {
+		d, err := root.Open(dir)
+		if errors.Is(err, os.ErrNotExist) && dir != "media" {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
+		}
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("clean %s: %w", w.MediaDir(), err)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, TempPrefix) {
+				root.Remove(dir + "/" + n)
+			}
 		}
 	}
 	return nil

@@ -15,44 +15,44 @@ import (
 
 // place puts the group's own copy of a cached blob into
 // groups/<folder>/media/ under a name derived from the ref (never from the
-// sender alone) and returns its path relative to the group folder. Every
+// sender alone) and returns its path relative to the group folder, with
+// the copy held (diskbudget.Acquire) until the caller closes it. Every
 // step goes through os.Root, so a link planted in the group folder cannot
 // redirect the write; the copy is the group's own (no hard link shares
 // bytes with the cache or another group), made in the kernel where the
 // filesystem allows (copy_file_range).
-func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e mediaregistry.Entry) (string, error) {
+func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e mediaregistry.Entry, blob *os.File) (string, *os.File, error) {
 	// The daemon creates workspaces at start; a group folder removed
 	// since is made again rather than failing every fetch. A link put in
 	// place of the folder or of media/ is refused by OpenRoot.
 	ws := s.workspace(g)
 	if err := os.MkdirAll(ws.Root, 0o750); err != nil {
-		return "", fmt.Errorf("group folder: %w", err)
+		return "", nil, fmt.Errorf("group folder: %w", err)
 	}
 	root, err := ws.OpenRoot()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer root.Close()
 	if err := root.Mkdir("media", 0o750); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+		return "", nil, err
 	}
 	name := FileName(ref, e.MIME)
 	rel := "media/" + name
-	if fi, err := root.Lstat(rel); err == nil && groups.SoleRegular(fi) && fi.Size() == e.Size {
-		return rel, nil
+	if held, err := s.o.Budget.Acquire(root, rel); err == nil {
+		if fi, err := held.Stat(); err == nil && fi.Size() == e.Size {
+			return rel, held, nil
+		}
+		held.Close()
 	}
 	// A name of its own: two fetches of one ref may place it at once.
-	tmp := "media/.tmp-" + ipc.NewID() + "-" + name
-	src, err := os.Open(s.o.Cache.Path(e.SHA256))
-	if err != nil {
-		return "", err
-	}
-	defer src.Close()
+	tmp := "media/" + groups.TempPrefix + ipc.NewID() + "-" + name
 	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	_, err = io.Copy(dst, src)
+	// The limited *os.File keeps the copy in the kernel (copy_file_range).
+	_, err = io.Copy(dst, io.LimitReader(blob, e.Size))
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
@@ -61,9 +61,14 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 	}
 	if err != nil {
 		root.Remove(tmp)
-		return "", err
+		return "", nil, err
 	}
-	return rel, nil
+	s.o.Budget.Added(e.Size)
+	held, err := s.o.Budget.Acquire(root, rel)
+	if err != nil {
+		return "", nil, err
+	}
+	return rel, held, nil
 }
 
 // FileName is "<ref>_<safe name>" with an extension that matches the real

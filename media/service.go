@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -56,7 +58,10 @@ type Options struct {
 	DownloadIdleTimeout time.Duration
 	// DownloadsPerGroup (default DefaultDownloadsPerGroup).
 	DownloadsPerGroup int
-	Log               *slog.Logger
+	// Budget, when set, learns of every byte stored and keeps files a
+	// fetch is using from being evicted.
+	Budget *diskbudget.Budget
+	Log    *slog.Logger
 }
 
 // Service answers the media tools of every group.
@@ -141,7 +146,8 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "mediaRef is required (the ref:... id from a placeholder)")
 	}
 	ref, err := s.o.Registry.Get(ctx, g, id)
-	if errors.Is(err, mediaregistry.ErrExpired) {
+	expired := errors.Is(err, mediaregistry.ErrExpired)
+	if expired {
 		// Bytes still in the cache are served: the network may no longer
 		// have them, but botd does.
 		if _, ok, cerr := s.o.Cache.Lookup(ctx, ref.ID); cerr == nil && ok {
@@ -162,11 +168,15 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		}
 		return nil, rerr
 	}
-	entry, cached, ferr := s.cachedOrDownload(ctx, g.Folder, &ref)
+	entry, cached, blob, ferr := s.acquire(ctx, g.Folder, &ref, expired)
 	if ferr != nil {
 		return nil, ferr
 	}
-	rel, err := s.place(g, &ref, entry)
+	defer blob.Close()
+	rel, held, err := s.place(g, &ref, entry, blob)
+	if err == nil {
+		defer held.Close()
+	}
 	if err != nil {
 		s.o.Log.Error("fetch_media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
 		if errors.Is(err, groups.ErrNotOurs) {
@@ -186,6 +196,43 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		res.Duration = mediaregistry.FormatDuration(ref.Duration)
 	}
 	return res, nil
+}
+
+// acquire finds ref's bytes in the cache, downloading them unless cached,
+// and holds the blob so no sweep evicts it while the fetch uses it. A blob
+// evicted between the lookup and the hold is downloaded again, unless the
+// ref has expired: then the network may no longer have it.
+func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.MediaReference, expired bool) (mediaregistry.Entry, bool, *os.File, *ipc.Error) {
+	root, err := s.o.Cache.OpenRoot()
+	if err != nil {
+		s.o.Log.Error("fetch_media: opening the media cache", "err", err)
+		return mediaregistry.Entry{}, false, nil, ipc.Errorf(ipc.CodeInternal, "the media cache cannot be opened")
+	}
+	defer root.Close()
+	for attempt := 0; ; attempt++ {
+		entry, cached, ferr := s.cachedOrDownload(ctx, group, ref)
+		if ferr != nil {
+			return entry, false, nil, ferr
+		}
+		blob, err := s.o.Budget.Acquire(root, entry.SHA256)
+		if err == nil {
+			return entry, cached, blob, nil
+		}
+		if !errors.Is(err, diskbudget.ErrGone) {
+			s.o.Log.Error("fetch_media: opening the cached blob", "ref", ref.ID, "err", err)
+			return entry, false, nil, ipc.Errorf(ipc.CodeInternal, "the cached copy of %s cannot be read", ref.ID)
+		}
+		if expired {
+			return entry, false, nil, s.expired(ref)
+		}
+		if attempt > 0 {
+			// Evicted twice in a row: the budget is smaller than what is
+			// in use, and downloading again would only repeat that.
+			return entry, false, nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s was evicted from the media cache as soon as it was "+
+				"downloaded: media.max_disk_bytes is too small for what is in use", ref.ID)
+		}
+		s.o.Log.Info("fetch_media: cached blob evicted before use, downloading again", "ref", ref.ID)
+	}
 }
 
 // cachedOrDownload serves a ref from the cache, or downloads it once even
@@ -329,6 +376,10 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	}
 	if err != nil {
 		return mediaregistry.Entry{}, downloadError(ref, err, s.o.Log)
+	}
+	s.o.Budget.Added(e.Size)
+	if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
+		s.o.Log.Warn("media download not counted", "ref", ref.ID, "err", err)
 	}
 	s.o.Log.Info("media downloaded", "ref", ref.ID, "channel", ref.Channel, "bytes", e.Size, "mime", e.MIME, "took", time.Since(start).Round(time.Millisecond))
 	return e, nil

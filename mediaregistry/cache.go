@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -52,7 +53,14 @@ func OpenCache(dir string, db *sql.DB, ttl time.Duration) (*Cache, error) {
 	for _, e := range entries {
 		os.Remove(filepath.Join(dir, "tmp", e.Name()))
 	}
-	return &Cache{dir: dir, db: db, ttl: ttl, now: time.Now}, nil
+	return NewCache(dir, db, ttl), nil
+}
+
+// NewCache is a cache over dir without touching it: for a second process
+// (`botd media`) beside a running daemon, whose downloads in tmp/ must
+// stay.
+func NewCache(dir string, db *sql.DB, ttl time.Duration) *Cache {
+	return &Cache{dir: dir, db: db, ttl: ttl, now: time.Now}
 }
 
 // SetClock replaces the time source (tests).
@@ -64,6 +72,25 @@ func (c *Cache) SetWriteFilter(f func(io.Writer) io.Writer) { c.wrap = f }
 
 // Path is where a blob lives.
 func (c *Cache) Path(sha string) string { return filepath.Join(c.dir, sha) }
+
+// Dir is the cache folder; a blob's name in it is its sha256.
+func (c *Cache) Dir() string { return c.dir }
+
+// OpenRoot opens the cache folder, for reading and evicting blobs by name.
+func (c *Cache) OpenRoot() (*os.Root, error) { return os.OpenRoot(c.dir) }
+
+// InProgress reports a cache file (by its name in Dir) still being
+// written: a download in tmp/.
+func (c *Cache) InProgress(rel string) bool { return strings.HasPrefix(rel, "tmp/") }
+
+// Forget drops every index row pointing at blob sha, before the blob is
+// evicted: later lookups of those refs miss instead of finding nothing.
+func (c *Cache) Forget(ctx context.Context, sha string) error {
+	if _, err := c.db.ExecContext(ctx, `DELETE FROM media_cache WHERE sha256 = ?`, sha); err != nil {
+		return fmt.Errorf("media cache: forget %s: %w", sha, err)
+	}
+	return nil
+}
 
 // Lookup finds a ref's cached bytes; ok is false when they were never
 // fetched, swept, or the file went missing.
@@ -312,4 +339,37 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// OnlyUsedBy lists the blobs that hold bytes of the scope's refs and of no
+// other chat's: what pruning a group may remove from the cache.
+func (c *Cache) OnlyUsedBy(ctx context.Context, scope Scope) ([]string, error) {
+	chats := scope.ChatIDs()
+	if len(chats) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 2*len(chats))
+	for range 2 {
+		for _, ch := range chats {
+			args = append(args, ch)
+		}
+	}
+	in := sqlParams(len(chats))
+	rows, err := c.db.QueryContext(ctx, `SELECT DISTINCT c.sha256 FROM media_cache c JOIN media_refs r ON r.id = c.ref_id
+		WHERE r.chat_id IN (`+in+`) AND NOT EXISTS (
+			SELECT 1 FROM media_cache c2 LEFT JOIN media_refs r2 ON r2.id = c2.ref_id
+			WHERE c2.sha256 = c.sha256 AND (r2.chat_id IS NULL OR r2.chat_id NOT IN (`+in+`)))`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("media cache: blobs of a group: %w", err)
+	}
+	defer rows.Close()
+	var shas []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("media cache: blobs of a group: %w", err)
+		}
+		shas = append(shas, s)
+	}
+	return shas, rows.Err()
 }

@@ -230,7 +230,7 @@ func (r *Registry) List(ctx context.Context, scope Scope, f Filter) ([]MediaRefe
 	for _, c := range chats {
 		args = append(args, c)
 	}
-	q := `SELECT ` + refCols + ` FROM media_refs WHERE chat_id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",") + `) AND expires > ?`
+	q := `SELECT ` + refCols + ` FROM media_refs WHERE chat_id IN (` + sqlParams(len(chats)) + `) AND expires > ?`
 	args = append(args, r.now().UnixMilli())
 	if f.Kind != "" {
 		q += ` AND kind = ?`
@@ -289,3 +289,43 @@ func sweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger, w
 		}
 	}
 }
+
+// Stats is what the chats of a scope shared and how much of it was
+// fetched: the saving that lazy media buys is Posted against Downloaded.
+type Stats struct {
+	Refs       int   // refs registered (live or expired, until swept)
+	Fetched    int   // of those, how many were ever downloaded
+	Posted     int64 // bytes the chats posted, as declared
+	Downloaded int64 // bytes downloaded for them, every download counted
+}
+
+// Downloaded records one download of ref id, n bytes long.
+func (r *Registry) Downloaded(ctx context.Context, id string, n int64) error {
+	_, err := r.db.ExecContext(ctx, `UPDATE media_refs SET downloads = downloads + 1, downloaded_bytes = downloaded_bytes + ? WHERE id = ?`, n, id)
+	if err != nil {
+		return fmt.Errorf("record download of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Stats counts the refs of scope and what of them was fetched.
+func (r *Registry) Stats(ctx context.Context, scope Scope) (Stats, error) {
+	chats := scope.ChatIDs()
+	if len(chats) == 0 {
+		return Stats{}, nil
+	}
+	args := make([]any, len(chats))
+	for i, c := range chats {
+		args[i] = c
+	}
+	var s Stats
+	err := r.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(size), 0), COUNT(NULLIF(downloads, 0)), COALESCE(SUM(downloaded_bytes), 0)
+		FROM media_refs WHERE chat_id IN (`+sqlParams(len(chats))+`)`, args...).Scan(&s.Refs, &s.Posted, &s.Fetched, &s.Downloaded)
+	if err != nil {
+		return Stats{}, fmt.Errorf("media stats: %w", err)
+	}
+	return s, nil
+}
+
+// sqlParams is "?,?,?" for n values of an IN list.
+func sqlParams(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }

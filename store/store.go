@@ -175,6 +175,10 @@ var migrations = []string{
 	);
 	CREATE INDEX agent_transcripts_run ON agent_transcripts(run_id, idx);
 	CREATE INDEX agent_transcripts_folder ON agent_transcripts(folder, id);`,
+	// 4: what lazy media cost: how often each ref was downloaded and how
+	// many bytes that took (the cache forgets; these stay with the ref).
+	`ALTER TABLE media_refs ADD COLUMN downloads INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE media_refs ADD COLUMN downloaded_bytes INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

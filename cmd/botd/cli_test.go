@@ -45,13 +45,18 @@ llm:
 		code int
 		want []string
 	}{
-		{"no args", nil, 2, []string{"Usage:", "botd run", "botd mcp", "botd config check", "botd whatsapp login", "botd version"}},
+		{"no args", nil, 2, []string{"Usage:", "botd run", "botd mcp", "botd config check", "botd media", "botd whatsapp login", "botd version"}},
 		{"version", []string{"version"}, 0, []string{"botd "}},
 		{"run help", []string{"run", "--help"}, 0, []string{"Usage: botd run", "-config"}},
 		{"mcp help", []string{"mcp", "--help"}, 0, []string{"Usage: botd mcp", "-group", "-http"}},
 		{"config help", []string{"config", "--help"}, 0, []string{"botd config check"}},
 		{"config check help", []string{"config", "check", "--help"}, 0, []string{"Usage: botd config check"}},
 		{"whatsapp help", []string{"whatsapp", "--help"}, 0, []string{"botd whatsapp login", "-phone"}},
+		{"media help", []string{"media", "--help"}, 0, []string{"Usage: botd media [usage]", "media.max_disk_bytes"}},
+		{"media prune help", []string{"media", "prune", "--help"}, 0, []string{"Usage: botd media prune", "-group", "-older-than"}},
+		{"media unknown", []string{"media", "shred"}, 2, []string{`unknown media command "shred"`, "botd media prune"}},
+		{"media before any run", []string{"media", "--config", example}, 1, []string{"no media yet", "botd.db does not exist"}},
+		{"media prune bad age", []string{"media", "prune", "--older-than", "7 days", "--config", example}, 2, []string{"invalid age"}},
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}},
 		{"example config passes with no env", []string{"config", "check", "--config", example}, 0, []string{"OK"}},
 		{"three mistakes", []string{"config", "check", "--config", "three.yaml"}, 1, []string{"3 problem(s)",

@@ -14,6 +14,7 @@ import (
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
@@ -28,6 +29,7 @@ type daemon struct {
 	store  *store.Store
 	reg    *mediaregistry.Registry
 	cache  *mediaregistry.Cache
+	budget *diskbudget.Budget
 	groups *groups.Set
 	chans  map[string]channels.Channel
 	media  *media.Service
@@ -69,6 +71,7 @@ func (d *daemon) open(ctx context.Context) error {
 			return err
 		}
 	}
+	d.budget = diskbudget.New(d.cfg.Media.MaxDiskBytes, media.Areas(d.cache, d.cfg.GroupsDir, d.groups.All()), d.log.With("component", "disk"))
 	return nil
 }
 
@@ -120,7 +123,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Log: d.log.With("component", "media"),
+		Budget: d.budget, Log: d.log.With("component", "media"),
 	})
 	var folders []string
 	for _, g := range d.groups.All() {
@@ -132,9 +135,10 @@ func (d *daemon) startHost(ctx context.Context) error {
 
 func (d *daemon) startSweepers(ctx context.Context) {
 	every := d.cfg.Media.SweepInterval.D()
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.reg.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.cache.RunSweeper(ctx, every, d.log) }()
+	go func() { defer d.wg.Done(); d.budget.Run(ctx, every) }()
 }
 
 // startChannels connects every channel. A channel that cannot start fails

@@ -1,0 +1,112 @@
+package media_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// Fetching more than the disk budget keeps the bytes stored for media
+// (the cache and the group's copies) under it, evicting the least recently
+// used first; a ref evicted is downloaded again when asked.
+func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
+	const size = 10 << 10 // each fetch stores 20 KiB: the cache's blob and the group's copy
+	const max = 100 << 10 // five fetched documents
+	var budget *diskbudget.Budget
+	r := newRigWith(t, maxDownload, func(o *media.Options) {
+		budget = diskbudget.New(max, media.Areas(o.Cache, o.GroupsDir, o.Groups.All()), nil)
+		o.Budget = budget
+	})
+	budget.SetClock(r.clock)
+	refs := make([]string, 10)
+	for i := range refs {
+		data := make([]byte, size)
+		rand.Read(data)
+		refs[i] = r.register("telegram:-100", mediaregistry.MediaReference{FileName: fmt.Sprintf("doc%d.bin", i), Kind: mediaregistry.Document},
+			chantest.Media{Data: data})
+	}
+	c := r.client("family")
+	fetch := func(ref string) ipc.FetchMediaResult {
+		t.Helper()
+		r.advance(time.Minute)
+		var res ipc.FetchMediaResult
+		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+			t.Fatalf("fetch %s: %v", ref, err)
+		}
+		return res
+	}
+	paths := map[string]string{}
+	for i, ref := range refs {
+		paths[ref] = fetch(ref).Path
+		if i > 0 {
+			fetch(refs[0]) // doc0 is asked about again and again
+		}
+		// The sweeper's pass (woken by Added in the daemon).
+		if _, err := budget.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		u, err := budget.Scan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Total > max {
+			t.Fatalf("after fetching doc%d: %d bytes stored, over the budget of %d", i, u.Total, max)
+		}
+	}
+	onDisk := func(ref string) bool {
+		_, err := os.Stat(filepath.Join(r.groupsDir, "family", paths[ref]))
+		return err == nil
+	}
+	// Kept: doc0 (used last of all) and the most recent ones. Evicted:
+	// the oldest used, doc1 first.
+	if !onDisk(refs[0]) || !onDisk(refs[9]) || !onDisk(refs[8]) {
+		t.Errorf("recently used copies evicted: doc0=%v doc8=%v doc9=%v", onDisk(refs[0]), onDisk(refs[8]), onDisk(refs[9]))
+	}
+	if onDisk(refs[1]) || onDisk(refs[2]) {
+		t.Errorf("least recently used copies kept: doc1=%v doc2=%v", onDisk(refs[1]), onDisk(refs[2]))
+	}
+	// doc1's bytes left the cache too: asking again downloads again.
+	before := r.tg.Downloads()
+	if res := fetch(refs[1]); res.Cached || r.tg.Downloads() != before+1 {
+		t.Errorf("evicted doc1: cached=%v downloads %d→%d, want one new download", res.Cached, before, r.tg.Downloads())
+	}
+	if res := fetch(refs[0]); !res.Cached {
+		t.Errorf("doc0, used all along, was not served from the cache")
+	}
+}
+
+// A ref whose cached blob and group copy vanished behind botd's back (a
+// prune in another process, an operator's rm) is downloaded again rather
+// than failing.
+func TestFetchAfterTheCacheLostABlob(t *testing.T) {
+	r := newRig(t)
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "a.png"}, chantest.Media{Data: pngBytes(t, 4, 4)})
+	c := r.client("family")
+	var first ipc.FetchMediaResult
+	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &first); err != nil {
+		t.Fatal(err)
+	}
+	// Gone from the cache and the group folder, index rows still there.
+	os.Remove(r.cache.Path(first.SHA256))
+	os.Remove(filepath.Join(r.groupsDir, "family", first.Path))
+	var again ipc.FetchMediaResult
+	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &again); err != nil {
+		t.Fatalf("fetch after the blob vanished: %v", err)
+	}
+	if again.Cached || r.tg.Downloads() != 2 || again.SHA256 != first.SHA256 {
+		t.Errorf("refetch: cached=%v downloads=%d sha match=%v; want a fresh download of the same bytes", again.Cached, r.tg.Downloads(), again.SHA256 == first.SHA256)
+	}
+	if _, err := os.Stat(filepath.Join(r.groupsDir, "family", again.Path)); err != nil {
+		t.Errorf("the group's copy was not placed again: %v", err)
+	}
+}
