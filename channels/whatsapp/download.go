@@ -67,7 +67,7 @@ func (w *WhatsApp) DownloadTo(ctx context.Context, ref *mediaregistry.MediaRefer
 func (w *WhatsApp) fetch(ctx context.Context, cli client, m *decoded, f mediaregistry.File) error {
 	err := cli.DownloadToFile(ctx, m.Msg, f)
 	if err == nil {
-		return nil
+		return checkWritten(m.Msg, f)
 	}
 	if !needsMediaRetry(err) {
 		return classify(err)
@@ -87,6 +87,25 @@ func (w *WhatsApp) fetch(ctx context.Context, cli client, m *decoded, f mediareg
 	}
 	if err := cli.DownloadToFile(ctx, m.Msg, f); err != nil {
 		return fmt.Errorf("after media retry: %w", classify(err))
+	}
+	return checkWritten(m.Msg, f)
+}
+
+// errNothingDownloaded is a download whatsmeow reported as done without
+// writing a byte of media the sender declared. It does so when WhatsApp
+// names no media host: it then tries none, and checks no hash.
+var errNothingDownloaded = errors.New("the download ended without error but wrote nothing (WhatsApp named no media host?)")
+
+func checkWritten(msg downloadable, f mediaregistry.File) error {
+	if declaredSize(msg) <= 0 {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("size of the download: %w", err)
+	}
+	if fi.Size() == 0 {
+		return errNothingDownloaded
 	}
 	return nil
 }
@@ -117,8 +136,9 @@ func classify(err error) error {
 	return err
 }
 
-// setDirectPath points the sub-message at the re-uploaded file. The old URL
-// is dropped because whatsmeow prefers a URL over the direct path.
+// setDirectPath points the sub-message at the re-uploaded file. whatsmeow
+// downloads by direct path only, from the media hosts WhatsApp names over
+// the websocket; the URL still names the expired copy, so it goes too.
 func setDirectPath(msg downloadable, path string) {
 	switch v := msg.(type) {
 	case *waE2E.ImageMessage:

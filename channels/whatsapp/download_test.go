@@ -9,6 +9,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -303,48 +304,58 @@ func encryptMedia(t *testing.T, plain, mediaKey []byte, info string) (enc, encSH
 // TestDownloadRealDecrypt drives whatsmeow's own download and decrypt code
 // against a loopback CDN serving a fixture encrypted here with a random
 // key: the bytes must round-trip through the channel's DownloadTo into the
-// media cache, capped at the declared size.
+// media cache, capped at the declared size. The client asks a fake
+// WhatsApp for its media hosts, as it asks WhatsApp in production, and
+// downloads the direct path from the host it names.
 func TestDownloadRealDecrypt(t *testing.T) {
 	plain := make([]byte, 300_001) // not a block multiple
 	rand.Read(plain)
 	key := make([]byte, 32)
 	rand.Read(key)
 	enc, encSHA, plainSHA := encryptMedia(t, plain, key, "WhatsApp Image Keys")
+	const (
+		fixturePath = "/v/t62.7118-24/11111_22222_n.enc"
+		expiredPath = "/v/t62.7118-24/33333_44444_n.enc"
+		query       = "?ccb=11-4&oh=01_Q5Aa&oe=68A1B2C3&_nc_sid=5e03e0"
+	)
 
 	var hits atomic.Int32
 	var tamper atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cdn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		if r.URL.Path == "/mms/image/expired" {
+		// whatsmeow appends the ciphertext hash and the media type to the
+		// direct path's own query.
+		q := r.URL.Query()
+		if q.Get("ccb") != "11-4" || q.Get("mms-type") != "image" || q.Get("hash") != base64.URLEncoding.EncodeToString(encSHA) {
+			t.Errorf("CDN request %s: not the direct path with hash and mms-type", r.URL)
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		switch r.URL.Path {
+		case expiredPath:
 			w.WriteHeader(http.StatusGone)
-			return
-		}
-		if r.URL.Path != "/mms/image/fixture" {
+		case fixturePath:
+			body := enc
+			if tamper.Load() {
+				body = bytes.Clone(enc)
+				body[100] ^= 1
+			}
+			w.Write(body)
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		body := enc
-		if tamper.Load() {
-			body = bytes.Clone(enc)
-			body[100] ^= 1
-		}
-		w.Write(body)
 	}))
-	defer srv.Close()
+	defer cdn.Close()
 
 	env := newTestChannel(t, Config{})
-	container, err := openContainer(context.Background(), env.dbDir+"/whatsapp.db", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer container.Close()
-	wm := whatsmeow.NewClient(container.NewDevice(), nil)
-	wm.SetMediaHTTPClient(srv.Client())
+	wm, wa := realClient(t, env, cdn)
 	env.w.cli = wm
 
 	m := &waE2E.ImageMessage{
-		URL:           proto.String(srv.URL + "/mms/image/fixture"),
-		DirectPath:    proto.String("/mms/image/fixture"),
+		// Ignored by whatsmeow since 2026-06: a download that used it
+		// would get a 404 here.
+		URL:           proto.String(cdn.URL + "/o1/v/t62.7118-24/stale.enc" + query),
+		DirectPath:    proto.String(fixturePath + query),
 		Mimetype:      proto.String("image/jpeg"),
 		FileLength:    proto.Uint64(uint64(len(plain))),
 		MediaKey:      key,
@@ -362,6 +373,9 @@ func TestDownloadRealDecrypt(t *testing.T) {
 	if hits.Load() != 1 {
 		t.Errorf("CDN hits = %d, want 1", hits.Load())
 	}
+	if wa.mediaConns.Load() == 0 {
+		t.Error("the download did not ask WhatsApp for its media hosts")
+	}
 
 	// A flipped ciphertext bit fails the integrity check: nothing is returned.
 	tamper.Store(true)
@@ -373,10 +387,33 @@ func TestDownloadRealDecrypt(t *testing.T) {
 	// into a media retry receipt, which this never-paired client cannot
 	// send: the error says so instead of hanging for the phone.
 	expired := proto.Clone(m).(*waE2E.ImageMessage)
-	expired.URL = proto.String(srv.URL + "/mms/image/expired")
+	expired.DirectPath = proto.String(expiredPath + query)
 	_, err = downloadTo(t, env.w, registerImage(t, env, expired))
 	if !errors.Is(err, whatsmeow.ErrNotLoggedIn) || !strings.Contains(err.Error(), "media retry request") {
 		t.Errorf("expired download: %v", err)
+	}
+}
+
+// TestDownloadNoMediaHost: when WhatsApp names no media host, whatsmeow
+// tries none and reports success with nothing written; the channel must
+// not hand that empty file on as the media.
+func TestDownloadNoMediaHost(t *testing.T) {
+	env := newTestChannel(t, Config{})
+	wm := newRealClient(t, env)
+	newFakeWhatsApp(t).connect(t, wm)
+	env.w.cli = wm
+
+	m := img()
+	m.FileLength = proto.Uint64(1000)
+	if _, err := downloadTo(t, env.w, registerImage(t, env, m)); err == nil {
+		t.Error("a download with no media host succeeded")
+	}
+
+	// Nothing declared, nothing to hold the download to.
+	undeclared := img()
+	undeclared.FileLength = nil
+	if _, err := downloadTo(t, env.w, registerImage(t, env, undeclared)); err != nil {
+		t.Errorf("undeclared size: %v", err)
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mau.fi/whatsmeow"
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"google.golang.org/protobuf/proto"
 
@@ -40,26 +39,25 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	key := make([]byte, 32)
 	rand.Read(key)
 	enc, encSHA, plainSHA := encryptMedia(t, plain, key, "WhatsApp Image Keys")
+	const directPath = "/v/t62.7118-24/55555_66666_n.enc?ccb=11-4&oh=01_Q5Aa&oe=68A1B2C3&_nc_sid=5e03e0"
 	var hits atomic.Int32
-	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cdn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		if r.URL.Path != "/v/t62.7118-24/55555_66666_n.enc" {
+			http.NotFound(w, r)
+			return
+		}
 		w.Write(enc)
 	}))
 	defer cdn.Close()
 
 	env := newTestChannel(t, Config{})
-	container, err := openContainer(context.Background(), filepath.Join(env.dbDir, "whatsapp.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer container.Close()
-	wm := whatsmeow.NewClient(container.NewDevice(), nil)
-	wm.SetMediaHTTPClient(cdn.Client())
+	wm, _ := realClient(t, env, cdn)
 	env.w.cli = wm
 
 	// Receive.
 	evt := groupMsg("3EB0IPC", &waE2E.Message{ImageMessage: &waE2E.ImageMessage{
-		URL: proto.String(cdn.URL + "/mms/image/x"), DirectPath: proto.String("/mms/image/x"),
+		URL: proto.String(cdn.URL + "/o1/v/t62.7118-24/stale.enc"), DirectPath: proto.String(directPath),
 		Mimetype: proto.String("image/jpeg"), Caption: proto.String("holiday"), FileLength: proto.Uint64(uint64(len(plain))),
 		MediaKey: key, FileSHA256: plainSHA, FileEncSHA256: encSHA,
 	}})
