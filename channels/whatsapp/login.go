@@ -2,6 +2,7 @@ package whatsapp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,9 +34,11 @@ type LoginOptions struct {
 	Log *slog.Logger
 
 	// connectTimeout bounds reaching WhatsApp's websocket (default 30 s);
-	// dial replaces the network dial. Both exist for tests.
+	// dial replaces the network dial, tlsConfig the system's trust. All
+	// exist for tests.
 	connectTimeout time.Duration
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
+	tlsConfig      *tls.Config
 }
 
 // Login pairs this botd with a WhatsApp account, as a linked device, and
@@ -84,6 +87,9 @@ func Login(ctx context.Context, opts LoginOptions) error {
 	transport.DialContext = dialer.DialContext
 	if opts.dial != nil {
 		transport.DialContext = opts.dial
+	}
+	if opts.tlsConfig != nil {
+		transport.TLSClientConfig = opts.tlsConfig
 	}
 	transport.TLSHandshakeTimeout = connectTimeout
 	cli.SetPreLoginHTTPClient(&http.Client{Transport: transport})
@@ -148,6 +154,11 @@ func Login(ctx context.Context, opts LoginOptions) error {
 				return fmt.Errorf("whatsapp login: pairing failed: %w", item.Error)
 			case whatsmeow.QRChannelClientOutdated.Event:
 				return errors.New("whatsapp login: WhatsApp rejected this client version as outdated; update botd")
+			case whatsmeow.QRChannelEventPasskeyRequest, whatsmeow.QRChannelEventPasskeyResponse:
+				// Answering needs a WebAuthn authenticator, which a terminal
+				// does not have; whatsmeow has also replaced the secret the
+				// codes shown so far were made with, so they cannot succeed.
+				return errors.New("whatsapp login: WhatsApp asked to link this device with a passkey, which botd cannot do; run `botd whatsapp login` again and scan the QR code, or link with a pairing code (--phone +NUMBER)")
 			case whatsmeow.QRChannelScannedWithoutMultidevice.Event:
 				fmt.Fprintln(out, "The code was scanned by a phone without multi-device support; update WhatsApp on the phone and scan again.")
 			default:

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	waBinary "go.mau.fi/whatsmeow/binary"
+	"go.mau.fi/whatsmeow/types"
 )
 
 // TestLoginWithoutNetwork: every dial goes to loopback, where nothing
@@ -120,5 +123,73 @@ func TestNormalisePhone(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("normalisePhone(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// signalWriter collects output and closes seen once it contains want.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), w.want)
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestLoginPasskeyRequest pairs against a fake WhatsApp: it offers a QR
+// code, which Login shows, then asks for a passkey, which botd cannot
+// give. Login must end with that said, not wait or call it an unknown
+// state.
+func TestLoginPasskeyRequest(t *testing.T) {
+	fake := newFakeWhatsApp(t)
+	tr := fake.transport()
+	out := &signalWriter{want: "Scan this QR code", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- Login(t.Context(), LoginOptions{
+			SessionDB: filepath.Join(t.TempDir(), "whatsapp.db"),
+			Out:       out,
+			dial:      tr.DialContext,
+			tlsConfig: tr.TLSClientConfig,
+		})
+	}()
+
+	s := fake.session(t)
+	if err := s.writeNode(waBinary.Node{
+		Tag:   "iq",
+		Attrs: waBinary.Attrs{"id": "pair-1", "type": "set", "from": types.ServerJID},
+		Content: []waBinary.Node{{Tag: "pair-device", Content: []waBinary.Node{
+			{Tag: "ref", Content: []byte("2@fake-ref")},
+		}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, out.seen, "the QR code")
+	if err := s.writeNode(waBinary.Node{
+		Tag:   "notification",
+		Attrs: waBinary.Attrs{"id": "passkey-1", "type": "passkey_prologue_request", "from": types.ServerJID},
+		Content: []waBinary.Node{{Tag: "passkey_request_options", Content: []byte(
+			`{"challenge":"Y2hhbGxlbmdl","timeout":60000,"rpId":"whatsapp.com","allowCredentials":[],"userVerification":"preferred"}`)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := recv(t, done, "Login to return")
+	if err == nil || !strings.Contains(err.Error(), "passkey") || !strings.Contains(err.Error(), "--phone") {
+		t.Errorf("Login after a passkey request: %v\noutput:\n%s", err, out)
 	}
 }
