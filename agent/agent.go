@@ -45,6 +45,12 @@ type Options struct {
 	MaxMessages   int
 	MaxIterations int
 	RunTimeout    time.Duration
+	// ContextMessages, ContextAge and ContextTokens are agent.context:
+	// the handled messages shown again (negative: none), and the budget
+	// past which older ones are summarised.
+	ContextMessages int
+	ContextAge      time.Duration
+	ContextTokens   int
 	// Media answers botd's own tools (fetch_media, list_media,
 	// send_message, send_media) of a group in-process: the daemon passes
 	// the media service's Caller. Nil means no botd tools (unless Tools is
@@ -59,6 +65,8 @@ type Options struct {
 	Log           *slog.Logger
 	// Location renders message times; nil means time.Local.
 	Location *time.Location
+	// Now is the clock of context windows and notes; nil means time.Now.
+	Now func() time.Time
 
 	// Test hooks.
 
@@ -122,6 +130,21 @@ func New(opts Options) *Agent {
 	}
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = def.Agent.RunTimeout.D()
+	}
+	switch {
+	case opts.ContextMessages == 0:
+		opts.ContextMessages = def.Agent.Context.Messages
+	case opts.ContextMessages < 0: // none
+		opts.ContextMessages = 0
+	}
+	if opts.ContextAge <= 0 {
+		opts.ContextAge = def.Agent.Context.MaxAge.D()
+	}
+	if opts.ContextTokens <= 0 {
+		opts.ContextTokens = def.Agent.Context.MaxTokens
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.MaxTries <= 0 {
 		opts.MaxTries = DefaultMaxTries

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
@@ -156,7 +155,7 @@ func (a *Agent) recordOwn(ctx context.Context, it *store.OutboxItem, d channels.
 		id = d.MessageIDs[0]
 	}
 	_, err := a.opts.Store.PutMessage(ctx, store.Message{ChatID: it.ChatID, ID: id, SenderName: a.opts.AssistantName,
-		Text: text, Time: time.Now(), FromMe: true, ThreadID: it.ThreadID})
+		Text: text, Time: a.now(), FromMe: true, ThreadID: it.ThreadID})
 	if err != nil {
 		a.log.Warn("agent: sent answer not recorded", "group", it.Folder, "err", err)
 	}

@@ -103,6 +103,8 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	}
 	var user strings.Builder
 	renderConversation(&user, conv, a.opts.Location)
+	log.Debug("agent: context", "new_messages", len(conv.Msgs), "earlier_messages", len(conv.Earlier),
+		"summary", conv.Summary != "", "media_notes", len(conv.Notes), "estimated_tokens", estimateTokens(user.String())+estimateTokens(conv.Summary))
 
 	a.typing(ctx, trig.ChatID, true)
 	defer a.typing(context.WithoutCancel(ctx), trig.ChatID, false)
@@ -119,7 +121,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	}
 	req := &llm.Request{
 		Model:     a.opts.Model,
-		System:    buildSystem(a.opts.AssistantName, g, memory),
+		System:    buildSystem(a.opts.AssistantName, g, memory, conv.Summary),
 		Messages:  []llm.Message{llm.UserText(user.String())},
 		MaxTokens: a.opts.MaxTokens,
 	}
@@ -188,6 +190,9 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		rec.Outcome = "stopped"
 		return runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
+	if answered {
+		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
+	}
 	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
 
@@ -221,45 +226,6 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		return runResult{outcome: outcomeDeliveryFailed, err: err}
 	}
 	return runResult{outcome: outcomeDone}
-}
-
-// loadConversation reads the messages after cursor, newest MaxMessages,
-// and the messages they reply to.
-func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor int64) (conversation, int64, error) {
-	st := a.opts.Store
-	chats := g.ChatIDs()
-	msgs, err := st.MessagesAfter(ctx, chats, cursor, a.opts.MaxMessages+1)
-	if err != nil {
-		return conversation{}, 0, err
-	}
-	c := conversation{Msgs: msgs}
-	if len(msgs) > a.opts.MaxMessages {
-		c.Msgs, c.Omitted = msgs[len(msgs)-a.opts.MaxMessages:], true
-	}
-	if len(c.Msgs) == 0 {
-		return c, cursor, nil
-	}
-	in := make(map[string]store.Message, len(c.Msgs))
-	for _, m := range c.Msgs {
-		in[quoteKey(m.ChatID, m.ID)] = m
-	}
-	for _, m := range c.Msgs {
-		if m.ReplyTo == "" {
-			continue
-		}
-		k := quoteKey(m.ChatID, m.ReplyTo)
-		if c.Quotes == nil {
-			c.Quotes = map[string]store.Message{}
-		}
-		if q, ok := in[k]; ok {
-			c.Quotes[k] = q
-			continue
-		}
-		if q, err := st.Message(ctx, m.ChatID, m.ReplyTo); err == nil {
-			c.Quotes[k] = q
-		}
-	}
-	return c, c.Msgs[len(c.Msgs)-1].Seq, nil
 }
 
 // callTools runs the calls of one model turn in parallel and returns the

@@ -106,7 +106,20 @@ type Agent struct {
 	MaxMessages   int                  `yaml:"max_messages"`
 	MaxIterations int                  `yaml:"max_iterations"`
 	RunTimeout    Duration             `yaml:"run_timeout"`
+	Context       Context              `yaml:"context"`
 	MCPServers    map[string]MCPServer `yaml:"mcp_servers"`
+}
+
+// Context is the conversation a run sees besides the new messages: the
+// group's recent, already handled messages (its own answers included).
+type Context struct {
+	// Messages and MaxAge bound the handled messages shown again.
+	Messages int      `yaml:"messages"`
+	MaxAge   Duration `yaml:"max_age"`
+	// MaxTokens is the estimated size past which older history is
+	// summarised (once; the summary is reused). A model with a smaller
+	// context window gets a quarter of its window instead.
+	MaxTokens int `yaml:"max_tokens"`
 }
 
 type MCPServer struct {
@@ -181,6 +194,7 @@ func Defaults() *Config {
 			MaxMessages:   30,
 			MaxIterations: 12,
 			RunTimeout:    Duration(5 * time.Minute),
+			Context:       Context{Messages: 50, MaxAge: Duration(24 * time.Hour), MaxTokens: 16000},
 		},
 		MCP: MCP{HTTP: MCPHTTP{Listen: "127.0.0.1:8765"}},
 	}

@@ -112,6 +112,15 @@ func (c *Config) Validate() error {
 	if a.MaxConcurrent < 1 {
 		add("agent.max_concurrent", "must be at least 1")
 	}
+	if a.Context.Messages < 0 {
+		add("agent.context.messages", "must not be negative (0 shows no earlier messages)")
+	}
+	if a.Context.MaxAge <= 0 {
+		add("agent.context.max_age", "must be positive")
+	}
+	if a.Context.MaxTokens < 1000 {
+		add("agent.context.max_tokens", "must be at least 1000")
+	}
 	if a.MaxMessages < 1 {
 		add("agent.max_messages", "must be at least 1")
 	}

@@ -179,6 +179,24 @@ var migrations = []string{
 	// many bytes that took (the cache forgets; these stay with the ref).
 	`ALTER TABLE media_refs ADD COLUMN downloads INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE media_refs ADD COLUMN downloaded_bytes INTEGER NOT NULL DEFAULT 0;`,
+	// 5: conversation continuity: summaries of compacted history (made once,
+	// reused by every later run) and what the assistant learnt from each
+	// ref it fetched (text only; bytes are never kept in history).
+	`CREATE TABLE agent_summaries (
+		folder TEXT NOT NULL,
+		up_to_seq INTEGER NOT NULL,
+		text TEXT NOT NULL,
+		created INTEGER NOT NULL,
+		PRIMARY KEY (folder, up_to_seq)
+	);
+	CREATE TABLE agent_media_notes (
+		folder TEXT NOT NULL,
+		ref_id TEXT NOT NULL,
+		note TEXT NOT NULL,
+		run_id TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		PRIMARY KEY (folder, ref_id)
+	);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -60,6 +60,8 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		LLM: chain, Model: d.cfg.LLM.Model.Name, MaxTokens: d.cfg.LLM.Model.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
+		ContextMessages: contextMessages(d.cfg.Agent.Context.Messages), ContextAge: d.cfg.Agent.Context.MaxAge.D(),
+		ContextTokens:  d.cfg.Agent.Context.MaxTokens,
 		Media:          func(group string) mcp.Caller { return d.media.Caller(group) },
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
@@ -81,4 +83,13 @@ func (d *daemon) waitAgent() {
 	if d.agent != nil {
 		d.agent.Wait()
 	}
+}
+
+// contextMessages maps agent.context.messages to the agent's option, where
+// zero means the default and a negative number none.
+func contextMessages(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

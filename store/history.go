@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// History returns up to limit messages of the chats with after < seq <=
+// upTo sent at or after since: the newest when there are more, in order.
+// It is the part of a conversation a run has already handled.
+func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, since time.Time, limit int) ([]Message, error) {
+	if len(chats) == 0 || limit <= 0 || upTo <= after {
+		return nil, nil
+	}
+	args := make([]any, 0, len(chats)+4)
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	args = append(args, after, upTo, since.UnixMilli(), limit)
+	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages
+		WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`) AND seq > ? AND seq <= ? AND ts >= ?
+		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("history %d..%d: %w", after, upTo, err)
+	}
+	defer rows.Close()
+	out := make([]Message, 0, limit)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("history %d..%d: %w", after, upTo, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Summary is a compaction of a group's conversation up to a message.
+type Summary struct {
+	Folder  string
+	UpToSeq int64
+	Text    string
+	Created time.Time
+}
+
+// LatestSummary returns the group's newest summary, if any.
+func (s *Store) LatestSummary(ctx context.Context, folder string) (Summary, bool, error) {
+	sm := Summary{Folder: folder}
+	var created int64
+	err := s.DB.QueryRowContext(ctx, `SELECT up_to_seq, text, created FROM agent_summaries WHERE folder = ? ORDER BY up_to_seq DESC LIMIT 1`, folder).
+		Scan(&sm.UpToSeq, &sm.Text, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Summary{}, false, nil
+	}
+	if err != nil {
+		return Summary{}, false, fmt.Errorf("latest summary of %s: %w", folder, err)
+	}
+	sm.Created = time.UnixMilli(created)
+	return sm, true, nil
+}
+
+// SaveSummary stores a summary; one per (group, last message summarised).
+func (s *Store) SaveSummary(ctx context.Context, sm Summary) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO agent_summaries(folder, up_to_seq, text, created) VALUES (?, ?, ?, ?)
+		ON CONFLICT(folder, up_to_seq) DO UPDATE SET text = excluded.text, created = excluded.created`,
+		sm.Folder, sm.UpToSeq, sm.Text, sm.Created.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("save summary of %s: %w", sm.Folder, err)
+	}
+	return nil
+}
+
+// MediaNote is what the assistant learnt from fetching one ref: the tool's
+// text (metadata, a transcript, a document's text) or, for what it saw,
+// its own answer. Never bytes.
+type MediaNote struct {
+	Ref     string
+	Note    string
+	RunID   string
+	Created time.Time
+}
+
+// PutMediaNote records (or replaces) the group's note on a ref.
+func (s *Store) PutMediaNote(ctx context.Context, folder string, n MediaNote) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO agent_media_notes(folder, ref_id, note, run_id, created) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(folder, ref_id) DO UPDATE SET note = excluded.note, run_id = excluded.run_id, created = excluded.created`,
+		folder, n.Ref, n.Note, n.RunID, n.Created.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("save media note %s: %w", n.Ref, err)
+	}
+	return nil
+}
+
+// MediaNotes returns the group's notes on the given refs, by ref.
+func (s *Store) MediaNotes(ctx context.Context, folder string, refs []string) (map[string]MediaNote, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(refs)+1)
+	args = append(args, folder)
+	for _, r := range refs {
+		args = append(args, r)
+	}
+	rows, err := s.DB.QueryContext(ctx, `SELECT ref_id, note, run_id, created FROM agent_media_notes
+		WHERE folder = ? AND ref_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(refs)), ",")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("media notes: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]MediaNote, len(refs))
+	for rows.Next() {
+		var n MediaNote
+		var created int64
+		if err := rows.Scan(&n.Ref, &n.Note, &n.RunID, &created); err != nil {
+			return nil, fmt.Errorf("media notes: %w", err)
+		}
+		n.Created = time.UnixMilli(created)
+		out[n.Ref] = n
+	}
+	return out, rows.Err()
+}
