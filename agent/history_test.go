@@ -18,7 +18,9 @@ import (
 // 2025-03-01 from 14:01 on, a minute apart.
 var afternoon = time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC)
 
-func at(t time.Time) func(*Options) { return func(o *Options) { o.Now = func() time.Time { return t } } }
+func at(t time.Time) func(*Options) {
+	return func(o *Options) { o.Now = func() time.Time { return t } }
+}
 
 // A follow-up question sees the photo discussed in the previous run (its
 // placeholder, the question, the answer, all marked answered) and what
