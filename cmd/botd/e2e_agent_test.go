@@ -47,8 +47,10 @@ func (m *fakeModel) Requests() []string {
 }
 
 // askedRef finds the photo a question is about: captioned "look at this",
-// or captioned with the trigger and the question itself.
-var askedRef = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)\] (?:@Andy )?look at this`)
+// or captioned with the trigger and the question itself. Telegram renders
+// a caption after the placeholder on the same line; Slack puts a file
+// share's text on the next line (a JSON-escaped newline in the body).
+var askedRef = regexp.MustCompile(`ref:((?:tg|sl)_[0-9A-Za-z]+)\](?: |\\n)(?:@Andy )?look at this`)
 
 // A question the fake model answers with markerAnswer: a test asks it last
 // and waits for the answer to know every earlier piece of work is done.
