@@ -50,7 +50,7 @@ func (m *fakeModel) Requests() []string {
 // or captioned with the trigger and the question itself. Telegram renders
 // a caption after the placeholder on the same line; Slack puts a file
 // share's text on the next line (a JSON-escaped newline in the body).
-var askedRef = regexp.MustCompile(`ref:((?:tg|sl)_[0-9A-Za-z]+)\](?: |\\n)(?:@Andy )?look at this`)
+var askedRef = regexp.MustCompile(`ref:((?:tg|sl)_[0-9A-Za-z]+)\](?: |\n|\\n)(?:@Andy )?look at this`)
 
 // A question the fake model answers with markerAnswer: a test asks it last
 // and waits for the answer to know every earlier piece of work is done.
@@ -71,7 +71,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !hasToolResult {
-		ref := askedRef.FindStringSubmatch(string(body))
+		ref := askedRef.FindStringSubmatch(newText(body))
 		if ref == nil {
 			m.text(w, m.answer)
 			return

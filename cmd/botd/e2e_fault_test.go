@@ -34,7 +34,7 @@ import (
 // faultModel is an OpenAI-wire model whose answers say exactly which
 // triggers they cover, so a lost or doubled answer shows: it answers
 // "ANS q007 q012 ..." naming every trigger token (Qnnn) in the
-// conversation. A trigger that asks about its own photo ("Qnnn photo?")
+// conversation not marked answered. A trigger that asks about its own photo ("Qnnn photo?")
 // first gets fetch_media calls for those photos, and the answer then
 // counts the images that came back ("img=N").
 type faultModel struct {
@@ -66,9 +66,10 @@ func (m *faultModel) serve(w http.ResponseWriter, r *http.Request) {
 	// A little latency widens the windows a kill can land in.
 	time.Sleep(30 * time.Millisecond)
 	w.Header().Set("Content-Type", "text/event-stream")
+	asked := newText(raw)
 	if !strings.Contains(body, `"tool_call_id"`) {
 		var refs []string
-		for _, pm := range faultPhotoQ.FindAllStringSubmatch(body, -1) {
+		for _, pm := range faultPhotoQ.FindAllStringSubmatch(asked, -1) {
 			if !slices.Contains(refs, pm[1]) {
 				refs = append(refs, pm[1])
 			}
@@ -82,7 +83,7 @@ func (m *faultModel) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var toks []string
-	for _, q := range faultTrigger.FindAllString(body, -1) {
+	for _, q := range faultTrigger.FindAllString(asked, -1) {
 		if q = strings.ToLower(q); !slices.Contains(toks, q) {
 			toks = append(toks, q)
 		}

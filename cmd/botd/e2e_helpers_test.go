@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -216,3 +218,45 @@ func noisyJPEG(t *testing.T, w, h int) []byte {
 }
 
 var _ = io.EOF
+
+// answeredMsg is a message the agent marks as handled in an earlier run:
+// a fake model, like a real one, must not answer it again.
+var answeredMsg = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
+
+// newText is what a chat model request (OpenAI or Anthropic wire) asks
+// about: the text of its user turns with the messages already answered,
+// and the notes on media fetched before, taken out.
+func newText(body []byte) string {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return string(body)
+	}
+	var b strings.Builder
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			b.WriteString(s)
+			continue
+		}
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(m.Content, &parts) == nil {
+			for _, p := range parts {
+				if p.Type == "text" {
+					b.WriteString(p.Text)
+				}
+			}
+		}
+	}
+	return answeredMsg.ReplaceAllString(b.String(), "")
+}
