@@ -204,3 +204,64 @@ func TestMediaNotesAreEscaped(t *testing.T) {
 		t.Errorf("a summary broke out of its element:\n%s", sys)
 	}
 }
+
+// BenchmarkContext10k builds a run's context in a group with 10k stored
+// messages over the last day: the window of handled messages (50), ten
+// new ones, their quotes and the notes on the refs they mention, then the
+// prompt XML. Under the token budget, as most runs are.
+func BenchmarkContext10k(b *testing.B) {
+	now := time.Date(2025, 3, 2, 12, 0, 0, 0, time.UTC)
+	h := newHarness(b, newFakeLLM(nil), func(o *Options) {
+		o.Now = func() time.Time { return now }
+		o.ContextTokens = 1 << 20
+	})
+	ctx := context.Background()
+	if err := h.st.UpsertChat(ctx, store.Chat{ID: famChat}); err != nil {
+		b.Fatal(err)
+	}
+	const n = 10_000
+	tx, err := h.st.DB.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cursor int64
+	for i := range n {
+		text := fmt.Sprintf("message %d: some ordinary chat text, with a comma & an ampersand", i)
+		if i%7 == 3 {
+			text = fmt.Sprintf("[Image: holiday.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa%04d] look", i%1000)
+		}
+		if _, err := tx.Exec(`INSERT INTO messages(chat_id, id, sender_name, text, ts, reply_to) VALUES (?, ?, 'Ann', ?, ?, ?)`,
+			famChat, fmt.Sprint(i), text, now.Add(-time.Duration(n-i)*time.Second*8).UnixMilli(), fmt.Sprint(i/2)); err != nil {
+			b.Fatal(err)
+		}
+		if i == n-11 {
+			if err := tx.QueryRow(`SELECT MAX(seq) FROM messages`).Scan(&cursor); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := h.st.PutMediaNote(ctx, "family", store.MediaNote{Ref: fmt.Sprintf("tg_k3J9x2Qa%04d", i), Note: "A beach at sunset.", Created: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g, _ := h.a.group("family")
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		conv, _, err := h.a.loadConversation(ctx, &g, cursor)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(conv.Earlier) != 50 || len(conv.Msgs) != 10 || len(conv.Notes) == 0 {
+			b.Fatalf("context: %d handled, %d new, %d notes", len(conv.Earlier), len(conv.Msgs), len(conv.Notes))
+		}
+		var sb strings.Builder
+		renderConversation(&sb, conv, time.UTC)
+		size = sb.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/prompt")
+}

@@ -21,6 +21,7 @@ var labels = map[string]string{
 	"BenchmarkFetchMediaEndToEnd/cached-1MB":                        "fetch_media end to end, cached 1 MB image",
 	"BenchmarkFetchMediaEndToEnd/in-process-cached-10KB":            "fetch_media in-process (the built-in agent's path), cached 10 KB image",
 	"BenchmarkFetch200MBRSS":                                        "200 MB download into the cache: RSS growth",
+	"BenchmarkContext10k":                                           "a run's context in a group with 10k stored messages (window, quotes, notes, XML)",
 	"BenchmarkSweep100k/under-budget":                               "disk-budget sweep of 100k cached files, under budget",
 	"BenchmarkSweep100k/evict-1000":                                 "disk-budget sweep of 100k cached files, evicting 1000",
 	"BenchmarkRegistry/register/100000":                             "registry: register one ref (100k in db)",
