@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -157,7 +158,7 @@ func renderMessage(b *strings.Builder, c conversation, m *store.Message, loc *ti
 			b.WriteString(`<quoted sender="`)
 			escape(b, senderName(&q), true)
 			b.WriteString(`">`)
-			escape(b, truncate(q.Text, quoteMaxRunes), false)
+			escape(b, quoteText(q.Text), false)
 			b.WriteString(`</quoted>`)
 		}
 	}
@@ -173,6 +174,34 @@ func senderName(m *store.Message) string {
 		return m.SenderID
 	}
 	return "unknown"
+}
+
+// quoteText shortens a quoted message to quoteMaxRunes, but never cuts a
+// placeholder: every ref of the quoted message stays whole and fetchable
+// (a Slack thread root can carry ten files).
+func quoteText(s string) string {
+	if utf8.RuneCountInString(s) <= quoteMaxRunes {
+		return s
+	}
+	ps := mediaregistry.Parse(s)
+	cut := len(truncate(s, quoteMaxRunes)) - len("…")
+	for _, p := range ps {
+		if p.Start < cut && p.End > cut {
+			cut = p.End // finish the placeholder the cut fell in
+		}
+	}
+	var b strings.Builder
+	b.WriteString(s[:cut])
+	if cut < len(s) {
+		b.WriteString("…")
+	}
+	for _, p := range ps {
+		if p.Start >= cut {
+			b.WriteByte('\n')
+			b.WriteString(s[p.Start:p.End])
+		}
+	}
+	return b.String()
 }
 
 func truncate(s string, n int) string {

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -148,5 +150,34 @@ func BenchmarkLoadAndRender30(b *testing.B) {
 		}
 		var sb strings.Builder
 		renderConversation(&sb, conv, time.UTC)
+	}
+}
+
+// A long quote is shortened, but every placeholder in it stays whole.
+func TestQuoteKeepsPlaceholdersWhole(t *testing.T) {
+	var parts []string
+	for i := range 10 {
+		parts = append(parts, fmt.Sprintf("[Image: photo%d.jpg, 1.2MB, image/jpeg, ref:sl_File%06dXYZ]", i, i))
+	}
+	long := strings.Repeat("words ", 80)
+	for _, text := range []string{
+		strings.Join(parts, "\n") + "\nour trip",
+		long + strings.Join(parts, " "),
+	} {
+		q := quoteText(text)
+		for i := range 10 {
+			if !strings.Contains(q, fmt.Sprintf("ref:sl_File%06dXYZ]", i)) {
+				t.Errorf("quote lost or cut placeholder %d:\n%s", i, q)
+			}
+		}
+		if len(mediaregistry.Parse(q)) != 10 {
+			t.Errorf("quote has %d whole placeholders, want 10:\n%s", len(mediaregistry.Parse(q)), q)
+		}
+		if strings.HasPrefix(text, "words") && utf8.RuneCountInString(q) >= utf8.RuneCountInString(text) {
+			t.Errorf("quote not shortened")
+		}
+	}
+	if q := quoteText("short"); q != "short" {
+		t.Errorf("short quote changed: %q", q)
 	}
 }
