@@ -63,12 +63,23 @@ func (s *Store) LatestSummary(ctx context.Context, folder string) (Summary, bool
 	return sm, true, nil
 }
 
-// SaveSummary stores a summary; one per (group, last message summarised).
+// SaveSummary stores a summary and drops the group's older ones: each
+// summary folds in the one before it, so only the newest is ever read.
 func (s *Store) SaveSummary(ctx context.Context, sm Summary) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO agent_summaries(folder, up_to_seq, text, created) VALUES (?, ?, ?, ?)
-		ON CONFLICT(folder, up_to_seq) DO UPDATE SET text = excluded.text, created = excluded.created`,
-		sm.Folder, sm.UpToSeq, sm.Text, sm.Created.UnixMilli())
+	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("save summary of %s: %w", sm.Folder, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_summaries(folder, up_to_seq, text, created) VALUES (?, ?, ?, ?)
+		ON CONFLICT(folder, up_to_seq) DO UPDATE SET text = excluded.text, created = excluded.created`,
+		sm.Folder, sm.UpToSeq, sm.Text, sm.Created.UnixMilli()); err != nil {
+		return fmt.Errorf("save summary of %s: %w", sm.Folder, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM agent_summaries WHERE folder = ? AND up_to_seq < ?`, sm.Folder, sm.UpToSeq); err != nil {
+		return fmt.Errorf("save summary of %s: %w", sm.Folder, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("save summary of %s: %w", sm.Folder, err)
 	}
 	return nil
