@@ -349,7 +349,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	var err error
 	switch dl := ch.(type) {
 	case FileDownloader:
-		e, err = s.o.Cache.StoreFile(ctx, ref.ID, ref.MIME, max, func(dst mediaregistry.File) error {
+		e, err = s.o.Cache.StoreFile(ctx, ref.ID, mediaregistry.Declared(ref.MIME, ref.FileName), max, func(dst mediaregistry.File) error {
 			return dl.DownloadTo(ctx, ref, meteredFile{File: dst, m: m})
 		})
 	case Downloader:
@@ -358,7 +358,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 		if err == nil {
 			// A body that ignores ctx still unblocks when closed.
 			unhook := context.AfterFunc(ctx, func() { body.Close() })
-			e, err = s.o.Cache.Store(ctx, ref.ID, ref.MIME, meteredReader{r: body, m: m}, max)
+			e, err = s.o.Cache.Store(ctx, ref.ID, mediaregistry.Declared(ref.MIME, ref.FileName), meteredReader{r: body, m: m}, max)
 			unhook()
 			body.Close()
 		}

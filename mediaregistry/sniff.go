@@ -39,9 +39,79 @@ func Sniff(head []byte) string {
 		return "video/webm"
 	case bytes.HasPrefix(head, []byte("ID3")) || (len(head) > 1 && head[0] == 0xFF && head[1]&0xE0 == 0xE0 && head[1]&0x06 != 0):
 		return "audio/mpeg"
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return sniffZip(head)
 	}
 	m, _, _ := strings.Cut(http.DetectContentType(head), ";")
 	return m
+}
+
+// zipTypes are the formats that are zip files underneath, by the type
+// they are known as and their extension.
+var zipTypes = map[string]string{
+	"application/vnd.openxmlformats-officedocument.wordprocessingml.document":   ".docx",
+	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":         ".xlsx",
+	"application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+	"application/vnd.oasis.opendocument.text":                                   ".odt",
+	"application/vnd.oasis.opendocument.spreadsheet":                            ".ods",
+	"application/vnd.oasis.opendocument.presentation":                           ".odp",
+	"application/epub+zip":                                                      ".epub",
+}
+
+// extTypes name the types of extensions Go's mime table may lack (it
+// depends on the machine's /etc/mime.types), so a .docx is a document on
+// every machine.
+var extTypes = func() map[string]string {
+	m := map[string]string{".csv": "text/csv", ".md": "text/markdown"}
+	for t, ext := range zipTypes {
+		m[ext] = t
+	}
+	return m
+}()
+
+// TypeByExtension is the type a file name's extension suggests, or "".
+func TypeByExtension(name string) string {
+	ext := strings.ToLower(filepath.Ext(name))
+	if t, ok := extTypes[ext]; ok {
+		return t
+	}
+	t, _, _ := strings.Cut(mime.TypeByExtension(ext), ";")
+	return t
+}
+
+// Declared is the type a sender claims for a file: its MIME type, or,
+// when that says nothing specific, what the file name's extension says.
+func Declared(mimeType, name string) string {
+	m := CleanMIME(mimeType)
+	if m == "" || m == "application/octet-stream" || m == "application/zip" || m == "binary/octet-stream" {
+		if t := TypeByExtension(name); t != "" {
+			return t
+		}
+	}
+	return m
+}
+
+// sniffZip tells a zip-based document from a plain zip where its first
+// bytes can: OpenDocument and EPUB start with an uncompressed "mimetype"
+// entry naming their type; an OOXML file cannot be told from its head, so
+// it stays application/zip for DecideMIME to reconcile with the declared
+// type.
+func sniffZip(head []byte) string {
+	const nameAt = 30
+	if len(head) > nameAt+8 && string(head[nameAt:nameAt+8]) == "mimetype" && head[8] == 0 && head[9] == 0 {
+		nameLen := int(head[26]) | int(head[27])<<8
+		extraLen := int(head[28]) | int(head[29])<<8
+		if start := nameAt + nameLen + extraLen; nameLen == 8 && start < len(head) {
+			// Stored, so the type follows as is; its size may be in a data
+			// descriptor after it rather than in the header.
+			for t := range zipTypes {
+				if rest := head[start:]; bytes.HasPrefix(rest, []byte(t)) && (len(rest) == len(t) || rest[len(t)] == 'P') {
+					return t
+				}
+			}
+		}
+	}
+	return "application/zip"
 }
 
 // DecideMIME picks the type to trust: what the bytes say, unless the bytes
@@ -66,6 +136,9 @@ func DecideMIME(declared, sniffed string) string {
 		}
 		return sniffed
 	case sniffed == "application/ogg" && strings.HasPrefix(declared, "audio/"):
+		return declared
+	case sniffed == "application/zip" && zipTypes[declared] != "":
+		// A generic container never overrides the specific format in it.
 		return declared
 	case sniffed == "video/mp4" && (declared == "audio/mp4" || declared == "audio/x-m4a" || declared == "video/quicktime"):
 		return declared
@@ -114,6 +187,11 @@ func Ext(mime string) string {
 		return ".json"
 	case "application/zip":
 		return ".zip"
+	case "text/markdown":
+		return ".md"
+	}
+	if ext, ok := zipTypes[mime]; ok {
+		return ext
 	}
 	return ".bin"
 }
@@ -129,5 +207,5 @@ func FileMIME(f *os.File) (string, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("sniff %s: %w", filepath.Base(f.Name()), err)
 	}
-	return DecideMIME(mime.TypeByExtension(filepath.Ext(f.Name())), Sniff(head[:n])), nil
+	return DecideMIME(TypeByExtension(f.Name()), Sniff(head[:n])), nil
 }
