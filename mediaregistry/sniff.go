@@ -55,7 +55,7 @@ var zipTypes = map[string]string{
 	"application/vnd.oasis.opendocument.text":                                   ".odt",
 	"application/vnd.oasis.opendocument.spreadsheet":                            ".ods",
 	"application/vnd.oasis.opendocument.presentation":                           ".odp",
-	"application/epub+zip":                                                      ".epub",
+	"application/epub+zip": ".epub",
 }
 
 // extTypes name the types of extensions Go's mime table may lack (it
