@@ -56,6 +56,9 @@ type Options struct {
 	// the media service's Caller. Nil means no botd tools (unless Tools is
 	// set).
 	Media func(group string) mcp.Caller
+	// Describe describes an image for a model that cannot see one
+	// (media.describe); nil means such a model gets a note instead.
+	Describe Describe
 	// InlineMaxBytes is media.inline_max_bytes for botd's own tools.
 	InlineMaxBytes int64
 	// ExtraMCP are further stdio MCP servers; their allow-listed tools are

@@ -247,7 +247,7 @@ func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSe
 				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %v", c.Name, err)))
 				return
 			}
-			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ws, res, caps)...)
+			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ctx, ws, res, caps, a.opts.Describe)...)
 		}()
 	}
 	wg.Wait()

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -28,7 +29,7 @@ const inlineDir = "media/inline"
 // resultParts turns an MCP tool result into the content of a tool_result
 // part. Images become file-backed image parts the model sees (when it can
 // see); everything else stays text, with saved paths spelled out.
-func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabilities) []llm.Part {
+func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabilities, describe Describe) []llm.Part {
 	var parts []llm.Part
 	for _, c := range res.Content {
 		switch c := c.(type) {
@@ -37,9 +38,9 @@ func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabi
 		case *mcpgo.TextContent:
 			parts = append(parts, llm.Text(c.Text))
 		case mcpgo.ImageContent:
-			parts = append(parts, imagePart(ws, c, caps))
+			parts = append(parts, imagePart(ctx, ws, c, caps, describe))
 		case *mcpgo.ImageContent:
-			parts = append(parts, imagePart(ws, *c, caps))
+			parts = append(parts, imagePart(ctx, ws, *c, caps, describe))
 		case mcpgo.AudioContent:
 			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
 		case *mcpgo.AudioContent:
@@ -62,7 +63,7 @@ func resultParts(ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabi
 	return parts
 }
 
-func imagePart(ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities) llm.Part {
+func imagePart(ctx context.Context, ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities, describe Describe) llm.Part {
 	mime := mediaregistry.CleanMIME(c.MIMEType)
 	rel, abs, ok := savedImage(ws, c)
 	var err error
@@ -73,7 +74,15 @@ func imagePart(ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities)
 		return llm.Text(fmt.Sprintf("(an image came back but could not be kept: %v)", err))
 	}
 	if !caps.Vision {
-		return llm.Text(fmt.Sprintf("(an image was saved as %s; this model cannot look at images)", rel))
+		if describe == nil {
+			return llm.Text(fmt.Sprintf("(an image was saved as %s; this model cannot look at images, and no model to describe them is "+
+				"configured (media.describe), so tell the person you cannot see it)", rel))
+		}
+		text, err := describe(ctx, abs, mime)
+		if err != nil {
+			return llm.Text(fmt.Sprintf("(an image was saved as %s; this model cannot look at images and describing it failed: %v)", rel, err))
+		}
+		return llm.Text(fmt.Sprintf("(an image, saved as %s; this model cannot look at images, so another model described it:)\n%s", rel, text))
 	}
 	return llm.ImageFile(mime, abs)
 }

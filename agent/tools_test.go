@@ -152,7 +152,7 @@ func TestResultParts(t *testing.T) {
 		mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello"}),
 		mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: "file:///a.pdf", MIMEType: "application/pdf", Blob: base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))}),
 	}}
-	parts := resultParts(ws, res, llm.Capabilities{Vision: true, Documents: true})
+	parts := resultParts(context.Background(), ws, res, llm.Capabilities{Vision: true, Documents: true}, nil)
 	if len(parts) != 4 || parts[0].Text != "Image ref:tg_x: cat.png" {
 		t.Fatalf("parts = %+v", parts)
 	}
@@ -170,7 +170,7 @@ func TestResultParts(t *testing.T) {
 		t.Errorf("pdf = %+v", parts[3])
 	}
 	// The same image again reuses the file; a blind model gets text.
-	again := resultParts(ws, res, llm.Capabilities{})
+	again := resultParts(context.Background(), ws, res, llm.Capabilities{}, nil)
 	if again[1].Kind != llm.PartText || !strings.Contains(again[1].Text, "cannot look at images") {
 		t.Errorf("blind image part = %+v", again[1])
 	}
@@ -181,7 +181,7 @@ func TestResultParts(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("inline dir has %d files, want 2 (image and pdf, deduplicated)", len(entries))
 	}
-	bad := resultParts(ws, &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewImageContent("!!!", "image/png")}}, llm.Capabilities{Vision: true})
+	bad := resultParts(context.Background(), ws, &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewImageContent("!!!", "image/png")}}, llm.Capabilities{Vision: true}, nil)
 	if bad[0].Kind != llm.PartText {
 		t.Errorf("broken base64 = %+v", bad[0])
 	}

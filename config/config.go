@@ -72,6 +72,9 @@ type Media struct {
 	DownloadTimeout     Duration `yaml:"download_timeout"`
 	DownloadIdleTimeout Duration `yaml:"download_idle_timeout"`
 	DownloadsPerGroup   int      `yaml:"downloads_per_group"`
+	// Describe is a vision model that describes images for a model that
+	// cannot see them; unset, such a model gets a note instead.
+	Describe MediaModel `yaml:"describe"`
 }
 
 // Channels holds each channel's own section; the channel packages define
@@ -99,6 +102,23 @@ type Model struct {
 	Name        string `yaml:"name"`
 	MaxTokens   int    `yaml:"max_tokens"`
 	MaxAttempts int    `yaml:"max_attempts"`
+	// Capabilities overrides what the known-model table says the model
+	// can take; unset fields keep the table's answer.
+	Capabilities ModelCapabilities `yaml:"capabilities"`
+}
+
+// ModelCapabilities are per-model overrides; nil means "as known".
+type ModelCapabilities struct {
+	Vision    *bool `yaml:"vision"`
+	Audio     *bool `yaml:"audio"`
+	Video     *bool `yaml:"video"`
+	Documents *bool `yaml:"documents"`
+}
+
+// MediaModel names a model of llm.providers for a media job.
+type MediaModel struct {
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
 }
 
 type Agent struct {

@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 	} else if m.InlineMaxBytes > m.MaxDownloadBytes {
 		add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
 	}
+	c.checkMediaModel(&ps, "media.describe", m.Describe)
 	if m.MaxDiskBytes <= 0 {
 		add("media.max_disk_bytes", "must be positive")
 	} else if m.MaxDownloadBytes > 0 && m.MaxDiskBytes < 2*m.MaxDownloadBytes {
@@ -287,4 +288,20 @@ func keylessOK(p Provider) bool {
 	}
 	u, err := url.Parse(p.BaseURL)
 	return err == nil && u.Hostname() != "api.openai.com" && u.Hostname() != "api.deepseek.com"
+}
+
+// checkMediaModel checks a {provider, model} media job: both or neither,
+// and the provider must exist.
+func (c *Config) checkMediaModel(ps *Problems, path string, m MediaModel) {
+	switch {
+	case m.Provider == "" && m.Model == "":
+	case m.Provider == "":
+		*ps = append(*ps, Problem{Path: path + ".provider", Msg: "must name a provider of llm.providers"})
+	case m.Model == "":
+		*ps = append(*ps, Problem{Path: path + ".model", Msg: "must not be empty"})
+	default:
+		if _, ok := c.LLM.Providers[m.Provider]; !ok {
+			*ps = append(*ps, Problem{Path: path + ".provider", Msg: fmt.Sprintf("unknown provider %q (not under llm.providers)", m.Provider)})
+		}
+	}
 }

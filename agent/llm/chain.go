@@ -45,9 +45,19 @@ type Entry struct {
 	// entry before moving on; values below 1 mean 1.
 	MaxAttempts int
 	Backoff     Backoff
+	// Caps is what this entry's model can take; nil means the provider's
+	// own Capabilities.
+	Caps *Capabilities
 }
 
 func (e Entry) attempts() int { return max(e.MaxAttempts, 1) }
+
+func (e Entry) caps() Capabilities {
+	if e.Caps != nil {
+		return *e.Caps
+	}
+	return e.Provider.Capabilities()
+}
 
 // Outcome is how one attempt ended.
 type Outcome string
@@ -55,8 +65,8 @@ type Outcome string
 const (
 	OutcomeSucceeded Outcome = "succeeded"
 	OutcomeFailed    Outcome = "failed"
-	// OutcomeSkipped means the entry was cooling down after a rate limit and
-	// was not tried.
+	// OutcomeSkipped means the entry was not tried: cooling down after a
+	// rate limit, or its model cannot take the request (Reason says which).
 	OutcomeSkipped Outcome = "skipped"
 )
 
@@ -67,6 +77,7 @@ type Attempt struct {
 	Provider string
 	Model    string
 	Outcome  Outcome
+	Reason   string // why an entry was skipped
 	Err      *Error // set when failed
 	// Usage is what the attempt consumed, priced against its own model, so a
 	// failover is billed correctly. Zero (cost unknown) for failures.
@@ -170,20 +181,11 @@ func (c *Chain) Name() string {
 	return "chain(" + strings.Join(names, ",") + ")"
 }
 
-// Capabilities are those every entry has: a request that relies on one
-// must survive a failover.
-func (c *Chain) Capabilities() Capabilities {
-	caps := c.entries[0].Provider.Capabilities()
-	for _, e := range c.entries[1:] {
-		o := e.Provider.Capabilities()
-		caps.Tools = caps.Tools && o.Tools
-		caps.Streaming = caps.Streaming && o.Streaming
-		caps.Vision = caps.Vision && o.Vision
-		caps.Reasoning = caps.Reasoning && o.Reasoning
-		caps.Documents = caps.Documents && o.Documents
-	}
-	return caps
-}
+// Capabilities are the first entry's: requests are built for the model
+// the operator chose first. A later entry whose model cannot take a
+// request (an image for a text-only fallback) is skipped for it, not
+// failed, so text requests still fail over to it.
+func (c *Chain) Capabilities() Capabilities { return c.entries[0].caps() }
 
 // Generate runs the chain for a complete reply.
 func (c *Chain) Generate(ctx context.Context, req *Request) (*Result, error) {
@@ -229,10 +231,12 @@ type run struct {
 	skipped   int
 	anyway    bool // every entry was cooling: try them regardless
 	last      *Error
+	need      Capabilities
+	unfit     []string // entries skipped because their model cannot take the request
 }
 
 func (c *Chain) newRun(req *Request) *run {
-	return &run{c: c, req: req, primary: c.entries[0].Provider.Name()}
+	return &run{c: c, req: req, primary: c.entries[0].Provider.Name(), need: needs(req)}
 }
 
 func (r *run) cooling(i int) bool {
@@ -256,18 +260,29 @@ func (r *run) next(ctx context.Context) (int, *Request, error) {
 			if r.attempted == 0 && r.skipped > 0 && !r.anyway {
 				// Refusing to try anything is worse than trying a
 				// rate-limited provider early.
-				r.anyway, r.i, r.try, r.skipped = true, 0, 0, 0
+				r.anyway, r.i, r.try, r.skipped, r.unfit = true, 0, 0, 0, nil
 				continue
 			}
 			if r.last != nil {
 				return 0, nil, r.last
 			}
+			if r.attempted == 0 && len(r.unfit) > 0 {
+				return 0, nil, NewError(r.c.Name(), KindBadRequest, "no configured model can take this request: "+strings.Join(r.unfit, "; "))
+			}
 			return 0, nil, NewError(r.c.Name(), KindUnknown, "no provider could be tried")
 		}
 		e := entries[r.i]
+		if r.try == 0 {
+			if why := e.caps().lacks(r.need); why != "" {
+				r.unfit = append(r.unfit, r.model(r.i)+" "+why)
+				r.c.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: why})
+				r.i++
+				continue
+			}
+		}
 		if r.try == 0 && !r.anyway && r.cooling(r.i) {
 			r.skipped++
-			r.c.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped})
+			r.c.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: "cooling down after a rate limit"})
 			r.i++
 			continue
 		}

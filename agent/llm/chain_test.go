@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -394,20 +395,107 @@ func TestChainStripsReasoningAcrossProviders(t *testing.T) {
 	}
 }
 
-func TestChainCapabilitiesAreShared(t *testing.T) {
+func TestChainCapabilitiesAreTheFirstModels(t *testing.T) {
 	a, b := newFake("a"), newFake("b")
 	b.caps.Vision = false
 	c, err := llm.NewChain([]llm.Entry{{Provider: a}, {Provider: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if caps := c.Capabilities(); caps.Vision || !caps.Tools {
-		t.Errorf("caps = %+v", caps)
+	if caps := c.Capabilities(); !caps.Vision || !caps.Tools {
+		t.Errorf("caps = %+v, want the first entry's", caps)
+	}
+	textOnly := llm.Capabilities{Tools: true}
+	c, _ = llm.NewChain([]llm.Entry{{Provider: a, Caps: &textOnly}, {Provider: b}})
+	if caps := c.Capabilities(); caps.Vision {
+		t.Errorf("caps = %+v, want the entry's override", caps)
 	}
 	if c.Name() != "chain(a,b)" {
 		t.Errorf("name = %s", c.Name())
 	}
 	if _, err := llm.NewChain(nil); err == nil {
 		t.Error("empty chain accepted")
+	}
+}
+
+// A model that cannot take a request is skipped for it, not failed: an
+// image never reaches a text-only fallback, a text request still does.
+func TestChainSkipsAModelThatCannotTakeTheRequest(t *testing.T) {
+	textOnly := llm.Capabilities{Tools: true, Streaming: true}
+	image := &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.Text("what is this?"), llm.ImageFile("image/png", "/x.png")}}}}
+	text := &llm.Request{Model: "m", Messages: []llm.Message{llm.UserText("hello")}}
+	cases := []struct {
+		name     string
+		req      *llm.Request
+		aText    bool // a is the text-only one (else b)
+		a, b     []step
+		want     []string
+		wantErr  llm.ErrorKind
+		wantText string
+	}{
+		{"image: the text-only fallback is skipped", image, false,
+			[]step{{openErr: httpErr("a", 503, "")}}, nil,
+			[]string{"a:failed:overloaded", "b:skipped"}, llm.KindOverloaded, ""},
+		{"text: the text-only fallback answers", text, false,
+			[]step{{openErr: httpErr("a", 503, "")}}, []step{{chunks: textReply("from b", priced)}},
+			[]string{"a:failed:overloaded", "b:succeeded"}, "", "from b"},
+		{"image: a text-only first model is skipped for the fallback", image, true,
+			nil, []step{{chunks: textReply("b sees it", priced)}},
+			[]string{"a:skipped", "b:succeeded"}, "", "b sees it"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness()
+			a, b := newFake("a", tc.a...), newFake("b", tc.b...)
+			ea, eb := llm.Entry{Provider: a}, llm.Entry{Provider: b}
+			if tc.aText {
+				ea.Caps = &textOnly
+			} else {
+				eb.Caps = &textOnly
+			}
+			res, err := newChain(t, h, ea, eb).Generate(context.Background(), tc.req)
+			if got := h.summary(); !equal(got, tc.want) {
+				t.Errorf("attempts = %v, want %v", got, tc.want)
+			}
+			switch {
+			case tc.wantErr != "":
+				if llm.KindOf(err) != tc.wantErr {
+					t.Errorf("err = %v, want %s", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("err = %v", err)
+			case res.Text() != tc.wantText:
+				t.Errorf("text = %q, want %q", res.Text(), tc.wantText)
+			}
+		})
+	}
+	// Nobody can take it: a clear, fatal error naming what is missing.
+	h := newHarness()
+	_, err := newChain(t, h, llm.Entry{Provider: newFake("a"), Caps: &textOnly, Model: "deepseek-chat"}).Generate(context.Background(), image)
+	if llm.KindOf(err) != llm.KindBadRequest || !strings.Contains(err.Error(), "deepseek-chat cannot take images") {
+		t.Errorf("err = %v, want a bad request naming the model and images", err)
+	}
+}
+
+func TestModelCapabilities(t *testing.T) {
+	adapter := llm.Capabilities{Tools: true, Streaming: true, Vision: true, Documents: true}
+	cases := []struct {
+		model                      string
+		vision, docs, audio, video bool
+	}{
+		{"claude-sonnet-4-5", true, true, false, false},
+		{"deepseek-chat", false, false, false, false},
+		{"openrouter/deepseek/deepseek-r1", false, false, false, false},
+		{"gpt-4.1-mini", true, true, false, false},
+		{"gpt-3.5-turbo", false, false, false, false},
+		{"gemini-2.5-flash", true, true, true, true},
+		{"llama3.1:8b", false, false, false, false},
+		{"some-new-model", true, true, false, false},
+	}
+	for _, tc := range cases {
+		c := llm.ModelCapabilities(tc.model, adapter)
+		if c.Vision != tc.vision || c.Documents != tc.docs || c.Audio != tc.audio || c.Video != tc.video || !c.Tools {
+			t.Errorf("%s: %+v", tc.model, c)
+		}
 	}
 }

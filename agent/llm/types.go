@@ -249,6 +249,8 @@ type Capabilities struct {
 	Vision    bool `json:"vision"`
 	Reasoning bool `json:"reasoning"`
 	Documents bool `json:"documents"`
+	Audio     bool `json:"audio"`
+	Video     bool `json:"video"`
 }
 
 // Provider is one model backend: an adapter, or a [Chain] of them.

@@ -12,38 +12,89 @@ import (
 	"github.com/botd-dev/botd/mcp"
 )
 
-// buildLLM turns llm.model and llm.fallback into one fallback chain.
-func buildLLM(cfg *config.Config, log func(llm.Attempt)) (llm.Provider, error) {
-	hc := &http.Client{} // adapters bound each stream with their own idle timeout
-	built := map[string]llm.Provider{}
+// llmProviders builds each provider of llm.providers once, on demand.
+type llmProviders struct {
+	cfg   *config.Config
+	hc    *http.Client
+	built map[string]llm.Provider
+}
+
+func newLLMProviders(cfg *config.Config) *llmProviders {
+	// Adapters bound each stream with their own idle timeout.
+	return &llmProviders{cfg: cfg, hc: &http.Client{}, built: map[string]llm.Provider{}}
+}
+
+func (l *llmProviders) get(name string) (llm.Provider, error) {
+	if p, ok := l.built[name]; ok {
+		return p, nil
+	}
+	pc, found := l.cfg.LLM.Providers[name]
+	if !found {
+		return nil, fmt.Errorf("unknown llm provider %q", name)
+	}
+	p, err := providers.NewProvider(pc.Type, name, pc.APIKey, pc.BaseURL, l.hc)
+	if err != nil {
+		return nil, fmt.Errorf("llm provider %s: %w", name, err)
+	}
+	l.built[name] = p
+	return p, nil
+}
+
+// buildLLM turns llm.model and llm.fallback into one fallback chain, each
+// entry with what its model can take: the known-model table, then the
+// config's overrides.
+func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.Provider, error) {
 	var entries []llm.Entry
 	for i, m := range append([]config.Model{cfg.LLM.Model}, cfg.LLM.Fallback...) {
-		p, ok := built[m.Provider]
-		if !ok {
-			pc, found := cfg.LLM.Providers[m.Provider]
-			if !found {
-				return nil, fmt.Errorf("llm model %d: unknown provider %q", i, m.Provider)
-			}
-			var err error
-			if p, err = providers.NewProvider(pc.Type, m.Provider, pc.APIKey, pc.BaseURL, hc); err != nil {
-				return nil, fmt.Errorf("llm provider %s: %w", m.Provider, err)
-			}
-			built[m.Provider] = p
+		p, err := ps.get(m.Provider)
+		if err != nil {
+			return nil, fmt.Errorf("llm model %d: %w", i, err)
 		}
 		attempts := m.MaxAttempts
 		if attempts == 0 {
 			attempts = 2
 		}
-		entries = append(entries, llm.Entry{Provider: p, Model: m.Name, MaxAttempts: attempts})
+		caps := modelCaps(m, p)
+		entries = append(entries, llm.Entry{Provider: p, Model: m.Name, MaxAttempts: attempts, Caps: &caps})
 	}
 	return llm.NewChain(entries, llm.WithObserver(log))
+}
+
+func modelCaps(m config.Model, p llm.Provider) llm.Capabilities {
+	caps := llm.ModelCapabilities(m.Name, p.Capabilities())
+	for _, o := range []struct {
+		set *bool
+		to  *bool
+	}{{m.Capabilities.Vision, &caps.Vision}, {m.Capabilities.Audio, &caps.Audio}, {m.Capabilities.Video, &caps.Video}, {m.Capabilities.Documents, &caps.Documents}} {
+		if o.set != nil {
+			*o.to = *o.set
+		}
+	}
+	return caps
+}
+
+// buildDescribe is media.describe, or nil when it is not configured.
+func buildDescribe(cfg *config.Config, ps *llmProviders) (agent.Describe, error) {
+	d := cfg.Media.Describe
+	if d.Provider == "" {
+		return nil, nil
+	}
+	p, err := ps.get(d.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("media.describe: %w", err)
+	}
+	return agent.NewDescribe(p, d.Model), nil
 }
 
 // startAgent builds the agent, which is also the sink every channel
 // delivers to.
 func (d *daemon) startAgent(ctx context.Context) error {
-	chain, err := buildLLM(d.cfg, func(a llm.Attempt) {
+	ps := newLLMProviders(d.cfg)
+	chain, err := buildLLM(d.cfg, ps, func(a llm.Attempt) {
 		attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
+		if a.Reason != "" {
+			attrs = append(attrs, "reason", a.Reason)
+		}
 		if a.Err != nil {
 			attrs = append(attrs, "err", a.Err.Error())
 		}
@@ -55,8 +106,13 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	describe, err := buildDescribe(d.cfg, ps)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
 	d.agent = agent.New(agent.Options{
-		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
+		Describe: describe,
+		Store:    d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
 		LLM: chain, Model: d.cfg.LLM.Model.Name, MaxTokens: d.cfg.LLM.Model.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),

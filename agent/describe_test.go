@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"image/color"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/agent/llm"
+)
+
+// A model that cannot see gets no image part: a description by the
+// configured vision model, or a note saying why not, never a fatal error.
+func TestTextOnlyModelGetsADescriptionOrANote(t *testing.T) {
+	red := tinyPNG(t, color.RGBA{R: 255, A: 255})
+	cases := []struct {
+		name     string
+		describe Describe
+		want     string
+	}{
+		{"described", func(ctx context.Context, path, mime string) (string, error) {
+			if b, err := os.ReadFile(path); err != nil || string(b) != string(red) || mime != "image/png" {
+				return "", errors.New("the describer was not given the image")
+			}
+			return "A plain red square.", nil
+		}, "another model described it:)\nA plain red square."},
+		{"no describer", nil, "no model to describe them is configured (media.describe)"},
+		{"describer fails", func(context.Context, string, string) (string, error) { return "", errors.New("vision model down") },
+			"describing it failed: vision model down"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var toolText string
+			f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+				if n == 1 {
+					return toolCall("c1", "fetch_media", `{"mediaRef":"`+catRef+`"}`), nil
+				}
+				last := req.Messages[len(req.Messages)-1].Parts[0].ToolResult
+				for _, p := range last.Content {
+					if p.Media != nil {
+						t.Errorf("a text-only model was sent a media part: %+v", p.Media)
+					}
+					toolText += p.Text
+				}
+				return textResult("answered"), nil
+			})
+			f.caps = llm.Capabilities{Tools: true}
+			h := newHarness(t, f, func(o *Options) { o.Describe = tc.describe })
+			h.media[catRef] = fakeMedia{Kind: "Image", Name: "cat.png", MIME: "image/png", Data: red}
+			h.start()
+			h.say(famChat, "Alice", "[Image: cat.png, 1KB, image/png, ref:"+catRef+"] @Andy what is this?")
+			h.idle()
+			if !strings.Contains(toolText, tc.want) {
+				t.Errorf("tool result %q lacks %q", toolText, tc.want)
+			}
+			if got := sentTexts(h.tg.Sent()); len(got) != 1 || got[0] != "answered" {
+				t.Errorf("sent %q", got)
+			}
+		})
+	}
+}
