@@ -103,19 +103,20 @@ func TestFetchSmallImageInline(t *testing.T) {
 
 func TestFetchLargeImagePreview(t *testing.T) {
 	const inlineMax = 1 << 20
-	// Random alpha too: transparent areas are composited on white.
+	// Random alpha too: the preview keeps it (a smaller PNG).
 	transparent := image.NewNRGBA(image.Rect(0, 0, 1700, 500))
 	copy(transparent.Pix, noisy(1700, 500, 3).Pix)
 	tests := []struct {
-		name string
-		mime string
-		data []byte
-		w, h int
+		name   string
+		mime   string
+		data   []byte
+		w, h   int
+		format string
 	}{
-		{"jpeg 3000x2000", "image/jpeg", largeJPEG(t), 3000, 2000},
-		{"png with alpha 1700x500", "image/png", encodePNG(t, transparent), 1700, 500},
+		{"jpeg 3000x2000", "image/jpeg", largeJPEG(t), 3000, 2000, "jpeg"},
+		{"png with alpha 1700x500", "image/png", encodePNG(t, transparent), 1700, 500, "png"},
 		// Small file, too many pixels for a model API: previewed anyway.
-		{"png 8200x120", "image/png", encodePNG(t, gradient(8200, 120)), 8200, 120},
+		{"png 8200x120", "image/png", encodePNG(t, gradient(8200, 120)), 8200, 120, "jpeg"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,8 +140,8 @@ func TestFetchLargeImagePreview(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("preview %dx%d %s, %d bytes", cfg.Width, cfg.Height, format, len(raw))
-			if format != "jpeg" || images[0].MIMEType != "image/jpeg" {
-				t.Errorf("preview format %s / %s, want jpeg", format, images[0].MIMEType)
+			if format != tc.format || images[0].MIMEType != "image/"+tc.format {
+				t.Errorf("preview format %s / %s, want %s", format, images[0].MIMEType, tc.format)
 			}
 			if max(cfg.Width, cfg.Height) > PreviewMaxSide {
 				t.Errorf("preview %dx%d exceeds %d px", cfg.Width, cfg.Height, PreviewMaxSide)
@@ -195,7 +196,7 @@ func TestFetchDocuments(t *testing.T) {
 		{"pdf over the limit", "Document", "application/pdf", "media/tg_PdfDocument2_big.pdf", bigPDF, "", ""},
 		{"voice", "Voice", "audio/ogg", "media/tg_VoiceNote01.ogg", []byte("OggS\x00\x02voice"), "", ""},
 		{"video", "Video", "video/mp4", "media/tg_VideoClip01.mp4", []byte("\x00\x00\x00\x18ftypmp42"), "", ""},
-		{"undecodable image", "Image", "image/heic", "media/tg_HeicPhoto01.heic", []byte("\x00\x00\x00\x18ftypheic garbage"), "", "could not be decoded"},
+		{"HEIC without a working converter", "Image", "image/heic", "media/tg_HeicPhoto01.heic", []byte("\x00\x00\x00\x18ftypheic garbage"), "", "could not be converted for viewing"},
 		{"corrupt png", "Image", "image/png", "media/tg_BrokenPng01.png", []byte("\x89PNG\r\n\x1a\nnot really"), "", "could not be decoded"},
 	}
 	for _, tc := range tests {

@@ -61,6 +61,9 @@ const (
 	maxImageHeader = 2 << 20
 	// minPreviewSide is where shrinking to meet the budget gives up.
 	minPreviewSide = 64
+	// minAlphaSide is where a preview gives up its transparency (becoming
+	// a JPEG on white) rather than shrink further.
+	minAlphaSide = 512
 )
 
 // inlineFormats are the formats model APIs accept as image content; other
@@ -83,15 +86,45 @@ var decodeMemory = newMemBudget(decodeBudget)
 // imageResult returns the image inline, or a preview, or nil and a note
 // saying why the model only gets the path.
 func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcpgo.CallToolResult, string) {
-	src := &imageSource{f: f, size: m.size}
+	size, asIs, why := m.size, true, ""
+	if m.mime == "image/heic" || m.mime == "image/heif" {
+		// No Go decoder and few models take it: a JPEG of it is shown.
+		conv, err := convertHEIC(ctx, m.abs)
+		if err != nil {
+			t.log.Info("mcp fetch_media: HEIC not converted", "ref", m.res.Ref, "err", err)
+			return nil, fmt.Sprintf("This is a HEIC photo and it could not be converted for viewing (%v); open the saved file instead.", err)
+		}
+		defer conv.Close()
+		fi, err := conv.Stat()
+		if err != nil {
+			return nil, "The converted HEIC photo could not be read; open the saved file instead."
+		}
+		f, size, asIs, why = conv, fi.Size(), false, "Converted from HEIC for viewing."
+	}
+	src := &imageSource{f: f, size: size}
 	cfg, format, err := src.config()
 	if err != nil {
 		t.log.Info("mcp fetch_media: undecodable image", "ref", m.res.Ref, "err", err)
 		return nil, "The image could not be decoded, so it is not shown; open the saved file instead."
 	}
 	m.width, m.height = cfg.Width, cfg.Height
+	orientation := 1
+	switch format {
+	case "jpeg":
+		if orientation = exifOrientation(src.head.buf); orientation > 1 {
+			// Models do not all apply the tag: they get it upright.
+			asIs, why = false, join(why, "Turned upright as its EXIF orientation says.")
+			if orientation >= 5 {
+				m.width, m.height = cfg.Height, cfg.Width
+			}
+		}
+	case "gif":
+		if n, err := gifFrames(f, size); err == nil && n > 1 {
+			asIs, why = false, join(why, fmt.Sprintf("An animated GIF of %d frames; shown: its first frame.", n))
+		}
+	}
 	mime, inlineOK := inlineFormats[format]
-	if inlineOK && m.size <= t.inlineMax && cfg.Width <= maxInlineSide && cfg.Height <= maxInlineSide {
+	if asIs && inlineOK && m.size <= t.inlineMax && cfg.Width <= maxInlineSide && cfg.Height <= maxInlineSide {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, "The image could not be read back, so it is not shown; open the saved file instead."
 		}
@@ -108,18 +141,18 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 	if err != nil || cost > decodeBudget || int64(cfg.Width)*int64(cfg.Height) > maxDecodePixels {
 		t.log.Info("mcp fetch_media: image too large to preview", "ref", m.res.Ref,
 			"width", cfg.Width, "height", cfg.Height, "format", format, "decode_bytes", cost, "err", err)
-		size := ""
+		need := ""
 		if err == nil {
-			size = ", about " + mediaregistry.FormatSize(cost) + " to decode"
+			need = ", about " + mediaregistry.FormatSize(cost) + " to decode"
 		}
-		return nil, fmt.Sprintf("The image is too large to preview safely (%dx%d%s); open the saved file instead.",
-			cfg.Width, cfg.Height, size)
+		return nil, join(why, fmt.Sprintf("The image is too large to preview safely (%dx%d%s); open the saved file instead.",
+			cfg.Width, cfg.Height, need))
 	}
 	if err := decodeMemory.acquire(ctx, cost); err != nil {
 		t.log.Info("mcp fetch_media: no preview", "ref", m.res.Ref, "err", err)
-		return nil, "No preview: the call ended while waiting for memory to decode the image; open the saved file instead."
+		return nil, join(why, "No preview: the call ended while waiting for memory to decode the image; open the saved file instead.")
 	}
-	jpg, w, h, err := src.preview(ctx, t.inlineMax)
+	data, pmime, w, h, err := src.preview(ctx, t.inlineMax, orientation)
 	if cost >= gcAfterDecode {
 		// Collects the decode's garbage before its bytes are handed on,
 		// and returns the pages: an idle botd mcp need not keep the
@@ -129,13 +162,17 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 	decodeMemory.release(cost)
 	if err != nil {
 		t.log.Info("mcp fetch_media: no preview", "ref", m.res.Ref, "err", err)
-		return nil, "No preview could be made of this image; open the saved file instead."
+		return nil, join(why, "No preview could be made of this image; open the saved file instead.")
 	}
-	note := fmt.Sprintf("Shown: a downscaled %dx%d JPEG preview (%s); the full-size original is the saved file.",
-		w, h, mediaregistry.FormatSize(int64(len(jpg))))
+	kind := "JPEG"
+	if pmime == "image/png" {
+		kind = "PNG (transparency kept)"
+	}
+	note := join(why, fmt.Sprintf("Shown: a %dx%d %s preview (%s); the full-size original is the saved file.",
+		w, h, kind, mediaregistry.FormatSize(int64(len(data)))))
 	return &mcpgo.CallToolResult{Content: []mcpgo.Content{
 		mcpgo.NewTextContent(m.describe(note)),
-		mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(jpg), "image/jpeg"),
+		mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), pmime),
 	}}, ""
 }
 
@@ -422,12 +459,41 @@ func (s *imageSource) decode(ctx context.Context) (image.Image, error) {
 
 // preview decodes and scales down in a frame of its own: once it returns,
 // nothing of the decoded image is reachable and a collection frees it.
-func (s *imageSource) preview(ctx context.Context, budget int64) ([]byte, int, int, error) {
+func (s *imageSource) preview(ctx context.Context, budget int64, orientation int) ([]byte, string, int, int, error) {
 	img, err := s.decode(ctx)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, "", 0, 0, err
 	}
-	return previewJPEG(img, PreviewMaxSide, budget)
+	return previewImage(img, PreviewMaxSide, budget, orientation)
+}
+
+// previewImage scales src to fit maxSide, turns it upright per its EXIF
+// orientation, and encodes it: a PNG when it has transparency and that
+// fits the budget (a logo stays a logo), else a JPEG on white.
+func previewImage(src image.Image, maxSide int, budget int64, orientation int) ([]byte, string, int, int, error) {
+	b := src.Bounds()
+	if b.Empty() {
+		return nil, "", 0, 0, errors.New("empty image")
+	}
+	w, h := fitWithin(b.Dx(), b.Dy(), maxSide)
+	small := orient(resize(src, w, h, false), orientation)
+	if !small.Opaque() {
+		// Smaller before giving the transparency up, but not so small
+		// that a JPEG of the full preview size would show more.
+		for cur := small; ; {
+			if data, ok := previewPNG(cur, budget); ok {
+				return data, "image/png", cur.Rect.Dx(), cur.Rect.Dy(), nil
+			}
+			cw, ch := cur.Rect.Dx()*2/3, cur.Rect.Dy()*2/3
+			if max(cw, ch) < minAlphaSide {
+				break
+			}
+			cur = resize(cur, max(1, cw), max(1, ch), false)
+		}
+		flattenOnWhite(small)
+	}
+	data, w, h, err := previewJPEG(small, maxSide, budget)
+	return data, "image/jpeg", w, h, err
 }
 
 // recorder passes on what it reads from r and keeps it, up to max bytes.
@@ -564,4 +630,12 @@ func fitWithin(w, h, maxSide int) (int, int) {
 	}
 	s := float64(maxSide) / float64(max(w, h))
 	return max(1, int(math.Round(float64(w)*s))), max(1, int(math.Round(float64(h)*s)))
+}
+
+// join puts two notes together.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
 }

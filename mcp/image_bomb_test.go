@@ -481,7 +481,7 @@ func TestDecodeSeesTheMeasuredHeader(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, w, h, err := src.preview(context.Background(), 1<<20)
+			_, _, w, h, err := src.preview(context.Background(), 1<<20, 1)
 			runtime.ReadMemStats(&after)
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 				t.Errorf("decoding the swapped file allocated %d MB", grew>>20)

@@ -62,7 +62,10 @@ func toRGBA(src image.Image) *image.RGBA {
 // horizontally, then accumulated into the destination row it belongs to),
 // so beyond the result it holds a few rows: a preview costs no full-size
 // copy of the decoded image, whatever its type.
-func resizeArea(src image.Image, w, h int) *image.RGBA {
+func resizeArea(src image.Image, w, h int) *image.RGBA { return resize(src, w, h, true) }
+
+// resize is resizeArea, keeping transparency unless flatten is set.
+func resize(src image.Image, w, h int, flatten bool) *image.RGBA {
 	b := src.Bounds()
 	sw := b.Dx()
 	// One source row as premultiplied RGBA; image/draw converts every
@@ -80,7 +83,9 @@ func resizeArea(src image.Image, w, h int) *image.RGBA {
 		for k, wt := range tp.weights {
 			if sy := tp.start + k; sy != hrowY {
 				draw.Draw(row, row.Rect, src, image.Pt(b.Min.X, b.Min.Y+sy), draw.Src)
-				flattenOnWhite(row)
+				if flatten {
+					flattenOnWhite(row)
+				}
 				scaleRow(hrow, row.Pix, xt)
 				hrowY = sy
 			}

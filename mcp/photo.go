@@ -1,0 +1,237 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Images as people send them: phone photos rotated by an EXIF tag, PNGs
+// with transparency, HEIC from iPhones, animated GIFs.
+
+// exifOrientation reads the EXIF Orientation tag (1-8) from the start of
+// a JPEG, or 1 when there is none. It only looks at the APP1 segment.
+func exifOrientation(head []byte) int {
+	if len(head) < 4 || head[0] != 0xFF || head[1] != 0xD8 {
+		return 1
+	}
+	for i := 2; i+4 <= len(head); {
+		if head[i] != 0xFF {
+			return 1
+		}
+		marker := head[i+1]
+		if marker == 0xDA || marker == 0xD9 { // pixel data: no EXIF before it
+			return 1
+		}
+		n := int(binary.BigEndian.Uint16(head[i+2:]))
+		seg := head[i+4 : min(len(head), i+2+n)]
+		if marker == 0xE1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
+			return tiffOrientation(seg[6:])
+		}
+		i += 2 + n
+	}
+	return 1
+}
+
+func tiffOrientation(t []byte) int {
+	if len(t) < 8 {
+		return 1
+	}
+	var bo binary.ByteOrder
+	switch string(t[:2]) {
+	case "II":
+		bo = binary.LittleEndian
+	case "MM":
+		bo = binary.BigEndian
+	default:
+		return 1
+	}
+	ifd := int(bo.Uint32(t[4:]))
+	if ifd < 8 || ifd+2 > len(t) {
+		return 1
+	}
+	count := int(bo.Uint16(t[ifd:]))
+	for e := 0; e < count; e++ {
+		off := ifd + 2 + 12*e
+		if off+12 > len(t) {
+			return 1
+		}
+		if bo.Uint16(t[off:]) == 0x0112 {
+			if o := int(bo.Uint16(t[off+8:])); o >= 1 && o <= 8 {
+				return o
+			}
+			return 1
+		}
+	}
+	return 1
+}
+
+// orient turns a decoded (small) image upright per an EXIF orientation.
+func orient(src *image.RGBA, o int) *image.RGBA {
+	if o <= 1 || o > 8 {
+		return src
+	}
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	dw, dh := w, h
+	if o >= 5 {
+		dw, dh = h, w
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			var dx, dy int
+			switch o {
+			case 2:
+				dx, dy = w-1-x, y
+			case 3:
+				dx, dy = w-1-x, h-1-y
+			case 4:
+				dx, dy = x, h-1-y
+			case 5:
+				dx, dy = y, x
+			case 6:
+				dx, dy = h-1-y, x
+			case 7:
+				dx, dy = h-1-y, w-1-x
+			case 8:
+				dx, dy = y, w-1-x
+			}
+			copy(dst.Pix[dy*dst.Stride+dx*4:dy*dst.Stride+dx*4+4], src.Pix[y*src.Stride+x*4:y*src.Stride+x*4+4])
+		}
+	}
+	return dst
+}
+
+// errNotGIF: gifFrames was given something else.
+var errNotGIF = errors.New("not a GIF")
+
+// gifFrames counts the frames of a GIF by walking its blocks, without
+// decoding any: an animation is not sent as if it were a still.
+func gifFrames(r io.ReaderAt, size int64) (int, error) {
+	br := &blockReader{r: io.NewSectionReader(r, 0, size)}
+	hdr := br.next(13)
+	if br.err != nil || (string(hdr[:6]) != "GIF87a" && string(hdr[:6]) != "GIF89a") {
+		return 0, errNotGIF
+	}
+	if hdr[10]&0x80 != 0 {
+		br.skip(3 << (hdr[10]&7 + 1))
+	}
+	frames := 0
+	for br.err == nil {
+		switch b := br.next(1); {
+		case br.err != nil:
+		case b[0] == 0x3B: // trailer
+			return frames, nil
+		case b[0] == 0x21: // extension: label, then sub-blocks
+			br.next(1)
+			br.subBlocks()
+		case b[0] == 0x2C: // image descriptor
+			frames++
+			d := br.next(9)
+			if br.err == nil && d[8]&0x80 != 0 {
+				br.skip(3 << (d[8]&7 + 1))
+			}
+			br.next(1) // LZW minimum code size
+			br.subBlocks()
+		default:
+			return frames, nil // garbage after the frames: what was read counts
+		}
+	}
+	if frames > 0 {
+		return frames, nil // truncated: the decoders show what is there
+	}
+	return 0, br.err
+}
+
+type blockReader struct {
+	r   io.Reader
+	buf [256]byte
+	err error
+}
+
+func (b *blockReader) next(n int) []byte {
+	if b.err != nil {
+		return b.buf[:n]
+	}
+	_, b.err = io.ReadFull(b.r, b.buf[:n])
+	return b.buf[:n]
+}
+
+func (b *blockReader) skip(n int) {
+	if b.err == nil {
+		_, b.err = io.CopyN(io.Discard, b.r, int64(n))
+	}
+}
+
+func (b *blockReader) subBlocks() {
+	for b.err == nil {
+		n := b.next(1)[0]
+		if b.err != nil || n == 0 {
+			return
+		}
+		b.skip(int(n))
+	}
+}
+
+// previewPNG encodes a preview with its transparency, when it fits the
+// budget; the caller falls back to a JPEG on white.
+func previewPNG(img *image.RGBA, budget int64) ([]byte, bool) {
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil || int64(buf.Len()) > budget {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// heicConverters are programs that turn HEIC into JPEG, tried in order:
+// the name on PATH and its arguments around the input and output paths.
+var heicConverters = []struct {
+	name string
+	args func(in, out string) []string
+}{
+	{"heif-convert", func(in, out string) []string { return []string{"-q", "90", in, out} }},
+	{"magick", func(in, out string) []string { return []string{in, "-auto-orient", out} }},
+	{"ffmpeg", func(in, out string) []string { return []string{"-v", "error", "-y", "-i", in, "-frames:v", "1", out} }},
+}
+
+// heicTimeout bounds one conversion of a chat member's file.
+const heicTimeout = 30 * time.Second
+
+// errNoHEICConverter: no converter is installed.
+var errNoHEICConverter = errors.New("no HEIC converter on PATH (install libheif's heif-convert, ImageMagick or ffmpeg)")
+
+// convertHEIC writes a JPEG of the HEIC file at path into a temporary
+// file and returns it opened (already unlinked, so nothing is left
+// behind whatever happens next).
+func convertHEIC(ctx context.Context, path string) (*os.File, error) {
+	dir, err := os.MkdirTemp("", "botd-heic-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "photo.jpg")
+	for _, c := range heicConverters {
+		bin, err := exec.LookPath(c.name)
+		if err != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, heicTimeout)
+		msg, err := exec.CommandContext(cctx, bin, c.args(path, out)...).CombinedOutput()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %s", c.name, err, bytes.TrimSpace(msg[:min(len(msg), 300)]))
+		}
+		return os.Open(out) // unlinked by the deferred RemoveAll, still readable
+	}
+	return nil, errNoHEICConverter
+}
