@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // What a local process that can write in a group folder plants there, and
@@ -103,5 +105,36 @@ func mustLink(t *testing.T, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A FIFO in place of the memory file is refused at once: the memory is
+// read before every run, and opening a FIFO for reading waits for a writer.
+func TestMemoryFIFORefused(t *testing.T) {
+	ws, err := EnsureWorkspace(t.TempDir(), &Group{Folder: "fam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := filepath.Join(ws.Root, MemoryFile)
+	os.Remove(mem)
+	if err := syscall.Mkfifo(mem, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ws.Memory()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Memory() on a FIFO = %v, want a refusal", err)
+		}
+	case <-time.After(20 * time.Second):
+		// Unblock the opener so the test can end.
+		if f, err := os.OpenFile(mem, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("Memory() hung on a FIFO")
 	}
 }

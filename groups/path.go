@@ -100,15 +100,24 @@ func (w Workspace) Open(p string) (f *os.File, rel string, err error) {
 		return nil, "", err
 	}
 	defer root.Close()
-	f, err = root.Open(filepath.FromSlash(rel))
+	f, err = openSole(root, rel)
+	return f, rel, err
+}
+
+// openSole opens rel (cleaned) through root for reading and checks it with
+// SoleFile. O_NONBLOCK: a FIFO in place of the file must be refused, not
+// hang the caller until something writes to it (the memory file is read
+// before every run).
+func openSole(root *os.Root, rel string) (*os.File, error) {
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := SoleFile(f); err != nil {
 		f.Close()
-		return nil, "", fmt.Errorf("%s %w", rel, err)
+		return nil, fmt.Errorf("%s %w", rel, err)
 	}
-	return f, rel, nil
+	return f, nil
 }
 
 // SoleFile checks an opened file is a regular file with exactly one link.
