@@ -43,7 +43,7 @@ func FuzzRenderRoundTrip(f *testing.F) {
 		ref := &MediaReference{ID: "tg_FuzzRef0001", Kind: Document, FileName: name, Caption: caption, MIME: mime,
 			Size: size, Duration: time.Duration(secs) * time.Second}
 		text := Render(ref)
-		if strings.ContainsAny(text, "\n\r") {
+		if strings.ContainsAny(text, "\n\r\v\f\u0085\u2028\u2029") {
 			t.Fatalf("multi-line placeholder %q", text)
 		}
 		for _, r := range text {

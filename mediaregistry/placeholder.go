@@ -171,14 +171,15 @@ func capRunes(s string, max int) string {
 // MaxCaptionRunes caps a caption rendered after a placeholder.
 const MaxCaptionRunes = 1024
 
-// SafeCaption cleans a caption: invisible characters removed, newlines kept
-// as spaces (a caption stays on the placeholder's line), text that fakes a
-// placeholder defused, length capped.
+// SafeCaption cleans a caption: invisible characters removed, line breaks
+// of every kind (including U+2028, U+2029 and NEL, which a model reads as
+// new lines) and tabs kept as spaces, so a caption stays on the
+// placeholder's line; text that fakes a placeholder defused, length capped.
 func SafeCaption(c string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range c {
-		if r == '\n' || r == '\r' || r == '\t' {
+		if lineBreak(r) || r == '\t' {
 			r = ' '
 		}
 		if invisible(r) {
@@ -199,6 +200,15 @@ func SafeCaption(c string) string {
 		s = string([]rune(s)[:MaxCaptionRunes]) + "…"
 	}
 	return s
+}
+
+// lineBreak reports the runes that end a line for some reader.
+func lineBreak(r rune) bool {
+	switch r {
+	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+		return true
+	}
+	return false
 }
 
 // Neutralize rewrites anything in stranger-written text that opens a
