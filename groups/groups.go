@@ -5,7 +5,6 @@ package groups
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,7 +21,7 @@ var folderRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // reserved folder names collide with directories botd itself keeps beside
 // group folders (ipc/<folder>/requests, data/media, ...).
-var reserved = map[string]bool{"global": true, "failed": true, "requests": true, "responses": true, "media": true}
+var reserved = map[string]bool{GlobalFolder: true, "failed": true, "requests": true, "responses": true, "media": true}
 
 // ValidateFolder reports why name cannot be a group folder, or nil.
 func ValidateFolder(name string) error {
@@ -266,13 +265,7 @@ plans. Edit freely; the assistant reads this file before every answer.
 // is refused: it could point into another group or anywhere on disk.
 func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
 	w := Workspace{Root: filepath.Join(groupsDir, g.Folder)}
-	if err := os.MkdirAll(groupsDir, 0o750); err != nil {
-		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
-	}
-	if err := os.Mkdir(w.Root, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
-		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
-	}
-	root, err := w.OpenRoot()
+	root, err := w.create()
 	if err != nil {
 		return Workspace{}, fmt.Errorf("group %s workspace: %w", g.Folder, err)
 	}
@@ -305,6 +298,18 @@ func EnsureWorkspace(groupsDir string, g *Group) (Workspace, error) {
 		}
 	}
 	return w, nil
+}
+
+// create makes the folder (and groups_dir above it) when missing and
+// opens it with OpenRoot, which refuses a link or a file in its place.
+func (w Workspace) create() (*os.Root, error) {
+	if err := os.MkdirAll(filepath.Dir(w.Root), 0o750); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(w.Root, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	return w.OpenRoot()
 }
 
 // TempPrefix starts the name of a file being written into a group folder;
@@ -348,28 +353,3 @@ func (w Workspace) CleanTemp() error {
 
 // MediaDir is where fetched media is materialised for the agent.
 func (w Workspace) MediaDir() string { return filepath.Join(w.Root, "media") }
-
-// Memory reads the memory file; a missing file is empty memory. It is
-// opened like any file of the folder: a link to config.yaml or the
-// database must not end up in every system prompt.
-func (w Workspace) Memory() (string, error) {
-	f, _, err := w.Open(MemoryFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("memory file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxMemoryBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("memory file: %w", err)
-	}
-	if len(b) > MaxMemoryBytes {
-		b = b[:MaxMemoryBytes]
-	}
-	return string(b), nil
-}
-
-// MaxMemoryBytes caps what the memory file adds to every prompt.
-const MaxMemoryBytes = 64 << 10

@@ -100,16 +100,16 @@ func (w Workspace) Open(p string) (f *os.File, rel string, err error) {
 		return nil, "", err
 	}
 	defer root.Close()
-	f, err = openSole(root, rel)
+	f, err = openSole(root, rel, os.O_RDONLY)
 	return f, rel, err
 }
 
-// openSole opens rel (cleaned) through root for reading and checks it with
+// openSole opens rel (cleaned) through root with flag and checks it with
 // SoleFile. O_NONBLOCK: a FIFO in place of the file must be refused, not
 // hang the caller until something writes to it (the memory file is read
 // before every run).
-func openSole(root *os.Root, rel string) (*os.File, error) {
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func openSole(root *os.Root, rel string, flag int) (*os.File, error) {
+	f, err := root.OpenFile(filepath.FromSlash(rel), flag|syscall.O_NONBLOCK, 0o640)
 	if err != nil {
 		return nil, err
 	}
