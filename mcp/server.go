@@ -1,8 +1,9 @@
 // Package mcp is the agent-facing side of botd: an MCP server whose tools
 // (list_media, fetch_media, send_message, send_media) turn into IPC requests
 // that the botd host answers. It never touches channels or the database;
-// the only thing it reads directly is the group folder the host writes
-// fetched media into.
+// what it reaches directly is the group folder the host writes fetched
+// media into, whose memory file remember and forget change (and, for the
+// main group only, the global memory).
 package mcp
 
 import (
@@ -58,11 +59,20 @@ type Options struct {
 	Log *slog.Logger
 	// CallTimeout bounds each IPC call; zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// GlobalDir is the absolute path of the global memory's folder
+	// (groups.GlobalWorkspace(groups_dir).Root), which every group reads.
+	// Empty: remember and forget refuse scope "global".
+	GlobalDir string
+	// Main is set for the main group's server, the only one whose
+	// remember and forget may change the global memory.
+	Main bool
 }
 
 // tools holds the state the tool handlers share.
 type tools struct {
 	ws          groups.Workspace
+	global      groups.Workspace // Root "" when there is no global memory
+	main        bool
 	inlineMax   int64
 	caller      Caller
 	log         *slog.Logger
@@ -86,7 +96,8 @@ func NewServer(opts Options) (*server.MCPServer, error) {
 		server.WithRecovery(),
 		server.WithInstructions("botd media tools for one chat group. Attachments in messages appear as "+
 			"placeholders like [Image: name, size, mime, ref:tg_x]; pass the ref to fetch_media to see the "+
-			"content. list_media shows what is available; send_message and send_media reply to the group's chat."),
+			"content. list_media shows what is available; send_message and send_media reply to the group's chat. "+
+			"remember and forget keep notes in the group's memory, which is shown in every conversation."),
 	)
 	t.register(s)
 	return s, nil
@@ -99,12 +110,24 @@ func newTools(opts Options) (*tools, error) {
 	if opts.GroupDir == "" || !filepath.IsAbs(opts.GroupDir) {
 		return nil, fmt.Errorf("mcp server: group dir %q must be an absolute path", opts.GroupDir)
 	}
+	if opts.GlobalDir != "" {
+		if !filepath.IsAbs(opts.GlobalDir) {
+			return nil, fmt.Errorf("mcp server: global dir %q must be an absolute path", opts.GlobalDir)
+		}
+		if filepath.Clean(opts.GlobalDir) == filepath.Clean(opts.GroupDir) {
+			return nil, fmt.Errorf("mcp server: global dir %q is the group dir", opts.GlobalDir)
+		}
+	}
 	t := &tools{
 		ws:          groups.Workspace{Root: filepath.Clean(opts.GroupDir)},
+		main:        opts.Main,
 		inlineMax:   opts.InlineMaxBytes,
 		caller:      opts.Caller,
 		log:         opts.Log,
 		callTimeout: opts.CallTimeout,
+	}
+	if opts.GlobalDir != "" {
+		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}
 	}
 	if t.inlineMax <= 0 {
 		t.inlineMax = DefaultInlineMaxBytes
@@ -123,6 +146,9 @@ func (t *tools) register(s *server.MCPServer) {
 	s.AddTool(fetchMediaTool(), t.fetchMedia)
 	s.AddTool(sendMessageTool(), t.sendMessage)
 	s.AddTool(sendMediaTool(), t.sendMedia)
+	global := t.main && t.global.Root != ""
+	s.AddTool(rememberTool(global), t.remember)
+	s.AddTool(forgetTool(global), t.forget)
 }
 
 // call runs one IPC request under the call timeout.
@@ -171,10 +197,15 @@ func toolError(tool string, err error) *mcpgo.CallToolResult {
 	case code == codeNoHost:
 		msg = ipc.ErrNoHost.Error()
 	}
-	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))
+	return toolFailure(tool, code, msg)
 }
 
 // badArgs is a tool error for arguments refused before any IPC.
 func badArgs(tool, format string, a ...any) *mcpgo.CallToolResult {
-	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, ipc.CodeBadRequest, fmt.Sprintf(format, a...)))
+	return toolFailure(tool, ipc.CodeBadRequest, fmt.Sprintf(format, a...))
+}
+
+// toolFailure is the one form of every tool error: "tool failed [code]: msg".
+func toolFailure(tool, code, msg string) *mcpgo.CallToolResult {
+	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))
 }

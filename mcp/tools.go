@@ -22,6 +22,8 @@ const (
 	ToolFetchMedia  = "fetch_media"
 	ToolSendMessage = "send_message"
 	ToolSendMedia   = "send_media"
+	ToolRemember    = "remember"
+	ToolForget      = "forget"
 )
 
 const (

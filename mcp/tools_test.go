@@ -29,6 +29,8 @@ func TestToolsList(t *testing.T) {
 		ToolFetchMedia:  {"mediaRef"},
 		ToolSendMessage: {"text"},
 		ToolSendMedia:   {"path"},
+		ToolRemember:    {"note"},
+		ToolForget:      {"text"},
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
