@@ -19,9 +19,10 @@ import (
 
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]",
-		"Serve the media tools over MCP: stdio for one group (what the agent and Claude Desktop use), "+
+		"Serve the media and memory tools over MCP: stdio for one group (what the agent and Claude Desktop use), "+
 			"or Streamable HTTP where each bearer token of mcp.http.tokens reaches one group. "+
-			"`botd run` must be running: it answers the requests.\n\n"+
+			"`botd run` must be running: it answers the media requests. remember and forget change the group's "+
+			"MEMORY.md, and only the main group's server the global memory (groups_dir/global).\n\n"+
 			"HTTP limits: a request without a valid token is answered and its connection closed; "+
 			fmt.Sprintf("at most %d connections are open, and past that the oldest that never made an authorised request are closed first; ",
 				mcp.DefaultMaxConns)+
@@ -146,8 +147,13 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string) (*server.MC
 	if err != nil {
 		return nil, nil, fail(1, "group folder: %v", err)
 	}
+	global, err := filepath.Abs(groups.GlobalWorkspace(cfg.GroupsDir).Root)
+	if err != nil {
+		return nil, nil, fail(1, "global memory folder: %v", err)
+	}
 	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder))
-	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, InlineMaxBytes: cfg.Media.InlineMaxBytes, Caller: client, Version: version,
+	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Caller: client, Version: version,
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
 	if err != nil {
 		client.Close()
