@@ -101,6 +101,10 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	if err != nil {
 		log.Warn("agent: memory file unreadable; running without it", "err", err)
 	}
+	global, err := groups.GlobalWorkspace(a.opts.GroupsDir).Memory()
+	if err != nil {
+		log.Warn("agent: global memory unreadable; running without it", "err", err)
+	}
 	var user strings.Builder
 	renderConversation(&user, conv, a.opts.Location)
 	log.Debug("agent: context", "new_messages", len(conv.Msgs), "earlier_messages", len(conv.Earlier),
@@ -121,7 +125,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	}
 	req := &llm.Request{
 		Model:     a.opts.Model,
-		System:    buildSystem(a.opts.AssistantName, g, memory, conv.Summary),
+		System:    buildSystem(a.opts.AssistantName, g, memory, global, conv.Summary),
 		Messages:  []llm.Message{llm.UserText(user.String())},
 		MaxTokens: a.opts.MaxTokens,
 	}

@@ -85,7 +85,7 @@ func TestDefaultToolSource(t *testing.T) {
 	defer sess.Close()
 	names := toolNames(sess.Tools())
 	slices.Sort(names)
-	want := []string{"fetch_media", "list_media", "notes__echo", "notes__whoami", "send_media", "send_message"}
+	want := []string{"fetch_media", "forget", "list_media", "notes__echo", "notes__whoami", "remember", "send_media", "send_message"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
