@@ -197,6 +197,17 @@ var migrations = []string{
 		created INTEGER NOT NULL,
 		PRIMARY KEY (folder, ref_id)
 	);`,
+	// 6: transcripts of audio by content and model, so the same bytes are
+	// never sent to a transcription provider twice, across restarts.
+	`CREATE TABLE media_transcripts (
+		sha256 TEXT NOT NULL,
+		model TEXT NOT NULL,
+		text TEXT NOT NULL,
+		language TEXT NOT NULL DEFAULT '',
+		duration_ms INTEGER NOT NULL DEFAULT 0,
+		created INTEGER NOT NULL,
+		PRIMARY KEY (sha256, model)
+	);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.
