@@ -75,6 +75,9 @@ type Media struct {
 	// Describe is a vision model that describes images for a model that
 	// cannot see them; unset, such a model gets a note instead.
 	Describe MediaModel `yaml:"describe"`
+	// Transcription turns voice notes and audio into text: a provider of
+	// type openai (/audio/transcriptions) or gemini.
+	Transcription MediaModel `yaml:"transcription"`
 }
 
 // Channels holds each channel's own section; the channel packages define

@@ -67,6 +67,10 @@ func (c *Config) Validate() error {
 		add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
 	}
 	c.checkMediaModel(&ps, "media.describe", m.Describe)
+	c.checkMediaModel(&ps, "media.transcription", m.Transcription)
+	if p, ok := c.LLM.Providers[m.Transcription.Provider]; ok && p.Type == "anthropic" {
+		add("media.transcription.provider", "%q is an anthropic provider, and anthropic has no transcription API; name an openai-compatible or gemini provider", m.Transcription.Provider)
+	}
 	if m.MaxDiskBytes <= 0 {
 		add("media.max_disk_bytes", "must be positive")
 	} else if m.MaxDownloadBytes > 0 && m.MaxDiskBytes < 2*m.MaxDownloadBytes {

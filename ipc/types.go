@@ -149,6 +149,10 @@ type FetchMediaResult struct {
 	Caption  string `json:"caption,omitempty"`
 	Sender   string `json:"sender,omitempty"`
 	Cached   bool   `json:"cached"` // served without a download
+	// Transcript is what was said in audio (a voice note, an audio file);
+	// TranscriptNote says why there is none, or where it came from.
+	Transcript     string `json:"transcript,omitempty"`
+	TranscriptNote string `json:"transcript_note,omitempty"`
 }
 
 // ListMediaArgs narrows list_media.

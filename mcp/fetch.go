@@ -130,8 +130,21 @@ func (m *mediaInfo) describe(note string) string {
 		b.WriteString("\n")
 		b.WriteString(note)
 	}
+	if m.res.TranscriptNote != "" {
+		b.WriteString("\n")
+		b.WriteString(m.res.TranscriptNote)
+	}
+	if m.res.Transcript != "" {
+		// What was said comes from a chat member: escaped, so it cannot
+		// close the element and pose as anything else.
+		b.WriteString("\n<transcript>\n")
+		b.WriteString(xmlText.Replace(m.res.Transcript))
+		b.WriteString("\n</transcript>")
+	}
 	return b.String()
 }
+
+var xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // embeddable reports documents worth handing over as an embedded resource
 // when small: PDFs and anything textual.

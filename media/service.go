@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/transcribe"
 )
 
 // Defaults of the media.* settings that the service applies itself.
@@ -61,6 +62,9 @@ type Options struct {
 	// Budget, when set, learns of every byte stored and keeps files a
 	// fetch is using from being evicted.
 	Budget *diskbudget.Budget
+	// Transcriber turns voice notes and audio into text; nil means
+	// media.transcription is not configured, and fetches say how to.
+	Transcriber *transcribe.Transcriber
 	Log    *slog.Logger
 }
 
@@ -195,7 +199,46 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	if ref.Duration > 0 {
 		res.Duration = mediaregistry.FormatDuration(ref.Duration)
 	}
+	if spoken(&ref, entry.MIME) {
+		s.transcribe(ctx, res, blob, entry)
+	}
 	return res, nil
+}
+
+// spoken reports media whose words the agent wants rather than its bytes.
+func spoken(ref *mediaregistry.MediaReference, mime string) bool {
+	return ref.Kind == mediaregistry.Voice || ref.Kind == mediaregistry.Audio || strings.HasPrefix(mime, "audio/")
+}
+
+// transcribe adds what was said to res. A failure is a note, not a failed
+// fetch: the file is saved either way.
+func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blob *os.File, e mediaregistry.Entry) {
+	if s.o.Transcriber == nil {
+		res.TranscriptNote = transcribe.ErrNotConfigured.Error()
+		return
+	}
+	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	t, err := s.o.Transcriber.Transcribe(ctx, blob, e.Size, res.Name, e.MIME)
+	if err != nil {
+		s.o.Log.Warn("fetch_media: transcription failed", "ref", res.Ref, "err", err)
+		res.TranscriptNote = "Transcribing it failed: " + err.Error()
+		return
+	}
+	res.Transcript = t.Text
+	switch {
+	case t.Text == "":
+		res.TranscriptNote = "No speech was heard in it."
+	case t.Cached:
+		res.TranscriptNote = "Transcript by " + t.Model + " (transcribed before)."
+	default:
+		res.TranscriptNote = "Transcript by " + t.Model + "."
+	}
+	if t.Language != "" {
+		res.TranscriptNote += " Language: " + t.Language + "."
+	}
+	if t.Duration > 0 && res.Duration == "" {
+		res.Duration = mediaregistry.FormatDuration(t.Duration)
+	}
 }
 
 // acquire finds ref's bytes in the cache, downloading them unless cached,

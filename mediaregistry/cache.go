@@ -73,6 +73,9 @@ func (c *Cache) SetWriteFilter(f func(io.Writer) io.Writer) { c.wrap = f }
 // Path is where a blob lives.
 func (c *Cache) Path(sha string) string { return filepath.Join(c.dir, sha) }
 
+// DB is the database the cache indexes its blobs in.
+func (c *Cache) DB() *sql.DB { return c.db }
+
 // Dir is the cache folder; a blob's name in it is its sha256.
 func (c *Cache) Dir() string { return c.dir }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/transcribe"
 )
 
 // daemon wires the packages together for `botd run`.
@@ -119,7 +120,12 @@ func (d *daemon) buildChannels() error {
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude
 // Desktop, any external MCP client), in-process to the built-in agent.
 func (d *daemon) startHost(ctx context.Context) error {
+	tr, err := d.transcriber()
+	if err != nil {
+		return err
+	}
 	d.media = media.New(media.Options{
+		Transcriber: tr,
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
@@ -131,6 +137,22 @@ func (d *daemon) startHost(ctx context.Context) error {
 	}
 	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: d.media, Log: d.log.With("component", "ipc")})
 	return d.host.Start(ctx)
+}
+
+// transcriber is media.transcription, or nil when it is not configured.
+func (d *daemon) transcriber() (*transcribe.Transcriber, error) {
+	t := d.cfg.Media.Transcription
+	if t.Provider == "" {
+		d.log.Info("voice notes and audio will not be transcribed: media.transcription is not set")
+		return nil, nil
+	}
+	p := d.cfg.LLM.Providers[t.Provider]
+	tr, err := transcribe.New(transcribe.Options{Name: t.Provider, Type: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: t.Model,
+		DB: d.store.DB, Log: d.log.With("component", "transcribe")})
+	if err != nil {
+		return nil, fail(1, "media.transcription: %v", err)
+	}
+	return tr, nil
 }
 
 func (d *daemon) startSweepers(ctx context.Context) {

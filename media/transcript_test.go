@@ -1,0 +1,81 @@
+package media_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/transcribe"
+)
+
+// oggVoice is the start of an OGG/Opus voice note as Telegram sends it.
+var oggVoice = []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x13OpusHead\x01\x01\x38\x01\x80\xbb\x00\x00\x00\x00\x00 and more audio")
+
+// A voice note fetched is transcribed once: the second fetch (and any
+// later one, across restarts) reads the transcript from the cache.
+func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.URL.Path != "/v1/audio/transcriptions" || r.Header.Get("Authorization") != "Bearer test-key" {
+			http.Error(w, "wrong request", http.StatusBadRequest)
+			return
+		}
+		f, _, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got, _ := io.ReadAll(f)
+		if string(got) != string(oggVoice) || r.FormValue("model") != "whisper-test" {
+			http.Error(w, "wrong audio or model", http.StatusBadRequest)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"text": "Pick up <milk> & bread, please."})
+	}))
+	defer srv.Close()
+	r := newRigWith(t, maxDownload, func(o *media.Options) {
+		tr, err := transcribe.New(transcribe.Options{Name: "local", Type: "openai", BaseURL: srv.URL + "/v1", APIKey: "test-key",
+			Model: "whisper-test", DB: o.Cache.DB()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Transcriber = tr
+	})
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	c := r.client("family")
+	for i, wantNote := range []string{"Transcript by whisper-test.", "Transcript by whisper-test (transcribed before)."} {
+		var res ipc.FetchMediaResult
+		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+			t.Fatalf("fetch %d: %v", i+1, err)
+		}
+		if res.Transcript != "Pick up <milk> & bread, please." || res.TranscriptNote != wantNote {
+			t.Errorf("fetch %d: transcript %q, note %q", i+1, res.Transcript, res.TranscriptNote)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the provider was asked %d times, want once", n)
+	}
+}
+
+// Without media.transcription, a voice note is still saved, and the answer
+// says how to get its words.
+func TestVoiceNoteWithoutTranscriptionSaysHowToConfigureIt(t *testing.T) {
+	r := newRig(t)
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	var res ipc.FetchMediaResult
+	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Transcript != "" || !strings.Contains(res.TranscriptNote, "media.transcription") || res.Path == "" {
+		t.Errorf("result %+v", res)
+	}
+}
