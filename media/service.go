@@ -65,7 +65,7 @@ type Options struct {
 	// Transcriber turns voice notes and audio into text; nil means
 	// media.transcription is not configured, and fetches say how to.
 	Transcriber *transcribe.Transcriber
-	Log    *slog.Logger
+	Log         *slog.Logger
 }
 
 // Service answers the media tools of every group.

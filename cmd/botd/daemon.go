@@ -126,7 +126,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 	}
 	d.media = media.New(media.Options{
 		Transcriber: tr,
-		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
+		Registry:    d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
 		Budget: d.budget, Log: d.log.With("component", "media"),
