@@ -13,6 +13,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -36,6 +37,10 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	}
 	return t.fetchResult(ctx, res), nil
 }
+
+// keyframeCount is how many stills of a video the model sees: enough to
+// follow what happens, few enough to stay cheap.
+const keyframeCount = 4
 
 // fetchResult builds what the model sees from the file the host saved.
 func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpgo.CallToolResult {
@@ -68,6 +73,23 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpg
 			return r
 		}
 		note = why
+	case strings.HasPrefix(m.mime, "video/"):
+		frames, at, err := ffmpeg.Keyframes(ctx, m.abs, keyframeCount)
+		if len(frames) == 0 {
+			t.log.Info("mcp fetch_media: no frames of the video", "ref", res.Ref, "err", err)
+			note = fmt.Sprintf("No frames of the video are shown: %v.", err)
+			break
+		}
+		var when []string
+		for _, d := range at {
+			when = append(when, ffmpeg.Clock(d))
+		}
+		content := []mcpgo.Content{mcpgo.NewTextContent(m.describe(fmt.Sprintf("Shown: %d frames of the video, at %s.",
+			len(frames), strings.Join(when, ", "))))}
+		for _, fr := range frames {
+			content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(fr), "image/jpeg"))
+		}
+		return &mcpgo.CallToolResult{Content: content}
 	}
 	if m.size <= t.inlineMax && embeddable(m.mime) {
 		if r := t.embedResult(f, &m, note); r != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -199,10 +200,42 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	if ref.Duration > 0 {
 		res.Duration = mediaregistry.FormatDuration(ref.Duration)
 	}
-	if spoken(&ref, entry.MIME) {
-		s.transcribe(ctx, res, blob, entry)
+	switch {
+	case spoken(&ref, entry.MIME):
+		s.transcribe(ctx, res, blob, entry.Size, entry.MIME)
+	case ref.Kind == mediaregistry.Video || ref.Kind == mediaregistry.VideoNote:
+		s.transcribeVideo(ctx, res, entry)
 	}
 	return res, nil
+}
+
+// transcribeVideo transcribes a video's sound, taken out with ffmpeg.
+func (s *Service) transcribeVideo(ctx context.Context, res *ipc.FetchMediaResult, e mediaregistry.Entry) {
+	if s.o.Transcriber == nil {
+		res.TranscriptNote = "Its sound is not transcribed: " + transcribe.ErrNotConfigured.Error()
+		return
+	}
+	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	sound, err := ffmpeg.AudioTrack(ctx, s.o.Cache.Path(e.SHA256))
+	switch {
+	case errors.Is(err, ffmpeg.ErrNoSound):
+		res.TranscriptNote = "The video has no sound."
+		return
+	case err != nil:
+		s.o.Log.Info("fetch_media: no sound taken from the video", "ref", res.Ref, "err", err)
+		res.TranscriptNote = "Its sound is not transcribed: " + err.Error()
+		return
+	}
+	defer sound.Close()
+	fi, err := sound.Stat()
+	if err != nil {
+		res.TranscriptNote = "Its sound could not be read back."
+		return
+	}
+	s.transcribe(ctx, res, sound, fi.Size(), "audio/ogg")
+	if res.Transcript != "" {
+		res.TranscriptNote = "What is said in the video. " + res.TranscriptNote
+	}
 }
 
 // spoken reports media whose words the agent wants rather than its bytes.
@@ -212,13 +245,13 @@ func spoken(ref *mediaregistry.MediaReference, mime string) bool {
 
 // transcribe adds what was said to res. A failure is a note, not a failed
 // fetch: the file is saved either way.
-func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blob *os.File, e mediaregistry.Entry) {
+func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blob *os.File, size int64, mime string) {
 	if s.o.Transcriber == nil {
 		res.TranscriptNote = transcribe.ErrNotConfigured.Error()
 		return
 	}
 	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
-	t, err := s.o.Transcriber.Transcribe(ctx, blob, e.Size, res.Name, e.MIME)
+	t, err := s.o.Transcriber.Transcribe(ctx, blob, size, res.Name, mime)
 	if err != nil {
 		s.o.Log.Warn("fetch_media: transcription failed", "ref", res.Ref, "err", err)
 		res.TranscriptNote = "Transcribing it failed: " + err.Error()

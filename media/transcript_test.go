@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -77,5 +78,39 @@ func TestVoiceNoteWithoutTranscriptionSaysHowToConfigureIt(t *testing.T) {
 	}
 	if res.Transcript != "" || !strings.Contains(res.TranscriptNote, "media.transcription") || res.Path == "" {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// A video's sound, taken out with ffmpeg, is transcribed like a voice note.
+func TestVideoSoundIsTranscribed(t *testing.T) {
+	ffmpegtest.Install(t, "", `printf 'OggS the sound track' > "$out"`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, _, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if got, _ := io.ReadAll(f); string(got) != "OggS the sound track" {
+			http.Error(w, "not the sound track", http.StatusBadRequest)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"text": "Happy birthday!"})
+	}))
+	defer srv.Close()
+	r := newRigWith(t, maxDownload, func(o *media.Options) {
+		tr, err := transcribe.New(transcribe.Options{Type: "openai", BaseURL: srv.URL, APIKey: "k", Model: "whisper-test", DB: o.Cache.DB()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Transcriber = tr
+	})
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, MIME: "video/mp4"},
+		chantest.Media{Data: []byte("\x00\x00\x00\x18ftypmp42 a party")})
+	var res ipc.FetchMediaResult
+	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Transcript != "Happy birthday!" || !strings.HasPrefix(res.TranscriptNote, "What is said in the video.") {
+		t.Errorf("transcript %q, note %q", res.Transcript, res.TranscriptNote)
 	}
 }

@@ -1,0 +1,86 @@
+package ffmpeg_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/ffmpeg"
+	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
+)
+
+var fakeTools = ffmpegtest.Install
+
+func TestKeyframesSpreadOverTheVideo(t *testing.T) {
+	log := fakeTools(t, "8.000000", ffmpegtest.WriteFrame)
+	frames, at, err := ffmpeg.Keyframes(context.Background(), "/videos/clip.mp4", 4)
+	if err != nil || len(frames) != 4 {
+		t.Fatalf("frames = %d, %v", len(frames), err)
+	}
+	var when []string
+	for _, d := range at {
+		when = append(when, ffmpeg.Clock(d))
+	}
+	if strings.Join(when, " ") != "0:01 0:03 0:05 0:07" {
+		t.Errorf("frames at %v, want 0:01 0:03 0:05 0:07", when)
+	}
+	args, _ := os.ReadFile(log)
+	if !strings.Contains(string(args), "-ss 5.00 -i /videos/clip.mp4 -frames:v 1") {
+		t.Errorf("ffmpeg was not asked for the frame at 5s:\n%s", args)
+	}
+}
+
+func TestKeyframesWithoutFFprobeTakesTheFirst(t *testing.T) {
+	fakeTools(t, "", ffmpegtest.WriteFrame)
+	frames, at, err := ffmpeg.Keyframes(context.Background(), "/videos/clip.mp4", 4)
+	if err != nil || len(frames) != 1 || at[0] != 0 {
+		t.Errorf("frames = %d at %v, %v; want the first one", len(frames), at, err)
+	}
+}
+
+func TestWithoutFFmpeg(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, _, err := ffmpeg.Keyframes(context.Background(), "/x.mp4", 4); !errors.Is(err, ffmpeg.ErrMissing) {
+		t.Errorf("Keyframes: %v, want ffmpeg.ErrMissing", err)
+	}
+	if _, err := ffmpeg.AudioTrack(context.Background(), "/x.mp4"); !errors.Is(err, ffmpeg.ErrMissing) || !strings.Contains(err.Error(), "install ffmpeg") {
+		t.Errorf("AudioTrack: %v, want ffmpeg.ErrMissing saying what to install", err)
+	}
+}
+
+func TestAudioTrack(t *testing.T) {
+	fakeTools(t, "", `printf 'OggS sound' > "$out"`)
+	f, err := ffmpeg.AudioTrack(context.Background(), "/videos/clip.mp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 10)
+	n, _ := f.ReadAt(b, 0)
+	if string(b[:n]) != "OggS sound" {
+		t.Errorf("sound = %q", b[:n])
+	}
+	if _, err := os.Stat(f.Name()); err == nil {
+		t.Errorf("the temporary sound file was left behind: %s", f.Name())
+	}
+
+	fakeTools(t, "", `echo "Output file #0 does not contain any stream" >&2; exit 1`)
+	if _, err := ffmpeg.AudioTrack(context.Background(), "/videos/silent.mp4"); !errors.Is(err, ffmpeg.ErrNoSound) {
+		t.Errorf("silent video: %v, want ffmpeg.ErrNoSound", err)
+	}
+	fakeTools(t, "", `echo "moov atom not found" >&2; exit 1`)
+	if _, err := ffmpeg.AudioTrack(context.Background(), "/videos/broken.mp4"); err == nil || !strings.Contains(err.Error(), "moov atom not found") {
+		t.Errorf("broken video: %v, want ffmpeg's complaint", err)
+	}
+}
+
+func TestClock(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0:00", 1500 * time.Millisecond: "0:02", 65 * time.Second: "1:05", 3725 * time.Second: "62:05"} {
+		if got := ffmpeg.Clock(d); got != want {
+			t.Errorf("Clock(%v) = %s, want %s", d, got, want)
+		}
+	}
+}
