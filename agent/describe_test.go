@@ -61,3 +61,36 @@ func TestTextOnlyModelGetsADescriptionOrANote(t *testing.T) {
 		})
 	}
 }
+
+// A model that hears audio gets the voice note itself; one that does not
+// gets the text (and the transcript, when there is one) only.
+func TestNativeAudioOnlyForModelsThatHearIt(t *testing.T) {
+	const voiceRef = "tg_VOICEnote0001"
+	for _, hears := range []bool{true, false} {
+		var media []*llm.Media
+		f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+			if n == 1 {
+				return toolCall("c1", "fetch_media", `{"mediaRef":"`+voiceRef+`"}`), nil
+			}
+			for _, p := range req.Messages[len(req.Messages)-1].Parts[0].ToolResult.Content {
+				if p.Media != nil {
+					media = append(media, p.Media)
+				}
+			}
+			return textResult("ok"), nil
+		})
+		f.caps = llm.Capabilities{Tools: true, Vision: true, Audio: hears}
+		h := newHarness(t, f, nil)
+		h.media[voiceRef] = fakeMedia{Kind: "Voice", Name: "voice.ogg", MIME: "audio/ogg", Data: []byte("OggS voice")}
+		h.start()
+		h.say(famChat, "Alice", "[Voice: 4s, audio/ogg, ref:"+voiceRef+"] @Andy what does it say?")
+		h.idle()
+		switch {
+		case hears && (len(media) != 1 || media[0].MIME != "audio/ogg" || !strings.HasSuffix(media[0].Path, "voice.ogg")):
+			t.Errorf("a model that hears audio got %+v, want the voice note", media)
+		case !hears && len(media) != 0:
+			t.Errorf("a model that does not hear audio got %+v", media)
+		}
+		h.stop()
+	}
+}

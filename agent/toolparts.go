@@ -50,9 +50,9 @@ func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolRe
 		case *mcpgo.EmbeddedResource:
 			parts = append(parts, resourcePart(ws, c.Resource, caps))
 		case mcpgo.ResourceLink:
-			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s: %s", c.Name, c.URI)))
+			parts = append(parts, linkPart(ws, c, caps))
 		case *mcpgo.ResourceLink:
-			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s: %s", c.Name, c.URI)))
+			parts = append(parts, linkPart(ws, *c, caps))
 		default:
 			parts = append(parts, llm.Text(fmt.Sprintf("(unsupported tool output of type %T)", c)))
 		}
@@ -112,6 +112,31 @@ func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabi
 	}
 	return llm.Text("(an embedded resource of an unknown shape was left out)")
 }
+
+// linkPart gives a model that hears audio or watches video natively the
+// saved file a fetch linked to; any other link stays a line of text.
+func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, caps llm.Capabilities) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIMEType)
+	native := (strings.HasPrefix(mime, "audio/") && caps.Audio) || (strings.HasPrefix(mime, "video/") && caps.Video)
+	p := ""
+	if c.Meta != nil {
+		p, _ = c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
+	}
+	if native && p != "" {
+		if f, _, err := ws.Open(p); err == nil {
+			fi, err := f.Stat()
+			f.Close()
+			if err == nil && fi.Size() <= maxNativeMedia {
+				return llm.MediaFile(mime, f.Name())
+			}
+		}
+	}
+	return llm.Text(fmt.Sprintf("Resource %s: %s", c.Name, c.URI))
+}
+
+// maxNativeMedia is the largest audio or video handed to a model as is:
+// what vendors take inline.
+const maxNativeMedia = 20 << 20
 
 // savedImage finds the file botd's fetch_media already saved for image
 // content that is that file's bytes (mcp.MetaSavedPath), so the image is

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,6 +218,11 @@ func parts(t *testing.T, res *mcpgo.CallToolResult) (texts []string, images []mc
 			images = append(images, v)
 		case mcpgo.EmbeddedResource:
 			embedded = append(embedded, v)
+		case mcpgo.ResourceLink:
+			// Audio and video link their saved file (see links).
+			if p, _ := v.Meta.AdditionalFields[MetaSavedPath].(string); !strings.HasPrefix(v.URI, "file:///") || p != v.Name {
+				t.Fatalf("a link that is not the saved file: %+v", v)
+			}
 		default:
 			t.Fatalf("unexpected content %T", c)
 		}
@@ -243,4 +249,15 @@ func goldenCompare(t *testing.T, name string, got []byte) {
 	if string(want) != string(got) {
 		t.Errorf("%s differs from the golden file (run with -update if intended)\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
+}
+
+// links returns the resource links of a result.
+func links(res *mcpgo.CallToolResult) []mcpgo.ResourceLink {
+	var out []mcpgo.ResourceLink
+	for _, c := range res.Content {
+		if l, ok := c.(mcpgo.ResourceLink); ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }

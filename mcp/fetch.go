@@ -89,14 +89,26 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpg
 		for _, fr := range frames {
 			content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(fr), "image/jpeg"))
 		}
-		return &mcpgo.CallToolResult{Content: content}
+		return &mcpgo.CallToolResult{Content: append(content, savedLink(&m))}
 	}
 	if m.size <= t.inlineMax && embeddable(m.mime) {
 		if r := t.embedResult(f, &m, note); r != nil {
 			return r
 		}
 	}
+	if strings.HasPrefix(m.mime, "audio/") || strings.HasPrefix(m.mime, "video/") {
+		return &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(m.describe(note)), savedLink(&m)}}
+	}
 	return mcpgo.NewToolResultText(m.describe(note))
+}
+
+// savedLink points at the saved file as a resource link, with its group
+// path in _meta: a model that hears audio or watches video natively is
+// given the file itself by an agent that can open it.
+func savedLink(m *mediaInfo) mcpgo.ResourceLink {
+	l := mcpgo.NewResourceLink((&url.URL{Scheme: "file", Path: m.abs}).String(), m.rel, "the saved file", m.mime)
+	l.Meta = &mcpgo.Meta{AdditionalFields: map[string]any{MetaSavedPath: m.rel}}
+	return l
 }
 
 // mediaInfo is the fetched file as the result text describes it.

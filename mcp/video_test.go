@@ -27,6 +27,9 @@ func TestVideoFrames(t *testing.T) {
 		if b, _ := base64.StdEncoding.DecodeString(images[0].Data); string(b) != ffmpegtest.Frame || images[0].MIMEType != "image/jpeg" {
 			t.Errorf("frame %q %s", b, images[0].MIMEType)
 		}
+		if l := links(res); len(l) != 1 || l[0].MIMEType != "video/mp4" || l[0].Name != "media/tg_VideoClip01.mp4" {
+			t.Errorf("links = %+v, want the saved video", l)
+		}
 	})
 	t.Run("no ffmpeg", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
