@@ -1,0 +1,170 @@
+package doctext
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+)
+
+// table gathers the cells of a table row, so that a row becomes one line:
+// | a | b |. Tables inside a cell run into that cell's text.
+type table struct {
+	depth  int // tables open; only the outermost makes rows
+	cells  []string
+	cell   strings.Builder
+	inCell bool
+}
+
+func (t *table) startCell() {
+	if t.depth == 1 {
+		t.cell.Reset()
+		t.inCell = true
+	} else if t.cell.Len() > 0 {
+		t.cell.WriteString(" ")
+	}
+}
+
+func (t *table) endCell() {
+	if t.depth == 1 {
+		t.cells = append(t.cells, strings.TrimSpace(t.cell.String()))
+		t.inCell = false
+	}
+}
+
+// endRow writes the row, if it says anything.
+func (t *table) endRow(p *parts) error {
+	if t.depth != 1 {
+		return nil
+	}
+	cells := t.cells
+	t.cells = t.cells[:0]
+	for len(cells) > 0 && cells[len(cells)-1] == "" {
+		cells = cells[:len(cells)-1]
+	}
+	if len(cells) == 0 {
+		return nil
+	}
+	return p.text(row(cells))
+}
+
+// row renders cells as a table line; a cell cannot break the line or
+// the columns.
+func row(cells []string) string {
+	var b strings.Builder
+	b.WriteString("|")
+	for _, c := range cells {
+		b.WriteString(" ")
+		b.WriteString(cellEscaper.Replace(c))
+		b.WriteString(" |")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+var cellEscaper = strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
+
+// write sends text to the cell being read, or to the document.
+func (t *table) write(p *parts, s string) error {
+	if t.depth > 0 && t.inCell {
+		if t.cell.Len() < 1<<16 {
+			t.cell.WriteString(s)
+		}
+		return nil
+	}
+	return p.text(s)
+}
+
+// docx reads word/document.xml: paragraphs (headings marked with #,
+// list items with -), tabs and breaks, tables as rows.
+func (d *doc) docx(p *parts) error {
+	w, c, err := d.z.xml("word/document.xml")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var tb table
+	inText := false
+	prefix := ""
+	ops := 0
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ops++; ops%4096 == 0 {
+			if err := d.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			switch e.Name.Local {
+			case "t":
+				inText = e.Name.Space == "w" || e.Name.Space == "a" || e.Name.Space == ""
+				if inText && prefix != "" {
+					err = tb.write(p, prefix)
+					prefix = ""
+				}
+			case "tab":
+				if e.Name.Space == "w" {
+					err = tb.write(p, "\t")
+				}
+			case "br", "cr":
+				err = tb.write(p, "\n")
+			case "pStyle":
+				if v := attr(e, "val"); strings.HasPrefix(strings.ToLower(v), "heading") {
+					if n := strings.TrimLeft(v[7:], " "); len(n) == 1 && n[0] >= '1' && n[0] <= '6' {
+						prefix = strings.Repeat("#", int(n[0]-'0')) + " "
+					}
+				} else if strings.EqualFold(v, "Title") {
+					prefix = "# "
+				}
+			case "numPr":
+				if prefix == "" {
+					prefix = "- "
+				}
+			case "tbl":
+				tb.depth++
+				if tb.depth == 1 {
+					err = p.line()
+				}
+			case "tc":
+				tb.startCell()
+			case "p":
+				prefix = ""
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				if e.Name.Space == "w" {
+					if tb.depth > 0 && tb.inCell {
+						err = tb.write(p, " ")
+					} else {
+						err = p.line()
+					}
+				}
+			case "tc":
+				tb.endCell()
+			case "tr":
+				err = tb.endRow(p)
+			case "tbl":
+				if tb.depth == 1 {
+					err = p.line()
+				}
+				tb.depth = max(0, tb.depth-1)
+			}
+		case xml.CharData:
+			if inText {
+				err = tb.write(p, string(e))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

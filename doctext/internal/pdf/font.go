@@ -1,0 +1,553 @@
+package pdf
+
+import (
+	"io"
+	"strings"
+	"unicode/utf16"
+
+	"golang.org/x/text/encoding/charmap"
+)
+
+const (
+	maxCMapBytes    = 4 << 20
+	maxFontEntries  = 1 << 17 // code→text and width entries of one font
+	maxFontsEntries = 1 << 20 // of all the fonts kept
+	maxFonts        = 512     // decoded fonts kept per document
+)
+
+// font turns the bytes of a shown string into codes, text and widths.
+type font struct {
+	cid     bool      // Type0: multi-byte codes, widths by CID
+	spaces  []csRange // code lengths (Type0; a ToUnicode map may name them too)
+	toUni   map[uint32]string
+	ranges  []uniRange   // large bfranges, kept unexpanded
+	simple  *[256]string // simple fonts: code → text by the font's encoding
+	ucs2    bool         // a Type0 font whose codes are UTF-16 themselves
+	widths  map[uint32]float64
+	dw      float64 // width of codes without one
+	scale   float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
+	unicode bool    // any way to get text at all
+}
+
+type csRange struct {
+	n      int
+	lo, hi uint32
+}
+
+type uniRange struct {
+	lo, hi uint32
+	base   []uint16 // dst of the first code; the last unit counts up
+	arr    []string // or one string per code
+}
+
+// glyph is one code of a shown string.
+type glyph struct {
+	code  uint32
+	n     int // bytes
+	text  string
+	width float64 // in text space units per unit of font size
+}
+
+func (f *font) glyphs(s string, each func(g glyph)) {
+	for i := 0; i < len(s); {
+		n := f.codeLen(s[i:])
+		var code uint32
+		for _, c := range []byte(s[i : i+n]) {
+			code = code<<8 | uint32(c)
+		}
+		i += n
+		g := glyph{code: code, n: n, text: f.text(code, n)}
+		w, ok := f.widths[code]
+		if !ok {
+			w = f.dw
+		}
+		g.width = w * f.scale
+		each(g)
+	}
+}
+
+func (f *font) codeLen(s string) int {
+	if !f.cid && len(f.spaces) == 0 {
+		return 1
+	}
+	if len(f.spaces) == 0 {
+		return min(2, len(s))
+	}
+	var code uint32
+	for n := 1; n <= 4 && n <= len(s); n++ {
+		code = code<<8 | uint32(s[n-1])
+		for _, r := range f.spaces {
+			if r.n == n && code >= r.lo && code <= r.hi {
+				return n
+			}
+		}
+	}
+	// Not in any range: take the shortest length the font uses.
+	n := 4
+	for _, r := range f.spaces {
+		n = min(n, r.n)
+	}
+	return max(1, min(n, len(s)))
+}
+
+func (f *font) text(code uint32, n int) string {
+	if t, ok := f.toUni[code]; ok {
+		return t
+	}
+	for _, r := range f.ranges {
+		if code >= r.lo && code <= r.hi {
+			return r.at(code)
+		}
+	}
+	if f.ucs2 {
+		if n == 2 {
+			return string(utf16.Decode([]uint16{uint16(code)}))
+		}
+		return ""
+	}
+	if f.simple != nil && code < 256 {
+		return f.simple[code]
+	}
+	return ""
+}
+
+func (r uniRange) at(code uint32) string {
+	off := code - r.lo
+	if r.arr != nil {
+		if int(off) < len(r.arr) {
+			return r.arr[off]
+		}
+		return ""
+	}
+	u := append([]uint16(nil), r.base...)
+	if len(u) > 0 {
+		u[len(u)-1] += uint16(off)
+	}
+	return string(utf16.Decode(u))
+}
+
+// loadFont reads a font dictionary. Fonts are shared by many pages, so
+// they are kept by reference.
+func (d *Doc) loadFont(o object) *font {
+	r, isRef := o.(ref)
+	if isRef {
+		if f, ok := d.fonts[r]; ok {
+			return f
+		}
+	}
+	f := d.parseFont(d.dictOf(o))
+	d.fontEntries += len(f.toUni) + len(f.widths)
+	if isRef {
+		if len(d.fonts) >= maxFonts || d.fontEntries > maxFontsEntries {
+			clear(d.fonts)
+			d.fontEntries = 0
+		}
+		d.fonts[r] = f
+	}
+	return f
+}
+
+func (d *Doc) parseFont(fd dict) *font {
+	f := &font{dw: 1000, scale: 0.001, widths: map[uint32]float64{}}
+	if fd == nil {
+		f.simple = &winAnsi
+		f.unicode = true
+		f.dw = 500
+		return f
+	}
+	sub, _ := d.resolve(fd["Subtype"]).(name)
+	base, _ := d.resolve(fd["BaseFont"]).(name)
+	if s, ok := d.resolve(fd["ToUnicode"]).(*stream); ok {
+		d.readToUnicode(f, s)
+	}
+	if sub == "Type0" {
+		f.cid = true
+		switch enc := d.resolve(fd["Encoding"]).(type) {
+		case name:
+			e := string(enc)
+			if strings.Contains(e, "UCS2") || strings.Contains(e, "UTF16") {
+				f.ucs2 = true
+				f.unicode = true
+			}
+		case *stream:
+			// An embedded CMap: only its code lengths matter here.
+			tmp := &font{}
+			d.readCMap(tmp, enc)
+			if len(f.spaces) == 0 {
+				f.spaces = tmp.spaces
+			}
+		}
+		if ds, _ := d.resolve(fd["DescendantFonts"]).(array); len(ds) > 0 {
+			df := d.dictOf(ds[0])
+			if df != nil {
+				f.dw = d.numOf(df["DW"], 1000)
+				d.cidWidths(f, df["W"])
+			}
+		}
+		return f
+	}
+	// A simple font: one byte per code.
+	f.spaces = nil
+	f.unicode = true
+	enc := d.simpleEncoding(fd, base)
+	f.simple = enc
+	f.dw = d.numOf(d.dictOf(fd["FontDescriptor"])["MissingWidth"], 0)
+	if f.dw == 0 {
+		f.dw = standardWidth(string(base))
+	}
+	if sub == "Type3" {
+		if m, _ := d.resolve(fd["FontMatrix"]).(array); len(m) == 6 {
+			f.scale = d.numOf(m[0], 0.001)
+		}
+	}
+	first, _ := d.intOf(fd["FirstChar"])
+	if ws, ok := d.resolve(fd["Widths"]).(array); ok && first >= 0 && first < 256 {
+		for i, w := range ws {
+			if i >= 256 {
+				break
+			}
+			f.widths[uint32(first)+uint32(i)] = d.numOf(w, f.dw)
+		}
+	}
+	return f
+}
+
+// standardWidth guesses an average width for a font without /Widths (the
+// standard 14 fonts): close enough to tell a word gap from a letter.
+func standardWidth(base string) float64 {
+	switch {
+	case strings.Contains(base, "Courier"):
+		return 600
+	case strings.Contains(base, "Helvetica"), strings.Contains(base, "Arial"):
+		return 556
+	}
+	return 500
+}
+
+func (d *Doc) cidWidths(f *font, o object) {
+	w, _ := d.resolve(o).(array)
+	n := 0
+	for i := 0; i < len(w) && n < maxFontEntries; {
+		first, ok := d.intOf(w[i])
+		if !ok || i+1 >= len(w) {
+			return
+		}
+		if ws, ok := d.resolve(w[i+1]).(array); ok {
+			for j, v := range ws {
+				f.widths[uint32(first)+uint32(j)] = d.numOf(v, f.dw)
+				n++
+			}
+			i += 2
+			continue
+		}
+		if i+2 >= len(w) {
+			return
+		}
+		last, _ := d.intOf(w[i+1])
+		v := d.numOf(w[i+2], f.dw)
+		for c := first; c <= last && n < maxFontEntries; c++ {
+			f.widths[uint32(c)] = v
+			n++
+		}
+		i += 3
+	}
+}
+
+func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
+	table := &winAnsi
+	if strings.Contains(string(base), "Symbol") || strings.Contains(string(base), "Dingbats") {
+		table = &standard // close enough for the ASCII range; the rest is pictures
+	}
+	var diffs array
+	switch e := d.resolve(fd["Encoding"]).(type) {
+	case name:
+		table = namedEncoding(e, table)
+	case dict:
+		if b, ok := d.resolve(e["BaseEncoding"]).(name); ok {
+			table = namedEncoding(b, table)
+		}
+		diffs, _ = d.resolve(e["Differences"]).(array)
+	}
+	if len(diffs) == 0 {
+		return table
+	}
+	t := *table
+	code := -1
+	for _, v := range diffs {
+		switch v := d.resolve(v).(type) {
+		case int64:
+			code = int(v)
+		case float64:
+			code = int(v)
+		case name:
+			if code >= 0 && code < 256 {
+				t[code] = glyphText(string(v))
+			}
+			code++
+		}
+	}
+	return &t
+}
+
+func namedEncoding(n name, def *[256]string) *[256]string {
+	switch n {
+	case "WinAnsiEncoding":
+		return &winAnsi
+	case "MacRomanEncoding":
+		return &macRoman
+	case "StandardEncoding":
+		return &standard
+	}
+	return def
+}
+
+func (d *Doc) readToUnicode(f *font, s *stream) {
+	d.readCMap(f, s)
+	if len(f.toUni) > 0 || len(f.ranges) > 0 {
+		f.unicode = true
+	}
+}
+
+// readCMap reads the code space and the bfchar/bfrange maps of a CMap.
+func (d *Doc) readCMap(f *font, s *stream) {
+	r, err := d.streamReader(s)
+	if err != nil {
+		return
+	}
+	l := newLexer(io.LimitReader(r, maxCMapBytes), 0, false)
+	if f.toUni == nil {
+		f.toUni = map[uint32]string{}
+	}
+	entries := 0
+	code := func(o object) (uint32, int, bool) {
+		s, ok := o.(string)
+		if !ok || len(s) == 0 || len(s) > 4 {
+			return 0, 0, false
+		}
+		var c uint32
+		for _, b := range []byte(s) {
+			c = c<<8 | uint32(b)
+		}
+		return c, len(s), true
+	}
+	for entries < maxFontEntries {
+		t, err := l.object(0)
+		if err != nil {
+			return
+		}
+		k, ok := t.(keyword)
+		if !ok {
+			continue
+		}
+		switch k {
+		case "begincodespacerange":
+			for {
+				a, err := l.object(0)
+				if err != nil || a == keyword("endcodespacerange") {
+					break
+				}
+				b, err := l.object(0)
+				if err != nil {
+					return
+				}
+				lo, n, ok1 := code(a)
+				hi, _, ok2 := code(b)
+				if ok1 && ok2 && len(f.spaces) < 64 {
+					f.spaces = append(f.spaces, csRange{n: n, lo: lo, hi: hi})
+				}
+			}
+		case "beginbfchar":
+			for entries < maxFontEntries {
+				a, err := l.object(0)
+				if err != nil || a == keyword("endbfchar") {
+					break
+				}
+				b, err := l.object(0)
+				if err != nil {
+					return
+				}
+				c, _, ok := code(a)
+				dst, isStr := b.(string)
+				if n, isName := b.(name); isName {
+					dst, isStr = glyphText(string(n)), true
+				}
+				if ok && isStr {
+					f.toUni[c] = utf16BE(dst)
+					entries++
+				}
+			}
+		case "beginbfrange":
+			for entries < maxFontEntries {
+				a, err := l.object(0)
+				if err != nil || a == keyword("endbfrange") {
+					break
+				}
+				b, err1 := l.object(0)
+				c, err2 := l.object(0)
+				if err1 != nil || err2 != nil {
+					return
+				}
+				lo, _, ok1 := code(a)
+				hi, _, ok2 := code(b)
+				if !ok1 || !ok2 || hi < lo {
+					continue
+				}
+				var ur uniRange
+				ur.lo, ur.hi = lo, hi
+				switch dst := c.(type) {
+				case string:
+					ur.base = utf16Units(dst)
+				case array:
+					for _, x := range dst {
+						s, _ := x.(string)
+						ur.arr = append(ur.arr, utf16BE(s))
+					}
+				default:
+					continue
+				}
+				if hi-lo <= 256 {
+					for c := lo; c <= hi && entries < maxFontEntries; c++ {
+						f.toUni[c] = ur.at(c)
+						entries++
+					}
+				} else if len(f.ranges) < 1024 {
+					f.ranges = append(f.ranges, ur)
+					entries++
+				}
+			}
+		}
+	}
+}
+
+func utf16Units(s string) []uint16 {
+	u := make([]uint16, 0, len(s)/2)
+	for i := 0; i+1 < len(s); i += 2 {
+		u = append(u, uint16(s[i])<<8|uint16(s[i+1]))
+	}
+	if len(s)%2 == 1 { // a one-byte destination: take it as a code point
+		u = append(u, uint16(s[len(s)-1]))
+	}
+	return u
+}
+
+func utf16BE(s string) string { return string(utf16.Decode(utf16Units(s))) }
+
+// The simple encodings, as text per code.
+var winAnsi, macRoman, standard [256]string
+
+// glyphNames maps the glyph names producers put in /Differences to text.
+var glyphNames = map[string]string{
+	"fi": "fi", "fl": "fl", "ff": "ff", "ffi": "ffi", "ffl": "ffl", "dotlessi": "ı", "Lslash": "Ł",
+	"lslash": "ł", "fraction": "⁄", "minus": "−", "nbspace": "\u00a0", "sfthyphen": "\u00ad",
+	"quotesingle": "'", "grave": "`", "ring": "˚", "hungarumlaut": "˝", "ogonek": "˛", "caron": "ˇ",
+	"breve": "˘", "dotaccent": "˙", "space": " ", "bullet": "•", "Euro": "€", "trademark": "™",
+	"arrowright": "→", "arrowleft": "←", "arrowup": "↑", "arrowdown": "↓", "degree": "°",
+	"multiply": "×", "divide": "÷", "notequal": "≠", "lessequal": "≤", "greaterequal": "≥",
+	"infinity": "∞", "summation": "∑", "product": "∏", "radical": "√", "partialdiff": "∂",
+	"approxequal": "≈", "Delta": "∆", "Omega": "Ω", "mu": "µ", "pi": "π", "lozenge": "◊",
+	"checkmark": "✓",
+}
+
+// winAnsiNames are the glyph names of WinAnsiEncoding from 0x20 on, in
+// code order ("-" where the code is unused).
+const winAnsiNames = `space exclam quotedbl numbersign dollar percent ampersand quotesingle parenleft
+parenright asterisk plus comma hyphen period slash zero one two three four five six seven eight nine
+colon semicolon less equal greater question at A B C D E F G H I J K L M N O P Q R S T U V W X Y Z
+bracketleft backslash bracketright asciicircum underscore grave a b c d e f g h i j k l m n o p q r s t
+u v w x y z braceleft bar braceright asciitilde - Euro - quotesinglbase florin quotedblbase ellipsis
+dagger daggerdbl circumflex perthousand Scaron guilsinglleft OE - Zcaron - - quoteleft quoteright
+quotedblleft quotedblright bullet endash emdash tilde trademark scaron guilsinglright oe - zcaron
+Ydieresis space exclamdown cent sterling currency yen brokenbar section dieresis copyright ordfeminine
+guillemotleft logicalnot hyphen registered macron degree plusminus twosuperior threesuperior acute mu
+paragraph periodcentered cedilla onesuperior ordmasculine guillemotright onequarter onehalf
+threequarters questiondown Agrave Aacute Acircumflex Atilde Adieresis Aring AE Ccedilla Egrave Eacute
+Ecircumflex Edieresis Igrave Iacute Icircumflex Idieresis Eth Ntilde Ograve Oacute Ocircumflex Otilde
+Odieresis multiply Oslash Ugrave Uacute Ucircumflex Udieresis Yacute Thorn germandbls agrave aacute
+acircumflex atilde adieresis aring ae ccedilla egrave eacute ecircumflex edieresis igrave iacute
+icircumflex idieresis eth ntilde ograve oacute ocircumflex otilde odieresis divide oslash ugrave uacute
+ucircumflex udieresis yacute thorn ydieresis`
+
+// standardHigh is StandardEncoding above 0x7f.
+var standardHigh = map[byte]string{
+	0xA1: "¡", 0xA2: "¢", 0xA3: "£", 0xA4: "⁄", 0xA5: "¥", 0xA6: "ƒ", 0xA7: "§", 0xA8: "¤", 0xA9: "'",
+	0xAA: "“", 0xAB: "«", 0xAC: "‹", 0xAD: "›", 0xAE: "fi", 0xAF: "fl", 0xB1: "–", 0xB2: "†", 0xB3: "‡",
+	0xB4: "·", 0xB6: "¶", 0xB7: "•", 0xB8: "‚", 0xB9: "„", 0xBA: "”", 0xBB: "»", 0xBC: "…", 0xBD: "‰",
+	0xBF: "¿", 0xC1: "`", 0xC2: "´", 0xC3: "ˆ", 0xC4: "˜", 0xC5: "¯", 0xC6: "˘", 0xC7: "˙", 0xC8: "¨",
+	0xCA: "˚", 0xCB: "¸", 0xCD: "˝", 0xCE: "˛", 0xCF: "ˇ", 0xD0: "—", 0xE1: "Æ", 0xE3: "ª", 0xE8: "Ł",
+	0xE9: "Ø", 0xEA: "Œ", 0xEB: "º", 0xF1: "æ", 0xF5: "ı", 0xF8: "ł", 0xF9: "ø", 0xFA: "œ", 0xFB: "ß",
+}
+
+func init() {
+	names := strings.Fields(winAnsiNames)
+	for i := range 256 {
+		c := byte(i)
+		if c >= 0x20 {
+			winAnsi[i] = string(charmap.Windows1252.DecodeByte(c))
+			macRoman[i] = string(charmap.Macintosh.DecodeByte(c))
+		}
+		switch {
+		case c >= 0x20 && c < 0x7f:
+			standard[i] = string(rune(c))
+		case c >= 0x80:
+			standard[i] = standardHigh[c]
+		}
+		if j := i - 0x20; j >= 0 && j < len(names) && names[j] != "-" {
+			if _, ok := glyphNames[names[j]]; !ok {
+				glyphNames[names[j]] = winAnsi[i]
+			}
+		}
+	}
+	standard['\''] = "’"
+	standard['`'] = "‘"
+	for _, t := range []*[256]string{&winAnsi, &macRoman} {
+		t[0x7f] = ""
+	}
+	winAnsi[0xA0] = " " // no-break space, as a plain one
+}
+
+// glyphText is the text a glyph name stands for: a known name, uniXXXX,
+// uXXXX[XX], or a name with a suffix (a.sc) or ligature parts (f_f_i).
+func glyphText(n string) string {
+	if t, ok := glyphNames[n]; ok {
+		return t
+	}
+	if i := strings.IndexByte(n, '.'); i > 0 {
+		return glyphText(n[:i])
+	}
+	if strings.Contains(n, "_") {
+		var b strings.Builder
+		for p := range strings.SplitSeq(n, "_") {
+			b.WriteString(glyphText(p))
+		}
+		return b.String()
+	}
+	if h, ok := strings.CutPrefix(n, "uni"); ok && len(h)%4 == 0 && len(h) > 0 {
+		var u []uint16
+		for i := 0; i < len(h); i += 4 {
+			v, ok := hexVal(h[i : i+4])
+			if !ok {
+				return ""
+			}
+			u = append(u, uint16(v))
+		}
+		return string(utf16.Decode(u))
+	}
+	if h, ok := strings.CutPrefix(n, "u"); ok && len(h) >= 4 && len(h) <= 6 {
+		if v, ok := hexVal(h); ok && v < 0x110000 {
+			return string(rune(v))
+		}
+	}
+	return ""
+}
+
+func hexVal(s string) (uint32, bool) {
+	var v uint32
+	for i := range len(s) {
+		h, ok := unhex(s[i])
+		if !ok {
+			return 0, false
+		}
+		v = v<<4 | uint32(h)
+	}
+	return v, true
+}

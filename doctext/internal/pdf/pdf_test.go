@@ -1,0 +1,55 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/doctext/internal/testdoc"
+)
+
+func pages(n int) []testdoc.Page {
+	ps := make([]testdoc.Page, n)
+	for i := range ps {
+		ps[i] = testdoc.Page{Lines: []string{fmt.Sprintf("Page %d first line (with parens) \\ café", i+1), "second line"}}
+	}
+	return ps
+}
+
+func TestPageText(t *testing.T) {
+	cases := []struct {
+		name string
+		o    testdoc.PDFOptions
+		ps   []testdoc.Page
+		want []string
+	}{
+		{"table", testdoc.PDFOptions{}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2 first", "Page 3 first"}},
+		{"streams", testdoc.PDFOptions{ObjStreams: true, Compress: true}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2", "Page 3"}},
+		{"unicode", testdoc.PDFOptions{Unicode: true, Compress: true}, []testdoc.Page{{Lines: []string{"Привет мир", "日本語 😀"}}}, []string{"Привет мир\n日本語 😀"}},
+		{"kerning", testdoc.PDFOptions{Kerning: true}, []testdoc.Page{{Lines: []string{"words set apart by gaps", "next"}}}, []string{"words set apart by gaps\nnext"}},
+		{"image", testdoc.PDFOptions{}, []testdoc.Page{{Image: true}}, []string{""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := testdoc.PDF(tc.ps, tc.o)
+			d, err := Open(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.NumPages() != len(tc.ps) {
+				t.Fatalf("pages %d, want %d", d.NumPages(), len(tc.ps))
+			}
+			for i, w := range tc.want {
+				info, err := d.PageText(context.Background(), i+1, 10000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(info.Text, w) || (w == "" && info.Text != "") {
+					t.Errorf("page %d: %q, want prefix %q", i+1, info.Text, w)
+				}
+			}
+		})
+	}
+}

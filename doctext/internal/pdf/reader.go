@@ -1,0 +1,591 @@
+package pdf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrEncrypted is returned by Open for an encrypted file.
+var ErrEncrypted = errors.New("the PDF is encrypted")
+
+const (
+	maxXrefSections = 64       // a /Prev chain longer than this is a loop or an attack
+	maxXrefEntries  = 4 << 20  // objects in one file
+	maxDecoded      = 64 << 20 // bytes one stream may decode to
+	maxObjStmCache  = 8        // decoded object streams kept
+	maxObjCache     = 8192     // parsed objects kept
+	maxRefHops      = 8        // a reference to a reference to …
+)
+
+type xent struct {
+	typ byte  // 1: at off in the file; 2: object idx of object stream stm
+	off int64 // type 1
+	stm int32 // type 2
+	idx int32 // type 2
+	gen int32
+}
+
+// Doc is an open PDF.
+type Doc struct {
+	f       io.ReaderAt
+	size    int64
+	xref    map[int32]xent
+	trailer dict
+	objs    map[ref]object
+	objstms map[int32]*objStm
+	pages   []page
+	fonts   map[ref]*font
+	// fontEntries counts the code→text and width entries of the fonts
+	// kept, which a small file can make many of (a CMap range of 256
+	// codes is twenty bytes).
+	fontEntries int
+	loading     map[int32]bool // object streams being decoded, against loops
+}
+
+type objStm struct {
+	data  []byte
+	first int64
+	offs  map[int32]int64
+}
+
+// Open reads the file structure and the page tree. It reads no page
+// contents.
+func Open(f io.ReaderAt, size int64) (*Doc, error) {
+	d := &Doc{f: f, size: size, xref: map[int32]xent{}, objs: map[ref]object{},
+		objstms: map[int32]*objStm{}, fonts: map[ref]*font{}, loading: map[int32]bool{}}
+	head := make([]byte, 1024)
+	n, _ := f.ReadAt(head, 0)
+	if !bytes.Contains(head[:n], []byte("%PDF-")) {
+		return nil, malformed("no %%PDF- header")
+	}
+	start, err := d.startxref()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.readXrefChain(start); err != nil {
+		return nil, err
+	}
+	if d.trailer["Encrypt"] != nil {
+		return nil, ErrEncrypted
+	}
+	if err := d.loadPages(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// NumPages is the number of pages.
+func (d *Doc) NumPages() int { return len(d.pages) }
+
+func (d *Doc) startxref() (int64, error) {
+	tail := int64(2048)
+	if tail > d.size {
+		tail = d.size
+	}
+	buf := make([]byte, tail)
+	n, err := d.f.ReadAt(buf, d.size-tail)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	buf = buf[:n]
+	i := bytes.LastIndex(buf, []byte("startxref"))
+	if i < 0 {
+		return 0, malformed("no startxref at the end (truncated?)")
+	}
+	l := newLexer(bytes.NewReader(buf[i+len("startxref"):]), 0, false)
+	t, err := l.token()
+	off, ok := t.(int64)
+	if err != nil || !ok || off < 0 || off >= d.size {
+		return 0, malformed("bad startxref")
+	}
+	return off, nil
+}
+
+// readXrefChain reads the newest cross-reference section and the older
+// ones it links to. Entries already known (newer) win.
+func (d *Doc) readXrefChain(off int64) error {
+	seen := map[int64]bool{}
+	first := true
+	queue := []int64{off}
+	for len(queue) > 0 {
+		off, queue = queue[0], queue[1:]
+		if seen[off] {
+			continue
+		}
+		if len(seen) >= maxXrefSections {
+			return malformed("too many cross-reference sections")
+		}
+		seen[off] = true
+		trailer, err := d.readXref(off)
+		if err != nil {
+			if first {
+				return err
+			}
+			break // an older section that cannot be read: keep what we have
+		}
+		if first {
+			d.trailer = trailer
+			first = false
+		}
+		// A hybrid file's table points at a stream holding the objects it
+		// keeps in object streams; read it before the older sections.
+		if x, ok := trailer["XRefStm"].(int64); ok && x >= 0 && x < d.size {
+			queue = append([]int64{x}, queue...)
+		}
+		if p, ok := trailer["Prev"].(int64); ok && p >= 0 && p < d.size {
+			queue = append(queue, p)
+		}
+	}
+	if _, ok := d.trailer["Root"]; !ok {
+		return malformed("no document catalog (/Root)")
+	}
+	return nil
+}
+
+func (d *Doc) add(num int64, e xent) {
+	if num < 0 || num > 1<<31-1 || len(d.xref) >= maxXrefEntries {
+		return
+	}
+	if _, ok := d.xref[int32(num)]; !ok {
+		d.xref[int32(num)] = e
+	}
+}
+
+func (d *Doc) readXref(off int64) (dict, error) {
+	l := newLexer(io.NewSectionReader(d.f, off, d.size-off), off, true)
+	t, err := l.token()
+	if err != nil {
+		return nil, malformed("cross-reference section: %v", err)
+	}
+	if t == keyword("xref") {
+		return d.readXrefTable(l)
+	}
+	// An xref stream: "n g obj << … >> stream".
+	l.back = append(l.back, t)
+	obj, err := d.readIndirect(l, -1)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := obj.(*stream)
+	if !ok || s.d["Type"] != name("XRef") {
+		return nil, malformed("startxref points at neither a table nor a stream")
+	}
+	return s.d, d.readXrefStream(s)
+}
+
+func (d *Doc) readXrefTable(l *lexer) (dict, error) {
+	for {
+		t, err := l.token()
+		if err != nil {
+			return nil, malformed("cross-reference table: %v", err)
+		}
+		if t == keyword("trailer") {
+			tr, err := l.object(0)
+			if err != nil {
+				return nil, malformed("trailer: %v", err)
+			}
+			td, ok := tr.(dict)
+			if !ok {
+				return nil, malformed("trailer is not a dictionary")
+			}
+			return td, nil
+		}
+		start, ok1 := t.(int64)
+		t, err = l.token()
+		count, ok2 := t.(int64)
+		if err != nil || !ok1 || !ok2 || start < 0 || count < 0 || count > d.size/18 {
+			return nil, malformed("bad cross-reference subsection")
+		}
+		for i := range count {
+			a, err1 := l.token()
+			b, err2 := l.token()
+			c, err3 := l.token()
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return nil, malformed("cross-reference entry: %v", err)
+			}
+			o, ok1 := a.(int64)
+			g, ok2 := b.(int64)
+			k, ok3 := c.(keyword)
+			if !ok1 || !ok2 || !ok3 {
+				return nil, malformed("bad cross-reference entry")
+			}
+			if k == "n" && o > 0 && o < d.size {
+				d.add(start+i, xent{typ: 1, off: o, gen: int32(g)})
+			}
+		}
+	}
+}
+
+func (d *Doc) readXrefStream(s *stream) error {
+	data, err := d.streamBytes(s, maxDecoded)
+	if err != nil {
+		return err
+	}
+	w, _ := s.d["W"].(array)
+	if len(w) != 3 {
+		return malformed("xref stream without /W")
+	}
+	var ws [3]int
+	for i, v := range w {
+		n, _ := v.(int64)
+		if n < 0 || n > 8 {
+			return malformed("bad /W in xref stream")
+		}
+		ws[i] = int(n)
+	}
+	rec := ws[0] + ws[1] + ws[2]
+	if rec == 0 {
+		return malformed("bad /W in xref stream")
+	}
+	index, _ := s.d["Index"].(array)
+	if index == nil {
+		size, _ := s.d["Size"].(int64)
+		index = array{int64(0), size}
+	}
+	field := func(b []byte) int64 {
+		var v int64
+		for _, c := range b {
+			v = v<<8 | int64(c)
+		}
+		return v
+	}
+	for i := 0; i+1 < len(index); i += 2 {
+		start, _ := index[i].(int64)
+		count, _ := index[i+1].(int64)
+		for j := int64(0); j < count; j++ {
+			if len(data) < rec {
+				return nil // short data: keep what was read
+			}
+			e := data[:rec]
+			data = data[rec:]
+			typ := int64(1) // the default when the type field is absent
+			if ws[0] > 0 {
+				typ = field(e[:ws[0]])
+			}
+			f2 := field(e[ws[0] : ws[0]+ws[1]])
+			f3 := field(e[ws[0]+ws[1]:])
+			switch typ {
+			case 1:
+				if f2 > 0 && f2 < d.size {
+					d.add(start+j, xent{typ: 1, off: f2, gen: int32(f3)})
+				}
+			case 2:
+				if f2 <= 1<<31-1 && f3 <= 1<<31-1 {
+					d.add(start+j, xent{typ: 2, stm: int32(f2), idx: int32(f3)})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// readIndirect reads "num gen obj <object> [stream]" at the lexer; want is
+// the object number expected, or -1 for any.
+func (d *Doc) readIndirect(l *lexer, want int32) (object, error) {
+	t1, err1 := l.token()
+	t2, err2 := l.token()
+	t3, err3 := l.token()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, malformed("object header: %v", err)
+	}
+	num, ok1 := t1.(int64)
+	_, ok2 := t2.(int64)
+	if !ok1 || !ok2 || t3 != keyword("obj") {
+		return nil, malformed("no object at offset")
+	}
+	if want >= 0 && num != int64(want) {
+		return nil, malformed("object %d found where %d was expected", num, want)
+	}
+	obj, err := l.object(0)
+	if err != nil {
+		return nil, err
+	}
+	dd, ok := obj.(dict)
+	if !ok {
+		return obj, nil
+	}
+	t, err := l.token()
+	if err != nil || t != keyword("stream") {
+		return dd, nil // "endobj", or a missing one: the dictionary stands
+	}
+	// The data starts after the end of line that follows "stream".
+	if c, ok := l.peek(); ok && c == '\r' {
+		l.i++
+	}
+	if c, ok := l.peek(); ok && c == '\n' {
+		l.i++
+	}
+	return &stream{d: dd, off: l.pos()}, nil
+}
+
+// get returns the object a reference points to, or nil when there is none.
+func (d *Doc) get(r ref) (object, error) {
+	if o, ok := d.objs[r]; ok {
+		return o, nil
+	}
+	e, ok := d.xref[r.num]
+	if !ok {
+		return nil, nil
+	}
+	var obj object
+	var err error
+	switch e.typ {
+	case 1:
+		l := newLexer(io.NewSectionReader(d.f, e.off, d.size-e.off), e.off, true)
+		obj, err = d.readIndirect(l, r.num)
+	case 2:
+		obj, err = d.fromObjStm(e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(d.objs) >= maxObjCache {
+		clear(d.objs)
+	}
+	d.objs[r] = obj
+	return obj, nil
+}
+
+func (d *Doc) fromObjStm(e xent) (object, error) {
+	os, ok := d.objstms[e.stm]
+	if !ok {
+		// Its /Length may live in an object stream, even this one.
+		if d.loading[e.stm] {
+			return nil, malformed("object stream %d needs itself", e.stm)
+		}
+		d.loading[e.stm] = true
+		defer delete(d.loading, e.stm)
+		if _, isStm := d.xref[e.stm]; !isStm || d.xref[e.stm].typ != 1 {
+			return nil, malformed("object stream %d missing", e.stm)
+		}
+		o, err := d.get(ref{e.stm, 0})
+		if err != nil {
+			return nil, err
+		}
+		s, ok := o.(*stream)
+		if !ok {
+			return nil, malformed("object stream %d is not a stream", e.stm)
+		}
+		data, err := d.streamBytes(s, maxDecoded)
+		if err != nil {
+			return nil, err
+		}
+		n, _ := s.d["N"].(int64)
+		first, _ := s.d["First"].(int64)
+		if n < 0 || first < 0 || first > int64(len(data)) {
+			return nil, malformed("bad object stream %d", e.stm)
+		}
+		os = &objStm{data: data, first: first, offs: map[int32]int64{}}
+		l := newLexer(bytes.NewReader(data[:first]), 0, false)
+		for i := int64(0); i < n; i++ {
+			a, err1 := l.token()
+			b, err2 := l.token()
+			num, ok1 := a.(int64)
+			off, ok2 := b.(int64)
+			if err1 != nil || err2 != nil || !ok1 || !ok2 {
+				break
+			}
+			if num >= 0 && num <= 1<<31-1 && off >= 0 && first+off < int64(len(data)) {
+				os.offs[int32(i)] = first + off
+			}
+		}
+		if len(d.objstms) >= maxObjStmCache {
+			clear(d.objstms)
+		}
+		d.objstms[e.stm] = os
+	}
+	off, ok := os.offs[e.idx]
+	if !ok {
+		return nil, nil
+	}
+	l := newLexer(bytes.NewReader(os.data[off:]), 0, true)
+	obj, err := l.object(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, isKw := obj.(keyword); isKw {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+// resolve follows references to the object they stand for. Errors on the
+// way make it nil: one broken object should not lose a whole page.
+func (d *Doc) resolve(o object) object {
+	for range maxRefHops {
+		r, ok := o.(ref)
+		if !ok {
+			return o
+		}
+		var err error
+		if o, err = d.get(r); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (d *Doc) dictOf(o object) dict {
+	switch v := d.resolve(o).(type) {
+	case dict:
+		return v
+	case *stream:
+		return v.d
+	}
+	return nil
+}
+
+func (d *Doc) intOf(o object) (int64, bool) {
+	switch v := d.resolve(o).(type) {
+	case int64:
+		return v, true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+func (d *Doc) numOf(o object, def float64) float64 {
+	switch v := d.resolve(o).(type) {
+	case int64:
+		return float64(v)
+	case float64:
+		return v
+	}
+	return def
+}
+
+// streamData is the raw (still encoded) data of s.
+func (d *Doc) streamData(s *stream) (*io.SectionReader, error) {
+	n, ok := d.intOf(s.d["Length"])
+	if ok && n >= 0 && s.off+n <= d.size && d.endstreamAt(s.off+n) {
+		return io.NewSectionReader(d.f, s.off, n), nil
+	}
+	// A wrong /Length: look for the endstream keyword instead.
+	end, err := d.findEndstream(s.off)
+	if err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(d.f, s.off, end-s.off), nil
+}
+
+func (d *Doc) endstreamAt(off int64) bool {
+	buf := make([]byte, 32)
+	n, _ := d.f.ReadAt(buf, off)
+	return bytes.Contains(buf[:n], []byte("endstream"))
+}
+
+func (d *Doc) findEndstream(off int64) (int64, error) {
+	const chunk = 64 << 10
+	buf := make([]byte, chunk+16)
+	for pos := off; pos < d.size && pos-off < maxDecoded; pos += chunk {
+		n, err := d.f.ReadAt(buf, pos)
+		if i := bytes.Index(buf[:n], []byte("endstream")); i >= 0 {
+			end := pos + int64(i)
+			// The end of line before endstream is not data.
+			for end > off {
+				var c [1]byte
+				if _, err := d.f.ReadAt(c[:], end-1); err != nil || (c[0] != '\n' && c[0] != '\r') {
+					break
+				}
+				end--
+			}
+			return end, nil
+		}
+		if err != nil {
+			break
+		}
+	}
+	return 0, malformed("stream without an end")
+}
+
+// streamBytes decodes all of s, at most limit bytes.
+func (d *Doc) streamBytes(s *stream, limit int64) ([]byte, error) {
+	r, err := d.streamReader(s)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, malformed("stream: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, malformed("stream decodes to more than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// streamReader decodes s as it is read.
+func (d *Doc) streamReader(s *stream) (io.Reader, error) {
+	raw, err := d.streamData(s)
+	if err != nil {
+		return nil, err
+	}
+	var r io.Reader = raw
+	filters := d.resolve(s.d["Filter"])
+	params := d.resolve(s.d["DecodeParms"])
+	var fs, ps array
+	switch f := filters.(type) {
+	case name:
+		fs = array{f}
+		ps = array{params}
+	case array:
+		fs = f
+		ps, _ = params.(array)
+	}
+	if len(fs) > 8 {
+		return nil, malformed("too many filters")
+	}
+	for i, f := range fs {
+		var p dict
+		if i < len(ps) {
+			p = d.dictOf(ps[i])
+		}
+		fn, _ := d.resolve(f).(name)
+		if r, err = d.filter(r, fn, p); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// ErrUnsupportedFilter marks a stream this reader cannot decode (an image
+// codec, or a rare one).
+var ErrUnsupportedFilter = errors.New("unsupported PDF filter")
+
+func (d *Doc) filter(r io.Reader, f name, p dict) (io.Reader, error) {
+	switch f {
+	case "FlateDecode", "Fl":
+		r = newFlate(r)
+		if pred, _ := d.intOf(p["Predictor"]); pred >= 10 {
+			cols, ok := d.intOf(p["Columns"])
+			if !ok {
+				cols = 1
+			}
+			colors, ok := d.intOf(p["Colors"])
+			if !ok {
+				colors = 1
+			}
+			bpc, ok := d.intOf(p["BitsPerComponent"])
+			if !ok {
+				bpc = 8
+			}
+			if cols < 1 || cols > 1<<20 || colors < 1 || colors > 32 || bpc < 1 || bpc > 16 {
+				return nil, malformed("bad predictor parameters")
+			}
+			return newPNGPredictor(r, int((cols*colors*bpc+7)/8), int((colors*bpc+7)/8)), nil
+		} else if pred > 1 {
+			return nil, malformed("unsupported predictor %d", pred)
+		}
+		return r, nil
+	case "ASCIIHexDecode", "AHx":
+		return newASCIIHex(r), nil
+	case "ASCII85Decode", "A85":
+		return newASCII85(r), nil
+	case "RunLengthDecode", "RL":
+		return newRunLength(r), nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnsupportedFilter, string(f))
+}

@@ -1,0 +1,171 @@
+package doctext
+
+import (
+	"encoding/xml"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// maxRepeat bounds how often an ODF row or cell marked as repeated is
+// written out: spreadsheets repeat empty rows a million times.
+const maxRepeat = 100
+
+// odf reads content.xml of an ODT or ODS: paragraphs and headings, list
+// items, and tables (the sheets of a spreadsheet) as rows.
+func (d *doc) odf(p *parts) error {
+	w, c, err := d.z.xml("content.xml")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var tb table
+	var (
+		inBody    bool
+		skip      int // inside an element whose text is not content
+		rowRepeat int
+		cellRep   int
+		pending   int // empty cells waiting for a non-empty one after them
+		listDepth int
+		ops       int
+	)
+	write := func(s string) error {
+		if !inBody || skip > 0 {
+			return nil
+		}
+		return tb.write(p, s)
+	}
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ops++; ops%4096 == 0 {
+			if err := d.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			switch e.Name.Local {
+			case "body":
+				inBody = true
+			case "note-citation", "tracked-changes", "annotation":
+				skip++
+			case "table":
+				if !inBody || skip > 0 {
+					break
+				}
+				tb.depth++
+				if tb.depth == 1 {
+					if n := attr(e, "name"); d.format == "ods" && n != "" {
+						err = p.text("## Sheet: " + cellEscaper.Replace(n) + "\n")
+					} else {
+						err = p.line()
+					}
+				}
+			case "table-row":
+				rowRepeat = repeat(attr(e, "number-rows-repeated"))
+				pending = 0
+			case "table-cell", "covered-table-cell":
+				cellRep = repeat(attr(e, "number-columns-repeated"))
+				tb.startCell()
+			case "h":
+				if tb.depth == 0 {
+					lvl, _ := strconv.Atoi(attr(e, "outline-level"))
+					err = write(strings.Repeat("#", min(max(lvl, 1), 6)) + " ")
+				}
+			case "list":
+				listDepth++
+			case "list-item":
+				if tb.depth == 0 {
+					err = write(strings.Repeat("  ", max(listDepth-1, 0)) + "- ")
+				}
+			case "s":
+				n := repeat(attr(e, "c"))
+				err = write(strings.Repeat(" ", min(n, 8)))
+			case "tab":
+				err = write("\t")
+			case "line-break":
+				err = write("\n")
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "note-citation", "tracked-changes", "annotation":
+				skip = max(0, skip-1)
+			case "p", "h":
+				if tb.depth > 0 && tb.inCell {
+					err = write(" ")
+				} else if inBody && skip == 0 {
+					err = p.line()
+				}
+			case "list":
+				listDepth = max(0, listDepth-1)
+			case "table-cell", "covered-table-cell":
+				if tb.depth != 1 {
+					break
+				}
+				tb.endCell()
+				// A repeated cell is written as often as it repeats, up to a
+				// bound; repeated empty cells only when something follows.
+				last := tb.cells[len(tb.cells)-1]
+				if last == "" {
+					tb.cells = tb.cells[:len(tb.cells)-1]
+					pending += cellRep
+					break
+				}
+				tb.cells = tb.cells[:len(tb.cells)-1]
+				for ; pending > 0 && len(tb.cells) < maxColumns; pending-- {
+					tb.cells = append(tb.cells, "")
+				}
+				pending = 0
+				for i := 0; i < cellRep && len(tb.cells) < maxColumns; i++ {
+					tb.cells = append(tb.cells, last)
+				}
+			case "table-row":
+				if tb.depth != 1 {
+					break
+				}
+				if len(tb.cells) == 0 {
+					tb.cells = tb.cells[:0]
+					break
+				}
+				saved := append([]string(nil), tb.cells...)
+				for i := 0; i < min(rowRepeat, maxRepeat); i++ {
+					tb.cells = append(tb.cells[:0], saved...)
+					if err = tb.endRow(p); err != nil {
+						break
+					}
+				}
+			case "table":
+				if !inBody || skip > 0 {
+					break
+				}
+				if tb.depth == 1 {
+					err = p.para()
+				}
+				tb.depth = max(0, tb.depth-1)
+			case "body":
+				inBody = false
+			}
+		case xml.CharData:
+			err = write(string(e))
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// repeat reads a repetition count: at least 1, at most maxRepeat for
+// anything that is written out.
+func repeat(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return min(n, 1<<20)
+}

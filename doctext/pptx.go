@@ -1,0 +1,135 @@
+package doctext
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+const maxSlides = 10_000
+
+// pptx reads the slides asked for, in presentation order.
+func (d *doc) pptx() (Result, error) {
+	slides, err := d.slideParts()
+	if err != nil {
+		return Result{}, err
+	}
+	if len(slides) == 0 {
+		return Result{}, fmt.Errorf("%w: a presentation without slides", ErrCorrupt)
+	}
+	res, _, err := d.paged(len(slides), "slide", func(i, budget int) (unitText, error) {
+		p := newParts(budget, 1)
+		if err := d.slideText(p, slides[i-1]); err != nil && err != errEnough {
+			return unitText{}, err
+		}
+		cut := p.more
+		p.finish()
+		return unitText{text: strings.TrimSpace(p.kept), cut: cut, empty: "(no text on this slide)"}, nil
+	})
+	return res, err
+}
+
+// slideParts lists the slides in the order of presentation.xml, or by
+// their numbers when it lists none.
+func (d *doc) slideParts() ([]string, error) {
+	rels, err := d.z.rels("ppt/presentation.xml")
+	if err != nil {
+		return nil, err
+	}
+	w, c, err := d.z.xml("ppt/presentation.xml")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []string
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sldId" && len(out) < maxSlides {
+			if part := rels[attrNS(e, "r", "id")]; part != "" && d.z.files[part] != nil {
+				out = append(out, part)
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	num := func(s string) int {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(path.Base(s), "slide"), ".xml"))
+		return n
+	}
+	for name := range d.z.files {
+		if path.Dir(name) == "ppt/slides" && strings.HasPrefix(path.Base(name), "slide") && strings.HasSuffix(name, ".xml") &&
+			len(out) < maxSlides {
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return num(out[i]) < num(out[j]) })
+	return out, nil
+}
+
+// slideText reads one slide: its paragraphs, and tables as rows.
+func (d *doc) slideText(p *parts, part string) error {
+	w, c, err := d.z.xml(part)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var tb table
+	inText := false
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			switch e.Name.Local {
+			case "t":
+				inText = true
+			case "br":
+				err = tb.write(p, "\n")
+			case "tbl":
+				tb.depth++
+			case "tc":
+				tb.startCell()
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				if tb.depth > 0 && tb.inCell {
+					err = tb.write(p, " ")
+				} else {
+					err = p.line()
+				}
+			case "tc":
+				tb.endCell()
+			case "tr":
+				err = tb.endRow(p)
+			case "tbl":
+				tb.depth = max(0, tb.depth-1)
+			}
+		case xml.CharData:
+			if inText {
+				err = tb.write(p, string(e))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package doctext
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+const (
+	maxColumns       = 256     // columns of a sheet shown
+	maxSharedStrings = 1 << 20 // strings of an XLSX string table
+)
+
+// xlsx reads each sheet, in workbook order, as a table.
+func (d *doc) xlsx(p *parts) error {
+	shared, err := d.sharedStrings()
+	if err != nil {
+		return err
+	}
+	rels, err := d.z.rels("xl/workbook.xml")
+	if err != nil {
+		return err
+	}
+	w, c, err := d.z.xml("xl/workbook.xml")
+	if err != nil {
+		return err
+	}
+	type sheet struct{ name, part string }
+	var sheets []sheet
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.Close()
+			return err
+		}
+		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sheet" {
+			if part := rels[attrNS(e, "r", "id")]; part != "" && len(sheets) < 1024 {
+				sheets = append(sheets, sheet{attr(e, "name"), part})
+			}
+		}
+	}
+	c.Close()
+	for _, s := range sheets {
+		if err := p.text("## Sheet: " + cellEscaper.Replace(s.name) + "\n"); err != nil {
+			return err
+		}
+		if err := d.xlsxSheet(p, s.part, shared); err != nil {
+			if errors.Is(err, errNoEntry) {
+				continue // a chart sheet, or a missing part: nothing to read
+			}
+			return err
+		}
+		if err := p.para(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *doc) sharedStrings() ([]string, error) {
+	w, c, err := d.z.xml("xl/sharedStrings.xml")
+	if errors.Is(err, errNoEntry) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []string
+	var cur strings.Builder
+	inT, inPhonetic := false, false
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			switch e.Name.Local {
+			case "si":
+				cur.Reset()
+			case "t":
+				inT = true
+			case "rPh":
+				inPhonetic = true // a reading aid for Japanese, not the text
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "si":
+				if len(out) >= maxSharedStrings {
+					return nil, fmt.Errorf("%w: more than %d strings in the workbook", ErrTooLarge, maxSharedStrings)
+				}
+				out = append(out, cur.String())
+			case "t":
+				inT = false
+			case "rPh":
+				inPhonetic = false
+			}
+		case xml.CharData:
+			if inT && !inPhonetic {
+				cur.Write(e)
+			}
+		}
+	}
+}
+
+// colIndex turns the letters of a cell reference ("BC12") into a column
+// number from 0, or -1.
+func colIndex(ref string) int {
+	n := 0
+	i := 0
+	for ; i < len(ref) && ref[i] >= 'A' && ref[i] <= 'Z'; i++ {
+		n = n*26 + int(ref[i]-'A'+1)
+		if n > 1<<20 {
+			return -1
+		}
+	}
+	if i == 0 {
+		return -1
+	}
+	return n - 1
+}
+
+func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
+	w, c, err := d.z.xml(part)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var cells []string
+	col := 0
+	var typ string
+	var val strings.Builder
+	inV, inIs := false, false
+	ops := 0
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ops++; ops%4096 == 0 {
+			if err := d.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch e := t.(type) {
+		case xml.StartElement:
+			switch e.Name.Local {
+			case "row":
+				cells, col = cells[:0], 0
+			case "c":
+				if i := colIndex(attr(e, "r")); i >= 0 {
+					col = i
+				}
+				typ = attr(e, "t")
+				val.Reset()
+			case "v":
+				inV = true
+			case "is":
+				inIs = true
+			}
+		case xml.EndElement:
+			switch e.Name.Local {
+			case "v":
+				inV = false
+			case "is":
+				inIs = false
+			case "c":
+				v := val.String()
+				switch typ {
+				case "s":
+					if i, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && i >= 0 && i < len(shared) {
+						v = shared[i]
+					}
+				case "b":
+					v = map[string]string{"0": "FALSE", "1": "TRUE"}[strings.TrimSpace(v)]
+				}
+				if col < maxColumns && strings.TrimSpace(v) != "" {
+					for len(cells) <= col {
+						cells = append(cells, "")
+					}
+					cells[col] = v
+				}
+				col++
+			case "row":
+				if len(cells) > 0 {
+					if err := p.text(row(cells)); err != nil {
+						return err
+					}
+				}
+			}
+		case xml.CharData:
+			if (inV || inIs) && val.Len() < 1<<16 {
+				val.Write(e)
+			}
+		}
+	}
+}
