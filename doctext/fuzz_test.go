@@ -21,6 +21,7 @@ func FuzzExtract(f *testing.F) {
 		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"one (two)"}}, {Image: true}}, testdoc.PDFOptions{})},
 		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"x"}}}, testdoc.PDFOptions{ObjStreams: true, Compress: true, Kerning: true})},
 		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"Привет"}}}, testdoc.PDFOptions{Unicode: true})},
+		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"x"}}}, testdoc.PDFOptions{Compress: true, Encrypt: "aes128"})},
 		{"a.docx", testdoc.DOCX(testdoc.P("Heading1", "T") + testdoc.Tbl([]string{"a", "b"}))},
 		{"a.xlsx", testdoc.XLSX(testdoc.Sheet{Name: "S", Rows: [][]string{{"a", "1"}}})},
 		{"a.pptx", testdoc.PPTX([]string{"s1"}, []string{"s2"})},

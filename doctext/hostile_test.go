@@ -108,12 +108,15 @@ func TestHostileDocuments(t *testing.T) {
 				testdoc.File{Name: "META-INF/manifest.xml", Body: `<manifest><file-entry><encryption-data/></file-entry></manifest>`},
 				testdoc.File{Name: "content.xml", Body: "\x8a\x01garbage"})
 		}, ErrEncrypted, "password"},
-		{"encrypted pdf", "secret.pdf", "application/pdf", func(testing.TB) []byte {
+		{"pdf with a user password", "secret.pdf", "application/pdf", func(testing.TB) []byte {
+			return testdoc.PDF([]testdoc.Page{{Lines: []string{"secret"}}}, testdoc.PDFOptions{Encrypt: "aes256-password"})
+		}, ErrEncrypted, "needs a password"},
+		{"pdf with another security handler", "secret.pdf", "application/pdf", func(testing.TB) []byte {
 			w := testdoc.NewPDF(false)
 			cat := w.Reserve()
 			w.Obj(cat, "<< /Type /Catalog >>")
-			return w.Finish(cat, "/Encrypt << /Filter /Standard >>")
-		}, ErrEncrypted, "PDF"},
+			return w.Finish(cat, "/Encrypt << /Filter /Adobe.PubSec >>")
+		}, ErrEncrypted, "Adobe.PubSec"},
 		{"a line without end", "one.csv", "text/csv", func(testing.TB) []byte { return bytes.Repeat([]byte("a"), maxLine+10) },
 			ErrTooLarge, "line"},
 	}

@@ -86,7 +86,7 @@ func (d *doc) pdf() (Result, error) {
 	p, err := pdf.Open(d.f, d.size)
 	if err != nil {
 		if errors.Is(err, pdf.ErrEncrypted) {
-			return Result{}, fmt.Errorf("%w: the PDF is protected with a password or encrypted", ErrEncrypted)
+			return Result{}, fmt.Errorf("%w: %s", ErrEncrypted, strings.TrimPrefix(err.Error(), pdf.ErrEncrypted.Error()+": "))
 		}
 		return Result{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

@@ -1,8 +1,9 @@
 // Package pdf is a small PDF reader that gets the text of single pages:
 // enough of the file structure (xref tables and streams, object streams,
 // the page tree) and of content streams (text operators, fonts, form
-// XObjects) to read what a page says, with every loop and buffer bounded,
-// because the files come from strangers.
+// XObjects, annotations) to read what a page says, with every loop and
+// buffer bounded, because the files come from strangers. An encrypted
+// file is read when it opens without a password.
 package pdf
 
 import (
@@ -19,12 +20,12 @@ type (
 	dict    map[name]object
 	array   []object
 	ref     struct{ num, gen int32 }
-	// stream is a stream's dictionary and where its data starts in the file
-	// (or in a decoded buffer, for streams that cannot live in object
-	// streams anyway, so always the file).
+	// stream is a stream's dictionary and where its data starts in the
+	// file (streams are never inside object streams).
 	stream struct {
-		d   dict
-		off int64
+		d        dict
+		off      int64
+		num, gen int32 // which object it is: the key to its data when encrypted
 	}
 	object any // nil, bool, int64, float64, string, name, dict, array, ref, *stream, keyword
 )

@@ -8,7 +8,7 @@ import (
 )
 
 // ErrEncrypted is returned by Open for an encrypted file.
-var ErrEncrypted = errors.New("the PDF is encrypted")
+var ErrEncrypted = errors.New("encrypted PDF")
 
 const (
 	maxXrefSections = 64       // a /Prev chain longer than this is a loop or an attack
@@ -42,6 +42,7 @@ type Doc struct {
 	// codes is twenty bytes).
 	fontEntries int
 	loading     map[int32]bool // object streams being decoded, against loops
+	crypt       *crypt         // nil unless encrypted
 }
 
 type objStm struct {
@@ -68,7 +69,9 @@ func Open(f io.ReaderAt, size int64) (*Doc, error) {
 		return nil, err
 	}
 	if d.trailer["Encrypt"] != nil {
-		return nil, ErrEncrypted
+		if d.crypt, err = d.openCrypt(); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.loadPages(); err != nil {
 		return nil, err
@@ -291,8 +294,8 @@ func (d *Doc) readIndirect(l *lexer, want int32) (object, error) {
 		return nil, malformed("object header: %v", err)
 	}
 	num, ok1 := t1.(int64)
-	_, ok2 := t2.(int64)
-	if !ok1 || !ok2 || t3 != keyword("obj") {
+	gen, ok2 := t2.(int64)
+	if !ok1 || !ok2 || t3 != keyword("obj") || num < 0 || num > 1<<31-1 || gen < 0 || gen > 1<<31-1 {
 		return nil, malformed("no object at offset")
 	}
 	if want >= 0 && num != int64(want) {
@@ -317,7 +320,7 @@ func (d *Doc) readIndirect(l *lexer, want int32) (object, error) {
 	if c, ok := l.peek(); ok && c == '\n' {
 		l.i++
 	}
-	return &stream{d: dd, off: l.pos()}, nil
+	return &stream{d: dd, off: l.pos(), num: int32(num), gen: int32(gen)}, nil
 }
 
 // get returns the object a reference points to, or nil when there is none.
@@ -524,6 +527,9 @@ func (d *Doc) streamReader(s *stream) (io.Reader, error) {
 		return nil, err
 	}
 	var r io.Reader = raw
+	if d.crypt != nil && s.d["Type"] != name("XRef") {
+		r = d.crypt.decrypt(r, s.num, s.gen)
+	}
 	filters := d.resolve(s.d["Filter"])
 	params := d.resolve(s.d["DecodeParms"])
 	var fs, ps array
@@ -586,6 +592,8 @@ func (d *Doc) filter(r io.Reader, f name, p dict) (io.Reader, error) {
 		return newASCII85(r), nil
 	case "RunLengthDecode", "RL":
 		return newRunLength(r), nil
+	case "Crypt":
+		return r, nil // the stream's own crypt filter: Identity, or what decrypt already did
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnsupportedFilter, string(f))
 }

@@ -21,7 +21,12 @@ type PDFWriter struct {
 	next    int
 	objStm  bool           // put plain objects in an object stream
 	pending map[int]string // those objects, until Finish
+	enc     *encryptor
 }
+
+// Encrypt makes the streams written from now on encrypted, and the
+// trailer say how.
+func (w *PDFWriter) Encrypt(e Encryption) { w.enc = newEncryptor(e) }
 
 // NewPDF starts a file. With objStm, objects that are not streams go into
 // one compressed object stream and the file ends in an xref stream.
@@ -51,6 +56,9 @@ func (w *PDFWriter) Obj(num int, body string) {
 // without /Length, and data is written as given (compress it first for
 // /Filter /FlateDecode).
 func (w *PDFWriter) Stream(num int, dict string, data []byte) {
+	if w.enc != nil {
+		data = w.enc.encrypt(num, data)
+	}
 	w.offs[num] = w.buf.Len()
 	fmt.Fprintf(&w.buf, "%d 0 obj\n<< %s /Length %d >>\nstream\n", num, dict, len(data))
 	w.buf.Write(data)
@@ -62,6 +70,9 @@ func (w *PDFWriter) Raw(s string) { w.buf.WriteString(s) }
 
 // Finish writes the cross-reference section and trailer for root.
 func (w *PDFWriter) Finish(root int, trailerExtra string) []byte {
+	if w.enc != nil {
+		trailerExtra += fmt.Sprintf(" /Encrypt %s /ID [<%x> <%x>]", w.enc.dict, w.enc.fileID, w.enc.fileID)
+	}
 	if w.objStm {
 		return w.finishStream(root, trailerExtra)
 	}
@@ -154,11 +165,15 @@ type PDFOptions struct {
 	Compress   bool // FlateDecode the page contents
 	Unicode    bool // a Type0 font with Identity-H codes and a ToUnicode map, for any script
 	Kerning    bool // draw each line as words with TJ gaps instead of spaces
+	Encrypt    Encryption
 }
 
 // PDF writes a document with the given pages.
 func PDF(pages []Page, o PDFOptions) []byte {
 	w := NewPDF(o.ObjStreams)
+	if o.Encrypt != "" {
+		w.Encrypt(o.Encrypt)
+	}
 	catalog, tree, font, img := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
 	var cmap map[rune]int
 	if o.Unicode {
