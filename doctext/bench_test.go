@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/doctext/internal/testdoc"
+	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
 // Peak RSS belongs to a process, so each measurement runs Extract once
@@ -85,16 +85,16 @@ func peakRSS(tb testing.TB, file, pages string, maxChars int) (float64, string) 
 // compressed contents), each page about 3,000 characters.
 func book(tb testing.TB) string {
 	tb.Helper()
-	ps := make([]testdoc.Page, 300)
+	ps := make([]doctexttest.Page, 300)
 	for i := range ps {
 		lines := []string{fmt.Sprintf("Chapter %d", i+1)}
 		for j := range 44 {
 			lines = append(lines, fmt.Sprintf("Line %d of page %d: the quick brown fox jumps over the lazy dog, twice.", j+1, i+1))
 		}
-		ps[i] = testdoc.Page{Lines: lines}
+		ps[i] = doctexttest.Page{Lines: lines}
 	}
 	p := filepath.Join(tb.TempDir(), "book.pdf")
-	if err := os.WriteFile(p, testdoc.PDF(ps, testdoc.PDFOptions{ObjStreams: true, Compress: true}), 0o600); err != nil {
+	if err := os.WriteFile(p, doctexttest.PDF(ps, doctexttest.PDFOptions{ObjStreams: true, Compress: true}), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	return p

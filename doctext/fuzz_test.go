@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/doctext/internal/testdoc"
+	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
 // FuzzExtract feeds mutations of every generated format to Extract: it
@@ -18,16 +18,16 @@ func FuzzExtract(f *testing.F) {
 		name string
 		data []byte
 	}{
-		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"one (two)"}}, {Image: true}}, testdoc.PDFOptions{})},
-		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"x"}}}, testdoc.PDFOptions{ObjStreams: true, Compress: true, Kerning: true})},
-		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"Привет"}}}, testdoc.PDFOptions{Unicode: true})},
-		{"a.pdf", testdoc.PDF([]testdoc.Page{{Lines: []string{"x"}}}, testdoc.PDFOptions{Compress: true, Encrypt: "aes128"})},
-		{"a.docx", testdoc.DOCX(testdoc.P("Heading1", "T") + testdoc.Tbl([]string{"a", "b"}))},
-		{"a.xlsx", testdoc.XLSX(testdoc.Sheet{Name: "S", Rows: [][]string{{"a", "1"}}})},
-		{"a.pptx", testdoc.PPTX([]string{"s1"}, []string{"s2"})},
-		{"a.odt", testdoc.ODT("<text:p>p</text:p>")},
-		{"a.ods", testdoc.ODS(testdoc.Sheet{Name: "S", Rows: [][]string{{"a"}}})},
-		{"a.epub", testdoc.EPUB("<p>c</p>")},
+		{"a.pdf", doctexttest.PDF([]doctexttest.Page{{Lines: []string{"one (two)"}}, {Image: true}}, doctexttest.PDFOptions{})},
+		{"a.pdf", doctexttest.PDF([]doctexttest.Page{{Lines: []string{"x"}}}, doctexttest.PDFOptions{ObjStreams: true, Compress: true, Kerning: true})},
+		{"a.pdf", doctexttest.PDF([]doctexttest.Page{{Lines: []string{"Привет"}}}, doctexttest.PDFOptions{Unicode: true})},
+		{"a.pdf", doctexttest.PDF([]doctexttest.Page{{Lines: []string{"x"}}}, doctexttest.PDFOptions{Compress: true, Encrypt: "aes128"})},
+		{"a.docx", doctexttest.DOCX(doctexttest.P("Heading1", "T") + doctexttest.Tbl([]string{"a", "b"}))},
+		{"a.xlsx", doctexttest.XLSX(doctexttest.Sheet{Name: "S", Rows: [][]string{{"a", "1"}}})},
+		{"a.pptx", doctexttest.PPTX([]string{"s1"}, []string{"s2"})},
+		{"a.odt", doctexttest.ODT("<text:p>p</text:p>")},
+		{"a.ods", doctexttest.ODS(doctexttest.Sheet{Name: "S", Rows: [][]string{{"a"}}})},
+		{"a.epub", doctexttest.EPUB("<p>c</p>")},
 		{"a.html", []byte("<p>x<table><tr><td>1</td></tr></table>")},
 		{"a.csv", []byte("a,b\n\"c\",d\n")},
 		{"a.txt", []byte("plain </document>")},

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/doctext/internal/testdoc"
+	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
 // zipBomb is a DOCX whose document.xml is 1 GiB of zeros in about 1 MB:
@@ -61,30 +61,30 @@ func TestHostileDocuments(t *testing.T) {
 		{"zip bomb, lying header", "bomb.docx", "application/zip", func(t testing.TB) []byte { return zipBomb(t, true) },
 			ErrCorrupt, "word/document.xml"},
 		{"too many entries", "many.docx", "application/zip", func(testing.TB) []byte {
-			files := []testdoc.File{{Name: "word/document.xml", Body: "<w:document/>"}}
+			files := []doctexttest.File{{Name: "word/document.xml", Body: "<w:document/>"}}
 			for i := range maxZipEntries + 1 {
-				files = append(files, testdoc.File{Name: fmt.Sprint(i), Store: true})
+				files = append(files, doctexttest.File{Name: fmt.Sprint(i), Store: true})
 			}
-			return testdoc.Zip(files...)
+			return doctexttest.Zip(files...)
 		}, ErrTooLarge, "entries"},
 		{"deep XML", "deep.docx", "application/zip", func(testing.TB) []byte {
-			return testdoc.Zip(testdoc.File{Name: "word/document.xml", Body: strings.Repeat("<w:p>", 100_000)})
+			return doctexttest.Zip(doctexttest.File{Name: "word/document.xml", Body: strings.Repeat("<w:p>", 100_000)})
 		}, ErrCorrupt, "nests more than 512 levels"},
 		{"malformed XML", "bad.xlsx", "application/zip", func(testing.TB) []byte {
-			return testdoc.Zip(testdoc.File{Name: "xl/workbook.xml", Body: "<workbook><sheets></workbook>\x00"})
+			return doctexttest.Zip(doctexttest.File{Name: "xl/workbook.xml", Body: "<workbook><sheets></workbook>\x00"})
 		}, ErrCorrupt, "xl/workbook.xml"},
 		{"truncated zip", "cut.docx", "application/zip", func(testing.TB) []byte {
-			d := testdoc.DOCX(testdoc.P("", "hello"))
+			d := doctexttest.DOCX(doctexttest.P("", "hello"))
 			return d[:len(d)/2]
 		}, ErrCorrupt, "without its directory"},
 		{"truncated pdf", "cut.pdf", "application/pdf", func(testing.TB) []byte {
-			d := testdoc.PDF([]testdoc.Page{{Lines: []string{"hello"}}}, testdoc.PDFOptions{})
+			d := doctexttest.PDF([]doctexttest.Page{{Lines: []string{"hello"}}}, doctexttest.PDFOptions{})
 			return d[:len(d)*2/3]
 		}, ErrCorrupt, "startxref"},
 		{"a picture called pdf", "x.pdf", "application/pdf", func(testing.TB) []byte { return []byte("\x89PNG\r\n\x1a\n....") },
 			ErrCorrupt, "not one"},
 		{"a zip of photos", "photos.zip", "application/zip", func(testing.TB) []byte {
-			return testdoc.Zip(testdoc.File{Name: "a.jpg", Body: "x"})
+			return doctexttest.Zip(doctexttest.File{Name: "a.jpg", Body: "x"})
 		}, ErrUnsupported, "no document"},
 		{"binary called text", "x.txt", "text/plain", func(testing.TB) []byte { return []byte("MZ\x90\x00\x03\x00") },
 			ErrUnsupported, "binary"},
@@ -104,15 +104,15 @@ func TestHostileDocuments(t *testing.T) {
 			return b.Bytes()
 		}, ErrEncrypted, "password"},
 		{"encrypted ODT", "secret.odt", "application/zip", func(testing.TB) []byte {
-			return testdoc.Zip(testdoc.File{Name: "mimetype", Body: "application/vnd.oasis.opendocument.text", Store: true},
-				testdoc.File{Name: "META-INF/manifest.xml", Body: `<manifest><file-entry><encryption-data/></file-entry></manifest>`},
-				testdoc.File{Name: "content.xml", Body: "\x8a\x01garbage"})
+			return doctexttest.Zip(doctexttest.File{Name: "mimetype", Body: "application/vnd.oasis.opendocument.text", Store: true},
+				doctexttest.File{Name: "META-INF/manifest.xml", Body: `<manifest><file-entry><encryption-data/></file-entry></manifest>`},
+				doctexttest.File{Name: "content.xml", Body: "\x8a\x01garbage"})
 		}, ErrEncrypted, "password"},
 		{"pdf with a user password", "secret.pdf", "application/pdf", func(testing.TB) []byte {
-			return testdoc.PDF([]testdoc.Page{{Lines: []string{"secret"}}}, testdoc.PDFOptions{Encrypt: "aes256-password"})
+			return doctexttest.PDF([]doctexttest.Page{{Lines: []string{"secret"}}}, doctexttest.PDFOptions{Encrypt: "aes256-password"})
 		}, ErrEncrypted, "needs a password"},
 		{"pdf with another security handler", "secret.pdf", "application/pdf", func(testing.TB) []byte {
-			w := testdoc.NewPDF(false)
+			w := doctexttest.NewPDF(false)
 			cat := w.Reserve()
 			w.Obj(cat, "<< /Type /Catalog >>")
 			return w.Finish(cat, "/Encrypt << /Filter /Adobe.PubSec >>")

@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/doctext"
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -31,11 +33,15 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if !mediaregistry.ValidRefID(ref) {
 		return badArgs(ToolFetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", oneLine(ref, 80)), nil
 	}
+	pages, _, err := stringArg(req, "pages")
+	if err != nil {
+		return badArgs(ToolFetchMedia, "%v", err), nil
+	}
 	var res ipc.FetchMediaResult
 	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		return toolError(ToolFetchMedia, err), nil
 	}
-	return t.fetchResult(ctx, res), nil
+	return t.fetchResult(ctx, res, strings.TrimSpace(pages)), nil
 }
 
 // keyframeCount is how many stills of a video the model sees: enough to
@@ -43,7 +49,7 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 const keyframeCount = 4
 
 // fetchResult builds what the model sees from the file the host saved.
-func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpgo.CallToolResult {
+func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages string) *mcpgo.CallToolResult {
 	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
@@ -73,6 +79,10 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpg
 			return r
 		}
 		note = why
+	case readAsText(&m, t.inlineMax):
+		if r := t.documentResult(ctx, f, &m, pages); r != nil {
+			return r
+		}
 	case strings.HasPrefix(m.mime, "video/"):
 		frames, at, err := ffmpeg.Keyframes(ctx, m.abs, keyframeCount)
 		if len(frames) == 0 {
@@ -100,6 +110,55 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult) *mcpg
 		return &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(m.describe(note)), savedLink(&m)}}
 	}
 	return mcpgo.NewToolResultText(m.describe(note))
+}
+
+// readAsText reports documents the model gets as text: PDFs, office and
+// e-book formats, and text too long to attach whole.
+func readAsText(m *mediaInfo, inlineMax int64) bool {
+	if !doctext.Supported(m.res.Name, m.mime) && !doctext.Supported(m.rel, m.mime) {
+		return false
+	}
+	return !isTextMIME(m.mime) || m.size > inlineMax
+}
+
+// documentTimeout bounds reading one document's text.
+const documentTimeout = time.Minute
+
+// documentResult is a document's text, a page range at a time, inside a
+// <document> element that escapes it; nil when doctext cannot read the
+// format (the caller falls back to the path). A scanned PDF small enough
+// is attached as well, for a model that reads PDFs itself.
+func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pages string) *mcpgo.CallToolResult {
+	dctx, cancel := context.WithTimeout(ctx, documentTimeout)
+	defer cancel()
+	name := m.res.Name
+	if name == "" {
+		name = m.rel
+	}
+	doc, err := doctext.Extract(dctx, f, m.size, name, m.mime, doctext.Options{Pages: pages})
+	switch {
+	case errors.Is(err, doctext.ErrUnsupported):
+		return nil
+	case errors.Is(err, doctext.ErrPages):
+		return badArgs(ToolFetchMedia, "%v", err)
+	case err != nil:
+		t.log.Info("mcp fetch_media: document not read", "ref", m.res.Ref, "err", err)
+		note := fmt.Sprintf("Its text could not be read: %v.", err)
+		if m.size <= t.inlineMax && embeddable(m.mime) {
+			// A model that reads PDFs itself may still make sense of it.
+			if r := t.embedResult(f, m, note); r != nil {
+				return r
+			}
+		}
+		return mcpgo.NewToolResultText(m.describe(note))
+	}
+	text := m.describe("") + "\n" + doc.Text
+	if doc.NoText && m.mime == "application/pdf" && m.size <= t.inlineMax {
+		if r := t.embedResult(f, m, doc.Text); r != nil {
+			return r
+		}
+	}
+	return mcpgo.NewToolResultText(text)
 }
 
 // savedLink points at the saved file as a resource link, with its group

@@ -63,9 +63,11 @@ func fetchMediaTool() mcpgo.Tool {
 	return mcpgo.NewTool(ToolFetchMedia,
 		mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
 			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
-			"come back as image content (large ones as a downscaled preview); every file is also saved in the group "+
-			"folder and its path returned, so it can be opened with other tools or sent with send_media; small PDFs "+
-			"and text files are included as an embedded resource. An [in_progress] answer means the download "+
+			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
+			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
+			"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
+			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
+			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
 			"continues: call again in a minute."),
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithDestructiveHintAnnotation(false),
@@ -75,6 +77,10 @@ func fetchMediaTool() mcpgo.Tool {
 			mcpgo.Required(),
 			mcpgo.Description("The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix)."),
 			mcpgo.MinLength(1), mcpgo.MaxLength(128)),
+		mcpgo.WithString("pages",
+			mcpgo.Description("For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
+				"omit to start at the beginning."),
+			mcpgo.MaxLength(32)),
 	)
 }
 

@@ -10,18 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/doctext/internal/testdoc"
+	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
 // onePage writes a document of one page with the given content, extra
 // objects added by more.
-func onePage(content []byte, filter string, more func(w *testdoc.PDFWriter) (resources string)) []byte {
+func onePage(content []byte, filter string, more func(w *doctexttest.PDFWriter) (resources string)) []byte {
 	return onePageFont(content, filter, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>", more)
 }
 
 // onePageFont is onePage with font F1 as given.
-func onePageFont(content []byte, filter, fontDict string, more func(w *testdoc.PDFWriter) (resources string)) []byte {
-	w := testdoc.NewPDF(false)
+func onePageFont(content []byte, filter, fontDict string, more func(w *doctexttest.PDFWriter) (resources string)) []byte {
+	w := doctexttest.NewPDF(false)
 	cat, tree, pg, c, font := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
 	res := ""
 	if more != nil {
@@ -60,7 +60,7 @@ func TestHostile(t *testing.T) {
 		text string // on page 1
 	}{
 		{"page tree cycle", func() []byte {
-			w := testdoc.NewPDF(false)
+			w := doctexttest.NewPDF(false)
 			cat, tree, pg, c := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
 			w.Stream(c, "", []byte("BT /F1 12 Tf (cycle) Tj ET"))
 			w.Obj(pg, fmt.Sprintf("<< /Type /Page /Contents %d 0 R >>", c))
@@ -69,7 +69,7 @@ func TestHostile(t *testing.T) {
 			return w.Finish(cat, "")
 		}, nil, "cycle"},
 		{"deep nesting in the catalog", func() []byte {
-			w := testdoc.NewPDF(false)
+			w := doctexttest.NewPDF(false)
 			cat := w.Reserve()
 			w.Obj(cat, "<< /Type /Catalog /Junk "+strings.Repeat("[", 100000)+strings.Repeat("]", 100000)+" >>")
 			return w.Finish(cat, "")
@@ -78,7 +78,7 @@ func TestHostile(t *testing.T) {
 			return onePage([]byte("BT /F1 12 Tf (before) Tj "+strings.Repeat("[", 100000)+" (after) Tj ET"), "", nil)
 		}, nil, "before"},
 		{"a form that draws itself", func() []byte {
-			return onePage([]byte("/Fm1 Do BT /F1 12 Tf (outside) Tj ET"), "", func(w *testdoc.PDFWriter) string {
+			return onePage([]byte("/Fm1 Do BT /F1 12 Tf (outside) Tj ET"), "", func(w *doctexttest.PDFWriter) string {
 				fm := w.Reserve()
 				w.Stream(fm, fmt.Sprintf("/Type /XObject /Subtype /Form /Resources << /XObject << /Fm1 %d 0 R >> >>", fm),
 					[]byte("/Fm1 Do /Fm1 Do"))
@@ -86,7 +86,7 @@ func TestHostile(t *testing.T) {
 			})
 		}, nil, "outside"},
 		{"forms that fan out", func() []byte {
-			return onePage([]byte("/F0 Do BT /F1 12 Tf (done) Tj ET"), "", func(w *testdoc.PDFWriter) string {
+			return onePage([]byte("/F0 Do BT /F1 12 Tf (done) Tj ET"), "", func(w *doctexttest.PDFWriter) string {
 				// Eight levels of forms, each drawing the next ten times:
 				// 10^8 drawings unless something stops it.
 				nums := make([]int, 9)
@@ -115,14 +115,14 @@ func TestHostile(t *testing.T) {
 			return bytes.Replace(data, []byte("/Root"), []byte("/Prev "+off+" /Root"), 1)
 		}, nil, "loop"},
 		{"encrypted", func() []byte {
-			w := testdoc.NewPDF(false)
+			w := doctexttest.NewPDF(false)
 			cat, enc := w.Reserve(), w.Reserve()
 			w.Obj(enc, "<< /Filter /Standard /V 2 /R 3 /O (x) /U (y) /P -4 >>")
 			w.Obj(cat, "<< /Type /Catalog /Pages 99 0 R >>")
 			return w.Finish(cat, fmt.Sprintf("/Encrypt %d 0 R", enc))
 		}, ErrEncrypted, ""},
 		{"truncated", func() []byte {
-			data := testdoc.PDF([]testdoc.Page{{Lines: []string{"a"}}}, testdoc.PDFOptions{})
+			data := doctexttest.PDF([]doctexttest.Page{{Lines: []string{"a"}}}, doctexttest.PDFOptions{})
 			return data[:len(data)/2]
 		}, ErrMalformed, ""},
 		{"not a pdf", func() []byte { return []byte("hello") }, ErrMalformed, ""},

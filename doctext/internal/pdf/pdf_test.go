@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/doctext/internal/testdoc"
+	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
-func pages(n int) []testdoc.Page {
-	ps := make([]testdoc.Page, n)
+func pages(n int) []doctexttest.Page {
+	ps := make([]doctexttest.Page, n)
 	for i := range ps {
-		ps[i] = testdoc.Page{Lines: []string{fmt.Sprintf("Page %d first line (with parens) \\ café", i+1), "second line"}}
+		ps[i] = doctexttest.Page{Lines: []string{fmt.Sprintf("Page %d first line (with parens) \\ café", i+1), "second line"}}
 	}
 	return ps
 }
@@ -21,19 +21,19 @@ func pages(n int) []testdoc.Page {
 func TestPageText(t *testing.T) {
 	cases := []struct {
 		name string
-		o    testdoc.PDFOptions
-		ps   []testdoc.Page
+		o    doctexttest.PDFOptions
+		ps   []doctexttest.Page
 		want []string
 	}{
-		{"table", testdoc.PDFOptions{}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2 first", "Page 3 first"}},
-		{"streams", testdoc.PDFOptions{ObjStreams: true, Compress: true}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2", "Page 3"}},
-		{"unicode", testdoc.PDFOptions{Unicode: true, Compress: true}, []testdoc.Page{{Lines: []string{"Привет мир", "日本語 😀"}}}, []string{"Привет мир\n日本語 😀"}},
-		{"kerning", testdoc.PDFOptions{Kerning: true}, []testdoc.Page{{Lines: []string{"words set apart by gaps", "next"}}}, []string{"words set apart by gaps\nnext"}},
-		{"image", testdoc.PDFOptions{}, []testdoc.Page{{Image: true}}, []string{""}},
+		{"table", doctexttest.PDFOptions{}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2 first", "Page 3 first"}},
+		{"streams", doctexttest.PDFOptions{ObjStreams: true, Compress: true}, pages(3), []string{"Page 1 first line (with parens) \\ café\nsecond line", "Page 2", "Page 3"}},
+		{"unicode", doctexttest.PDFOptions{Unicode: true, Compress: true}, []doctexttest.Page{{Lines: []string{"Привет мир", "日本語 😀"}}}, []string{"Привет мир\n日本語 😀"}},
+		{"kerning", doctexttest.PDFOptions{Kerning: true}, []doctexttest.Page{{Lines: []string{"words set apart by gaps", "next"}}}, []string{"words set apart by gaps\nnext"}},
+		{"image", doctexttest.PDFOptions{}, []doctexttest.Page{{Image: true}}, []string{""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			data := testdoc.PDF(tc.ps, tc.o)
+			data := doctexttest.PDF(tc.ps, tc.o)
 			d, err := Open(bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)

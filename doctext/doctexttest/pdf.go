@@ -1,7 +1,7 @@
-// Package testdoc builds real documents for doctext's tests and
+// Package doctexttest builds real documents for tests and
 // benchmarks: PDFs with a text layer or only images, and the zip-and-XML
 // office formats, written from scratch so no binary fixture is checked in.
-package testdoc
+package doctexttest
 
 import (
 	"bytes"

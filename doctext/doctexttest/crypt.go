@@ -1,4 +1,4 @@
-package testdoc
+package doctexttest
 
 import (
 	"bytes"
