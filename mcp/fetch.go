@@ -153,6 +153,21 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 		return mcpgo.NewToolResultText(m.describe(note))
 	}
 	text := m.describe("") + "\n" + doc.Text
+	if doc.NoText && m.mime == "application/pdf" {
+		// Scanned: the pages as pictures, for a model that can look.
+		if first, last, ok := pageRange(doc.Shown); ok {
+			imgs, err := renderPages(ctx, m.abs, first, last)
+			if err == nil {
+				content := []mcpgo.Content{mcpgo.NewTextContent(text + fmt.Sprintf("\nShown: pages %d-%d as images.", first, first+len(imgs)-1))}
+				for _, img := range imgs {
+					content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/jpeg"))
+				}
+				return &mcpgo.CallToolResult{Content: content}
+			}
+			t.log.Info("mcp fetch_media: scanned pages not drawn", "ref", m.res.Ref, "err", err)
+			text += "\nIts pages cannot be shown as images: " + err.Error() + "."
+		}
+	}
 	if doc.NoText && m.mime == "application/pdf" && m.size <= t.inlineMax {
 		if r := t.embedResult(f, m, doc.Text); r != nil {
 			return r
