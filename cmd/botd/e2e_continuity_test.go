@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,22 +49,8 @@ func newChatModel(t *testing.T) *chatModel {
 
 func (m *chatModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	json.Unmarshal(body, &req)
-	system, user := "", ""
-	for _, msg := range req.Messages {
-		if s, ok := msg.Content.(string); ok && msg.Role == "system" {
-			system = s
-		}
-		if s, ok := msg.Content.(string); ok && msg.Role == "user" && user == "" {
-			user = s
-		}
-	}
+	req := readChat(body)
+	system, user := req.System, req.User
 	w.Header().Set("Content-Type", "text/event-stream")
 	m.mu.Lock()
 	m.system, m.user = append(m.system, system), append(m.user, user)

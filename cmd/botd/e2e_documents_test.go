@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,15 +45,8 @@ func (m *docModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.reqs = append(m.reqs, string(body))
 	m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	json.Unmarshal(body, &req)
-	if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
-		text, _ := last.Content.(string)
+	if req := readChat(body); req.LastRole == "tool" {
+		text := req.LastText
 		if !strings.Contains(text, "<document ") {
 			m.wire.text(w, "No document text came back.")
 			return

@@ -10,7 +10,6 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -217,46 +216,80 @@ func noisyJPEG(t *testing.T, w, h int) []byte {
 	return b.Bytes()
 }
 
-var _ = io.EOF
 
 // answeredMsg is a message the agent marks as handled in an earlier run:
 // a fake model, like a real one, must not answer it again.
 var answeredMsg = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
 
-// newText is what a chat model request (OpenAI or Anthropic wire) asks
-// about: the text of its user turns with the messages already answered,
-// and the notes on media fetched before, taken out.
-func newText(body []byte) string {
+// chatRequest is a chat model request (OpenAI or Anthropic wire) as the
+// fake models read it.
+type chatRequest struct {
+	Model    string
+	System   string // the OpenAI system message, or Anthropic's system
+	User     string // the first user turn: the conversation
+	Users    string // every user turn's text
+	LastRole string
+	LastText string // the last turn's text (a tool result's, for OpenAI)
+}
+
+func readChat(body []byte) chatRequest {
 	var req struct {
+		Model    string          `json:"model"`
+		System   json.RawMessage `json:"system"`
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
+	var c chatRequest
 	if json.Unmarshal(body, &req) != nil {
-		return string(body)
+		return chatRequest{Users: string(body)}
 	}
-	var b strings.Builder
-	for _, m := range req.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			b.WriteString(s)
-			continue
-		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(m.Content, &parts) == nil {
-			for _, p := range parts {
-				if p.Type == "text" {
-					b.WriteString(p.Text)
-				}
+	c.Model, c.System = req.Model, contentText(req.System)
+	var users strings.Builder
+	for i, m := range req.Messages {
+		text := contentText(m.Content)
+		switch m.Role {
+		case "system":
+			c.System = text
+		case "user":
+			if c.User == "" {
+				c.User = text
 			}
+			users.WriteString(text)
+		}
+		if i == len(req.Messages)-1 {
+			c.LastRole, c.LastText = m.Role, text
 		}
 	}
-	return answeredMsg.ReplaceAllString(b.String(), "")
+	c.Users = users.String()
+	return c
+}
+
+// contentText is a content field's text: a string, or the text parts of
+// an array.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// newText is what a chat model request asks about: the text of its user
+// turns with the messages already answered, and the notes on media
+// fetched before, taken out.
+func newText(body []byte) string {
+	return answeredMsg.ReplaceAllString(readChat(body).Users, "")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,10 +38,7 @@ func newTextOnlyModel(t *testing.T) *textOnlyModel {
 
 func (m *textOnlyModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Model string `json:"model"`
-	}
-	json.Unmarshal(body, &req)
+	req := readChat(body)
 	w.Header().Set("Content-Type", "text/event-stream")
 	images := strings.Count(string(body), `"image_url"`)
 	m.mu.Lock()

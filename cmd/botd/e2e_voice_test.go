@@ -54,18 +54,8 @@ func (m *voiceModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.chat = append(m.chat, string(body))
 	m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
-	// The tool result arrives JSON-encoded inside the request.
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	json.Unmarshal(body, &req)
-	last := req.Messages[len(req.Messages)-1]
-	if last.Role == "tool" {
-		text, _ := last.Content.(string)
-		if t := transcriptRe.FindStringSubmatch(text); t != nil {
+	if req := readChat(body); req.LastRole == "tool" {
+		if t := transcriptRe.FindStringSubmatch(req.LastText); t != nil {
 			m.wire.text(w, "The voice note says: "+t[1])
 			return
 		}
