@@ -208,6 +208,42 @@ var migrations = []string{
 		created INTEGER NOT NULL,
 		PRIMARY KEY (sha256, model)
 	);`,
+	// 7: scheduled tasks (package scheduler) and the runs they delivered:
+	// next_run is the due time of the run not yet delivered, and a run is
+	// (task, due), so a restart can neither lose nor repeat one.
+	`CREATE TABLE scheduled_tasks (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		prompt TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		spec TEXT NOT NULL,
+		context TEXT NOT NULL DEFAULT 'group',
+		state TEXT NOT NULL DEFAULT 'active',
+		next_run INTEGER NOT NULL DEFAULT 0,
+		last_run INTEGER NOT NULL DEFAULT 0,
+		retry_at INTEGER NOT NULL DEFAULT 0,
+		failures INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		runs INTEGER NOT NULL DEFAULT 0,
+		skipped INTEGER NOT NULL DEFAULT 0,
+		created_by TEXT NOT NULL,
+		request_id TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		updated INTEGER NOT NULL
+	);
+	CREATE INDEX scheduled_tasks_due ON scheduled_tasks(state, next_run);
+	CREATE INDEX scheduled_tasks_folder ON scheduled_tasks(folder, state);
+	CREATE UNIQUE INDEX scheduled_tasks_request ON scheduled_tasks(created_by, request_id) WHERE request_id != '';
+	CREATE TABLE scheduled_runs (
+		task_id INTEGER NOT NULL,
+		due INTEGER NOT NULL,
+		folder TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		message_id TEXT NOT NULL,
+		fired INTEGER NOT NULL,
+		PRIMARY KEY (task_id, due)
+	);
+	CREATE INDEX scheduled_runs_folder ON scheduled_runs(folder, fired);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.
