@@ -612,6 +612,7 @@ func DecodeRequest(b []byte, id string) (*Request, string) {
 	}
 	switch req.Type {
 	case TypeFetchMedia, TypeListMedia, TypeSendMessage, TypeSendMedia:
+	case TypeScheduleTask, TypeListTasks, TypePauseTask, TypeResumeTask, TypeCancelTask:
 	default:
 		return nil, fmt.Sprintf("unknown request type %q", req.Type)
 	}

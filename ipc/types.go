@@ -89,7 +89,7 @@ const MaxClockSkew = time.Minute
 // harmless (fetch_media, list_media). Sends are not: a send interrupted by
 // a crash is answered CodeSendUnknown rather than carried out again.
 func Idempotent(typ string) bool {
-	return typ == TypeFetchMedia || typ == TypeListMedia
+	return typ == TypeFetchMedia || typ == TypeListMedia || TaskType(typ)
 }
 
 // MaxRequestBytes bounds a request file; larger files are quarantined

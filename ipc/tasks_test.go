@@ -1,0 +1,62 @@
+package ipc_test
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// The task requests reach the handler through the files like any other,
+// with the folder as the group; one interrupted by a crash is carried
+// out again at the next start (the scheduler keys schedule_task by its
+// request id), never answered send_unknown.
+func TestTaskRequestsReachTheHandler(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "data", "ipc")
+	fam := ipc.GroupLayout(root, "fam")
+	must(t, fam.Ensure())
+	writeRequest(t, fam.Processing(), "t1", ipc.TypeScheduleTask,
+		ipc.ScheduleTaskArgs{Prompt: "remind us", Schedule: ipc.TaskSchedule{In: "2h"}}, time.Now())
+	h := &funcHandler{fn: func(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+		return ipc.TaskResult{Task: ipc.TaskInfo{ID: 7, Group: group}}, nil
+	}}
+	r := &rig{root: root, h: h, log: &logRec{}}
+	r.start(t, ipc.HostOptions{}, "fam")
+	if resp := response(t, fam, "t1"); !resp.OK {
+		t.Fatalf("interrupted schedule_task: %+v", resp)
+	}
+	c := r.client(t, "fam")
+	for _, typ := range []string{ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask} {
+		var res ipc.TaskResult
+		if err := c.Call(guard(t), typ, ipc.TaskIDArgs{ID: 7}, &res); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if res.Task.Group != "fam" {
+			t.Errorf("%s: handler saw group %q", typ, res.Task.Group)
+		}
+	}
+	r.stop()
+	var types []string
+	for _, c := range h.Calls() {
+		types = append(types, c.Type)
+	}
+	sort.Strings(types)
+	if got := strings.Join(types, ","); got != "cancel_task,list_tasks,pause_task,resume_task,schedule_task" {
+		t.Errorf("handled %s", got)
+	}
+}
+
+func TestTaskTypesAreIdempotent(t *testing.T) {
+	for _, typ := range []string{ipc.TypeScheduleTask, ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask} {
+		if !ipc.TaskType(typ) || !ipc.Idempotent(typ) {
+			t.Errorf("%s: TaskType %v, Idempotent %v", typ, ipc.TaskType(typ), ipc.Idempotent(typ))
+		}
+	}
+	if ipc.TaskType(ipc.TypeSendMessage) || ipc.Idempotent(ipc.TypeSendMessage) {
+		t.Error("send_message counted as a task request or idempotent")
+	}
+}
