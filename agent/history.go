@@ -73,8 +73,13 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 	if len(msgs) > a.opts.MaxMessages {
 		c.Msgs, c.Omitted = msgs[len(msgs)-a.opts.MaxMessages:], true
 	}
+	c.Msgs = taskAlone(c.Msgs)
 	if len(c.Msgs) == 0 {
 		return c, cursor, nil
+	}
+	if isolatedRun(c.Msgs) {
+		c.Msgs = c.Msgs[len(c.Msgs)-1:]
+		return c, c.Msgs[0].Seq, nil
 	}
 	since := a.now().Add(-a.opts.ContextAge)
 	sum, ok, err := st.LatestSummary(ctx, g.Folder)

@@ -97,6 +97,14 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	if len(conv.Msgs) == 0 {
 		return runResult{outcome: outcomeDone}
 	}
+	if upTo < trig.Seq {
+		// A task message runs alone (taskAlone): the rest waits for the
+		// next run, and this run answers where its own last message was.
+		a.again(g.Folder)
+		last := conv.Msgs[len(conv.Msgs)-1]
+		trig = store.Trigger{Folder: g.Folder, Seq: upTo, ChatID: last.ChatID, MessageID: last.ID, ThreadID: last.ThreadID}
+		fail.chat, fail.thread = trig.ChatID, trig.ThreadID
+	}
 	memory, err := ws.Memory()
 	if err != nil {
 		log.Warn("agent: memory file unreadable; running without it", "err", err)
@@ -104,6 +112,9 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	global, err := groups.GlobalWorkspace(a.opts.GroupsDir).Memory()
 	if err != nil {
 		log.Warn("agent: global memory unreadable; running without it", "err", err)
+	}
+	if isolatedRun(conv.Msgs) {
+		memory, global = "", ""
 	}
 	var user strings.Builder
 	renderConversation(&user, conv, a.opts.Location)

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/store"
+)
+
+// A scheduled task's run reaches the agent as a message in its group's
+// chat (DeliverTask), so it is queued, answered and delivered like any
+// other. Two rules make it a task rather than a chat message:
+//
+//   - a task message runs alone: a run's new messages stop before a task
+//     message, and a task message is a run of its own, so the model
+//     answers the task, not whatever was said last, and what people asked
+//     meanwhile gets its own run;
+//   - an isolated task's run sees the prompt alone: no memory, no earlier
+//     messages, no summary.
+//
+// The mark is the sender id, which no network produces.
+const (
+	taskSender         = "botd:task"
+	taskSenderIsolated = "botd:task:isolated"
+)
+
+// Task is one due run of a scheduled task.
+type Task struct {
+	ID int64
+	// Chat is the group's chat; MessageID the run's id, the same for
+	// every delivery of one run (a repeat after a crash upserts it).
+	Chat      string
+	MessageID string
+	Prompt    string
+	// Schedule says when the task runs, for the model.
+	Schedule string
+	Isolated bool
+	Due      time.Time
+}
+
+// DeliverTask stores a due task as an addressed message of its group's
+// chat and queues a run, exactly as Deliver does for what channels hear.
+// Delivering the same Task again changes nothing the agent already did.
+func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
+	sender := taskSender
+	if t.Isolated {
+		sender = taskSenderIsolated
+	}
+	text := fmt.Sprintf("Scheduled task #%d (%s) is due. Carry it out now; your reply goes to the chat:\n%s", t.ID, t.Schedule, t.Prompt)
+	return a.Deliver(ctx, channels.Inbound{ChatID: t.Chat, IsGroup: true, ID: t.MessageID, SenderID: sender,
+		SenderName: fmt.Sprintf("scheduled task %d", t.ID), Text: text, Time: t.Due, Mentioned: true})
+}
+
+func isTask(m *store.Message) bool { return strings.HasPrefix(m.SenderID, taskSender) }
+
+// taskAlone cuts the new messages of a run so that a task message runs
+// alone: what people wrote before the first one gets a run first, then
+// the task gets its own. The assistant's own messages (its answers are
+// stored after the cursor) do not need a run: they come along as context.
+func taskAlone(msgs []store.Message) []store.Message {
+	for i := range msgs {
+		if !isTask(&msgs[i]) {
+			continue
+		}
+		for j := range msgs[:i] {
+			if !msgs[j].FromMe && !msgs[j].IsBot {
+				return msgs[:i]
+			}
+		}
+		return msgs[:i+1]
+	}
+	return msgs
+}
+
+// isolatedRun reports a run of an isolated task (after taskAlone: the
+// task last, only the assistant's own messages before it), which sees
+// nothing but its prompt.
+func isolatedRun(msgs []store.Message) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].SenderID == taskSenderIsolated
+}
+
+// again marks the group as having work left, so its worker runs once more
+// after this run instead of waiting for the next trigger.
+func (a *Agent) again(folder string) {
+	a.mu.Lock()
+	a.st(folder).pending = true
+	a.mu.Unlock()
+}
