@@ -122,7 +122,7 @@ func atTime(t time.Time, loc *time.Location, now time.Time) (Schedule, error) {
 
 // atLayouts are the forms of at: RFC 3339, and the same without an offset
 // (then in the configured timezone), which models often write.
-var atLayouts = []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"}
+var atLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"}
 
 func parseAt(expr string, loc *time.Location) (time.Time, error) {
 	for _, l := range atLayouts {

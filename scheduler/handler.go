@@ -1,0 +1,220 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+)
+
+// Handle answers the task requests of group (the folder the request came
+// from, or the group of an in-process caller): an ipc.Handler for the
+// task types. Authorisation lives here, in one place:
+//
+//   - a group schedules, lists and changes the tasks that run in it;
+//   - the main group may name any registered group, and change any task;
+//   - another group naming a group not its own is refused (forbidden),
+//     and a task id of another group answers like one that does not
+//     exist, so ids are no oracle.
+//
+// Which group a task runs in is this decision alone: a prompt that says
+// "in group X do ..." is text the task's run reads, in its own group.
+func (s *Scheduler) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("scheduler: handler panicked", "group", group, "type", req.Type, "panic", p)
+			result, herr = nil, ipc.Errorf(ipc.CodeInternal, "the host failed handling %s", req.Type)
+		}
+	}()
+	caller, ok := s.opts.Groups.ByFolder(group)
+	if !ok {
+		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
+	}
+	switch req.Type {
+	case ipc.TypeScheduleTask:
+		var a ipc.ScheduleTaskArgs
+		if err := decode(req, &a); err != nil {
+			return nil, err
+		}
+		return s.handleSchedule(ctx, caller, req.ID, a)
+	case ipc.TypeListTasks:
+		var a ipc.ListTasksArgs
+		if err := decode(req, &a); err != nil {
+			return nil, err
+		}
+		return s.handleList(ctx, caller, a)
+	case ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask:
+		var a ipc.TaskIDArgs
+		if err := decode(req, &a); err != nil {
+			return nil, err
+		}
+		return s.handleChange(ctx, caller, req.Type, a.ID)
+	}
+	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+}
+
+func decode(req *ipc.Request, v any) *ipc.Error {
+	if len(req.Args) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.Args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
+	}
+	return nil
+}
+
+// target is the group a request is for: the caller's own, or for the
+// main group the one it names.
+func (s *Scheduler) target(caller *groups.Group, named string) (string, *ipc.Error) {
+	named = strings.TrimSpace(named)
+	if named == "" || named == caller.Folder {
+		return caller.Folder, nil
+	}
+	if !caller.Main {
+		return "", ipc.Errorf(ipc.CodeForbidden, "this group (%s) can only schedule and see its own tasks; leave group out", caller.Folder)
+	}
+	if _, ok := s.opts.Groups.ByFolder(named); !ok {
+		return "", ipc.Errorf(ipc.CodeNotFound, "no registered group %q; the groups are: %s", named, strings.Join(s.folders(), ", "))
+	}
+	return named, nil
+}
+
+func (s *Scheduler) folders() []string {
+	var out []string
+	for _, g := range s.opts.Groups.All() {
+		out = append(out, g.Folder)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Scheduler) handleSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (any, *ipc.Error) {
+	folder, herr := s.target(caller, a.Group)
+	if herr != nil {
+		return nil, herr
+	}
+	kind, expr, err := pickSchedule(a.Schedule)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+	}
+	t, err := s.Schedule(ctx, NewTask{Folder: folder, CreatedBy: caller.Folder, Prompt: a.Prompt, Kind: kind, Expr: expr,
+		Context: a.Context, RequestID: reqID})
+	if err != nil {
+		return nil, taskError(err)
+	}
+	return s.result(ctx, t), nil
+}
+
+// pickSchedule takes the one schedule field that is set.
+func pickSchedule(ts ipc.TaskSchedule) (kind, expr string, err error) {
+	var set []string
+	for _, f := range []struct{ kind, v string }{{KindCron, ts.Cron}, {KindEvery, ts.Every}, {KindAt, ts.At}, {KindIn, ts.In}} {
+		if strings.TrimSpace(f.v) != "" {
+			set = append(set, f.kind)
+			kind, expr = f.kind, f.v
+		}
+	}
+	switch len(set) {
+	case 0:
+		return "", "", errors.New(`schedule must set one of cron, every, at or in, e.g. {"cron": "0 9 * * 1"}, {"every": "30m"}, ` +
+			`{"at": "2026-12-01T09:00:00+01:00"} or {"in": "2h"}`)
+	case 1:
+		return kind, expr, nil
+	}
+	return "", "", fmt.Errorf("schedule sets %s: give exactly one", strings.Join(set, " and "))
+}
+
+func (s *Scheduler) handleList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (any, *ipc.Error) {
+	folder := ""
+	if a.Group != "*" || !caller.Main {
+		var herr *ipc.Error
+		if folder, herr = s.target(caller, a.Group); herr != nil {
+			return nil, herr
+		}
+	}
+	tasks, err := s.List(ctx, folder)
+	if err != nil {
+		return nil, taskError(err)
+	}
+	res := ipc.ListTasksResult{Tasks: []ipc.TaskInfo{}, Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location),
+		MaxTasks: s.opts.MaxTasksPerGroup}
+	for _, t := range tasks {
+		res.Tasks = append(res.Tasks, s.info(ctx, t))
+	}
+	return res, nil
+}
+
+func (s *Scheduler) handleChange(ctx context.Context, caller *groups.Group, typ string, id int64) (any, *ipc.Error) {
+	if id <= 0 {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "id must be a task id from list_tasks")
+	}
+	t, err := s.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && t.Folder != caller.Folder && !caller.Main) {
+		// Another group's task is not this group's to know of: the
+		// same answer as for an id that never was.
+		return nil, taskError(fmt.Errorf("task %d: %w", id, ErrNotFound))
+	}
+	if err != nil {
+		return nil, taskError(err)
+	}
+	switch typ {
+	case ipc.TypePauseTask:
+		t, err = s.Pause(ctx, id)
+	case ipc.TypeResumeTask:
+		t, err = s.Resume(ctx, id)
+	default:
+		t, err = s.Cancel(ctx, id)
+	}
+	if err != nil {
+		return nil, taskError(err)
+	}
+	return s.result(ctx, t), nil
+}
+
+func (s *Scheduler) result(ctx context.Context, t Task) ipc.TaskResult {
+	return ipc.TaskResult{Task: s.info(ctx, t), Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location)}
+}
+
+// info is a task as the tools show it.
+func (s *Scheduler) info(ctx context.Context, t Task) ipc.TaskInfo {
+	loc := s.opts.Location
+	in := ipc.TaskInfo{ID: t.ID, Group: t.Folder, Prompt: t.Prompt, Context: t.Context, State: t.State, LastError: t.LastError,
+		Failures: t.Failures, Runs: t.Runs, Skipped: t.Skipped, CreatedBy: t.CreatedBy}
+	if sched, err := Load(t.Kind, t.Spec, loc); err == nil {
+		in.Schedule = sched.Describe()
+	} else {
+		in.Schedule = t.Kind + " " + t.Spec
+	}
+	if t.State == StateActive || t.State == StatePaused {
+		in.NextRun = FormatTime(t.NextRun, loc)
+	}
+	if !t.LastRun.IsZero() {
+		in.LastRun = FormatTime(t.LastRun, loc)
+		if r, ok, err := s.lastRun(ctx, t.ID); err == nil && ok {
+			if done, err := s.handled(ctx, t.Folder, r.Chat, r.MessageID); err == nil {
+				in.Pending = !done
+			}
+		}
+	}
+	return in
+}
+
+func taskError(err error) *ipc.Error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ipc.Errorf(ipc.CodeNotFound, "%v in this group; list_tasks shows the ids", err)
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrState):
+		return ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+	case errors.Is(err, ErrLimit):
+		return ipc.Errorf(ipc.CodeForbidden, "%v", err)
+	}
+	return ipc.Errorf(ipc.CodeInternal, "%v", err)
+}

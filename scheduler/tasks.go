@@ -1,0 +1,308 @@
+package scheduler
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Task states. A one-shot that ran is done; done and cancelled are final.
+const (
+	StateActive    = "active"
+	StatePaused    = "paused"
+	StateDone      = "done"
+	StateCancelled = "cancelled"
+)
+
+// Context modes: a group run sees the group's memory and recent messages,
+// an isolated one the prompt alone.
+const (
+	ContextGroup    = "group"
+	ContextIsolated = "isolated"
+)
+
+// Task is one row of scheduled_tasks. Times are zero when unset.
+type Task struct {
+	ID        int64
+	Folder    string // the group it runs in
+	Prompt    string
+	Kind      string // cron | every | at
+	Spec      string // Schedule.Expr
+	Context   string
+	State     string
+	NextRun   time.Time // due time of the run not yet delivered
+	LastRun   time.Time // due time of the last delivered run
+	RetryAt   time.Time // after a failed delivery, not before this
+	Failures  int       // failed deliveries of NextRun in a row
+	LastError string
+	Runs      int
+	Skipped   int
+	CreatedBy string // the group whose request made it
+	Created   time.Time
+}
+
+// ErrNotFound is a task that does not exist, or not for the asking group.
+var ErrNotFound = errors.New("no such task")
+
+const taskCols = `id, folder, prompt, kind, spec, context, state, next_run, last_run, retry_at, failures, last_error,
+	runs, skipped, created_by, created`
+
+type scanner interface{ Scan(...any) error }
+
+func scanTask(r scanner) (Task, error) {
+	var t Task
+	var next, last, retry, created int64
+	err := r.Scan(&t.ID, &t.Folder, &t.Prompt, &t.Kind, &t.Spec, &t.Context, &t.State, &next, &last, &retry,
+		&t.Failures, &t.LastError, &t.Runs, &t.Skipped, &t.CreatedBy, &created)
+	t.NextRun, t.LastRun, t.RetryAt, t.Created = fromMs(next), fromMs(last), fromMs(retry), fromMs(created)
+	return t, err
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMs(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// insert stores a new task, or returns the one an earlier copy of the
+// same request made (an IPC request carried out again after a crash).
+func (s *Scheduler) insert(ctx context.Context, t Task, requestID string, now time.Time) (Task, bool, error) {
+	if requestID != "" {
+		old, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskCols+` FROM scheduled_tasks WHERE created_by = ? AND request_id = ?`,
+			t.CreatedBy, requestID))
+		if err == nil {
+			return old, true, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return Task{}, false, fmt.Errorf("schedule task: %w", err)
+		}
+	}
+	err := s.db.QueryRowContext(ctx, `INSERT INTO scheduled_tasks(folder, prompt, kind, spec, context, state, next_run,
+		created_by, request_id, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		t.Folder, t.Prompt, t.Kind, t.Spec, t.Context, StateActive, ms(t.NextRun), t.CreatedBy, requestID, ms(now), ms(now)).Scan(&t.ID)
+	if err != nil {
+		return Task{}, false, fmt.Errorf("schedule task: %w", err)
+	}
+	t.State, t.Created = StateActive, now
+	return t, false, nil
+}
+
+// Get returns one task.
+func (s *Scheduler) Get(ctx context.Context, id int64) (Task, error) {
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskCols+` FROM scheduled_tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("task %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// List returns a group's tasks ("" for every group's), active and paused
+// first, then the finished ones of the last week, each by id.
+func (s *Scheduler) List(ctx context.Context, folder string) ([]Task, error) {
+	q := `SELECT ` + taskCols + ` FROM scheduled_tasks WHERE (state IN (?, ?) OR updated > ?)`
+	args := []any{StateActive, StatePaused, ms(s.now().Add(-finishedShown))}
+	if folder != "" {
+		q += ` AND folder = ?`
+		args = append(args, folder)
+	}
+	q += ` ORDER BY state NOT IN ('active', 'paused'), id`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// finishedShown is how long list_tasks keeps showing a task that is done
+// or cancelled; finishedKept how long its row and its runs are kept.
+const (
+	finishedShown = 7 * 24 * time.Hour
+	finishedKept  = 30 * 24 * time.Hour
+)
+
+// countLive is the group's active and paused tasks, what the cap counts.
+func (s *Scheduler) countLive(ctx context.Context, folder string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM scheduled_tasks WHERE folder = ? AND state IN (?, ?)`,
+		folder, StateActive, StatePaused).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count tasks of %s: %w", folder, err)
+	}
+	return n, nil
+}
+
+// setState changes a task's state from one of from; resumed tasks get
+// their next run. It reports false when the task was in none of them.
+func (s *Scheduler) setState(ctx context.Context, id int64, to string, next time.Time, from ...string) (bool, error) {
+	q := `UPDATE scheduled_tasks SET state = ?, updated = ?`
+	args := []any{to, ms(s.now())}
+	if to == StateActive {
+		q += `, next_run = ?, retry_at = 0, failures = 0`
+		args = append(args, ms(next))
+	}
+	q += ` WHERE id = ? AND state IN (` + strings.TrimSuffix(strings.Repeat("?,", len(from)), ",") + `)`
+	args = append(args, id)
+	for _, f := range from {
+		args = append(args, f)
+	}
+	res, err := s.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("task %d: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// due lists the active tasks whose next run is at or before now and not
+// waiting for a retry, oldest due first.
+func (s *Scheduler) due(ctx context.Context, now time.Time) ([]Task, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+taskCols+` FROM scheduled_tasks
+		WHERE state = ? AND next_run > 0 AND next_run <= ? AND retry_at <= ? ORDER BY next_run, id`,
+		StateActive, ms(now), ms(now))
+	if err != nil {
+		return nil, fmt.Errorf("due tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// nextWake is the earliest time an active task needs attention; zero if
+// none does.
+func (s *Scheduler) nextWake(ctx context.Context) (time.Time, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MIN(MAX(next_run, retry_at)) FROM scheduled_tasks WHERE state = ? AND next_run > 0`,
+		StateActive).Scan(&v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next wake: %w", err)
+	}
+	return fromMs(v.Int64), nil
+}
+
+// runRecord is one delivered run.
+type runRecord struct {
+	TaskID    int64
+	Due       time.Time
+	Chat      string
+	MessageID string
+}
+
+// claim records that the run due at due was delivered and moves the task
+// to next (zero: finished), in one transaction. It is written after the
+// delivery: a crash in between leaves next_run at due, and the run is
+// delivered again under the same message id, which the agent answers
+// once. The WHERE on next_run makes a second claim of one due time a
+// no-op. A paused or cancelled task keeps its state.
+func (s *Scheduler) claim(ctx context.Context, t Task, r runRecord, next, now time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("claim task %d: %w", t.ID, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO scheduled_runs(task_id, due, folder, chat_id, message_id, fired)
+		VALUES (?, ?, ?, ?, ?, ?)`, t.ID, ms(r.Due), t.Folder, r.Chat, r.MessageID, ms(now)); err != nil {
+		return fmt.Errorf("claim task %d: %w", t.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, last_run = ?, runs = runs + 1, failures = 0,
+		retry_at = 0, last_error = '', updated = ?,
+		state = CASE WHEN ? AND state = ? THEN ? ELSE state END
+		WHERE id = ? AND next_run = ?`,
+		ms(next), ms(r.Due), ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(r.Due)); err != nil {
+		return fmt.Errorf("claim task %d: %w", t.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("claim task %d: %w", t.ID, err)
+	}
+	return nil
+}
+
+// skip passes over the run due at due without delivering it, saying why.
+func (s *Scheduler) skip(ctx context.Context, t Task, next, now time.Time, why string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
+		last_error = ?, updated = ?, state = CASE WHEN ? AND state = ? THEN ? ELSE state END
+		WHERE id = ? AND next_run = ?`,
+		ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
+	if err != nil {
+		return fmt.Errorf("skip run of task %d: %w", t.ID, err)
+	}
+	return nil
+}
+
+// failed counts a failed delivery and sets when to try again.
+func (s *Scheduler) failed(ctx context.Context, t Task, retry, now time.Time, why string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE scheduled_tasks SET failures = failures + 1, retry_at = ?, last_error = ?, updated = ?
+		WHERE id = ? AND next_run = ?`, ms(retry), why, ms(now), t.ID, ms(t.NextRun))
+	if err != nil {
+		return fmt.Errorf("record failure of task %d: %w", t.ID, err)
+	}
+	return nil
+}
+
+// lastRun is the task's newest delivered run; ok is false before the first.
+func (s *Scheduler) lastRun(ctx context.Context, id int64) (r runRecord, ok bool, err error) {
+	var due int64
+	err = s.db.QueryRowContext(ctx, `SELECT task_id, due, chat_id, message_id FROM scheduled_runs WHERE task_id = ?
+		ORDER BY due DESC LIMIT 1`, id).Scan(&r.TaskID, &due, &r.Chat, &r.MessageID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return runRecord{}, false, nil
+	}
+	if err != nil {
+		return runRecord{}, false, fmt.Errorf("last run of task %d: %w", id, err)
+	}
+	r.Due = fromMs(due)
+	return r, true, nil
+}
+
+// runsSince counts the group's runs delivered after since.
+func (s *Scheduler) runsSince(ctx context.Context, folder string, since time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM scheduled_runs WHERE folder = ? AND fired > ?`, folder, ms(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("runs of %s: %w", folder, err)
+	}
+	return n, nil
+}
+
+// prune removes finished tasks and runs older than finishedKept, so a
+// group that schedules and cancels in a loop cannot grow the database.
+func (s *Scheduler) prune(ctx context.Context, now time.Time) error {
+	cut := ms(now.Add(-finishedKept))
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM scheduled_runs WHERE fired < ?`, cut); err != nil {
+		return fmt.Errorf("prune task runs: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM scheduled_tasks WHERE state IN (?, ?) AND updated < ?`,
+		StateDone, StateCancelled, cut); err != nil {
+		return fmt.Errorf("prune tasks: %w", err)
+	}
+	return nil
+}
