@@ -149,6 +149,7 @@ func (t *tools) register(s *server.MCPServer) {
 	global := t.main && t.global.Root != ""
 	s.AddTool(rememberTool(global), t.remember)
 	s.AddTool(forgetTool(global), t.forget)
+	t.registerTasks(s)
 }
 
 // call runs one IPC request under the call timeout.

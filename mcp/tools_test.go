@@ -25,12 +25,17 @@ func TestToolsList(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		ToolListMedia:   nil,
-		ToolFetchMedia:  {"mediaRef"},
-		ToolSendMessage: {"text"},
-		ToolSendMedia:   {"path"},
-		ToolRemember:    {"note"},
-		ToolForget:      {"text"},
+		ToolListMedia:    nil,
+		ToolFetchMedia:   {"mediaRef"},
+		ToolSendMessage:  {"text"},
+		ToolSendMedia:    {"path"},
+		ToolRemember:     {"note"},
+		ToolForget:       {"text"},
+		ToolScheduleTask: {"prompt", "schedule"},
+		ToolListTasks:    nil,
+		ToolPauseTask:    {"id"},
+		ToolResumeTask:   {"id"},
+		ToolCancelTask:   {"id"},
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))

@@ -1,0 +1,264 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// Scheduled tasks: the tools turn into IPC requests that the host's
+// scheduler answers; which tasks a call may see and change is decided
+// there, by the group the request comes from. The group argument is
+// offered only by the main group's server (the host refuses it from any
+// other).
+
+// Tool names of scheduled tasks.
+const (
+	ToolScheduleTask = "schedule_task"
+	ToolListTasks    = "list_tasks"
+	ToolPauseTask    = "pause_task"
+	ToolResumeTask   = "resume_task"
+	ToolCancelTask   = "cancel_task"
+)
+
+// maxTaskPrompt matches the scheduler's cap, so a model hears it before
+// the round trip.
+const maxTaskPrompt = 4000
+
+func (t *tools) registerTasks(s *server.MCPServer) {
+	s.AddTool(scheduleTaskTool(t.main), t.scheduleTask)
+	s.AddTool(listTasksTool(t.main), t.listTasks)
+	s.AddTool(taskIDTool(ToolPauseTask, "Pause a scheduled task of this group: it does not run until resume_task. "+
+		"Runs that fall in the pause are not made up for."), t.changeTask(ToolPauseTask, ipc.TypePauseTask))
+	s.AddTool(taskIDTool(ToolResumeTask, "Resume a paused task: it runs again from its next scheduled time."),
+		t.changeTask(ToolResumeTask, ipc.TypeResumeTask))
+	s.AddTool(taskIDTool(ToolCancelTask, "Cancel a scheduled task for good (use it when someone asks to stop a reminder "+
+		"or recurring job)."), t.changeTask(ToolCancelTask, ipc.TypeCancelTask))
+}
+
+func scheduleTaskTool(main bool) mcpgo.Tool {
+	str := func(desc string) map[string]any {
+		return map[string]any{"type": "string", "description": desc, "minLength": 1, "maxLength": 200}
+	}
+	opts := []mcpgo.ToolOption{
+		mcpgo.WithDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
+			"group and your reply is posted to the group's chat (you may fetch media, send files or schedule more then). " +
+			"Use it when someone asks for something later or regularly: \"every Monday at 9 summarise last week's " +
+			"photos\", \"remind us on the 1st to pay rent\", \"in two hours check whether anyone answered\". Write the " +
+			"prompt as the instruction to carry out then, with every detail needed (who asked, what for). schedule is an " +
+			"object with exactly one key: {\"cron\": \"0 9 * * 1\"} (minute hour day-of-month month day-of-week, in the " +
+			"timezone list_tasks shows), {\"every\": \"30m\"} (an interval, at least 1m), {\"at\": " +
+			"\"2026-12-01T09:00:00+01:00\"} (once, RFC 3339) or {\"in\": \"2h\"} (once, after a delay). Answers the " +
+			"task id and its next run."),
+		mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithIdempotentHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(false),
+		mcpgo.WithString("prompt",
+			mcpgo.Required(),
+			mcpgo.Description("What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\""),
+			mcpgo.MinLength(1), mcpgo.MaxLength(maxTaskPrompt)),
+		mcpgo.WithObject("schedule",
+			mcpgo.Required(),
+			mcpgo.Description("When to run: exactly one of cron, every, at, in."),
+			mcpgo.Properties(map[string]any{
+				"cron":  str("Cron expression, five fields: minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1\" (Mondays 9:00), \"0 10 1 * *\" (the 1st at 10:00)."),
+				"every": str("Interval between runs, e.g. \"30m\", \"6h\", \"24h\"; at least 1m."),
+				"at":    str("One run at this time, RFC 3339, e.g. \"2026-12-01T09:00:00+01:00\"."),
+				"in":    str("One run after this delay from now, e.g. \"10m\", \"2h\", \"48h\"."),
+			}),
+			mcpgo.MinProperties(1), mcpgo.MaxProperties(1), mcpgo.AdditionalProperties(false)),
+		mcpgo.WithString("context",
+			mcpgo.Description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
+				"it sees the prompt alone."),
+			mcpgo.Enum("group", "isolated")),
+	}
+	if main {
+		opts = append(opts, mcpgo.WithString("group",
+			mcpgo.Description("The folder of the group the task runs in (its answer goes to that group's chat); "+
+				"default this group. Only this group (the main one) may name another."),
+			mcpgo.MaxLength(64)))
+	}
+	return mcpgo.NewTool(ToolScheduleTask, opts...)
+}
+
+func listTasksTool(main bool) mcpgo.Tool {
+	opts := []mcpgo.ToolOption{
+		mcpgo.WithDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
+			"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
+			"use and the current time there."),
+		mcpgo.WithReadOnlyHintAnnotation(true),
+		mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(false),
+	}
+	if main {
+		opts = append(opts, mcpgo.WithString("group",
+			mcpgo.Description("Another group's folder, or \"*\" for every group; default this group."),
+			mcpgo.MaxLength(64)))
+	}
+	return mcpgo.NewTool(ToolListTasks, opts...)
+}
+
+func taskIDTool(name, desc string) mcpgo.Tool {
+	return mcpgo.NewTool(name,
+		mcpgo.WithDescription(desc),
+		mcpgo.WithDestructiveHintAnnotation(name == ToolCancelTask),
+		mcpgo.WithIdempotentHintAnnotation(true),
+		mcpgo.WithOpenWorldHintAnnotation(false),
+		mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The task id, from schedule_task or list_tasks."), mcpgo.Min(1)),
+	)
+}
+
+func (t *tools) scheduleTask(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var a ipc.ScheduleTaskArgs
+	var err error
+	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
+		return badArgs(ToolScheduleTask, "%v", err), nil
+	}
+	if strings.TrimSpace(a.Prompt) == "" {
+		return badArgs(ToolScheduleTask, "prompt is required: what to do when the task runs"), nil
+	}
+	if a.Schedule, err = scheduleArg(req.GetArguments()["schedule"]); err != nil {
+		return badArgs(ToolScheduleTask, "%v", err), nil
+	}
+	if a.Context, _, err = stringArg(req, "context"); err != nil {
+		return badArgs(ToolScheduleTask, "%v", err), nil
+	}
+	if a.Group, _, err = stringArg(req, "group"); err != nil {
+		return badArgs(ToolScheduleTask, "%v", err), nil
+	}
+	var res ipc.TaskResult
+	if err := t.call(ctx, ipc.TypeScheduleTask, a, &res); err != nil {
+		return toolError(ToolScheduleTask, err), nil
+	}
+	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s. Next run: %s (now: %s).",
+		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, res.Task.NextRun, res.Now)), nil
+}
+
+const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"every": "30m"}, {"at": "2026-12-01T09:00:00+01:00"} or {"in": "2h"}`
+
+// scheduleArg reads the schedule object. A model that writes a string
+// ("every 30m", "cron: 0 9 * * 1") is understood too; the host checks
+// the values either way.
+func scheduleArg(v any) (ipc.TaskSchedule, error) {
+	var ts ipc.TaskSchedule
+	switch s := v.(type) {
+	case nil:
+		return ts, fmt.Errorf("schedule is required: %s", scheduleForms)
+	case map[string]any:
+		for k, val := range s {
+			str, ok := val.(string)
+			if !ok {
+				return ts, fmt.Errorf("schedule.%s must be a string: %s", k, scheduleForms)
+			}
+			switch k {
+			case "cron":
+				ts.Cron = str
+			case "every":
+				ts.Every = str
+			case "at":
+				ts.At = str
+			case "in":
+				ts.In = str
+			default:
+				return ts, fmt.Errorf("schedule has an unknown key %q: %s", k, scheduleForms)
+			}
+		}
+		return ts, nil
+	case string:
+		kind, expr, ok := strings.Cut(strings.TrimSpace(s), " ")
+		kind = strings.TrimSuffix(strings.ToLower(kind), ":")
+		if i := strings.IndexByte(kind, ':'); i > 0 && !ok { // "every:30m"
+			kind, expr, ok = kind[:i], kind[i+1:], true
+		}
+		expr = strings.TrimSpace(expr)
+		if ok {
+			switch kind {
+			case "cron":
+				return ipc.TaskSchedule{Cron: expr}, nil
+			case "every":
+				return ipc.TaskSchedule{Every: expr}, nil
+			case "at":
+				return ipc.TaskSchedule{At: expr}, nil
+			case "in":
+				return ipc.TaskSchedule{In: expr}, nil
+			}
+		}
+		return ts, fmt.Errorf("schedule %q is not understood: %s", oneLine(s, 100), scheduleForms)
+	}
+	return ts, fmt.Errorf("schedule must be an object: %s", scheduleForms)
+}
+
+func (t *tools) listTasks(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var a ipc.ListTasksArgs
+	var err error
+	if a.Group, _, err = stringArg(req, "group"); err != nil {
+		return badArgs(ToolListTasks, "%v", err), nil
+	}
+	var res ipc.ListTasksResult
+	if err := t.call(ctx, ipc.TypeListTasks, a, &res); err != nil {
+		return toolError(ToolListTasks, err), nil
+	}
+	return mcpgo.NewToolResultText(formatTasks(res)), nil
+}
+
+// formatTasks writes one line per task. The prompt was dictated by a
+// chat member: kept on its line and short.
+func formatTasks(res ipc.ListTasksResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Timezone %s; now %s. At most %d active or paused tasks per group.\n", res.Timezone, res.Now, res.MaxTasks)
+	if len(res.Tasks) == 0 {
+		b.WriteString("No scheduled tasks.\n")
+		return b.String()
+	}
+	for _, ti := range res.Tasks {
+		fmt.Fprintf(&b, "- #%d [%s] in %s: %s, context %s", ti.ID, ti.State, ti.Group, oneLine(ti.Schedule, 120), ti.Context)
+		if ti.NextRun != "" {
+			fmt.Fprintf(&b, "; next run %s", ti.NextRun)
+		}
+		if ti.LastRun != "" {
+			fmt.Fprintf(&b, "; last run %s", ti.LastRun)
+			if ti.Pending {
+				b.WriteString(" (not answered yet)")
+			}
+		}
+		fmt.Fprintf(&b, "; %d run(s)", ti.Runs)
+		if ti.Skipped > 0 {
+			fmt.Fprintf(&b, ", %d skipped", ti.Skipped)
+		}
+		if ti.Failures > 0 {
+			fmt.Fprintf(&b, ", %d failed deliveries", ti.Failures)
+		}
+		if ti.LastError != "" {
+			fmt.Fprintf(&b, "; last problem: %s", oneLine(ti.LastError, 300))
+		}
+		if ti.CreatedBy != ti.Group {
+			fmt.Fprintf(&b, "; set up by %s", ti.CreatedBy)
+		}
+		fmt.Fprintf(&b, " — prompt: %s\n", oneLine(ti.Prompt, 300))
+	}
+	return b.String()
+}
+
+func (t *tools) changeTask(tool, typ string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		id, ok := intArg(req.GetArguments()["id"])
+		if !ok || id < 1 {
+			return badArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
+		}
+		var res ipc.TaskResult
+		if err := t.call(ctx, typ, ipc.TaskIDArgs{ID: int64(id)}, &res); err != nil {
+			return toolError(tool, err), nil
+		}
+		ti := res.Task
+		text := fmt.Sprintf("Task %d in %s is now %s (%s)", ti.ID, ti.Group, ti.State, ti.Schedule)
+		if ti.NextRun != "" && ti.State == "active" {
+			text += "; next run " + ti.NextRun
+		}
+		return mcpgo.NewToolResultText(text + "."), nil
+	}
+}

@@ -1,0 +1,167 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/scheduler"
+	"github.com/botd-dev/botd/store"
+)
+
+// schedCaller reaches a real scheduler the way the daemon's in-process
+// caller does: JSON both ways, the group fixed by the server.
+type schedCaller struct {
+	s     *scheduler.Scheduler
+	group string
+	n     atomic.Int64
+}
+
+func (c *schedCaller) Call(ctx context.Context, typ string, args, result any) error {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: fmt.Sprint("r", c.n.Add(1)), Type: typ, Args: raw})
+	if herr != nil {
+		return herr
+	}
+	b, _ := json.Marshal(res)
+	return json.Unmarshal(b, result)
+}
+
+func taskServers(t *testing.T) (fam, main *mcpTestClient) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	gs, err := groups.NewSet("Andy", []groups.Group{
+		{Folder: "family", Chat: "telegram:-1001", RequiresTrigger: true},
+		{Folder: "main", Chat: "telegram:42", Main: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Location: time.UTC,
+		Fire: func(context.Context, scheduler.Run) error { return nil }})
+	mk := func(folder string, isMain bool) *mcpTestClient {
+		srv, err := NewServer(Options{GroupDir: filepath.Join(dir, "groups", folder), Caller: &schedCaller{s: s, group: folder},
+			Main: isMain, Log: testLogger(t), CallTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &mcpTestClient{t: t, c: connect(t, srv)}
+	}
+	return mk("family", false), mk("main", true)
+}
+
+type mcpTestClient struct {
+	t *testing.T
+	c *client.Client
+}
+
+func (m *mcpTestClient) call(name string, args map[string]any) (string, bool) {
+	m.t.Helper()
+	res := callTool(m.t, m.c, name, args)
+	texts, _, _ := parts(m.t, res)
+	return strings.Join(texts, ""), res.IsError
+}
+
+func TestTaskTools(t *testing.T) {
+	fam, main := taskServers(t)
+
+	out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "Remind everyone to pay the rent.",
+		"schedule": map[string]any{"cron": "0 10 1 * *"}})
+	if isErr || !strings.Contains(out, "Task 1 scheduled in family") || !strings.Contains(out, `cron "0 10 1 * *" (UTC)`) ||
+		!strings.Contains(out, "Next run: ") {
+		t.Fatalf("schedule_task: %s", out)
+	}
+	// A schedule written as a string is understood too.
+	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "check answers", "schedule": "in: 2h", "context": "isolated"}); isErr ||
+		!strings.Contains(out, "context isolated") {
+		t.Fatalf("string schedule: %s", out)
+	}
+	for _, bad := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"prompt": "x"}, "schedule is required"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"cron": "0 9 * * 1", "in": "1h"}}, "give exactly one"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"when": "soon"}}, "unknown key"},
+		{map[string]any{"prompt": "x", "schedule": "tomorrow"}, "not understood"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"every": "10s"}}, "shortest interval is 1m"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"cron": "0 0 30 2 *"}}, "never fires"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"in": "1h"}, "group": "main"}, "[forbidden]"},
+		{map[string]any{"prompt": " ", "schedule": map[string]any{"in": "1h"}}, "prompt is required"},
+	} {
+		if out, isErr := fam.call(ToolScheduleTask, bad.args); !isErr || !strings.Contains(out, bad.want) {
+			t.Errorf("%v: %s (error %v), want %q", bad.args, out, isErr, bad.want)
+		}
+	}
+	if out, isErr := main.call(ToolScheduleTask, map[string]any{"prompt": "Good morning, family!", "schedule": map[string]any{"every": "24h"},
+		"group": "family"}); isErr || !strings.Contains(out, "scheduled in family") {
+		t.Fatalf("main for family: %s", out)
+	}
+
+	out, _ = fam.call(ToolListTasks, nil)
+	for _, want := range []string{"Timezone UTC", "#1 [active] in family", "#2 [active]", "#3 [active] in family: every 24h", "set up by main",
+		"prompt: Remind everyone to pay the rent."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list_tasks lacks %q:\n%s", want, out)
+		}
+	}
+	if out, _ := main.call(ToolListTasks, map[string]any{"group": "*"}); strings.Count(out, "\n- #") != 3 {
+		t.Errorf("main lists every group:\n%s", out)
+	}
+
+	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now paused") {
+		t.Errorf("pause: %s", out)
+	}
+	if out, isErr := fam.call(ToolResumeTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now active") {
+		t.Errorf("resume: %s", out)
+	}
+	if out, isErr := fam.call(ToolCancelTask, map[string]any{"id": 2}); isErr || !strings.Contains(out, "is now cancelled") {
+		t.Errorf("cancel: %s", out)
+	}
+	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": "one"}); !isErr || !strings.Contains(out, "positive integer") {
+		t.Errorf("bad id: %s", out)
+	}
+	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": 99}); !isErr || !strings.Contains(out, "[not_found]") {
+		t.Errorf("unknown id: %s", out)
+	}
+}
+
+// Only the main group's server offers the group argument.
+func TestTaskToolsOfferGroupToMainOnly(t *testing.T) {
+	fam, main := taskServers(t)
+	for _, c := range []struct {
+		cl   *mcpTestClient
+		want bool
+	}{{fam, false}, {main, true}} {
+		res, err := c.cl.c.ListTools(context.Background(), mcpgo.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name != ToolScheduleTask && tool.Name != ToolListTasks {
+				continue
+			}
+			if _, has := tool.InputSchema.Properties["group"]; has != c.want {
+				t.Errorf("%s offers group: %v, want %v", tool.Name, has, c.want)
+			}
+		}
+	}
+}
