@@ -51,6 +51,9 @@ type Config struct {
 	Agent         Agent    `yaml:"agent"`
 	MCP           MCP      `yaml:"mcp"`
 	Groups        []Group  `yaml:"groups"`
+	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
+	Timezone  string    `yaml:"timezone"`
+	Scheduler Scheduler `yaml:"scheduler"`
 
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
@@ -219,7 +222,8 @@ func Defaults() *Config {
 			RunTimeout:    Duration(5 * time.Minute),
 			Context:       Context{Messages: 50, MaxAge: Duration(24 * time.Hour), MaxTokens: 16000},
 		},
-		MCP: MCP{HTTP: MCPHTTP{Listen: "127.0.0.1:8765"}},
+		MCP:       MCP{HTTP: MCPHTTP{Listen: "127.0.0.1:8765"}},
+		Scheduler: defaultScheduler(),
 	}
 }
 

@@ -194,6 +194,7 @@ func (c *Config) Validate() error {
 			add("mcp.http.listen", "must be host:port (e.g. 127.0.0.1:8765)")
 		}
 	}
+	ps = append(ps, c.schedulerProblems()...)
 	if len(ps) == 0 {
 		return nil
 	}
