@@ -96,7 +96,7 @@ func Parse(kind, expr string, loc *time.Location, now time.Time) (Schedule, erro
 		if d < time.Second {
 			return Schedule{}, fmt.Errorf("in: %s is not in the future; give at least 1s", d)
 		}
-		return atTime(now.Add(d).Truncate(time.Second), loc, now)
+		return atTime(ceilSecond(now.Add(d)), loc, now)
 	case KindAt:
 		t, err := parseAt(expr, loc)
 		if err != nil {
@@ -205,7 +205,7 @@ func (s Schedule) First(now time.Time) time.Time {
 	case KindCron:
 		return s.cronNext(now)
 	case KindEvery:
-		return now.Truncate(time.Second).Add(s.every)
+		return ceilSecond(now).Add(s.every)
 	case KindAt:
 		return s.at
 	}
@@ -258,6 +258,15 @@ func (s Schedule) cronNext(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// ceilSecond rounds t up to a whole second: stored times are whole
+// seconds, and "in 3s" must never run early.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // wallClock is what a clock in loc shows at t, as a time in UTC.

@@ -192,3 +192,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Stored times are whole seconds; rounding never makes a run early.
+func TestScheduleNeverEarly(t *testing.T) {
+	now := utc("2026-05-01T10:00:00Z").Add(168 * time.Millisecond)
+	for _, tt := range []struct{ kind, expr string }{{KindIn, "3s"}, {KindEvery, "1m"}} {
+		s, err := Parse(tt.kind, tt.expr, time.UTC, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := time.ParseDuration(tt.expr)
+		if first := s.First(now); first.Before(now.Add(d)) || first.Sub(now.Add(d)) >= time.Second || first.Nanosecond() != 0 {
+			t.Errorf("%s %s from %v: first run %v", tt.kind, tt.expr, now, first)
+		}
+	}
+}

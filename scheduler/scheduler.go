@@ -294,7 +294,7 @@ func (s *Scheduler) runTask(ctx context.Context, t Task, now time.Time) error {
 		return err
 	}
 	log.Info("scheduler: task run delivered", "due", due, "message", run.MessageID, "late", now.Sub(due).Round(time.Second),
-		"next_run", next)
+		"next_run", FormatTime(next, s.opts.Location))
 	return nil
 }
 
