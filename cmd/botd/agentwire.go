@@ -9,7 +9,6 @@ import (
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/providers"
 	"github.com/botd-dev/botd/config"
-	"github.com/botd-dev/botd/mcp"
 )
 
 // llmProviders builds each provider of llm.providers once, on demand.
@@ -118,9 +117,9 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
 		ContextMessages: contextMessages(d.cfg.Agent.Context.Messages), ContextAge: d.cfg.Agent.Context.MaxAge.D(),
 		ContextTokens:  d.cfg.Agent.Context.MaxTokens,
-		Media:          func(group string) mcp.Caller { return d.media.Caller(group) },
+		Media:          d.caller,
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, ExtraMCP: d.cfg.Agent.MCPServers,
-		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
+		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
 	})
 	d.sink = d.agent
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )
@@ -37,6 +38,7 @@ type daemon struct {
 	host   *ipc.Host
 	sink   channels.Sink
 	agent  *agent.Agent
+	sched  *scheduler.Scheduler
 	wg     sync.WaitGroup // sweepers
 }
 
@@ -135,7 +137,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 	for _, g := range d.groups.All() {
 		folders = append(folders, g.Folder)
 	}
-	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: d.media, Log: d.log.With("component", "ipc")})
+	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: hostHandler{d}, Log: d.log.With("component", "ipc")})
 	return d.host.Start(ctx)
 }
 
@@ -208,10 +210,12 @@ func (d *daemon) run(ctx context.Context) error {
 	defer d.waitAgent()
 	defer stopAgent()
 	defer d.waitChannels()
+	defer d.waitScheduler()
 	defer stopIntake()
 	if err := d.startAgent(agentCtx); err != nil {
 		return err
 	}
+	d.newScheduler()
 	if err := d.buildChannels(); err != nil {
 		return err
 	}
@@ -231,11 +235,15 @@ func (d *daemon) run(ctx context.Context) error {
 	if err := d.agent.Start(agentCtx); err != nil {
 		return err
 	}
+	if err := d.startScheduler(intakeCtx); err != nil {
+		return err
+	}
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
 	d.log.Info("shutting down")
 	stopIntake()
 	d.waitChannels()
+	d.waitScheduler()
 	stopAgent()
 	d.waitAgent()
 	stopHost()

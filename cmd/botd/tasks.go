@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/scheduler"
+)
+
+// newScheduler builds the scheduler of the groups' tasks. A due task is
+// delivered to the agent's intake as a message of its group, so it needs
+// the agent; it starts with the intake (startScheduler) and stops with it.
+func (d *daemon) newScheduler() {
+	c := d.cfg.Scheduler
+	d.sched = scheduler.New(scheduler.Options{
+		Store: d.store, Groups: d.groups, Location: d.cfg.Location(),
+		Grace: c.Grace.D(), MaxTasksPerGroup: c.MaxTasksPerGroup, MaxRunsPerHour: c.MaxRunsPerHour,
+		Log: d.log.With("component", "scheduler"),
+		Fire: func(ctx context.Context, r scheduler.Run) error {
+			return d.agent.DeliverTask(ctx, agent.Task{ID: r.TaskID, Chat: r.Chat, MessageID: r.MessageID, Prompt: r.Prompt,
+				Schedule: r.Schedule, Isolated: r.Isolated, Due: r.Due})
+		},
+	})
+}
+
+func (d *daemon) startScheduler(ctx context.Context) error {
+	if err := d.sched.Start(ctx); err != nil {
+		return fail(1, "%v", err)
+	}
+	d.log.Info("scheduler running", "timezone", d.sched.Location().String(), "grace", d.cfg.Scheduler.Grace.D())
+	return nil
+}
+
+func (d *daemon) waitScheduler() {
+	if d.sched != nil {
+		d.sched.Wait()
+	}
+}
+
+// hostHandler answers the IPC requests of `botd mcp` clients: the task
+// requests go to the scheduler, the rest to the media service.
+type hostHandler struct{ d *daemon }
+
+func (h hostHandler) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+	if ipc.TaskType(req.Type) {
+		return h.d.sched.Handle(ctx, group, req)
+	}
+	return h.d.media.Handle(ctx, group, req)
+}
+
+// caller answers the built-in agent's botd tools in-process, routed like
+// hostHandler.
+func (d *daemon) caller(group string) mcp.Caller {
+	return routedCaller{d: d, group: group}
+}
+
+type routedCaller struct {
+	d     *daemon
+	group string
+}
+
+func (c routedCaller) Call(ctx context.Context, typ string, args, result any) error {
+	if !ipc.TaskType(typ) {
+		return c.d.media.Caller(c.group).Call(ctx, typ, args, result)
+	}
+	// JSON both ways, as across the IPC files, so both paths accept and
+	// answer the same. No request id: nothing replays an in-process call.
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("%s: %w", typ, err)
+	}
+	res, herr := c.d.sched.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, Type: typ, Args: raw})
+	if herr != nil {
+		return herr
+	}
+	if result == nil || res == nil {
+		return nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("%s: %w", typ, err)
+	}
+	if err := json.Unmarshal(b, result); err != nil {
+		return fmt.Errorf("%s: %w", typ, err)
+	}
+	return nil
+}
