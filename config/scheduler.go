@@ -44,8 +44,8 @@ func (c *Config) schedulerProblems() Problems {
 		}
 	}
 	s := c.Scheduler
-	if s.Grace < 0 {
-		ps = append(ps, Problem{"scheduler.grace", "must not be negative (0 runs only what is exactly on time)"})
+	if s.Grace < Duration(time.Minute) {
+		ps = append(ps, Problem{"scheduler.grace", "must be at least 1m: a run is always a little late, and a retried delivery more"})
 	}
 	if s.MaxTasksPerGroup < 1 || s.MaxTasksPerGroup > 1000 {
 		ps = append(ps, Problem{"scheduler.max_tasks_per_group", "must be between 1 and 1000"})

@@ -13,6 +13,7 @@ func TestSchedulerSettings(t *testing.T) {
 		{"unknown timezone", `timezone: Europe/Atlantis`, `timezone: unknown timezone "Europe/Atlantis"`},
 		{"path as timezone", `timezone: ../../etc/passwd`, `timezone: unknown timezone`},
 		{"negative grace", `scheduler: {grace: -1m}`, `scheduler.grace: must not be negative`},
+		{"no grace", `scheduler: {grace: 0s}`, `scheduler.grace: must be at least 1m`},
 		{"no tasks", `scheduler: {max_tasks_per_group: 0}`, `scheduler.max_tasks_per_group: must be between 1 and 1000`},
 		{"too many runs", `scheduler: {max_runs_per_hour: 100000}`, `scheduler.max_runs_per_hour: must be between 1 and 3600`},
 		{"typo", `scheduler: {max_task_per_group: 3}`, `scheduler.max_task_per_group`},

@@ -65,6 +65,17 @@ func (c *FakeClock) Set(t time.Time) {
 
 func (c *FakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
+// Waiting lists the deadlines of the timers not fired yet.
+func (c *FakeClock) Waiting() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Time
+	for _, t := range c.timers {
+		out = append(out, t.at)
+	}
+	return out
+}
+
 type fakeTimer struct {
 	c  *FakeClock
 	ch chan time.Time

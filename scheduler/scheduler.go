@@ -46,6 +46,9 @@ const (
 // suspended laptop, a corrected clock) is noticed within a minute.
 const maxSleep = time.Minute
 
+// errorPause is the loop's wait after a pass that failed.
+const errorPause = 10 * time.Second
+
 // Run is one delivery of a task: what Fire turns into a message.
 type Run struct {
 	TaskID int64
@@ -191,8 +194,12 @@ func (s *Scheduler) Wake() {
 
 func (s *Scheduler) loop(ctx context.Context) {
 	for ctx.Err() == nil {
+		// After an error (the database, most likely) a task may still be
+		// due: wait a little instead of spinning on it.
+		least := time.Duration(0)
 		if err := s.RunDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("scheduler: delivering due tasks failed", "err", err)
+			least = errorPause
 		}
 		wait := maxSleep
 		if next, err := s.nextWake(ctx); err != nil {
@@ -200,7 +207,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 				s.log.Error("scheduler: cannot read the next due time", "err", err)
 			}
 		} else if !next.IsZero() {
-			wait = min(max(next.Sub(s.now()), 0), maxSleep)
+			wait = min(max(next.Sub(s.now()), least), maxSleep)
 		}
 		t := s.opts.Clock.NewTimer(wait)
 		select {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -375,3 +377,40 @@ func TestRunsAndFinishedTasksArePruned(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// A pass that fails (here: the run cannot be recorded) leaves the task
+// due; the loop then waits errorPause before trying again instead of
+// spinning on it.
+func TestLoopPausesAfterAnError(t *testing.T) {
+	var tries atomic.Int64
+	r := newRig(t, utc("2026-05-01T10:00:00Z"), func(o *Options) {
+		o.AfterFire = func(Run) error { tries.Add(1); return errDown }
+	})
+	r.schedule("family", KindIn, "1m")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); r.s.Wait() }()
+	if err := r.s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitTimer := func(at time.Time) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.ContainsFunc(r.clock.Waiting(), at.Equal) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the loop never waited until %v (waiting: %v)", at, r.clock.Waiting())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitTimer(utc("2026-05-01T10:01:00Z"))
+	r.clock.Set(utc("2026-05-01T10:01:00Z"))
+	waitTimer(utc("2026-05-01T10:01:10Z"))
+	if n := tries.Load(); n != 1 {
+		t.Fatalf("%d tries before the pause, want 1", n)
+	}
+	r.clock.Advance(errorPause)
+	waitTimer(utc("2026-05-01T10:01:20Z"))
+	if n := tries.Load(); n != 2 {
+		t.Errorf("%d tries after one pause, want 2", n)
+	}
+}
