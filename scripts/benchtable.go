@@ -16,6 +16,8 @@ import (
 
 // what each benchmark measures, for the table.
 var labels = map[string]string{
+	"BenchmarkRunDue10k":                                            "scheduler: deliver one due task run among 10k tasks (checks, message, claim)",
+	"BenchmarkCronNext":                                             "scheduler: next run of a fixed-hour cron on the wall clock (Europe/Berlin)",
 	"BenchmarkIPCRoundTripCached":                                   "IPC round trip, cached 10 KB image (file protocol only)",
 	"BenchmarkFetchMediaEndToEnd/cached-10KB":                       "fetch_media end to end, cached 10 KB image (MCP → IPC → host → MCP)",
 	"BenchmarkFetchMediaEndToEnd/cached-1MB":                        "fetch_media end to end, cached 1 MB image",
