@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
@@ -288,5 +287,3 @@ func (r *rig) task(id int64) Task {
 }
 
 var errDown = errors.New("database is locked")
-
-var _ = sql.ErrNoRows

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -375,8 +374,6 @@ func TestRunsAndFinishedTasksArePruned(t *testing.T) {
 		t.Errorf("%d runs kept", n)
 	}
 }
-
-var _ = fmt.Sprint
 
 // A pass that fails (here: the run cannot be recorded) leaves the task
 // due; the loop then waits errorPause before trying again instead of
