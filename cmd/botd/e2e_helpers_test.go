@@ -216,7 +216,6 @@ func noisyJPEG(t *testing.T, w, h int) []byte {
 	return b.Bytes()
 }
 
-
 // answeredMsg is a message the agent marks as handled in an earlier run:
 // a fake model, like a real one, must not answer it again.
 var answeredMsg = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
