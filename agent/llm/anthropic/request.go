@@ -12,7 +12,7 @@ import (
 type wireRequest struct {
 	Model         string          `json:"model"`
 	MaxTokens     int             `json:"max_tokens"`
-	System        string          `json:"system,omitempty"`
+	System        []wireBlock     `json:"system,omitempty"`
 	Messages      []wireMessage   `json:"messages"`
 	Tools         []wireTool      `json:"tools,omitempty"`
 	ToolChoice    *wireToolChoice `json:"tool_choice,omitempty"`
@@ -41,7 +41,18 @@ type wireBlock struct {
 	Content   []wireBlock     `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Source    *wireSource     `json:"source,omitempty"`
+	// CacheControl marks a prompt-cache breakpoint: the prefix up to and
+	// including this block is cached.
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// ephemeral is the five-minute cache: long enough for the turns of a run
+// and the next question in a busy group.
+var ephemeral = &cacheControl{Type: "ephemeral"}
 
 type wireSource struct {
 	Type      string `json:"type"`
@@ -51,9 +62,10 @@ type wireSource struct {
 }
 
 type wireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
 type wireToolChoice struct {
@@ -82,7 +94,6 @@ func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
 	w := &wireRequest{
 		Model:         req.Model,
 		MaxTokens:     req.EffectiveMaxTokens(),
-		System:        req.System,
 		Temperature:   req.Temperature,
 		StopSequences: req.StopSequences,
 		Stream:        true,
@@ -110,6 +121,9 @@ func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
 		w.ToolChoice = &wireToolChoice{Type: "any"}
 	case llm.ToolChoiceTool:
 		w.ToolChoice = &wireToolChoice{Type: "tool", Name: req.ToolChoice.Name}
+	}
+	if req.System != "" {
+		w.System = []wireBlock{{Type: "text", Text: req.System}}
 	}
 	if rf := req.ResponseFormat; rf != nil && len(rf.Schema) > 0 {
 		w.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: rf.Schema}}
@@ -146,7 +160,34 @@ func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
 		}
 		w.Messages = append(w.Messages, wireMessage{Role: role, Content: blocks})
 	}
+	markCache(w)
 	return w, nil
+}
+
+// markCache sets the prompt-cache breakpoints (at most 4 are allowed):
+// after the tools and system prompt, which every run of a group shares,
+// and after the last message, so the next turn of the run (and a
+// follow-up question soon after) reads the earlier turns from the cache.
+// The API looks back from a breakpoint for the longest cached prefix, so
+// one moving breakpoint at the end keeps hitting what the turn before
+// wrote.
+func markCache(w *wireRequest) {
+	switch {
+	case len(w.System) > 0:
+		w.System[len(w.System)-1].CacheControl = ephemeral
+	case len(w.Tools) > 0:
+		w.Tools[len(w.Tools)-1].CacheControl = ephemeral
+	}
+	if n := len(w.Messages); n > 0 {
+		last := w.Messages[n-1].Content
+		for i := len(last) - 1; i >= 0; i-- {
+			// Thinking blocks cannot carry a breakpoint.
+			if t := last[i].Type; t != "thinking" && t != "redacted_thinking" {
+				last[i].CacheControl = ephemeral
+				break
+			}
+		}
+	}
 }
 
 func block(provider string, p llm.Part) (wireBlock, bool, error) {
