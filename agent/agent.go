@@ -51,6 +51,9 @@ type Options struct {
 	ContextMessages int
 	ContextAge      time.Duration
 	ContextTokens   int
+	// MaxCostPerDay (micro-cents; see USD) stops a group's runs for the
+	// rest of the day once its model calls cost that much; 0 is no limit.
+	MaxCostPerDay int64
 	// Media answers botd's own tools (fetch_media, list_media,
 	// send_message, send_media) of a group in-process: the daemon passes
 	// the media service's Caller. Nil means no botd tools (unless Tools is
@@ -106,6 +109,8 @@ type Agent struct {
 
 	sem chan struct{}
 	wg  sync.WaitGroup
+
+	budgetTold map[string]string // folder → the day the chat was told its budget is spent (guarded by mu)
 }
 
 // groupState is the scheduling state of one group, guarded by Agent.mu.
@@ -167,8 +172,8 @@ func New(opts Options) *Agent {
 	a := &Agent{
 		opts:  opts,
 		log:   opts.Log,
-		state: map[string]*groupState{},
-		sem:   make(chan struct{}, opts.MaxConcurrent),
+		state: map[string]*groupState{}, budgetTold: map[string]string{},
+		sem: make(chan struct{}, opts.MaxConcurrent),
 	}
 	a.idle = sync.NewCond(&a.mu)
 	if a.opts.Tools == nil {

@@ -90,6 +90,13 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		fail.outcome, fail.err = outcomeDeliveryFailed, err
 		return fail
 	}
+	if res, over := a.overBudget(ctx, g, trig, log); over {
+		return res
+	}
+	// Every model call of the run is billed to it, the summary of older
+	// messages and failed attempts included.
+	var bill attempts
+	ctx = llm.WithAttemptObserver(ctx, bill.add)
 	conv, upTo, err := a.loadConversation(ctx, g, cursor)
 	if err != nil {
 		return a.storeFailure(ctx, err)
@@ -148,6 +155,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: upTo}
 	defer func() {
 		rec.Finished = time.Now()
+		rec.Attempts, rec.Model = bill.list()
 		if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), rec, toTranscript(req.Messages)); err != nil {
 			log.Warn("agent: transcript not saved", "err", err)
 		}

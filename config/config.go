@@ -128,11 +128,14 @@ type MediaModel struct {
 }
 
 type Agent struct {
-	MaxConcurrent int                  `yaml:"max_concurrent"`
-	MaxMessages   int                  `yaml:"max_messages"`
-	MaxIterations int                  `yaml:"max_iterations"`
-	RunTimeout    Duration             `yaml:"run_timeout"`
-	Context       Context              `yaml:"context"`
+	MaxConcurrent int      `yaml:"max_concurrent"`
+	MaxMessages   int      `yaml:"max_messages"`
+	MaxIterations int      `yaml:"max_iterations"`
+	RunTimeout    Duration `yaml:"run_timeout"`
+	Context       Context  `yaml:"context"`
+	// MaxCostPerDay (USD) stops a group's runs for the rest of the day
+	// once its model calls cost that much; 0 is no limit.
+	MaxCostPerDay float64              `yaml:"max_cost_per_day"`
 	MCPServers    map[string]MCPServer `yaml:"mcp_servers"`
 }
 

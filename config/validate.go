@@ -126,6 +126,9 @@ func (c *Config) Validate() error {
 	if a.Context.MaxTokens < 1000 {
 		add("agent.context.max_tokens", "must be at least 1000")
 	}
+	if a.MaxCostPerDay < 0 {
+		add("agent.max_cost_per_day", "must not be negative (0 is no limit)")
+	}
 	if a.MaxMessages < 1 {
 		add("agent.max_messages", "must be at least 1")
 	}

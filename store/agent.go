@@ -259,6 +259,22 @@ type AgentRun struct {
 	CostMicrocents int64
 	CostKnown      bool
 	Error          string
+	// Model answered the run (the last successful attempt's).
+	Model string
+	// Attempts are every model call of the run, failed ones included.
+	Attempts []Attempt
+}
+
+// Attempt is one model call and what it cost.
+type Attempt struct {
+	At                                   time.Time
+	Provider, Model, Outcome             string
+	Input, Output, CacheRead, CacheWrite int64
+	Reasoning                            int64
+	CostMicrocents                       int64
+	CostKnown                            bool
+	Duration                             time.Duration
+	Error                                string
 }
 
 // TranscriptEntry is one message of a run. Parts is JSON that the agent
@@ -276,11 +292,20 @@ func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEnt
 	}
 	defer tx.Rollback()
 	_, err = tx.ExecContext(ctx, `INSERT INTO agent_runs(id, folder, started, finished, outcome, up_to_seq, iterations,
-		input_tokens, output_tokens, cost_microcents, cost_known, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		input_tokens, output_tokens, cost_microcents, cost_known, error, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Folder, r.Started.UnixMilli(), r.Finished.UnixMilli(), r.Outcome, r.UpToSeq, r.Iterations,
-		r.InputTokens, r.OutputTokens, r.CostMicrocents, r.CostKnown, r.Error)
+		r.InputTokens, r.OutputTokens, r.CostMicrocents, r.CostKnown, r.Error, r.Model)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	for _, a := range r.Attempts {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO llm_attempts(run_id, folder, at, provider, model, outcome, input_tokens,
+			output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_microcents, cost_known, duration_ms, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Folder, a.At.UnixMilli(), a.Provider, a.Model, a.Outcome, a.Input, a.Output, a.CacheRead, a.CacheWrite,
+			a.Reasoning, a.CostMicrocents, a.CostKnown, a.Duration.Milliseconds(), a.Error); err != nil {
+			return fmt.Errorf("save run %s attempts: %w", r.ID, err)
+		}
 	}
 	now := time.Now().UnixMilli()
 	for i, e := range entries {

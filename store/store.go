@@ -244,6 +244,28 @@ var migrations = []string{
 		PRIMARY KEY (task_id, due)
 	);
 	CREATE INDEX scheduled_runs_folder ON scheduled_runs(folder, fired);`,
+	// 8: the token bill: every model attempt of a run, failed or not, with
+	// its usage and cost, and the model that answered each run.
+	`CREATE TABLE llm_attempts (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		run_id TEXT NOT NULL,
+		folder TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		provider TEXT NOT NULL,
+		model TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		input_tokens INTEGER NOT NULL DEFAULT 0,
+		output_tokens INTEGER NOT NULL DEFAULT 0,
+		cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+		cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+		reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+		cost_microcents INTEGER NOT NULL DEFAULT 0,
+		cost_known INTEGER NOT NULL DEFAULT 0,
+		duration_ms INTEGER NOT NULL DEFAULT 0,
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX llm_attempts_folder_at ON llm_attempts(folder, at);
+	ALTER TABLE agent_runs ADD COLUMN model TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -189,7 +189,7 @@ func (c *Chain) Capabilities() Capabilities { return c.entries[0].caps() }
 
 // Generate runs the chain for a complete reply.
 func (c *Chain) Generate(ctx context.Context, req *Request) (*Result, error) {
-	run := c.newRun(req)
+	run := c.newRun(ctx, req)
 	for {
 		idx, r, err := run.next(ctx)
 		if err != nil {
@@ -212,7 +212,7 @@ func (c *Chain) Generate(ctx context.Context, req *Request) (*Result, error) {
 // opening and on errors before the first content chunk; after that a
 // mid-stream error is returned to the caller as is.
 func (c *Chain) Stream(ctx context.Context, req *Request) (Stream, error) {
-	s := &chainStream{ctx: ctx, run: c.newRun(req)}
+	s := &chainStream{ctx: ctx, run: c.newRun(ctx, req)}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -233,10 +233,28 @@ type run struct {
 	last      *Error
 	need      Capabilities
 	unfit     []string // entries skipped because their model cannot take the request
+	observe   func(Attempt)
 }
 
-func (c *Chain) newRun(req *Request) *run {
-	return &run{c: c, req: req, primary: c.entries[0].Provider.Name(), need: needs(req)}
+func (c *Chain) newRun(ctx context.Context, req *Request) *run {
+	obs, _ := ctx.Value(attemptsKey{}).(func(Attempt))
+	return &run{c: c, req: req, primary: c.entries[0].Provider.Name(), need: needs(req), observe: obs}
+}
+
+type attemptsKey struct{}
+
+// WithAttemptObserver returns a context under which a chain reports every
+// attempt of a request to fn as well (after the chain's own observer): the
+// caller learns what its request cost, failed attempts included.
+func WithAttemptObserver(ctx context.Context, fn func(Attempt)) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, fn)
+}
+
+func (r *run) report(a Attempt) {
+	r.c.report(a)
+	if r.observe != nil {
+		r.observe(a)
+	}
 }
 
 func (r *run) cooling(i int) bool {
@@ -275,14 +293,14 @@ func (r *run) next(ctx context.Context) (int, *Request, error) {
 		if r.try == 0 {
 			if why := e.caps().lacks(r.need); why != "" {
 				r.unfit = append(r.unfit, r.model(r.i)+" "+why)
-				r.c.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: why})
+				r.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: why})
 				r.i++
 				continue
 			}
 		}
 		if r.try == 0 && !r.anyway && r.cooling(r.i) {
 			r.skipped++
-			r.c.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: "cooling down after a rate limit"})
+			r.report(Attempt{Entry: r.i, Provider: e.Provider.Name(), Model: r.model(r.i), Outcome: OutcomeSkipped, Reason: "cooling down after a rate limit"})
 			r.i++
 			continue
 		}
@@ -325,14 +343,14 @@ func (r *run) request(i int) *Request {
 }
 
 func (r *run) succeeded(i int, u Usage, d time.Duration) {
-	r.c.report(Attempt{Entry: i, Try: r.try, Provider: r.c.entries[i].Provider.Name(), Model: r.model(i), Outcome: OutcomeSucceeded, Usage: u, Duration: d})
+	r.report(Attempt{Entry: i, Try: r.try, Provider: r.c.entries[i].Provider.Name(), Model: r.model(i), Outcome: OutcomeSucceeded, Usage: u, Duration: d})
 }
 
 // failed records a failed attempt and reports whether the chain goes on.
 func (r *run) failed(ctx context.Context, i int, e *Error, d time.Duration) bool {
 	entry := r.c.entries[i]
 	r.last = e
-	r.c.report(Attempt{Entry: i, Try: r.try, Provider: entry.Provider.Name(), Model: r.model(i), Outcome: OutcomeFailed, Err: e, Duration: d})
+	r.report(Attempt{Entry: i, Try: r.try, Provider: entry.Provider.Name(), Model: r.model(i), Outcome: OutcomeFailed, Err: e, Duration: d})
 	if ctx.Err() != nil || !e.Retryable {
 		return false
 	}
@@ -461,7 +479,7 @@ func (s *chainStream) Next() (Chunk, error) {
 			// The caller already relayed part of this reply; re-issuing it
 			// elsewhere would show the user two different answers.
 			s.run.last = e
-			c.report(Attempt{Entry: s.idx, Try: s.run.try, Provider: name, Model: s.run.model(s.idx), Outcome: OutcomeFailed, Err: e, Duration: c.now().Sub(s.start)})
+			s.run.report(Attempt{Entry: s.idx, Try: s.run.try, Provider: name, Model: s.run.model(s.idx), Outcome: OutcomeFailed, Err: e, Duration: c.now().Sub(s.start)})
 			s.err = e
 			return Chunk{}, e
 		}

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/store"
+)
+
+// attempts collects a run's model calls as the chain reports them.
+type attempts struct {
+	mu    sync.Mutex
+	calls []store.Attempt
+	model string
+}
+
+func (b *attempts) add(a llm.Attempt) {
+	if a.Outcome == llm.OutcomeSkipped {
+		return
+	}
+	st := store.Attempt{At: time.Now().Add(-a.Duration), Provider: a.Provider, Model: a.Model, Outcome: string(a.Outcome),
+		Input: a.Usage.InputTokens, Output: a.Usage.OutputTokens, CacheRead: a.Usage.CacheReadTokens,
+		CacheWrite: a.Usage.CacheWriteTokens, Reasoning: a.Usage.ReasoningTokens, CostMicrocents: a.Usage.CostMicrocents,
+		CostKnown: a.Usage.CostKnown, Duration: a.Duration}
+	if a.Err != nil {
+		st.Error = a.Err.Error()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, st)
+	if a.Outcome == llm.OutcomeSucceeded {
+		b.model = a.Model
+	}
+}
+
+func (b *attempts) list() ([]store.Attempt, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]store.Attempt(nil), b.calls...), b.model
+}
+
+// msgBudget is what the chat hears once a day when its budget is spent.
+const msgBudget = "I've reached today's spending limit for this group, so I'll be quiet until tomorrow."
+
+// overBudget stops a run when the group's model calls today already cost
+// agent.max_cost_per_day: the messages count as handled, and the chat is
+// told once a day.
+func (a *Agent) overBudget(ctx context.Context, g *groups.Group, trig store.Trigger, log *slog.Logger) (runResult, bool) {
+	if a.opts.MaxCostPerDay <= 0 {
+		return runResult{}, false
+	}
+	now := a.now().In(a.location())
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	spent, err := a.opts.Store.SpentSince(ctx, g.Folder, day)
+	if err != nil {
+		return a.storeFailure(ctx, err), true
+	}
+	if spent < a.opts.MaxCostPerDay {
+		return runResult{}, false
+	}
+	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", a.opts.MaxCostPerDay)
+	if err := a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, trig.Seq); err != nil {
+		return a.storeFailure(ctx, err), true
+	}
+	a.mu.Lock()
+	told := a.budgetTold[g.Folder] == day.Format(time.DateOnly)
+	a.budgetTold[g.Folder] = day.Format(time.DateOnly)
+	a.mu.Unlock()
+	if !told {
+		if ch, ok := a.channelFor(trig.ChatID); ok {
+			if _, err := ch.Send(ctx, outMessage(trig.ChatID, msgBudget, trig.ThreadID, "")); err != nil {
+				log.Warn("agent: could not tell the chat the budget is spent", "err", err)
+			}
+		}
+	}
+	return runResult{outcome: outcomeDone}, true
+}
+
+func (a *Agent) location() *time.Location {
+	if a.opts.Location != nil {
+		return a.opts.Location
+	}
+	return time.Local
+}
+
+// USD is a cost in dollars as micro-cents (1e-8 USD), the unit of every
+// cost botd records.
+func USD(d float64) int64 { return int64(d*1e8 + 0.5) }

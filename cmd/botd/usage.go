@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/botd-dev/botd/store"
+)
+
+const usageLine = "botd usage [--group FOLDER] [--since AGE|DATE] [--config FILE]"
+
+func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("usage", usageLine,
+		"Print what the model calls cost, per group, day and model: attempts (failed ones too), tokens (input, output, "+
+			"cache read, cache write, reasoning) and cost in USD.", stderr)
+	group := fs.String("group", "", "only this group folder")
+	since := fs.String("since", "30d", "from this long ago (e.g. 7d, 36h) or this date (2026-11-01)")
+	cfgFlag := configFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgFlag)
+	if err != nil {
+		return err
+	}
+	loc := cfg.Location()
+	from, err := time.ParseInLocation(time.DateOnly, *since, loc)
+	if err != nil {
+		d, aerr := parseAge(*since)
+		if aerr != nil {
+			return fail(2, "--since: %q is neither an age (7d, 36h) nor a date (2026-11-01)", *since)
+		}
+		from = time.Now().Add(-d)
+	}
+	db := filepath.Join(cfg.DataDir, "botd.db")
+	if _, err := os.Stat(db); err != nil {
+		return fail(1, "no usage yet: %s does not exist (has `botd run` run with data_dir %s?)", db, cfg.DataDir)
+	}
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer st.Close()
+	rows, err := st.Usage(ctx, *group, from, loc)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(stdout, "no model calls since %s\n", from.In(loc).Format("2006-01-02 15:04"))
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "GROUP\tDAY\tMODEL\tCALLS\tFAILED\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tCOST (USD)\t")
+	var total int64
+	for _, r := range rows {
+		cost := fmt.Sprintf("%.4f", float64(r.CostMicrocents)/1e8)
+		if r.Unpriced > 0 {
+			cost += fmt.Sprintf(" (+%d unpriced)", r.Unpriced)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Folder, r.Day, r.Model, r.Attempts, r.Failed,
+			r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Reasoning, cost)
+		total += r.CostMicrocents
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\ntotal: %.4f USD\n", float64(total)/1e8)
+	return err
+}

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// UsageRow is what one group spent with one model on one day.
+type UsageRow struct {
+	Folder, Day, Model                   string
+	Attempts, Failed                     int
+	Input, Output, CacheRead, CacheWrite int64
+	Reasoning                            int64
+	CostMicrocents                       int64
+	Unpriced                             int // attempts whose cost is unknown
+}
+
+// Usage sums model attempts since a time by group, day (in loc) and
+// model; folder "" means every group.
+func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *time.Location) ([]UsageRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT folder, at, model, outcome, input_tokens, output_tokens, cache_read_tokens,
+		cache_write_tokens, reasoning_tokens, cost_microcents, cost_known FROM llm_attempts
+		WHERE at >= ? AND (? = '' OR folder = ?) ORDER BY at`, since.UnixMilli(), folder, folder)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	defer rows.Close()
+	type key struct{ folder, day, model string }
+	sums := map[key]*UsageRow{}
+	var order []key
+	for rows.Next() {
+		var f, model, outcome string
+		var at, in, out, cr, cw, rs, cost int64
+		var known bool
+		if err := rows.Scan(&f, &at, &model, &outcome, &in, &out, &cr, &cw, &rs, &cost, &known); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		k := key{f, time.UnixMilli(at).In(loc).Format("2006-01-02"), model}
+		r, ok := sums[k]
+		if !ok {
+			r = &UsageRow{Folder: k.folder, Day: k.day, Model: k.model}
+			sums[k] = r
+			order = append(order, k)
+		}
+		r.Attempts++
+		if outcome == "failed" {
+			r.Failed++
+		}
+		r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Reasoning = r.Input+in, r.Output+out, r.CacheRead+cr, r.CacheWrite+cw, r.Reasoning+rs
+		r.CostMicrocents += cost
+		if !known && outcome == "succeeded" {
+			r.Unpriced++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	out := make([]UsageRow, 0, len(order))
+	for _, k := range order {
+		out = append(out, *sums[k])
+	}
+	return out, nil
+}
+
+// SpentSince is what a group's model attempts cost since a time, in
+// micro-cents (priced attempts only).
+func (s *Store) SpentSince(ctx context.Context, folder string, since time.Time) (int64, error) {
+	var n int64
+	err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_microcents), 0) FROM llm_attempts WHERE folder = ? AND at >= ?`,
+		folder, since.UnixMilli()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("spent by %s: %w", folder, err)
+	}
+	return n, nil
+}
