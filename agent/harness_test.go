@@ -133,6 +133,7 @@ type fakeHost struct {
 type fakeMedia struct {
 	Kind, Name, MIME string
 	Data             []byte
+	Transcript       string // what the host transcribed, for voice notes
 }
 
 func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error {
@@ -152,7 +153,7 @@ func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 		}
 		sum := sha256.Sum256(m.Data)
 		*result.(*ipc.FetchMediaResult) = ipc.FetchMediaResult{Ref: a.MediaRef, Kind: m.Kind, Name: m.Name, MIME: m.MIME,
-			Size: int64(len(m.Data)), SHA256: hex.EncodeToString(sum[:]), Path: rel}
+			Size: int64(len(m.Data)), SHA256: hex.EncodeToString(sum[:]), Path: rel, Transcript: m.Transcript}
 		return nil
 	case ipc.TypeListMedia:
 		*result.(*ipc.ListMediaResult) = ipc.ListMediaResult{}

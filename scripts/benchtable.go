@@ -28,6 +28,7 @@ var labels = map[string]string{
 	"BenchmarkExtractPDF300Pages/pages-150-152":                     "text of a 300-page PDF, pages 150-152",
 	"BenchmarkTranscriptCacheHit/32KiB":                             "transcript cache hit, 32 KiB voice note",
 	"BenchmarkTranscriptCacheHit/16384KiB":                          "transcript cache hit, 16 MiB audio",
+	"BenchmarkGroupDayBill":                                         "a busy group's day: botd's tokens against eager baselines",
 	"BenchmarkContext10k":                                           "a run's context in a group with 10k stored messages (window, quotes, notes, XML)",
 	"BenchmarkSweep100k/under-budget":                               "disk-budget sweep of 100k cached files, under budget",
 	"BenchmarkSweep100k/evict-1000":                                 "disk-budget sweep of 100k cached files, evicting 1000",

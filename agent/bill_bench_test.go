@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/doctext/doctexttest"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// The token estimate the bill is measured by, documented so the figures
+// can be checked: text costs bytes/4 tokens; an image w×h pixels costs
+// w·h/750 tokens (Anthropic's rule, after the provider scales it to at
+// most 1568 px), a cost charged whether the image arrives inline or as a
+// file.
+func textTokens(s string) int64 { return int64(len(s)+3) / 4 }
+
+func imageTokens(w, h int) int64 {
+	if m := max(w, h); m > 1568 {
+		w, h = w*1568/m, h*1568/m
+	}
+	return int64(w*h+749) / 750
+}
+
+// billModel answers like a careful agent (it fetches the media a question
+// is about, then answers) and reports usage by the estimate above. It
+// simulates a provider's prompt cache: the longest prefix a request shares
+// with an earlier one of the run, counted from the serialised request,
+// is billed as cache read.
+type billModel struct {
+	mu      sync.Mutex
+	last    []byte // the previous request, serialised
+	input   int64  // all prompt tokens
+	cached  int64  // of which read from the cache
+	output  int64
+	multi   [2]int64 // multi-turn runs: prompt tokens without and with the cache
+	turn    int
+	runTok  [2]int64
+	fetches int
+}
+
+var (
+	askedAbout = regexp.MustCompile(`Q-(photo|voice|doc)-(\d+)`)
+	// answeredRe takes out what a run must not answer again.
+	answeredRe = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
+)
+
+func (m *billModel) generate(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+	body, _ := json.Marshal(req)
+	tokens := textTokens(req.System)
+	for _, t := range req.Tools {
+		tokens += textTokens(t.Name + t.Description + string(t.Parameters))
+	}
+	for _, msg := range req.Messages {
+		for _, p := range msg.Parts {
+			tokens += partTokens(p)
+			if p.ToolResult != nil {
+				for _, c := range p.ToolResult.Content {
+					tokens += partTokens(c)
+				}
+			}
+			if p.ToolCall != nil {
+				tokens += textTokens(string(p.ToolCall.Args))
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	common := 0
+	for common < len(body) && common < len(m.last) && body[common] == m.last[common] {
+		common++
+	}
+	cached := int64(0)
+	if len(req.Messages) > 1 && len(body) > 0 { // a later turn of the run
+		cached = tokens * int64(common) / int64(len(body))
+	}
+	m.last = body
+	m.input += tokens
+	m.cached += cached
+	if len(req.Messages) == 1 {
+		m.turn = 0
+		m.runTok = [2]int64{}
+	}
+	m.turn++
+	m.runTok[0] += tokens
+	m.runTok[1] += tokens - cached
+	var res *llm.Result
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == llm.RoleTool {
+		res = textResult("Here is what I found.")
+		if m.turn > 1 {
+			m.multi[0] += m.runTok[0]
+			m.multi[1] += m.runTok[1]
+		}
+	} else if q := askedAbout.FindAllStringSubmatch(answeredRe.ReplaceAllString(userText(*req), ""), -1); len(q) > 0 {
+		ref := fmt.Sprintf("tg_%sRef%07d", strings.ToUpper(q[len(q)-1][1][:1]), atoi(q[len(q)-1][2]))
+		m.fetches++
+		res = toolCall("c1", "fetch_media", `{"mediaRef":"`+ref+`"}`)
+	} else {
+		res = textResult("Sure.")
+	}
+	res.Usage = llm.Usage{InputTokens: tokens - cached, CacheReadTokens: cached, OutputTokens: 20}
+	m.output += 20
+	return res, nil
+}
+
+func partTokens(p llm.Part) int64 {
+	switch {
+	case p.Media != nil && strings.HasPrefix(p.Media.MIME, "image/"):
+		if f, err := os.Open(p.Media.Path); err == nil {
+			defer f.Close()
+			if cfg, _, err := image.DecodeConfig(f); err == nil {
+				return imageTokens(cfg.Width, cfg.Height)
+			}
+		}
+		return 1600
+	default:
+		return textTokens(p.Text)
+	}
+}
+
+func atoi(s string) int { n := 0; fmt.Sscan(s, &n); return n }
+
+func plainPNG(b testing.TB, w, h int) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = 0xC0
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkGroupDayBill replays a busy group's day through the real agent
+// loop: 500 messages, 50 photos (1024×768), 10 voice notes, 5 documents,
+// and 20 questions, of which 3 need a photo, 2 a voice note and 1 a
+// document. It reports botd's tokens against an eager baseline that, like
+// peers, puts every image, transcript and document text of the window
+// into every prompt; and what the prompt cache saves in multi-turn runs.
+func BenchmarkGroupDayBill(b *testing.B) {
+	var report [7]int64
+	for b.Loop() {
+		m := &billModel{}
+		h := newHarness(b, newFakeLLM(m.generate), at(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))) // the harness day: 14:01 on
+		photo := plainPNG(b, 1024, 768)
+		transcript := strings.Repeat("we should meet at the station at nine and bring the tickets ", 5)
+		docText := strings.Repeat("The budget for the trip covers travel, food and the museum. ", 80)
+		docx := doctexttest.DOCX(doctexttest.P("", docText))
+		perMedia := map[string]int64{}
+		for i := 0; i < 50; i++ {
+			ref := fmt.Sprintf("tg_PRef%07d", i)
+			h.media[ref] = fakeMedia{Kind: "Image", Name: "photo.png", MIME: "image/png", Data: photo}
+			perMedia[ref] = imageTokens(1024, 768)
+		}
+		for i := 0; i < 10; i++ {
+			ref := fmt.Sprintf("tg_VRef%07d", i)
+			h.media[ref] = fakeMedia{Kind: "Voice", Name: "voice.ogg", MIME: "audio/ogg", Data: []byte("OggS voice"), Transcript: transcript}
+			perMedia[ref] = textTokens(transcript)
+		}
+		for i := 0; i < 5; i++ {
+			ref := fmt.Sprintf("tg_DRef%07d", i)
+			h.media[ref] = fakeMedia{Kind: "Document", Name: "budget.docx",
+				MIME: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", Data: docx}
+			perMedia[ref] = textTokens(docText)
+		}
+		h.start()
+		photos, voices, docs, questions := 0, 0, 0, 0
+		asks := map[int]string{60: "photo-1", 140: "photo-12", 210: "voice-3", 260: "photo-30", 330: "doc-2", 420: "voice-8"}
+		for i := 0; i < 500; i++ {
+			var text string
+			switch {
+			case asks[i] != "":
+				text = "@Andy what about Q-" + asks[i] + "?"
+				questions++
+			case i%25 == 7 && questions < 20:
+				text = "@Andy quick question number " + fmt.Sprint(i)
+				questions++
+			case i%10 == 3 && photos < 50:
+				text = fmt.Sprintf("[Image: photo.png, 40KB, image/png, ref:tg_PRef%07d] from the trip", photos)
+				photos++
+			case i%50 == 11 && voices < 10:
+				text = fmt.Sprintf("[Voice: 0:12, audio/ogg, ref:tg_VRef%07d]", voices)
+				voices++
+			case i%100 == 17 && docs < 5:
+				text = fmt.Sprintf("[Document: budget.docx, 12KB, %s, ref:tg_DRef%07d]", mediaregistry.Ext("x"), docs)
+				docs++
+			default:
+				text = fmt.Sprintf("message %d: just chatting about the plans for the weekend", i)
+			}
+			h.say(famChat, "Ann", text)
+			if strings.HasPrefix(text, "@Andy") {
+				h.idle()
+			}
+		}
+		h.idle()
+		// The eager baselines, without fetches: the same prompts with every
+		// placeholder in them replaced by its content; and a peer's
+		// session, which keeps every piece of media posted so far in every
+		// later prompt.
+		var eager, session int64
+		seen := map[string]bool{}
+		var sessionMedia int64
+		for _, r := range m.firstRequests(h) {
+			eager += r.tokens
+			for _, p := range mediaregistry.Parse(r.text) {
+				eager += perMedia[p.Ref]
+				if !seen[p.Ref] {
+					seen[p.Ref] = true
+					sessionMedia += perMedia[p.Ref]
+				}
+			}
+			session += r.tokens + sessionMedia
+		}
+		h.stop()
+		report = [7]int64{m.input, m.cached, eager, m.multi[0], m.multi[1], int64(m.fetches), session}
+	}
+	b.ReportMetric(float64(report[0]), "botd-input-tokens")
+	b.ReportMetric(float64(report[0]-report[1]), "botd-uncached-input-tokens")
+	b.ReportMetric(float64(report[2]), "eager-input-tokens")
+	b.ReportMetric(100*float64(report[0])/float64(report[2]), "botd-%-of-eager")
+	b.ReportMetric(float64(report[6]), "eager-session-input-tokens")
+	b.ReportMetric(100*float64(report[0])/float64(report[6]), "botd-%-of-eager-session")
+	if report[3] > 0 {
+		b.ReportMetric(100*float64(report[4])/float64(report[3]), "multi-turn-%-with-cache")
+	}
+	b.ReportMetric(float64(report[5]), "fetches")
+}
+
+type firstRequest struct {
+	text   string
+	tokens int64
+}
+
+// firstRequests are the opening requests of every run (one user turn).
+func (m *billModel) firstRequests(h *harness) []firstRequest {
+	var out []firstRequest
+	for _, r := range h.llm.requests() {
+		if len(r.Messages) != 1 {
+			continue
+		}
+		t := textTokens(r.System)
+		for _, tl := range r.Tools {
+			t += textTokens(tl.Name + tl.Description + string(tl.Parameters))
+		}
+		t += textTokens(userText(r))
+		out = append(out, firstRequest{text: userText(r), tokens: t})
+	}
+	return out
+}
