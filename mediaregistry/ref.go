@@ -82,7 +82,7 @@ type MediaReference struct {
 }
 
 // Prefix is the ref id prefix of each channel.
-var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl"}
+var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb"}
 
 const (
 	idRandLen = 12

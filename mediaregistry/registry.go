@@ -48,11 +48,13 @@ func New(db *sql.DB, ttl time.Duration) *Registry {
 // not say: as long as its network can still serve the bytes. Telegram file
 // ids do not expire and Slack files stay until deleted; WhatsApp's CDN
 // copies go after about two weeks, and media retry (asking the sender's
-// phone) is bounded too.
+// phone) is bounded too. The web channel keeps uploads in its own folder
+// for as long as their refs live.
 var DefaultRefTTL = map[string]time.Duration{
 	"telegram": 30 * 24 * time.Hour,
 	"slack":    30 * 24 * time.Hour,
 	"whatsapp": 14 * 24 * time.Hour,
+	"web":      30 * 24 * time.Hour,
 }
 
 // fallbackRefTTL is for a network without a DefaultRefTTL entry.
