@@ -1,0 +1,73 @@
+package web
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/botd-dev/botd/channels"
+)
+
+// DefaultListen keeps the pages on this machine unless the config says
+// otherwise.
+const DefaultListen = "127.0.0.1:8080"
+
+// Config is channels.web in botd's config file.
+type Config struct {
+	Enabled bool   `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+	// AllowRemote must be set to listen on anything but a loopback
+	// address: the pages hand out an assistant that reads the groups'
+	// media, so exposing them is a decision, never a default.
+	AllowRemote bool `yaml:"allow_remote"`
+}
+
+// DefaultConfig is the section a config file is decoded over.
+func DefaultConfig() Config { return Config{Listen: DefaultListen} }
+
+// Validate reports the section's problems, keyed below channels.web.
+func (c Config) Validate() []channels.ConfigProblem {
+	var ps []channels.ConfigProblem
+	host, _, err := net.SplitHostPort(c.Listen)
+	switch {
+	case err != nil:
+		ps = append(ps, channels.ConfigProblem{Key: "listen", Msg: fmt.Sprintf("must be host:port (e.g. %s), got %q", DefaultListen, c.Listen)})
+	case !c.AllowRemote && !IsLoopback(host):
+		ps = append(ps, channels.ConfigProblem{Key: "listen", Msg: fmt.Sprintf(
+			"%q is reachable from other machines; use a loopback address (127.0.0.1, ::1, localhost) or set channels.web.allow_remote: true", c.Listen)})
+	}
+	return ps
+}
+
+// IsLoopback reports whether a listen host only accepts connections from
+// this machine. An empty host listens on every interface.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// roomRule is the shape of a room name: the part after "web:" in a chat
+// id, and a path segment of the room's URL.
+var roomRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ValidRoom checks a room name ("main" in web:main).
+func ValidRoom(room string) error {
+	if !roomRule.MatchString(room) {
+		return fmt.Errorf("%q is not a valid web room name (letters, digits, _ and -, starting with a letter or digit, at most 64)", room)
+	}
+	return nil
+}
+
+// ChatID is the botd chat id of a room.
+func ChatID(room string) string { return Name + ":" + room }
+
+// RoomOf returns the room of a web chat id.
+func RoomOf(chat string) (string, bool) {
+	room, ok := strings.CutPrefix(chat, Name+":")
+	return room, ok && ValidRoom(room) == nil
+}

@@ -1,0 +1,404 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+const (
+	// dashRuns is how many recent runs the dashboard lists.
+	dashRuns = 50
+	// chartDays is how far back the charts go, today included.
+	chartDays = 14
+)
+
+// dashBody is the body of the dashboard.
+type dashBody struct {
+	Model      string
+	Tiles      []tile
+	Channels   []channelRow
+	Groups     []groupRow
+	Rooms      []string
+	Links      []linkRow
+	Runs       []runRow
+	RunsErr    string
+	CostChart  chart
+	BytesChart chart
+}
+
+type tile struct{ Big, Small string }
+
+type channelRow struct {
+	ChannelState
+	SinceText, LastEventText, LastErrorText string
+}
+
+type groupRow struct {
+	Folder, Name, Chat, Trigger, Room string
+	Main                              bool
+	Media                             mediaregistry.Stats
+	Saving                            string
+	// Ratio is downloaded against posted, in percent, for the meter.
+	Ratio int
+}
+
+type linkRow struct {
+	Link
+	URL string
+}
+
+type runRow struct {
+	ID, Started, Folder, Trigger, Duration, Tokens, Cost, Tools, Outcome, Error string
+	Fetches                                                                     int
+}
+
+// dashboard is the admin's view of the daemon: channels, groups, runs,
+// media and what the laziness saved, as of this request.
+func (w *Web) dashboard(rw http.ResponseWriter, r *http.Request) {
+	s := w.auth.session(r)
+	if s == nil {
+		http.Redirect(rw, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if !s.Admin() {
+		w.fail(rw, r, http.StatusForbidden, "the dashboard is for the admin")
+		return
+	}
+	p := w.page("Dashboard", s, "")
+	p.Body = w.dashData(r.Context(), "http://"+r.Host)
+	w.render(rw, http.StatusOK, "admin.html", p)
+}
+
+func (w *Web) dashData(ctx context.Context, base string) dashBody {
+	now := w.now()
+	b := dashBody{Model: w.o.Model, Rooms: w.order}
+	if b.Model == "" {
+		b.Model = "none"
+	}
+	for _, st := range w.o.Monitor.States() {
+		b.Channels = append(b.Channels, channelRow{ChannelState: st, SinceText: ago(now, st.Since),
+			LastEventText: ago(now, st.LastEvent), LastErrorText: ago(now, st.LastErrorAt)})
+	}
+	var total mediaregistry.Stats
+	for _, g := range w.o.Groups.All() {
+		row := groupRow{Folder: g.Folder, Name: g.Name, Chat: g.Chat, Trigger: g.Trigger, Main: g.Main}
+		if room, ok := RoomOf(g.Chat); ok && w.rooms[room] != nil {
+			row.Room = room
+		}
+		switch {
+		case !g.RequiresTrigger:
+			row.Trigger = "every message"
+		case row.Trigger == "":
+			row.Trigger = "@" + w.env.AssistantName
+		}
+		if st, err := w.env.Registry.Stats(ctx, g); err == nil {
+			row.Media = st
+			row.Saving, row.Ratio = saving(st)
+			total.Refs += st.Refs
+			total.Fetched += st.Fetched
+			total.Posted += st.Posted
+			total.Downloaded += st.Downloaded
+		}
+		b.Groups = append(b.Groups, row)
+	}
+	for _, l := range w.auth.Links() {
+		b.Links = append(b.Links, linkRow{Link: l, URL: base + "/join#link=" + l.Token})
+	}
+
+	since := startOfDay(now).AddDate(0, 0, -(chartDays - 1))
+	var costTotal int64
+	runsToday := 0
+	if w.o.Store != nil {
+		runs, err := w.o.Store.RecentRuns(ctx, dashRuns)
+		if err != nil {
+			b.RunsErr = err.Error()
+		}
+		for _, run := range runs {
+			b.Runs = append(b.Runs, runView(run))
+		}
+		days, err := w.o.Store.DailyRuns(ctx, since)
+		if err == nil {
+			b.CostChart = costChart(since, days)
+			for _, d := range days {
+				costTotal += d.CostMicrocents
+				if d.Day.Equal(startOfDay(now)) {
+					runsToday = d.Runs
+				}
+			}
+		}
+	}
+	if days, err := w.env.Registry.Daily(ctx, since); err == nil {
+		b.BytesChart = bytesChart(since, days)
+	}
+	sv, _ := saving(total)
+	b.Tiles = []tile{
+		{Big: fmt.Sprint(runsToday), Small: "runs today (UTC)"},
+		{Big: dollars(costTotal, true), Small: fmt.Sprintf("cost, last %d days", chartDays)},
+		{Big: fmt.Sprintf("%d / %d", total.Fetched, total.Refs), Small: "media fetched / shared"},
+		{Big: mediaregistry.FormatSize(total.Downloaded) + " / " + mediaregistry.FormatSize(total.Posted), Small: "downloaded / posted"},
+		{Big: sv, Small: "not downloaded, thanks to lazy fetching"},
+	}
+	return b
+}
+
+func runView(r store.RunSummary) runRow {
+	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: r.Outcome,
+		Tokens: fmt.Sprintf("%d in / %d out", r.InputTokens, r.OutputTokens), Cost: dollars(r.CostMicrocents, r.CostKnown),
+		Error: trimTo(r.Error, 200)}
+	if !r.Finished.IsZero() && r.Finished.After(r.Started) {
+		v.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
+	}
+	if r.TriggerText != "" || r.TriggerSender != "" {
+		v.Trigger = trimTo(strings.Join(strings.Fields(r.TriggerSender+": "+r.TriggerText), " "), 90)
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, t := range r.Tools {
+		if counts[t] == 0 {
+			order = append(order, t)
+		}
+		counts[t]++
+	}
+	var parts []string
+	for _, t := range order {
+		if counts[t] > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", t, counts[t]))
+		} else {
+			parts = append(parts, t)
+		}
+	}
+	v.Tools = strings.Join(parts, ", ")
+	v.Fetches = counts["fetch_media"]
+	return v
+}
+
+// saving is the share of posted bytes never downloaded.
+func saving(s mediaregistry.Stats) (string, int) {
+	if s.Posted <= 0 {
+		return "—", 0
+	}
+	ratio := float64(s.Downloaded) / float64(s.Posted)
+	pct := int(ratio*100 + 0.5)
+	if pct > 100 {
+		pct = 100
+	}
+	return fmt.Sprintf("%.1f%%", max(0, 100*(1-ratio))), pct
+}
+
+// dollars formats micro-cents (1e-8 USD).
+func dollars(mc int64, known bool) string {
+	if !known {
+		return "unknown"
+	}
+	d := float64(mc) / 1e8
+	switch {
+	case d == 0:
+		return "$0"
+	case d < 0.01:
+		return fmt.Sprintf("$%.4f", d)
+	default:
+		return fmt.Sprintf("$%.2f", d)
+	}
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+}
+
+func startOfDay(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// createLink makes a room link (admin only).
+func (w *Web) createLink(rw http.ResponseWriter, r *http.Request) {
+	s := w.adminPost(rw, r)
+	if s == nil {
+		return
+	}
+	room := r.PostFormValue("room")
+	if w.rooms[room] == nil {
+		w.fail(rw, r, http.StatusBadRequest, "no such room")
+		return
+	}
+	l, err := w.auth.createLink(room)
+	if err != nil {
+		w.fail(rw, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.log.Info("web room link created", "room", room, "link", l.ID)
+	http.Redirect(rw, r, "/admin#links", http.StatusSeeOther)
+}
+
+// revokeLink removes a room link; whoever came in through it is out at
+// their next request.
+func (w *Web) revokeLink(rw http.ResponseWriter, r *http.Request) {
+	s := w.adminPost(rw, r)
+	if s == nil {
+		return
+	}
+	id := r.PathValue("id")
+	found, err := w.auth.revokeLink(id)
+	switch {
+	case err != nil:
+		w.fail(rw, r, http.StatusInternalServerError, err.Error())
+		return
+	case !found:
+		w.fail(rw, r, http.StatusNotFound, "no such link")
+		return
+	}
+	w.log.Info("web room link revoked", "link", id)
+	http.Redirect(rw, r, "/admin#links", http.StatusSeeOther)
+}
+
+// adminPost checks a dashboard form: an admin session and its CSRF token.
+func (w *Web) adminPost(rw http.ResponseWriter, r *http.Request) *session {
+	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
+	s := w.auth.session(r)
+	switch {
+	case s == nil:
+		w.fail(rw, r, http.StatusUnauthorized, "log in first")
+		return nil
+	case !s.Admin():
+		w.fail(rw, r, http.StatusForbidden, "the dashboard is for the admin")
+		return nil
+	case !w.auth.checkCSRF(r, s):
+		w.fail(rw, r, http.StatusForbidden, "missing or wrong CSRF token; reload the page")
+		return nil
+	}
+	return s
+}
+
+// chart is a bar chart drawn server-side as inline SVG.
+type chart struct {
+	W, H   int
+	Bars   []bar
+	Labels []label
+	Top    string // the value of the top line
+	Empty  bool
+	Legend []legend
+}
+
+type bar struct {
+	X, Y, W, H float64
+	Class      string
+	Title      string
+}
+
+type label struct {
+	X, Y float64
+	Text string
+}
+
+type legend struct{ Class, Text string }
+
+const (
+	chartW, chartH             = 560, 200
+	padLeft, padBottom         = 8, 22
+	padTop                     = 18
+	plotW, plotH               = chartW - 2*padLeft, chartH - padTop - padBottom
+	slotW              float64 = float64(plotW) / chartDays
+)
+
+// series lays out one bar per day and series, the tallest value at the
+// top line.
+func layout(since time.Time, series [][chartDays]float64, classes []string, titles func(day time.Time, s int, v float64) string) chart {
+	c := chart{W: chartW, H: chartH}
+	top := 0.0
+	for _, s := range series {
+		for _, v := range s {
+			top = max(top, v)
+		}
+	}
+	c.Empty = top == 0
+	if top == 0 {
+		top = 1
+	}
+	n := float64(len(series))
+	barW := (slotW - 4) / n
+	for d := 0; d < chartDays; d++ {
+		day := since.AddDate(0, 0, d)
+		x0 := float64(padLeft) + float64(d)*slotW + 2
+		for i, s := range series {
+			h := s[d] / top * plotH
+			if s[d] > 0 && h < 1 {
+				h = 1 // something happened: let it show
+			}
+			c.Bars = append(c.Bars, bar{X: x0 + float64(i)*barW, Y: padTop + plotH - h, W: barW - 1, H: h,
+				Class: classes[i], Title: titles(day, i, s[d])})
+		}
+		if d%2 == 0 || d == chartDays-1 {
+			c.Labels = append(c.Labels, label{X: x0, Y: chartH - 6, Text: day.Format("Jan 2")})
+		}
+	}
+	return c
+}
+
+func costChart(since time.Time, days []store.DayRuns) chart {
+	var cost [chartDays]float64
+	runs := map[int]store.DayRuns{}
+	for _, d := range days {
+		i := int(d.Day.Sub(since).Hours() / 24)
+		if i >= 0 && i < chartDays {
+			cost[i] = float64(d.CostMicrocents)
+			runs[i] = d
+		}
+	}
+	c := layout(since, [][chartDays]float64{cost}, []string{"bar"}, func(day time.Time, _ int, v float64) string {
+		d := runs[int(day.Sub(since).Hours()/24)]
+		t := fmt.Sprintf("%s: %s, %d runs, %d in / %d out tokens", day.Format("Jan 2"), dollars(int64(v), true), d.Runs, d.InputTokens, d.OutputTokens)
+		if d.CostUnknown > 0 {
+			t += fmt.Sprintf(" (%d runs of unpriced models)", d.CostUnknown)
+		}
+		return t
+	})
+	top := 0.0
+	for _, v := range cost {
+		top = max(top, v)
+	}
+	c.Top = dollars(int64(top), true)
+	return c
+}
+
+func bytesChart(since time.Time, days []mediaregistry.DayStats) chart {
+	var posted, downloaded [chartDays]float64
+	for _, d := range days {
+		i := int(d.Day.Sub(since).Hours() / 24)
+		if i >= 0 && i < chartDays {
+			posted[i], downloaded[i] = float64(d.Posted), float64(d.Downloaded)
+		}
+	}
+	names := []string{"posted", "downloaded"}
+	c := layout(since, [][chartDays]float64{posted, downloaded}, []string{"bar posted", "bar downloaded"}, func(day time.Time, s int, v float64) string {
+		return fmt.Sprintf("%s: %s %s", day.Format("Jan 2"), mediaregistry.FormatSize(int64(v)), names[s])
+	})
+	top := 0.0
+	for _, v := range posted {
+		top = max(top, v)
+	}
+	for _, v := range downloaded {
+		top = max(top, v)
+	}
+	c.Top = mediaregistry.FormatSize(int64(top))
+	c.Legend = []legend{{"posted", "posted in the chats"}, {"downloaded", "downloaded by the agent"}}
+	return c
+}

@@ -1,0 +1,217 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// FileInfo is a file shown in a room: one posted there, or sent by the
+// assistant.
+type FileInfo struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	MIME string `json:"mime"`
+	Size int64  `json:"size"`
+}
+
+// Inline reports whether a page may show the file itself: raster images,
+// audio and video. Anything else (SVG and HTML above all, which could run
+// script in the page's origin) is only offered as a download.
+func (f FileInfo) Inline() bool { return inlineMIME(f.MIME) }
+
+// Image reports whether the page shows the file as an image.
+func (f FileInfo) Image() bool {
+	return inlineMIME(f.MIME) && strings.HasPrefix(f.MIME, "image/")
+}
+
+// SizeText is the size as placeholders write it.
+func (f FileInfo) SizeText() string { return mediaregistry.FormatSize(f.Size) }
+
+func inlineMIME(m string) bool {
+	switch m {
+	case "image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp",
+		"audio/mpeg", "audio/ogg", "audio/wav", "audio/webm", "audio/mp4", "audio/aac", "audio/flac",
+		"video/mp4", "video/webm", "video/ogg":
+		return true
+	}
+	return false
+}
+
+// fileStore keeps the channel's files: <dir>/<room>/<id> and, beside it,
+// <id>.json with the name and type. Ids are random, so nothing a sender
+// wrote ever becomes part of a path; every access goes through os.Root.
+type fileStore struct {
+	root *os.Root
+}
+
+var fileIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func openFileStore(dir string) (*fileStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &fileStore{root: root}, nil
+}
+
+// errTooLarge is a file over the cap; the upload answers 413.
+var errTooLarge = errors.New("file too large")
+
+// save copies at most max bytes of r into a new file of room. The type is
+// decided from the bytes (mediaregistry.DecideMIME), the declared type and
+// the name only break ties; the name must already be clean.
+func (s *fileStore) save(room string, src io.Reader, max int64, name, declared string) (FileInfo, error) {
+	if err := s.root.MkdirAll(room, 0o700); err != nil {
+		return FileInfo{}, err
+	}
+	fi := FileInfo{ID: newID(), Name: name}
+	p := path.Join(room, fi.ID)
+	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	head := &headWriter{max: mediaregistry.SniffLen}
+	n, err := io.Copy(io.MultiWriter(f, head), io.LimitReader(src, max+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > max {
+		err = fmt.Errorf("%w: over %d bytes", errTooLarge, max)
+	}
+	if err != nil {
+		s.root.Remove(p)
+		return FileInfo{}, err
+	}
+	fi.Size = n
+	fi.MIME = mediaregistry.DecideMIME(mediaregistry.Declared(declared, name), mediaregistry.Sniff(head.b))
+	meta, _ := json.Marshal(fi)
+	if err := s.root.WriteFile(p+".json", meta, 0o600); err != nil {
+		s.root.Remove(p)
+		return FileInfo{}, err
+	}
+	return fi, nil
+}
+
+// open returns a file of room and what is known about it. An id of the
+// wrong shape, or of another room, is simply not found.
+func (s *fileStore) open(room, id string) (*os.File, FileInfo, error) {
+	if !fileIDRule.MatchString(id) || ValidRoom(room) != nil {
+		return nil, FileInfo{}, fmt.Errorf("no such file: %w", channels.ErrUnavailable)
+	}
+	p := path.Join(room, id)
+	raw, err := s.root.ReadFile(p + ".json")
+	if err != nil {
+		return nil, FileInfo{}, fmt.Errorf("file no longer kept: %w", channels.ErrUnavailable)
+	}
+	var fi FileInfo
+	if err := json.Unmarshal(raw, &fi); err != nil || fi.ID != id {
+		return nil, FileInfo{}, fmt.Errorf("file record damaged: %w", channels.ErrUnavailable)
+	}
+	f, err := s.root.Open(p)
+	if err != nil {
+		return nil, FileInfo{}, fmt.Errorf("file no longer kept: %w", channels.ErrUnavailable)
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, FileInfo{}, fmt.Errorf("not a regular file: %w", channels.ErrUnavailable)
+	}
+	fi.Size = st.Size()
+	return f, fi, nil
+}
+
+// remove deletes a file and its record (an upload whose message was
+// refused).
+func (s *fileStore) remove(room, id string) {
+	if fileIDRule.MatchString(id) && ValidRoom(room) == nil {
+		s.root.Remove(path.Join(room, id))
+		s.root.Remove(path.Join(room, id) + ".json")
+	}
+}
+
+// sweep removes every file last written before cutoff, with its record.
+func (s *fileStore) sweep(cutoff time.Time) (int, error) {
+	n := 0
+	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			return nil
+		}
+		if s.root.Remove(p) == nil && !strings.HasSuffix(p, ".json") {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// headWriter keeps the first max bytes written to it, for sniffing.
+type headWriter struct {
+	b   []byte
+	max int
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// maxNameRunes caps a file name shown in a room.
+const maxNameRunes = 120
+
+// cleanFileName makes a name a browser sent safe to show, to put in a
+// placeholder and in a Content-Disposition header: only the last path
+// element, no control, format (bidi, zero-width) or line-break characters,
+// no leading dots, a capped length that keeps the extension. It is never
+// used as a path.
+func cleanFileName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case unicode.IsSpace(r), r == '\u2028', r == '\u2029':
+			b.WriteByte(' ')
+		case r == utf8.RuneError, unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+			continue
+		default:
+			b.WriteRune(r)
+		}
+	}
+	s := strings.Join(strings.Fields(b.String()), " ")
+	s = strings.TrimLeft(s, ". ")
+	if rs := []rune(s); len(rs) > maxNameRunes {
+		ext := ""
+		if i := strings.LastIndexByte(s, '.'); i > 0 && len(s)-i <= 10 {
+			ext = s[i:]
+		}
+		keep := maxNameRunes - utf8.RuneCountInString(ext) - 1
+		s = string([]rune(strings.TrimSuffix(s, ext))[:keep]) + "…" + ext
+	}
+	if s == "" {
+		s = "file"
+	}
+	return s
+}

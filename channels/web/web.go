@@ -1,0 +1,460 @@
+// Package web is botd's own chat network: a page per room served by the
+// daemon, where people post text and files and read the assistant's
+// answers, plus an admin dashboard on the same server. A room is a chat
+// like any other ("web:<room>"); uploads become refs and placeholders
+// through channels.Env.Compose and stay in the channel's own folder
+// (<data_dir>/web/files) until the agent asks for them, exactly as a
+// Telegram photo stays on Telegram's servers.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+// Name is the channel name and chat id prefix.
+const Name = "web"
+
+// Interface guards.
+var (
+	_ channels.Channel      = (*Web)(nil)
+	_ channels.MediaSender  = (*Web)(nil)
+	_ channels.Typer        = (*Web)(nil)
+	_ channels.Waiter       = (*Web)(nil)
+	_ media.Downloader      = (*Web)(nil)
+	_ media.DownloadLimiter = (*Web)(nil)
+)
+
+// Options are what the channel needs besides its config section.
+type Options struct {
+	// DataDir is botd's data_dir; the channel keeps everything of its own
+	// in DataDir/web: the admin token, room links, room logs and files.
+	DataDir string
+	// MaxUploadBytes caps the files of one posted message together
+	// (media.max_download_bytes: nothing larger could be fetched anyway).
+	MaxUploadBytes int64
+	// Groups are botd's groups: those whose chat is web:<room> are the
+	// rooms; the dashboard lists them all.
+	Groups *groups.Set
+	// Store gives the dashboard its runs; nil leaves them out.
+	Store *store.Store
+	// Monitor gives the dashboard the channels' states; nil leaves them out.
+	Monitor *Monitor
+	// Model is the model runs start with, for the dashboard.
+	Model string
+	// Notice is shown at the top of every page, e.g. that no LLM key is
+	// set and which one to set.
+	Notice string
+	// Out receives the one line with the address to open (stdout); the
+	// login token is in it only on the start that created the token.
+	Out io.Writer
+	// SweepEvery is how often files older than a ref's lifetime are
+	// removed (default 1h).
+	SweepEvery time.Duration
+}
+
+// maxTextRunes bounds what one posted message may say.
+const maxTextRunes = 16000
+
+// Web is the web channel.
+type Web struct {
+	cfg   Config
+	o     Options
+	env   channels.Env
+	log   *slog.Logger
+	dir   string
+	rooms map[string]*room
+	order []string // room names: the main group's first, then by name
+	tmpl  *template.Template
+	now   func() time.Time
+
+	files *fileStore
+	auth  *auth
+
+	// deliverMu keeps posted messages in order into the sink and fences
+	// it off once receiving stopped.
+	deliverMu sync.Mutex
+	stopped   bool
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	started bool
+	ln      net.Listener
+	runCtx  context.Context
+	typing  map[string]*time.Timer
+}
+
+// New builds the channel; nothing is read, created or listened on before
+// Start.
+func New(cfg Config, env channels.Env, o Options) (*Web, error) {
+	if env.Registry == nil || env.Sink == nil {
+		return nil, errors.New("web: env needs a media registry and a sink")
+	}
+	if o.Groups == nil {
+		return nil, errors.New("web: options need the groups")
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("web: options need the data_dir")
+	}
+	if o.MaxUploadBytes <= 0 {
+		o.MaxUploadBytes = media.DefaultMaxDownloadBytes
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = time.Hour
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if ps := cfg.Validate(); len(ps) > 0 {
+		return nil, fmt.Errorf("web: channels.web.%s: %s", ps[0].Key, ps[0].Msg)
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	// Named once here; channels.Env.Compose logs through env.Log too.
+	env.Log = log.With("channel", Name)
+	if env.AssistantName == "" {
+		env.AssistantName = "Andy"
+	}
+	tmpl, err := parseTemplates()
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	dir := filepath.Join(o.DataDir, "web")
+	w := &Web{
+		cfg: cfg, o: o, env: env, log: env.Log, dir: dir, tmpl: tmpl, now: time.Now,
+		rooms:  map[string]*room{},
+		typing: map[string]*time.Timer{},
+	}
+	var mainRoom string
+	for _, g := range o.Groups.All() {
+		name, ok := RoomOf(g.Chat)
+		if !ok {
+			continue
+		}
+		title := g.Name
+		if title == "" {
+			title = name
+		}
+		w.rooms[name] = &room{name: name, title: title, folder: g.Folder}
+		w.order = append(w.order, name)
+		if g.Main {
+			mainRoom = name
+		}
+	}
+	sort.Slice(w.order, func(i, j int) bool {
+		a, b := w.order[i], w.order[j]
+		if (a == mainRoom) != (b == mainRoom) {
+			return a == mainRoom
+		}
+		return a < b
+	})
+	return w, nil
+}
+
+// Name implements channels.Channel.
+func (w *Web) Name() string { return Name }
+
+// Addr is the address the server listens on ("127.0.0.1:8080"); empty
+// before Start.
+func (w *Web) Addr() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ln == nil {
+		return ""
+	}
+	return w.ln.Addr().String()
+}
+
+// BaseURL is the address to open in a browser, without a path.
+func (w *Web) BaseURL() string {
+	addr := w.Addr()
+	if addr == "" {
+		return ""
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// Start creates the channel's folder and admin token, loads the room logs
+// and serves the pages until ctx ends. The address to open is printed to
+// Options.Out, with the login token the first time.
+func (w *Web) Start(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return errors.New("web: already started")
+	}
+	w.started = true
+	w.runCtx = ctx
+	w.mu.Unlock()
+
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	a, created, err := openAuth(w.dir, w.now)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	w.auth = a
+	fs, err := openFileStore(filepath.Join(w.dir, "files"))
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	w.files = fs
+	for _, name := range w.order {
+		if err := w.rooms[name].open(filepath.Join(w.dir, "rooms")); err != nil {
+			return fmt.Errorf("web: room %s: %w", name, err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("web: listen on %s (channels.web.listen): %w", w.cfg.Listen, err)
+	}
+	w.mu.Lock()
+	w.ln = ln
+	w.mu.Unlock()
+	if host, _, _ := net.SplitHostPort(w.cfg.Listen); !IsLoopback(host) {
+		w.log.Warn("the web channel is reachable from other machines (channels.web.allow_remote): put it behind TLS and keep the admin token secret",
+			"listen", ln.Addr().String())
+	}
+	srv := &http.Server{
+		Handler:           w.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelDebug),
+	}
+	w.wg.Add(2)
+	go func() {
+		defer w.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			w.log.Error("web server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer w.wg.Done()
+		w.sweepLoop(ctx)
+		// Pages stream events until their request ends with ctx; give
+		// posts in flight a moment, then fence the sink off.
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shut); err != nil {
+			_ = srv.Close()
+		}
+		w.deliverMu.Lock()
+		w.stopped = true
+		w.deliverMu.Unlock()
+	}()
+
+	// The one line a person needs; the token only when it was just made,
+	// so it is never printed (or logged) again.
+	if created {
+		fmt.Fprintf(w.o.Out, "botd web: open %s/login#token=%s\n", w.BaseURL(), a.adminToken())
+	} else {
+		fmt.Fprintf(w.o.Out, "botd web: open %s/ (admin token: %s)\n", w.BaseURL(), filepath.Join(w.dir, adminTokenFile))
+	}
+	w.log.Info("web channel listening", "addr", ln.Addr().String(), "rooms", len(w.order))
+	return nil
+}
+
+// Wait implements channels.Waiter: it returns once the server and the
+// sweeper stopped after Start's ctx ended; no message reaches the sink
+// after it.
+func (w *Web) Wait() { w.wg.Wait() }
+
+func (w *Web) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(w.o.SweepEvery)
+	defer t.Stop()
+	for {
+		w.sweep()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep removes files older than a web ref lives: the ref can no longer
+// be fetched, so nothing needs them.
+func (w *Web) sweep() {
+	n, err := w.files.sweep(w.now().Add(-w.env.Registry.TTL(Name)))
+	switch {
+	case err != nil:
+		w.log.Warn("sweeping web files failed", "err", err)
+	case n > 0:
+		w.log.Debug("swept web files", "count", n)
+	}
+}
+
+func (w *Web) room(chat string) (*room, error) {
+	name, ok := RoomOf(chat)
+	if !ok {
+		return nil, fmt.Errorf("web: %q is not a web chat", chat)
+	}
+	r, ok := w.rooms[name]
+	if !ok {
+		return nil, fmt.Errorf("web: no room %q (add a group with chat: %s)", name, chat)
+	}
+	return r, nil
+}
+
+// Send implements channels.Channel: the text is added to the room's log
+// and pushed to every open page of the room.
+func (w *Web) Send(ctx context.Context, m channels.OutMessage) (channels.Delivery, error) {
+	r, err := w.room(m.Chat)
+	if err != nil {
+		return channels.Delivery{}, err
+	}
+	w.stopTyping(r.name)
+	msg, err := r.add(Message{ID: newID(), Time: w.now(), From: w.env.AssistantName, Assistant: true, Text: m.Text, ReplyTo: m.ReplyTo})
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("web: %w", err)
+	}
+	return channels.Delivery{MessageIDs: []string{msg.ID}}, nil
+}
+
+// SendMedia implements channels.MediaSender: the file is copied into the
+// channel's folder (the group's copy may change or go) and shown in the
+// room, inline when it is an image.
+func (w *Web) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
+	r, err := w.room(m.Chat)
+	if err != nil {
+		return channels.Delivery{}, err
+	}
+	if m.File == nil {
+		return channels.Delivery{}, errors.New("web: no file to send")
+	}
+	st, err := m.File.Stat()
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("web: %w", err)
+	}
+	if st.Size() > w.o.MaxUploadBytes {
+		return channels.Delivery{}, fmt.Errorf("web: %s is %d bytes, over media.max_download_bytes (%d): %w",
+			mediaregistry.SafeName(m.FileName), st.Size(), w.o.MaxUploadBytes, channels.ErrTooLarge)
+	}
+	w.stopTyping(r.name)
+	fi, err := w.files.save(r.name, io.NewSectionReader(m.File, 0, st.Size()), w.o.MaxUploadBytes, cleanFileName(m.FileName), m.MIME)
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("web: %w", err)
+	}
+	msg, err := r.add(Message{ID: newID(), Time: w.now(), From: w.env.AssistantName, Assistant: true, Text: m.Caption, Files: []FileInfo{fi}})
+	if err != nil {
+		return channels.Delivery{}, fmt.Errorf("web: %w", err)
+	}
+	return channels.Delivery{MessageIDs: []string{msg.ID}}, nil
+}
+
+// typingFor bounds how long a page shows "typing…" without news; the
+// agent repeats SetTyping while it works.
+const typingFor = 30 * time.Second
+
+// SetTyping implements channels.Typer.
+func (w *Web) SetTyping(ctx context.Context, chat string, on bool) error {
+	r, err := w.room(chat)
+	if err != nil {
+		return err
+	}
+	if !on {
+		w.stopTyping(r.name)
+		return nil
+	}
+	w.mu.Lock()
+	if t, ok := w.typing[r.name]; ok {
+		t.Reset(typingFor)
+	} else {
+		w.typing[r.name] = time.AfterFunc(typingFor, func() { w.stopTyping(r.name) })
+	}
+	w.mu.Unlock()
+	r.publish(event{kind: "typing", typing: true})
+	return nil
+}
+
+func (w *Web) stopTyping(name string) {
+	w.mu.Lock()
+	t, ok := w.typing[name]
+	delete(w.typing, name)
+	w.mu.Unlock()
+	if ok {
+		t.Stop()
+		w.rooms[name].publish(event{kind: "typing", typing: false})
+	}
+}
+
+// DownloadLimit implements media.DownloadLimiter: nothing larger was
+// accepted.
+func (w *Web) DownloadLimit(*mediaregistry.MediaReference) (int64, string) {
+	return w.o.MaxUploadBytes, "the web upload limit (media.max_download_bytes)"
+}
+
+// Download implements media.Downloader: the upload is read from the
+// channel's folder, where it has waited since it was posted.
+func (w *Web) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
+	if w.files == nil {
+		return nil, 0, fmt.Errorf("web: not started: %w", channels.ErrUnavailable)
+	}
+	room, ok := RoomOf(ref.Chat)
+	if !ok || ref.Channel != Name {
+		return nil, 0, fmt.Errorf("web: ref %s is not a web upload: %w", ref.ID, channels.ErrForbidden)
+	}
+	f, fi, err := w.files.open(room, string(ref.Private))
+	if err != nil {
+		return nil, 0, fmt.Errorf("web: %s: %w", ref.ID, err)
+	}
+	return f, fi.Size, nil
+}
+
+// newID is a random message or file id: unguessable, since a file's id is
+// its address.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// roomNames lists the rooms in display order.
+func (w *Web) roomNames() []string { return w.order }
+
+func (w *Web) mainRoom() string {
+	if len(w.order) == 0 {
+		return ""
+	}
+	return w.order[0]
+}
+
+func trimTo(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return strings.TrimSpace(string([]rune(s)[:n])) + "…"
+}
