@@ -17,6 +17,7 @@ import (
 
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/mcp"
@@ -89,6 +90,7 @@ type Channels struct {
 	Telegram telegram.Config `yaml:"telegram"`
 	Slack    slack.Config    `yaml:"slack"`
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
+	Web      web.Config      `yaml:"web"`
 }
 
 type LLM struct {
@@ -216,6 +218,7 @@ func Defaults() *Config {
 			Telegram: telegram.DefaultConfig(),
 			Slack:    slack.DefaultConfig(),
 			WhatsApp: whatsapp.DefaultConfig(),
+			Web:      web.DefaultConfig(),
 		},
 		LLM: LLM{Model: Model{MaxTokens: 4096}},
 		Agent: Agent{

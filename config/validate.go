@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/groups"
 )
 
@@ -82,6 +83,7 @@ func (c *Config) Validate() error {
 	ps = append(ps, c.channelProblems("channels.telegram", c.Channels.Telegram.Validate())...)
 	ps = append(ps, c.channelProblems("channels.slack", c.Channels.Slack.Validate())...)
 	ps = append(ps, c.channelProblems("channels.whatsapp", c.Channels.WhatsApp.Validate())...)
+	ps = append(ps, c.channelProblems("channels.web", c.Channels.Web.Validate())...)
 
 	for name, p := range c.LLM.Providers {
 		path := "llm.providers." + name
@@ -161,6 +163,8 @@ func (c *Config) Validate() error {
 		}
 		if err := groups.ValidateChatID(g.Chat); err != nil {
 			add(path+".chat", "%v", err)
+		} else if room, ok := strings.CutPrefix(g.Chat, web.Name+":"); ok && web.ValidRoom(room) != nil {
+			add(path+".chat", "%v", web.ValidRoom(room))
 		} else if j, dup := chats[g.Chat]; dup {
 			add(path+".chat", "%q is already registered by groups[%d]", g.Chat, j)
 		} else {
@@ -262,30 +266,126 @@ func (c *Config) GroupList() []groups.Group {
 }
 
 // RunReadiness reports what stops `botd run` from doing anything useful:
-// no channel enabled, or no usable LLM provider. Each line names the keys or
-// environment variables to set.
+// no channel enabled, or no usable LLM model. Each line names the keys or
+// environment variables to set. With the web channel on, a missing model
+// does not stop the run: the pages say what to set (MissingLLM), so a
+// fresh config can be opened and read before any key exists.
 func (c *Config) RunReadiness() []string {
 	var out []string
 	ch := c.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled {
-		out = append(out, "no channel is enabled: set channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN, "+
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled && !ch.Web.Enabled {
+		out = append(out, "no channel is enabled: set channels.web.enabled: true for the local web rooms, "+
+			"or channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN, "+
 			"or channels.slack.enabled: true with SLACK_BOT_TOKEN and SLACK_APP_TOKEN, "+
 			"or channels.whatsapp.enabled: true and run `botd whatsapp login`")
 	}
-	m := c.LLM.Model
-	if m.Provider == "" || m.Name == "" {
-		out = append(out, "no LLM model is configured: set llm.model.provider and llm.model.name")
-		return out
-	}
-	p, ok := c.LLM.Providers[m.Provider]
-	if !ok {
-		return append(out, fmt.Sprintf("llm.model.provider %q is not defined under llm.providers", m.Provider))
-	}
-	if p.APIKey == "" && !keylessOK(p) {
-		path := "llm.providers." + m.Provider + ".api_key"
-		out = append(out, fmt.Sprintf("no API key for LLM provider %q: %s is empty%s", m.Provider, path, c.setHint(path)))
+	if msg := c.MissingLLM(); msg != "" && !ch.Web.Enabled {
+		out = append(out, msg)
 	}
 	return out
+}
+
+// Models is the fallback chain as configured: llm.model, then
+// llm.fallback, each entry in order.
+func (c *Config) Models() []Model {
+	if c.LLM.Model.Provider == "" && c.LLM.Model.Name == "" && len(c.LLM.Fallback) == 0 {
+		return nil
+	}
+	return append([]Model{c.LLM.Model}, c.LLM.Fallback...)
+}
+
+// UsableModels is the chain without the entries that cannot work: a
+// provider with no API key (unless it is a server that needs none). The
+// first usable entry is the model runs start with, so a config that lists
+// Anthropic, OpenAI and Gemini runs on whichever key is set.
+func (c *Config) UsableModels() []Model {
+	var out []Model
+	for _, m := range c.Models() {
+		if p, ok := c.LLM.Providers[m.Provider]; ok && m.Name != "" && (p.APIKey != "" || keylessOK(p)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// MissingLLM says why no model can answer and what to set, with key
+// paths, or "" when one can.
+func (c *Config) MissingLLM() string {
+	models := c.Models()
+	if len(models) == 0 {
+		return "no LLM model is configured: set llm.model.provider and llm.model.name"
+	}
+	if len(c.UsableModels()) > 0 {
+		return ""
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for _, m := range models {
+		if _, ok := c.LLM.Providers[m.Provider]; !ok {
+			keys = append(keys, fmt.Sprintf("provider %q is not defined under llm.providers", m.Provider))
+			continue
+		}
+		if !seen[m.Provider] {
+			seen[m.Provider] = true
+			path := "llm.providers." + m.Provider + ".api_key"
+			keys = append(keys, path+" is empty"+c.setHint(path))
+		}
+	}
+	if len(keys) == 1 {
+		return "no API key for LLM provider " + strconv.Quote(models[0].Provider) + ": " + keys[0]
+	}
+	return "no API key for any LLM model: " + strings.Join(keys, "; ")
+}
+
+// LLMSetup tells a person, in one sentence, what to set so that a model
+// can answer: the environment variables the chain's API keys come from,
+// and those of an OpenAI-compatible base URL (a local server needs no
+// key). Key paths stand in for values written into the file itself.
+func (c *Config) LLMSetup() string {
+	var keys, local []string
+	seen := map[string]bool{}
+	for i, m := range c.Models() {
+		p, ok := c.LLM.Providers[m.Provider]
+		if !ok || seen[m.Provider] {
+			continue
+		}
+		seen[m.Provider] = true
+		path := "llm.providers." + m.Provider
+		if h := c.EnvHint(path + ".api_key"); h != "" {
+			keys = append(keys, h)
+		} else {
+			keys = append(keys, path+".api_key")
+		}
+		if p.Type != "openai" {
+			continue
+		}
+		if h := c.EnvHint(path + ".base_url"); h != "" {
+			namePath := "llm.model.name"
+			if i > 0 {
+				namePath = "llm.fallback[" + strconv.Itoa(i-1) + "].name"
+			}
+			if n := c.EnvHint(namePath); n != "" {
+				h += " (and " + n + ")"
+			}
+			local = append(local, h)
+		}
+	}
+	if len(keys) == 0 {
+		return "Configure llm.model and llm.providers, then restart botd."
+	}
+	s := "Set " + orList(keys)
+	if len(local) > 0 {
+		s += ", or " + orList(local) + " for a local OpenAI-compatible server (Ollama, llama.cpp, vLLM)"
+	}
+	return s + ", then restart botd."
+}
+
+// orList joins "a", "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 // keylessOK allows OpenAI-compatible servers other than OpenAI's own

@@ -7,6 +7,7 @@ import (
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/agent/llm/nokey"
 	"github.com/botd-dev/botd/agent/llm/providers"
 	"github.com/botd-dev/botd/config"
 )
@@ -41,10 +42,15 @@ func (l *llmProviders) get(name string) (llm.Provider, error) {
 
 // buildLLM turns llm.model and llm.fallback into one fallback chain, each
 // entry with what its model can take: the known-model table, then the
-// config's overrides.
+// config's overrides. Entries whose provider has no key are left out;
+// with none left, every run answers with what to set (nokey).
 func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.Provider, error) {
+	models := cfg.UsableModels()
+	if len(models) == 0 {
+		return nokey.Provider{Message: "I can't answer yet: botd has no LLM API key. " + cfg.LLMSetup()}, nil
+	}
 	var entries []llm.Entry
-	for i, m := range append([]config.Model{cfg.LLM.Model}, cfg.LLM.Fallback...) {
+	for i, m := range models {
 		p, err := ps.get(m.Provider)
 		if err != nil {
 			return nil, fmt.Errorf("llm model %d: %w", i, err)
@@ -109,10 +115,18 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	// The model runs start with: the first whose provider has a key.
+	primary := d.cfg.LLM.Model
+	if ms := d.cfg.UsableModels(); len(ms) > 0 {
+		primary = ms[0]
+		if primary.MaxTokens == 0 {
+			primary.MaxTokens = d.cfg.LLM.Model.MaxTokens
+		}
+	}
 	d.agent = agent.New(agent.Options{
 		Describe: describe,
 		Store:    d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
-		LLM: chain, Model: d.cfg.LLM.Model.Name, MaxTokens: d.cfg.LLM.Model.MaxTokens,
+		LLM: chain, Model: primary.Name, MaxTokens: primary.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
 		ContextMessages: contextMessages(d.cfg.Agent.Context.Messages), ContextAge: d.cfg.Agent.Context.MaxAge.D(),

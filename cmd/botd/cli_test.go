@@ -32,6 +32,9 @@ media: {ref_ttl: soon}
 channels: {telegram: {enabled: false, tokne: x}}
 groups: [{folder: "../etc", chat: "telegram:1"}]
 `)
+	// The example config runs (its web room needs no key): see
+	// TestFreshConfigRunsWithoutAKey.
+	writeFile(t, filepath.Join(dir, "empty.yaml"), "")
 	writeFile(t, filepath.Join(dir, "nollm.yaml"), `
 channels:
   telegram: {enabled: true, token: "1:x"}
@@ -65,8 +68,8 @@ llm:
 		{"three mistakes", []string{"config", "check", "--config", "three.yaml"}, 1, []string{"3 problem(s)",
 			"media.ref_ttl: invalid duration", "channels.telegram.tokne: unknown key", "groups[0].folder:"}},
 		{"missing config", []string{"config", "check", "--config", "nope.yaml"}, 1, []string{"nope.yaml"}},
-		{"run without channel or key", []string{"run", "--config", example}, 1, []string{"cannot run",
-			"TELEGRAM_BOT_TOKEN", "llm.providers.anthropic.api_key is empty (set ANTHROPIC_API_KEY)"}},
+		{"run without channel or model", []string{"run", "--config", "empty.yaml"}, 1, []string{"cannot run",
+			"channels.web.enabled", "TELEGRAM_BOT_TOKEN", "no LLM model is configured"}},
 		{"run without LLM key", []string{"run", "--config", "nollm.yaml"}, 1, []string{"ANTHROPIC_API_KEY"}},
 		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER or --http [ADDR]"}},
 		{"mcp unknown group", []string{"mcp", "--group", "nope", "--config", example}, 1, []string{`unknown group "nope"`}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
@@ -40,6 +42,10 @@ type daemon struct {
 	agent  *agent.Agent
 	sched  *scheduler.Scheduler
 	wg     sync.WaitGroup // sweepers
+	// out receives what a person must read (the web address); mon
+	// watches the channels for the web dashboard (nil without it).
+	out io.Writer
+	mon *web.Monitor
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -47,7 +53,9 @@ func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fail(1, "groups: %v", err)
 	}
-	return &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}}, nil
+	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard}
+	d.observe()
+	return d, nil
 }
 
 func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }
@@ -93,7 +101,7 @@ func (d *daemon) close() {
 // buildChannels constructs the enabled channels; nothing connects yet.
 func (d *daemon) buildChannels() error {
 	// Each channel adds channel=<name> to env.Log itself.
-	env := channels.Env{Registry: d.reg, Sink: d.sink, Log: d.log, AssistantName: d.cfg.AssistantName}
+	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName}
 	c := d.cfg.Channels
 	if c.Telegram.Enabled {
 		tg, err := telegram.New(c.Telegram, env)
@@ -116,7 +124,7 @@ func (d *daemon) buildChannels() error {
 		}
 		d.chans[wa.Name()] = wa
 	}
-	return nil
+	return d.buildWeb(env)
 }
 
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude
@@ -173,7 +181,9 @@ func (d *daemon) startChannels(ctx context.Context) error {
 	for name, ch := range d.chans {
 		// Start's ctx also bounds the background receiving, so it must be
 		// the run's context; each channel bounds its own connect time.
+		d.mon.Starting(name)
 		err := ch.Start(ctx)
+		d.mon.Started(name, err)
 		if err == nil {
 			d.log.Info("channel started", "channel", name)
 			continue

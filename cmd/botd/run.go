@@ -54,5 +54,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	d.out = stdout
 	return d.run(ctx)
 }
