@@ -29,9 +29,12 @@ fuzz:
 		echo "== $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
-run: build
-	@test -f config.yaml || { cp config.example.yaml config.yaml; echo "created config.yaml from config.example.yaml"; }
-	bin/botd run --config config.yaml
+# Quiet on stdout but for the one line to open (the web room, with a login
+# token on the first start); the logs go to stderr.
+run:
+	@$(GO) build -ldflags "$(LDFLAGS)" -o bin/botd ./cmd/botd
+	@test -f config.yaml || { cp config.example.yaml config.yaml; echo "created config.yaml from config.example.yaml" >&2; }
+	@bin/botd run --config config.yaml
 
 lint:
 	$(GO) vet ./...
