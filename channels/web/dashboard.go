@@ -346,7 +346,7 @@ func layout(since time.Time, series [][chartDays]float64, classes []string, titl
 			c.Bars = append(c.Bars, bar{X: x0 + float64(i)*barW, Y: padTop + plotH - h, W: barW - 1, H: h,
 				Class: classes[i], Title: titles(day, i, s[d])})
 		}
-		if d%2 == 0 || d == chartDays-1 {
+		if (chartDays-1-d)%2 == 0 { // every other day, today included
 			c.Labels = append(c.Labels, label{X: x0, Y: chartH - 6, Text: day.Format("Jan 2")})
 		}
 	}

@@ -82,7 +82,9 @@ func (w *Web) guard(next http.Handler) http.Handler {
 			"media-src 'self' blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer a browser sends
+		// "Origin: null" on its own form posts, which the check below refuses.
+		h.Set("Referrer-Policy", "same-origin")
 		if !w.cfg.AllowRemote && !loopbackHost(r.Host) {
 			http.Error(rw, "unknown host: open the address botd printed (127.0.0.1 or localhost)", http.StatusMisdirectedRequest)
 			return
