@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -55,6 +56,9 @@ func inlineMIME(m string) bool {
 // wrote ever becomes part of a path; every access goes through os.Root.
 type fileStore struct {
 	root *os.Root
+
+	mu    sync.Mutex
+	rooms map[string]*os.Root // each room's folder, opened once
 }
 
 var fileIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -67,7 +71,28 @@ func openFileStore(dir string) (*fileStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileStore{root: root}, nil
+	return &fileStore{root: root, rooms: map[string]*os.Root{}}, nil
+}
+
+// room is the folder of a room's files, made on first use.
+func (s *fileStore) room(name string) (*os.Root, error) {
+	if ValidRoom(name) != nil {
+		return nil, fmt.Errorf("no such room: %w", channels.ErrUnavailable)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.rooms[name]; ok {
+		return r, nil
+	}
+	if err := s.root.MkdirAll(name, 0o700); err != nil {
+		return nil, err
+	}
+	r, err := s.root.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	s.rooms[name] = r
+	return r, nil
 }
 
 // errTooLarge is a file over the cap; the upload answers 413.
@@ -77,12 +102,12 @@ var errTooLarge = errors.New("file too large")
 // decided from the bytes (mediaregistry.DecideMIME), the declared type and
 // the name only break ties; the name must already be clean.
 func (s *fileStore) save(room string, src io.Reader, max int64, name, declared string) (FileInfo, error) {
-	if err := s.root.MkdirAll(room, 0o700); err != nil {
+	dir, err := s.room(room)
+	if err != nil {
 		return FileInfo{}, err
 	}
 	fi := FileInfo{ID: newID(), Name: name}
-	p := path.Join(room, fi.ID)
-	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := dir.OpenFile(fi.ID, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -95,14 +120,14 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 		err = fmt.Errorf("%w: over %d bytes", errTooLarge, max)
 	}
 	if err != nil {
-		s.root.Remove(p)
+		dir.Remove(fi.ID)
 		return FileInfo{}, err
 	}
 	fi.Size = n
 	fi.MIME = mediaregistry.DecideMIME(mediaregistry.Declared(declared, name), mediaregistry.Sniff(head.b))
 	meta, _ := json.Marshal(fi)
-	if err := s.root.WriteFile(p+".json", meta, 0o600); err != nil {
-		s.root.Remove(p)
+	if err := dir.WriteFile(fi.ID+".json", meta, 0o600); err != nil {
+		dir.Remove(fi.ID)
 		return FileInfo{}, err
 	}
 	return fi, nil
@@ -111,11 +136,14 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 // open returns a file of room and what is known about it. An id of the
 // wrong shape, or of another room, is simply not found.
 func (s *fileStore) open(room, id string) (*os.File, FileInfo, error) {
-	if !fileIDRule.MatchString(id) || ValidRoom(room) != nil {
+	if !fileIDRule.MatchString(id) {
 		return nil, FileInfo{}, fmt.Errorf("no such file: %w", channels.ErrUnavailable)
 	}
-	p := path.Join(room, id)
-	raw, err := s.root.ReadFile(p + ".json")
+	dir, err := s.room(room)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	raw, err := dir.ReadFile(id + ".json")
 	if err != nil {
 		return nil, FileInfo{}, fmt.Errorf("file no longer kept: %w", channels.ErrUnavailable)
 	}
@@ -123,7 +151,7 @@ func (s *fileStore) open(room, id string) (*os.File, FileInfo, error) {
 	if err := json.Unmarshal(raw, &fi); err != nil || fi.ID != id {
 		return nil, FileInfo{}, fmt.Errorf("file record damaged: %w", channels.ErrUnavailable)
 	}
-	f, err := s.root.Open(p)
+	f, err := dir.Open(id)
 	if err != nil {
 		return nil, FileInfo{}, fmt.Errorf("file no longer kept: %w", channels.ErrUnavailable)
 	}
