@@ -54,6 +54,9 @@ var labels = map[string]string{
 	"BenchmarkPreviewPeakRSS/progressive-jpeg-4000x3000":            "12 MP progressive JPEG preview, peak RSS",
 	"BenchmarkPreviewPeakRSS/progressive-jpeg-4000x3000-6-parallel": "six parallel 12 MP progressive previews in one process, peak RSS",
 	"BenchmarkHTTPInitializeUnderIdleFlood":                         "HTTP MCP with 1100 idle unauthenticated connections: authorised initialize",
+	"BenchmarkWebIngest/text":                                       "web room ingest, text: post → room log → SQLite",
+	"BenchmarkWebIngest/photos":                                     "web room ingest, 3 in 10 with a 20 KB photo (upload saved, ref registered)",
+	"BenchmarkDashboard10kRuns":                                     "web dashboard page with 10k runs and 3k refs",
 }
 
 func main() {
