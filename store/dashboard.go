@@ -23,7 +23,7 @@ type RunSummary struct {
 // RecentRuns lists the newest runs of every group, newest first.
 func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
-		r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, COALESCE(m.sender_name, ''), COALESCE(m.text, '')
+		r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, '')
 		FROM agent_runs r LEFT JOIN messages m ON m.seq = r.up_to_seq
 		ORDER BY r.started DESC, r.rowid DESC LIMIT ?`, limit)
 	if err != nil {
@@ -36,7 +36,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, error)
 		var r RunSummary
 		var st, fin int64
 		if err := rows.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.TriggerSender, &r.TriggerText); err != nil {
+			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText); err != nil {
 			return nil, fmt.Errorf("recent runs: %w", err)
 		}
 		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)

@@ -25,7 +25,7 @@ func TestRecentRunsAndDailyRuns(t *testing.T) {
 		r       AgentRun
 		entries []TranscriptEntry
 	}{
-		{AgentRun{ID: "r1", Folder: "main", Started: day, Finished: day.Add(2 * time.Second), Outcome: "answered", UpToSeq: seq,
+		{AgentRun{ID: "r1", Folder: "main", Started: day, Finished: day.Add(2 * time.Second), Outcome: "answered", UpToSeq: seq, Model: "claude-sonnet-4-5",
 			InputTokens: 300, OutputTokens: 20, CostMicrocents: 150_000, CostKnown: true}, []TranscriptEntry{
 			{Role: "user", Parts: parts(`[{"kind":"text","text":"hi"}]`)},
 			{Role: "assistant", Parts: parts(`[{"kind":"text","text":"let me look"},{"kind":"tool_call","tool_call":{"id":"1","name":"fetch_media","args":{}}},{"kind":"tool_call","tool_call":{"id":"2","name":"list_media","args":{}}}]`)},
@@ -51,7 +51,7 @@ func TestRecentRunsAndDailyRuns(t *testing.T) {
 	}
 	all, _ := s.RecentRuns(ctx, 10)
 	r1 := all[2]
-	if r1.ID != "r1" || r1.TriggerSender != "Ann" || r1.TriggerText != "look at this" ||
+	if r1.ID != "r1" || r1.TriggerSender != "Ann" || r1.TriggerText != "look at this" || r1.Model != "claude-sonnet-4-5" ||
 		!reflect.DeepEqual(r1.Tools, []string{"fetch_media", "list_media", "fetch_media"}) || r1.InputTokens != 300 {
 		t.Fatalf("r1 %+v", r1)
 	}

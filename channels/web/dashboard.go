@@ -54,8 +54,8 @@ type linkRow struct {
 }
 
 type runRow struct {
-	ID, Started, Folder, Trigger, Duration, Tokens, Cost, Tools, Outcome, Error string
-	Fetches                                                                     int
+	ID, Started, Folder, Trigger, Duration, Model, Tokens, Cost, Tools, Outcome, Error string
+	Fetches                                                                            int
 }
 
 // dashboard is the admin's view of the daemon: channels, groups, runs,
@@ -148,7 +148,7 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 }
 
 func runView(r store.RunSummary) runRow {
-	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: r.Outcome,
+	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: r.Outcome, Model: r.Model,
 		Tokens: fmt.Sprintf("%d in / %d out", r.InputTokens, r.OutputTokens), Cost: dollars(r.CostMicrocents, r.CostKnown),
 		Error: trimTo(r.Error, 200)}
 	if !r.Finished.IsZero() && r.Finished.After(r.Started) {

@@ -47,7 +47,7 @@ func TestDashboard(t *testing.T) {
 	now := time.Now()
 	parts, _ := json.Marshal([]map[string]any{{"kind": "tool_call", "tool_call": map[string]any{"id": "1", "name": "fetch_media", "args": map[string]string{"mediaRef": first.Refs[0].ID}}}})
 	if err := h.st.SaveRun(ctx, store.AgentRun{ID: "run-1", Folder: "main", Started: now.Add(-3 * time.Second), Finished: now,
-		Outcome: "answered", UpToSeq: seq, Iterations: 2, InputTokens: 1234, OutputTokens: 56, CostMicrocents: 420_000, CostKnown: true},
+		Outcome: "answered", UpToSeq: seq, Model: "claude-haiku-4-5", Iterations: 2, InputTokens: 1234, OutputTokens: 56, CostMicrocents: 420_000, CostKnown: true},
 		[]store.TranscriptEntry{{Role: "assistant", Parts: parts}}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDashboard(t *testing.T) {
 		`<span class="state running">running</span>`, // web
 		`<span class="state failed">failed</span>`,   // whatsapp
 		"logged out; run botd whatsapp login",        // its last problem
-		`data-run="run-1"`, "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: [Image: a.png", "3s",
+		`data-run="run-1"`, "claude-haiku-4-5", "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: [Image: a.png", "3s",
 		`data-run="run-0"`, "model_failed", "rate limited",
 		"web:main", "every message", "telegram:-100", "@Andy", // groups
 		"fake/model",

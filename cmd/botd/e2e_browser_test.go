@@ -215,8 +215,8 @@ func TestBrowserChatAndDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(row, "100 in / 10 out") {
-		t.Errorf("run row %q shows no tokens", row)
+	if !strings.Contains(row, "100 in / 10 out") || !strings.Contains(row, "gpt-4.1") {
+		t.Errorf("run row %q shows no tokens or no model", row)
 	}
 	if !strings.Contains(row, "look at this") || !strings.Contains(row, "answered") {
 		t.Errorf("run row %q lacks the trigger or the outcome", row)
