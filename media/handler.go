@@ -3,7 +3,6 @@ package media
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/botd-dev/botd/channels"
@@ -135,37 +134,6 @@ func (s *Service) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMedi
 
 func fileBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
 
-// Caller answers one group's tool calls in-process, for the built-in
-// agent: the same Handle the IPC host runs, without the round trip
-// through files and a child process. It satisfies mcp.Caller.
-type Caller struct {
-	s     *Service
-	group string
-}
-
-// Caller returns the in-process caller of group (a folder).
-func (s *Service) Caller(group string) Caller { return Caller{s: s, group: group} }
-
-// Call encodes args and decodes the result as JSON, exactly as they would
-// cross the IPC files, so both paths accept and answer the same.
-func (c Caller) Call(ctx context.Context, typ string, args, result any) error {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Errorf("media %s: %w", typ, err)
-	}
-	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: "in-process", Type: typ, Args: raw})
-	if herr != nil {
-		return herr
-	}
-	if result == nil || res == nil {
-		return nil
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("media %s: %w", typ, err)
-	}
-	if err := json.Unmarshal(b, result); err != nil {
-		return fmt.Errorf("media %s: %w", typ, err)
-	}
-	return nil
-}
+// Caller answers one group's tool calls in-process (ipc.InProcess): the
+// same Handle the IPC host runs. It satisfies mcp.Caller.
+func (s *Service) Caller(group string) ipc.InProcess { return ipc.InProcess{Handler: s, Group: group} }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/ipc"
@@ -55,37 +53,5 @@ func (h hostHandler) Handle(ctx context.Context, group string, req *ipc.Request)
 // caller answers the built-in agent's botd tools in-process, routed like
 // hostHandler.
 func (d *daemon) caller(group string) mcp.Caller {
-	return routedCaller{d: d, group: group}
-}
-
-type routedCaller struct {
-	d     *daemon
-	group string
-}
-
-func (c routedCaller) Call(ctx context.Context, typ string, args, result any) error {
-	if !ipc.TaskType(typ) {
-		return c.d.media.Caller(c.group).Call(ctx, typ, args, result)
-	}
-	// JSON both ways, as across the IPC files, so both paths accept and
-	// answer the same. No request id: nothing replays an in-process call.
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Errorf("%s: %w", typ, err)
-	}
-	res, herr := c.d.sched.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, Type: typ, Args: raw})
-	if herr != nil {
-		return herr
-	}
-	if result == nil || res == nil {
-		return nil
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return fmt.Errorf("%s: %w", typ, err)
-	}
-	if err := json.Unmarshal(b, result); err != nil {
-		return fmt.Errorf("%s: %w", typ, err)
-	}
-	return nil
+	return ipc.InProcess{Handler: hostHandler{d: d}, Group: group}
 }
