@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
 )
@@ -17,9 +18,18 @@ const describePrompt = `Describe this image for someone who cannot see it and mu
 // NewDescribe describes images with a vision model of a provider.
 func NewDescribe(p llm.Provider, model string) Describe {
 	return func(ctx context.Context, path, mime string) (string, error) {
+		start := time.Now()
 		res, err := p.Generate(ctx, &llm.Request{Model: model, MaxTokens: 600, Messages: []llm.Message{{
 			Role: llm.RoleUser, Parts: []llm.Part{llm.ImageFile(mime, path), llm.Text(describePrompt)},
 		}}})
+		// Billed to the run like its own model calls.
+		a := llm.Attempt{Provider: p.Name(), Model: model, Outcome: llm.OutcomeSucceeded, Duration: time.Since(start)}
+		if err != nil {
+			a.Outcome, a.Err = llm.OutcomeFailed, llm.AsError(p.Name(), err)
+		} else {
+			a.Usage = res.Usage
+		}
+		llm.ReportAttempt(ctx, a)
 		if err != nil {
 			return "", fmt.Errorf("describing with %s: %w", model, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image/color"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,5 +93,26 @@ func TestNativeAudioOnlyForModelsThatHearIt(t *testing.T) {
 			t.Errorf("a model that does not hear audio got %+v", media)
 		}
 		h.stop()
+	}
+}
+
+// A description is a model call of its own: it is billed to the run that
+// asked for it, like the run's own calls.
+func TestDescribeIsBilledToTheRun(t *testing.T) {
+	vision := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		r := textResult("A red square.")
+		r.Usage = llm.Usage{InputTokens: 900, OutputTokens: 12, CostMicrocents: USD(0.003), CostKnown: true}
+		return r, nil
+	})
+	var got []llm.Attempt
+	ctx := llm.WithAttemptObserver(context.Background(), func(a llm.Attempt) { got = append(got, a) })
+	path := filepath.Join(t.TempDir(), "x.png")
+	os.WriteFile(path, tinyPNG(t, color.RGBA{R: 255, A: 255}), 0o600)
+	text, err := NewDescribe(vision, "gpt-4.1-mini")(ctx, path, "image/png")
+	if err != nil || text != "A red square." {
+		t.Fatalf("describe = %q, %v", text, err)
+	}
+	if len(got) != 1 || got[0].Model != "gpt-4.1-mini" || got[0].Usage.CostMicrocents != USD(0.003) || got[0].Outcome != llm.OutcomeSucceeded {
+		t.Errorf("attempts reported: %+v", got)
 	}
 }

@@ -250,6 +250,14 @@ func WithAttemptObserver(ctx context.Context, fn func(Attempt)) context.Context 
 	return context.WithValue(ctx, attemptsKey{}, fn)
 }
 
+// ReportAttempt tells the observer of ctx (WithAttemptObserver) about a
+// model call made outside a chain, such as a describing model's.
+func ReportAttempt(ctx context.Context, a Attempt) {
+	if obs, ok := ctx.Value(attemptsKey{}).(func(Attempt)); ok {
+		obs(a)
+	}
+}
+
 func (r *run) report(a Attempt) {
 	r.c.report(a)
 	if r.observe != nil {
