@@ -56,6 +56,19 @@ func historyBudget(model string, max int) int {
 	return min(max, window/4)
 }
 
+// stableWindow is how many of total handled messages a run shows, at most
+// n: the window's first message moves forward in steps of n/2 rather than
+// with every new message, so consecutive runs send the same prefix and a
+// provider's prompt cache (explicit or implicit) keeps hitting.
+func stableWindow(total, n int) int {
+	if total <= n {
+		return total
+	}
+	step := n / 2
+	first := (total-n+step-1)/step*step + 1 // 1-based index of the first shown
+	return total - first + 1
+}
+
 // loadConversation reads what a run shows the model: the group's latest
 // summary, its handled messages since (bounded by agent.context), the new
 // messages after cursor (newest MaxMessages), the messages they reply to,
@@ -96,6 +109,13 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 		c.Earlier, err = st.History(ctx, chats, after, cursor, since, a.opts.ContextMessages)
 		if err != nil {
 			return conversation{}, 0, err
+		}
+		if n := a.opts.ContextMessages; len(c.Earlier) == n && n >= 2 {
+			total, err := st.CountHistory(ctx, chats, after, cursor, since)
+			if err != nil {
+				return conversation{}, 0, err
+			}
+			c.Earlier = c.Earlier[len(c.Earlier)-stableWindow(total, n):]
 		}
 	}
 	if err := a.quotes(ctx, &c); err != nil {

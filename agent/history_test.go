@@ -210,7 +210,7 @@ func TestMediaNotesAreEscaped(t *testing.T) {
 }
 
 // BenchmarkContext10k builds a run's context in a group with 10k stored
-// messages over the last day: the window of handled messages (50), ten
+// messages over the last day: the window of handled messages (26-50), ten
 // new ones, their quotes and the notes on the refs they mention, then the
 // prompt XML. Under the token budget, as most runs are.
 func BenchmarkContext10k(b *testing.B) {
@@ -260,7 +260,7 @@ func BenchmarkContext10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(conv.Earlier) != 50 || len(conv.Msgs) != 10 || len(conv.Notes) == 0 {
+		if len(conv.Earlier) <= 25 || len(conv.Earlier) > 50 || len(conv.Msgs) != 10 || len(conv.Notes) == 0 {
 			b.Fatalf("context: %d handled, %d new, %d notes", len(conv.Earlier), len(conv.Msgs), len(conv.Notes))
 		}
 		var sb strings.Builder
@@ -268,4 +268,29 @@ func BenchmarkContext10k(b *testing.B) {
 		size = sb.Len()
 	}
 	b.ReportMetric(float64(size), "bytes/prompt")
+}
+
+// The window's first message stays put while messages arrive, then moves
+// on by half the window: consecutive runs share their prefix.
+func TestStableWindow(t *testing.T) {
+	const n = 50
+	first := func(total int) int { return total - stableWindow(total, n) + 1 }
+	for total := 0; total <= n; total++ {
+		if got := stableWindow(total, n); got != total {
+			t.Fatalf("total %d: shows %d, want all", total, got)
+		}
+	}
+	moves := 0
+	for total := n + 1; total <= 10*n; total++ {
+		k := stableWindow(total, n)
+		if k <= n-n/2 || k > n {
+			t.Fatalf("total %d: shows %d, want between %d and %d", total, k, n-n/2+1, n)
+		}
+		if first(total) != first(total-1) {
+			moves++
+		}
+	}
+	if want := (10*n - n) / (n / 2); moves > want+1 {
+		t.Errorf("the first message moved %d times over %d messages, want about %d", moves, 9*n, want)
+	}
 }

@@ -39,6 +39,25 @@ func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, 
 	return out, rows.Err()
 }
 
+// CountHistory counts what History would return without a limit.
+func (s *Store) CountHistory(ctx context.Context, chats []string, after, upTo int64, since time.Time) (int, error) {
+	if len(chats) == 0 || upTo <= after {
+		return 0, nil
+	}
+	args := make([]any, 0, len(chats)+3)
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	args = append(args, after, upTo, since.UnixMilli())
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages
+		WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`) AND seq > ? AND seq <= ? AND ts >= ?`, args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count history %d..%d: %w", after, upTo, err)
+	}
+	return n, nil
+}
+
 // Summary is a compaction of a group's conversation up to a message.
 type Summary struct {
 	Folder  string
