@@ -90,3 +90,25 @@ func (a *Agent) location() *time.Location {
 // USD is a cost in dollars as micro-cents (1e-8 USD), the unit of every
 // cost botd records.
 func USD(d float64) int64 { return int64(d*1e8 + 0.5) }
+
+// RunRetention deletes the agent's records (runs, transcripts, model
+// attempts, notes, summaries) older than keep, every interval until ctx
+// ends: the bookkeeping of a busy group must not grow without bound.
+func (a *Agent) RunRetention(ctx context.Context, keep, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := a.opts.Store.PruneAgentHistory(ctx, a.now().Add(-keep))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn("agent: pruning old runs failed", "err", err)
+		case n > 0:
+			a.log.Info("agent: pruned old runs, attempts and notes", "rows", n, "older_than", keep)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/store"
 )
 
 // Every model attempt of a run is recorded with its usage and cost, the
@@ -80,4 +81,25 @@ func TestAttemptsAreBilledAndTheDailyBudgetHolds(t *testing.T) {
 	if err != nil || len(rowsU) != 2 {
 		t.Fatalf("usage rows = %+v, %v", rowsU, err)
 	}
+}
+
+// Runs older than the retention go at the sweeper's first pass.
+func TestRetentionPrunesOldRuns(t *testing.T) {
+	h := newHarness(t, newFakeLLM(nil), nil)
+	old := time.Now().Add(-48 * time.Hour)
+	ctx := context.Background()
+	for _, r := range []store.AgentRun{{ID: "old", Folder: "family", Started: old}, {ID: "new", Folder: "family", Started: time.Now()}} {
+		if err := h.st.SaveRun(ctx, r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); h.a.RunRetention(rctx, 24*time.Hour, time.Hour) }()
+	waitUntil(t, "the old run pruned", func() bool {
+		runs, err := h.st.Runs(ctx, "family", 10)
+		return err == nil && len(runs) == 1 && runs[0].ID == "new"
+	})
+	cancel()
+	<-done
 }

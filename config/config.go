@@ -137,8 +137,11 @@ type Agent struct {
 	Context       Context  `yaml:"context"`
 	// MaxCostPerDay (USD) stops a group's runs for the rest of the day
 	// once its model calls cost that much; 0 is no limit.
-	MaxCostPerDay float64              `yaml:"max_cost_per_day"`
-	MCPServers    map[string]MCPServer `yaml:"mcp_servers"`
+	MaxCostPerDay float64 `yaml:"max_cost_per_day"`
+	// Retention is how long runs, transcripts, model attempts and notes
+	// are kept.
+	Retention  Duration             `yaml:"retention"`
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
 
 // Context is the conversation a run sees besides the new messages: the
@@ -227,6 +230,7 @@ func Defaults() *Config {
 			MaxIterations: 12,
 			RunTimeout:    Duration(5 * time.Minute),
 			Context:       Context{Messages: 50, MaxAge: Duration(24 * time.Hour), MaxTokens: 16000},
+			Retention:     Duration(90 * 24 * time.Hour),
 		},
 		MCP:       MCP{HTTP: MCPHTTP{Listen: "127.0.0.1:8765"}},
 		Scheduler: defaultScheduler(),

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
@@ -127,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if a.Context.MaxTokens < 1000 {
 		add("agent.context.max_tokens", "must be at least 1000")
+	}
+	if a.Retention.D() < 24*time.Hour {
+		add("agent.retention", "must be at least 24h (runs are billed and shown by day)")
 	}
 	if a.MaxCostPerDay < 0 {
 		add("agent.max_cost_per_day", "must not be negative (0 is no limit)")

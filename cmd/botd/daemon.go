@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
@@ -171,6 +172,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	go func() { defer d.wg.Done(); d.reg.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.cache.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.budget.Run(ctx, every) }()
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.agent.RunRetention(ctx, d.cfg.Agent.Retention.D(), time.Hour) }()
 }
 
 // startChannels connects every channel. A channel that cannot start fails

@@ -1,0 +1,30 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PruneAgentHistory deletes what the agent recorded before a time: runs
+// with their transcripts, model attempts, notes on fetched refs and
+// summaries. It reports how many rows went. Messages stay: they are the
+// chat, not the agent's bookkeeping.
+func (s *Store) PruneAgentHistory(ctx context.Context, before time.Time) (int64, error) {
+	cut := before.UnixMilli()
+	var total int64
+	for _, q := range []string{
+		`DELETE FROM agent_runs WHERE started < ?`, // transcripts cascade
+		`DELETE FROM llm_attempts WHERE at < ?`,
+		`DELETE FROM agent_media_notes WHERE created < ?`,
+		`DELETE FROM agent_summaries WHERE created < ?`,
+	} {
+		res, err := s.DB.ExecContext(ctx, q, cut)
+		if err != nil {
+			return total, fmt.Errorf("prune agent history: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+	}
+	return total, nil
+}
