@@ -28,8 +28,11 @@ import (
 	"go.mau.fi/whatsmeow/proto/waWa6"
 	"go.mau.fi/whatsmeow/socket"
 	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
 	"go.mau.fi/whatsmeow/util/keys"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/botd-dev/botd/channels/chantest"
 )
 
 // fakeWhatsApp stands in for web.whatsapp.com on loopback, as far as the
@@ -125,10 +128,39 @@ func (f *fakeWhatsApp) connect(t *testing.T, wm *whatsmeow.Client) {
 	hc := &http.Client{Transport: f.transport()}
 	wm.SetPreLoginHTTPClient(hc)
 	wm.SetWebsocketHTTPClient(hc)
+	wm.EnableAutoReconnect = false
+	gone := make(chan struct{})
+	var once sync.Once
+	wm.AddEventHandler(func(e any) {
+		if _, ok := e.(*events.Disconnected); ok {
+			once.Do(func() { close(gone) })
+		}
+	})
 	if err := wm.ConnectContext(t.Context()); err != nil {
 		t.Fatalf("connect to the fake WhatsApp: %v", err)
 	}
-	t.Cleanup(wm.Disconnect)
+	// The server hangs up rather than the client disconnecting: whatsmeow's
+	// Disconnect writes the socket's OnDisconnect while its read pump,
+	// ending because of that very disconnect, reads it (a race inside
+	// whatsmeow that the race detector reports). A hang-up takes the path
+	// a dropped connection takes, which orders the two.
+	t.Cleanup(func() {
+		f.hangUp()
+		select {
+		case <-gone:
+		case <-time.After(chantest.HangGuard):
+			t.Error("the client never noticed the fake WhatsApp hang up")
+		}
+	})
+}
+
+// hangUp closes every connection from the server's side.
+func (f *fakeWhatsApp) hangUp() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
 }
 
 // session waits for the next connection to complete its handshake.
