@@ -82,6 +82,9 @@ func Extract(ctx context.Context, f io.ReaderAt, size int64, name, mime string, 
 	if err != nil {
 		return Result{}, err
 	}
+	if z != nil {
+		z.ctx = ctx
+	}
 	d := doc{ctx: ctx, f: f, size: size, z: z, name: name, mime: mime, format: format, req: req, max: o.MaxChars}
 	switch format {
 	case "pdf":

@@ -85,7 +85,6 @@ func (d *doc) docx(p *parts) error {
 	var tb table
 	inText := false
 	prefix := ""
-	ops := 0
 	for {
 		t, err := w.next()
 		if err == io.EOF {
@@ -93,11 +92,6 @@ func (d *doc) docx(p *parts) error {
 		}
 		if err != nil {
 			return err
-		}
-		if ops++; ops%4096 == 0 {
-			if err := d.ctx.Err(); err != nil {
-				return err
-			}
 		}
 		switch e := t.(type) {
 		case xml.StartElement:

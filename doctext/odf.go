@@ -27,7 +27,6 @@ func (d *doc) odf(p *parts) error {
 		cellRep   int
 		pending   int // empty cells waiting for a non-empty one after them
 		listDepth int
-		ops       int
 	)
 	write := func(s string) error {
 		if !inBody || skip > 0 {
@@ -42,11 +41,6 @@ func (d *doc) odf(p *parts) error {
 		}
 		if err != nil {
 			return err
-		}
-		if ops++; ops%4096 == 0 {
-			if err := d.ctx.Err(); err != nil {
-				return err
-			}
 		}
 		switch e := t.(type) {
 		case xml.StartElement:

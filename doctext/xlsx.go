@@ -141,7 +141,6 @@ func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
 	var typ string
 	var val strings.Builder
 	inV, inIs := false, false
-	ops := 0
 	for {
 		t, err := w.next()
 		if err == io.EOF {
@@ -149,11 +148,6 @@ func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
 		}
 		if err != nil {
 			return err
-		}
-		if ops++; ops%4096 == 0 {
-			if err := d.ctx.Err(); err != nil {
-				return err
-			}
 		}
 		switch e := t.(type) {
 		case xml.StartElement:

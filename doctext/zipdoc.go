@@ -3,6 +3,7 @@ package doctext
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/xml"
 	"errors"
@@ -27,6 +28,8 @@ type zipDoc struct {
 	z     *zip.Reader
 	files map[string]*zip.File
 	read  int64
+	// ctx ends every walk of its entries (see xmlWalk.next).
+	ctx context.Context
 }
 
 // openZip checks the directory's claims before archive/zip reads them:
@@ -185,9 +188,11 @@ func resolve(base, target string) string {
 // The tokens are RawToken's: valid until the next one, names unresolved
 // (matched on their local part).
 type xmlWalk struct {
-	d     *xml.Decoder
-	depth int
-	name  string
+	ctx    context.Context
+	d      *xml.Decoder
+	depth  int
+	name   string
+	tokens int
 }
 
 func (z *zipDoc) xml(name string) (*xmlWalk, io.Closer, error) {
@@ -200,11 +205,21 @@ func (z *zipDoc) xml(name string) (*xmlWalk, io.Closer, error) {
 	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
 		return nil, fmt.Errorf("%w: %s is in %s, not UTF-8", ErrUnsupported, name, label)
 	}
-	return &xmlWalk{d: d, name: name}, rc, nil
+	ctx := z.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &xmlWalk{ctx: ctx, d: d, name: name}, rc, nil
 }
 
-// next returns the next token, or io.EOF at the end.
+// next returns the next token, or io.EOF at the end; every few thousand
+// tokens it stops if the extraction's context has ended.
 func (w *xmlWalk) next() (xml.Token, error) {
+	if w.tokens++; w.tokens%4096 == 0 {
+		if err := w.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 	t, err := w.d.RawToken()
 	if err != nil {
 		if err == io.EOF {
