@@ -16,14 +16,9 @@ func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, 
 	if len(chats) == 0 || limit <= 0 || upTo <= after {
 		return nil, nil
 	}
-	args := make([]any, 0, len(chats)+4)
-	for _, c := range chats {
-		args = append(args, c)
-	}
-	args = append(args, after, upTo, since.UnixMilli(), limit)
-	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages
-		WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`) AND seq > ? AND seq <= ? AND ts >= ?
-		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, args...)
+	where, args := historyWhere(chats, after, upTo, since)
+	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE `+where+`
+		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("history %d..%d: %w", after, upTo, err)
 	}
@@ -39,19 +34,24 @@ func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, 
 	return out, rows.Err()
 }
 
+// historyWhere is the condition History and CountHistory share.
+func historyWhere(chats []string, after, upTo int64, since time.Time) (string, []any) {
+	args := make([]any, 0, len(chats)+4)
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	args = append(args, after, upTo, since.UnixMilli())
+	return `chat_id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",") + `) AND seq > ? AND seq <= ? AND ts >= ?`, args
+}
+
 // CountHistory counts what History would return without a limit.
 func (s *Store) CountHistory(ctx context.Context, chats []string, after, upTo int64, since time.Time) (int, error) {
 	if len(chats) == 0 || upTo <= after {
 		return 0, nil
 	}
-	args := make([]any, 0, len(chats)+3)
-	for _, c := range chats {
-		args = append(args, c)
-	}
-	args = append(args, after, upTo, since.UnixMilli())
+	where, args := historyWhere(chats, after, upTo, since)
 	var n int
-	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages
-		WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`) AND seq > ? AND seq <= ? AND ts >= ?`, args...).Scan(&n)
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE `+where, args...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count history %d..%d: %w", after, upTo, err)
 	}
