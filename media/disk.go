@@ -23,7 +23,7 @@ const CacheArea = "(cache)"
 func Areas(cache *mediaregistry.Cache, groupsDir string, gs []*groups.Group) []diskbudget.Area {
 	areas := []diskbudget.Area{{
 		Name: CacheArea, Open: cache.OpenRoot, Dir: ".", Busy: cache.InProgress,
-		Forget: func(ctx context.Context, rel string) error { return cache.Forget(ctx, rel) },
+		Forget: cache.Forget,
 	}}
 	for _, g := range gs {
 		ws := groups.Workspace{Root: filepath.Join(groupsDir, g.Folder)}
