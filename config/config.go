@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/botd-dev/botd/agent/llm/uploads"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,6 +98,19 @@ type LLM struct {
 	Providers map[string]Provider `yaml:"providers"`
 	Model     Model               `yaml:"model"`
 	Fallback  []Model             `yaml:"fallback"`
+	Files     LLMFiles            `yaml:"files"`
+}
+
+// LLMFiles is how media reach a model: inline up to UploadOverBytes, and
+// above it through the provider's files API, uploaded once per provider.
+type LLMFiles struct {
+	// Upload false keeps every media file inline (nothing is stored at
+	// the provider).
+	Upload          bool  `yaml:"upload"`
+	UploadOverBytes int64 `yaml:"upload_over_bytes"`
+	// Keep is how long an upload botd no longer refers to stays at the
+	// provider before it is deleted there.
+	Keep Duration `yaml:"keep"`
 }
 
 type Provider struct {
@@ -223,7 +237,7 @@ func Defaults() *Config {
 			WhatsApp: whatsapp.DefaultConfig(),
 			Web:      web.DefaultConfig(),
 		},
-		LLM: LLM{Model: Model{MaxTokens: 4096}},
+		LLM: LLM{Model: Model{MaxTokens: 4096}, Files: LLMFiles{Upload: true, UploadOverBytes: uploads.DefaultUploadOver, Keep: Duration(uploads.DefaultKeep)}},
 		Agent: Agent{
 			MaxConcurrent: 4,
 			MaxMessages:   30,

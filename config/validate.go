@@ -116,6 +116,13 @@ func (c *Config) Validate() error {
 		checkModel("llm.fallback["+strconv.Itoa(i)+"]", m)
 	}
 
+	if c.LLM.Files.UploadOverBytes < 0 {
+		add("llm.files.upload_over_bytes", "must not be negative")
+	}
+	if c.LLM.Files.Keep.D() < time.Hour {
+		add("llm.files.keep", "must be at least 1h (a run refers to its files for minutes)")
+	}
+
 	a := c.Agent
 	if a.MaxConcurrent < 1 {
 		add("agent.max_concurrent", "must be at least 1")

@@ -266,6 +266,22 @@ var migrations = []string{
 	);
 	CREATE INDEX llm_attempts_folder_at ON llm_attempts(folder, at);
 	ALTER TABLE agent_runs ADD COLUMN model TEXT NOT NULL DEFAULT '';`,
+	// 9: media uploaded to a provider's files API, keyed by content hash
+	// so the same bytes go up once per provider; expires_at 0 means the
+	// provider keeps it until deleted.
+	`CREATE TABLE llm_uploads (
+		provider TEXT NOT NULL,
+		sha256 TEXT NOT NULL,
+		mime TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		uri TEXT NOT NULL DEFAULT '',
+		size INTEGER NOT NULL,
+		uploaded_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL DEFAULT 0,
+		last_used INTEGER NOT NULL,
+		PRIMARY KEY (provider, sha256, mime)
+	);
+	CREATE INDEX llm_uploads_last_used ON llm_uploads(last_used);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

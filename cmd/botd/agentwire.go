@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/nokey"
 	"github.com/botd-dev/botd/agent/llm/providers"
+	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/config"
 )
 
@@ -16,15 +18,36 @@ import (
 type llmProviders struct {
 	cfg   *config.Config
 	hc    *http.Client
+	files llm.Files // nil: media always inline
+
+	mu    sync.Mutex
 	built map[string]llm.Provider
 }
 
-func newLLMProviders(cfg *config.Config) *llmProviders {
+func newLLMProviders(cfg *config.Config, files llm.Files) *llmProviders {
 	// Adapters bound each stream with their own idle timeout.
-	return &llmProviders{cfg: cfg, hc: &http.Client{}, built: map[string]llm.Provider{}}
+	return &llmProviders{cfg: cfg, hc: &http.Client{}, files: files, built: map[string]llm.Provider{}}
+}
+
+// filesAPIs are the built providers that have a files API, by name, for
+// the sweep of uploads.
+func (l *llmProviders) filesAPIs() map[string]llm.FilesAPI {
+	out := map[string]llm.FilesAPI{}
+	for name := range l.cfg.LLM.Providers {
+		p, err := l.get(name)
+		if err != nil {
+			continue
+		}
+		if f, ok := p.(llm.FilesAPI); ok {
+			out[name] = f
+		}
+	}
+	return out
 }
 
 func (l *llmProviders) get(name string) (llm.Provider, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if p, ok := l.built[name]; ok {
 		return p, nil
 	}
@@ -32,7 +55,11 @@ func (l *llmProviders) get(name string) (llm.Provider, error) {
 	if !found {
 		return nil, fmt.Errorf("unknown llm provider %q", name)
 	}
-	p, err := providers.NewProvider(pc.Type, name, pc.APIKey, pc.BaseURL, l.hc)
+	var opts []providers.Option
+	if l.files != nil {
+		opts = append(opts, providers.WithFiles(l.files))
+	}
+	p, err := providers.NewProvider(pc.Type, name, pc.APIKey, pc.BaseURL, l.hc, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("llm provider %s: %w", name, err)
 	}
@@ -94,7 +121,14 @@ func buildDescribe(cfg *config.Config, ps *llmProviders) (agent.Describe, error)
 // startAgent builds the agent, which is also the sink every channel
 // delivers to.
 func (d *daemon) startAgent(ctx context.Context) error {
-	ps := newLLMProviders(d.cfg)
+	var files llm.Files
+	if d.cfg.LLM.Files.Upload {
+		d.uploads = uploads.New(d.store.DB, uploads.Options{UploadOver: d.cfg.LLM.Files.UploadOverBytes, Keep: d.cfg.LLM.Files.Keep.D(),
+			Log: d.log.With("component", "uploads")})
+		files = d.uploads
+	}
+	ps := newLLMProviders(d.cfg, files)
+	d.llm = ps
 	chain, err := buildLLM(d.cfg, ps, func(a llm.Attempt) {
 		attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
 		if a.Reason != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
@@ -42,7 +43,10 @@ type daemon struct {
 	sink   channels.Sink
 	agent  *agent.Agent
 	sched  *scheduler.Scheduler
-	wg     sync.WaitGroup // sweepers
+	// llm builds the providers; uploads is nil when llm.files.upload is off.
+	llm     *llmProviders
+	uploads *uploads.Store
+	wg      sync.WaitGroup // sweepers
 	// out receives what a person must read (the web address); mon
 	// watches the channels for the web dashboard (nil without it).
 	out io.Writer
@@ -174,6 +178,10 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	go func() { defer d.wg.Done(); d.budget.Run(ctx, every) }()
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.agent.RunRetention(ctx, d.cfg.Agent.Retention.D(), time.Hour) }()
+	if d.uploads != nil {
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.uploads.Run(ctx, time.Hour, d.llm.filesAPIs) }()
+	}
 }
 
 // startChannels connects every channel. A channel that cannot start fails

@@ -29,6 +29,7 @@ var (
 	WithName        = wire.WithName
 	WithPricing     = wire.WithPricing
 	WithIdleTimeout = wire.WithIdleTimeout
+	WithFiles       = wire.WithFiles
 )
 
 // Provider is the Anthropic adapter.
@@ -70,13 +71,15 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, er
 }
 
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	body, err := buildRequest(p.Name(), req)
+	files := p.c.RemoteFiles(ctx, p, req)
+	body, err := buildRequest(p.Name(), req, files)
 	if err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	h.Set("x-api-key", p.c.APIKey)
-	h.Set("anthropic-version", APIVersion)
+	h := p.header()
+	if len(files) > 0 {
+		h.Set("anthropic-beta", FilesBeta)
+	}
 	s, err := p.c.Stream(ctx, wire.Call{
 		URL:     wire.JoinURL(p.baseURL, "/v1/messages"),
 		Header:  h,

@@ -33,7 +33,7 @@ func TestCacheBreakpoints(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := buildRequest("anthropic", &tc.req)
+			w, err := buildRequest("anthropic", &tc.req, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

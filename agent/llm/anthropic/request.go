@@ -59,6 +59,7 @@ type wireSource struct {
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
+	FileID    string `json:"file_id,omitempty"`
 }
 
 type wireTool struct {
@@ -89,8 +90,9 @@ type outputFormat struct {
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest lowers a request to the Messages API body.
-func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
+// buildRequest lowers a request to the Messages API body. Media whose
+// Path is in files are referred to by the provider's file id.
+func buildRequest(provider string, req *llm.Request, files map[string]llm.RemoteFile) (*wireRequest, error) {
 	w := &wireRequest{
 		Model:         req.Model,
 		MaxTokens:     req.EffectiveMaxTokens(),
@@ -141,7 +143,7 @@ func buildRequest(provider string, req *llm.Request) (*wireRequest, error) {
 		}
 		var blocks []wireBlock
 		for j, p := range m.Parts {
-			b, ok, err := block(provider, p)
+			b, ok, err := block(provider, p, files)
 			if err != nil {
 				return nil, wire.Annotate(err, "message %d part %d", i, j)
 			}
@@ -190,7 +192,7 @@ func markCache(w *wireRequest) {
 	}
 }
 
-func block(provider string, p llm.Part) (wireBlock, bool, error) {
+func block(provider string, p llm.Part, files map[string]llm.RemoteFile) (wireBlock, bool, error) {
 	switch p.Kind {
 	case llm.PartText:
 		if p.Text == "" {
@@ -219,7 +221,7 @@ func block(provider string, p llm.Part) (wireBlock, bool, error) {
 		tr := p.ToolResult
 		out := wireBlock{Type: "tool_result", ToolUseID: tr.CallID, IsError: tr.IsError}
 		for _, c := range tr.Content {
-			b, ok, err := block(provider, c)
+			b, ok, err := block(provider, c, files)
 			if err != nil {
 				return wireBlock{}, false, err
 			}
@@ -229,12 +231,12 @@ func block(provider string, p llm.Part) (wireBlock, bool, error) {
 		}
 		return out, true, nil
 	case llm.PartMedia:
-		return mediaBlock(provider, p.Media)
+		return mediaBlock(provider, p.Media, files)
 	}
 	return wireBlock{}, false, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("unsupported part kind %q", p.Kind))
 }
 
-func mediaBlock(provider string, m *llm.Media) (wireBlock, bool, error) {
+func mediaBlock(provider string, m *llm.Media, files map[string]llm.RemoteFile) (wireBlock, bool, error) {
 	typ := "image"
 	switch {
 	case wire.IsImage(m.MIME):
@@ -245,6 +247,9 @@ func mediaBlock(provider string, m *llm.Media) (wireBlock, bool, error) {
 	}
 	if m.URL != "" {
 		return wireBlock{Type: typ, Source: &wireSource{Type: "url", URL: m.URL}}, true, nil
+	}
+	if f, ok := files[m.Path]; ok && m.Path != "" {
+		return wireBlock{Type: typ, Source: &wireSource{Type: "file", FileID: f.ID}}, true, nil
 	}
 	data, err := wire.LoadMedia(provider, m)
 	if err != nil {

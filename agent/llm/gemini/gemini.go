@@ -25,6 +25,7 @@ var (
 	WithName        = wire.WithName
 	WithPricing     = wire.WithPricing
 	WithIdleTimeout = wire.WithIdleTimeout
+	WithFiles       = wire.WithFiles
 )
 
 // Provider is the Gemini adapter.
@@ -66,14 +67,11 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, er
 }
 
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	body, err := buildRequest(p.Name(), req)
+	body, err := buildRequest(p.Name(), withFileURIs(req, p.c.RemoteFiles(ctx, p, req)))
 	if err != nil {
 		return nil, err
 	}
-	// The key goes in a header, never the query string, so it cannot end up
-	// in a URL that an error or a proxy log prints.
-	h := http.Header{}
-	h.Set("x-goog-api-key", p.c.APIKey)
+	h := p.header()
 	model := strings.TrimPrefix(req.Model, "models/")
 	return p.c.Stream(ctx, wire.Call{
 		URL:     wire.JoinURL(p.baseURL, "/v1beta/models/"+url.PathEscape(model)+":streamGenerateContent?alt=sse"),

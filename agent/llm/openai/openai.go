@@ -25,6 +25,7 @@ var (
 	WithName        = wire.WithName
 	WithPricing     = wire.WithPricing
 	WithIdleTimeout = wire.WithIdleTimeout
+	WithFiles       = wire.WithFiles
 )
 
 // Provider is the Chat Completions adapter.
@@ -73,15 +74,11 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, er
 }
 
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	body, err := buildRequest(p.Name(), req, p.official)
+	body, err := buildRequest(p.Name(), req, p.official, p.c.RemoteFiles(ctx, p, req))
 	if err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	if p.c.APIKey != "" {
-		// Ollama and vLLM run without a key.
-		h.Set("Authorization", "Bearer "+p.c.APIKey)
-	}
+	h := p.header()
 	return p.c.Stream(ctx, wire.Call{
 		URL:     wire.JoinURL(p.baseURL, "/chat/completions"),
 		Header:  h,

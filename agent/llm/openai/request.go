@@ -49,8 +49,9 @@ type imageURL struct {
 }
 
 type file struct {
-	Filename string `json:"filename"`
-	FileData string `json:"file_data"`
+	Filename string `json:"filename,omitempty"`
+	FileData string `json:"file_data,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
 }
 
 type wireToolCall struct {
@@ -88,7 +89,7 @@ type jsonSchema struct {
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func buildRequest(provider string, req *llm.Request, official bool) (*wireRequest, error) {
+func buildRequest(provider string, req *llm.Request, official bool, files map[string]llm.RemoteFile) (*wireRequest, error) {
 	w := &wireRequest{
 		Model:         req.Model,
 		Temperature:   req.Temperature,
@@ -130,7 +131,7 @@ func buildRequest(provider string, req *llm.Request, official bool) (*wireReques
 	// Tool messages may only follow the assistant turn that called the
 	// tools, so images from tool results wait here until the run of tool
 	// messages ends, then go in one user turn.
-	b := &builder{provider: provider, w: w}
+	b := &builder{provider: provider, w: w, files: files}
 	for i, m := range req.Messages {
 		var err error
 		switch m.Role {
@@ -154,6 +155,7 @@ type builder struct {
 	provider string
 	w        *wireRequest
 	pending  []contentPart // tool-result media awaiting their user turn
+	files    map[string]llm.RemoteFile
 }
 
 func (b *builder) flush() {
@@ -201,7 +203,7 @@ func (b *builder) appendUserOrTool(m llm.Message) error {
 		case llm.PartText:
 			parts = append(parts, contentPart{Type: "text", Text: p.Text})
 		case llm.PartMedia:
-			cp, err := mediaPart(provider, p.Media)
+			cp, err := mediaPart(provider, p.Media, b.files)
 			if err != nil {
 				return err
 			}
@@ -219,7 +221,7 @@ func (b *builder) appendUserOrTool(m llm.Message) error {
 					}
 					text.WriteString(c.Text)
 				case llm.PartMedia:
-					cp, err := mediaPart(provider, c.Media)
+					cp, err := mediaPart(provider, c.Media, b.files)
 					if err != nil {
 						return err
 					}
@@ -262,7 +264,7 @@ func (b *builder) appendUserOrTool(m llm.Message) error {
 	return nil
 }
 
-func mediaPart(provider string, m *llm.Media) (contentPart, error) {
+func mediaPart(provider string, m *llm.Media, files map[string]llm.RemoteFile) (contentPart, error) {
 	switch {
 	case wire.IsImage(m.MIME):
 		if m.URL != "" {
@@ -274,6 +276,9 @@ func mediaPart(provider string, m *llm.Media) (contentPart, error) {
 		}
 		return contentPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + m.MIME + ";base64," + data}}, nil
 	case m.MIME == "application/pdf" && m.URL == "":
+		if f, ok := files[m.Path]; ok && m.Path != "" {
+			return contentPart{Type: "file", File: &file{FileID: f.ID}}, nil
+		}
 		data, err := wire.LoadMedia(provider, m)
 		if err != nil {
 			return contentPart{}, err

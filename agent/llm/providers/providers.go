@@ -9,8 +9,16 @@ import (
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/agent/llm/anthropic"
 	"github.com/botd-dev/botd/agent/llm/gemini"
+	"github.com/botd-dev/botd/agent/llm/internal/wire"
 	"github.com/botd-dev/botd/agent/llm/openai"
 )
+
+// Option configures an adapter; every adapter takes the same ones.
+type Option = wire.Option
+
+// WithFiles sends media above the store's threshold through the
+// provider's files API (see llm.Files).
+func WithFiles(f llm.Files) Option { return wire.WithFiles(f) }
 
 // Types lists the accepted type names, for config validation messages.
 var Types = []string{"anthropic", "openai", "gemini"}
@@ -19,17 +27,18 @@ var Types = []string{"anthropic", "openai", "gemini"}
 // "gemini"). name is the configured provider name ("deepseek", ...) used
 // in errors, logs and attempts; empty means typ. An empty baseURL means the
 // vendor's public API. It does no I/O.
-func NewProvider(typ, name, apiKey, baseURL string, hc *http.Client) (llm.Provider, error) {
+func NewProvider(typ, name, apiKey, baseURL string, hc *http.Client, opts ...Option) (llm.Provider, error) {
 	if name == "" {
 		name = typ
 	}
+	opts = append([]Option{wire.WithName(name)}, opts...)
 	switch typ {
 	case "anthropic":
-		return anthropic.New(apiKey, baseURL, hc, anthropic.WithName(name)), nil
+		return anthropic.New(apiKey, baseURL, hc, opts...), nil
 	case "openai":
-		return openai.New(apiKey, baseURL, hc, openai.WithName(name)), nil
+		return openai.New(apiKey, baseURL, hc, opts...), nil
 	case "gemini":
-		return gemini.New(apiKey, baseURL, hc, gemini.WithName(name)), nil
+		return gemini.New(apiKey, baseURL, hc, opts...), nil
 	}
 	return nil, fmt.Errorf("llm provider %q: unknown type %q (want one of %v)", name, typ, Types)
 }

@@ -19,3 +19,7 @@ func WithPricing(pr llm.Pricing) Option { return func(c *Client) { c.Pricing = p
 
 // WithIdleTimeout sets how long a stream may stall between events.
 func WithIdleTimeout(d time.Duration) Option { return func(c *Client) { c.IdleTimeout = d } }
+
+// WithFiles lets the adapter refer to large media through the provider's
+// files API, uploading each file once (see [llm.Files]).
+func WithFiles(f llm.Files) Option { return func(c *Client) { c.Files = f } }

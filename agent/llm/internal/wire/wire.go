@@ -57,6 +57,8 @@ type Client struct {
 	IdleTimeout time.Duration
 	Pricing     llm.Pricing
 	ParseError  ErrorParser
+	// Files, when set, holds uploads to the provider's files API.
+	Files llm.Files
 }
 
 // Call is one streaming request.
