@@ -59,6 +59,18 @@ type Options struct {
 	// the media service's Caller. Nil means no botd tools (unless Tools is
 	// set).
 	Media func(group string) mcp.Caller
+	// Batch, when set, answers the runs of tasks marked batch through this
+	// provider's batch API, with BatchModel. Interactive runs never use it.
+	Batch      llm.Batcher
+	BatchModel string
+	// BatchPoll is the first wait between polls of a batch, doubling up
+	// to BatchPollMax; zero means one minute and ten minutes.
+	BatchPoll    time.Duration
+	BatchPollMax time.Duration
+	// BatchDeadline is how long a submitted batch may run before it is
+	// cancelled and the task answered at once; zero means 25h (the
+	// providers promise 24h).
+	BatchDeadline time.Duration
 	// Describe describes an image for a model that cannot see one
 	// (media.describe); nil means such a model gets a note instead.
 	Describe Describe
@@ -111,6 +123,8 @@ type Agent struct {
 	wg  sync.WaitGroup
 
 	budgetTold map[string]string // folder → the day the chat was told its budget is spent (guarded by mu)
+
+	batchKick chan struct{} // wakes the batch loop: a run was handed off
 }
 
 // groupState is the scheduling state of one group, guarded by Agent.mu.
@@ -127,6 +141,15 @@ var _ channels.Sink = (*Agent)(nil)
 // New builds an Agent; it has no side effects until Start.
 func New(opts Options) *Agent {
 	def := config.Defaults()
+	if opts.BatchPoll <= 0 {
+		opts.BatchPoll = time.Minute
+	}
+	if opts.BatchPollMax <= 0 {
+		opts.BatchPollMax = 10 * time.Minute
+	}
+	if opts.BatchDeadline <= 0 {
+		opts.BatchDeadline = 25 * time.Hour
+	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = def.Agent.MaxConcurrent
 	}
@@ -172,7 +195,7 @@ func New(opts Options) *Agent {
 	a := &Agent{
 		opts:  opts,
 		log:   opts.Log,
-		state: map[string]*groupState{}, budgetTold: map[string]string{},
+		state: map[string]*groupState{}, budgetTold: map[string]string{}, batchKick: make(chan struct{}, 1),
 		sem: make(chan struct{}, opts.MaxConcurrent),
 	}
 	a.idle = sync.NewCond(&a.mu)
@@ -249,6 +272,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			queue[g.Folder] = true
 		}
 	}
+	ended, err := a.batchesAtStart(ctx)
+	if err != nil {
+		return fmt.Errorf("agent start: %w", err)
+	}
+	for _, f := range ended {
+		queue[f] = true
+	}
 	for _, g := range a.allGroups() {
 		if queue[g.Folder] {
 			a.log.Info("agent: resuming group after restart", "group", g.Folder)
@@ -256,6 +286,10 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	}
 
+	if a.opts.Batch != nil {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); a.runBatches(ctx) }()
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()

@@ -55,6 +55,12 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 		return res
 	}
 	st := a.opts.Store
+	if b, ok, err := st.EndedBatch(ctx, folder); err != nil {
+		return a.storeFailure(ctx, err)
+	} else if ok {
+		a.again(folder) // then whatever else is due
+		return a.resumeBatch(ctx, &g, b)
+	}
 	cursor, err := st.AgentCursor(ctx, folder)
 	if err != nil {
 		return a.storeFailure(ctx, err)
@@ -161,25 +167,102 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		}
 	}()
 
-	var final string
+	if a.opts.Batch != nil && batchRun(conv.Msgs) {
+		rec.Outcome = "batched"
+		return a.handOff(ctx, g, runID, req, trig, upTo, log)
+	}
+
+	final, answered, stop := a.turns(ctx, runCtx, req, nil, ws, tools, caps, &rec, trig.ChatID, log)
+	if stop != nil {
+		if stop.outcome == outcomeModelFailed {
+			stop.chat, stop.thread = fail.chat, fail.thread
+		}
+		return *stop
+	}
+	if answered {
+		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
+	}
+	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
+		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
+
+	to := target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
+	if g.NeedsTrigger() {
+		to.replyTo = trig.MessageID // in a busy group, quote the question
+	}
+	return a.answer(ctx, g, ws, final, to, &rec, log, func(it *store.OutboxItem) (int64, error) {
+		if it == nil {
+			// Deciding to stay silent is an answer too: those messages are done.
+			return 0, a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, upTo)
+		}
+		return a.opts.Store.AddOutbox(ctx, *it)
+	})
+}
+
+// target is where a run's answer goes and which messages it answers.
+type target struct {
+	chat, thread, replyTo string
+	upTo                  int64
+}
+
+// answer turns the final text into an outbox item, has queue store it (a
+// nil item: the run stays silent) and delivers it.
+func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace, final string, to target, rec *store.AgentRun,
+	log *slog.Logger, queue func(*store.OutboxItem) (int64, error)) runResult {
+	ans, refused := parseAnswer(final, ws)
+	for _, err := range refused {
+		log.Warn("agent: file in the answer not sent", "err", err)
+	}
+	if a.opts.BeforeOutbox != nil {
+		if err := a.opts.BeforeOutbox(g.Folder); err != nil {
+			rec.Outcome, rec.Error = "aborted", err.Error()
+			return runResult{outcome: outcomeStopped, err: errors.Join(errAbort, err)}
+		}
+	}
+	if ans.empty() {
+		if _, err := queue(nil); err != nil {
+			return a.storeFailure(ctx, err)
+		}
+		return runResult{outcome: outcomeDone}
+	}
+	item := store.OutboxItem{Folder: g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media, ThreadID: to.thread, ReplyTo: to.replyTo}
+	id, err := queue(&item)
+	if err != nil {
+		return a.storeFailure(ctx, err)
+	}
+	item.ID = id
+	if err := a.deliver(ctx, &item); err != nil {
+		return runResult{outcome: outcomeDeliveryFailed, err: err}
+	}
+	return runResult{outcome: outcomeDone}
+}
+
+// turns is a run's model loop: call the model, run the tools it asks for,
+// until it answers, hits the iteration limit or the deadline. first, when
+// set, is the answer to the first call, already in (a batch result). stop
+// is set when the run must end without an answer: shutting down, or the
+// model failed (to be retried).
+func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
+	caps llm.Capabilities, rec *store.AgentRun, chat string, log *slog.Logger) (final string, answered bool, stop *runResult) {
 	var usage llm.Usage
-	answered := false
 	for rec.Iterations < a.opts.MaxIterations {
 		rec.Iterations++
-		res, err := a.opts.LLM.Generate(runCtx, req)
+		res, err := first, error(nil)
+		if first == nil {
+			res, err = a.opts.LLM.Generate(runCtx, req)
+		}
+		first = nil
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 				rec.Outcome, rec.Error = "stopped", err.Error()
-				return runResult{outcome: outcomeStopped, err: err}
+				return "", false, &runResult{outcome: outcomeStopped, err: err}
 			case runCtx.Err() != nil:
 				final = msgTimeout
 				rec.Outcome, rec.Error = "timeout", err.Error()
 			default:
 				rec.Outcome, rec.Error = "model_failed", err.Error()
 				log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
-				fail.outcome, fail.err = outcomeModelFailed, err
-				return fail
+				return "", false, &runResult{outcome: outcomeModelFailed, err: err}
 			}
 			break
 		}
@@ -203,7 +286,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 			rec.Outcome = "timeout"
 			break
 		}
-		a.typing(ctx, trig.ChatID, true) // tools can take a while; keep it showing
+		a.typing(ctx, chat, true) // tools can take a while; keep it showing
 	}
 	if final == "" && !answered && rec.Outcome == "" {
 		final = msgIterations
@@ -211,44 +294,9 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	}
 	if ctx.Err() != nil {
 		rec.Outcome = "stopped"
-		return runResult{outcome: outcomeStopped, err: ctx.Err()}
+		return "", false, &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
-	if answered {
-		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
-	}
-	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
-		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
-
-	ans, refused := parseAnswer(final, ws)
-	for _, err := range refused {
-		log.Warn("agent: file in the answer not sent", "err", err)
-	}
-	if a.opts.BeforeOutbox != nil {
-		if err := a.opts.BeforeOutbox(g.Folder); err != nil {
-			rec.Outcome, rec.Error = "aborted", err.Error()
-			return runResult{outcome: outcomeStopped, err: errors.Join(errAbort, err)}
-		}
-	}
-	if ans.empty() {
-		// Deciding to stay silent is an answer too: those messages are done.
-		if err := a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, upTo); err != nil {
-			return a.storeFailure(ctx, err)
-		}
-		return runResult{outcome: outcomeDone}
-	}
-	item := store.OutboxItem{Folder: g.Folder, ChatID: trig.ChatID, UpToSeq: upTo, Text: ans.Text, Media: ans.Media, ThreadID: trig.ThreadID}
-	if g.NeedsTrigger() {
-		item.ReplyTo = trig.MessageID // in a busy group, quote the question
-	}
-	id, err := a.opts.Store.AddOutbox(ctx, item)
-	if err != nil {
-		return a.storeFailure(ctx, err)
-	}
-	item.ID = id
-	if err := a.deliver(ctx, &item); err != nil {
-		return runResult{outcome: outcomeDeliveryFailed, err: err}
-	}
-	return runResult{outcome: outcomeDone}
+	return final, answered, nil
 }
 
 // callTools runs the calls of one model turn in parallel and returns the

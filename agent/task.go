@@ -21,10 +21,12 @@ import (
 //   - an isolated task's run sees the prompt alone: no memory, no earlier
 //     messages, no summary.
 //
-// The mark is the sender id, which no network produces.
+// The mark is the sender id, which no network produces:
+// "botd:task[:isolated][:batch]".
 const (
 	taskSender         = "botd:task"
 	taskSenderIsolated = "botd:task:isolated"
+	batchSuffix        = ":batch"
 )
 
 // Task is one due run of a scheduled task.
@@ -38,7 +40,9 @@ type Task struct {
 	// Schedule says when the task runs, for the model.
 	Schedule string
 	Isolated bool
-	Due      time.Time
+	// Batch runs go through the provider's batch API when there is one.
+	Batch bool
+	Due   time.Time
 }
 
 // DeliverTask stores a due task as an addressed message of its group's
@@ -48,6 +52,9 @@ func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
 	sender := taskSender
 	if t.Isolated {
 		sender = taskSenderIsolated
+	}
+	if t.Batch {
+		sender += batchSuffix
 	}
 	text := fmt.Sprintf("Scheduled task #%d (%s) is due. Carry it out now; your reply goes to the chat:\n%s", t.ID, t.Schedule, t.Prompt)
 	return a.Deliver(ctx, channels.Inbound{ChatID: t.Chat, IsGroup: true, ID: t.MessageID, SenderID: sender,
@@ -79,7 +86,13 @@ func taskAlone(msgs []store.Message) []store.Message {
 // task last, only the assistant's own messages before it), which sees
 // nothing but its prompt.
 func isolatedRun(msgs []store.Message) bool {
-	return len(msgs) > 0 && msgs[len(msgs)-1].SenderID == taskSenderIsolated
+	return len(msgs) > 0 && strings.TrimSuffix(msgs[len(msgs)-1].SenderID, batchSuffix) == taskSenderIsolated
+}
+
+// batchRun reports a run of a task marked batch: the task alone (after
+// taskAlone), which may wait for the provider's batch API.
+func batchRun(msgs []store.Message) bool {
+	return len(msgs) > 0 && isTask(&msgs[len(msgs)-1]) && strings.HasSuffix(msgs[len(msgs)-1].SenderID, batchSuffix)
 }
 
 // again marks the group as having work left, so its worker runs once more

@@ -44,6 +44,9 @@ type ScheduleTaskArgs struct {
 	Group string `json:"group,omitempty"`
 	// Context is "group" (the default) or "isolated".
 	Context string `json:"context,omitempty"`
+	// Batch asks for the provider's batch API: half the price, an answer
+	// within hours.
+	Batch bool `json:"batch,omitempty"`
 }
 
 // ListTasksArgs narrows list_tasks: Group (main group only) lists
@@ -65,6 +68,7 @@ type TaskInfo struct {
 	Prompt    string `json:"prompt"`
 	Schedule  string `json:"schedule"` // e.g. cron "0 9 * * 1" (Europe/Berlin)
 	Context   string `json:"context"`
+	Batch     bool   `json:"batch,omitempty"`
 	State     string `json:"state"` // active | paused | done | cancelled
 	NextRun   string `json:"next_run,omitempty"`
 	LastRun   string `json:"last_run,omitempty"`

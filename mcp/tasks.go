@@ -76,6 +76,10 @@ func scheduleTaskTool(main bool) mcpgo.Tool {
 			mcpgo.Description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
 				"it sees the prompt alone."),
 			mcpgo.Enum("group", "isolated")),
+		mcpgo.WithBoolean("batch",
+			mcpgo.Description("true: run through the provider's batch API at about half the price; the answer comes "+
+				"within hours, not at the scheduled minute. Only for work nobody waits for (a weekly digest, a report); "+
+				"never for reminders.")),
 	}
 	if main {
 		opts = append(opts, mcpgo.WithString("group",
@@ -131,12 +135,19 @@ func (t *tools) scheduleTask(ctx context.Context, req mcpgo.CallToolRequest) (*m
 	if a.Group, _, err = stringArg(req, "group"); err != nil {
 		return badArgs(ToolScheduleTask, "%v", err), nil
 	}
+	if b, ok := req.GetArguments()["batch"]; ok && b != nil {
+		v, isBool := b.(bool)
+		if !isBool {
+			return badArgs(ToolScheduleTask, "batch must be true or false"), nil
+		}
+		a.Batch = v
+	}
 	var res ipc.TaskResult
 	if err := t.call(ctx, ipc.TypeScheduleTask, a, &res); err != nil {
 		return toolError(ToolScheduleTask, err), nil
 	}
-	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s. Next run: %s (now: %s).",
-		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, res.Task.NextRun, res.Now)), nil
+	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
+		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now)), nil
 }
 
 const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"every": "30m"}, {"at": "2026-12-01T09:00:00+01:00"} or {"in": "2h"}`
@@ -216,7 +227,7 @@ func formatTasks(res ipc.ListTasksResult) string {
 		return b.String()
 	}
 	for _, ti := range res.Tasks {
-		fmt.Fprintf(&b, "- #%d [%s] in %s: %s, context %s", ti.ID, ti.State, ti.Group, oneLine(ti.Schedule, 120), ti.Context)
+		fmt.Fprintf(&b, "- #%d [%s] in %s: %s, context %s%s", ti.ID, ti.State, ti.Group, oneLine(ti.Schedule, 120), ti.Context, batchNote(ti.Batch))
 		if ti.NextRun != "" {
 			fmt.Fprintf(&b, "; next run %s", ti.NextRun)
 		}
@@ -261,4 +272,11 @@ func (t *tools) changeTask(tool, typ string) server.ToolHandlerFunc {
 		}
 		return mcpgo.NewToolResultText(text + "."), nil
 	}
+}
+
+func batchNote(batch bool) string {
+	if batch {
+		return ", batch (answered within hours, at the batch price)"
+	}
+	return ""
 }

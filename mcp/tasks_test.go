@@ -106,6 +106,7 @@ func TestTaskTools(t *testing.T) {
 		{map[string]any{"prompt": "x", "schedule": map[string]any{"cron": "0 0 30 2 *"}}, "never fires"},
 		{map[string]any{"prompt": "x", "schedule": map[string]any{"in": "1h"}, "group": "main"}, "[forbidden]"},
 		{map[string]any{"prompt": " ", "schedule": map[string]any{"in": "1h"}}, "prompt is required"},
+		{map[string]any{"prompt": "x", "schedule": map[string]any{"in": "1h"}, "batch": "yes"}, "batch must be true or false"},
 	} {
 		if out, isErr := fam.call(ToolScheduleTask, bad.args); !isErr || !strings.Contains(out, bad.want) {
 			t.Errorf("%v: %s (error %v), want %q", bad.args, out, isErr, bad.want)
@@ -141,6 +142,21 @@ func TestTaskTools(t *testing.T) {
 	}
 	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": 99}); !isErr || !strings.Contains(out, "[not_found]") {
 		t.Errorf("unknown id: %s", out)
+	}
+}
+
+// batch is kept with the task and shown by list_tasks.
+func TestBatchTask(t *testing.T) {
+	fam, _ := taskServers(t)
+	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "weekly digest", "schedule": map[string]any{"every": "168h"}, "batch": true}); isErr ||
+		!strings.Contains(out, "batch (answered within hours") {
+		t.Fatalf("batch task: %s", out)
+	}
+	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "rent", "schedule": map[string]any{"in": "1h"}}); isErr {
+		t.Fatalf("plain task: %s", out)
+	}
+	if out, _ := fam.call(ToolListTasks, nil); !strings.Contains(out, "every 168h") || strings.Count(out, ", batch (") != 1 {
+		t.Fatalf("list_tasks should mark the batch task only: %s", out)
 	}
 }
 

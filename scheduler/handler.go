@@ -106,7 +106,7 @@ func (s *Scheduler) handleSchedule(ctx context.Context, caller *groups.Group, re
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
 	}
 	t, err := s.Schedule(ctx, NewTask{Folder: folder, CreatedBy: caller.Folder, Prompt: a.Prompt, Kind: kind, Expr: expr,
-		Context: a.Context, RequestID: reqID})
+		Context: a.Context, Batch: a.Batch, RequestID: reqID})
 	if err != nil {
 		return nil, taskError(err)
 	}
@@ -186,7 +186,7 @@ func (s *Scheduler) result(ctx context.Context, t Task) ipc.TaskResult {
 // info is a task as the tools show it.
 func (s *Scheduler) info(ctx context.Context, t Task) ipc.TaskInfo {
 	loc := s.opts.Location
-	in := ipc.TaskInfo{ID: t.ID, Group: t.Folder, Prompt: t.Prompt, Context: t.Context, State: t.State, LastError: t.LastError,
+	in := ipc.TaskInfo{ID: t.ID, Group: t.Folder, Prompt: t.Prompt, Context: t.Context, Batch: t.Batch, State: t.State, LastError: t.LastError,
 		Failures: t.Failures, Runs: t.Runs, Skipped: t.Skipped, CreatedBy: t.CreatedBy}
 	if sched, err := Load(t.Kind, t.Spec, loc); err == nil {
 		in.Schedule = sched.Describe()

@@ -61,6 +61,7 @@ type Run struct {
 	// Schedule describes when the task runs ("cron "0 9 * * 1" (...)").
 	Schedule string
 	Isolated bool
+	Batch    bool
 	Due      time.Time
 }
 
@@ -268,7 +269,7 @@ func (s *Scheduler) runTask(ctx context.Context, t Task, now time.Time) error {
 		return s.skip(ctx, t, next, now, why)
 	}
 	run := Run{TaskID: t.ID, Folder: t.Folder, Chat: g.Chat, MessageID: MessageID(t.ID, due), Prompt: t.Prompt,
-		Schedule: sched.Describe(), Isolated: t.Context == ContextIsolated, Due: due}
+		Schedule: sched.Describe(), Isolated: t.Context == ContextIsolated, Batch: t.Batch, Due: due}
 	// Delivered before a stop but not recorded: deliver it again (the
 	// same message; the agent answers it once) and record it, whatever
 	// the limits, since it already counts.
@@ -327,7 +328,7 @@ func (s *Scheduler) refuse(ctx context.Context, t Task, sched Schedule, due, now
 			// Deliver the previous run again: the same message, so it is
 			// not answered twice, but it wakes an agent that gave up.
 			p := Run{TaskID: t.ID, Folder: t.Folder, Chat: prev.Chat, MessageID: prev.MessageID, Prompt: t.Prompt,
-				Schedule: sched.Describe(), Isolated: t.Context == ContextIsolated, Due: prev.Due}
+				Schedule: sched.Describe(), Isolated: t.Context == ContextIsolated, Batch: t.Batch, Due: prev.Due}
 			if err := s.opts.Fire(ctx, p); err != nil {
 				s.log.Warn("scheduler: could not deliver the unanswered run again", "task", t.ID, "err", err)
 			}
@@ -371,6 +372,7 @@ type NewTask struct {
 	Kind      string // cron | every | at | in
 	Expr      string
 	Context   string // group (default) | isolated
+	Batch     bool
 	// RequestID is the IPC request's id: the same request carried out
 	// again (after a crash) returns the task it made instead of a second.
 	RequestID string
@@ -400,7 +402,7 @@ func (s *Scheduler) Schedule(ctx context.Context, n NewTask) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	t := Task{Folder: n.Folder, Prompt: prompt, Kind: sched.Kind, Spec: sched.Expr, Context: n.Context,
+	t := Task{Folder: n.Folder, Prompt: prompt, Kind: sched.Kind, Spec: sched.Expr, Context: n.Context, Batch: n.Batch,
 		NextRun: sched.First(now), CreatedBy: n.CreatedBy}
 	if live >= s.opts.MaxTasksPerGroup {
 		// A replayed request that already made its task is not refused.

@@ -26,12 +26,15 @@ const (
 
 // Task is one row of scheduled_tasks. Times are zero when unset.
 type Task struct {
-	ID        int64
-	Folder    string // the group it runs in
-	Prompt    string
-	Kind      string // cron | every | at
-	Spec      string // Schedule.Expr
-	Context   string
+	ID      int64
+	Folder  string // the group it runs in
+	Prompt  string
+	Kind    string // cron | every | at
+	Spec    string // Schedule.Expr
+	Context string
+	// Batch runs go through the provider's batch API: cheaper, answered
+	// within hours rather than seconds.
+	Batch     bool
 	State     string
 	NextRun   time.Time // due time of the run not yet delivered
 	LastRun   time.Time // due time of the last delivered run
@@ -48,7 +51,7 @@ type Task struct {
 var ErrNotFound = errors.New("no such task")
 
 const taskCols = `id, folder, prompt, kind, spec, context, state, next_run, last_run, retry_at, failures, last_error,
-	runs, skipped, created_by, created`
+	runs, skipped, created_by, created, batch`
 
 type scanner interface{ Scan(...any) error }
 
@@ -56,7 +59,7 @@ func scanTask(r scanner) (Task, error) {
 	var t Task
 	var next, last, retry, created int64
 	err := r.Scan(&t.ID, &t.Folder, &t.Prompt, &t.Kind, &t.Spec, &t.Context, &t.State, &next, &last, &retry,
-		&t.Failures, &t.LastError, &t.Runs, &t.Skipped, &t.CreatedBy, &created)
+		&t.Failures, &t.LastError, &t.Runs, &t.Skipped, &t.CreatedBy, &created, &t.Batch)
 	t.NextRun, t.LastRun, t.RetryAt, t.Created = fromMs(next), fromMs(last), fromMs(retry), fromMs(created)
 	return t, err
 }
@@ -88,9 +91,9 @@ func (s *Scheduler) insert(ctx context.Context, t Task, requestID string, now ti
 			return Task{}, false, fmt.Errorf("schedule task: %w", err)
 		}
 	}
-	err := s.db.QueryRowContext(ctx, `INSERT INTO scheduled_tasks(folder, prompt, kind, spec, context, state, next_run,
-		created_by, request_id, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		t.Folder, t.Prompt, t.Kind, t.Spec, t.Context, StateActive, ms(t.NextRun), t.CreatedBy, requestID, ms(now), ms(now)).Scan(&t.ID)
+	err := s.db.QueryRowContext(ctx, `INSERT INTO scheduled_tasks(folder, prompt, kind, spec, context, batch, state, next_run,
+		created_by, request_id, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		t.Folder, t.Prompt, t.Kind, t.Spec, t.Context, t.Batch, StateActive, ms(t.NextRun), t.CreatedBy, requestID, ms(now), ms(now)).Scan(&t.ID)
 	if err != nil {
 		return Task{}, false, fmt.Errorf("schedule task: %w", err)
 	}

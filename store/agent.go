@@ -115,6 +115,14 @@ type OutboxItem struct {
 
 // AddOutbox stores a pending answer and returns its id.
 func (s *Store) AddOutbox(ctx context.Context, it OutboxItem) (int64, error) {
+	return addOutbox(ctx, s.DB, it)
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func addOutbox(ctx context.Context, db queryer, it OutboxItem) (int64, error) {
 	media, err := json.Marshal(nonNil(it.Media))
 	if err != nil {
 		return 0, fmt.Errorf("add outbox: %w", err)
@@ -123,7 +131,7 @@ func (s *Store) AddOutbox(ctx context.Context, it OutboxItem) (int64, error) {
 		it.Created = time.Now()
 	}
 	var id int64
-	err = s.DB.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created)
+	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli()).Scan(&id)
 	if err != nil {

@@ -282,6 +282,31 @@ var migrations = []string{
 		PRIMARY KEY (provider, sha256, mime)
 	);
 	CREATE INDEX llm_uploads_last_used ON llm_uploads(last_used);`,
+	// 10: scheduled runs answered through a provider's batch API: the run
+	// is handed off with its request, submitted, polled and resumed by the
+	// group when the result is in, across restarts.
+	`CREATE TABLE llm_batches (
+		id TEXT PRIMARY KEY,
+		folder TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		thread_id TEXT NOT NULL DEFAULT '',
+		reply_to TEXT NOT NULL DEFAULT '',
+		up_to_seq INTEGER NOT NULL,
+		provider TEXT NOT NULL,
+		model TEXT NOT NULL,
+		request TEXT NOT NULL,
+		state TEXT NOT NULL,
+		batch_id TEXT NOT NULL DEFAULT '',
+		result TEXT NOT NULL DEFAULT '',
+		error TEXT NOT NULL DEFAULT '',
+		polls INTEGER NOT NULL DEFAULT 0,
+		next_poll INTEGER NOT NULL DEFAULT 0,
+		created INTEGER NOT NULL,
+		updated INTEGER NOT NULL
+	);
+	CREATE INDEX llm_batches_state ON llm_batches(state, next_poll);
+	CREATE INDEX llm_batches_folder ON llm_batches(folder, state);
+	ALTER TABLE scheduled_tasks ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

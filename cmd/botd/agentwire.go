@@ -157,9 +157,20 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			primary.MaxTokens = d.cfg.LLM.Model.MaxTokens
 		}
 	}
+	// Tasks marked batch go through the primary provider's batch API when
+	// it has one (Anthropic, OpenAI); otherwise they run like any task.
+	var batcher llm.Batcher
+	if p, err := ps.get(primary.Provider); err == nil && len(d.cfg.UsableModels()) > 0 {
+		if b, ok := p.(llm.Batcher); ok {
+			batcher = b
+			d.log.Info("scheduled tasks marked batch use the provider's batch API", "provider", primary.Provider, "model", primary.Name)
+		} else {
+			d.log.Info("scheduled tasks marked batch run at once: the provider has no batch API", "provider", primary.Provider)
+		}
+	}
 	d.agent = agent.New(agent.Options{
-		Describe: describe,
-		Store:    d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
+		Describe: describe, Batch: batcher, BatchModel: primary.Name,
+		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
 		LLM: chain, Model: primary.Name, MaxTokens: primary.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
 		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),

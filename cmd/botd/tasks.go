@@ -20,7 +20,7 @@ func (d *daemon) newScheduler() {
 		Log: d.log.With("component", "scheduler"),
 		Fire: func(ctx context.Context, r scheduler.Run) error {
 			return d.agent.DeliverTask(ctx, agent.Task{ID: r.TaskID, Chat: r.Chat, MessageID: r.MessageID, Prompt: r.Prompt,
-				Schedule: r.Schedule, Isolated: r.Isolated, Due: r.Due})
+				Schedule: r.Schedule, Isolated: r.Isolated, Batch: r.Batch, Due: r.Due})
 		},
 	})
 }

@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/store"
+)
+
+// batchBackend is a provider's batch service in memory: batches stay
+// running until released; answer decides each item's outcome. Several
+// fakeBatcher clients may share one, as a restarted daemon shares the
+// provider with the process before it.
+type batchBackend struct {
+	mu       sync.Mutex
+	batches  map[string]*fakeBatch
+	n        int
+	answer   func(req *llm.Request) llm.BatchOutcome
+	refuse   error // SubmitBatch fails with this
+	released bool  // every batch ends at its next poll
+}
+
+type fakeBatch struct {
+	items     []llm.BatchItem
+	polls     int
+	cancelled bool
+}
+
+type fakeBatcher struct{ b *batchBackend }
+
+var _ llm.Batcher = fakeBatcher{}
+
+func (f fakeBatcher) Name() string { return "fakebatch" }
+
+func (f fakeBatcher) SubmitBatch(ctx context.Context, items []llm.BatchItem) (string, error) {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	if f.b.refuse != nil {
+		return "", f.b.refuse
+	}
+	f.b.n++
+	id := fmt.Sprintf("batch_%d", f.b.n)
+	f.b.batches[id] = &fakeBatch{items: items}
+	return id, nil
+}
+
+func (f fakeBatcher) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	b, ok := f.b.batches[id]
+	if !ok {
+		return "", llm.NewError("fakebatch", llm.KindBadRequest, "no such batch")
+	}
+	b.polls++
+	switch {
+	case b.cancelled:
+		return llm.BatchFailed, nil
+	case f.b.released:
+		return llm.BatchEnded, nil
+	}
+	return llm.BatchRunning, nil
+}
+
+func (f fakeBatcher) BatchResults(ctx context.Context, id string) (map[string]llm.BatchOutcome, error) {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	out := map[string]llm.BatchOutcome{}
+	for _, it := range f.b.batches[id].items {
+		out[it.ID] = f.b.answer(it.Req)
+	}
+	return out, nil
+}
+
+func (f fakeBatcher) CancelBatch(ctx context.Context, id string) error {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	f.b.batches[id].cancelled = true
+	return nil
+}
+
+func (b *batchBackend) release() {
+	b.mu.Lock()
+	b.released = true
+	b.mu.Unlock()
+}
+
+func (b *batchBackend) submitted() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+func (b *batchBackend) polls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, fb := range b.batches {
+		n += fb.polls
+	}
+	return n
+}
+
+func newBatchBackend(answer func(req *llm.Request) llm.BatchOutcome) *batchBackend {
+	return &batchBackend{batches: map[string]*fakeBatch{}, answer: answer}
+}
+
+// batchSummary answers a batch item with the week's summary, billed.
+func batchSummary(req *llm.Request) llm.BatchOutcome {
+	res := textResult("Summary of the week (batch).")
+	res.Usage = llm.Usage{InputTokens: 1000, OutputTokens: 50, CostMicrocents: 150_000, CostKnown: true}
+	return llm.BatchOutcome{Result: res}
+}
+
+func withBatch(b *batchBackend) func(*Options) {
+	return func(o *Options) {
+		o.Batch, o.BatchModel = fakeBatcher{b}, "fake-batch-1"
+		o.BatchPoll, o.BatchPollMax = time.Millisecond, 5*time.Millisecond
+	}
+}
+
+func batchTask(id int64, prompt string) Task {
+	t := famTask(id, prompt, false)
+	t.Batch = true
+	return t
+}
+
+func batchState(t *testing.T, h *harness) store.Batch {
+	t.Helper()
+	var all []store.Batch
+	for _, s := range []string{store.BatchPending, store.BatchSubmitted, store.BatchEnded, store.BatchAnswered} {
+		bs, err := h.st.Batches(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, bs...)
+	}
+	if len(all) != 1 {
+		t.Fatalf("%d batches, want 1", len(all))
+	}
+	return all[0]
+}
+
+// A batch task is handed off: the group answers a question at once while
+// the batch runs; when the batch ends its answer reaches the chat once,
+// billed to the group with the batch model; the interactive model is not
+// called for the task.
+func TestBatchTaskAnswered(t *testing.T) {
+	f := echoLLM()
+	be := newBatchBackend(batchSummary)
+	h := newHarness(t, f, withBatch(be))
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the batch is polled", func() bool { return be.polls() >= 2 })
+	h.say(famChat, "Carol", "@Andy what time is it")
+	waitUntil(t, "the question answered", func() bool { return len(h.tg.Sent()) == 1 })
+	if got := sentTexts(h.tg.Sent()); got[0] != "Tea time." {
+		t.Fatalf("while the batch runs the chat got %q, want the question answered", got)
+	}
+	if b := batchState(t, h); b.State != store.BatchSubmitted || b.Provider != "fakebatch" || b.Model != "fake-batch-1" {
+		t.Fatalf("batch %+v", b)
+	}
+
+	be.release()
+	waitUntil(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 2 })
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); got[1] != "Summary of the week (batch)." {
+		t.Fatalf("sent %q", got)
+	}
+	if f.calls() != 1 {
+		t.Errorf("%d interactive model calls, want 1 (the question only)", f.calls())
+	}
+	if be.submitted() != 1 {
+		t.Errorf("%d submissions", be.submitted())
+	}
+	b := batchState(t, h)
+	if b.State != store.BatchAnswered {
+		t.Errorf("batch state %s", b.State)
+	}
+	req := b.Request
+	if !strings.Contains(req, "sum up the week") || !strings.Contains(req, "fetch_media") {
+		t.Errorf("the stored request lacks the task or the tools: %.300s", req)
+	}
+	rows, err := h.st.Usage(context.Background(), "family", time.Time{}, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var billed bool
+	for _, r := range rows {
+		billed = billed || (r.Model == "fake-batch-1" && r.Input == 1000 && r.CostMicrocents == 150_000)
+	}
+	if !billed {
+		t.Errorf("the batch is not billed to the group: %+v", rows)
+	}
+}
+
+// Submitted, then the daemon stops; the next one polls the same batch,
+// delivers its answer once and submits nothing again.
+func TestBatchSurvivesRestart(t *testing.T) {
+	be := newBatchBackend(batchSummary)
+	h := newHarness(t, echoLLM(), withBatch(be))
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the batch submitted", func() bool {
+		bs, err := h.st.Batches(context.Background(), store.BatchSubmitted)
+		return err == nil && len(bs) == 1
+	})
+	h.stop()
+	be.release()
+	h.restart(withBatch(be))
+	waitUntil(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 1 })
+	// Delivered again (a crash before the scheduler recorded it): still once.
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); strings.Join(got, "|") != "Summary of the week (batch)." || be.submitted() != 1 || h.llm.calls() != 0 {
+		t.Fatalf("sent %q, %d submissions, %d interactive calls; want the batch answer once", got, be.submitted(), h.llm.calls())
+	}
+}
+
+// The batch answer asks for a tool: the tool runs and the run goes on
+// interactively, the tool's result in the next request.
+func TestBatchResultWithToolCall(t *testing.T) {
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != llm.RoleTool {
+			return nil, errors.New("the continuation should start from the tool's result")
+		}
+		return textResult("Three photos this week."), nil
+	})
+	be := newBatchBackend(func(req *llm.Request) llm.BatchOutcome {
+		return llm.BatchOutcome{Result: toolCall("c1", "list_media", `{}`)}
+	})
+	h := newHarness(t, f, withBatch(be))
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	be.release()
+	waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); got[0] != "Three photos this week." || f.calls() != 1 {
+		t.Fatalf("sent %q after %d interactive calls", got, f.calls())
+	}
+	if req := f.requests()[0]; req.Model != "fake-1" || len(req.Messages) != 3 {
+		t.Errorf("continuation model %q with %d messages, want the interactive model after user, batch answer, tool result", req.Model, len(req.Messages))
+	}
+}
+
+// A batch that fails, an item the provider did not answer, a refused
+// submission and a batch past its deadline: the task is answered at once
+// by the interactive model, once.
+func TestBatchFailuresAnswerNow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*batchBackend, *Options)
+	}{
+		{"item errored", func(b *batchBackend, o *Options) {
+			b.answer = func(*llm.Request) llm.BatchOutcome {
+				return llm.BatchOutcome{Err: llm.NewError("fakebatch", llm.KindOverloaded, "expired")}
+			}
+			b.released = true
+		}},
+		{"submission refused", func(b *batchBackend, o *Options) {
+			b.refuse = llm.NewError("fakebatch", llm.KindBadRequest, "batches are not enabled for this key")
+		}},
+		{"deadline", func(b *batchBackend, o *Options) { o.BatchDeadline = time.Nanosecond }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := echoLLM()
+			be := newBatchBackend(batchSummary)
+			h := newHarness(t, f, func(o *Options) { withBatch(be)(o); tc.mod(be, o) })
+			h.start()
+			if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+			h.idle()
+			if got := sentTexts(h.tg.Sent()); got[0] != "Summary of the week." || f.calls() != 1 {
+				t.Fatalf("sent %q after %d interactive calls; want the interactive answer once", got, f.calls())
+			}
+			if b := batchState(t, h); b.State != store.BatchAnswered || b.Error == "" {
+				t.Errorf("batch %s with error %q", b.State, b.Error)
+			}
+		})
+	}
+}
+
+// A batch left over when no batch API is configured any more is answered
+// at start, not forgotten.
+func TestBatchLeftOverWithoutBatchAPI(t *testing.T) {
+	be := newBatchBackend(batchSummary)
+	h := newHarness(t, echoLLM(), withBatch(be))
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the batch submitted", func() bool {
+		bs, err := h.st.Batches(context.Background(), store.BatchSubmitted)
+		return err == nil && len(bs) == 1
+	})
+	h.restart(nil)
+	waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+	if got := sentTexts(h.tg.Sent()); got[0] != "Summary of the week." {
+		t.Fatalf("sent %q", got)
+	}
+}
+
+// Without a batch API a batch task is an ordinary task.
+func TestBatchTaskWithoutBatchAPI(t *testing.T) {
+	f := echoLLM()
+	h := newHarness(t, f, nil)
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); strings.Join(got, "|") != "Summary of the week." || f.calls() != 1 {
+		t.Fatalf("sent %q", got)
+	}
+}
