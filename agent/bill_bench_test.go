@@ -42,7 +42,8 @@ type billModel struct {
 	mu      sync.Mutex
 	last    []byte // the previous request, serialised
 	input   int64  // all prompt tokens
-	cached  int64  // of which read from the cache
+	cached  int64  // of which read from the cache (later turns of a run)
+	cross   int64  // of which a cache that outlives runs would read
 	output  int64
 	multi   [2]int64 // multi-turn runs: prompt tokens without and with the cache
 	turn    int
@@ -81,13 +82,17 @@ func (m *billModel) generate(ctx context.Context, n int, req *llm.Request) (*llm
 	for common < len(body) && common < len(m.last) && body[common] == m.last[common] {
 		common++
 	}
-	cached := int64(0)
-	if len(req.Messages) > 1 && len(body) > 0 { // a later turn of the run
-		cached = tokens * int64(common) / int64(len(body))
+	cached, cross := int64(0), int64(0)
+	if len(body) > 0 {
+		cross = tokens * int64(common) / int64(len(body))
+	}
+	if len(req.Messages) > 1 { // a later turn of the run
+		cached = cross
 	}
 	m.last = body
 	m.input += tokens
 	m.cached += cached
+	m.cross += cross
 	if len(req.Messages) == 1 {
 		m.turn = 0
 		m.runTok = [2]int64{}
@@ -152,6 +157,7 @@ func plainPNG(b testing.TB, w, h int) []byte {
 // into every prompt; and what the prompt cache saves in multi-turn runs.
 func BenchmarkGroupDayBill(b *testing.B) {
 	var report [7]int64
+	var bill dayBill
 	for b.Loop() {
 		m := &billModel{}
 		h := newHarness(b, newFakeLLM(m.generate), at(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))) // the harness day: 14:01 on
@@ -210,22 +216,33 @@ func BenchmarkGroupDayBill(b *testing.B) {
 		// placeholder in them replaced by its content; and a peer's
 		// session, which keeps every piece of media posted so far in every
 		// later prompt.
-		var eager, session int64
+		// A cache that outlives runs reads, of each eager prompt, the share
+		// its text has in common with the one before.
+		var eager, session, eagerCross int64
 		seen := map[string]bool{}
 		var sessionMedia int64
+		prev := ""
 		for _, r := range m.firstRequests(h) {
-			eager += r.tokens
+			e := r.tokens
 			for _, p := range mediaregistry.Parse(r.text) {
-				eager += perMedia[p.Ref]
+				e += perMedia[p.Ref]
 				if !seen[p.Ref] {
 					seen[p.Ref] = true
 					sessionMedia += perMedia[p.Ref]
 				}
 			}
+			eager += e
+			eagerCross += e * int64(commonPrefix(prev, r.full)) / int64(max(len(r.full), 1))
+			prev = r.full
 			session += r.tokens + sessionMedia
 		}
 		h.stop()
 		report = [7]int64{m.input, m.cached, eager, m.multi[0], m.multi[1], int64(m.fetches), session}
+		bill = dayBill{botd: m.input, botdInRun: m.cached, botdCross: m.cross, output: m.output, runs: int64(len(m.firstRequests(h))),
+			eager: eager, eagerCross: eagerCross, session: session}
+	}
+	if testing.Verbose() || os.Getenv("BOTD_BILL_TABLE") != "" {
+		fmt.Fprint(os.Stderr, bill.table())
 	}
 	b.ReportMetric(float64(report[0]), "botd-input-tokens")
 	b.ReportMetric(float64(report[0]-report[1]), "botd-uncached-input-tokens")
@@ -237,10 +254,57 @@ func BenchmarkGroupDayBill(b *testing.B) {
 		b.ReportMetric(100*float64(report[4])/float64(report[3]), "multi-turn-%-with-cache")
 	}
 	b.ReportMetric(float64(report[5]), "fetches")
+	b.ReportMetric(float64(report[0]-bill.botdCross), "botd-uncached-input-tokens-cross-run")
+	b.ReportMetric(bill.usd(bill.botd, 0, 3, 0), "botd-usd-no-cache")
+	b.ReportMetric(bill.usd(bill.botd, bill.botdCross, 3, 0.75), "botd-usd-implicit-cache")
+	b.ReportMetric(bill.usd(bill.eager, 0, 3, 0), "eager-usd-no-cache")
+}
+
+// dayBill prices a day at Claude Sonnet's list prices per MTok: input $3,
+// output $15, cache read $0.30; a cache write costs $3.75 (five-minute
+// cache) or $6 (one hour, which runs minutes to an hour apart need).
+// Every uncached input token of a cached request counts as a write,
+// which is what the breakpoint after the last message does. An implicit
+// cache (OpenAI, Gemini) has no write premium: the "implicit" rows price
+// uncached tokens at $3 and reads at $0.75 (a quarter, GPT-4.1's ratio).
+type dayBill struct {
+	botd, botdInRun, botdCross int64 // input tokens; of them cached within runs, across runs
+	output, runs               int64
+	eager, eagerCross, session int64
+}
+
+// usd prices input tokens of which cached were read, writing the rest at
+// write $/MTok and reading at read $/MTok.
+func (d dayBill) usd(input, cached int64, write, read float64) float64 {
+	return (float64(input-cached)*write + float64(cached)*read + float64(d.output)*15) / 1e6
+}
+
+// table is the README's bill table.
+func (d dayBill) table() string {
+	row := func(name string, input, cached int64, write, read float64) string {
+		return fmt.Sprintf("| %s | %.1fk | %.1fk | $%.2f |\n", name, float64(input)/1000, float64(input-cached)/1000, d.usd(input, cached, write, read))
+	}
+	return "| prompt strategy (one busy group's day) | input tokens | of them uncached | cost at Sonnet list prices |\n|---|---|---|---|\n" +
+		row("botd, no caching", d.botd, 0, 3, 0) +
+		row("botd, explicit cache within a run (5 min writes)", d.botd, d.botdInRun, 3.75, 0.30) +
+		row("botd, explicit cache across runs (1 h writes)", d.botd, d.botdCross, 6, 0.30) +
+		row("botd, implicit cache across runs", d.botd, d.botdCross, 3, 0.75) +
+		row("eager, same window, no caching", d.eager, 0, 3, 0) +
+		row("eager, same window, implicit cache across runs", d.eager, d.eagerCross, 3, 0.75) +
+		row("eager session (keeps every medium), no caching", d.session, 0, 3, 0)
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 type firstRequest struct {
 	text   string
+	full   string // system prompt, tools and text: what a prefix cache sees
 	tokens int64
 }
 
@@ -256,7 +320,8 @@ func (m *billModel) firstRequests(h *harness) []firstRequest {
 			t += textTokens(tl.Name + tl.Description + string(tl.Parameters))
 		}
 		t += textTokens(userText(r))
-		out = append(out, firstRequest{text: userText(r), tokens: t})
+		full, _ := json.Marshal(r)
+		out = append(out, firstRequest{text: userText(r), full: string(full), tokens: t})
 	}
 	return out
 }
