@@ -58,7 +58,7 @@ var (
 )
 
 func (m *billModel) generate(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
-	body, _ := json.Marshal(req)
+	body := cacheOrder(req)
 	tokens := textTokens(req.System)
 	for _, t := range req.Tools {
 		tokens += textTokens(t.Name + t.Description + string(t.Parameters))
@@ -294,6 +294,14 @@ func (d dayBill) table() string {
 		row("eager session (keeps every medium), no caching", d.session, 0, 3, 0)
 }
 
+// cacheOrder serialises a request in the order providers cache its
+// prefix: tools, then the system prompt, then the messages.
+func cacheOrder(req *llm.Request) []byte {
+	tools, _ := json.Marshal(req.Tools)
+	msgs, _ := json.Marshal(req.Messages)
+	return append(append(append(tools, req.System...), msgs...), req.Model...)
+}
+
 func commonPrefix(a, b string) int {
 	n := 0
 	for n < len(a) && n < len(b) && a[n] == b[n] {
@@ -320,8 +328,7 @@ func (m *billModel) firstRequests(h *harness) []firstRequest {
 			t += textTokens(tl.Name + tl.Description + string(tl.Parameters))
 		}
 		t += textTokens(userText(r))
-		full, _ := json.Marshal(r)
-		out = append(out, firstRequest{text: userText(r), full: string(full), tokens: t})
+		out = append(out, firstRequest{text: userText(r), full: string(cacheOrder(&r)), tokens: t})
 	}
 	return out
 }
