@@ -109,3 +109,16 @@ func (p Pricing) Apply(model string, u *Usage) {
 	total.Quo(total, big.NewInt(1_000_000))
 	u.CostMicrocents, u.CostKnown = total.Int64(), true
 }
+
+// ApplyBatch is Apply at the batch rate. Anthropic's Message Batches and
+// OpenAI's Batch API bill every token class (input, output, cache reads
+// and writes) at half the list price, so the batch cost is the list cost
+// halved. The list cost is rounded first, as Apply does, and the half
+// rounds up (a list cost of 7 micro-cents bills 4), so a batch is never
+// reported below half of what the same call would cost unbatched.
+func (p Pricing) ApplyBatch(model string, u *Usage) {
+	p.Apply(model, u)
+	if u.CostKnown {
+		u.CostMicrocents = (u.CostMicrocents + 1) / 2
+	}
+}

@@ -197,84 +197,24 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return out, llm.Errorf("", llm.KindUnknown, err, "malformed %q event: %s", ev.Type, wire.Snippet(ev.Data))
 	}
-	if d.blocks == nil {
-		d.blocks = map[int]openBlock{}
-	}
 	switch e.Type {
 	case "message_start":
 		if e.Message != nil {
 			d.setUsage(e.Message.Usage)
 		}
 	case "content_block_start":
-		cb := e.ContentBlock
-		if cb == nil {
+		if e.ContentBlock == nil {
 			return out, llm.NewError("", llm.KindUnknown, "content_block_start without a block")
 		}
-		b := openBlock{kind: cb.Type, id: cb.ID}
-		switch cb.Type {
-		case "text":
-			if cb.Text != "" {
-				out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: cb.Text})
-			}
-		case "thinking":
-			b.id = "thinking_" + strconv.Itoa(e.Index)
-			b.sig = cb.Signature
-			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
-			if cb.Thinking != "" {
-				out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: cb.Thinking})
-			}
-		case "redacted_thinking":
-			b.id = "thinking_" + strconv.Itoa(e.Index)
-			b.sig = cb.Data
-			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
-		case "tool_use":
-			out = append(out, llm.Chunk{Kind: llm.ChunkToolCallStart, ID: cb.ID, Name: cb.Name})
-			// The start block carries an empty input object; the real
-			// arguments follow as input_json_delta.
-		default:
-			// Server tools and future block types are not part of the seam.
-		}
-		d.blocks[e.Index] = b
+		out = d.startBlock(e.Index, *e.ContentBlock, out)
 	case "content_block_delta":
-		b, ok := d.blocks[e.Index]
-		if !ok {
-			return out, llm.NewError("", llm.KindUnknown, fmt.Sprintf("delta for unknown block %d", e.Index))
-		}
 		var dl delta
 		if err := json.Unmarshal(e.Delta, &dl); err != nil {
 			return out, llm.Errorf("", llm.KindUnknown, err, "malformed delta: %s", wire.Snippet(e.Delta))
 		}
-		switch dl.Type {
-		case "text_delta":
-			if b.kind == "text" && dl.Text != "" {
-				out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: dl.Text})
-			}
-		case "thinking_delta":
-			if dl.Thinking != "" {
-				out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: dl.Thinking})
-			}
-		case "signature_delta":
-			b.sig += dl.Signature
-			d.blocks[e.Index] = b
-		case "input_json_delta":
-			if dl.PartialJSON != "" {
-				out = append(out, llm.Chunk{Kind: llm.ChunkToolCallDelta, ID: b.id, Text: dl.PartialJSON})
-			}
-		}
+		return d.blockDelta(e.Index, dl, out)
 	case "content_block_stop":
-		b, ok := d.blocks[e.Index]
-		if !ok {
-			return out, nil
-		}
-		delete(d.blocks, e.Index)
-		switch b.kind {
-		case "thinking":
-			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig})
-		case "redacted_thinking":
-			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig, Redacted: true})
-		case "tool_use":
-			out = append(out, llm.Chunk{Kind: llm.ChunkToolCallEnd, ID: b.id})
-		}
+		out = d.stopBlock(e.Index, out)
 	case "message_delta":
 		var dl delta
 		if len(e.Delta) > 0 {
@@ -290,13 +230,7 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 			d.setUsage(*e.Usage)
 		}
 	case "message_stop":
-		d.stopped = true
-		u := d.usage
-		stop := d.stop
-		if stop == "" {
-			stop = llm.StopEnd
-		}
-		out = append(out, llm.Chunk{Kind: llm.ChunkStop, StopReason: stop, Usage: &u})
+		out = d.messageStop(out)
 	case "error":
 		// Arrives with HTTP 200 once the stream is open, e.g. overloaded.
 		if e.Error == nil {
@@ -305,6 +239,98 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 		return out, e.Error.toError(0)
 	}
 	return out, nil
+}
+
+// The block methods below are the one mapping of content blocks to
+// chunks: the stream calls them per event, and a complete message (a
+// batch result) replays its blocks through them.
+
+// startBlock opens block index.
+func (d *decoder) startBlock(index int, cb contentBlock, out []llm.Chunk) []llm.Chunk {
+	if d.blocks == nil {
+		d.blocks = map[int]openBlock{}
+	}
+	b := openBlock{kind: cb.Type, id: cb.ID}
+	switch cb.Type {
+	case "text":
+		if cb.Text != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: cb.Text})
+		}
+	case "thinking":
+		b.id = "thinking_" + strconv.Itoa(index)
+		b.sig = cb.Signature
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
+		if cb.Thinking != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: cb.Thinking})
+		}
+	case "redacted_thinking":
+		b.id = "thinking_" + strconv.Itoa(index)
+		b.sig = cb.Data
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
+	case "tool_use":
+		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallStart, ID: cb.ID, Name: cb.Name})
+		// The start block carries an empty input object; the real
+		// arguments follow as input_json_delta.
+	default:
+		// Server tools and future block types are not part of the seam.
+	}
+	d.blocks[index] = b
+	return out
+}
+
+// blockDelta adds to open block index.
+func (d *decoder) blockDelta(index int, dl delta, out []llm.Chunk) ([]llm.Chunk, error) {
+	b, ok := d.blocks[index]
+	if !ok {
+		return out, llm.NewError("", llm.KindUnknown, fmt.Sprintf("delta for unknown block %d", index))
+	}
+	switch dl.Type {
+	case "text_delta":
+		if b.kind == "text" && dl.Text != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: dl.Text})
+		}
+	case "thinking_delta":
+		if dl.Thinking != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: dl.Thinking})
+		}
+	case "signature_delta":
+		b.sig += dl.Signature
+		d.blocks[index] = b
+	case "input_json_delta":
+		if dl.PartialJSON != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkToolCallDelta, ID: b.id, Text: dl.PartialJSON})
+		}
+	}
+	return out, nil
+}
+
+// stopBlock closes block index.
+func (d *decoder) stopBlock(index int, out []llm.Chunk) []llm.Chunk {
+	b, ok := d.blocks[index]
+	if !ok {
+		return out
+	}
+	delete(d.blocks, index)
+	switch b.kind {
+	case "thinking":
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig})
+	case "redacted_thinking":
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig, Redacted: true})
+	case "tool_use":
+		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallEnd, ID: b.id})
+	}
+	return out
+}
+
+// messageStop emits the stop chunk with the usage gathered so far.
+func (d *decoder) messageStop(out []llm.Chunk) []llm.Chunk {
+	d.stopped = true
+	u := d.usage
+	stop := d.stop
+	if stop == "" {
+		stop = llm.StopEnd
+	}
+	return append(out, llm.Chunk{Kind: llm.ChunkStop, StopReason: stop, Usage: &u})
 }
 
 func (d *decoder) setUsage(u usage) {

@@ -20,7 +20,7 @@ type wireRequest struct {
 	StopSequences []string        `json:"stop_sequences,omitempty"`
 	Thinking      *wireThinking   `json:"thinking,omitempty"`
 	OutputConfig  *outputConfig   `json:"output_config,omitempty"`
-	Stream        bool            `json:"stream"`
+	Stream        bool            `json:"stream,omitempty"` // false in a batch
 }
 
 type wireMessage struct {

@@ -81,6 +81,13 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return out, llm.Errorf("", llm.KindUnknown, err, "malformed stream chunk: %s", wire.Snippet(data))
 	}
+	return d.add(c, out)
+}
+
+// add folds one parsed chunk. A complete chat.completion (a batch result)
+// is folded as a single chunk carrying the whole message, its finish
+// reason and usage, so both paths share this mapping.
+func (d *decoder) add(c chunk, out []llm.Chunk) ([]llm.Chunk, error) {
 	if a, ok := decodeError(c.Error); ok {
 		return out, a.toError(0)
 	}

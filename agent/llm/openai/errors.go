@@ -78,6 +78,12 @@ func (a *apiError) toError(status int) *llm.Error {
 		}
 	case "overloaded", "server_overloaded", "engine_overloaded":
 		kind, retryable = llm.KindOverloaded, true
+	case "batch_expired":
+		// A batch item the completion window ran out on: submitting it
+		// again may well succeed.
+		kind, retryable = llm.KindTimeout, true
+	case "batch_cancelled":
+		kind, retryable = llm.KindCancelled, false
 	}
 	return &llm.Error{Kind: kind, Retryable: retryable, Status: status, Code: label, Message: a.Message}
 }

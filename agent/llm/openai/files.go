@@ -50,26 +50,35 @@ type fileObject struct {
 
 // UploadFile posts to /files with purpose user_data and an expiry.
 func (p *Provider) UploadFile(ctx context.Context, f llm.FileUpload) (llm.RemoteFile, error) {
-	body, ct := wire.Multipart([][2]string{
+	obj, err := p.upload(ctx, [][2]string{
 		{"purpose", "user_data"},
 		{"expires_after[anchor]", "created_at"},
 		{"expires_after[seconds]", strconv.Itoa(int(fileLifetime / time.Second))},
-	}, "file", f.Name, f.MIME, f.Body)
-	h := p.header()
-	h.Set("Content-Type", ct)
-	b, _, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/files"), h, body, 64<<10)
+	}, f)
 	if err != nil {
-		return llm.RemoteFile{}, fmt.Errorf("upload %s: %w", f.Name, err)
-	}
-	var obj fileObject
-	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return llm.RemoteFile{}, llm.NewError(p.Name(), llm.KindUnknown, "upload: response has no file id: "+wire.Snippet(b))
+		return llm.RemoteFile{}, err
 	}
 	rf := llm.RemoteFile{ID: obj.ID}
 	if obj.ExpiresAt != nil && *obj.ExpiresAt > 0 {
 		rf.ExpiresAt = time.Unix(*obj.ExpiresAt, 0)
 	}
 	return rf, nil
+}
+
+// upload posts f to /files with the given form fields (purpose first).
+func (p *Provider) upload(ctx context.Context, fields [][2]string, f llm.FileUpload) (*fileObject, error) {
+	body, ct := wire.Multipart(fields, "file", f.Name, f.MIME, f.Body)
+	h := p.header()
+	h.Set("Content-Type", ct)
+	b, _, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/files"), h, body, 64<<10)
+	if err != nil {
+		return nil, fmt.Errorf("upload %s: %w", f.Name, err)
+	}
+	var obj fileObject
+	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
+		return nil, llm.NewError(p.Name(), llm.KindUnknown, "upload: response has no file id: "+wire.Snippet(b))
+	}
+	return &obj, nil
 }
 
 // DeleteFile removes the file; one already gone (404) is not an error.

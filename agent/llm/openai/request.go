@@ -19,8 +19,10 @@ type wireRequest struct {
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	Stop                []string        `json:"stop,omitempty"`
 	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       streamOptions   `json:"stream_options"`
+	// Stream and StreamOptions are left out of a batch, which answers
+	// through an output file.
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
 type streamOptions struct {
@@ -95,7 +97,7 @@ func buildRequest(provider string, req *llm.Request, official bool, files map[st
 		Temperature:   req.Temperature,
 		Stop:          req.StopSequences,
 		Stream:        true,
-		StreamOptions: streamOptions{IncludeUsage: true},
+		StreamOptions: &streamOptions{IncludeUsage: true},
 	}
 	if official {
 		w.MaxCompletionTokens = req.EffectiveMaxTokens()

@@ -120,6 +120,8 @@ func NewServer(t testing.TB, h http.Handler) *Server {
 		s.mu.Lock()
 		s.reqs = append(s.reqs, Recorded{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 		s.mu.Unlock()
+		// The handler may read the body too (a fake API that keeps uploads).
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)

@@ -49,9 +49,28 @@ func (c *Client) RemoteFiles(ctx context.Context, api llm.FilesAPI, req *llm.Req
 // Do makes one plain (non-streaming) call and returns the 2xx body, at
 // most max bytes. Failures are classified like a stream's.
 func (c *Client) Do(ctx context.Context, method, url string, h http.Header, body io.Reader, max int64) ([]byte, http.Header, error) {
+	resp, err := c.send(ctx, method, url, h, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, resp.Header, c.finish(llm.FromTransport(c.Provider, err))
+	}
+	if int64(len(b)) > max {
+		return nil, resp.Header, c.finish(llm.NewError(c.Provider, llm.KindUnknown, fmt.Sprintf("%s %s: response over %d bytes", method, url, max)))
+	}
+	return b, resp.Header, nil
+}
+
+// send makes one plain call and returns the response once it is 2xx; the
+// caller reads and closes its body. Any other status is read (bounded),
+// classified and returned as the error.
+func (c *Client) send(ctx context.Context, method, url string, h http.Header, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
-		return nil, nil, c.finish(llm.Errorf(c.Provider, llm.KindBadRequest, err, "build request: %v", err))
+		return nil, c.finish(llm.Errorf(c.Provider, llm.KindBadRequest, err, "build request: %v", err))
 	}
 	for k, v := range h {
 		req.Header[k] = v
@@ -65,21 +84,14 @@ func (c *Client) Do(ctx context.Context, method, url string, h http.Header, body
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, nil, c.finish(llm.FromTransport(c.Provider, err))
+		return nil, c.finish(llm.FromTransport(c.Provider, err))
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, resp.Header, c.finish(c.parseError(resp.StatusCode, resp.Header, b))
+		return nil, c.finish(c.parseError(resp.StatusCode, resp.Header, b))
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, resp.Header, c.finish(llm.FromTransport(c.Provider, err))
-	}
-	if int64(len(b)) > max {
-		return nil, resp.Header, c.finish(llm.NewError(c.Provider, llm.KindUnknown, fmt.Sprintf("%s %s: response over %d bytes", method, url, max)))
-	}
-	return b, resp.Header, nil
+	return resp, nil
 }
 
 // JSONBody is a request body for [Client.Do].
