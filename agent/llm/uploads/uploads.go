@@ -26,7 +26,9 @@ import (
 // Defaults for [Options].
 const (
 	DefaultUploadOver = 256 << 10
-	DefaultKeep       = 24 * time.Hour
+	// DefaultKeep outlasts a batch (up to 24 h), which may refer to an
+	// upload made when it was submitted.
+	DefaultKeep = 48 * time.Hour
 	// expiryMargin is how long before the provider's expiry a file is
 	// treated as gone: a run may last minutes, and a reference to a file
 	// that expires mid-run fails the whole request.

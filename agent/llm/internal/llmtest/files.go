@@ -36,7 +36,8 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // Uploads returns an uploads store on a fresh, migrated SQLite database
-// that uploads files over 1 KiB, and the clock it reads.
+// that uploads files over 1 KiB and deletes them unused for 24h, and the
+// clock it reads.
 func Uploads(t testing.TB) (*uploads.Store, *Clock) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "botd.db"))
@@ -45,7 +46,7 @@ func Uploads(t testing.TB) (*uploads.Store, *Clock) {
 	}
 	t.Cleanup(func() { st.Close() })
 	clock := &Clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
-	return uploads.New(st.DB, uploads.Options{UploadOver: 1024, Now: clock.Now}), clock
+	return uploads.New(st.DB, uploads.Options{UploadOver: 1024, Keep: 24 * time.Hour, Now: clock.Now}), clock
 }
 
 // MediaFile writes n bytes of a pattern to a file named name in a temp
