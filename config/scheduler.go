@@ -15,11 +15,14 @@ type Scheduler struct {
 	// MaxRunsPerHour the task runs one group gets in any hour.
 	MaxTasksPerGroup int `yaml:"max_tasks_per_group"`
 	MaxRunsPerHour   int `yaml:"max_runs_per_hour"`
+	// BatchPoll is the first wait before asking the provider after a batch
+	// task; it doubles up to 10m.
+	BatchPoll Duration `yaml:"batch_poll"`
 }
 
 func defaultScheduler() Scheduler {
 	return Scheduler{Grace: Duration(scheduler.DefaultGrace), MaxTasksPerGroup: scheduler.DefaultMaxTasksPerGroup,
-		MaxRunsPerHour: scheduler.DefaultMaxRunsPerHour}
+		MaxRunsPerHour: scheduler.DefaultMaxRunsPerHour, BatchPoll: Duration(time.Minute)}
 }
 
 // Location is the timezone of scheduled tasks and of the times the agent
@@ -49,6 +52,9 @@ func (c *Config) schedulerProblems() Problems {
 	}
 	if s.MaxTasksPerGroup < 1 || s.MaxTasksPerGroup > 1000 {
 		ps = append(ps, Problem{"scheduler.max_tasks_per_group", "must be between 1 and 1000"})
+	}
+	if s.BatchPoll < Duration(time.Second) || s.BatchPoll > Duration(time.Hour) {
+		ps = append(ps, Problem{"scheduler.batch_poll", "must be between 1s and 1h"})
 	}
 	if s.MaxRunsPerHour < 1 || s.MaxRunsPerHour > 3600 {
 		ps = append(ps, Problem{"scheduler.max_runs_per_hour", "must be between 1 and 3600"})

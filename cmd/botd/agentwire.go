@@ -169,7 +169,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		}
 	}
 	d.agent = agent.New(agent.Options{
-		Describe: describe, Batch: batcher, BatchModel: primary.Name,
+		Describe: describe, Batch: batcher, BatchModel: primary.Name, BatchPoll: d.cfg.Scheduler.BatchPoll.D(),
 		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
 		LLM: chain, Model: primary.Name, MaxTokens: primary.MaxTokens,
 		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
