@@ -272,29 +272,14 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 		}
 	}
 
-	a.typing(ctx, b.ChatID, true)
-	defer a.typing(context.WithoutCancel(ctx), b.ChatID, false)
-	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
-	defer cancel()
-	tools, err := a.opts.Tools(runCtx, g)
-	if err != nil {
-		log.Warn("agent: tools unavailable; answering without them", "err", err)
-	}
-	if tools != nil {
-		defer tools.Close()
-	}
+	runCtx, tools, done := a.setUp(ctx, g, b.ChatID, log)
+	defer done()
 	caps := a.opts.LLM.Capabilities()
 	if tools == nil || !caps.Tools {
 		req.Tools = nil
 	}
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
-	defer func() {
-		rec.Finished = time.Now()
-		rec.Attempts, rec.Model = bill.list()
-		if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), rec, toTranscript(req.Messages)); err != nil {
-			log.Warn("agent: transcript not saved", "err", err)
-		}
-	}()
+	defer a.saveRun(ctx, &rec, &bill, &req, log)
 	final, answered, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, b.ChatID, log)
 	if stop != nil {
 		if stop.outcome == outcomeModelFailed {

@@ -134,19 +134,8 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	log.Debug("agent: context", "new_messages", len(conv.Msgs), "earlier_messages", len(conv.Earlier),
 		"summary", conv.Summary != "", "media_notes", len(conv.Notes), "estimated_tokens", estimateTokens(user.String())+estimateTokens(conv.Summary))
 
-	a.typing(ctx, trig.ChatID, true)
-	defer a.typing(context.WithoutCancel(ctx), trig.ChatID, false)
-
-	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
-	defer cancel()
-
-	tools, err := a.opts.Tools(runCtx, g)
-	if err != nil {
-		log.Warn("agent: tools unavailable; answering without them", "err", err)
-	}
-	if tools != nil {
-		defer tools.Close()
-	}
+	runCtx, tools, done := a.setUp(ctx, g, trig.ChatID, log)
+	defer done()
 	req := &llm.Request{
 		Model:     a.opts.Model,
 		System:    buildSystem(a.opts.AssistantName, g, memory, global, conv.Summary),
@@ -159,13 +148,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	}
 
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: upTo}
-	defer func() {
-		rec.Finished = time.Now()
-		rec.Attempts, rec.Model = bill.list()
-		if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), rec, toTranscript(req.Messages)); err != nil {
-			log.Warn("agent: transcript not saved", "err", err)
-		}
-	}()
+	defer a.saveRun(ctx, &rec, &bill, req, log)
 
 	if a.opts.Batch != nil && batchRun(conv.Msgs) {
 		rec.Outcome = "batched"
@@ -234,6 +217,34 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 		return runResult{outcome: outcomeDeliveryFailed, err: err}
 	}
 	return runResult{outcome: outcomeDone}
+}
+
+// setUp shows "typing…" in chat, bounds the run by RunTimeout and opens
+// its tools (nil when unavailable: the run answers without them); done
+// undoes all three.
+func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *slog.Logger) (runCtx context.Context, tools ToolSession, done func()) {
+	a.typing(ctx, chat, true)
+	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
+	tools, err := a.opts.Tools(runCtx, g)
+	if err != nil {
+		log.Warn("agent: tools unavailable; answering without them", "err", err)
+	}
+	return runCtx, tools, func() {
+		if tools != nil {
+			tools.Close()
+		}
+		cancel()
+		a.typing(context.WithoutCancel(ctx), chat, false)
+	}
+}
+
+// saveRun records a finished run with its bill and transcript.
+func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts, req *llm.Request, log *slog.Logger) {
+	rec.Finished = time.Now()
+	rec.Attempts, rec.Model = bill.list()
+	if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), *rec, toTranscript(req.Messages)); err != nil {
+		log.Warn("agent: transcript not saved", "err", err)
+	}
 }
 
 // turns is a run's model loop: call the model, run the tools it asks for,
