@@ -51,7 +51,9 @@ type Area struct {
 	// root): it counts toward the budget but is never evicted.
 	Busy func(rel string) bool
 	// Forget, when set, runs before a file is removed, while it is locked:
-	// the cache drops the index rows that point at the blob.
+	// the cache drops the index rows that point at the blob. An error
+	// wrapping ErrKeep keeps the file, counted as in use (a blob whose
+	// only copy still waits for its upload).
 	Forget func(ctx context.Context, rel string) error
 }
 
@@ -283,6 +285,9 @@ func (b *Budget) area(name string) Area {
 	return Area{}
 }
 
+// ErrKeep, from an area's Forget, keeps the file: it may not be evicted yet.
+var ErrKeep = errors.New("file must be kept")
+
 var (
 	errInUse   = errors.New("file in use")
 	errChanged = errors.New("file changed since it was chosen")
@@ -312,7 +317,9 @@ func remove(ctx context.Context, root *os.Root, a Area, f File) (int64, error) {
 		return 0, errChanged
 	}
 	if a.Forget != nil {
-		if err := a.Forget(ctx, f.Rel); err != nil {
+		if err := a.Forget(ctx, f.Rel); errors.Is(err, ErrKeep) {
+			return 0, errInUse
+		} else if err != nil {
 			return 0, fmt.Errorf("evict %s/%s: %w", a.Name, f.Rel, err)
 		}
 	}

@@ -2,6 +2,7 @@ package media
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -23,7 +24,14 @@ const CacheArea = "(cache)"
 func Areas(cache *mediaregistry.Cache, groupsDir string, gs []*groups.Group) []diskbudget.Area {
 	areas := []diskbudget.Area{{
 		Name: CacheArea, Open: cache.OpenRoot, Dir: ".", Busy: cache.InProgress,
-		Forget: cache.Forget,
+		Forget: func(ctx context.Context, sha string) error {
+			err := cache.Forget(ctx, sha)
+			if errors.Is(err, mediaregistry.ErrPendingUpload) {
+				// The only copy until the upload succeeds.
+				return fmt.Errorf("%w: %w", diskbudget.ErrKeep, err)
+			}
+			return err
+		},
 	}}
 	for _, g := range gs {
 		ws := groups.Workspace{Root: filepath.Join(groupsDir, g.Folder)}

@@ -276,8 +276,11 @@ func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blo
 
 // acquire finds ref's bytes in the cache, downloading them unless cached,
 // and holds the blob so no sweep evicts it while the fetch uses it. A blob
-// evicted between the lookup and the hold is downloaded again, unless the
-// ref has expired: then the network may no longer have it.
+// whose local copy is gone is brought back from the object store when one
+// keeps it; failing that (or evicted between the lookup and the hold) it
+// is downloaded again, unless the ref has expired: then the network may no
+// longer have it. A store that cannot be reached never fails a fetch the
+// channel can still serve.
 func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.MediaReference, expired bool) (mediaregistry.Entry, bool, *os.File, *ipc.Error) {
 	root, err := s.o.Cache.OpenRoot()
 	if err != nil {
@@ -291,6 +294,18 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 			return entry, false, nil, ferr
 		}
 		blob, err := s.o.Budget.Acquire(root, entry.SHA256)
+		if errors.Is(err, diskbudget.ErrGone) && cached && s.o.Cache.Remote() {
+			if merr := s.o.Cache.Materialise(ctx, entry); merr == nil {
+				s.o.Budget.Added(entry.Size)
+				blob, err = s.o.Budget.Acquire(root, entry.SHA256)
+			} else {
+				s.o.Log.Warn("fetch_media: the object store could not give back the bytes; downloading from the channel",
+					"ref", ref.ID, "sha256", entry.SHA256, "err", merr)
+				// The store lost the object or cannot be reached: forget
+				// the ref's bytes so the next attempt asks the channel.
+				s.o.Cache.Drop(context.WithoutCancel(ctx), ref.ID)
+			}
+		}
 		if err == nil {
 			return entry, cached, blob, nil
 		}
@@ -307,7 +322,7 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 			return entry, false, nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s was evicted from the media cache as soon as it was "+
 				"downloaded: media.max_disk_bytes is too small for what is in use", ref.ID)
 		}
-		s.o.Log.Info("fetch_media: cached blob evicted before use, downloading again", "ref", ref.ID)
+		s.o.Log.Info("fetch_media: cached blob gone before use, downloading again", "ref", ref.ID)
 	}
 }
 

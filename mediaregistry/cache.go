@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,24 @@ type Cache struct {
 	// wrap, when set, stands between Store and its temp file (tests: a
 	// writer that fails like a full disk).
 	wrap func(io.Writer) io.Writer
+
+	// local is the cache folder as a store; store is where blobs are kept
+	// for good: local itself unless UseStore named another (a bucket).
+	local *LocalStore
+	store ObjectStore
+	// kick wakes the uploader when a blob is waiting for the store.
+	kick chan struct{}
+	// uploadWrap, when set, stands between a cached file and the store
+	// (tests: a transfer cut in the middle).
+	uploadWrap func(io.Reader) io.Reader
+	// materialising shares one transfer from the store per blob.
+	matMu         sync.Mutex
+	materialising map[string]*matFlight
+}
+
+type matFlight struct {
+	done chan struct{}
+	err  error
 }
 
 // Entry is one cached ref.
@@ -60,8 +79,47 @@ func OpenCache(dir string, db *sql.DB, ttl time.Duration) (*Cache, error) {
 // (`botd media`) beside a running daemon, whose downloads in tmp/ must
 // stay.
 func NewCache(dir string, db *sql.DB, ttl time.Duration) *Cache {
-	return &Cache{dir: dir, db: db, ttl: ttl, now: time.Now}
+	local := NewLocalStore(dir)
+	return &Cache{dir: dir, db: db, ttl: ttl, now: time.Now, local: local, store: local,
+		kick: make(chan struct{}, 1), materialising: map[string]*matFlight{}}
 }
+
+// UseStore keeps blobs in s (an S3 bucket) from now on: new downloads are
+// uploaded to it in the background, and a blob whose local copy was
+// evicted is fetched back from it instead of from the channel.
+func (c *Cache) UseStore(s ObjectStore) {
+	if s == nil {
+		s = c.local
+	}
+	c.store = s
+}
+
+// ObjectStore is where blobs are kept for good (the local folder by
+// default).
+func (c *Cache) ObjectStore() ObjectStore { return c.store }
+
+// Local is the cache folder as an ObjectStore.
+func (c *Cache) Local() *LocalStore { return c.local }
+
+// remote reports a store other than the cache folder.
+func (c *Cache) remote() bool { return c.store != ObjectStore(c.local) }
+
+// Remote reports whether blobs are kept in a store other than the cache
+// folder (a bucket), so an evicted local copy can be brought back.
+func (c *Cache) Remote() bool { return c.remote() }
+
+// Drop forgets which bytes ref has, so its next fetch downloads it again
+// (the store lost them, or cannot be reached).
+func (c *Cache) Drop(ctx context.Context, ref string) error {
+	if _, err := c.db.ExecContext(ctx, `DELETE FROM media_cache WHERE ref_id = ?`, ref); err != nil {
+		return fmt.Errorf("media cache: drop %s: %w", ref, err)
+	}
+	return nil
+}
+
+// SetUploadFilter puts f's reader between a cached file and the store it
+// is uploaded to (tests: cut a transfer in the middle).
+func (c *Cache) SetUploadFilter(f func(io.Reader) io.Reader) { c.uploadWrap = f }
 
 // SetClock replaces the time source (tests).
 func (c *Cache) SetClock(now func() time.Time) { c.now = now }
@@ -86,10 +144,40 @@ func (c *Cache) OpenRoot() (*os.Root, error) { return os.OpenRoot(c.dir) }
 // written: a download in tmp/.
 func (c *Cache) InProgress(rel string) bool { return strings.HasPrefix(rel, "tmp/") }
 
-// Forget drops every index row pointing at blob sha, before the blob is
-// evicted: later lookups of those refs miss instead of finding nothing.
+// ErrPendingUpload: the blob's only copy is the local one, and it is still
+// waiting to be uploaded to the store; evicting it would lose it.
+var ErrPendingUpload = errors.New("media blob not yet uploaded to the store")
+
+// Forget runs before the local copy of blob sha is evicted. When the store
+// keeps the blob elsewhere (a bucket), the index stays: the next fetch
+// brings the bytes back from there. Otherwise every index row pointing at
+// it is dropped, so later lookups miss instead of finding nothing — except
+// for a blob still waiting for its upload, which is kept (ErrPendingUpload).
 func (c *Cache) Forget(ctx context.Context, sha string) error {
-	if _, err := c.db.ExecContext(ctx, `DELETE FROM media_cache WHERE sha256 = ?`, sha); err != nil {
+	if c.remote() {
+		var kept string
+		err := c.db.QueryRowContext(ctx, `SELECT kept_in FROM media_blobs WHERE sha256 = ?`, sha).Scan(&kept)
+		switch {
+		case err == nil && kept == c.store.ID():
+			return nil
+		case err == nil:
+			return fmt.Errorf("media cache: forget %s: %w", sha, ErrPendingUpload)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("media cache: forget %s: %w", sha, err)
+		}
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("media cache: forget %s: %w", sha, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM media_cache WHERE sha256 = ?`, sha); err != nil {
+		return fmt.Errorf("media cache: forget %s: %w", sha, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM media_blobs WHERE sha256 = ?`, sha); err != nil {
+		return fmt.Errorf("media cache: forget %s: %w", sha, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("media cache: forget %s: %w", sha, err)
 	}
 	return nil
@@ -109,10 +197,25 @@ func (c *Cache) Lookup(ctx context.Context, ref string) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("media cache lookup: %w", err)
 	}
 	e.Fetched = time.UnixMilli(fetched)
-	if fi, err := os.Stat(c.Path(e.SHA256)); err != nil || fi.Size() != e.Size {
-		return Entry{}, false, nil
+	if fi, err := os.Stat(c.Path(e.SHA256)); err == nil && fi.Size() == e.Size {
+		return e, true, nil
 	}
-	return e, true, nil
+	// Not on this disk: still a hit when the store keeps it (a restart on
+	// a fresh disk, an evicted copy); Materialise brings it back.
+	if c.remote() {
+		var kept string
+		err := c.db.QueryRowContext(ctx, `SELECT kept_in FROM media_blobs WHERE sha256 = ?`, e.SHA256).Scan(&kept)
+		if err == nil && kept == c.store.ID() {
+			return e, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
+// OnDisk reports whether the blob's local copy is in the cache folder.
+func (c *Cache) OnDisk(e Entry) bool {
+	fi, err := os.Stat(c.Path(e.SHA256))
+	return err == nil && fi.Size() == e.Size
 }
 
 // Store streams r into the cache for ref, at most max bytes, hashing and
@@ -197,42 +300,86 @@ func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64,
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
 	done = true
-	_, err = c.db.ExecContext(ctx, `INSERT INTO media_cache(ref_id, sha256, size, mime, fetched) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(ref_id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, mime = excluded.mime, fetched = excluded.fetched`,
-		e.Ref, e.SHA256, e.Size, e.MIME, e.Fetched.UnixMilli())
-	if err != nil {
-		return Entry{}, fmt.Errorf("media cache index: %w", err)
+	if err := c.index(ctx, e); err != nil {
+		return Entry{}, err
+	}
+	if c.remote() {
+		c.Kick()
 	}
 	return e, nil
 }
 
-// Sweep forgets entries fetched more than the TTL ago and deletes blobs no
-// entry points at any more.
+// index records that ref's bytes are blob e.SHA256, and the blob itself
+// (with its metadata, and as not yet kept by any store but this folder),
+// in one transaction: a sweep never sees a blob without its ref.
+func (c *Cache) index(ctx context.Context, e Entry) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("media cache index: %w", err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `INSERT INTO media_cache(ref_id, sha256, size, mime, fetched) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(ref_id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, mime = excluded.mime, fetched = excluded.fetched`,
+		e.Ref, e.SHA256, e.Size, e.MIME, e.Fetched.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("media cache index: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO media_blobs(sha256, size, mime, name, created)
+		VALUES (?, ?, ?, COALESCE((SELECT file_name FROM media_refs WHERE id = ?), ''), ?)
+		ON CONFLICT(sha256) DO NOTHING`, e.SHA256, e.Size, e.MIME, e.Ref, e.Fetched.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("media cache index: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("media cache index: %w", err)
+	}
+	return nil
+}
+
+// Sweep forgets entries fetched more than the TTL ago, then deletes the
+// blobs no entry points at any more: the local copy and, when a bucket
+// keeps it, the object. A blob whose object could not be deleted keeps its
+// row and is tried again by the next sweep.
 func (c *Cache) Sweep(ctx context.Context) (int, error) {
 	cutoff := c.now().Add(-c.ttl).UnixMilli()
-	rows, err := c.db.QueryContext(ctx, `DELETE FROM media_cache WHERE fetched <= ? RETURNING sha256`, cutoff)
+	if _, err := c.db.ExecContext(ctx, `DELETE FROM media_cache WHERE fetched <= ?`, cutoff); err != nil {
+		return 0, fmt.Errorf("sweep media cache: %w", err)
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT sha256, kept_in FROM media_blobs b
+		WHERE NOT EXISTS (SELECT 1 FROM media_cache c WHERE c.sha256 = b.sha256) LIMIT 1000`)
 	if err != nil {
 		return 0, fmt.Errorf("sweep media cache: %w", err)
 	}
-	var shas []string
+	type orphan struct{ sha, kept string }
+	var orphans []orphan
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err == nil {
-			shas = append(shas, s)
+		var o orphan
+		if err := rows.Scan(&o.sha, &o.kept); err == nil {
+			orphans = append(orphans, o)
 		}
 	}
 	rows.Close()
 	removed := 0
-	for _, s := range shas {
+	var firstErr error
+	for _, o := range orphans {
 		var n int
-		if err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM media_cache WHERE sha256 = ?`, s).Scan(&n); err != nil || n > 0 {
+		if err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM media_cache WHERE sha256 = ?`, o.sha).Scan(&n); err != nil || n > 0 {
 			continue
 		}
-		if err := os.Remove(c.Path(s)); err == nil {
+		if o.kept != "" && c.remote() && o.kept == c.store.ID() {
+			if err := c.store.Delete(ctx, o.sha); err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("sweep media cache: deleting %s from the store: %w", o.sha, err)
+				}
+				continue
+			}
+		}
+		if err := os.Remove(c.Path(o.sha)); err == nil {
 			removed++
 		}
+		c.db.ExecContext(ctx, `DELETE FROM media_blobs WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM media_cache WHERE sha256 = ?)`, o.sha, o.sha)
 	}
-	return removed, nil
+	return removed, firstErr
 }
 
 // RunSweeper sweeps every interval until ctx ends.

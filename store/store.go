@@ -307,6 +307,26 @@ var migrations = []string{
 	CREATE INDEX llm_batches_state ON llm_batches(state, next_poll);
 	CREATE INDEX llm_batches_folder ON llm_batches(folder, state);
 	ALTER TABLE scheduled_tasks ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;`,
+	// 11: media blobs and where they are kept: their metadata (also put on
+	// the objects of a bucket), the store that keeps them (kept_in, empty
+	// while only the local cache has them: the pending uploads), and the
+	// retry state of their upload. Blobs cached before are recorded as
+	// kept locally only.
+	`CREATE TABLE media_blobs (
+		sha256 TEXT PRIMARY KEY,
+		size INTEGER NOT NULL,
+		mime TEXT NOT NULL DEFAULT '',
+		name TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		kept_in TEXT NOT NULL DEFAULT '',
+		attempts INTEGER NOT NULL DEFAULT 0,
+		next_try INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX media_blobs_upload ON media_blobs(kept_in, next_try);
+	INSERT OR IGNORE INTO media_blobs(sha256, size, mime, name, created)
+		SELECT c.sha256, MAX(c.size), MAX(c.mime), COALESCE(MAX(r.file_name), ''), MIN(c.fetched)
+		FROM media_cache c LEFT JOIN media_refs r ON r.id = c.ref_id GROUP BY c.sha256;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.
