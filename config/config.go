@@ -23,6 +23,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/mediaregistry/s3store"
 )
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
@@ -83,6 +84,38 @@ type Media struct {
 	// Transcription turns voice notes and audio into text: a provider of
 	// type openai (/audio/transcriptions) or gemini.
 	Transcription MediaModel `yaml:"transcription"`
+	// Store is where media bytes are kept for good: the local cache
+	// folder, or an S3-compatible bucket.
+	Store MediaStore `yaml:"store"`
+	// LinkTTL is how long a resource or presigned URL handed to a remote
+	// MCP client stays valid.
+	LinkTTL Duration `yaml:"link_ttl"`
+}
+
+// Media store types.
+const (
+	StoreLocal = "local"
+	StoreS3    = "s3"
+)
+
+// MediaStore is media.store. The bucket settings are read by
+// `botd media migrate` whatever the type, so they may stay while the type
+// goes back to local.
+type MediaStore struct {
+	Type      string `yaml:"type"` // local (default) | s3
+	Endpoint  string `yaml:"endpoint"`
+	Bucket    string `yaml:"bucket"`
+	Region    string `yaml:"region"`
+	Prefix    string `yaml:"prefix"`
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
+	PathStyle bool   `yaml:"path_style"`
+}
+
+// S3 is the bucket configuration of the store.
+func (m MediaStore) S3() s3store.Config {
+	return s3store.Config{Endpoint: m.Endpoint, Bucket: m.Bucket, Region: m.Region, Prefix: m.Prefix,
+		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle}
 }
 
 // Channels holds each channel's own section; the channel packages define
@@ -230,6 +263,8 @@ func Defaults() *Config {
 			DownloadTimeout:     Duration(media.DefaultDownloadTimeout),
 			DownloadIdleTimeout: Duration(media.DefaultDownloadIdleTimeout),
 			DownloadsPerGroup:   media.DefaultDownloadsPerGroup,
+			Store:               MediaStore{Type: StoreLocal},
+			LinkTTL:             Duration(media.DefaultLinkTTL),
 		},
 		Channels: Channels{
 			Telegram: telegram.DefaultConfig(),

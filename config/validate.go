@@ -11,6 +11,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mediaregistry/s3store"
 )
 
 // ProviderTypes are the LLM adapter types botd ships.
@@ -79,6 +80,11 @@ func (c *Config) Validate() error {
 		// A fetched file is stored twice: in the cache and as the group's
 		// own copy.
 		add("media.max_disk_bytes", "must be at least twice media.max_download_bytes (%d): a fetched file is kept in the cache and in the group's folder", m.MaxDownloadBytes)
+	}
+
+	c.checkMediaStore(&ps)
+	if m.LinkTTL <= 0 || m.LinkTTL.D() > 7*24*time.Hour {
+		add("media.link_ttl", "must be positive and at most 168h (S3 presigned URLs last a week at most)")
 	}
 
 	ps = append(ps, c.channelProblems("channels.telegram", c.Channels.Telegram.Validate())...)
@@ -421,6 +427,42 @@ func (c *Config) checkMediaModel(ps *Problems, path string, m MediaModel) {
 	default:
 		if _, ok := c.LLM.Providers[m.Provider]; !ok {
 			*ps = append(*ps, Problem{Path: path + ".provider", Msg: fmt.Sprintf("unknown provider %q (not under llm.providers)", m.Provider)})
+		}
+	}
+}
+
+// checkMediaStore checks media.store: the type, and for s3 every setting
+// the bucket needs. Whether the bucket answers is `botd config check`'s
+// business (it needs the network).
+func (c *Config) checkMediaStore(ps *Problems) {
+	st := c.Media.Store
+	add := func(path, format string, args ...any) {
+		*ps = append(*ps, Problem{"media.store." + path, fmt.Sprintf(format, args...)})
+	}
+	switch st.Type {
+	case StoreLocal:
+		return
+	case StoreS3:
+	default:
+		add("type", "must be local or s3")
+		return
+	}
+	if st.Endpoint == "" {
+		add("endpoint", "is required for type s3 (e.g. https://s3.eu-central-1.amazonaws.com or http://127.0.0.1:9000)")
+	} else if _, err := s3store.ParseEndpoint(st.Endpoint); err != nil {
+		add("endpoint", "%s", strings.TrimPrefix(err.Error(), "s3 store: "))
+	}
+	if st.Bucket == "" {
+		add("bucket", "is required for type s3")
+	}
+	for _, k := range []struct{ path, v string }{{"access_key", st.AccessKey}, {"secret_key", st.SecretKey}} {
+		if k.v != "" {
+			continue
+		}
+		if env := c.EnvHint("media.store." + k.path); env != "" {
+			add(k.path, "is required for type s3: set %s", env)
+		} else {
+			add(k.path, "is required for type s3")
 		}
 	}
 }

@@ -39,6 +39,10 @@ const (
 	// further fetches queue (and say so) while cached media, lists and
 	// sends of the group are still served at once.
 	DefaultDownloadsPerGroup = 4
+	// DefaultLinkTTL is how long a link to a fetched file handed to a
+	// remote MCP client works: long enough to download it after the tool
+	// call, short enough that a leaked link soon stops working.
+	DefaultLinkTTL = 15 * time.Minute
 )
 
 // Options wire a Service.

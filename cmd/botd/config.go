@@ -9,7 +9,7 @@ import (
 	"github.com/botd-dev/botd/config"
 )
 
-func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "check" && args[0] != "-h" && args[0] != "--help") {
 		fmt.Fprintln(stderr, "Usage: botd config check [--config FILE]")
 		return fail(2, "")
@@ -19,13 +19,14 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	fs := newFlags("config check", "botd config check [--config FILE]",
-		"Validate the config and list every problem with its key path; exit 1 if there are any.", stderr)
+		"Validate the config and list every problem with its key path; exit 1 if there are any. "+
+			"With media.store type s3, also write, read back and delete a probe object in the bucket.", stderr)
 	cfgFlag := configFlag(fs)
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	path := configPath(*cfgFlag)
-	_, err := config.Load(path)
+	cfg, err := config.Load(path)
 	var ps config.Problems
 	if errors.As(err, &ps) {
 		fmt.Fprintf(stdout, "%s: %d problem(s)\n", path, len(ps))
@@ -36,6 +37,12 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		return fail(1, "%v", err)
+	}
+	// Settings can be valid and the bucket still unusable: prove it
+	// answers and takes writes, so `botd run` does not find out later.
+	if err := checkStore(ctx, cfg); err != nil {
+		fmt.Fprintf(stdout, "%s: 1 problem(s)\n  media.store: %v\n", path, err)
+		return fail(1, "")
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
 	return nil

@@ -78,6 +78,9 @@ func (d *daemon) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := useStore(d.cfg, d.cache); err != nil {
+		return err
+	}
 	for _, g := range d.groups.All() {
 		ws, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g)
 		if err != nil {
@@ -176,7 +179,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	go func() { defer d.wg.Done(); d.reg.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.cache.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.budget.Run(ctx, every) }()
-	d.wg.Add(1)
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); d.cache.RunUploader(ctx, d.log.With("component", "media-store")) }()
 	go func() { defer d.wg.Done(); d.agent.RunRetention(ctx, d.cfg.Agent.Retention.D(), time.Hour) }()
 	if d.uploads != nil {
 		d.wg.Add(1)

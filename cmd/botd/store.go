@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/mediaregistry/s3store"
+)
+
+// bucket opens media.store's bucket, whatever the type (migrate reads it
+// while the type is still local).
+func bucket(cfg *config.Config) (*s3store.Store, error) {
+	st, err := s3store.New(cfg.Media.Store.S3())
+	if err != nil {
+		return nil, fail(1, "media.store: %v", err)
+	}
+	return st, nil
+}
+
+// useStore puts the cache on media.store: nothing to do for local.
+func useStore(cfg *config.Config, cache *mediaregistry.Cache) error {
+	if cfg.Media.Store.Type != config.StoreS3 {
+		return nil
+	}
+	st, err := bucket(cfg)
+	if err != nil {
+		return err
+	}
+	cache.UseStore(st)
+	return nil
+}
+
+// storeCheckTimeout bounds `botd config check`'s probe of the bucket.
+const storeCheckTimeout = 20 * time.Second
+
+// checkStore proves an s3 bucket reachable and writable.
+func checkStore(ctx context.Context, cfg *config.Config) error {
+	if cfg.Media.Store.Type != config.StoreS3 {
+		return nil
+	}
+	st, err := bucket(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	return st.Check(ctx)
+}
