@@ -19,8 +19,9 @@ import (
 )
 
 const (
-	mediaUsageLine = "botd media [usage] [--config FILE]"
-	mediaPruneLine = "botd media prune [--group FOLDER] [--older-than AGE] [--config FILE]"
+	mediaUsageLine   = "botd media [usage] [--config FILE]"
+	mediaPruneLine   = "botd media prune [--group FOLDER] [--older-than AGE] [--config FILE]"
+	mediaMigrateLine = "botd media migrate --to s3|local [--config FILE]"
 )
 
 func cmdMedia(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,8 +34,10 @@ func cmdMedia(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return mediaUsage(ctx, args, stdout, stderr)
 	case "prune":
 		return mediaPrune(ctx, args, stdout, stderr)
+	case "migrate":
+		return mediaMigrate(ctx, args, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "Usage:\n  %s\n  %s\n", mediaUsageLine, mediaPruneLine)
+	fmt.Fprintf(stderr, "Usage:\n  %s\n  %s\n  %s\n", mediaUsageLine, mediaPruneLine, mediaMigrateLine)
 	return fail(2, "unknown media command %q", sub)
 }
 
@@ -67,6 +70,10 @@ func openMedia(ctx context.Context, cfgFlag string) (*mediaEnv, error) {
 		return nil, fail(1, "%v", err)
 	}
 	cache := mediaregistry.NewCache(filepath.Join(cfg.DataDir, "media"), st.DB, cfg.Media.CacheTTL.D())
+	if err := useStore(cfg, cache); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return &mediaEnv{
 		cfg: cfg, set: set, st: st, reg: mediaregistry.New(st.DB, cfg.Media.RefTTL.D()), cache: cache,
 		budget: diskbudget.New(cfg.Media.MaxDiskBytes, media.Areas(cache, cfg.GroupsDir, set.All()), nil),
@@ -90,7 +97,86 @@ func mediaUsage(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	return u.WriteTable(stdout, time.Now())
+	if err := u.WriteTable(stdout, time.Now()); err != nil {
+		return err
+	}
+	if !env.cache.Remote() {
+		return nil
+	}
+	pend, err := env.cache.PendingUploads(ctx)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "media store: %s, %d blob(s) waiting for upload\n", env.cache.ObjectStore().ID(), len(pend))
+	if len(pend) > 0 && pend[len(pend)-1].LastError != "" {
+		fmt.Fprintf(stdout, "last upload error: %s\n", pend[len(pend)-1].LastError)
+	}
+	return nil
+}
+
+func mediaMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("media migrate", mediaMigrateLine,
+		"Copy the stored media bytes to the bucket of media.store (--to s3) or back to data_dir/media (--to local), "+
+			"beside a running daemon: it keeps serving meanwhile, refs keep working, nothing is deleted. "+
+			"Then set media.store.type to the target and restart botd; what it fetched in between is uploaded by it "+
+			"(to s3) or was already local. The bucket settings are read from media.store whatever its type. "+
+			"Running it again copies only what is missing.", stderr)
+	to := fs.String("to", "", "`s3` or `local`")
+	cfgFlag := configFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *to != config.StoreS3 && *to != config.StoreLocal {
+		fs.Usage()
+		return fail(2, "--to must be s3 or local")
+	}
+	env, err := openMedia(ctx, *cfgFlag)
+	if err != nil {
+		return err
+	}
+	defer env.st.Close()
+	b, err := bucket(env.cfg)
+	if err != nil {
+		return err
+	}
+	// Against a fresh cache handle: the store of the target, whatever the
+	// configured type.
+	cache := mediaregistry.NewCache(filepath.Join(env.cfg.DataDir, "media"), env.st.DB, env.cfg.Media.CacheTTL.D())
+	cache.UseStore(b)
+	if err := b.Check(ctx); err != nil {
+		return fail(1, "media.store: %v", err)
+	}
+	progress := func(info mediaregistry.ObjectInfo, err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "  %s: %v\n", info.SHA256, err)
+		}
+	}
+	var res mediaregistry.MigrateResult
+	if *to == config.StoreS3 {
+		res, err = cache.MigrateToStore(ctx, progress)
+	} else {
+		need, nerr := cache.LocalBytes(ctx)
+		if nerr != nil {
+			return fail(1, "%v", nerr)
+		}
+		if need > env.budget.Max() {
+			return fail(1, "the media in the bucket (%s) exceed media.max_disk_bytes (%s): raise it first, or the disk "+
+				"budget would evict what the migration copies", mediaregistry.FormatSize(need), mediaregistry.FormatSize(env.budget.Max()))
+		}
+		res, err = cache.MigrateToLocal(ctx, progress)
+	}
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%d blob(s) in %s, %d copied now (%s); %d missing from both places (their refs download again)\n",
+		res.Blobs, *to, res.Copied, mediaregistry.FormatSize(res.Bytes), res.Missing)
+	if res.Failed > 0 {
+		return fail(1, "%d blob(s) could not be copied (first: %v); run it again", res.Failed, res.Err)
+	}
+	if env.cfg.Media.Store.Type != *to {
+		fmt.Fprintf(stdout, "now set media.store.type: %s and restart botd\n", *to)
+	}
+	return nil
 }
 
 func mediaPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
