@@ -41,7 +41,11 @@ func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		return toolError(ToolFetchMedia, err), nil
 	}
-	return t.fetchResult(ctx, res, strings.TrimSpace(pages)), nil
+	r := t.fetchResult(ctx, res, strings.TrimSpace(pages))
+	if t.links != nil && !r.IsError {
+		t.linkResult(ctx, r, res)
+	}
+	return r, nil
 }
 
 // keyframeCount is how many stills of a video the model sees: enough to

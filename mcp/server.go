@@ -66,6 +66,10 @@ type Options struct {
 	// Main is set for the main group's server, the only one whose
 	// remember and forget may change the global memory.
 	Main bool
+	// Links, when set, hands every fetched file to the client as a
+	// short-lived resource too (and a presigned URL with the S3 store):
+	// for clients on other machines, which cannot open the host path.
+	Links *LinkOptions
 }
 
 // tools holds the state the tool handlers share.
@@ -77,6 +81,7 @@ type tools struct {
 	caller      Caller
 	log         *slog.Logger
 	callTimeout time.Duration
+	links       *linkTable // nil: paths only (stdio on the same machine)
 }
 
 // NewServer builds the MCP server of one group. It does no I/O: the group
@@ -129,6 +134,9 @@ func newTools(opts Options) (*tools, error) {
 	if opts.GlobalDir != "" {
 		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}
 	}
+	if opts.Links != nil {
+		t.links = newLinkTable(*opts.Links)
+	}
 	if t.inlineMax <= 0 {
 		t.inlineMax = DefaultInlineMaxBytes
 	}
@@ -150,6 +158,7 @@ func (t *tools) register(s *server.MCPServer) {
 	s.AddTool(rememberTool(global), t.remember)
 	s.AddTool(forgetTool(global), t.forget)
 	t.registerTasks(s)
+	t.registerLinks(s)
 }
 
 // call runs one IPC request under the call timeout.

@@ -53,18 +53,24 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// stdout carries the protocol; every log line goes to stderr.
 	log := newLogger(cfg.LogLevel, stderr).With("component", "mcp")
 	if *group != "" {
-		srv, closeFn, err := groupServer(cfg, set, *group)
+		srv, closeFn, err := groupServer(cfg, set, *group, nil)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
 		return mcp.ServeStdio(ctx, srv, os.Stdin, stdout)
 	}
+	// Clients over HTTP may be on other machines: fetched files also come
+	// back as short-lived resources (and presigned URLs with a bucket).
+	links, err := remoteLinks(cfg)
+	if err != nil {
+		return err
+	}
 	servers := map[string]*server.MCPServer{}
 	tokens := map[string]string{}
 	for _, t := range cfg.MCP.HTTP.Tokens {
 		if _, ok := servers[t.Group]; !ok {
-			srv, closeFn, err := groupServer(cfg, set, t.Group)
+			srv, closeFn, err := groupServer(cfg, set, t.Group, links)
 			if err != nil {
 				return err
 			}
@@ -138,7 +144,7 @@ func joinHTTPAddr(args []string) []string {
 	return out
 }
 
-func groupServer(cfg *config.Config, set *groups.Set, folder string) (*server.MCPServer, func(), error) {
+func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.LinkOptions) (*server.MCPServer, func(), error) {
 	g, ok := set.ByFolder(folder)
 	if !ok {
 		return nil, nil, fail(1, "unknown group %q: it must be one of the folders under groups: in the config", folder)
@@ -153,7 +159,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string) (*server.MC
 	}
 	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder))
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Caller: client, Version: version,
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Caller: client, Version: version, Links: links,
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
 	if err != nil {
 		client.Close()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store"
 )
@@ -32,6 +33,9 @@ func useStore(cfg *config.Config, cache *mediaregistry.Cache) error {
 	return nil
 }
 
+// presignStatTimeout bounds the look for the object behind a presigned URL.
+const presignStatTimeout = 5 * time.Second
+
 // storeCheckTimeout bounds `botd config check`'s probe of the bucket.
 const storeCheckTimeout = 20 * time.Second
 
@@ -47,4 +51,29 @@ func checkStore(ctx context.Context, cfg *config.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 	defer cancel()
 	return st.Check(ctx)
+}
+
+// remoteLinks are the resource links of `botd mcp --http`, with presigned
+// URLs when the bucket keeps the bytes. A URL is only offered once the
+// object is there (the upload runs after the fetch, in the daemon).
+func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
+	l := &mcp.LinkOptions{TTL: cfg.Media.LinkTTL.D()}
+	if cfg.Media.Store.Type != config.StoreS3 {
+		return l, nil
+	}
+	b, err := bucket(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.Presign = func(ctx context.Context, sha, name, mime string, ttl time.Duration) (string, error) {
+		// A bucket that does not answer must not hold up the tool call:
+		// the resource link works without the URL.
+		ctx, cancel := context.WithTimeout(ctx, presignStatTimeout)
+		defer cancel()
+		if _, err := b.Stat(ctx, sha); err != nil {
+			return "", err
+		}
+		return b.PresignGet(ctx, sha, name, mime, ttl)
+	}
+	return l, nil
 }
