@@ -26,7 +26,7 @@ import (
 // s3env is a media service over a real database and a fake Telegram, whose
 // cache can be opened again (a restart) on the local store or a bucket.
 type s3env struct {
-	t         *testing.T
+	t         testing.TB
 	dir       string
 	cacheDir  string
 	groupsDir string
@@ -41,7 +41,7 @@ type s3env struct {
 	stopUp func()
 }
 
-func newS3Env(t *testing.T) *s3env {
+func newS3Env(t testing.TB) *s3env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &s3env{t: t, dir: dir, cacheDir: filepath.Join(dir, "data", "media"), groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram")}
@@ -166,7 +166,7 @@ func randomBytes(t testing.TB, n int) []byte {
 	return b
 }
 
-func inBucket(t *testing.T, st *s3store.Store, sha string, want []byte) {
+func inBucket(t testing.TB, st *s3store.Store, sha string, want []byte) {
 	t.Helper()
 	r, _, err := st.Get(context.Background(), sha)
 	if err != nil {
