@@ -2,6 +2,7 @@ package mediaregistry
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -65,18 +66,27 @@ func NewLocalStore(dir string) *LocalStore { return &LocalStore{dir: dir} }
 func (l *LocalStore) ID() string { return "local" }
 
 // Put writes r to a temp file, checks its size and digest, and renames it
-// to its content address. An object already there is kept.
+// to its content address, every step inside the folder (os.Root). An
+// object already there is kept.
 func (l *LocalStore) Put(ctx context.Context, info ObjectInfo, r io.Reader) error {
 	if !ValidSHA256(info.SHA256) {
 		return fmt.Errorf("local store: bad digest %q", info.SHA256)
 	}
-	if fi, err := os.Lstat(filepath.Join(l.dir, info.SHA256)); err == nil && fi.Mode().IsRegular() && fi.Size() == info.Size {
-		return nil
-	}
 	if err := os.MkdirAll(filepath.Join(l.dir, "tmp"), 0o750); err != nil {
 		return fmt.Errorf("local store: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Join(l.dir, "tmp"), "put-*")
+	root, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return fmt.Errorf("local store: %w", err)
+	}
+	defer root.Close()
+	if fi, err := root.Lstat(info.SHA256); err == nil && fi.Mode().IsRegular() && fi.Size() == info.Size {
+		return nil
+	}
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	tmpName := "tmp/put-" + hex.EncodeToString(nonce[:])
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return fmt.Errorf("local store: %w", err)
 	}
@@ -84,7 +94,7 @@ func (l *LocalStore) Put(ctx context.Context, info ObjectInfo, r io.Reader) erro
 	defer func() {
 		if !done {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			root.Remove(tmpName)
 		}
 	}()
 	if err := copyVerified(tmp, ContextReader(ctx, r), info); err != nil {
@@ -96,7 +106,7 @@ func (l *LocalStore) Put(ctx context.Context, info ObjectInfo, r io.Reader) erro
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("local store: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(l.dir, info.SHA256)); err != nil {
+	if err := root.Rename(tmpName, info.SHA256); err != nil {
 		return fmt.Errorf("local store: %w", err)
 	}
 	done = true
@@ -133,7 +143,12 @@ func (l *LocalStore) Stat(_ context.Context, sha string) (ObjectInfo, error) {
 	if !ValidSHA256(sha) {
 		return ObjectInfo{}, fmt.Errorf("local store: %q: %w", sha, ErrNoObject)
 	}
-	fi, err := os.Lstat(filepath.Join(l.dir, sha))
+	root, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("local store: %w", err)
+	}
+	defer root.Close()
+	fi, err := root.Lstat(sha)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
 		return ObjectInfo{}, fmt.Errorf("local store: %s: %w", sha, ErrNoObject)
 	}
