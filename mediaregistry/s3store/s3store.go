@@ -44,6 +44,10 @@ type Config struct {
 // S3's 10,000 parts and memory flat.
 const partSize = 16 << 20
 
+// maxNameRunes bounds the name kept on an object (escaped, a rune takes up
+// to 12 bytes).
+const maxNameRunes = 120
+
 // Metadata keys on each object (sent as x-amz-meta-*).
 const (
 	metaSHA256 = "Sha256"
@@ -144,9 +148,10 @@ func (s *Store) Put(ctx context.Context, info mediaregistry.ObjectInfo, r io.Rea
 		ct = "application/octet-stream"
 	}
 	meta := map[string]string{metaSHA256: info.SHA256}
-	if info.Name != "" {
-		// Object metadata is ASCII; names from chats are not.
-		meta[metaName] = url.PathEscape(info.Name)
+	if name := []rune(info.Name); len(name) > 0 {
+		// Object metadata is ASCII, and its headers have 2 KB in all;
+		// names from chats are neither.
+		meta[metaName] = url.PathEscape(string(name[:min(len(name), maxNameRunes)]))
 	}
 	_, err := s.c.PutObject(ctx, s.bucket, s.Key(info.SHA256), r, info.Size, minio.PutObjectOptions{
 		ContentType:  ct,
