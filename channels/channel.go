@@ -64,6 +64,9 @@ type OutMedia struct {
 	MIME     string
 	Caption  string
 	ThreadID string
+	// Voice asks for a voice note where the network has them (Telegram
+	// sendVoice, WhatsApp push-to-talk); elsewhere audio goes as a file.
+	Voice bool
 }
 
 // Delivery is what the network said about a send.

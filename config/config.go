@@ -84,6 +84,9 @@ type Media struct {
 	// Transcription turns voice notes and audio into text: a provider of
 	// type openai (/audio/transcriptions) or gemini.
 	Transcription MediaModel `yaml:"transcription"`
+	// Generation makes media: images (and edits of them), speech for
+	// voice replies, and videos, each through a provider of llm.providers.
+	Generation Generation `yaml:"generation"`
 	// Store is where media bytes are kept for good: the local cache
 	// folder, or an S3-compatible bucket.
 	Store MediaStore `yaml:"store"`
@@ -117,6 +120,44 @@ func (m MediaStore) S3() s3store.Config {
 	return s3store.Config{Endpoint: m.Endpoint, Bucket: m.Bucket, Region: m.Region, Prefix: m.Prefix,
 		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle}
 }
+
+// Generation names the models that make media; an unset one leaves its
+// tools out.
+type Generation struct {
+	Image  GenModel `yaml:"image"`
+	Speech GenModel `yaml:"speech"`
+	Video  VideoGen `yaml:"video"`
+}
+
+// GenModel is a {provider, model} that makes media, with an optional
+// price per unit (USD per image, or per second of audio) for models
+// botd has no price for.
+type GenModel struct {
+	Provider string  `yaml:"provider"`
+	Model    string  `yaml:"model"`
+	Price    float64 `yaml:"price"`
+	// Voice is the default voice of speech (e.g. alloy); unset, the
+	// provider's first.
+	Voice string `yaml:"voice"`
+}
+
+// VideoGen is the video model and the bounds of its jobs.
+type VideoGen struct {
+	Provider string  `yaml:"provider"`
+	Model    string  `yaml:"model"`
+	Price    float64 `yaml:"price"` // USD per second of video
+	// Timeout is how long a job may take from submission to the finished
+	// video, restarts included; past it the job is cancelled.
+	Timeout Duration `yaml:"timeout"`
+	// MaxJobsPerGroup bounds a group's unfinished jobs.
+	MaxJobsPerGroup int `yaml:"max_jobs_per_group"`
+}
+
+// MediaModel returns the {provider, model} of g.
+func (g GenModel) MediaModel() MediaModel { return MediaModel{Provider: g.Provider, Model: g.Model} }
+
+// MediaModel returns the {provider, model} of v.
+func (v VideoGen) MediaModel() MediaModel { return MediaModel{Provider: v.Provider, Model: v.Model} }
 
 // Channels holds each channel's own section; the channel packages define
 // the settings, their defaults and their validation.
@@ -265,6 +306,7 @@ func Defaults() *Config {
 			DownloadsPerGroup:   media.DefaultDownloadsPerGroup,
 			Store:               MediaStore{Type: StoreLocal},
 			LinkTTL:             Duration(media.DefaultLinkTTL),
+			Generation:          Generation{Video: VideoGen{Timeout: Duration(media.DefaultVideoTimeout), MaxJobsPerGroup: media.DefaultVideoJobsPerGroup}},
 		},
 		Channels: Channels{
 			Telegram: telegram.DefaultConfig(),

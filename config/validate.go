@@ -74,6 +74,7 @@ func (c *Config) Validate() error {
 	if p, ok := c.LLM.Providers[m.Transcription.Provider]; ok && p.Type == "anthropic" {
 		add("media.transcription.provider", "%q is an anthropic provider, and anthropic has no transcription API; name an openai-compatible or gemini provider", m.Transcription.Provider)
 	}
+	c.checkGeneration(&ps, m.Generation)
 	if m.MaxDiskBytes <= 0 {
 		add("media.max_disk_bytes", "must be positive")
 	} else if m.MaxDownloadBytes > 0 && m.MaxDiskBytes < 2*m.MaxDownloadBytes {
@@ -464,5 +465,37 @@ func (c *Config) checkMediaStore(ps *Problems) {
 		} else {
 			add(k.path, "is required for type s3")
 		}
+	}
+}
+
+// checkGeneration checks media.generation: each model like any media job,
+// plus the API its provider's type offers.
+func (c *Config) checkGeneration(ps *Problems, g Generation) {
+	add := func(path, format string, args ...any) {
+		*ps = append(*ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	check := func(path string, m MediaModel, price float64, types ...string) {
+		c.checkMediaModel(ps, path, m)
+		if p, ok := c.LLM.Providers[m.Provider]; ok && !contains(types, p.Type) {
+			add(path+".provider", "%q is a provider of type %s; this needs one of type %s", m.Provider, p.Type, strings.Join(types, " or "))
+		}
+		if price < 0 {
+			add(path+".price", "must not be negative")
+		}
+	}
+	check("media.generation.image", g.Image.MediaModel(), g.Image.Price, "openai", "gemini")
+	check("media.generation.speech", g.Speech.MediaModel(), g.Speech.Price, "openai")
+	check("media.generation.video", g.Video.MediaModel(), g.Video.Price, "openai")
+	if len(g.Speech.Voice) > 64 {
+		add("media.generation.speech.voice", "must be at most 64 characters")
+	}
+	if g.Image.Voice != "" {
+		add("media.generation.image.voice", "only speech has a voice")
+	}
+	if g.Video.Timeout.D() < time.Minute || g.Video.Timeout.D() > 24*time.Hour {
+		add("media.generation.video.timeout", "must be between 1m and 24h")
+	}
+	if g.Video.MaxJobsPerGroup < 1 || g.Video.MaxJobsPerGroup > 20 {
+		add("media.generation.video.max_jobs_per_group", "must be between 1 and 20")
 	}
 }

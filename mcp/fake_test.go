@@ -156,6 +156,7 @@ func newTestServer(t *testing.T, h *fakeHost, inlineMax int64) *server.MCPServer
 		Version:        "test",
 		Log:            testLogger(t),
 		CallTimeout:    5 * time.Second,
+		Generate:       GenerateTools{Image: true, Speech: true, Video: true},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,8 @@ type Options struct {
 	// short-lived resource too (and a presigned URL with the S3 store):
 	// for clients on other machines, which cannot open the host path.
 	Links *LinkOptions
+	// Generate offers the generation tools whose models are configured.
+	Generate GenerateTools
 }
 
 // tools holds the state the tool handlers share.
@@ -82,6 +84,7 @@ type tools struct {
 	log         *slog.Logger
 	callTimeout time.Duration
 	links       *linkTable // nil: paths only (stdio on the same machine)
+	gen         GenerateTools
 }
 
 // NewServer builds the MCP server of one group. It does no I/O: the group
@@ -130,6 +133,7 @@ func newTools(opts Options) (*tools, error) {
 		caller:      opts.Caller,
 		log:         opts.Log,
 		callTimeout: opts.CallTimeout,
+		gen:         opts.Generate,
 	}
 	if opts.GlobalDir != "" {
 		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}
@@ -159,6 +163,7 @@ func (t *tools) register(s *server.MCPServer) {
 	s.AddTool(forgetTool(global), t.forget)
 	t.registerTasks(s)
 	t.registerLinks(s)
+	t.registerGenerate(s)
 }
 
 // call runs one IPC request under the call timeout.

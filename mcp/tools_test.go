@@ -36,6 +36,11 @@ func TestToolsList(t *testing.T) {
 		ToolPauseTask:    {"id"},
 		ToolResumeTask:   {"id"},
 		ToolCancelTask:   {"id"},
+		// Offered because the test server has every generation model.
+		ToolGenerateImage: {"prompt"},
+		ToolSpeak:         {"text"},
+		ToolGenerateVideo: {"prompt"},
+		ToolCancelVideo:   {"id"},
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))

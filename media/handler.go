@@ -51,6 +51,30 @@ func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (r
 			return nil, err
 		}
 		return s.SendMedia(ctx, g, a)
+	case ipc.TypeGenerateImage:
+		var a ipc.GenerateImageArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.GenerateImage(ctx, g, a)
+	case ipc.TypeSpeak:
+		var a ipc.SpeakArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.Speak(ctx, g, a)
+	case ipc.TypeGenerateVideo:
+		var a ipc.GenerateVideoArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.GenerateVideo(ctx, g, a)
+	case ipc.TypeCancelVideo:
+		var a ipc.CancelVideoArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.CancelVideo(ctx, g, a)
 	}
 	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
 }
@@ -107,29 +131,44 @@ func (s *Service) SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMe
 
 // SendMedia is send_media: a file inside the group folder to its chat.
 func (s *Service) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
-	f, rel, err := s.workspace(g).Open(a.Path)
-	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "cannot send %s: %v", a.Path, err)
-	}
-	defer f.Close()
-	chat, ch, herr := s.target(g, a.Chat)
+	d, chat, herr := s.send(ctx, g, a.Path, a.Caption, a.Chat, false)
 	if herr != nil {
 		return nil, herr
 	}
+	return &ipc.SendResult{Chat: chat, MessageIDs: d.MessageIDs}, nil
+}
+
+// sendFile sends a file of the group folder to the group's own chat; voice
+// asks for a voice note where the network has them.
+func (s *Service) sendFile(ctx context.Context, g *groups.Group, rel, caption string, voice bool) (channels.Delivery, string, *ipc.Error) {
+	return s.send(ctx, g, rel, caption, "", voice)
+}
+
+func (s *Service) send(ctx context.Context, g *groups.Group, path, caption, to string, voice bool) (channels.Delivery, string, *ipc.Error) {
+	var d channels.Delivery
+	f, rel, err := s.workspace(g).Open(path)
+	if err != nil {
+		return d, "", ipc.Errorf(ipc.CodeBadRequest, "cannot send %s: %v", path, err)
+	}
+	defer f.Close()
+	chat, ch, herr := s.target(g, to)
+	if herr != nil {
+		return d, "", herr
+	}
 	ms, ok := ch.(channels.MediaSender)
 	if !ok {
-		return nil, ipc.Errorf(ipc.CodeSendFailed, "the %s channel cannot send files", ch.Name())
+		return d, "", ipc.Errorf(ipc.CodeSendFailed, "the %s channel cannot send files", ch.Name())
 	}
 	mime, err := mediaregistry.FileMIME(f)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "cannot read %s: %v", rel, err)
+		return d, "", ipc.Errorf(ipc.CodeBadRequest, "cannot read %s: %v", rel, err)
 	}
-	d, err := ms.SendMedia(ctx, channels.OutMedia{Chat: chat, File: f, FileName: fileBase(rel), MIME: mime, Caption: a.Caption})
+	d, err = ms.SendMedia(ctx, channels.OutMedia{Chat: chat, File: f, FileName: fileBase(rel), MIME: mime, Caption: caption, Voice: voice})
 	if err != nil {
 		s.o.Log.Warn("send_media failed", "group", g.Folder, "chat", chat, "err", err)
-		return nil, ipc.Errorf(ipc.CodeSendFailed, "sending %s to %s failed: %v", rel, chat, err)
+		return d, "", ipc.Errorf(ipc.CodeSendFailed, "sending %s to %s failed: %v", rel, chat, err)
 	}
-	return &ipc.SendResult{Chat: chat, MessageIDs: d.MessageIDs}, nil
+	return d, chat, nil
 }
 
 func fileBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }

@@ -70,7 +70,9 @@ type Options struct {
 	// Transcriber turns voice notes and audio into text; nil means
 	// media.transcription is not configured, and fetches say how to.
 	Transcriber *transcribe.Transcriber
-	Log         *slog.Logger
+	// Generation makes images, voice notes and videos; nil: none.
+	Generation *Generation
+	Log        *slog.Logger
 }
 
 // Service answers the media tools of every group.
@@ -79,6 +81,8 @@ type Service struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 	slots   map[string]chan struct{} // download slots by group folder
+	// jobWake wakes RunVideoJobs when a job is submitted.
+	jobWake chan struct{}
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
@@ -108,7 +112,7 @@ func New(o Options) *Service {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}}
+	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}, jobWake: make(chan struct{}, 1)}
 }
 
 // workspace is the folder of g, where its own copies of media live.
@@ -427,6 +431,11 @@ func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) 
 }
 
 func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter) (mediaregistry.Entry, *ipc.Error) {
+	if ref.Channel == mediaregistry.Generated {
+		// botd made it: no network has the bytes, only the cache had.
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeExpired, "%s was made by botd and its bytes are no longer kept "+
+			"(media.cache_ttl or the disk budget removed them); make it again", ref.ID)
+	}
 	ch, ok := s.o.Channels[ref.Channel]
 	if !ok {
 		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel is not running, so %s cannot be downloaded now", ref.Channel, ref.ID)

@@ -44,6 +44,7 @@ type rig struct {
 	now       time.Time
 	max       int64
 	tune      func(*media.Options)
+	gen       func(*rig) *media.Generation // media generation over the rig's store and clock
 	svc       *media.Service
 	mu        sync.Mutex
 }
@@ -56,10 +57,15 @@ func newRigMax(t testing.TB, max int64) *rig { return newRigWith(t, max, nil) }
 
 // newRigWith lets a test change the service's options before it starts.
 func newRigWith(t testing.TB, max int64, tune func(*media.Options)) *rig {
+	return newRigGen(t, max, tune, nil)
+}
+
+// newRigGen is newRigWith with media generation.
+func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig) *media.Generation) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, dir: dir, ipcRoot: filepath.Join(dir, "data", "ipc"), groupsDir: filepath.Join(dir, "groups"),
-		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now(), max: max, tune: tune}
+		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now(), max: max, tune: tune, gen: gen}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "botd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +109,9 @@ func (r *rig) start() {
 		Groups: r.set, GroupsDir: r.groupsDir, MaxDownloadBytes: r.max, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if r.tune != nil {
 		r.tune(&o)
+	}
+	if r.gen != nil {
+		o.Generation = r.gen(r)
 	}
 	svc := media.New(o)
 	r.svc = svc

@@ -81,8 +81,12 @@ type MediaReference struct {
 	Expires time.Time
 }
 
+// Generated is the channel of media botd made itself (generate_image,
+// speak, video jobs): its bytes exist only in the cache, never on a network.
+const Generated = "generated"
+
 // Prefix is the ref id prefix of each channel.
-var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb"}
+var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", Generated: "gn"}
 
 const (
 	idRandLen = 12

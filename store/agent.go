@@ -103,9 +103,12 @@ type OutboxItem struct {
 	UpToSeq int64 // the cursor moves here once the item is sent
 	Text    string
 	// Media are paths relative to the group folder, sent after Text.
-	Media     []string
-	ThreadID  string
-	ReplyTo   string
+	Media    []string
+	ThreadID string
+	ReplyTo  string
+	// Voice: the text goes as a voice note ([[audio_as_voice]]), and
+	// audio files as voice notes too.
+	Voice     bool
 	Status    string
 	PartsDone int // text (if any) then each media file; resumes here
 	Attempts  int
@@ -131,9 +134,9 @@ func addOutbox(ctx context.Context, db queryer, it OutboxItem) (int64, error) {
 		it.Created = time.Now()
 	}
 	var id int64
-	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli()).Scan(&id)
+	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created, voice)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli(), it.Voice).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("add outbox for %s: %w", it.Folder, err)
 	}
@@ -147,14 +150,14 @@ func nonNil(s []string) []string {
 	return s
 }
 
-const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created`
+const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created, voice`
 
 func scanOutbox(r scanner) (OutboxItem, error) {
 	var it OutboxItem
 	var media string
 	var ms int64
 	if err := r.Scan(&it.ID, &it.Folder, &it.ChatID, &it.UpToSeq, &it.Text, &media, &it.ThreadID, &it.ReplyTo,
-		&it.Status, &it.PartsDone, &it.Attempts, &it.LastError, &ms); err != nil {
+		&it.Status, &it.PartsDone, &it.Attempts, &it.LastError, &ms, &it.Voice); err != nil {
 		return it, err
 	}
 	it.Created = time.UnixMilli(ms)

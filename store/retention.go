@@ -16,6 +16,8 @@ func (s *Store) PruneAgentHistory(ctx context.Context, before time.Time) (int64,
 	for _, q := range []string{
 		`DELETE FROM agent_runs WHERE started < ?`, // transcripts cascade
 		`DELETE FROM llm_attempts WHERE at < ?`,
+		`DELETE FROM media_generations WHERE at < ?`,
+		`DELETE FROM media_jobs WHERE state IN ('done', 'failed', 'cancelled') AND updated < ?`,
 		`DELETE FROM agent_media_notes WHERE created < ?`,
 		`DELETE FROM agent_summaries WHERE created < ?`,
 	} {

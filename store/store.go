@@ -327,6 +327,47 @@ var migrations = []string{
 	INSERT OR IGNORE INTO media_blobs(sha256, size, mime, name, created)
 		SELECT c.sha256, MAX(c.size), MAX(c.mime), COALESCE(MAX(r.file_name), ''), MIN(c.fetched)
 		FROM media_cache c LEFT JOIN media_refs r ON r.id = c.ref_id GROUP BY c.sha256;`,
+	// 12: media generation: what each made image, voice note and video cost
+	// (units are images, or seconds of audio or video), the video jobs that
+	// outlive a restart, and answers to be spoken as a voice note.
+	`CREATE TABLE media_generations (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		provider TEXT NOT NULL,
+		model TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		units REAL NOT NULL DEFAULT 0,
+		input_tokens INTEGER NOT NULL DEFAULT 0,
+		output_tokens INTEGER NOT NULL DEFAULT 0,
+		cost_microcents INTEGER NOT NULL DEFAULT 0,
+		cost_known INTEGER NOT NULL DEFAULT 0,
+		ref_id TEXT NOT NULL DEFAULT '',
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX media_generations_folder_at ON media_generations(folder, at);
+	CREATE TABLE media_jobs (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		provider TEXT NOT NULL,
+		model TEXT NOT NULL,
+		remote_id TEXT NOT NULL,
+		prompt TEXT NOT NULL,
+		seconds INTEGER NOT NULL DEFAULT 0,
+		state TEXT NOT NULL,
+		progress INTEGER NOT NULL DEFAULT 0,
+		polls INTEGER NOT NULL DEFAULT 0,
+		next_poll INTEGER NOT NULL,
+		deadline INTEGER NOT NULL,
+		ref_id TEXT NOT NULL DEFAULT '',
+		error TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		updated INTEGER NOT NULL
+	);
+	CREATE INDEX media_jobs_state ON media_jobs(state, next_poll);
+	ALTER TABLE agent_outbox ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -14,6 +15,10 @@ type UsageRow struct {
 	Reasoning                            int64
 	CostMicrocents                       int64
 	Unpriced                             int // attempts whose cost is unknown
+	// Media made by a generation model: images, and seconds of speech and
+	// video.
+	Images                     int64
+	AudioSeconds, VideoSeconds float64
 }
 
 // Usage sums model attempts since a time by group, day (in loc) and
@@ -56,6 +61,53 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
+	// Media generation, folded in by the same key: its model is a row of
+	// its own, and its cost is part of the day's bill.
+	grows, err := s.DB.QueryContext(ctx, `SELECT folder, at, model, kind, outcome, units, input_tokens, output_tokens,
+		cost_microcents, cost_known FROM media_generations WHERE at >= ? AND (? = '' OR folder = ?) ORDER BY at`,
+		since.UnixMilli(), folder, folder)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	defer grows.Close()
+	for grows.Next() {
+		var f, model, kind, outcome string
+		var at, in, out, cost int64
+		var units float64
+		var known bool
+		if err := grows.Scan(&f, &at, &model, &kind, &outcome, &units, &in, &out, &cost, &known); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		k := key{f, time.UnixMilli(at).In(loc).Format("2006-01-02"), model}
+		r, ok := sums[k]
+		if !ok {
+			r = &UsageRow{Folder: k.folder, Day: k.day, Model: k.model}
+			sums[k] = r
+			order = append(order, k)
+		}
+		r.Attempts++
+		if outcome != "succeeded" {
+			r.Failed++
+		}
+		r.Input, r.Output, r.CostMicrocents = r.Input+in, r.Output+out, r.CostMicrocents+cost
+		if outcome == "succeeded" {
+			switch kind {
+			case "image":
+				r.Images += int64(units)
+			case "speech":
+				r.AudioSeconds += units
+			case "video":
+				r.VideoSeconds += units
+			}
+			if !known {
+				r.Unpriced++
+			}
+		}
+	}
+	if err := grows.Err(); err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].day < order[j].day })
 	out := make([]UsageRow, 0, len(order))
 	for _, k := range order {
 		out = append(out, *sums[k])
@@ -63,12 +115,14 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 	return out, nil
 }
 
-// SpentSince is what a group's model attempts cost since a time, in
-// micro-cents (priced attempts only).
+// SpentSince is what a group's model attempts and media generation cost
+// since a time, in micro-cents (priced calls only).
 func (s *Store) SpentSince(ctx context.Context, folder string, since time.Time) (int64, error) {
 	var n int64
-	err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_microcents), 0) FROM llm_attempts WHERE folder = ? AND at >= ?`,
-		folder, since.UnixMilli()).Scan(&n)
+	err := s.DB.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(SUM(cost_microcents), 0) FROM llm_attempts WHERE folder = ? AND at >= ?) +
+		(SELECT COALESCE(SUM(cost_microcents), 0) FROM media_generations WHERE folder = ? AND at >= ?)`,
+		folder, since.UnixMilli(), folder, since.UnixMilli()).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("spent by %s: %w", folder, err)
 	}

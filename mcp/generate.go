@@ -1,0 +1,259 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/botd-dev/botd/ipc"
+)
+
+// Media generation: the tools turn into IPC requests that the host's
+// media service answers (it holds the provider keys, the cache and the
+// channels). Each is offered only when its model is configured, so a
+// model is never shown a tool that can only fail.
+
+// Tool names of media generation.
+const (
+	ToolGenerateImage = "generate_image"
+	ToolSpeak         = "speak"
+	ToolGenerateVideo = "generate_video"
+	ToolCancelVideo   = "cancel_video"
+)
+
+// GenerateTools says which generation models are configured
+// (media.generation.image, .speech, .video).
+type GenerateTools struct {
+	Image, Speech, Video bool
+}
+
+func (t *tools) registerGenerate(s *server.MCPServer) {
+	if t.gen.Image {
+		s.AddTool(generateImageTool(), t.generateImage)
+	}
+	if t.gen.Speech {
+		s.AddTool(speakTool(), t.speak)
+	}
+	if t.gen.Video {
+		s.AddTool(generateVideoTool(), t.generateVideo)
+		s.AddTool(mcpgo.NewTool(ToolCancelVideo,
+			mcpgo.WithDescription("Cancel a video job of this group that generate_video started and that is not finished: "+
+				"nothing is sent, and the provider stops."),
+			mcpgo.WithDestructiveHintAnnotation(true),
+			mcpgo.WithIdempotentHintAnnotation(true),
+			mcpgo.WithOpenWorldHintAnnotation(true),
+			mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The job id generate_video answered."), mcpgo.Min(1)),
+		), t.cancelVideo)
+	}
+}
+
+func generateImageTool() mcpgo.Tool {
+	return mcpgo.NewTool(ToolGenerateImage,
+		mcpgo.WithDescription("Make an image from a description (\"a birthday card for Anna with balloons\"), or, with "+
+			"source_ref, change an image shared in the chat (\"turn this photo into a pencil sketch\"). The image is saved "+
+			"in the group folder, becomes a ref of its own (later requests can edit it again by that ref) and is sent to "+
+			"the chat at once unless send is false. A refusal by the provider comes back as a sentence: tell the chat "+
+			"in your own words, and do not retry the same request."),
+		mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithIdempotentHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(true),
+		mcpgo.WithString("prompt",
+			mcpgo.Required(),
+			mcpgo.Description("What to draw, or how to change the source image; in detail."),
+			mcpgo.MinLength(1), mcpgo.MaxLength(4000)),
+		mcpgo.WithString("size",
+			mcpgo.Description("WIDTHxHEIGHT, e.g. 1024x1024 (square), 1536x1024 (landscape), 1024x1536 (portrait); default the model's."),
+			mcpgo.MaxLength(16)),
+		mcpgo.WithString("source_ref",
+			mcpgo.Description("The ref of an image to edit (from a placeholder, list_media, or an earlier generate_image)."),
+			mcpgo.MaxLength(128)),
+		mcpgo.WithString("caption",
+			mcpgo.Description("Optional caption sent with the image."),
+			mcpgo.MaxLength(1024)),
+		mcpgo.WithBoolean("send",
+			mcpgo.Description("Send it to the chat now (default true). false: only save it; put MEDIA:./<path> on a line "+
+				"of your answer to send it with your text.")),
+	)
+}
+
+func speakTool() mcpgo.Tool {
+	return mcpgo.NewTool(ToolSpeak,
+		mcpgo.WithDescription("Say something as a voice note: the text is spoken by a speech model and sent to the chat "+
+			"as a voice message (on Slack as an audio file). Use it when someone asks for a spoken answer or sent a voice "+
+			"note and expects one back. To speak your whole final answer instead, put [[audio_as_voice]] in it."),
+		mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithIdempotentHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(true),
+		mcpgo.WithString("text",
+			mcpgo.Required(),
+			mcpgo.Description("The words to speak, as they should be said (no markdown)."),
+			mcpgo.MinLength(1), mcpgo.MaxLength(4096)),
+		mcpgo.WithString("voice",
+			mcpgo.Description("A voice of the speech model, e.g. alloy, coral, nova, onyx, sage; default the configured one."),
+			mcpgo.MaxLength(64)),
+		mcpgo.WithBoolean("send",
+			mcpgo.Description("Send it now (default true). false: only save it (put MEDIA:./<path> in your answer).")),
+	)
+}
+
+func generateVideoTool() mcpgo.Tool {
+	return mcpgo.NewTool(ToolGenerateVideo,
+		mcpgo.WithDescription("Start making a short video clip from a description. It takes minutes: the tool answers "+
+			"at once with a job id, and the finished video is sent to the chat by itself (also after a restart). Tell "+
+			"the chat it is on its way; cancel_video stops it. Videos cost far more than images: make one only when asked."),
+		mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithIdempotentHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(true),
+		mcpgo.WithString("prompt",
+			mcpgo.Required(),
+			mcpgo.Description("What the video shows: subject, setting, camera, style."),
+			mcpgo.MinLength(1), mcpgo.MaxLength(4000)),
+		mcpgo.WithInteger("seconds",
+			mcpgo.Description("Length: 4, 8 or 12 seconds (default 4)."),
+			mcpgo.Min(4), mcpgo.Max(12)),
+		mcpgo.WithString("size",
+			mcpgo.Description("WIDTHxHEIGHT: 1280x720 (landscape) or 720x1280 (portrait, the default)."),
+			mcpgo.MaxLength(16)),
+	)
+}
+
+// boolArg reads an optional boolean, def when absent.
+func boolArg(req mcpgo.CallToolRequest, key string, def bool) (bool, error) {
+	v, ok := req.GetArguments()[key]
+	if !ok || v == nil {
+		return def, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s must be true or false", key)
+	}
+	return b, nil
+}
+
+// generationError answers a failed generation: a refusal or a spent
+// budget is a plain sentence the model passes on, not an error dump.
+func generationError(tool string, err error) *mcpgo.CallToolResult {
+	var ie *ipc.Error
+	if errors.As(err, &ie) && (ie.Code == ipc.CodeRefused || ie.Code == ipc.CodeOverBudget) {
+		return mcpgo.NewToolResultError(ie.Message + " Tell the chat so in one sentence; do not try again with the same request.")
+	}
+	return toolError(tool, err)
+}
+
+func (t *tools) generateImage(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var a ipc.GenerateImageArgs
+	var err error
+	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
+		return badArgs(ToolGenerateImage, "%v", err), nil
+	}
+	if strings.TrimSpace(a.Prompt) == "" {
+		return badArgs(ToolGenerateImage, "prompt is required: describe the image"), nil
+	}
+	if a.Size, _, err = stringArg(req, "size"); err != nil {
+		return badArgs(ToolGenerateImage, "%v", err), nil
+	}
+	if a.SourceRef, _, err = stringArg(req, "source_ref"); err != nil {
+		return badArgs(ToolGenerateImage, "%v", err), nil
+	}
+	a.SourceRef = strings.TrimPrefix(strings.TrimSpace(a.SourceRef), "ref:")
+	if a.Caption, _, err = stringArg(req, "caption"); err != nil {
+		return badArgs(ToolGenerateImage, "%v", err), nil
+	}
+	if a.Send, err = boolArg(req, "send", true); err != nil {
+		return badArgs(ToolGenerateImage, "%v", err), nil
+	}
+	var res ipc.GeneratedResult
+	if err := t.call(ctx, ipc.TypeGenerateImage, a, &res); err != nil {
+		return generationError(ToolGenerateImage, err), nil
+	}
+	return mcpgo.NewToolResultText(generatedText("Image", res)), nil
+}
+
+func (t *tools) speak(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var a ipc.SpeakArgs
+	var err error
+	if a.Text, _, err = stringArg(req, "text"); err != nil {
+		return badArgs(ToolSpeak, "%v", err), nil
+	}
+	if strings.TrimSpace(a.Text) == "" {
+		return badArgs(ToolSpeak, "text is required: the words to speak"), nil
+	}
+	if a.Voice, _, err = stringArg(req, "voice"); err != nil {
+		return badArgs(ToolSpeak, "%v", err), nil
+	}
+	if a.Send, err = boolArg(req, "send", true); err != nil {
+		return badArgs(ToolSpeak, "%v", err), nil
+	}
+	var res ipc.GeneratedResult
+	if err := t.call(ctx, ipc.TypeSpeak, a, &res); err != nil {
+		return generationError(ToolSpeak, err), nil
+	}
+	return mcpgo.NewToolResultText(generatedText("Voice note", res)), nil
+}
+
+// generatedText tells the model what was made and where it went; the
+// provider's note came from a model that read a chat's prompt, so it is
+// kept on one line.
+func generatedText(what string, res ipc.GeneratedResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s made by %s and saved as %s: %s", what, res.Model, res.Path, res.Placeholder)
+	if res.Cost != "" {
+		fmt.Fprintf(&b, " Cost: %s.", res.Cost)
+	}
+	if len(res.MessageIDs) > 0 {
+		fmt.Fprintf(&b, " Sent to the chat (message ids: %s); do not send it again.", strings.Join(res.MessageIDs, ", "))
+	} else {
+		fmt.Fprintf(&b, " Not sent yet: put MEDIA:./%s on a line of your answer to send it.", res.Path)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(&b, " The model's note: %s", oneLine(res.Note, 500))
+	}
+	return b.String()
+}
+
+func (t *tools) generateVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var a ipc.GenerateVideoArgs
+	var err error
+	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
+		return badArgs(ToolGenerateVideo, "%v", err), nil
+	}
+	if strings.TrimSpace(a.Prompt) == "" {
+		return badArgs(ToolGenerateVideo, "prompt is required: describe the video"), nil
+	}
+	if v, ok := req.GetArguments()["seconds"]; ok && v != nil {
+		n, ok := intArg(v)
+		if s, isStr := v.(string); isStr {
+			_, err := fmt.Sscan(s, &n)
+			ok = err == nil
+		}
+		if !ok || (n != 4 && n != 8 && n != 12) {
+			return badArgs(ToolGenerateVideo, "seconds must be 4, 8 or 12"), nil
+		}
+		a.Seconds = n
+	}
+	if a.Size, _, err = stringArg(req, "size"); err != nil {
+		return badArgs(ToolGenerateVideo, "%v", err), nil
+	}
+	var res ipc.VideoJobResult
+	if err := t.call(ctx, ipc.TypeGenerateVideo, a, &res); err != nil {
+		return generationError(ToolGenerateVideo, err), nil
+	}
+	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d started with %s (%s, %ds); it must be ready by %s. %s",
+		res.ID, res.Model, res.State, res.Seconds, res.Deadline, res.Note)), nil
+}
+
+func (t *tools) cancelVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	id, ok := intArg(req.GetArguments()["id"])
+	if !ok || id < 1 {
+		return badArgs(ToolCancelVideo, "id must be a video job id (a positive integer) from generate_video"), nil
+	}
+	var res ipc.VideoJobResult
+	if err := t.call(ctx, ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: int64(id)}, &res); err != nil {
+		return toolError(ToolCancelVideo, err), nil
+	}
+	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note)), nil
+}

@@ -1,0 +1,424 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media/generate"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+// Defaults of media.generation.video.
+const (
+	DefaultVideoTimeout      = 30 * time.Minute
+	DefaultVideoJobsPerGroup = 2
+)
+
+// Ledger is where generation is accounted for and video jobs persist:
+// *store.Store.
+type Ledger interface {
+	RecordGeneration(ctx context.Context, g store.Generation) error
+	SpentSince(ctx context.Context, folder string, since time.Time) (int64, error)
+	PutMessage(ctx context.Context, m store.Message) (int64, error)
+	AddMediaJob(ctx context.Context, j store.MediaJob) (int64, error)
+	MediaJobs(ctx context.Context, folder string, states ...string) ([]store.MediaJob, error)
+	MediaJob(ctx context.Context, folder string, id int64) (store.MediaJob, error)
+	UpdateMediaJob(ctx context.Context, from string, j store.MediaJob) (bool, error)
+}
+
+// Model is a generation model as configured: its provider's name (for
+// the bill) and the price it is charged at.
+type Model struct {
+	Provider string
+	Name     string
+	// Price is from media.generation.<kind>.price, else the known list
+	// price; zero means unpriced.
+	Price generate.Price
+}
+
+// Generation wires media generation into the service; each client is nil
+// when its kind is not configured.
+type Generation struct {
+	Imager      generate.Imager
+	ImageModel  Model
+	Speaker     generate.Speaker
+	SpeechModel Model
+	// Voice is the default voice (media.generation.speech.voice).
+	Voice             string
+	Videos            generate.Videos
+	VideoModel        Model
+	VideoTimeout      time.Duration
+	VideoJobsPerGroup int
+	Ledger            Ledger
+	// MaxCostPerDay (micro-cents) is agent.max_cost_per_day: past it a
+	// group makes no more media that day. Zero is no limit.
+	MaxCostPerDay int64
+	Location      *time.Location
+	// AssistantName signs what botd made in the chat's history.
+	AssistantName string
+	// Now is the clock of budgets and video jobs (tests); nil is time.Now.
+	Now func() time.Time
+	// PollMin and PollMax bound the backoff between polls of a video
+	// job (defaults 5s and 1m).
+	PollMin, PollMax time.Duration
+}
+
+func (g *Generation) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) gen() *Generation {
+	if s.o.Generation == nil {
+		return &Generation{}
+	}
+	return s.o.Generation
+}
+
+var sizeRe = regexp.MustCompile(`^(auto|[1-9][0-9]{2,3}x[1-9][0-9]{2,3})$`)
+
+// maxPrompt bounds a prompt; providers take a few thousand characters.
+const maxPrompt = 4000
+
+// GenerateImage is generate_image: an image from a prompt, or an edit of
+// the image of SourceRef (fetched through the usual authorised path).
+func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
+	gen := s.gen()
+	if gen.Imager == nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "image generation is not configured: set media.generation.image: {provider, model}")
+	}
+	if herr := checkPrompt(a.Prompt); herr != nil {
+		return nil, herr
+	}
+	if a.Size != "" && !sizeRe.MatchString(a.Size) {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1024x1024, 1536x1024) or auto", oneLine(a.Size, 40))
+	}
+	if herr := s.overBudget(ctx, g); herr != nil {
+		return nil, herr
+	}
+	req := generate.ImageRequest{Prompt: a.Prompt, Size: a.Size}
+	if a.SourceRef != "" {
+		src, done, herr := s.source(ctx, g, a.SourceRef)
+		if herr != nil {
+			return nil, herr
+		}
+		defer done()
+		req.Source = src
+	}
+	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	start := gen.now()
+	img, err := gen.Imager.Image(ctx, req)
+	rec := store.Generation{Folder: g.Folder, At: start, Kind: "image", Provider: gen.ImageModel.Provider, Model: gen.ImageModel.Name}
+	if err != nil {
+		return nil, s.generationFailed(ctx, rec, "image", err)
+	}
+	rec.Units, rec.Input, rec.Output = 1, img.Usage.InputTokens, img.Usage.OutputTokens
+	s.price(&rec, gen.ImageModel.Price, generate.Usage{InputTokens: img.Usage.InputTokens, OutputTokens: img.Usage.OutputTokens})
+	name := "generated"
+	if a.SourceRef != "" {
+		name = "edited"
+	}
+	res, herr := s.keep(ctx, g, made{kind: mediaregistry.Image, want: "image/", declared: img.MIME, name: name,
+		caption: a.Prompt, r: strings.NewReader(string(img.Data)), send: a.Send, sendCaption: a.Caption}, &rec)
+	if herr != nil {
+		return nil, herr
+	}
+	res.Note, res.Model = img.Note, gen.ImageModel.Name
+	return res, nil
+}
+
+// source fetches the image to edit through Fetch (authorised for g,
+// downloaded unless cached, placed in its folder) and opens the group's
+// copy. done closes it.
+func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*generate.Source, func(), *ipc.Error) {
+	if !s.gen().Imager.CanEdit() {
+		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "the configured image model cannot edit images")
+	}
+	res, herr := s.Fetch(ctx, g, ref)
+	if herr != nil {
+		return nil, nil, herr
+	}
+	switch res.MIME {
+	case "image/png", "image/jpeg", "image/webp":
+	default:
+		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "%s is %s; only PNG, JPEG and WebP images can be edited", res.Ref, res.MIME)
+	}
+	f, _, err := s.workspace(g).Open(res.Path)
+	if err != nil {
+		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be opened: %v", res.Ref, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be read: %v", res.Ref, err)
+	}
+	return &generate.Source{File: f, Size: fi.Size(), MIME: res.MIME, Name: res.Name}, func() { f.Close() }, nil
+}
+
+// Speak is speak: text spoken by the speech model, kept as a voice note
+// of its own and, with Send, sent to the chat as one.
+func (s *Service) Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
+	gen := s.gen()
+	if gen.Speaker == nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "speech is not configured: set media.generation.speech: {provider, model}")
+	}
+	text := strings.TrimSpace(a.Text)
+	if text == "" {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "text is required: the words to speak")
+	}
+	if n := utf8.RuneCountInString(text); n > generate.MaxSpeechChars {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "text is %d characters; speech takes at most %d", n, generate.MaxSpeechChars)
+	}
+	voice := a.Voice
+	if voice == "" {
+		voice = gen.Voice
+	}
+	if len(voice) > 64 || strings.ContainsAny(voice, "\n\r\t\"") {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "voice %q is not a voice name (e.g. alloy, nova, coral)", oneLine(voice, 40))
+	}
+	if herr := s.overBudget(ctx, g); herr != nil {
+		return nil, herr
+	}
+	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	start := gen.now()
+	sp, err := gen.Speaker.Speak(ctx, generate.SpeechRequest{Text: text, Voice: voice})
+	rec := store.Generation{Folder: g.Folder, At: start, Kind: "speech", Provider: gen.SpeechModel.Provider, Model: gen.SpeechModel.Name}
+	if err != nil {
+		return nil, s.generationFailed(ctx, rec, "voice note", err)
+	}
+	defer sp.Body.Close()
+	m := made{kind: mediaregistry.Voice, want: "audio/", declared: sp.MIME, name: "voice", r: sp.Body, send: a.Send,
+		voice: true, caption: text, measure: func(e mediaregistry.Entry, f *os.File) time.Duration {
+			return oggDuration(f, e.Size)
+		}}
+	res, herr := s.keep(ctx, g, m, &rec)
+	if herr != nil {
+		return nil, herr
+	}
+	res.Model = gen.SpeechModel.Name
+	return res, nil
+}
+
+// made is what a generation produced, to keep.
+type made struct {
+	kind     mediaregistry.Kind
+	want     string // the MIME prefix the bytes must sniff as
+	declared string
+	name     string
+	caption  string // what it shows (the prompt, the words), for the ref
+	r        io.Reader
+	send     bool
+	voice    bool
+	// sendCaption goes with the file to the chat.
+	sendCaption string
+	// measure reads the duration from the stored bytes (audio).
+	measure func(mediaregistry.Entry, *os.File) time.Duration
+	// duration is known beforehand (video).
+	duration time.Duration
+}
+
+// keep stores generated bytes exactly like downloaded ones: streamed into
+// the content-addressed cache under media.max_download_bytes, MIME
+// sniffed there; then registered as a ref of the group's chat (so later
+// turns can refer to it), placed in the group's folder (which the disk
+// budget sweeps) and, when asked, sent. rec is completed and recorded.
+func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.Generation) (*ipc.GeneratedResult, *ipc.Error) {
+	id, err := mediaregistry.NewID(mediaregistry.Generated)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeInternal, "no ref for the made %s: %v", m.name, err)
+	}
+	rec.Ref = id
+	e, err := s.o.Cache.Store(ctx, id, m.declared, m.r, s.o.MaxDownloadBytes)
+	if err != nil {
+		herr := ipc.Errorf(ipc.CodeDownloadFailed, "the made %s could not be stored: %v", m.name, err)
+		if errors.Is(err, mediaregistry.ErrTooLarge) {
+			herr = ipc.Errorf(ipc.CodeTooLarge, "the made %s is larger than media.max_download_bytes (%s); it was not kept",
+				m.name, mediaregistry.FormatSize(s.o.MaxDownloadBytes))
+		}
+		s.record(ctx, rec, "failed", herr.Message)
+		return nil, herr
+	}
+	s.o.Budget.Added(e.Size)
+	if !strings.HasPrefix(e.MIME, m.want) {
+		// A provider (or a proxy) answering HTML or JSON with a 200 must
+		// not reach the chat as a picture or a voice note.
+		s.o.Log.Warn("generated bytes are not what was asked for", "group", g.Folder, "kind", m.kind, "mime", e.MIME)
+		herr := ipc.Errorf(ipc.CodeDownloadFailed, "the provider answered %s instead of %s*; nothing was sent", e.MIME, m.want)
+		s.record(ctx, rec, "failed", herr.Message)
+		return nil, herr
+	}
+	ref := mediaregistry.MediaReference{ID: id, Channel: mediaregistry.Generated, Chat: g.Chat, Sender: s.gen().AssistantName,
+		Kind: m.kind, MIME: e.MIME, FileName: m.name + mediaregistry.Ext(e.MIME), Size: e.Size, Duration: m.duration,
+		Caption: oneLine(m.caption, 200)}
+	root, err := s.o.Cache.OpenRoot()
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeInternal, "the media cache cannot be opened")
+	}
+	defer root.Close()
+	blob, err := s.o.Budget.Acquire(root, e.SHA256)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s was evicted at once: media.max_disk_bytes is too small", m.name)
+	}
+	defer blob.Close()
+	if m.measure != nil {
+		ref.Duration = m.measure(e, blob)
+	}
+	if err := s.o.Registry.Register(ctx, &ref); err != nil {
+		s.o.Log.Error("generated media: register", "group", g.Folder, "err", err)
+		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s could not be registered", m.name)
+	}
+	rel, held, err := s.place(g, &ref, e, blob)
+	if err != nil {
+		s.o.Log.Error("generated media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
+		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s could not be saved into the group folder", m.name)
+	}
+	held.Close()
+	if m.kind == mediaregistry.Voice {
+		rec.Units = ref.Duration.Seconds()
+		if rec.Units <= 0 {
+			// Unreadable length: estimated at 15 characters a second.
+			rec.Units = float64(utf8.RuneCountInString(m.caption)) / 15
+		}
+		s.price(rec, s.gen().SpeechModel.Price, generate.Usage{})
+	}
+	s.record(ctx, rec, "succeeded", "")
+	res := &ipc.GeneratedResult{Ref: id, Kind: string(m.kind), MIME: e.MIME, Size: e.Size, SHA256: e.SHA256, Path: rel,
+		Placeholder: mediaregistry.Render(&ref)}
+	if ref.Duration > 0 {
+		res.Duration = mediaregistry.FormatDuration(ref.Duration)
+	}
+	if rec.CostKnown {
+		res.Cost = fmt.Sprintf("$%.4f", float64(rec.CostMicrocents)/1e8)
+	}
+	if !m.send {
+		return res, nil
+	}
+	d, chat, herr := s.sendFile(ctx, g, rel, m.sendCaption, m.voice)
+	if herr != nil {
+		return nil, ipc.Errorf(herr.Code, "%s (it was made and saved as %s, ref %s)", herr.Message, rel, id)
+	}
+	res.Chat, res.MessageIDs = chat, d.MessageIDs
+	s.remember(ctx, g, chat, d, res.Placeholder)
+	return res, nil
+}
+
+// remember writes what botd sent into the chat's history as its own
+// message: the placeholder, so later runs see the ref like any other.
+func (s *Service) remember(ctx context.Context, g *groups.Group, chat string, d channels.Delivery, placeholder string) {
+	gen := s.gen()
+	if gen.Ledger == nil || len(d.MessageIDs) == 0 {
+		return
+	}
+	_, err := gen.Ledger.PutMessage(context.WithoutCancel(ctx), store.Message{ChatID: chat, ID: d.MessageIDs[0],
+		SenderName: gen.AssistantName, Text: placeholder, Time: gen.now(), FromMe: true})
+	if err != nil {
+		s.o.Log.Warn("generated media: not recorded in the chat's history", "group", g.Folder, "err", err)
+	}
+}
+
+// price fills rec's cost from p.
+func (s *Service) price(rec *store.Generation, p generate.Price, u generate.Usage) {
+	if !p.Priced() {
+		return
+	}
+	rec.CostMicrocents, rec.CostKnown = p.Cost(rec.Units, u), true
+}
+
+// record writes rec with its outcome; a failure to write is logged, the
+// media itself is not lost over it.
+func (s *Service) record(ctx context.Context, rec *store.Generation, outcome, errText string) {
+	rec.Outcome, rec.Error = outcome, errText
+	if l := s.gen().Ledger; l != nil {
+		if err := l.RecordGeneration(context.WithoutCancel(ctx), *rec); err != nil {
+			s.o.Log.Warn("generation not recorded", "group", rec.Folder, "kind", rec.Kind, "err", err)
+		}
+	}
+}
+
+// generationFailed records a failed provider call and answers it: a
+// refusal as a sentence for the chat, anything else with what to do.
+func (s *Service) generationFailed(ctx context.Context, rec store.Generation, what string, err error) *ipc.Error {
+	if sentence, ok := generate.Refusal(err); ok {
+		s.record(ctx, &rec, "refused", err.Error())
+		s.o.Log.Info("generation refused by the provider", "group", rec.Folder, "kind", rec.Kind, "model", rec.Model)
+		return ipc.Errorf(ipc.CodeRefused, "%s", sentence)
+	}
+	s.record(ctx, &rec, "failed", err.Error())
+	s.o.Log.Warn("generation failed", "group", rec.Folder, "kind", rec.Kind, "model", rec.Model, "err", err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return ipc.Errorf(ipc.CodeDownloadFailed, "making the %s was cut short: %v", what, err)
+	}
+	msg := err.Error()
+	var le *llm.Error
+	if errors.As(err, &le) {
+		msg = le.Message
+		if le.Retryable {
+			msg += " (this may pass: try again in a minute)"
+		}
+	}
+	return ipc.Errorf(ipc.CodeDownloadFailed, "making the %s failed: %s", what, msg)
+}
+
+// overBudget refuses generation once the group's model calls and media
+// today cost agent.max_cost_per_day.
+func (s *Service) overBudget(ctx context.Context, g *groups.Group) *ipc.Error {
+	gen := s.gen()
+	if gen.MaxCostPerDay <= 0 || gen.Ledger == nil {
+		return nil
+	}
+	loc := gen.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	now := gen.now().In(loc)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
+	spent, err := gen.Ledger.SpentSince(ctx, g.Folder, day)
+	if err != nil {
+		s.o.Log.Error("generation: reading today's spending", "group", g.Folder, "err", err)
+		return ipc.Errorf(ipc.CodeInternal, "today's spending could not be read, so nothing is made")
+	}
+	if spent >= gen.MaxCostPerDay {
+		return ipc.Errorf(ipc.CodeOverBudget, "this group has spent today's budget ($%.2f of agent.max_cost_per_day $%.2f), so no more images, voice notes or videos are made until tomorrow",
+			float64(spent)/1e8, float64(gen.MaxCostPerDay)/1e8)
+	}
+	return nil
+}
+
+func checkPrompt(p string) *ipc.Error {
+	switch n := utf8.RuneCountInString(p); {
+	case strings.TrimSpace(p) == "":
+		return ipc.Errorf(ipc.CodeBadRequest, "prompt is required: describe what to make")
+	case n > maxPrompt:
+		return ipc.Errorf(ipc.CodeBadRequest, "prompt is %d characters; at most %d", n, maxPrompt)
+	}
+	return nil
+}
+
+// oneLine keeps a chat-supplied string on one line and short, for errors
+// and captions.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return s
+}

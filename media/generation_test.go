@@ -1,0 +1,443 @@
+package media_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/generate"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+)
+
+// provider is a loopback OpenAI: Images (generations, edits), speech and
+// videos, answering what the test sets and counting what it gets.
+type provider struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	calls    []string // "METHOD /path"
+	bodies   map[string][]byte
+	image    []byte // decoded image to answer; nil: refuse
+	imageRaw string // when set, the whole Images answer
+	speech   []byte
+	video    string // status the job reports
+	videoErr string // error object of a failed job
+	mp4      []byte
+}
+
+func newProvider(t *testing.T) *provider {
+	p := &provider{t: t, bodies: map[string][]byte{}, video: "queued"}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := r.Method + " " + r.URL.Path
+	p.calls = append(p.calls, key)
+	p.bodies[key] = body
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/images/"):
+		if p.imageRaw != "" {
+			io.WriteString(w, p.imageRaw)
+			return
+		}
+		if p.image == nil {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","code":"moderation_blocked"}}`)
+			return
+		}
+		fmt.Fprintf(w, `{"data":[{"b64_json":%q}],"usage":{"input_tokens":10,"output_tokens":1000}}`, base64.StdEncoding.EncodeToString(p.image))
+	case r.URL.Path == "/v1/audio/speech":
+		w.Header().Set("Content-Type", "audio/ogg")
+		w.Write(p.speech)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/videos":
+		io.WriteString(w, `{"id":"video_1","object":"video","status":"queued","progress":0,"seconds":"4"}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/videos/video_1":
+		extra := ""
+		if p.videoErr != "" {
+			extra = `,"error":` + p.videoErr
+		}
+		fmt.Fprintf(w, `{"id":"video_1","object":"video","status":%q,"progress":50,"seconds":"4"%s}`, p.video, extra)
+	case r.URL.Path == "/v1/videos/video_1/content":
+		w.Header().Set("Content-Type", "video/mp4")
+		w.Write(p.mp4)
+	case r.Method == http.MethodDelete:
+		io.WriteString(w, `{"id":"video_1","deleted":true}`)
+	default:
+		w.WriteHeader(404)
+	}
+}
+
+func (p *provider) count(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.calls {
+		if c == key {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *provider) set(f func(p *provider)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
+}
+
+func (p *provider) body(key string) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bodies[key]
+}
+
+// genRig is a media rig whose service makes media through p, accounted
+// in the rig's store, on the rig's clock.
+func genRig(t *testing.T, p *provider, max int64, budget int64) *rig {
+	t.Helper()
+	opts := generate.Options{Name: "fake", Type: "openai", BaseURL: p.srv.URL + "/v1", APIKey: "k", MaxBytes: max}
+	im, _ := generate.NewImager(with(opts, "gpt-image-1"))
+	sp, _ := generate.NewSpeaker(with(opts, "gpt-4o-mini-tts"))
+	vi, _ := generate.NewVideos(with(opts, "sora-2"))
+	price := func(m string) generate.Price { pr, _ := generate.PriceOf(m); return pr }
+	return newRigGen(t, max, nil, func(r *rig) *media.Generation {
+		return &media.Generation{
+			Imager: im, ImageModel: media.Model{Provider: "fake", Name: "gpt-image-1", Price: price("gpt-image-1")},
+			Speaker: sp, SpeechModel: media.Model{Provider: "fake", Name: "gpt-4o-mini-tts", Price: price("gpt-4o-mini-tts")},
+			Videos: vi, VideoModel: media.Model{Provider: "fake", Name: "sora-2", Price: price("sora-2")},
+			VideoTimeout: 30 * time.Minute, VideoJobsPerGroup: 2,
+			Ledger: r.store, MaxCostPerDay: budget, AssistantName: "Andy", Location: time.UTC,
+			Now: r.clock,
+		}
+	})
+}
+
+func with(o generate.Options, model string) generate.Options { o.Model = model; return o }
+
+func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
+	p := newProvider(t)
+	img := pngBytes(t, 32, 32)
+	p.image = img
+	r := genRig(t, p, maxDownload, 0)
+	if err := r.store.UpsertChat(context.Background(), store.Chat{ID: "telegram:-100", Name: "Family", IsGroup: true}); err != nil {
+		t.Fatal(err)
+	}
+	var res ipc.GeneratedResult
+	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a red square", Send: true, Caption: "here"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.count("POST /v1/images/generations"); n != 1 {
+		t.Errorf("provider called %d times", n)
+	}
+	// Sent once, as the bytes the provider made, to the group's chat.
+	files := r.tg.Files()
+	if len(files) != 1 || !bytes.Equal(files[0].Data, img) || files[0].Chat != "telegram:-100" || files[0].MIME != "image/png" || files[0].Caption != "here" {
+		t.Fatalf("sent %+v", files)
+	}
+	// A ref of the group's chat: fetchable like any other, by this group only.
+	if !strings.HasPrefix(res.Ref, "gn_") || res.MIME != "image/png" || res.Size != int64(len(img)) || !strings.HasPrefix(res.Path, "media/"+res.Ref) {
+		t.Errorf("result %+v", res)
+	}
+	var fetched ipc.FetchMediaResult
+	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, &fetched); err != nil {
+		t.Fatal(err)
+	}
+	if !fetched.Cached || fetched.SHA256 != res.SHA256 || fetched.Kind != "Image" {
+		t.Errorf("fetched %+v", fetched)
+	}
+	wantCode(t, call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil), ipc.CodeNotFound)
+	onDisk, err := os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path))
+	if err != nil || !bytes.Equal(onDisk, img) {
+		t.Errorf("group copy: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.cacheDir, res.SHA256)); err != nil {
+		t.Errorf("not in the cache by its hash: %v", err)
+	}
+	// Billed: tokens at gpt-image-1's price, in today's spending.
+	spent, err := r.store.SpentSince(context.Background(), "family", r.clock().Add(-time.Hour))
+	if want := int64(10*10*100 + 1000*40*100); err != nil || spent != want {
+		t.Errorf("spent %d (%v), want %d", spent, err, want)
+	}
+	// Written into the chat's history as the assistant's, with the ref.
+	msgs, err := r.store.History(context.Background(), []string{"telegram:-100"}, 0, 1<<62, time.Time{}, 10)
+	if err != nil || len(msgs) != 1 || !msgs[0].FromMe || !strings.Contains(msgs[0].Text, "ref:"+res.Ref) {
+		t.Errorf("history %+v %v", msgs, err)
+	}
+}
+
+func TestGenerateImageEditsAnAuthorisedRef(t *testing.T) {
+	p := newProvider(t)
+	p.image = pngBytes(t, 16, 16)
+	r := genRig(t, p, maxDownload, 0)
+	src := pngBytes(t, 20, 10)
+	id := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "photo.png", MIME: "image/png", Size: int64(len(src))}, chantest.Media{Data: src})
+	// Another group cannot edit it: answered like an unknown ref, and the
+	// provider never hears of it.
+	wantCode(t, call(t, r.client("work"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "sketch", SourceRef: id, Send: true}, nil), ipc.CodeNotFound)
+	if n := p.count("POST /v1/images/edits"); n != 0 {
+		t.Fatalf("provider called for another group's ref")
+	}
+	var res ipc.GeneratedResult
+	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "turn it into a sketch", SourceRef: id}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.count("POST /v1/images/edits"); n != 1 {
+		t.Fatalf("edits called %d times", n)
+	}
+	if !bytes.Contains(p.body("POST /v1/images/edits"), src) {
+		t.Error("the source image was not uploaded")
+	}
+	if len(r.tg.Files()) != 0 {
+		t.Error("sent although send was false")
+	}
+	if !strings.Contains(res.Placeholder, "edited.png") {
+		t.Errorf("placeholder %q", res.Placeholder)
+	}
+	// The edit is itself a ref: editing it again works.
+	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "in colour", SourceRef: res.Ref}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGenerateImageRefusalsAndLimits(t *testing.T) {
+	cases := []struct {
+		name     string
+		setup    func(p *provider)
+		max      int64
+		budget   int64
+		code     string
+		contains string
+		calls    int
+	}{
+		{name: "content policy", setup: func(p *provider) { p.image = nil }, code: ipc.CodeRefused,
+			contains: "refused this request under its content policy", calls: 1},
+		{name: "over budget", setup: func(p *provider) { p.image = []byte("x") }, budget: 1, code: ipc.CodeOverBudget,
+			contains: "today's budget", calls: 0},
+		{name: "html is not an image", setup: func(p *provider) { p.image = []byte("<html><body>proxy error</body></html>") },
+			code: ipc.CodeDownloadFailed, contains: "instead of image/", calls: 1},
+		{name: "over the cap", setup: func(p *provider) { p.image = bytes.Repeat([]byte{0x89}, 3000) }, max: 2000,
+			code: ipc.CodeTooLarge, contains: "media.max_download_bytes", calls: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProvider(t)
+			p.set(tc.setup)
+			max := tc.max
+			if max == 0 {
+				max = maxDownload
+			}
+			r := genRig(t, p, max, tc.budget)
+			if tc.budget > 0 {
+				// Spent earlier today by the group's model calls.
+				r.store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.clock(), Kind: "image",
+					Model: "x", Outcome: "succeeded", CostMicrocents: tc.budget, CostKnown: true})
+			}
+			err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "something", Send: true}, nil)
+			wantCode(t, err, tc.code)
+			if !strings.Contains(err.Error(), tc.contains) {
+				t.Errorf("message %q lacks %q", err, tc.contains)
+			}
+			if strings.Contains(err.Error(), "{") {
+				t.Errorf("message is a dump: %q", err)
+			}
+			if n := p.count("POST /v1/images/generations"); n != tc.calls {
+				t.Errorf("provider called %d times, want %d", n, tc.calls)
+			}
+			if len(r.tg.Files()) != 0 {
+				t.Error("something was sent")
+			}
+		})
+	}
+}
+
+// oggOpus is a minimal OGG/Opus stream lasting d: an OpusHead page and a
+// last page whose granule position is the length in 48 kHz samples.
+func oggOpus(d time.Duration) []byte {
+	page := func(granule int64, payload []byte) []byte {
+		h := []byte("OggS\x00\x02")
+		h = binary.LittleEndian.AppendUint64(h, uint64(granule))
+		h = append(h, make([]byte, 12)...) // serial, sequence, crc
+		h = append(h, 1, byte(len(payload)))
+		return append(h, payload...)
+	}
+	head := []byte("OpusHead\x01\x01")
+	head = binary.LittleEndian.AppendUint16(head, 312)
+	head = append(head, 0x80, 0xbb, 0, 0, 0, 0, 0)
+	out := page(0, head)
+	out = append(out, page(0, bytes.Repeat([]byte{1}, 200))...)
+	return append(out, page(312+int64(d/time.Millisecond)*48, bytes.Repeat([]byte{2}, 200))...)
+}
+
+func TestSpeakSendsAVoiceNote(t *testing.T) {
+	p := newProvider(t)
+	p.speech = oggOpus(2500 * time.Millisecond)
+	r := genRig(t, p, maxDownload, 0)
+	var res ipc.GeneratedResult
+	if err := call(t, r.client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "Happy birthday, Anna!", Send: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	files := r.tg.Files()
+	if len(files) != 1 || !files[0].Voice || files[0].MIME != "audio/ogg" || !bytes.Equal(files[0].Data, p.speech) {
+		t.Fatalf("sent %+v", files)
+	}
+	if res.Kind != "Voice" || res.Duration != "2s" && res.Duration != "3s" {
+		t.Errorf("result %+v", res)
+	}
+	rows, err := r.store.Usage(context.Background(), "family", r.clock().Add(-time.Hour), time.UTC)
+	if err != nil || len(rows) != 1 || rows[0].AudioSeconds != 2.5 || rows[0].CostMicrocents != 62500 {
+		t.Errorf("usage %+v %v", rows, err)
+	}
+	wantCode(t, call(t, r.client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "  "}, nil), ipc.CodeBadRequest)
+}
+
+func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
+	ctx := context.Background()
+	p := newProvider(t)
+	p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{5}, 300)...)
+	r := genRig(t, p, maxDownload, 0)
+	var job ipc.VideoJobResult
+	if err := call(t, r.client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "a cat on a skateboard", Seconds: 4}, &job); err != nil {
+		t.Fatal(err)
+	}
+	if job.ID == 0 || p.count("POST /v1/videos") != 1 {
+		t.Fatalf("job %+v", job)
+	}
+	// Not due yet: nothing is asked.
+	next := r.svc.PollVideoJobs(ctx, false)
+	if p.count("GET /v1/videos/video_1") != 0 || !next.After(r.clock()) {
+		t.Fatalf("polled before due; next %v", next)
+	}
+	// Due and in progress: polled once, the next poll backs off.
+	p.set(func(p *provider) { p.video = "in_progress" })
+	r.advance(next.Sub(r.clock()))
+	next2 := r.svc.PollVideoJobs(ctx, false)
+	if got := next2.Sub(r.clock()); p.count("GET /v1/videos/video_1") != 1 || got != 7500*time.Millisecond {
+		t.Errorf("polled %d times; next poll in %v, want 7.5s (5s × 1.5)", p.count("GET /v1/videos/video_1"), got)
+	}
+	// A restart: a new service over the same store and cache finds the
+	// job and, once the provider finished it, delivers it once.
+	r.stop()
+	p.set(func(p *provider) { p.video = "completed" })
+	r.start()
+	r.svc.PollVideoJobs(ctx, true)
+	r.svc.PollVideoJobs(ctx, true)
+	files := r.tg.Files()
+	if len(files) != 1 || !bytes.Equal(files[0].Data, p.mp4) || files[0].MIME != "video/mp4" || !strings.Contains(files[0].Caption, "a cat on a skateboard") {
+		t.Fatalf("sent %+v", files)
+	}
+	if p.count("GET /v1/videos/video_1/content") != 1 || p.count("DELETE /v1/videos/video_1") != 1 {
+		t.Errorf("calls %v", p.calls)
+	}
+	jobs, _ := r.store.MediaJobs(ctx, "family")
+	if len(jobs) != 1 || jobs[0].State != store.JobDone || !strings.HasPrefix(jobs[0].Ref, "gn_") {
+		t.Errorf("jobs %+v", jobs)
+	}
+	rows, _ := r.store.Usage(ctx, "family", r.clock().Add(-time.Hour), time.UTC)
+	if len(rows) != 1 || rows[0].VideoSeconds != 4 || rows[0].CostMicrocents != 40_000_000 {
+		t.Errorf("usage %+v", rows)
+	}
+}
+
+func TestVideoJobEnds(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(p *provider)
+		act    func(t *testing.T, r *rig, id int64)
+		chat   string // what the chat is told; "" nothing
+		delete bool
+		state  string
+	}{
+		{name: "failed", setup: func(p *provider) {
+			p.video, p.videoErr = "failed", `{"code":"internal_error","message":"The video could not be rendered."}`
+		}, chat: "could not be made: The video could not be rendered.", state: store.JobFailed},
+		{name: "refused", setup: func(p *provider) {
+			p.video, p.videoErr = "failed", `{"code":"moderation_blocked","message":"Blocked by moderation."}`
+		}, chat: "refused this request under its content policy", state: store.JobFailed},
+		{name: "past its deadline", setup: func(p *provider) { p.video = "in_progress" },
+			act:  func(t *testing.T, r *rig, id int64) { r.advance(31 * time.Minute) },
+			chat: "was not ready after 30m0s, so it was cancelled", delete: true, state: store.JobFailed},
+		{name: "cancelled", setup: func(p *provider) { p.video = "completed" },
+			act: func(t *testing.T, r *rig, id int64) {
+				var res ipc.VideoJobResult
+				if err := call(t, r.client("family"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, &res); err != nil || res.State != store.JobCancelled {
+					t.Fatalf("cancel %+v %v", res, err)
+				}
+				wantCode(t, call(t, r.client("work"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, nil), ipc.CodeNotFound)
+			}, delete: true, state: store.JobCancelled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p := newProvider(t)
+			p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), make([]byte, 100)...)
+			r := genRig(t, p, maxDownload, 0)
+			var job ipc.VideoJobResult
+			if err := call(t, r.client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
+				t.Fatal(err)
+			}
+			p.set(tc.setup)
+			if tc.act != nil {
+				tc.act(t, r, job.ID)
+			}
+			r.svc.PollVideoJobs(ctx, true)
+			r.svc.PollVideoJobs(ctx, true)
+			if len(r.tg.Files()) != 0 {
+				t.Error("a video was sent")
+			}
+			sent := r.tg.Sent()
+			switch {
+			case tc.chat == "" && len(sent) != 0, tc.chat != "" && (len(sent) != 1 || !strings.Contains(sent[0].Text, tc.chat)):
+				t.Errorf("chat told %+v, want %q", sent, tc.chat)
+			}
+			if got := p.count("DELETE /v1/videos/video_1") == 1; got != tc.delete {
+				t.Errorf("deleted at the provider: %v", got)
+			}
+			j, _ := r.store.MediaJob(ctx, "family", job.ID)
+			if j.State != tc.state {
+				t.Errorf("state %s, want %s", j.State, tc.state)
+			}
+		})
+	}
+}
+
+// A job caught between sending and done by a stop is not sent again.
+func TestVideoJobCaughtSendingIsNotResent(t *testing.T) {
+	ctx := context.Background()
+	p := newProvider(t)
+	r := genRig(t, p, maxDownload, 0)
+	id, err := r.store.AddMediaJob(ctx, store.MediaJob{Folder: "family", ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
+		RemoteID: "video_1", Prompt: "x", State: store.JobSending, NextPoll: r.clock(), Deadline: r.clock().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.svc.RecoverVideoJobs(ctx)
+	r.svc.PollVideoJobs(ctx, true)
+	if j, _ := r.store.MediaJob(ctx, "family", id); j.State != store.JobFailed || !strings.Contains(j.Error, "may have reached the chat") {
+		t.Errorf("job %+v", j)
+	}
+	if len(r.tg.Files()) != 0 || p.count("GET /v1/videos/video_1/content") != 0 {
+		t.Error("sent again")
+	}
+}
