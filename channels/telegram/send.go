@@ -100,13 +100,20 @@ const (
 	asPhoto
 	asAudio
 	asVoice
+	asVideo
 )
 
 // pickMethod chooses by MIME what Telegram will show best; anything it
-// might re-encode badly or refuse goes as a document.
-func pickMethod(mimeType string, size int64) method {
+// might re-encode badly or refuse goes as a document. voice asks for a
+// voice note, which Telegram plays from OGG/Opus, MP3 and M4A.
+func pickMethod(mimeType string, size int64, voice bool) method {
 	m := mediaregistry.CleanMIME(mimeType)
 	switch {
+	case voice && (m == "audio/ogg" || m == "audio/opus" || m == "audio/mpeg" || m == "audio/mp4" || m == "audio/x-m4a"):
+		return asVoice
+	case m == "video/mp4":
+		// MP4 (H.264) is what Telegram streams in the chat.
+		return asVideo
 	case m == "image/jpeg" || m == "image/png" || m == "image/webp":
 		if size <= cloudPhotoLimit {
 			return asPhoto
@@ -155,7 +162,7 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		caption, rest = "", m.Caption
 	}
 	thread := optInt(m.ThreadID)
-	how := pickMethod(mt, st.Size())
+	how := pickMethod(mt, st.Size(), m.Voice)
 
 	sent, err := t.sendTo(ctx, m.Chat, &chat, func(id int64) (*models.Message, error) {
 		// A reader of its own per attempt: a retried upload starts from
@@ -166,6 +173,8 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 			return t.b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: id, MessageThreadID: thread, Photo: file, Caption: caption})
 		case asVoice:
 			return t.b.SendVoice(ctx, &bot.SendVoiceParams{ChatID: id, MessageThreadID: thread, Voice: file, Caption: caption})
+		case asVideo:
+			return t.b.SendVideo(ctx, &bot.SendVideoParams{ChatID: id, MessageThreadID: thread, Video: file, Caption: caption, SupportsStreaming: true})
 		case asAudio:
 			return t.b.SendAudio(ctx, &bot.SendAudioParams{ChatID: id, MessageThreadID: thread, Audio: file, Caption: caption})
 		default:

@@ -146,15 +146,18 @@ func TestSendMediaByMIME(t *testing.T) {
 		file, mime string
 		size       int
 		method     string
+		voice      bool
 	}{
-		{"chart.png", "image/png", 2000, "sendPhoto"},
-		{"photo.jpg", "", 2000, "sendPhoto"},   // no MIME given: decided by mediaregistry.FileMIME
-		{"fake.jpg", "", 2000, "sendDocument"}, // a name never makes unknown bytes a photo
-		{"huge.jpg", "image/jpeg", 11 << 20, "sendDocument"},
-		{"report.pdf", "application/pdf", 5000, "sendDocument"},
-		{"note.ogg", "audio/ogg", 3000, "sendVoice"},
-		{"song.mp3", "audio/mpeg", 4000, "sendAudio"},
-		{"anim.gif", "image/gif", 1000, "sendDocument"},
+		{"clip.mp4", "video/mp4", 3000, "sendVideo", false},
+		{"reply.mp3", "audio/mpeg", 3000, "sendVoice", true}, // asked for as a voice note
+		{"chart.png", "image/png", 2000, "sendPhoto", false},
+		{"photo.jpg", "", 2000, "sendPhoto", false},   // no MIME given: decided by mediaregistry.FileMIME
+		{"fake.jpg", "", 2000, "sendDocument", false}, // a name never makes unknown bytes a photo
+		{"huge.jpg", "image/jpeg", 11 << 20, "sendDocument", false},
+		{"report.pdf", "application/pdf", 5000, "sendDocument", false},
+		{"note.ogg", "audio/ogg", 3000, "sendVoice", false},
+		{"song.mp3", "audio/mpeg", 4000, "sendAudio", false},
+		{"anim.gif", "image/gif", 1000, "sendDocument", false},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -167,7 +170,7 @@ func TestSendMediaByMIME(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), File: chantest.OpenFile(t, path), FileName: c.file, MIME: c.mime, Caption: "here"})
+			d, err := h.tg.SendMedia(context.Background(), channels.OutMedia{Chat: ChatID(groupID), File: chantest.OpenFile(t, path), FileName: c.file, MIME: c.mime, Caption: "here", Voice: c.voice})
 			if err != nil {
 				t.Fatal(err)
 			}

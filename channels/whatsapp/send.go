@@ -134,6 +134,14 @@ func (w *WhatsApp) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		caption = strings.TrimSpace(w.botPrefix())
 	}
 	msg, captionSent := buildMediaMessage(kind, mt, name, caption, &up)
+	if am := msg.GetAudioMessage(); am != nil && m.Voice {
+		// Push-to-talk: the apps show it as a voice note, which they play
+		// from OGG/Opus and want labelled with its codec.
+		am.PTT = proto.Bool(true)
+		if b, _, _ := strings.Cut(mt, ";"); strings.TrimSpace(b) == "audio/ogg" {
+			am.Mimetype = proto.String("audio/ogg; codecs=opus")
+		}
+	}
 	id, err := w.sendMessage(ctx, cli, to, msg)
 	if err != nil {
 		return d, err

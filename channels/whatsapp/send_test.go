@@ -175,6 +175,17 @@ func TestSendMedia(t *testing.T) {
 			},
 		},
 		{
+			name:     "voice note is push-to-talk",
+			media:    channels.OutMedia{File: write("v.ogg", []byte("OggS....OpusHead")), MIME: "audio/ogg", Voice: true},
+			wantMsgs: 1,
+			check: func(t *testing.T, m *waE2E.Message) {
+				a := m.GetAudioMessage()
+				if a == nil || !a.GetPTT() || a.GetMimetype() != "audio/ogg; codecs=opus" {
+					t.Errorf("voice message %v", m)
+				}
+			},
+		},
+		{
 			name:     "audio caption follows as text",
 			media:    channels.OutMedia{File: write("a.ogg", []byte("OggS....")), MIME: "audio/ogg", Caption: "listen"},
 			wantMsgs: 2,
