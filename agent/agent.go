@@ -71,6 +71,10 @@ type Options struct {
 	// cancelled and the task answered at once; zero means 25h (the
 	// providers promise 24h).
 	BatchDeadline time.Duration
+	// Generate offers botd's generation tools whose models are configured;
+	// with Speech, an answer tagged [[audio_as_voice]] is spoken (through
+	// Media's speak).
+	Generate mcp.GenerateTools
 	// Describe describes an image for a model that cannot see one
 	// (media.describe); nil means such a model gets a note instead.
 	Describe Describe

@@ -21,7 +21,14 @@ type answer struct {
 	// Media are paths relative to the group folder, checked to be files
 	// inside it.
 	Media []string
+	// Voice: the answer carried [[audio_as_voice]]; its text is to be
+	// spoken and sent as a voice note, its audio files as voice notes.
+	Voice bool
 }
+
+// voiceTag asks for the answer as a voice note. Stripped wherever it
+// stands outside a code block.
+const voiceTag = "[[audio_as_voice]]"
 
 // empty reports whether there is nothing to send.
 func (a answer) empty() bool { return a.Text == "" && len(a.Media) == 0 }
@@ -42,6 +49,11 @@ func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
 			fenced = !fenced
 			kept = append(kept, line)
 			continue
+		}
+		if !fenced && strings.Contains(line, voiceTag) {
+			a.Voice = true
+			line = strings.ReplaceAll(line, voiceTag, "")
+			trimmed = strings.TrimSpace(line)
 		}
 		if fenced || !strings.HasPrefix(trimmed, "MEDIA:") {
 			kept = append(kept, line)

@@ -53,6 +53,23 @@ func TestParseAnswer(t *testing.T) {
 		{"fenced media ignored", "Write this:\n```\nMEDIA:./media/chart.png\n```", "Write this:\n```\nMEDIA:./media/chart.png\n```", nil, 0},
 		{"after fence media works", "```\ncode\n```\nMEDIA:./media/chart.png", "```\ncode\n```", []string{"media/chart.png"}, 0},
 	}
+	voice := []struct {
+		name, raw, wantText string
+		wantVoice           bool
+	}{
+		{"voice tag alone on a line", "[[audio_as_voice]]\nHappy birthday, Anna!", "Happy birthday, Anna!", true},
+		{"voice tag inline", "Happy birthday! [[audio_as_voice]]", "Happy birthday!", true},
+		{"voice tag in a fence is text", "```\n[[audio_as_voice]]\n```", "```\n[[audio_as_voice]]\n```", false},
+		{"no tag", "Hello.", "Hello.", false},
+	}
+	for _, c := range voice {
+		t.Run(c.name, func(t *testing.T) {
+			a, _ := parseAnswer(c.raw, ws)
+			if a.Text != c.wantText || a.Voice != c.wantVoice {
+				t.Errorf("text %q voice %v, want %q %v", a.Text, a.Voice, c.wantText, c.wantVoice)
+			}
+		})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a, refused := parseAnswer(c.raw, ws)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -97,7 +98,7 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		files = nil
 	}
 	caption := ""
-	if len(files) == 1 && text != "" && len([]rune(text)) <= captionMax {
+	if len(files) == 1 && text != "" && len([]rune(text)) <= captionMax && !it.Voice {
 		caption, text = text, ""
 	}
 
@@ -107,7 +108,13 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 	if text != "" {
 		part++
 		if it.PartsDone < part {
-			d, err := ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo))
+			var d channels.Delivery
+			var err error
+			if sent, ok := a.sendVoice(ctx, it, ws, ms, canMedia && gok, text); ok {
+				d, err = sent, nil
+			} else {
+				d, err = ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo))
+			}
 			if err != nil {
 				return fmt.Errorf("send answer to %s: %w", it.ChatID, err)
 			}
@@ -131,7 +138,8 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		if err != nil {
 			mime = "application/octet-stream"
 		}
-		m := channels.OutMedia{Chat: it.ChatID, File: f, FileName: filepath.Base(f.Name()), MIME: mime, Caption: caption, ThreadID: it.ThreadID}
+		m := channels.OutMedia{Chat: it.ChatID, File: f, FileName: filepath.Base(f.Name()), MIME: mime, Caption: caption, ThreadID: it.ThreadID,
+			Voice: it.Voice && strings.HasPrefix(mime, "audio/")}
 		d, err := ms.SendMedia(ctx, m)
 		f.Close()
 		if err != nil {
@@ -166,4 +174,35 @@ func (a *Agent) progress(ctx context.Context, it *store.OutboxItem, part int) {
 	if err := a.opts.Store.OutboxProgress(ctx, it.ID, part); err != nil {
 		a.log.Warn("agent: cannot record delivery progress", "outbox", it.ID, "err", err)
 	}
+}
+
+// sendVoice speaks an answer tagged [[audio_as_voice]] and sends it as a
+// voice note. ok is false when it did not go out that way (no voice
+// asked for, speech not configured, the provider failed or refused, the
+// channel cannot send files): the caller sends the text instead, so an
+// answer is never lost over its voice. The speech is made through the
+// same speak the tool uses (stored, registered, placed) and only sent
+// here, so the outbox keeps its one-part-at-a-time bookkeeping.
+func (a *Agent) sendVoice(ctx context.Context, it *store.OutboxItem, ws groups.Workspace, ms channels.MediaSender, canMedia bool, text string) (channels.Delivery, bool) {
+	if !it.Voice || !canMedia || !a.opts.Generate.Speech || a.opts.Media == nil {
+		return channels.Delivery{}, false
+	}
+	var res ipc.GeneratedResult
+	if err := a.opts.Media(it.Folder).Call(ctx, ipc.TypeSpeak, ipc.SpeakArgs{Text: text}, &res); err != nil {
+		a.log.Warn("agent: answer not spoken; sending it as text", "group", it.Folder, "outbox", it.ID, "err", err)
+		return channels.Delivery{}, false
+	}
+	f, _, err := ws.Open(res.Path)
+	if err != nil {
+		a.log.Warn("agent: spoken answer cannot be opened; sending it as text", "group", it.Folder, "path", res.Path, "err", err)
+		return channels.Delivery{}, false
+	}
+	defer f.Close()
+	d, err := ms.SendMedia(ctx, channels.OutMedia{Chat: it.ChatID, File: f, FileName: filepath.Base(res.Path), MIME: res.MIME,
+		ThreadID: it.ThreadID, Voice: true})
+	if err != nil {
+		a.log.Warn("agent: voice note not sent; sending the answer as text", "group", it.Folder, "outbox", it.ID, "err", err)
+		return channels.Delivery{}, false
+	}
+	return d, true
 }

@@ -207,7 +207,7 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 		}
 		return runResult{outcome: outcomeDone}
 	}
-	item := store.OutboxItem{Folder: g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media, ThreadID: to.thread, ReplyTo: to.replyTo}
+	item := store.OutboxItem{Folder: g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media, ThreadID: to.thread, ReplyTo: to.replyTo, Voice: ans.Voice}
 	id, err := queue(&item)
 	if err != nil {
 		return a.storeFailure(ctx, err)

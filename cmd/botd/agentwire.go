@@ -177,6 +177,8 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		ContextMessages: contextMessages(d.cfg.Agent.Context.Messages), ContextAge: d.cfg.Agent.Context.MaxAge.D(),
 		ContextTokens:  d.cfg.Agent.Context.MaxTokens,
 		Media:          d.caller,
+		Generate:       generateTools(d.cfg),
+		MaxCostPerDay:  agent.USD(d.cfg.Agent.MaxCostPerDay),
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
 	})

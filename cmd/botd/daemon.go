@@ -142,9 +142,13 @@ func (d *daemon) startHost(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gen, err := d.generation()
+	if err != nil {
+		return err
+	}
 	d.media = media.New(media.Options{
-		Transcriber: tr,
-		Registry:    d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
+		Transcriber: tr, Generation: gen,
+		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
 		Budget: d.budget, Log: d.log.With("component", "media"),
@@ -263,6 +267,9 @@ func (d *daemon) run(ctx context.Context) error {
 	if err := d.startScheduler(intakeCtx); err != nil {
 		return err
 	}
+	// Video jobs send to the chats, so they resume once channels run.
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.media.RunVideoJobs(hostCtx) }()
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
 	d.log.Info("shutting down")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,8 +17,8 @@ const usageLine = "botd usage [--group FOLDER] [--since AGE|DATE] [--config FILE
 
 func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("usage", usageLine,
-		"Print what the model calls cost, per group, day and model: attempts (failed ones too), tokens (input, output, "+
-			"cache read, cache write, reasoning) and cost in USD.", stderr)
+		"Print what the model calls and media generation cost, per group, day and model: attempts (failed ones too), tokens "+
+			"(input, output, cache read, cache write, reasoning), media made (images, seconds of audio and video) and cost in USD.", stderr)
 	group := fs.String("group", "", "only this group folder")
 	since := fs.String("since", "30d", "from this long ago (e.g. 7d, 36h) or this date (2026-11-01)")
 	cfgFlag := configFlag(fs)
@@ -55,15 +56,15 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "GROUP\tDAY\tMODEL\tCALLS\tFAILED\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tCOST (USD)\t")
+	fmt.Fprintln(tw, "GROUP\tDAY\tMODEL\tCALLS\tFAILED\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tMEDIA\tCOST (USD)\t")
 	var total int64
 	for _, r := range rows {
 		cost := fmt.Sprintf("%.4f", float64(r.CostMicrocents)/1e8)
 		if r.Unpriced > 0 {
 			cost += fmt.Sprintf(" (+%d unpriced)", r.Unpriced)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Folder, r.Day, r.Model, r.Attempts, r.Failed,
-			r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Reasoning, cost)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", r.Folder, r.Day, r.Model, r.Attempts, r.Failed,
+			r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Reasoning, mediaUnits(r), cost)
 		total += r.CostMicrocents
 	}
 	if err := tw.Flush(); err != nil {
@@ -71,4 +72,23 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	_, err = fmt.Fprintf(stdout, "\ntotal: %.4f USD\n", float64(total)/1e8)
 	return err
+}
+
+// mediaUnits is what a generation model made: "2 images", "14s audio",
+// "8s video"; "-" for a chat model.
+func mediaUnits(r store.UsageRow) string {
+	var parts []string
+	if r.Images > 0 {
+		parts = append(parts, fmt.Sprintf("%d image(s)", r.Images))
+	}
+	if r.AudioSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("%.0fs audio", r.AudioSeconds))
+	}
+	if r.VideoSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("%.0fs video", r.VideoSeconds))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
