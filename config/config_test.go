@@ -132,6 +132,17 @@ func TestValidationPaths(t *testing.T) {
 		{"no download slots", `media: {downloads_per_group: 0}`, `media.downloads_per_group: must be between 1 and 64`},
 		{"mcp token twice", `groups: [{folder: a, chat: "telegram:1"}, {folder: b, chat: "telegram:2"}]
 mcp: {http: {tokens: [{token: 0123456789abcdef0, group: a}, {token: 0123456789abcdef0, group: b}]}}`, `mcp.http.tokens[1].token: is the same as mcp.http.tokens[0].token`},
+		{"image provider unknown", `media: {generation: {image: {provider: nope, model: gpt-image-1}}}`, `media.generation.image.provider: unknown provider "nope"`},
+		{"speech needs openai", `llm: {providers: {g: {type: gemini}}}
+media: {generation: {speech: {provider: g, model: tts}}}`, `media.generation.speech.provider: "g" is a provider of type gemini; this needs one of type openai`},
+		{"image on anthropic", `llm: {providers: {a: {type: anthropic}}}
+media: {generation: {image: {provider: a, model: m}}}`, `media.generation.image.provider: "a" is a provider of type anthropic; this needs one of type openai or gemini`},
+		{"video model missing", `llm: {providers: {o: {type: openai}}}
+media: {generation: {video: {provider: o}}}`, `media.generation.video.model: must not be empty`},
+		{"negative price", `llm: {providers: {o: {type: openai}}}
+media: {generation: {image: {provider: o, model: m, price: -1}}}`, `media.generation.image.price: must not be negative`},
+		{"video timeout", `media: {generation: {video: {timeout: 10s}}}`, `media.generation.video.timeout: must be between 1m and 24h`},
+		{"generation typo", `media: {generation: {imgae: {provider: o}}}`, `media.generation.imgae: unknown key (did you mean image?)`},
 		{"mcp token group", `mcp: {http: {tokens: [{token: 0123456789abcdef0, group: nope}]}}`, `mcp.http.tokens[0].group: unknown group folder "nope"`},
 	}
 	for _, tt := range tests {
