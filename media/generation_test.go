@@ -268,6 +268,17 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 			if len(r.tg.Files()) != 0 {
 				t.Error("something was sent")
 			}
+			// Every provider call is on the bill, failed ones too.
+			rows, err := r.store.Usage(context.Background(), "family", r.clock().Add(-time.Hour), time.UTC)
+			failed := 0
+			for _, row := range rows {
+				if row.Model == "gpt-image-1" {
+					failed += row.Failed
+				}
+			}
+			if err != nil || failed != tc.calls {
+				t.Errorf("failed generations on the bill: %d (%v), want %d", failed, err, tc.calls)
+			}
 		})
 	}
 }
