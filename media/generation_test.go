@@ -27,7 +27,7 @@ import (
 // provider is a loopback OpenAI: Images (generations, edits), speech and
 // videos, answering what the test sets and counting what it gets.
 type provider struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -41,7 +41,7 @@ type provider struct {
 	mp4      []byte
 }
 
-func newProvider(t *testing.T) *provider {
+func newProvider(t testing.TB) *provider {
 	p := &provider{t: t, bodies: map[string][]byte{}, video: "queued"}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
@@ -115,7 +115,7 @@ func (p *provider) body(key string) []byte {
 
 // genRig is a media rig whose service makes media through p, accounted
 // in the rig's store, on the rig's clock.
-func genRig(t *testing.T, p *provider, max int64, budget int64) *rig {
+func genRig(t testing.TB, p *provider, max int64, budget int64) *rig {
 	t.Helper()
 	opts := generate.Options{Name: "fake", Type: "openai", BaseURL: p.srv.URL + "/v1", APIKey: "k", MaxBytes: max}
 	im, _ := generate.NewImager(with(opts, "gpt-image-1"))
@@ -450,5 +450,25 @@ func TestVideoJobCaughtSendingIsNotResent(t *testing.T) {
 	}
 	if len(r.tg.Files()) != 0 || p.count("GET /v1/videos/video_1/content") != 0 {
 		t.Error("sent again")
+	}
+}
+
+// The cost of keeping a made image: base64 decode, cache (hash, sniff,
+// cap), ref, group copy, send to a fake channel, bill; the provider and
+// the channel answer at once over loopback.
+func BenchmarkGenerateImage1MB(b *testing.B) {
+	p := newProvider(b)
+	img := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16)...)
+	p.image = img
+	r := genRig(b, p, 8<<20, 0)
+	c := r.svc.Caller("family")
+	ctx := context.Background()
+	b.SetBytes(int64(len(img)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var res ipc.GeneratedResult
+		if err := c.Call(ctx, ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "x", Send: true}, &res); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
