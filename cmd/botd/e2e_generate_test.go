@@ -37,7 +37,7 @@ type genProvider struct {
 
 func newGenProvider(t *testing.T) *genProvider {
 	p := &genProvider{t: t, wire: &fakeModel{t: t, wire: "openai"}, png: pngOf(t, 64, 64), ogg: oggOpusOf(3 * time.Second),
-		mp4: append([]byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"), bytes.Repeat([]byte{9}, 4000)...),
+		mp4:   append([]byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"), bytes.Repeat([]byte{9}, 4000)...),
 		calls: map[string]int{}, bodies: map[string]string{}, video: "in_progress"}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
