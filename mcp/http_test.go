@@ -101,7 +101,8 @@ func TestHTTPTokenReachesOnlyItsGroup(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 		cancel()
-		if err != nil || len(tools.Tools) != 11 {
+		// 11 tools plus the 4 generation tools the test server offers.
+		if err != nil || len(tools.Tools) != 15 {
 			t.Fatalf("tools/list: %v (%d tools)", err, len(tools.Tools))
 		}
 		before := len(tc.other.Served())

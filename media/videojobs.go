@@ -307,9 +307,10 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 	rec := store.Generation{Folder: j.Folder, At: gen.now(), Kind: "video", Provider: j.Provider, Model: j.Model, Units: float64(seconds)}
 	s.price(&rec, gen.VideoModel.Price, generate.Usage{})
 	res, herr := s.keep(ctx, g, made{kind: mediaregistry.Video, want: "video/", declared: "video/mp4", name: "video",
-		caption: j.Prompt, r: body, duration: time.Duration(seconds) * time.Second}, &rec)
+		caption: j.Prompt, r: body, duration: time.Duration(seconds) * time.Second, retried: true}, &rec)
 	if herr != nil {
 		if herr.Code == ipc.CodeTooLarge {
+			s.record(ctx, &rec, "failed", herr.Message)
 			return s.endJob(ctx, j, g, "The video (job %d) was made but is too large to keep: %s.", j.ID, trimDot(herr.Message))
 		}
 		s.o.Log.Warn("video job: keeping the video failed; trying again later", "job", j.ID, "err", herr)
