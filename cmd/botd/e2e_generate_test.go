@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -53,7 +54,10 @@ func (p *genProvider) serve(w http.ResponseWriter, r *http.Request) {
 	video := p.video
 	p.mu.Unlock()
 	switch {
-	case key == "POST /v1/images/generations":
+	case key == "POST /v1/images/generations" && strings.Contains(string(body), "forbidden"):
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}`)
+	case key == "POST /v1/images/generations" || key == "POST /v1/images/edits":
 		fmt.Fprintf(w, `{"data":[{"b64_json":%q}],"usage":{"input_tokens":12,"output_tokens":272}}`, base64.StdEncoding.EncodeToString(p.png))
 	case key == "POST /v1/audio/speech":
 		w.Header().Set("Content-Type", "audio/ogg")
@@ -83,6 +87,16 @@ func (p *genProvider) chat(w http.ResponseWriter, body []byte) {
 	}
 	asked := newText(body)
 	switch {
+	case strings.Contains(asked, "into a sketch"):
+		// In the conversation only: the prompt and the tools carry examples.
+		refs := photoRef.FindAllStringSubmatch(asked, -1)
+		if refs == nil {
+			p.wire.text(w, "I see no photo.")
+			return
+		}
+		p.wire.toolCall(w, "generate_image", fmt.Sprintf(`{"prompt":"a pencil sketch of this photo","source_ref":%q}`, refs[len(refs)-1][1]))
+	case strings.Contains(asked, "draw something forbidden"):
+		p.wire.toolCall(w, "generate_image", `{"prompt":"something forbidden"}`)
 	case strings.Contains(asked, "draw a red square"):
 		p.wire.toolCall(w, "generate_image", `{"prompt":"a red square on white"}`)
 	case strings.Contains(asked, "make a video of a cat"):
@@ -93,6 +107,8 @@ func (p *genProvider) chat(w http.ResponseWriter, body []byte) {
 		p.wire.text(w, "Hello.")
 	}
 }
+
+var photoRef = regexp.MustCompile(`\[Image: [^\]]*ref:(tg_[0-9A-Za-z]+)\]`)
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
@@ -262,5 +278,51 @@ func TestVideoJobSurvivesKill(t *testing.T) {
 	}
 	if p.count("GET /v1/videos/video_e2e/content") != 1 || p.count("DELETE /v1/videos/video_e2e") != 1 {
 		t.Errorf("calls %v", p.calls)
+	}
+}
+
+// "turn this photo into a sketch": the photo is fetched through the
+// authorised path (one download) and uploaded to /images/edits; the
+// sketch comes back as a photo.
+func TestEditPhotoEndToEnd(t *testing.T) {
+	dir, tg, p := genSetup(t)
+	photo := pngOf(t, 80, 60)
+	tg.AddFile(telegramtest.File{ID: "photo1", Data: photo})
+	tg.Enqueue(photoUpdate(-100, 9, "photo1", len(photo), "our garden"))
+	host := startBotd(t, dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	ask(tg, 10, "@Andy turn the photo into a sketch")
+	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendPhoto")) == 1 })
+	host.stop(t)
+	if n := p.count("POST /v1/images/edits"); n != 1 {
+		t.Fatalf("edits called %d times", n)
+	}
+	if b := p.body("POST /v1/images/edits"); !strings.Contains(b, string(photo)) || !strings.Contains(b, "a pencil sketch of this photo") {
+		t.Error("the photo or the prompt did not reach /images/edits")
+	}
+	if n := p.count("POST /v1/images/generations"); n != 0 {
+		t.Errorf("generations called %d times for an edit", n)
+	}
+	if !bytes.Equal(sentBy(tg, "sendPhoto")[0].Data, p.png) {
+		t.Error("the sketch sent is not what the provider made")
+	}
+}
+
+// A content-policy refusal reaches the chat as the provider's refusal in
+// a sentence (relayed by the model from the tool's answer), no photo.
+func TestImageRefusalEndToEnd(t *testing.T) {
+	dir, tg, p := genSetup(t)
+	host := startBotd(t, dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	ask(tg, 10, "@Andy draw something forbidden")
+	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendMessage")) == 1 })
+	host.stop(t)
+	msg := sentBy(tg, "sendMessage")[0].Text
+	if !strings.Contains(msg, "The provider refused this request under its content policy, so nothing was made") ||
+		strings.Contains(msg, "moderation_blocked") || strings.Contains(msg, "{") {
+		t.Errorf("chat got %q", msg)
+	}
+	if n := len(sentBy(tg, "sendPhoto")); n != 0 || p.count("POST /v1/images/generations") != 1 {
+		t.Errorf("photos %d, calls %d", n, p.count("POST /v1/images/generations"))
 	}
 }
