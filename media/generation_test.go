@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
@@ -470,5 +471,38 @@ func BenchmarkGenerateImage1MB(b *testing.B) {
 		if err := c.Call(ctx, ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "x", Send: true}, &res); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// What was made is swept like a download: the disk budget evicts the
+// cached blob and the group's copy, and the ref then says botd made it and
+// no longer keeps it (no network can serve it again).
+func TestGeneratedMediaIsSwept(t *testing.T) {
+	ctx := context.Background()
+	p := newProvider(t)
+	p.image = pngBytes(t, 40, 40)
+	r := genRig(t, p, maxDownload, 0)
+	var res ipc.GeneratedResult
+	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a square"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(r.groupsDir, "family", res.Path)
+	budget := diskbudget.New(1, media.Areas(r.cache, r.groupsDir, r.set.All()), nil)
+	u, err := budget.Scan(ctx)
+	if err != nil || u.Total < 2*res.Size {
+		t.Fatalf("the budget does not see the made image twice (cache and group copy): %+v %v", u, err)
+	}
+	if _, err := budget.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{copyPath, filepath.Join(r.cacheDir, res.SHA256)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s not swept: %v", p, err)
+		}
+	}
+	err = call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil)
+	wantCode(t, err, ipc.CodeExpired)
+	if !strings.Contains(err.Error(), "made by botd") {
+		t.Errorf("err %v", err)
 	}
 }
