@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -157,13 +158,7 @@ func (c *geminiImages) Image(ctx context.Context, r ImageRequest) (Image, error)
 		Text       string  `json:"text,omitempty"`
 		InlineData *inline `json:"inlineData,omitempty"`
 	}
-	prompt := r.Prompt
-	if r.Size != "" {
-		// Gemini takes no size; an aspect ratio in words is what it
-		// follows.
-		prompt += "\n\n(Image size: " + r.Size + ")"
-	}
-	parts := []part{{Text: prompt}}
+	parts := []part{{Text: r.Prompt}}
 	if r.Source != nil {
 		// Inline data is base64 in the JSON: bounded by the caller's
 		// check of the source's size.
@@ -173,9 +168,14 @@ func (c *geminiImages) Image(ctx context.Context, r ImageRequest) (Image, error)
 		}
 		parts = append(parts, part{InlineData: &inline{MIMEType: r.Source.MIME, Data: base64.StdEncoding.EncodeToString(b)}})
 	}
+	cfg := map[string]any{"responseModalities": []string{"TEXT", "IMAGE"}}
+	if ar := aspectRatio(r.Size); ar != "" {
+		// Gemini takes an aspect ratio, not pixels.
+		cfg["imageConfig"] = map[string]any{"aspectRatio": ar}
+	}
 	body := map[string]any{
 		"contents":         []any{map[string]any{"role": "user", "parts": parts}},
-		"generationConfig": map[string]any{"responseModalities": []string{"TEXT", "IMAGE"}},
+		"generationConfig": cfg,
 	}
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
@@ -252,4 +252,27 @@ func (c *geminiImages) Image(ctx context.Context, r ImageRequest) (Image, error)
 		msg += ": " + img.Note
 	}
 	return Image{}, fail(&c.o, llm.NewError(c.o.Name, llm.KindUnknown, msg+"; check that media.generation.image.model makes images"))
+}
+
+// geminiRatios are the aspect ratios Gemini image models take.
+var geminiRatios = []struct {
+	name string
+	w, h float64
+}{{"1:1", 1, 1}, {"2:3", 2, 3}, {"3:2", 3, 2}, {"3:4", 3, 4}, {"4:3", 4, 3}, {"4:5", 4, 5}, {"5:4", 5, 4},
+	{"9:16", 9, 16}, {"16:9", 16, 9}, {"21:9", 21, 9}}
+
+// aspectRatio is the supported ratio nearest to a WIDTHxHEIGHT size; ""
+// for none or "auto".
+func aspectRatio(size string) string {
+	var w, h float64
+	if _, err := fmt.Sscanf(size, "%fx%f", &w, &h); err != nil || w <= 0 || h <= 0 {
+		return ""
+	}
+	best, dist := "", math.MaxFloat64
+	for _, r := range geminiRatios {
+		if d := math.Abs(math.Log(w/h) - math.Log(r.w/r.h)); d < dist {
+			best, dist = r.name, d
+		}
+	}
+	return best
 }
