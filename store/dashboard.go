@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -87,7 +88,9 @@ type DayRuns struct {
 }
 
 // DailyRuns sums the runs started since since, per UTC day, oldest first;
-// days without runs are left out.
+// days without runs are left out. CostMicrocents includes what media
+// generation cost that day, so the dashboard's cost chart is the whole
+// bill (a day with generation only has a row with no runs).
 func (s *Store) DailyRuns(ctx context.Context, since time.Time) ([]DayRuns, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT started / 86400000 AS day, COUNT(*), SUM(input_tokens), SUM(output_tokens),
 		SUM(CASE WHEN cost_known THEN cost_microcents ELSE 0 END), SUM(CASE WHEN cost_known THEN 0 ELSE 1 END)
@@ -108,5 +111,34 @@ func (s *Store) DailyRuns(ctx context.Context, since time.Time) ([]DayRuns, erro
 		d.InputTokens, d.OutputTokens, d.CostMicrocents = in.Int64, outTok.Int64, cost.Int64
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("daily runs: %w", err)
+	}
+	return s.addGenerationCost(ctx, since, out)
+}
+
+// addGenerationCost folds each day's media generation cost into days.
+func (s *Store) addGenerationCost(ctx context.Context, since time.Time, days []DayRuns) ([]DayRuns, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT at / 86400000 AS day, SUM(cost_microcents) FROM media_generations
+		WHERE at >= ? GROUP BY day ORDER BY day`, since.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("daily generation cost: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var day, cost int64
+		if err := rows.Scan(&day, &cost); err != nil {
+			return nil, fmt.Errorf("daily generation cost: %w", err)
+		}
+		at := time.Unix(day*86400, 0).UTC()
+		i := sort.Search(len(days), func(i int) bool { return !days[i].Day.Before(at) })
+		if i < len(days) && days[i].Day.Equal(at) {
+			days[i].CostMicrocents += cost
+			continue
+		}
+		days = append(days, DayRuns{})
+		copy(days[i+1:], days[i:])
+		days[i] = DayRuns{Day: at, CostMicrocents: cost}
+	}
+	return days, rows.Err()
 }

@@ -55,13 +55,24 @@ func TestRecentRunsAndDailyRuns(t *testing.T) {
 		!reflect.DeepEqual(r1.Tools, []string{"fetch_media", "list_media", "fetch_media"}) || r1.InputTokens != 300 {
 		t.Fatalf("r1 %+v", r1)
 	}
+	// Media generation is on the same bill: added to a day with runs, and
+	// a day of its own.
+	for _, g := range []Generation{
+		{Folder: "family", At: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC), Kind: "image", Model: "gpt-image-1", Outcome: "succeeded", Units: 1, CostMicrocents: 4_000_000, CostKnown: true},
+		{Folder: "family", At: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), Kind: "video", Model: "sora-2", Outcome: "succeeded", Units: 4, CostMicrocents: 40_000_000, CostKnown: true},
+	} {
+		if err := s.RecordGeneration(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
 	days, err := s.DailyRuns(ctx, day.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []DayRuns{
-		{Day: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Runs: 2, InputTokens: 400, OutputTokens: 30, CostMicrocents: 150_000, CostUnknown: 1},
+		{Day: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Runs: 2, InputTokens: 400, OutputTokens: 30, CostMicrocents: 4_150_000, CostUnknown: 1},
 		{Day: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), Runs: 1, CostMicrocents: 50_000},
+		{Day: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), CostMicrocents: 40_000_000},
 	}
 	if !reflect.DeepEqual(days, want) {
 		t.Fatalf("days %+v\nwant %+v", days, want)
