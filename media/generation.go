@@ -353,7 +353,13 @@ func (s *Service) price(rec *store.Generation, p generate.Price, u generate.Usag
 // media itself is not lost over it.
 func (s *Service) record(ctx context.Context, rec *store.Generation, outcome, errText string) {
 	rec.Outcome, rec.Error = outcome, errText
-	if l := s.gen().Ledger; l != nil {
+	var l interface {
+		RecordGeneration(ctx context.Context, g store.Generation) error
+	} = s.o.Bill
+	if s.o.Bill == nil && s.gen().Ledger != nil {
+		l = s.gen().Ledger
+	}
+	if l != nil {
 		if err := l.RecordGeneration(context.WithoutCancel(ctx), *rec); err != nil {
 			s.o.Log.Warn("generation not recorded", "group", rec.Folder, "kind", rec.Kind, "err", err)
 		}

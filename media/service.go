@@ -24,7 +24,9 @@ import (
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -67,6 +69,12 @@ type Options struct {
 	// Budget, when set, learns of every byte stored and keeps files a
 	// fetch is using from being evicted.
 	Budget *diskbudget.Budget
+	// Bill records what media calls to providers cost (transcriptions,
+	// generation) on the group's bill; nil falls back to Generation's
+	// Ledger, or records nothing.
+	Bill interface {
+		RecordGeneration(ctx context.Context, g store.Generation) error
+	}
 	// Transcriber turns voice notes and audio into text; nil means
 	// media.transcription is not configured, and fetches say how to.
 	Transcriber *transcribe.Transcriber
@@ -210,15 +218,15 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	}
 	switch {
 	case spoken(&ref, entry.MIME):
-		s.transcribe(ctx, res, blob, entry.Size, entry.MIME)
+		s.transcribe(ctx, g.Folder, res, blob, entry.Size, entry.MIME)
 	case ref.Kind == mediaregistry.Video || ref.Kind == mediaregistry.VideoNote:
-		s.transcribeVideo(ctx, res, entry)
+		s.transcribeVideo(ctx, g.Folder, res, entry)
 	}
 	return res, nil
 }
 
 // transcribeVideo transcribes a video's sound, taken out with ffmpeg.
-func (s *Service) transcribeVideo(ctx context.Context, res *ipc.FetchMediaResult, e mediaregistry.Entry) {
+func (s *Service) transcribeVideo(ctx context.Context, group string, res *ipc.FetchMediaResult, e mediaregistry.Entry) {
 	if s.o.Transcriber == nil {
 		res.TranscriptNote = "Its sound is not transcribed: " + transcribe.ErrNotConfigured.Error()
 		return
@@ -240,7 +248,7 @@ func (s *Service) transcribeVideo(ctx context.Context, res *ipc.FetchMediaResult
 		res.TranscriptNote = "Its sound could not be read back."
 		return
 	}
-	s.transcribe(ctx, res, sound, fi.Size(), "audio/ogg")
+	s.transcribe(ctx, group, res, sound, fi.Size(), "audio/ogg")
 	if res.Transcript != "" {
 		res.TranscriptNote = "What is said in the video. " + res.TranscriptNote
 	}
@@ -253,13 +261,14 @@ func spoken(ref *mediaregistry.MediaReference, mime string) bool {
 
 // transcribe adds what was said to res. A failure is a note, not a failed
 // fetch: the file is saved either way.
-func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blob *os.File, size int64, mime string) {
+func (s *Service) transcribe(ctx context.Context, group string, res *ipc.FetchMediaResult, blob *os.File, size int64, mime string) {
 	if s.o.Transcriber == nil {
 		res.TranscriptNote = transcribe.ErrNotConfigured.Error()
 		return
 	}
 	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
 	t, err := s.o.Transcriber.Transcribe(ctx, blob, size, res.Name, mime)
+	s.billTranscript(ctx, group, res.Ref, t, err)
 	if err != nil {
 		s.o.Log.Warn("fetch_media: transcription failed", "ref", res.Ref, "err", err)
 		res.TranscriptNote = "Transcribing it failed: " + err.Error()
@@ -280,6 +289,29 @@ func (s *Service) transcribe(ctx context.Context, res *ipc.FetchMediaResult, blo
 	if t.Duration > 0 && res.Duration == "" {
 		res.Duration = mediaregistry.FormatDuration(t.Duration)
 	}
+}
+
+// billTranscript puts a transcription the provider was asked for on the
+// group's bill, beside its model calls: units are seconds of audio heard,
+// priced per minute for the models botd knows. A cached transcript (or
+// one shared with a concurrent fetch of the same bytes) cost nothing.
+func (s *Service) billTranscript(ctx context.Context, group, ref string, t transcribe.Transcript, err error) {
+	if err == nil && t.Cached {
+		return
+	}
+	if err != nil && ctx.Err() != nil {
+		return // the caller gave up; the provider was not made to answer
+	}
+	rec := store.Generation{Folder: group, Kind: "transcription", Provider: s.o.Transcriber.Provider(), Model: s.o.Transcriber.Model(),
+		Units: t.Duration.Seconds(), Ref: ref}
+	if err != nil {
+		s.record(ctx, &rec, "failed", err.Error())
+		return
+	}
+	if p, ok := generate.PriceOf(rec.Model); ok {
+		s.price(&rec, p, generate.Usage{})
+	}
+	s.record(ctx, &rec, "succeeded", "")
 }
 
 // acquire finds ref's bytes in the cache, downloading them unless cached,

@@ -1,6 +1,7 @@
 package media_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,12 +9,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -112,5 +115,54 @@ func TestVideoSoundIsTranscribed(t *testing.T) {
 	}
 	if res.Transcript != "Happy birthday!" || !strings.HasPrefix(res.TranscriptNote, "What is said in the video.") {
 		t.Errorf("transcript %q, note %q", res.Transcript, res.TranscriptNote)
+	}
+}
+
+// A transcription is billed to the group that asked, by the seconds the
+// provider heard at the model's per-minute price; a cached one is free,
+// and a failed call is recorded as failed.
+func TestTranscriptionIsBilled(t *testing.T) {
+	var fail atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusBadRequest)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"text": "See you at nine.", "language": "english", "duration": 90})
+	}))
+	defer srv.Close()
+	var bill *store.Store
+	r := newRigWith(t, maxDownload, func(o *media.Options) {
+		tr, err := transcribe.New(transcribe.Options{Name: "oa", Type: "openai", BaseURL: srv.URL + "/v1", APIKey: "test-key",
+			Model: "whisper-1", DB: o.Cache.DB()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Transcriber = tr
+		bill = &store.Store{DB: o.Cache.DB()}
+		o.Bill = bill
+	})
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	c := r.client("family")
+	for range 2 {
+		var res ipc.FetchMediaResult
+		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil || res.Transcript == "" {
+			t.Fatalf("fetch: %v %+v", err, res)
+		}
+	}
+	fail.Store(true)
+	other := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: append([]byte(nil), append(oggVoice, '!')...)})
+	var res ipc.FetchMediaResult
+	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: other}, &res); err != nil || !strings.Contains(res.TranscriptNote, "failed") {
+		t.Fatalf("failing fetch: %v %+v", err, res)
+	}
+	rows, err := bill.Usage(context.Background(), "", time.Time{}, time.UTC)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("usage %+v %v", rows, err)
+	}
+	u := rows[0]
+	// 90 s at $0.006 a minute is $0.009: 900,000 micro-cents.
+	if u.Folder != "family" || u.Model != "whisper-1" || u.Attempts != 2 || u.Failed != 1 || u.HeardSeconds != 90 || u.CostMicrocents != 900_000 {
+		t.Errorf("bill %+v: want family, whisper-1, 2 calls (1 failed), 90 s heard, 900000 micro-cents", u)
 	}
 }

@@ -19,6 +19,8 @@ type UsageRow struct {
 	// video.
 	Images                     int64
 	AudioSeconds, VideoSeconds float64
+	// HeardSeconds is audio transcribed.
+	HeardSeconds float64
 }
 
 // Usage sums model attempts since a time by group, day (in loc) and
@@ -98,6 +100,8 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 				r.AudioSeconds += units
 			case "video":
 				r.VideoSeconds += units
+			case "transcription":
+				r.HeardSeconds += units
 			}
 			if !known {
 				r.Unpriced++

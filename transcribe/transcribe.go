@@ -226,7 +226,10 @@ func (t *Transcriber) shared(ctx context.Context, key string, a audio) (tr Trans
 			if f.abandoned && ctx.Err() == nil {
 				return Transcript{}, true, nil
 			}
-			return f.tr, false, f.err
+			// The leader's call answered this one too: it cost nothing more.
+			tr := f.tr
+			tr.Cached = true
+			return tr, false, f.err
 		case <-ctx.Done():
 			return Transcript{}, false, fmt.Errorf("transcribe: %w", llm.FromTransport(t.o.Name, ctx.Err()))
 		}
@@ -334,3 +337,9 @@ func describe(name, mime string) string {
 	}
 	return "the audio"
 }
+
+// Provider is the configured provider's name, for the bill.
+func (t *Transcriber) Provider() string { return t.o.Name }
+
+// Model is the configured transcription model.
+func (t *Transcriber) Model() string { return t.o.Model }

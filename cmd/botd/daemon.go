@@ -147,7 +147,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 		return err
 	}
 	d.media = media.New(media.Options{
-		Transcriber: tr, Generation: gen,
+		Transcriber: tr, Generation: gen, Bill: d.store,
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,

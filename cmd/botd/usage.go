@@ -84,6 +84,9 @@ func mediaUnits(r store.UsageRow) string {
 	if r.AudioSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("%.0fs audio", r.AudioSeconds))
 	}
+	if r.HeardSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("%.0fs transcribed", r.HeardSeconds))
+	}
 	if r.VideoSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("%.0fs video", r.VideoSeconds))
 	}

@@ -27,6 +27,10 @@ var prices = []struct {
 	{"gemini-3-pro-image", Price{InPerMTok: 2, OutPerMTok: 120}},
 	// Speech per second of audio (gpt-4o-mini-tts: about $0.015 a minute).
 	{"gpt-4o-mini-tts", Price{PerUnit: 0.015 / 60}},
+	// Transcription, per second of audio heard.
+	{"whisper-1", Price{PerUnit: 0.006 / 60}},
+	{"gpt-4o-transcribe", Price{PerUnit: 0.006 / 60}},
+	{"gpt-4o-mini-transcribe", Price{PerUnit: 0.003 / 60}},
 	{"tts-1-hd", Price{PerUnit: 0.03 / 60}},
 	{"tts-1", Price{PerUnit: 0.015 / 60}},
 	// Video per second.
