@@ -82,6 +82,15 @@ type HTTPLimits struct {
 	// MaxRequestsPerToken bounds one token's other requests (POST,
 	// DELETE) in flight at once; another is refused with 429.
 	MaxRequestsPerToken int
+	// SessionIdleTTL drops the state of a session that made no request
+	// and received no event for this long, so clients that go away without
+	// DELETE do not pile up sessions; one that comes back with its id is
+	// served with fresh state (session ids are not kept server-side).
+	SessionIdleTTL time.Duration
+	// Heartbeat pings down every open GET stream this often: a stream
+	// whose client is gone fails the write and frees its slot, and a live
+	// stream keeps its session from idling out.
+	Heartbeat time.Duration
 }
 
 // The defaults of HTTPLimits. Headers from a loopback or LAN client take
@@ -97,6 +106,8 @@ const (
 	DefaultMaxConns            = 512
 	DefaultMaxStreamsPerToken  = 16
 	DefaultMaxRequestsPerToken = 32
+	DefaultSessionIdleTTL      = 30 * time.Minute
+	DefaultHeartbeat           = time.Minute
 )
 
 // DefaultHTTPLimits returns every default limit.
@@ -121,6 +132,8 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	def(&l.MaxConns, DefaultMaxConns)
 	def(&l.MaxStreamsPerToken, DefaultMaxStreamsPerToken)
 	def(&l.MaxRequestsPerToken, DefaultMaxRequestsPerToken)
+	defD(&l.SessionIdleTTL, DefaultSessionIdleTTL)
+	defD(&l.Heartbeat, DefaultHeartbeat)
 	return l
 }
 
@@ -134,6 +147,7 @@ type tokenEntry struct {
 type httpHandler struct {
 	tokens     []*tokenEntry
 	groups     map[string]http.Handler
+	streamable []*server.StreamableHTTPServer // to stop their session sweepers
 	hosts      []string
 	origins    []string
 	log        *slog.Logger
@@ -171,8 +185,12 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group})
 		if h.groups[group] == nil {
 			// mcp-go's own loopback Host check stays on behind ours.
-			h.groups[group] = server.NewStreamableHTTPServer(srv,
-				server.WithStreamableHTTPLogger(log.With("group", group)))
+			sh := server.NewStreamableHTTPServer(srv,
+				server.WithStreamableHTTPLogger(log.With("group", group)),
+				server.WithSessionIdleTTL(h.limits.SessionIdleTTL),
+				server.WithHeartbeatInterval(h.limits.Heartbeat))
+			h.groups[group] = sh
+			h.streamable = append(h.streamable, sh)
 		}
 	}
 	// A wildcard listen address names no host a client would send.
@@ -353,6 +371,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		srv.Close()
 	}
 	<-errc
+	if hh, ok := h.(*httpHandler); ok {
+		for _, sh := range hh.streamable {
+			sh.Shutdown(sctx) // stops its session sweeper; it serves no listener of its own
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("mcp http: shutdown: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -492,3 +493,90 @@ func TestDefaultHTTPLimits(t *testing.T) {
 		t.Errorf("a set field is kept, the others defaulted: %+v", got)
 	}
 }
+
+// A session that goes quiet has its state swept after SessionIdleTTL, and
+// an open stream is pinged every Heartbeat, which frees the slot of a
+// client that is gone.
+func TestHTTPSessionsIdleOutAndStreamsArePinged(t *testing.T) {
+	lim := noTimeouts
+	lim.SessionIdleTTL, lim.Heartbeat = time.Second, 50*time.Millisecond
+	swept := make(chan struct{}, 16)
+	f := newHTTPFixtureLog(t, lim, slog.New(&watchHandler{msg: "Sweeping expired session", seen: swept}))
+
+	post := func(session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tokFamily)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", initBody)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, session)
+	}
+	const list = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp := post(session, list); resp.StatusCode != 200 {
+		t.Fatalf("a call in the new session: %d", resp.StatusCode)
+	}
+	// Asking would keep it alive: wait for the sweeper's word instead.
+	select {
+	case <-swept:
+	case <-time.After(hangGuard):
+		t.Fatal("the idle session was never swept")
+	}
+	// Session ids are not kept (mcp-go's stateless ids): the client that
+	// comes back is served, its per-session state made afresh.
+	if resp := post(session, list); resp.StatusCode != 200 {
+		t.Fatalf("a call with the swept session's id: %d", resp.StatusCode)
+	}
+
+	stream := openStream(t, f.url, tokFamily)
+	if stream.StatusCode != 200 {
+		t.Fatalf("stream: %d", stream.StatusCode)
+	}
+	got := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"method":"ping"`) {
+				got <- sc.Text()
+				return
+			}
+		}
+	}()
+	select {
+	case <-got:
+	case <-time.After(hangGuard):
+		t.Fatal("no ping on an open stream")
+	}
+}
+
+// watchHandler signals seen each time a record with message msg is logged.
+type watchHandler struct {
+	msg  string
+	seen chan struct{}
+}
+
+func (h *watchHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *watchHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.seen <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h *watchHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *watchHandler) WithGroup(string) slog.Handler      { return h }

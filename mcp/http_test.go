@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -36,6 +37,11 @@ func newHTTPFixture(t *testing.T) *httpFixture {
 // a loopback listener, so the server's own timeouts and caps apply.
 func newHTTPFixtureLimits(t *testing.T, lim HTTPLimits) *httpFixture {
 	t.Helper()
+	return newHTTPFixtureLog(t, lim, testLogger(t))
+}
+
+func newHTTPFixtureLog(t *testing.T, lim HTTPLimits, log *slog.Logger) *httpFixture {
+	t.Helper()
 	f := &httpFixture{family: newFakeHost(t, "family"), work: newFakeHost(t, "work")}
 	h, err := NewHTTPHandler(HTTPOptions{
 		Addr:   "127.0.0.1:8765",
@@ -46,7 +52,7 @@ func newHTTPFixtureLimits(t *testing.T, lim HTTPLimits) *httpFixture {
 		},
 		AllowedOrigins: []string{"https://claude.example"},
 		Limits:         lim,
-		Log:            testLogger(t),
+		Log:            log,
 	})
 	if err != nil {
 		t.Fatal(err)
