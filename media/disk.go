@@ -54,8 +54,11 @@ type GroupUsage struct {
 type DiskUsage struct {
 	Groups []GroupUsage
 	Cache  diskbudget.AreaUsage
-	Total  int64
-	Max    int64
+	// Other are the areas that are neither the cache nor a group (the
+	// web channel's files).
+	Other []diskbudget.AreaUsage
+	Total int64
+	Max   int64
 }
 
 // Usage measures the disk use of every group and the cache.
@@ -70,6 +73,15 @@ func Usage(ctx context.Context, reg *mediaregistry.Registry, b *diskbudget.Budge
 		byName[a.Name] = a
 	}
 	out.Cache = byName[CacheArea]
+	known := map[string]bool{CacheArea: true}
+	for _, g := range gs {
+		known[g.Folder] = true
+	}
+	for _, a := range u.Areas {
+		if !known[a.Name] {
+			out.Other = append(out.Other, a)
+		}
+	}
 	for _, g := range gs {
 		st, err := reg.Stats(ctx, g)
 		if err != nil {
@@ -89,7 +101,13 @@ func (u DiskUsage) WriteTable(w io.Writer, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t\n", g.Folder, g.Refs, g.Fetched, mediaregistry.FormatSize(g.Posted),
 			mediaregistry.FormatSize(g.Downloaded), g.Files, mediaregistry.FormatSize(g.OnDisk), ago(now, g.LastUsed))
 	}
-	fmt.Fprintf(tw, "%s\t\t\t\t\t%d\t%s\t%s\t\n", CacheArea, u.Cache.Files, mediaregistry.FormatSize(u.Cache.Bytes), ago(now, u.Cache.Newest))
+	for _, a := range append([]diskbudget.AreaUsage{u.Cache}, u.Other...) {
+		name := a.Name
+		if name == "" {
+			name = CacheArea
+		}
+		fmt.Fprintf(tw, "%s\t\t\t\t\t%d\t%s\t%s\t\n", name, a.Files, mediaregistry.FormatSize(a.Bytes), ago(now, a.Newest))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/botd-dev/botd/diskbudget"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -107,7 +109,10 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 		return FileInfo{}, err
 	}
 	fi := FileInfo{ID: newID(), Name: name}
-	f, err := dir.OpenFile(fi.ID, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Written under a partial name and renamed once whole, so the disk
+	// budget's sweeper (DiskArea) sees an upload in progress as busy.
+	part := partialName(fi.ID)
+	f, err := dir.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -119,8 +124,11 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 	if err == nil && n > max {
 		err = fmt.Errorf("%w: over %d bytes", errTooLarge, max)
 	}
+	if err == nil {
+		err = dir.Rename(part, fi.ID)
+	}
 	if err != nil {
-		dir.Remove(fi.ID)
+		dir.Remove(part)
 		return FileInfo{}, err
 	}
 	fi.Size = n
@@ -242,4 +250,34 @@ func cleanFileName(name string) string {
 		s = "file"
 	}
 	return s
+}
+
+// partialName is an upload's name while it is being written.
+func partialName(id string) string { return "." + id + ".part" }
+
+// DiskAreaName names the web channel's files in disk reports; the dot
+// keeps it apart from every group folder name.
+const DiskAreaName = "web.files"
+
+// DiskArea is the web channel's files (uploads and the assistant's files
+// under <dataDir>/web/files) for the disk budget: counted with the rest of
+// botd's media and evicted least recently written first when over it
+// (the ref then answers that the file is no longer kept). An upload still
+// being written is busy, never evicted.
+func DiskArea(dataDir string) diskbudget.Area {
+	dir := filepath.Join(dataDir, "web")
+	return diskbudget.Area{
+		Name: DiskAreaName,
+		Open: func() (*os.Root, error) {
+			if err := os.MkdirAll(filepath.Join(dir, "files"), 0o700); err != nil {
+				return nil, err
+			}
+			return os.OpenRoot(dir)
+		},
+		Dir: "files",
+		Busy: func(rel string) bool {
+			b := path.Base(rel)
+			return strings.HasPrefix(b, ".") && strings.HasSuffix(b, ".part")
+		},
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -509,4 +511,53 @@ func mustURL(t testing.TB, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// The web channel's files count toward media.max_disk_bytes: over it, the
+// least recently written upload goes first (its ref then answers that the
+// file is no longer kept), and an upload still being written stays.
+func TestUploadsUnderTheDiskBudget(t *testing.T) {
+	h := newHarness(t)
+	c := h.admin()
+	var refs []mediaregistry.MediaReference
+	for i, name := range []string{"old.txt", "new.txt"} {
+		h.post(c, "main", h.roomCSRF(c, "main"), "Ann", "", upload{name, "text/plain", bytes.Repeat([]byte{'a' + byte(i)}, 4000)})
+		refs = append(refs, h.sink.Next(t).Refs[0])
+	}
+	// Make the first the least recently written, whatever the clock's grain.
+	old := time.Now().Add(-time.Hour)
+	if err := filepath.WalkDir(filepath.Join(h.dir, "web", "files"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, string(refs[0].Private)) {
+			return os.Chtimes(p, old, old)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// An upload being written, the oldest of all.
+	partial := filepath.Join(h.dir, "web", "files", "main", partialName(strings.Repeat("0", 32)))
+	if err := os.WriteFile(partial, bytes.Repeat([]byte("p"), 4000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(partial, old.Add(-time.Hour), old.Add(-time.Hour))
+
+	b := diskbudget.New(10000, []diskbudget.Area{DiskArea(h.dir)}, nil)
+	u, err := b.Scan(context.Background())
+	if err != nil || u.Total < 12000 {
+		t.Fatalf("scan: %+v %v; want the three files counted", u, err)
+	}
+	if _, err := b.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(partial); err != nil {
+		t.Errorf("the upload in progress was evicted: %v", err)
+	}
+	if _, _, err := h.w.Download(context.Background(), &refs[0]); !errors.Is(err, channels.ErrUnavailable) {
+		t.Errorf("the oldest upload should be gone: %v", err)
+	}
+	if body, _, err := h.w.Download(context.Background(), &refs[1]); err != nil {
+		t.Errorf("the newest upload should stay: %v", err)
+	} else {
+		body.Close()
+	}
 }

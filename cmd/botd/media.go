@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
@@ -76,7 +77,7 @@ func openMedia(ctx context.Context, cfgFlag string) (*mediaEnv, error) {
 	}
 	return &mediaEnv{
 		cfg: cfg, set: set, st: st, reg: mediaregistry.New(st.DB, cfg.Media.RefTTL.D()), cache: cache,
-		budget: diskbudget.New(cfg.Media.MaxDiskBytes, media.Areas(cache, cfg.GroupsDir, set.All()), nil),
+		budget: diskbudget.New(cfg.Media.MaxDiskBytes, diskAreas(cfg, cache, set), nil),
 	}, nil
 }
 
@@ -239,4 +240,14 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid age %q (want e.g. 36h or 7d)", s)
 	}
 	return d, nil
+}
+
+// diskAreas is everything the disk budget counts: the cache, each group's
+// media folder, and the web channel's files when it is on.
+func diskAreas(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set) []diskbudget.Area {
+	areas := media.Areas(cache, cfg.GroupsDir, set.All())
+	if cfg.Channels.Web.Enabled {
+		areas = append(areas, web.DiskArea(cfg.DataDir))
+	}
+	return areas
 }
