@@ -2,12 +2,18 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/keylock"
 )
 
 // Describe turns an image file into words for a model that cannot see.
@@ -39,4 +45,44 @@ func NewDescribe(p llm.Provider, model string) Describe {
 		}
 		return text, nil
 	}
+}
+
+// CachedDescribe remembers d's descriptions by the image's content and
+// model in db (media_descriptions): the same photo fetched again, in this
+// run or a later one, by this group or another, is described (and billed)
+// once. Concurrent asks for the same image wait for the first. A cache
+// that cannot be read or written only costs a description.
+func CachedDescribe(d Describe, db *sql.DB, model string) Describe {
+	var locks keylock.Locks
+	return func(ctx context.Context, path, mime string) (string, error) {
+		sum, err := fileSHA256(path)
+		if err != nil {
+			return d(ctx, path, mime)
+		}
+		defer locks.Lock(sum)()
+		var text string
+		if db.QueryRowContext(ctx, `SELECT text FROM media_descriptions WHERE sha256 = ? AND model = ?`, sum, model).Scan(&text) == nil {
+			return text, nil
+		}
+		text, err = d(ctx, path, mime)
+		if err != nil {
+			return "", err
+		}
+		db.ExecContext(context.WithoutCancel(ctx), `INSERT OR REPLACE INTO media_descriptions(sha256, model, text, created) VALUES (?, ?, ?, ?)`,
+			sum, model, text, time.Now().UnixMilli())
+		return text, nil
+	}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

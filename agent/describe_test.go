@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/store"
 )
 
 // A model that cannot see gets no image part: a description by the
@@ -114,5 +116,48 @@ func TestDescribeIsBilledToTheRun(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Model != "gpt-4.1-mini" || got[0].Usage.CostMicrocents != USD(0.003) || got[0].Outcome != llm.OutcomeSucceeded {
 		t.Errorf("attempts reported: %+v", got)
+	}
+}
+
+// The same picture is described once per describing model, wherever its
+// file lies; a failure is not remembered.
+func TestDescriptionsAreCached(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	calls := 0
+	fail := true
+	base := func(ctx context.Context, path, mime string) (string, error) {
+		calls++
+		if fail {
+			return "", errors.New("vision model down")
+		}
+		return fmt.Sprintf("description %d", calls), nil
+	}
+	dir := t.TempDir()
+	red := tinyPNG(t, color.RGBA{R: 255, A: 255})
+	a, b := filepath.Join(dir, "a.png"), filepath.Join(dir, "copy-of-a.png")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, red, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	d := CachedDescribe(base, st.DB, "vision/v1")
+	if _, err := d(ctx, a, "image/png"); err == nil {
+		t.Fatal("the failure was not passed on")
+	}
+	fail = false
+	first, err := d(ctx, a, "image/png")
+	if err != nil || first != "description 2" {
+		t.Fatalf("after the failure: %q %v (a failure must not be cached)", first, err)
+	}
+	if again, _ := d(ctx, b, "image/png"); again != first || calls != 2 {
+		t.Errorf("the same bytes elsewhere: %q after %d calls, want %q from the cache", again, calls, first)
+	}
+	if other, _ := CachedDescribe(base, st.DB, "vision/v2")(ctx, a, "image/png"); other != "description 3" {
+		t.Errorf("another model: %q, want its own description", other)
 	}
 }

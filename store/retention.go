@@ -7,8 +7,8 @@ import (
 )
 
 // PruneAgentHistory deletes what the agent recorded before a time: runs
-// with their transcripts, model attempts, notes on fetched refs and
-// summaries. It reports how many rows went. Messages stay: they are the
+// with their transcripts, model attempts, notes on fetched refs,
+// summaries, image descriptions and answered batches. It reports how many rows went. Messages stay: they are the
 // chat, not the agent's bookkeeping.
 func (s *Store) PruneAgentHistory(ctx context.Context, before time.Time) (int64, error) {
 	cut := before.UnixMilli()
@@ -20,6 +20,8 @@ func (s *Store) PruneAgentHistory(ctx context.Context, before time.Time) (int64,
 		`DELETE FROM media_jobs WHERE state IN ('done', 'failed', 'cancelled') AND updated < ?`,
 		`DELETE FROM agent_media_notes WHERE created < ?`,
 		`DELETE FROM agent_summaries WHERE created < ?`,
+		`DELETE FROM media_descriptions WHERE created < ?`,
+		`DELETE FROM llm_batches WHERE state = 'answered' AND updated < ?`,
 	} {
 		res, err := s.DB.ExecContext(ctx, q, cut)
 		if err != nil {

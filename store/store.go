@@ -368,6 +368,15 @@ var migrations = []string{
 	);
 	CREATE INDEX media_jobs_state ON media_jobs(state, next_poll);
 	ALTER TABLE agent_outbox ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;`,
+	// 13: descriptions media.describe made, by image content and model, so
+	// a photo is described (and billed) once for a text-only model.
+	`CREATE TABLE media_descriptions (
+		sha256 TEXT NOT NULL,
+		model TEXT NOT NULL,
+		text TEXT NOT NULL,
+		created INTEGER NOT NULL,
+		PRIMARY KEY (sha256, model)
+	);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

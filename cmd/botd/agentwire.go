@@ -149,6 +149,9 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	if describe != nil {
+		describe = agent.CachedDescribe(describe, d.store.DB, d.cfg.Media.Describe.Provider+"/"+d.cfg.Media.Describe.Model)
+	}
 	// The model runs start with: the first whose provider has a key.
 	primary := d.cfg.LLM.Model
 	if ms := d.cfg.UsableModels(); len(ms) > 0 {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/keylock"
 )
 
 // Defaults for [Options].
@@ -52,19 +53,14 @@ type Store struct {
 	db *sql.DB
 	o  Options
 
+	locks keylock.Locks
 	mu    sync.Mutex
-	locks map[string]*keyLock
 	// none holds providers found to have no files API (an OpenAI-compatible
 	// server without /files): asking again on every request only slows it.
 	none map[string]bool
 }
 
 var _ llm.Files = (*Store)(nil)
-
-type keyLock struct {
-	mu   sync.Mutex
-	refs int
-}
 
 // New returns a Store on db (migrated by the store package). It does no I/O.
 func New(db *sql.DB, o Options) *Store {
@@ -80,7 +76,7 @@ func New(db *sql.DB, o Options) *Store {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{db: db, o: o, locks: map[string]*keyLock{}, none: map[string]bool{}}
+	return &Store{db: db, o: o, none: map[string]bool{}}
 }
 
 // Remote returns the provider's copy of m, uploading it when there is
@@ -123,7 +119,7 @@ func (s *Store) Remote(ctx context.Context, api llm.FilesAPI, m *llm.Media) (rf 
 	sum := hex.EncodeToString(h.Sum(nil))
 	key := api.Name() + "\x00" + sum + "\x00" + m.MIME
 
-	unlock := s.lock(key)
+	unlock := s.locks.Lock(key)
 	defer unlock()
 	now := s.o.Now()
 	rf, found, err := s.lookup(ctx, api.Name(), sum, m.MIME, now)
@@ -192,28 +188,6 @@ func (s *Store) lookup(ctx context.Context, provider, sum, mime string, now time
 	return rf, true, err
 }
 
-// lock serialises work on one key, so concurrent runs wanting the same
-// bytes at the same provider upload them once.
-func (s *Store) lock(key string) func() {
-	s.mu.Lock()
-	l := s.locks[key]
-	if l == nil {
-		l = &keyLock{}
-		s.locks[key] = l
-	}
-	l.refs++
-	s.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		s.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(s.locks, key)
-		}
-		s.mu.Unlock()
-	}
-}
-
 // SweepResult says what a Sweep did.
 type SweepResult struct {
 	Deleted, Expired, Failed int
@@ -251,7 +225,7 @@ func (s *Store) Sweep(ctx context.Context, apis map[string]llm.FilesAPI) (SweepR
 	var res SweepResult
 	for _, r := range due {
 		// Hold the key so a run cannot pick the row up while it goes.
-		unlock := s.lock(r.provider + "\x00" + r.sum + "\x00" + r.mime)
+		unlock := s.locks.Lock(r.provider + "\x00" + r.sum + "\x00" + r.mime)
 		err := s.sweepOne(ctx, apis, r.provider, r.sum, r.mime, r.rf, r.exp, now, &res)
 		unlock()
 		if err != nil {
