@@ -57,7 +57,16 @@ func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
 		sender += batchSuffix
 	}
 	text := fmt.Sprintf("Scheduled task #%d (%s) is due. Carry it out now; your reply goes to the chat:\n%s", t.ID, t.Schedule, t.Prompt)
-	return a.Deliver(ctx, channels.Inbound{ChatID: t.Chat, IsGroup: true, ID: t.MessageID, SenderID: sender,
+	// The task does not say what kind of chat it runs in; keep what the
+	// network said (a main group may be a DM), a group when never heard.
+	isGroup, known, err := a.opts.Store.ChatIsGroup(ctx, t.Chat)
+	if err != nil {
+		return err
+	}
+	if !known {
+		isGroup = true
+	}
+	return a.Deliver(ctx, channels.Inbound{ChatID: t.Chat, IsGroup: isGroup, ID: t.MessageID, SenderID: sender,
 		SenderName: fmt.Sprintf("scheduled task %d", t.ID), Text: text, Time: t.Due, Mentioned: true})
 }
 

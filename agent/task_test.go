@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/channels"
 )
 
 func famTask(id int64, prompt string, isolated bool) Task {
@@ -148,5 +149,27 @@ func TestTaskRunsAlone(t *testing.T) {
 	}
 	if c := h.cursor("family"); c < h.lastSeq(famChat) {
 		t.Errorf("cursor %d, want at least %d (every message handled)", c, h.lastSeq(famChat))
+	}
+}
+
+// A task in a main group that is a DM leaves the chat a DM.
+func TestTaskKeepsTheChatKind(t *testing.T) {
+	h := newHarness(t, echoLLM(), nil)
+	h.start()
+	h.say(mainChat, "Me", "what time is it", func(in *channels.Inbound) { in.IsGroup = false })
+	task := famTask(1, "pay the rent", false)
+	task.Chat, task.MessageID = mainChat, "task-1-1740841200"
+	if err := h.a.DeliverTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	chats, err := h.st.Chats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chats {
+		if c.ID == mainChat && c.IsGroup {
+			t.Errorf("the DM became a group after a task: %+v", c)
+		}
 	}
 }

@@ -449,6 +449,19 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 	return nil
 }
 
+// ChatIsGroup reports what the chat's network last said it is; known is
+// false for a chat never heard.
+func (s *Store) ChatIsGroup(ctx context.Context, id string) (isGroup, known bool, err error) {
+	err = s.DB.QueryRowContext(ctx, `SELECT is_group FROM chats WHERE id = ?`, id).Scan(&isGroup)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("chat %s: %w", id, err)
+	}
+	return isGroup, true, nil
+}
+
 // Chats lists known chats, most recently active first, so an operator can
 // find the id of a chat to register.
 func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
