@@ -280,29 +280,39 @@ func (c *Cache) MigrateToStore(ctx context.Context, progress func(ObjectInfo, er
 			continue
 		}
 		err := c.upload(ctx, b.info)
-		switch {
-		case errors.Is(err, ErrNoObject):
-			res.Missing++
-			err = nil
-		case err != nil:
-			res.Failed++
-			if res.Err == nil {
-				res.Err = err
-			}
-		default:
+		if err == nil {
 			if _, err := c.db.ExecContext(ctx, `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
 				id, b.info.SHA256); err != nil {
 				return res, fmt.Errorf("media migrate: %w", err)
 			}
-			res.Blobs++
-			res.Copied++
-			res.Bytes += b.info.Size
 		}
+		err = res.count(b.info, err)
 		if progress != nil {
 			progress(b.info, err)
 		}
 	}
 	return res, nil
+}
+
+// count adds one blob's copy to r and returns what its progress report
+// says: nil for a copy made, or for an object the source no longer has
+// (counted as missing), else the error.
+func (r *MigrateResult) count(info ObjectInfo, err error) error {
+	switch {
+	case errors.Is(err, ErrNoObject):
+		r.Missing++
+		return nil
+	case err != nil:
+		r.Failed++
+		if r.Err == nil {
+			r.Err = err
+		}
+		return err
+	}
+	r.Blobs++
+	r.Copied++
+	r.Bytes += info.Size
+	return nil
 }
 
 // MigrateToLocal copies every blob the store keeps and the cache folder
@@ -325,21 +335,7 @@ func (c *Cache) MigrateToLocal(ctx context.Context, progress func(ObjectInfo, er
 			res.Blobs++
 			continue
 		}
-		err := c.copyFrom(ctx, c.store, b.info)
-		switch {
-		case errors.Is(err, ErrNoObject):
-			res.Missing++
-			err = nil
-		case err != nil:
-			res.Failed++
-			if res.Err == nil {
-				res.Err = err
-			}
-		default:
-			res.Blobs++
-			res.Copied++
-			res.Bytes += b.info.Size
-		}
+		err := res.count(b.info, c.copyFrom(ctx, c.store, b.info))
 		if progress != nil {
 			progress(b.info, err)
 		}
