@@ -234,6 +234,12 @@ func (a *Agent) endBatch(ctx context.Context, b store.Batch, res *llm.Result, wh
 		log.Warn("agent: batch result not stored", "err", err)
 		return
 	}
+	// Stored: the provider's copy of the results may go now.
+	if f, ok := a.opts.Batch.(llm.BatchForgetter); ok && b.BatchID != "" {
+		if err := f.ForgetBatch(ctx, b.BatchID); err != nil {
+			log.Warn("agent: batch files not deleted at the provider", "err", err)
+		}
+	}
 	a.kick(b.Folder, false)
 }
 

@@ -40,3 +40,10 @@ type Batcher interface {
 	// an error.
 	CancelBatch(ctx context.Context, id string) error
 }
+
+// BatchForgetter is a Batcher whose provider keeps a batch's files until
+// told: the caller forgets a batch once it has stored the results, so a
+// crash between reading and storing them can read them again.
+type BatchForgetter interface {
+	ForgetBatch(ctx context.Context, id string) error
+}

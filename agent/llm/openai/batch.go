@@ -169,8 +169,21 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 			return nil, fmt.Errorf("batch %s results: %w", id, err)
 		}
 	}
-	p.deleteFiles(ctx, obj.InputFileID, obj.OutputFileID, obj.ErrorFileID)
 	return out, nil
+}
+
+var _ llm.BatchForgetter = (*Provider)(nil)
+
+// ForgetBatch deletes the batch's input, output and error files (best
+// effort: a file already gone is fine). Results are read before, and
+// may be read again until then.
+func (p *Provider) ForgetBatch(ctx context.Context, id string) error {
+	obj, err := p.getBatch(ctx, id)
+	if err != nil {
+		return fmt.Errorf("forget batch %s: %w", id, err)
+	}
+	p.deleteFiles(ctx, obj.InputFileID, obj.OutputFileID, obj.ErrorFileID)
+	return nil
 }
 
 // reason renders the batch-level errors of a failed batch.

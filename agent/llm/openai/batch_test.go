@@ -244,8 +244,8 @@ func TestBatchSubmitRefused(t *testing.T) {
 // until it completes; its output and error files then map every custom
 // id to a Result (text; text and tool calls) or a classified error (a 400
 // response, an expired and a cancelled request), priced at half the list
-// price of the model that answered; afterwards the batch's files are
-// deleted.
+// price of the model that answered; the results can be read again until
+// the batch is forgotten, which deletes its files.
 func TestBatchLifecycle(t *testing.T) {
 	api := newBatchAPI(t)
 	p := newBatcher(api)
@@ -300,9 +300,16 @@ func TestBatchLifecycle(t *testing.T) {
 			t.Errorf("%s: %+v, want %s retryable=%v code %s", cid, e, want.kind, want.retry, want.code)
 		}
 	}
+	// Read again (a crash before the caller stored them), then forgotten.
+	if again, err := p.BatchResults(t.Context(), id); err != nil || len(again) != len(got) {
+		t.Fatalf("second read: %d results, %v", len(again), err)
+	}
+	if err := p.ForgetBatch(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"file-in-1", "file-out", "file-err"} {
 		if api.hasFile(f) {
-			t.Errorf("%s not deleted after the results were read", f)
+			t.Errorf("%s not deleted when the batch was forgotten", f)
 		}
 	}
 }
