@@ -191,6 +191,11 @@ type Provider struct {
 	Type    string `yaml:"type"` // anthropic | openai | gemini
 	APIKey  string `yaml:"api_key"`
 	BaseURL string `yaml:"base_url"`
+	// CacheTTL is how long the provider keeps the prompt prefix every run
+	// shares (system prompt and tools): 5m (default) or 1h (Anthropic
+	// only; writes cost 2× input instead of 1.25×, worth it when a group's
+	// runs are minutes to an hour apart).
+	CacheTTL string `yaml:"cache_ttl"`
 }
 
 type Model struct {

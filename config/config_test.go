@@ -144,6 +144,11 @@ media: {generation: {image: {provider: o, model: m, price: -1}}}`, `media.genera
 		{"video timeout", `media: {generation: {video: {timeout: 10s}}}`, `media.generation.video.timeout: must be between 1m and 24h`},
 		{"generation typo", `media: {generation: {imgae: {provider: o}}}`, `media.generation.imgae: unknown key (did you mean image?)`},
 		{"mcp token group", `mcp: {http: {tokens: [{token: 0123456789abcdef0, group: nope}]}}`, `mcp.http.tokens[0].group: unknown group folder "nope"`},
+		{"cache ttl value", `llm: {providers: {a: {type: anthropic, cache_ttl: 2h}}}`, `llm.providers.a.cache_ttl: must be 5m or 1h`},
+		{"cache ttl not anthropic", `llm: {providers: {o: {type: openai, cache_ttl: 1h}}}`, `llm.providers.o.cache_ttl: 1h is Anthropic's`},
+		{"upload threshold", `llm: {files: {upload_over_bytes: -1}}`, `llm.files.upload_over_bytes: must not be negative`},
+		{"upload keep", `llm: {files: {keep: 10m}}`, `llm.files.keep: must be at least 1h`},
+		{"batch poll", `scheduler: {batch_poll: 100ms}`, `scheduler.batch_poll: must be between 1s and 1h`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,6 +99,15 @@ func (c *Config) Validate() error {
 			add(path+".type", "must be one of %s", strings.Join(ProviderTypes, ", "))
 		}
 		checkURL(&ps, path+".base_url", p.BaseURL)
+		switch p.CacheTTL {
+		case "", "5m":
+		case "1h":
+			if p.Type != "anthropic" {
+				add(path+".cache_ttl", "1h is Anthropic's; %s caches prompts by itself", p.Type)
+			}
+		default:
+			add(path+".cache_ttl", "must be 5m or 1h")
+		}
 	}
 	checkModel := func(path string, m Model) {
 		if m.Provider == "" {

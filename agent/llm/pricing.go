@@ -104,7 +104,9 @@ func (p Pricing) Apply(model string, u *Usage) {
 	add(u.InputTokens, pr.Input)
 	add(u.OutputTokens, pr.Output)
 	add(u.CacheReadTokens, pr.CacheRead)
-	add(u.CacheWriteTokens, pr.CacheWrite)
+	long := min(u.CacheWriteLongTokens, u.CacheWriteTokens)
+	add(u.CacheWriteTokens-long, pr.CacheWrite)
+	add(long, 2*pr.Input)
 	total.Add(total, big.NewInt(500_000))
 	total.Quo(total, big.NewInt(1_000_000))
 	u.CostMicrocents, u.CostKnown = total.Int64(), true

@@ -178,7 +178,11 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-	ReasoningTokens  int64 `json:"reasoning_tokens,omitempty"`
+	// CacheWriteLongTokens are the CacheWriteTokens written to a
+	// provider's long-lived cache (Anthropic's one hour), billed at twice
+	// the input price rather than the cache-write price.
+	CacheWriteLongTokens int64 `json:"cache_write_long_tokens,omitempty"`
+	ReasoningTokens      int64 `json:"reasoning_tokens,omitempty"`
 
 	// CostMicrocents is in units of 1e-8 USD. It is only meaningful when
 	// CostKnown is true: an unpriced model has an unknown cost, not a free one.
@@ -192,6 +196,7 @@ func (u *Usage) Add(u2 Usage) {
 	u.OutputTokens += u2.OutputTokens
 	u.CacheReadTokens += u2.CacheReadTokens
 	u.CacheWriteTokens += u2.CacheWriteTokens
+	u.CacheWriteLongTokens += u2.CacheWriteLongTokens
 	u.ReasoningTokens += u2.ReasoningTokens
 	u.CostMicrocents += u2.CostMicrocents
 	u.CostKnown = u.CostKnown && u2.CostKnown

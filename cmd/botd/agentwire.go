@@ -59,6 +59,9 @@ func (l *llmProviders) get(name string) (llm.Provider, error) {
 	if l.files != nil {
 		opts = append(opts, providers.WithFiles(l.files))
 	}
+	if pc.CacheTTL == "1h" {
+		opts = append(opts, providers.WithLongCache())
+	}
 	p, err := providers.NewProvider(pc.Type, name, pc.APIKey, pc.BaseURL, l.hc, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("llm provider %s: %w", name, err)

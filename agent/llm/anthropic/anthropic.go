@@ -30,6 +30,7 @@ var (
 	WithPricing     = wire.WithPricing
 	WithIdleTimeout = wire.WithIdleTimeout
 	WithFiles       = wire.WithFiles
+	WithLongCache   = wire.WithLongCache
 )
 
 // Provider is the Anthropic adapter.
@@ -72,7 +73,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, er
 
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
 	files := p.c.RemoteFiles(ctx, p, req)
-	body, err := buildRequest(p.Name(), req, files)
+	body, err := p.build(req, files)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +187,9 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 }
 
 func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
@@ -345,6 +349,9 @@ func (d *decoder) setUsage(u usage) {
 	}
 	if u.CacheCreationInputTokens > 0 {
 		d.usage.CacheWriteTokens = u.CacheCreationInputTokens
+	}
+	if u.CacheCreation != nil && u.CacheCreation.Ephemeral1h > 0 {
+		d.usage.CacheWriteLongTokens = u.CacheCreation.Ephemeral1h
 	}
 }
 

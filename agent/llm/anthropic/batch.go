@@ -49,7 +49,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 	create := batchCreate{Requests: make([]batchEntry, len(items))}
 	for i, it := range items {
 		files := p.c.RemoteFiles(ctx, p, it.Req)
-		params, err := buildRequest(p.Name(), it.Req, files)
+		params, err := p.build(it.Req, files)
 		if err != nil {
 			return "", wire.Annotate(err, "batch item %q", it.ID)
 		}

@@ -1,12 +1,14 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/agent/llm/internal/llmtest"
 )
 
 // Breakpoints sit after the stable prefix (the system prompt, or the tools
@@ -59,5 +61,52 @@ func TestCacheBreakpoints(t *testing.T) {
 				t.Errorf("breakpoints %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// With the long cache, the breakpoint every run shares (system prompt, or
+// the tools) asks for one hour and the moving one after the last message
+// keeps five minutes; one-hour writes are billed at twice the input price.
+func TestLongCache(t *testing.T) {
+	fx := llmtest.LoadFixture(t, "testdata/cache_usage_1h.http")
+	srv := llmtest.NewServer(t, fx.Handler())
+	p := New(llmtest.APIKey, srv.URL, srv.Client(), WithLongCache())
+	req := &llm.Request{Model: "claude-sonnet-4-5", System: "rules", MaxTokens: 100, Messages: []llm.Message{llm.UserText("hi")}}
+	res, err := p.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		System   []wireBlock   `json:"system"`
+		Messages []wireMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(srv.Last(t).Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if cc := body.System[0].CacheControl; cc == nil || cc.TTL != "1h" {
+		t.Errorf("system breakpoint %+v, want ttl 1h", cc)
+	}
+	if cc := body.Messages[0].Content[0].CacheControl; cc == nil || cc.TTL != "" {
+		t.Errorf("message breakpoint %+v, want the five-minute default", cc)
+	}
+	u := res.Usage
+	if u.CacheWriteTokens != 3188 || u.CacheWriteLongTokens != 3000 || u.CacheReadTokens != 12000 || u.InputTokens != 21 {
+		t.Fatalf("usage %+v", u)
+	}
+	// Sonnet per MTok: input $3, 5-min write $3.75, 1-h write $6, read $0.30, output $15.
+	want := llm.Usage{InputTokens: 21, OutputTokens: u.OutputTokens}
+	llm.DefaultPricing.Apply("claude-sonnet-4-5", &want)
+	want.CostMicrocents += (188*375_000_000 + 3000*600_000_000 + 12000*30_000_000 + 500_000) / 1_000_000
+	if diff := u.CostMicrocents - want.CostMicrocents; diff < -1 || diff > 1 {
+		t.Errorf("cost %d micro-cents, want %d", u.CostMicrocents, want.CostMicrocents)
+	}
+
+	// Without the option: five minutes everywhere.
+	plain := New(llmtest.APIKey, srv.URL, srv.Client())
+	if _, err := plain.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(srv.Last(t).Body), `"ttl"`) {
+		t.Errorf("a ttl without the long cache: %s", srv.Last(t).Body)
 	}
 }

@@ -20,6 +20,10 @@ type Option = wire.Option
 // provider's files API (see llm.Files).
 func WithFiles(f llm.Files) Option { return wire.WithFiles(f) }
 
+// WithLongCache asks for the provider's one-hour prompt cache for the
+// prefix every run shares (Anthropic).
+func WithLongCache() Option { return wire.WithLongCache() }
+
 // Types lists the accepted type names, for config validation messages.
 var Types = []string{"anthropic", "openai", "gemini"}
 

@@ -59,6 +59,8 @@ type Client struct {
 	ParseError  ErrorParser
 	// Files, when set, holds uploads to the provider's files API.
 	Files llm.Files
+	// LongCache asks for the long-lived prompt cache (WithLongCache).
+	LongCache bool
 }
 
 // Call is one streaming request.
