@@ -164,7 +164,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		}
 	}
 	// Tasks marked batch go through the primary provider's batch API when
-	// it has one (Anthropic, OpenAI); otherwise they run like any task.
+	// it has one (Anthropic, OpenAI, Gemini); otherwise they run like any task.
 	var batcher llm.Batcher
 	if p, err := ps.get(primary.Provider); err == nil && len(d.cfg.UsableModels()) > 0 {
 		if b, ok := p.(llm.Batcher); ok {
