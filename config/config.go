@@ -113,12 +113,15 @@ type MediaStore struct {
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
 	PathStyle bool   `yaml:"path_style"`
+	// PublicEndpoint is the URL presigned links name, when clients reach
+	// the server by another address than botd does.
+	PublicEndpoint string `yaml:"public_endpoint"`
 }
 
 // S3 is the bucket configuration of the store.
 func (m MediaStore) S3() s3store.Config {
 	return s3store.Config{Endpoint: m.Endpoint, Bucket: m.Bucket, Region: m.Region, Prefix: m.Prefix,
-		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle}
+		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle, PublicEndpoint: m.PublicEndpoint}
 }
 
 // Generation names the models that make media; an unset one leaves its

@@ -149,6 +149,7 @@ media: {generation: {image: {provider: o, model: m, price: -1}}}`, `media.genera
 		{"upload threshold", `llm: {files: {upload_over_bytes: -1}}`, `llm.files.upload_over_bytes: must not be negative`},
 		{"upload keep", `llm: {files: {keep: 10m}}`, `llm.files.keep: must be at least 1h`},
 		{"batch poll", `scheduler: {batch_poll: 100ms}`, `scheduler.batch_poll: must be between 1s and 1h`},
+		{"public endpoint", `media: {store: {type: s3, endpoint: "http://127.0.0.1:9000", bucket: b, access_key: a, secret_key: s, public_endpoint: "ftp://x"}}`, `media.store.public_endpoint:`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -465,6 +465,11 @@ func (c *Config) checkMediaStore(ps *Problems) {
 	if st.Bucket == "" {
 		add("bucket", "is required for type s3")
 	}
+	if st.PublicEndpoint != "" {
+		if _, err := s3store.ParseEndpoint(st.PublicEndpoint); err != nil {
+			add("public_endpoint", "%s", strings.TrimPrefix(err.Error(), "s3 store: "))
+		}
+	}
 	for _, k := range []struct{ path, v string }{{"access_key", st.AccessKey}, {"secret_key", st.SecretKey}} {
 		if k.v != "" {
 			continue

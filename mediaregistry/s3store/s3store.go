@@ -37,6 +37,10 @@ type Config struct {
 	// PathStyle addresses the bucket in the path (MinIO, most
 	// self-hosted servers) rather than in the host name.
 	PathStyle bool
+	// PublicEndpoint, when set, is the URL presigned links name instead of
+	// Endpoint: what clients elsewhere reach the server by (botd may talk
+	// to it on a private address). Signing is local; nothing is sent to it.
+	PublicEndpoint string
 }
 
 // partSize is the multipart part size: the most a transfer buffers when
@@ -57,6 +61,7 @@ const (
 // Store is a bucket as a mediaregistry.ObjectStore.
 type Store struct {
 	c      *minio.Client
+	signer *minio.Client // presigns links; c unless PublicEndpoint is set
 	bucket string
 	prefix string
 	id     string
@@ -83,23 +88,36 @@ func New(cfg Config) (*Store, error) {
 	if cfg.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	c, err := minio.New(u.Host, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure:       u.Scheme == "https",
-		Region:       region,
-		BucketLookup: lookup,
-		// A failed upload is retried by botd's own queue, with backoff and
-		// a record of the error; the client's retries would hide it.
-		MaxRetries: 1,
-	})
+	newClient := func(u *url.URL) (*minio.Client, error) {
+		return minio.New(u.Host, &minio.Options{
+			Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+			Secure:       u.Scheme == "https",
+			Region:       region,
+			BucketLookup: lookup,
+			// A failed upload is retried by botd's own queue, with backoff and
+			// a record of the error; the client's retries would hide it.
+			MaxRetries: 1,
+		})
+	}
+	c, err := newClient(u)
 	if err != nil {
 		return nil, fmt.Errorf("s3 store: %w", err)
+	}
+	signer := c
+	if cfg.PublicEndpoint != "" {
+		pu, err := ParseEndpoint(cfg.PublicEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("public endpoint: %w", err)
+		}
+		if signer, err = newClient(pu); err != nil {
+			return nil, fmt.Errorf("s3 store: public endpoint: %w", err)
+		}
 	}
 	prefix := strings.TrimLeft(cfg.Prefix, "/")
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &Store{c: c, bucket: cfg.Bucket, prefix: prefix,
+	return &Store{c: c, signer: signer, bucket: cfg.Bucket, prefix: prefix,
 		id: "s3://" + u.Host + "/" + cfg.Bucket + "/" + prefix}, nil
 }
 
@@ -219,7 +237,7 @@ func (s *Store) PresignGet(ctx context.Context, sha, name, mimeType string, expi
 	if name != "" {
 		q.Set("response-content-disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	}
-	u, err := s.c.PresignedGetObject(ctx, s.bucket, s.Key(sha), expiry, q)
+	u, err := s.signer.PresignedGetObject(ctx, s.bucket, s.Key(sha), expiry, q)
 	if err != nil {
 		return "", fmt.Errorf("s3 store: presign %s: %w", sha, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,48 @@ func TestParseEndpoint(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && u.Host != tt.host) {
 			t.Errorf("ParseEndpoint(%q) = %v, %v", tt.in, u, err)
 		}
+	}
+}
+
+// With a public endpoint, presigned links name it (botd may reach the
+// server at a private address) and work there; the store itself keeps
+// talking to Endpoint.
+func TestPresignedURLPublicEndpoint(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.NewStore(t, "public") // makes the bucket
+	cfg := srv.Config("public")
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PublicEndpoint = "http://localhost:" + u.Port()
+	st, err := s3store.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := []byte("a photo's bytes")
+	info := blob(data, "image/jpeg", "p.jpg")
+	if err := st.Put(ctx, info, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	link, err := st.PresignGet(ctx, info.SHA256, "p.jpg", "image/jpeg", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(link, cfg.PublicEndpoint+"/") {
+		t.Fatalf("link %s does not name the public endpoint %s", link, cfg.PublicEndpoint)
+	}
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("GET through the public endpoint: %d %q", resp.StatusCode, body)
+	}
+	if _, err := s3store.New(s3store.Config{Endpoint: cfg.Endpoint, Bucket: "b", PublicEndpoint: "ftp://x"}); err == nil {
+		t.Error("a public endpoint that is not http(s) was accepted")
 	}
 }
