@@ -1,9 +1,10 @@
 package ipc
 
-// Media generation: generate_image, speak, generate_video and cancel_video
-// reach the host's media service with these requests. None is idempotent:
-// each costs money and may send to the chat, so one caught by a crash is
-// answered send_unknown, never carried out twice.
+// Media generation: generate_image, speak, generate_video, cancel_video
+// and list_videos reach the host's media service with these requests. None
+// but list_videos (read-only) is idempotent: each costs money and may send
+// to the chat, so one caught by a crash is answered send_unknown, never
+// carried out twice.
 
 // Request types of media generation.
 const (
@@ -11,6 +12,7 @@ const (
 	TypeSpeak         = "speak"
 	TypeGenerateVideo = "generate_video"
 	TypeCancelVideo   = "cancel_video"
+	TypeListVideos    = "list_videos"
 )
 
 // CodeRefused: the provider refused the request under its content policy;
@@ -81,4 +83,33 @@ type VideoJobResult struct {
 // CancelVideoArgs names a job of the asking group.
 type CancelVideoArgs struct {
 	ID int64 `json:"id"`
+}
+
+// ListVideosArgs asks for the asking group's recent video jobs; it has no
+// fields (the group is the IPC directory's).
+type ListVideosArgs struct{}
+
+// ListVideosResult is the group's video jobs of the last Days days,
+// newest first, at most a page of them.
+type ListVideosResult struct {
+	Jobs []VideoJobInfo `json:"jobs"`
+	Days int            `json:"days"`
+}
+
+// VideoJobInfo is one video job as list_videos shows it.
+type VideoJobInfo struct {
+	ID    int64  `json:"id"`
+	State string `json:"state"` // submitted | sending | done | failed | cancelled
+	// Prompt is one line, truncated.
+	Prompt   string `json:"prompt"`
+	Seconds  int    `json:"seconds,omitempty"`
+	Progress int    `json:"progress,omitempty"`
+	// Asked is when it was asked for, in botd's time zone
+	// ("2006-01-02 15:04").
+	Asked string `json:"asked"`
+	// Sent: a done job's video reached the chat.
+	Sent bool   `json:"sent,omitempty"`
+	Ref  string `json:"ref,omitempty"`
+	// Error is why a job failed, or why its video could not be sent.
+	Error string `json:"error,omitempty"`
 }

@@ -613,7 +613,7 @@ func DecodeRequest(b []byte, id string) (*Request, string) {
 	switch req.Type {
 	case TypeFetchMedia, TypeListMedia, TypeSendMessage, TypeSendMedia:
 	case TypeScheduleTask, TypeListTasks, TypePauseTask, TypeResumeTask, TypeCancelTask:
-	case TypeGenerateImage, TypeSpeak, TypeGenerateVideo, TypeCancelVideo:
+	case TypeGenerateImage, TypeSpeak, TypeGenerateVideo, TypeCancelVideo, TypeListVideos:
 	default:
 		return nil, fmt.Sprintf("unknown request type %q", req.Type)
 	}

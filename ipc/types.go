@@ -86,10 +86,11 @@ const MaxRequestAge = 10 * time.Minute
 const MaxClockSkew = time.Minute
 
 // Idempotent reports whether carrying out a request of type typ twice is
-// harmless (fetch_media, list_media). Sends are not: a send interrupted by
-// a crash is answered CodeSendUnknown rather than carried out again.
+// harmless (fetch_media, list_media, list_videos). Sends are not: a send
+// interrupted by a crash is answered CodeSendUnknown rather than carried
+// out again.
 func Idempotent(typ string) bool {
-	return typ == TypeFetchMedia || typ == TypeListMedia || TaskType(typ)
+	return typ == TypeFetchMedia || typ == TypeListMedia || typ == TypeListVideos || TaskType(typ)
 }
 
 // MaxRequestBytes bounds a request file; larger files are quarantined

@@ -23,6 +23,7 @@ const (
 	ToolSpeak         = "speak"
 	ToolGenerateVideo = "generate_video"
 	ToolCancelVideo   = "cancel_video"
+	ToolListVideos    = "list_videos"
 )
 
 // GenerateTools says which generation models are configured
@@ -42,12 +43,21 @@ func (t *tools) registerGenerate(s *server.MCPServer) {
 		s.AddTool(generateVideoTool(), t.generateVideo)
 		s.AddTool(mcpgo.NewTool(ToolCancelVideo,
 			mcpgo.WithDescription("Cancel a video job of this group that generate_video started and that is not finished: "+
-				"nothing is sent, and the provider stops."),
+				"nothing is sent, and the provider stops. list_videos shows the jobs and their ids."),
 			mcpgo.WithDestructiveHintAnnotation(true),
 			mcpgo.WithIdempotentHintAnnotation(true),
 			mcpgo.WithOpenWorldHintAnnotation(true),
-			mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The job id generate_video answered."), mcpgo.Min(1)),
+			mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The job id generate_video answered (or list_videos shows)."), mcpgo.Min(1)),
 		), t.cancelVideo)
+		s.AddTool(mcpgo.NewTool(ToolListVideos,
+			mcpgo.WithDescription("List this group's video jobs of the last 7 days, newest first (at most 20): id, whether "+
+				"it is being made, was sent to the chat, failed (and why) or was cancelled, when it was asked for, and its "+
+				"prompt. Use it to answer \"where is my video?\" or to find the id cancel_video needs."),
+			mcpgo.WithReadOnlyHintAnnotation(true),
+			mcpgo.WithDestructiveHintAnnotation(false),
+			mcpgo.WithIdempotentHintAnnotation(true),
+			mcpgo.WithOpenWorldHintAnnotation(false),
+		), t.listVideos)
 	}
 }
 
@@ -168,7 +178,7 @@ func (t *tools) generateImage(ctx context.Context, req mcpgo.CallToolRequest) (*
 		return badArgs(ToolGenerateImage, "%v", err), nil
 	}
 	var res ipc.GeneratedResult
-	if err := t.call(ctx, ipc.TypeGenerateImage, a, &res); err != nil {
+	if err := t.callFor(ctx, t.genTimeout, ipc.TypeGenerateImage, a, &res); err != nil {
 		return generationError(ToolGenerateImage, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Image", res)), nil
@@ -190,7 +200,7 @@ func (t *tools) speak(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Ca
 		return badArgs(ToolSpeak, "%v", err), nil
 	}
 	var res ipc.GeneratedResult
-	if err := t.call(ctx, ipc.TypeSpeak, a, &res); err != nil {
+	if err := t.callFor(ctx, t.genTimeout, ipc.TypeSpeak, a, &res); err != nil {
 		return generationError(ToolSpeak, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Voice note", res)), nil
@@ -257,4 +267,53 @@ func (t *tools) cancelVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mc
 		return toolError(ToolCancelVideo, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note)), nil
+}
+
+func (t *tools) listVideos(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	var res ipc.ListVideosResult
+	if err := t.call(ctx, ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
+		return toolError(ToolListVideos, err), nil
+	}
+	return mcpgo.NewToolResultText(videosText(res)), nil
+}
+
+// videosText is list_videos' answer, one line a job; the prompts and the
+// reasons came from models and providers, so each stays on its line.
+func videosText(res ipc.ListVideosResult) string {
+	if len(res.Jobs) == 0 {
+		return fmt.Sprintf("No video jobs in this group in the last %d days.", res.Days)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Video jobs of this group in the last %d days, newest first:\n", res.Days)
+	for _, j := range res.Jobs {
+		fmt.Fprintf(&b, "Video %d: %s (asked %s", j.ID, videoState(j), j.Asked)
+		if j.Seconds > 0 {
+			fmt.Fprintf(&b, ", %ds", j.Seconds)
+		}
+		fmt.Fprintf(&b, "): %q\n", oneLine(j.Prompt, 200))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func videoState(j ipc.VideoJobInfo) string {
+	why := oneLine(j.Error, 300)
+	switch j.State {
+	case "submitted":
+		if j.Progress > 0 {
+			return fmt.Sprintf("being made, %d%% done; it is sent by itself when ready", j.Progress)
+		}
+		return "being made; it is sent by itself when ready"
+	case "sending":
+		return "made, being sent to the chat"
+	case "done":
+		if j.Sent {
+			return "sent to the chat as ref:" + j.Ref
+		}
+		return "made (ref:" + j.Ref + ") but not sent: " + why
+	case "failed":
+		return "failed: " + why
+	case "cancelled":
+		return "cancelled"
+	}
+	return oneLine(j.State, 40)
 }

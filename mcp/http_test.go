@@ -108,7 +108,7 @@ func TestHTTPTokenReachesOnlyItsGroup(t *testing.T) {
 		tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 		cancel()
 		// 11 tools plus the 4 generation tools the test server offers.
-		if err != nil || len(tools.Tools) != 15 {
+		if err != nil || len(tools.Tools) != 16 {
 			t.Fatalf("tools/list: %v (%d tools)", err, len(tools.Tools))
 		}
 		before := len(tc.other.Served())

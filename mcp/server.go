@@ -34,6 +34,11 @@ const DefaultInlineMaxBytes = 1 << 20
 // only a call no host ever looked at answers ErrNoHost.
 const DefaultCallTimeout = 2 * time.Minute
 
+// DefaultGenerateTimeout bounds a generate_image or speak call, which can
+// take the provider minutes; it stays below ipc.MaxRequestAge, past which
+// the host would refuse a request it had not yet claimed.
+const DefaultGenerateTimeout = 8 * time.Minute
+
 // Caller sends one IPC request and decodes its result. *ipc.Client
 // satisfies it; tests use a fake host.
 type Caller interface {
@@ -59,6 +64,9 @@ type Options struct {
 	Log *slog.Logger
 	// CallTimeout bounds each IPC call; zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// GenerateTimeout bounds generate_image and speak calls instead; zero
+	// means DefaultGenerateTimeout, and it is never below CallTimeout.
+	GenerateTimeout time.Duration
 	// GlobalDir is the absolute path of the global memory's folder
 	// (groups.GlobalWorkspace(groups_dir).Root), which every group reads.
 	// Empty: remember and forget refuse scope "global".
@@ -83,7 +91,8 @@ type tools struct {
 	caller      Caller
 	log         *slog.Logger
 	callTimeout time.Duration
-	links       *linkTable // nil: paths only (stdio on the same machine)
+	genTimeout  time.Duration // generate_image and speak
+	links       *linkTable    // nil: paths only (stdio on the same machine)
 	gen         GenerateTools
 }
 
@@ -133,6 +142,7 @@ func newTools(opts Options) (*tools, error) {
 		caller:      opts.Caller,
 		log:         opts.Log,
 		callTimeout: opts.CallTimeout,
+		genTimeout:  opts.GenerateTimeout,
 		gen:         opts.Generate,
 	}
 	if opts.GlobalDir != "" {
@@ -150,6 +160,10 @@ func newTools(opts Options) (*tools, error) {
 	if t.callTimeout <= 0 {
 		t.callTimeout = DefaultCallTimeout
 	}
+	if t.genTimeout <= 0 {
+		t.genTimeout = DefaultGenerateTimeout
+	}
+	t.genTimeout = max(t.genTimeout, t.callTimeout)
 	return t, nil
 }
 
@@ -168,7 +182,13 @@ func (t *tools) register(s *server.MCPServer) {
 
 // call runs one IPC request under the call timeout.
 func (t *tools) call(ctx context.Context, typ string, args, result any) error {
-	ctx, cancel := context.WithTimeout(ctx, t.callTimeout)
+	return t.callFor(ctx, t.callTimeout, typ, args, result)
+}
+
+// callFor runs one IPC request under timeout: the one place a call is
+// bounded (generation waits longer than the rest).
+func (t *tools) callFor(ctx context.Context, timeout time.Duration, typ string, args, result any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	err := t.caller.Call(ctx, typ, args, result)

@@ -83,7 +83,7 @@ func TestStdioAnswersWhileHostIsBusy(t *testing.T) {
 		t.Fatalf("tools/list while the host is busy: %v", err)
 	}
 	// 11 tools plus the 4 generation tools the test server offers.
-	if len(tools.Tools) != 15 {
+	if len(tools.Tools) != 16 {
 		t.Fatalf("%d tools", len(tools.Tools))
 	}
 	t.Logf("initialize + tools/list with a stuck host call: %v", time.Since(start))

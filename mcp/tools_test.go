@@ -41,6 +41,7 @@ func TestToolsList(t *testing.T) {
 		ToolSpeak:         {"text"},
 		ToolGenerateVideo: {"prompt"},
 		ToolCancelVideo:   {"id"},
+		ToolListVideos:    nil,
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))

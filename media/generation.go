@@ -34,6 +34,7 @@ type Ledger interface {
 	PutMessage(ctx context.Context, m store.Message) (int64, error)
 	AddMediaJob(ctx context.Context, j store.MediaJob) (int64, error)
 	MediaJobs(ctx context.Context, folder string, states ...string) ([]store.MediaJob, error)
+	RecentMediaJobs(ctx context.Context, folder string, since time.Time, limit int) ([]store.MediaJob, error)
 	MediaJob(ctx context.Context, folder string, id int64) (store.MediaJob, error)
 	UpdateMediaJob(ctx context.Context, from string, j store.MediaJob) (bool, error)
 }

@@ -75,6 +75,12 @@ func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (r
 			return nil, err
 		}
 		return s.CancelVideo(ctx, g, a)
+	case ipc.TypeListVideos:
+		var a ipc.ListVideosArgs
+		if err := decodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		return s.ListVideos(ctx, g, a)
 	}
 	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
 }

@@ -91,7 +91,7 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 	}
 	j := store.MediaJob{Folder: g.Folder, ChatID: g.Chat, Provider: gen.VideoModel.Provider, Model: gen.VideoModel.Name,
 		RemoteID: job.ID, Prompt: a.Prompt, Seconds: seconds, Progress: job.Progress,
-		NextPoll: now.Add(gen.backoff(0)), Deadline: now.Add(timeout)}
+		NextPoll: now.Add(gen.backoff(0)), Deadline: now.Add(timeout), Created: now}
 	id, err := gen.Ledger.AddMediaJob(context.WithoutCancel(ctx), j)
 	if err != nil {
 		// The provider has a job nobody will poll: cancel it rather than
@@ -142,6 +142,44 @@ func (s *Service) CancelVideo(ctx context.Context, g *groups.Group, a ipc.Cancel
 	}
 	s.o.Log.Info("video job cancelled", "group", g.Folder, "job", j.ID)
 	res.State, res.Note = store.JobCancelled, "Cancelled; nothing will be sent."
+	return res, nil
+}
+
+// What list_videos shows: the jobs of the last week, a page of them.
+const (
+	listVideosDays  = 7
+	listVideosLimit = 20
+	listPromptChars = 120
+	listErrorChars  = 300
+)
+
+// ListVideos is list_videos: the asking group's video jobs of the last
+// week, newest first. A group sees only its own.
+func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
+	gen := s.gen()
+	if gen.Ledger == nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured")
+	}
+	since := gen.now().Add(-listVideosDays * 24 * time.Hour)
+	jobs, err := gen.Ledger.RecentMediaJobs(ctx, g.Folder, since, listVideosLimit)
+	if err != nil {
+		s.o.Log.Error("list_videos: reading jobs", "group", g.Folder, "err", err)
+		return nil, ipc.Errorf(ipc.CodeInternal, "the group's video jobs cannot be read")
+	}
+	loc := locOf(gen)
+	res := &ipc.ListVideosResult{Jobs: make([]ipc.VideoJobInfo, 0, len(jobs)), Days: listVideosDays}
+	for _, j := range jobs {
+		info := ipc.VideoJobInfo{ID: j.ID, State: j.State, Prompt: oneLine(j.Prompt, listPromptChars), Seconds: j.Seconds,
+			Progress: j.Progress, Asked: j.Created.In(loc).Format("2006-01-02 15:04"), Ref: j.Ref}
+		switch j.State {
+		case store.JobDone:
+			info.Sent = j.Error == ""
+			info.Error = oneLine(j.Error, listErrorChars)
+		case store.JobFailed, store.JobCancelled:
+			info.Error = oneLine(j.Error, listErrorChars)
+		}
+		res.Jobs = append(res.Jobs, info)
+	}
 	return res, nil
 }
 

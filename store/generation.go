@@ -76,17 +76,22 @@ type MediaJob struct {
 // ErrNoJob: no job with that id in that group.
 var ErrNoJob = errors.New("no such video job")
 
-// AddMediaJob stores a submitted job and returns its id.
+// AddMediaJob stores a submitted job and returns its id. Created is when
+// it was asked for (now when zero), on the caller's clock like its
+// deadline.
 func (s *Store) AddMediaJob(ctx context.Context, j MediaJob) (int64, error) {
 	if j.State == "" {
 		j.State = JobSubmitted
 	}
-	now := time.Now().UnixMilli()
+	now := time.Now()
+	if j.Created.IsZero() {
+		j.Created = now
+	}
 	var id int64
 	err := s.DB.QueryRowContext(ctx, `INSERT INTO media_jobs(folder, chat_id, provider, model, remote_id, prompt, seconds, state,
 		progress, next_poll, deadline, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		j.Folder, j.ChatID, j.Provider, j.Model, j.RemoteID, j.Prompt, j.Seconds, j.State, j.Progress,
-		j.NextPoll.UnixMilli(), j.Deadline.UnixMilli(), now, now).Scan(&id)
+		j.NextPoll.UnixMilli(), j.Deadline.UnixMilli(), j.Created.UnixMilli(), now.UnixMilli()).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("add video job of %s: %w", j.Folder, err)
 	}
@@ -126,6 +131,26 @@ func (s *Store) MediaJobs(ctx context.Context, folder string, states ...string) 
 		j, err := scanJob(rows)
 		if err != nil {
 			return nil, fmt.Errorf("video jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// RecentMediaJobs lists folder's jobs created at or after since, newest
+// first, at most limit of them.
+func (s *Store) RecentMediaJobs(ctx context.Context, folder string, since time.Time, limit int) ([]MediaJob, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+jobCols+` FROM media_jobs WHERE folder = ? AND created >= ?
+		ORDER BY created DESC, id DESC LIMIT ?`, folder, since.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent video jobs of %s: %w", folder, err)
+	}
+	defer rows.Close()
+	var out []MediaJob
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("recent video jobs of %s: %w", folder, err)
 		}
 		out = append(out, j)
 	}

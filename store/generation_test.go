@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,5 +100,51 @@ func TestMediaJobStateGuard(t *testing.T) {
 	live, err := s.MediaJobs(ctx, "", JobSubmitted, JobSending)
 	if err != nil || len(live) != 0 {
 		t.Errorf("live jobs %+v %v", live, err)
+	}
+}
+
+// RecentMediaJobs lists one group's jobs since a time, newest first,
+// capped; Created is the caller's.
+func TestRecentMediaJobs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	add := func(folder, prompt string, created time.Time) {
+		t.Helper()
+		if _, err := s.AddMediaJob(ctx, MediaJob{Folder: folder, ChatID: "telegram:-100", Provider: "p", Model: "sora-2",
+			RemoteID: "v", Prompt: prompt, NextPoll: created, Deadline: created.Add(time.Hour), Created: created}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("family", "old", base.Add(-8*24*time.Hour))
+	add("family", "first", base.Add(-time.Hour))
+	add("work", "theirs", base)
+	add("family", "second", base.Add(-time.Minute))
+	add("family", "third", base)
+	cases := []struct {
+		name  string
+		limit int
+		want  []string
+	}{
+		{"all recent, newest first", 20, []string{"third", "second", "first"}},
+		{"capped", 2, []string{"third", "second"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := s.RecentMediaJobs(ctx, "family", base.Add(-7*24*time.Hour), tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range jobs {
+				got = append(got, j.Prompt)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if len(jobs) > 0 && !jobs[0].Created.Equal(base) {
+				t.Errorf("created %v, want %v", jobs[0].Created, base)
+			}
+		})
 	}
 }
