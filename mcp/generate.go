@@ -67,8 +67,8 @@ func generateImageTool() mcpgo.Tool {
 			"source_ref, change an image shared in the chat (\"turn this photo into a pencil sketch\"). The image is saved "+
 			"in the group folder, becomes a ref of its own (later requests can edit it again by that ref) and is sent to "+
 			"the chat at once unless send is false. A refusal by the provider comes back as a sentence: tell the chat "+
-			"in your own words, and do not retry the same request. After [in_progress] it is still being made and is "+
-			"sent when done: do not ask for it again."),
+			"in your own words, and do not retry the same request. After [in_progress] it is still being made and "+
+			"is sent when done (with send false it is only saved, and list_media shows it then): do not ask for it again."),
 		mcpgo.WithDestructiveHintAnnotation(false),
 		mcpgo.WithIdempotentHintAnnotation(false),
 		mcpgo.WithOpenWorldHintAnnotation(true),
