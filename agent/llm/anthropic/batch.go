@@ -109,13 +109,12 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 	if err != nil {
 		return nil, fmt.Errorf("batch %s results: %w", id, err)
 	}
-	switch st, err := p.state(obj); {
-	case err != nil:
+	st, err := p.state(obj)
+	if err == nil {
+		err = p.c.Readable(id, st, "ended without results (archived)")
+	}
+	if err != nil {
 		return nil, err
-	case st == llm.BatchRunning:
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindBadRequest, fmt.Sprintf("batch %s has not ended", id)))
-	case st == llm.BatchFailed:
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s ended without results (archived)", id)))
 	}
 	out := map[string]llm.BatchOutcome{}
 	err = p.c.Lines(ctx, p.batchURL(id, "/results"), p.header(), wire.MaxBatchLine, func(line []byte) error {

@@ -204,17 +204,15 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		return nil, fmt.Errorf("batch %s results: %w", id, err)
 	}
 	st, answers, err := p.state(op)
-	switch {
-	case err != nil:
-		return nil, err
-	case st == llm.BatchRunning:
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindBadRequest, fmt.Sprintf("batch %s has not ended", id)))
-	case st == llm.BatchFailed:
+	if err == nil {
 		why := ""
 		if op.Error != nil && op.Error.Message != "" {
 			why = ": " + op.Error.Message
 		}
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s %s without results%s", id, strings.ToLower(strings.TrimPrefix(op.Metadata.State, "BATCH_STATE_")), why)))
+		err = p.c.Readable(id, st, strings.ToLower(strings.TrimPrefix(op.Metadata.State, "BATCH_STATE_"))+" without results"+why)
+	}
+	if err != nil {
+		return nil, err
 	}
 	model := op.Metadata.Model
 	out := make(map[string]llm.BatchOutcome, len(answers))

@@ -106,6 +106,19 @@ func (c *Client) BatchResult(model string, chunks []llm.Chunk) (*llm.Result, err
 	return res, nil
 }
 
+// Readable is the one rule for reading a batch's results: nil once it
+// ended; a classified error while it runs, or when it failed (failed says
+// how, after the id: "ended without results (archived)").
+func (c *Client) Readable(id string, st llm.BatchState, failed string) error {
+	switch st {
+	case llm.BatchRunning:
+		return c.finish(llm.NewError(c.Provider, llm.KindBadRequest, fmt.Sprintf("batch %s has not ended", id)))
+	case llm.BatchFailed:
+		return c.finish(llm.NewError(c.Provider, llm.KindUnknown, fmt.Sprintf("batch %s %s", id, failed)))
+	}
+	return nil
+}
+
 // Finish stamps the provider on e and scrubs the key from it, for errors
 // an adapter reads from a 2xx body itself (a batch item's error).
 func (c *Client) Finish(e *llm.Error) *llm.Error { return c.finish(e) }
