@@ -55,6 +55,9 @@ type Store struct {
 
 	locks keylock.Locks
 	mu    sync.Mutex
+	// sums remembers digests by file, so that the turns of a run, which
+	// each send the same media again, hash each file once.
+	sums map[fileID]string
 	// none holds providers found to have no files API (an OpenAI-compatible
 	// server without /files): asking again on every request only slows it.
 	none map[string]bool
@@ -76,7 +79,7 @@ func New(db *sql.DB, o Options) *Store {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{db: db, o: o, none: map[string]bool{}}
+	return &Store{db: db, o: o, none: map[string]bool{}, sums: map[fileID]string{}}
 }
 
 // Remote returns the provider's copy of m, uploading it when there is
@@ -112,11 +115,10 @@ func (s *Store) Remote(ctx context.Context, api llm.FilesAPI, m *llm.Media) (rf 
 		s.o.Log.Debug("media sent inline", "provider", api.Name(), "mime", m.MIME, "bytes", fi.Size(), "reason", why)
 		return llm.RemoteFile{}, false
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	sum, err := s.digest(f, m.Path, fi)
+	if err != nil {
 		return llm.RemoteFile{}, false
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	key := api.Name() + "\x00" + sum + "\x00" + m.MIME
 
 	unlock := s.locks.Lock(key)
@@ -186,6 +188,40 @@ func (s *Store) lookup(ctx context.Context, provider, sum, mime string, now time
 	}
 	_, err = s.db.ExecContext(ctx, `UPDATE llm_uploads SET last_used = ? WHERE provider = ? AND sha256 = ? AND mime = ?`, now.Unix(), provider, sum, mime)
 	return rf, true, err
+}
+
+// fileID is a file as it was when hashed: a rewrite changes its size or
+// time.
+type fileID struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+// maxSums bounds the digest memo; past it the memo starts over.
+const maxSums = 4096
+
+// digest is the sha256 of f (at path, stat fi), hashed once per version.
+func (s *Store) digest(f *os.File, path string, fi os.FileInfo) (string, error) {
+	id := fileID{path, fi.Size(), fi.ModTime()}
+	s.mu.Lock()
+	sum, ok := s.sums[id]
+	s.mu.Unlock()
+	if ok {
+		return sum, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum = hex.EncodeToString(h.Sum(nil))
+	s.mu.Lock()
+	if len(s.sums) >= maxSums {
+		s.sums = map[fileID]string{}
+	}
+	s.sums[id] = sum
+	s.mu.Unlock()
+	return sum, nil
 }
 
 // SweepResult says what a Sweep did.
