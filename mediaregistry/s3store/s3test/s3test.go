@@ -25,7 +25,7 @@ import (
 const Binary = "versitygw"
 
 // Install is how to get it.
-const Install = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+const Install = "make testdeps"
 
 const (
 	accessKey = "botdtestaccess"
@@ -57,7 +57,7 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
-		msg := fmt.Sprintf("%s is not on PATH, so the S3 tests cannot run; install it with `%s` (and put $HOME/go/bin on PATH)", Binary, Install)
+		msg := fmt.Sprintf("%s is not on PATH, so the S3 tests cannot run; `%s` installs it into .tools/bin (make test puts that on PATH), or `go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`", Binary, Install)
 		if Required() {
 			tb.Fatal(msg + " — required here (CI or BOTD_REQUIRE_S3=1)")
 		}
