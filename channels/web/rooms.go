@@ -50,8 +50,8 @@ type room struct {
 	// compacted to what is kept, so a flood of posts cannot grow it.
 	lines int
 	msgs  []Message
-	seq  int64
-	subs map[*sub]struct{}
+	seq   int64
+	subs  map[*sub]struct{}
 
 	rate roomRate // posts, everyone in the room together
 }
