@@ -368,7 +368,7 @@ func view(room string, m Message) msgView {
 // a page that went away. A session's end needs no heartbeat: logout and
 // a revoked link close the session's done channel and the stream ends at
 // once.
-var heartbeat = 20 * time.Second
+const heartbeat = 20 * time.Second
 
 // events streams a room to a page: what it missed (after Last-Event-ID,
 // or ?after= on the first connect), then every new message and typing
@@ -415,7 +415,7 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
+	tick := time.NewTicker(w.o.heartbeat)
 	defer tick.Stop()
 	for {
 		var err error

@@ -77,6 +77,11 @@ type Options struct {
 	// reported to it, and a room's uploads are refused past its group's
 	// share. Nil: no share is enforced.
 	Budget *diskbudget.Budget
+
+	// heartbeat replaces the event streams' ping interval, and now the
+	// clock (tests).
+	heartbeat time.Duration
+	now       func() time.Time
 }
 
 // maxTextRunes bounds what one posted message may say.
@@ -125,6 +130,12 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = media.DefaultMaxDownloadBytes
 	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.heartbeat <= 0 {
+		o.heartbeat = heartbeat
+	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = time.Hour
 	}
@@ -153,7 +164,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	}
 	dir := filepath.Join(o.DataDir, "web")
 	w := &Web{
-		cfg: cfg, o: o, env: env, log: env.Log, dir: dir, tmpl: tmpl, now: time.Now,
+		cfg: cfg, o: o, env: env, log: env.Log, dir: dir, tmpl: tmpl, now: o.now,
 		rooms:  map[string]*room{},
 		typing: map[string]*time.Timer{},
 	}
