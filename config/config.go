@@ -70,7 +70,11 @@ type Media struct {
 	MaxDownloadBytes int64    `yaml:"max_download_bytes"`
 	// MaxDiskBytes bounds every byte stored for media: the cache, group
 	// copies, inline copies.
-	MaxDiskBytes  int64    `yaml:"max_disk_bytes"`
+	MaxDiskBytes int64 `yaml:"max_disk_bytes"`
+	// GroupShare is each group's share of MaxDiskBytes for files that
+	// exist nowhere else (web uploads); 0 shares the budget equally
+	// among the groups, each at least twice MaxDownloadBytes.
+	GroupShare    int64    `yaml:"group_share"`
 	SweepInterval Duration `yaml:"sweep_interval"`
 	// DownloadTimeout bounds one download; DownloadIdleTimeout cuts one
 	// that sent nothing for that long; DownloadsPerGroup bounds a group's

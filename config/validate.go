@@ -82,6 +82,9 @@ func (c *Config) Validate() error {
 		// own copy.
 		add("media.max_disk_bytes", "must be at least twice media.max_download_bytes (%d): a fetched file is kept in the cache and in the group's folder", m.MaxDownloadBytes)
 	}
+	if m.GroupShare < 0 || (m.MaxDiskBytes > 0 && m.GroupShare > m.MaxDiskBytes) {
+		add("media.group_share", "must be between 0 (an equal part of media.max_disk_bytes for each group) and media.max_disk_bytes (%d)", m.MaxDiskBytes)
+	}
 
 	c.checkMediaStore(&ps)
 	if m.LinkTTL <= 0 || m.LinkTTL.D() > 7*24*time.Hour {

@@ -11,6 +11,12 @@
 //
 // Nothing here runs on the write path. Writers report what they added
 // (Added); the sweeper, a goroutine of its own, does the evicting.
+//
+// Groups share the budget fairly (SetShares): a file that is the only
+// copy of its bytes (Area.Sole: a web upload, say) is never evicted to
+// make room for another group, only while its own group holds more than
+// its share; writers of such files ask GroupUse first and refuse past the
+// share instead.
 package diskbudget
 
 import (
@@ -55,6 +61,22 @@ type Area struct {
 	// wrapping ErrKeep keeps the file, counted as in use (a blob whose
 	// only copy still waits for its upload).
 	Forget func(ctx context.Context, rel string) error
+	// Group is the group folder whose share the area's files count
+	// against; empty for bytes of no one group (the download cache).
+	Group string
+	// GroupOf, when set, names the group of each file instead (an area
+	// that holds several groups' files, like the web channel's rooms).
+	GroupOf func(rel string) string
+	// Sole reports a file that exists nowhere else: lost when evicted.
+	// It is evicted only while its group holds more than its share.
+	Sole func(rel string) bool
+}
+
+func (a Area) groupOf(rel string) string {
+	if a.GroupOf != nil {
+		return a.GroupOf(rel)
+	}
+	return a.Group
 }
 
 // File is one stored file as a sweep sees it.
@@ -64,6 +86,9 @@ type File struct {
 	Size int64
 	Used time.Time
 	Busy bool
+	// Group owns the file ("" for none); Sole marks the only copy.
+	Group string
+	Sole  bool
 }
 
 // AreaUsage is what one area holds.
@@ -104,6 +129,11 @@ type Budget struct {
 	last     atomic.Int64  // total after the last sweep
 	added    atomic.Int64  // bytes reported since the last sweep
 	sweeps   atomic.Int64  // sweeps done, for tests to wait on
+
+	sharesMu sync.Mutex
+	groups   int   // how many groups share the budget
+	fixed    int64 // media.group_share; 0 = max / groups
+	floor    int64
 }
 
 // New returns a budget of max bytes over areas; it does no I/O.
@@ -115,6 +145,65 @@ func New(max int64, areas []Area, log *slog.Logger) *Budget {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Budget{max: max, areas: areas, log: log, now: time.Now, kick: make(chan struct{}, 1)}
+}
+
+// SetShares says how the budget is shared: by groups groups, each
+// getting fixed bytes when fixed > 0, else an equal part of the budget
+// but never less than floor (so that a group among many can still keep a
+// few of the largest uploads; the shares may then add up to more than
+// the budget, and sole copies keep it from being met rather than be
+// lost).
+func (b *Budget) SetShares(groups int, fixed, floor int64) {
+	b.sharesMu.Lock()
+	defer b.sharesMu.Unlock()
+	b.groups, b.fixed, b.floor = max(groups, 1), fixed, floor
+}
+
+// Share is one group's share of the budget in bytes.
+func (b *Budget) Share() int64 {
+	b.sharesMu.Lock()
+	defer b.sharesMu.Unlock()
+	if b.fixed > 0 {
+		return b.fixed
+	}
+	return max(b.max/int64(max(b.groups, 1)), b.floor)
+}
+
+// GroupUse is what one group holds that cannot be evicted for another.
+type GroupUse struct {
+	Group string
+	Share int64
+	// Sole is the bytes of the group's sole copies: what counts against
+	// its share.
+	Sole int64
+}
+
+// Free is how many more sole bytes the group may write (0 when none).
+func (g GroupUse) Free() int64 { return max(g.Share-g.Sole, 0) }
+
+// GroupUse measures group's sole copies against its share. It walks the
+// areas that may hold the group's files, so it costs a directory walk:
+// writers call it once per upload, not per byte.
+func (b *Budget) GroupUse(ctx context.Context, group string) (GroupUse, error) {
+	gu := GroupUse{Group: group, Share: b.Share()}
+	for _, a := range b.areas {
+		if a.Sole == nil || (a.GroupOf == nil && a.Group != group) {
+			continue
+		}
+		err := walk(ctx, a, func(dir, name string, size int64, _ time.Time) {
+			rel := name
+			if dir != "." {
+				rel = dir + "/" + name
+			}
+			if a.groupOf(rel) == group && a.Sole(rel) {
+				gu.Sole += size
+			}
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return gu, fmt.Errorf("media area %s: %w", a.Name, err)
+		}
+	}
+	return gu, nil
 }
 
 // Max is the budget in bytes.
@@ -195,7 +284,22 @@ func (b *Budget) Sweep(ctx context.Context) (Result, error) {
 		return Result{Left: u.Total}, err
 	}
 	target := int64(float64(b.max) * lowWater)
-	res := b.evict(ctx, files, u.Total, func(f File, left int64) bool { return left > target })
+	// A sole copy goes only while its own group is past its share: never
+	// to make room for another group.
+	share := b.Share()
+	sole := map[string]int64{}
+	for _, f := range files {
+		if f.Sole {
+			sole[f.Group] += f.Size
+		}
+	}
+	res := b.evict(ctx, files, u.Total, func(f File, left int64) bool {
+		return left > target && (!f.Sole || (f.Group != "" && sole[f.Group] > share))
+	}, func(f File) {
+		if f.Sole {
+			sole[f.Group] -= f.Size
+		}
+	})
 	b.last.Store(res.Left)
 	return res, ctx.Err()
 }
@@ -220,15 +324,16 @@ func (b *Budget) Prune(ctx context.Context, f Filter) (Result, error) {
 	}
 	res := b.evict(ctx, files, u.Total, func(fl File, _ int64) bool {
 		return (f.UsedBefore.IsZero() || fl.Used.Before(f.UsedBefore)) && (f.Only == nil || f.Only(fl))
-	})
+	}, nil)
 	if len(f.Areas) == 0 {
 		b.last.Store(res.Left)
 	}
 	return res, ctx.Err()
 }
 
-// evict removes files oldest first while want says so.
-func (b *Budget) evict(ctx context.Context, files []File, total int64, want func(File, int64) bool) Result {
+// evict removes files oldest first while want says so; removed, when
+// set, hears of each file removed.
+func (b *Budget) evict(ctx context.Context, files []File, total int64, want func(File, int64) bool, removed func(File)) Result {
 	slices.SortFunc(files, func(x, y File) int {
 		return cmp.Or(x.Used.Compare(y.Used), cmp.Compare(x.Area, y.Area), cmp.Compare(x.Rel, y.Rel))
 	})
@@ -271,6 +376,9 @@ func (b *Budget) evict(ctx context.Context, files []File, total int64, want func
 			res.Files++
 			res.Freed += freed
 			res.Left -= freed
+			if removed != nil {
+				removed(f)
+			}
 		}
 	}
 	return res
@@ -355,7 +463,8 @@ func (b *Budget) collect(ctx context.Context, names []string, keep bool) ([]File
 				if dir != "." {
 					rel = dir + "/" + name
 				}
-				files = append(files, File{Area: a.Name, Rel: rel, Size: size, Used: used, Busy: a.Busy != nil && a.Busy(rel)})
+				files = append(files, File{Area: a.Name, Rel: rel, Size: size, Used: used, Busy: a.Busy != nil && a.Busy(rel),
+					Group: a.groupOf(rel), Sole: a.Sole != nil && a.Sole(rel)})
 			}
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

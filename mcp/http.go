@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -14,11 +13,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/botd-dev/botd/internal/connlimit"
 )
 
 // HTTPPath is where the Streamable HTTP endpoint is mounted.
@@ -237,7 +237,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	markAuthorised(r.Context())
+	connlimit.Authorise(r.Context())
 
 	// A GET is a listening SSE stream that stays open; everything else is
 	// a call that ends. Each has its own budget per token, so streams
@@ -263,7 +263,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse makes the server close the connection after this answer.
-func refuse(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+func refuse(w http.ResponseWriter) { connlimit.Refuse(w) }
 
 // authenticate returns the matching token, or a non-empty reason. Every
 // configured token is compared, in constant time over fixed-size hashes,
@@ -346,15 +346,15 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	if hh, ok := h.(*httpHandler); ok {
 		lim, log = hh.limits, hh.log
 	}
-	conns := newConnTracker(lim.MaxConns, log)
+	conns := connlimit.New(lim.MaxConns, "mcp http", log)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       conns.connContext,
-		ConnState:         conns.connState,
+		ConnContext:       conns.ConnContext,
+		ConnState:         conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -380,129 +380,4 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return fmt.Errorf("mcp http: shutdown: %w", err)
 	}
 	return nil
-}
-
-// connTracker keeps the open connections in the order they were accepted
-// and enforces the connection cap when one is accepted (ConnContext runs
-// in the accept loop, before the connection is served).
-type connTracker struct {
-	max int
-	log *slog.Logger
-
-	mu       sync.Mutex
-	order    list.List // of *trackedConn, oldest first
-	conns    map[net.Conn]*trackedConn
-	shed     int // connections closed for the cap since the last warning
-	lastWarn time.Time
-}
-
-type trackedConn struct {
-	t     *connTracker
-	conn  net.Conn
-	elem  *list.Element
-	state http.ConnState
-	// authorised is set once the connection carried a request with a
-	// valid token; it then outranks every connection that did not.
-	authorised bool
-}
-
-type connKey struct{}
-
-func newConnTracker(maxConns int, log *slog.Logger) *connTracker {
-	return &connTracker{max: maxConns, log: log, conns: map[net.Conn]*trackedConn{}}
-}
-
-func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
-	tc := &trackedConn{t: t, conn: c, state: http.StateNew}
-	t.mu.Lock()
-	tc.elem = t.order.PushBack(tc)
-	t.conns[c] = tc
-	var victim *trackedConn
-	if t.order.Len() > t.max {
-		victim = t.victimLocked(tc)
-		t.removeLocked(victim)
-		t.shed++
-	}
-	warn := victim != nil && time.Since(t.lastWarn) >= time.Minute
-	shed := t.shed
-	if warn {
-		t.lastWarn, t.shed = time.Now(), 0
-	}
-	t.mu.Unlock()
-	if victim != nil {
-		victim.conn.Close()
-		if warn {
-			t.log.Warn("mcp http: connection limit reached; closing connections that never made an authorised request first",
-				"max_conns", t.max, "closed", shed)
-		}
-	}
-	return context.WithValue(ctx, connKey{}, tc)
-}
-
-// victimLocked picks the connection to close when newest is one too many:
-// the oldest that never carried an authorised request (silent, sending
-// its headers slowly, or being refused), then the oldest authorised one
-// that is idle between requests, and newest itself only when all others
-// are busy with authorised requests.
-func (t *connTracker) victimLocked(newest *trackedConn) *trackedConn {
-	var idle *trackedConn
-	for e := t.order.Front(); e != nil; e = e.Next() {
-		tc := e.Value.(*trackedConn)
-		if tc == newest {
-			continue
-		}
-		if !tc.authorised {
-			return tc
-		}
-		if idle == nil && tc.state == http.StateIdle {
-			idle = tc
-		}
-	}
-	if idle != nil {
-		return idle
-	}
-	return newest
-}
-
-func (t *connTracker) removeLocked(tc *trackedConn) {
-	if tc.elem == nil {
-		return
-	}
-	t.order.Remove(tc.elem)
-	tc.elem = nil
-	delete(t.conns, tc.conn)
-}
-
-func (t *connTracker) connState(c net.Conn, state http.ConnState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	tc := t.conns[c]
-	if tc == nil {
-		return // closed for the cap already
-	}
-	switch state {
-	case http.StateClosed, http.StateHijacked:
-		t.removeLocked(tc)
-	default:
-		tc.state = state
-	}
-}
-
-// open is the number of connections counted against the cap.
-func (t *connTracker) open() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.order.Len()
-}
-
-// markAuthorised records that the request's connection carried a valid
-// token (a no-op outside Serve, e.g. under httptest).
-func markAuthorised(ctx context.Context) {
-	tc, _ := ctx.Value(connKey{}).(*trackedConn)
-	if tc == nil {
-		return
-	}
-	tc.t.mu.Lock()
-	tc.authorised = true
-	tc.t.mu.Unlock()
 }

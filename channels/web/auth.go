@@ -26,6 +26,12 @@ const (
 	// session and room link session.
 	adminTokenFile = "admin-token"
 	linksFile      = "links.json"
+	// sessionsFile is the server's table of live sessions: a cookie whose
+	// session is not in it (logged out, its link revoked) is refused
+	// however well signed.
+	sessionsFile = "sessions.json"
+	// maxSessions bounds the table; past it the oldest session ends.
+	maxSessions = 1000
 
 	sessionCookie = "botd_session"
 	// preCSRFCookie protects the login and join forms, posted before
@@ -45,15 +51,32 @@ const (
 )
 
 // auth is the channel's access control: the admin token, signed session
-// cookies (kept by the browser, so they survive a restart) and room links.
+// cookies backed by the server's table of live sessions (saved, so both
+// survive a restart) and room links.
 type auth struct {
 	dir   string
 	token string
 	key   []byte // signs sessions; derived from the token
 	now   func() time.Time
 
-	mu    sync.Mutex
-	links []Link
+	mu       sync.Mutex
+	links    []Link
+	sessions map[string]*liveSession // by session nonce
+}
+
+// liveSession is a session the server knows, as sessionsFile keeps it,
+// and what it holds open.
+type liveSession struct {
+	Role    string `json:"r"`
+	Room    string `json:"room,omitempty"`
+	Link    string `json:"link,omitempty"`
+	Expires int64  `json:"exp"`
+	Issued  int64  `json:"iat"`
+
+	// done is closed when the session ends: its event streams end at once.
+	done    chan struct{}
+	streams int
+	posts   bucket
 }
 
 // Link lets whoever has its URL into one room, until it is revoked.
@@ -75,6 +98,8 @@ type session struct {
 	Nonce string `json:"n"`
 	// raw is the cookie value, from which the CSRF token is derived.
 	raw string
+	// done is closed when the server ends the session.
+	done <-chan struct{}
 }
 
 func (s *session) Admin() bool { return s != nil && s.Role == roleAdmin }
@@ -125,8 +150,11 @@ func openAuth(dir string, now func() time.Time) (*auth, bool, error) {
 	}
 	mac := hmac.New(sha256.New, []byte(tok))
 	mac.Write([]byte("botd web session key v1"))
-	a := &auth{dir: dir, token: tok, key: mac.Sum(nil), now: now}
+	a := &auth{dir: dir, token: tok, key: mac.Sum(nil), now: now, sessions: map[string]*liveSession{}}
 	if err := a.loadLinks(); err != nil {
+		return nil, false, err
+	}
+	if err := a.loadSessions(); err != nil {
 		return nil, false, err
 	}
 	return a, created, nil
@@ -187,8 +215,8 @@ func (a *auth) createLink(room string) (Link, error) {
 	return l, nil
 }
 
-// revokeLink removes a link; sessions opened through it end at their next
-// request.
+// revokeLink removes a link and ends the sessions opened through it at
+// once, open event streams included.
 func (a *auth) revokeLink(id string) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -200,7 +228,77 @@ func (a *auth) revokeLink(id string) (bool, error) {
 		return false, err
 	}
 	a.links = links
+	for nonce, ls := range a.sessions {
+		if ls.Role == roleGuest && ls.Link == id {
+			a.endLocked(nonce)
+		}
+	}
+	if err := a.saveSessionsLocked(); err != nil {
+		return true, err
+	}
 	return true, nil
+}
+
+// end ends the session s on the server: its cookie no longer works and
+// its event streams stop.
+func (a *auth) end(s *session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sessions[s.Nonce] == nil {
+		return nil
+	}
+	a.endLocked(s.Nonce)
+	return a.saveSessionsLocked()
+}
+
+func (a *auth) endLocked(nonce string) {
+	if ls := a.sessions[nonce]; ls != nil {
+		close(ls.done)
+		delete(a.sessions, nonce)
+	}
+}
+
+func (a *auth) loadSessions() error {
+	p := filepath.Join(a.dir, sessionsFile)
+	raw, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("web sessions: %w", err)
+	}
+	var m map[string]*liveSession
+	if err := json.Unmarshal(raw, &m); err != nil {
+		// Losing the table only logs everyone out; refusing to start
+		// would lose the channel.
+		return nil
+	}
+	now := a.now().Unix()
+	for nonce, ls := range m {
+		if ls != nil && ls.Expires > now {
+			ls.done = make(chan struct{})
+			a.sessions[nonce] = ls
+		}
+	}
+	return nil
+}
+
+// saveSessionsLocked writes the table (temp file + rename).
+func (a *auth) saveSessionsLocked() error {
+	raw, err := json.Marshal(a.sessions)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(a.dir, sessionsFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("save web sessions: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save web sessions: %w", err)
+	}
+	return nil
 }
 
 func (a *auth) loadLinks() error {
@@ -242,20 +340,49 @@ func (a *auth) sign(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// issue sets the session cookie for s.
-func (a *auth) issue(w http.ResponseWriter, r *http.Request, s session) {
-	s.Expires = a.now().Add(sessionLifetime).Unix()
+// issue records s in the table of live sessions and sets its cookie.
+// Past maxSessions, or with sessions expired, the oldest end first.
+func (a *auth) issue(w http.ResponseWriter, r *http.Request, s session) error {
+	now := a.now()
+	s.Expires = now.Add(sessionLifetime).Unix()
 	s.Nonce = newID()[:16]
+	a.mu.Lock()
+	for nonce, ls := range a.sessions {
+		if ls.Expires <= now.Unix() {
+			a.endLocked(nonce)
+		}
+	}
+	for len(a.sessions) >= maxSessions {
+		oldest := ""
+		for nonce, ls := range a.sessions {
+			if oldest == "" || ls.Issued < a.sessions[oldest].Issued {
+				oldest = nonce
+			}
+		}
+		a.endLocked(oldest)
+	}
+	a.sessions[s.Nonce] = &liveSession{Role: s.Role, Room: s.Room, Link: s.Link, Expires: s.Expires, Issued: now.UnixNano(),
+		done: make(chan struct{})}
+	err := a.saveSessionsLocked()
+	if err != nil {
+		delete(a.sessions, s.Nonce)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	raw, _ := json.Marshal(s)
 	payload := base64.RawURLEncoding.EncodeToString(raw)
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: payload + "." + a.sign(payload), Path: "/",
 		MaxAge: int(sessionLifetime / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
+	return nil
 }
 
 // session returns the request's valid session, or nil: no cookie, a
-// signature that does not match, an expired one, or a revoked link.
+// signature that does not match, an expired one, one the server ended
+// (logout, a revoked link), or a revoked link.
 func (a *auth) session(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -282,8 +409,58 @@ func (a *auth) session(r *http.Request) *session {
 	default:
 		return nil
 	}
+	a.mu.Lock()
+	ls := a.sessions[s.Nonce]
+	if ls == nil || ls.Role != s.Role || ls.Room != s.Room || ls.Link != s.Link {
+		a.mu.Unlock()
+		return nil
+	}
+	s.done = ls.done
+	a.mu.Unlock()
 	s.raw = c.Value
 	return &s
+}
+
+// alive reports whether the server has not ended s.
+func (a *auth) alive(s *session) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return a.now().Unix() < s.Expires
+	}
+}
+
+// openStream counts an event stream of s; false when s already holds max.
+func (a *auth) openStream(s *session, max int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ls := a.sessions[s.Nonce]
+	if ls == nil || ls.streams >= max {
+		return false
+	}
+	ls.streams++
+	return true
+}
+
+func (a *auth) closeStream(s *session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ls := a.sessions[s.Nonce]; ls != nil && ls.streams > 0 {
+		ls.streams--
+	}
+}
+
+// takePost spends one of the session's posts; when none is left it says
+// how long until one is.
+func (a *auth) takePost(s *session, perMinute, burst int) (bool, time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ls := a.sessions[s.Nonce]
+	if ls == nil {
+		return false, time.Minute
+	}
+	return ls.posts.take(a.now(), perMinute, burst)
 }
 
 // csrf is the token a session's pages send back with every POST: bound

@@ -22,10 +22,22 @@ type Config struct {
 	// address: the pages hand out an assistant that reads the groups'
 	// media, so exposing them is a decision, never a default.
 	AllowRemote bool `yaml:"allow_remote"`
+	// MaxConns bounds the server's open connections; past it the oldest
+	// connection without a session is closed first, then the oldest idle.
+	MaxConns int `yaml:"max_conns"`
+	// MaxStreamsPerSession bounds one session's open event streams (one
+	// per open room page); another is refused with 429.
+	MaxStreamsPerSession int `yaml:"max_streams_per_session"`
+	// PostsPerMinute is one session's post rate, RoomPostsPerMinute a
+	// room's (everyone in it together); past either, 429.
+	PostsPerMinute     int `yaml:"posts_per_minute"`
+	RoomPostsPerMinute int `yaml:"room_posts_per_minute"`
 }
 
 // DefaultConfig is the section a config file is decoded over.
-func DefaultConfig() Config { return Config{Listen: DefaultListen} }
+func DefaultConfig() Config {
+	return Config{Listen: DefaultListen}.withDefaults()
+}
 
 // Validate reports the section's problems, keyed below channels.web.
 func (c Config) Validate() []channels.ConfigProblem {
@@ -37,6 +49,15 @@ func (c Config) Validate() []channels.ConfigProblem {
 	case !c.AllowRemote && !IsLoopback(host):
 		ps = append(ps, channels.ConfigProblem{Key: "listen", Msg: fmt.Sprintf(
 			"%q is reachable from other machines; use a loopback address (127.0.0.1, ::1, localhost) or set channels.web.allow_remote: true", c.Listen)})
+	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{{"max_conns", c.MaxConns}, {"max_streams_per_session", c.MaxStreamsPerSession},
+		{"posts_per_minute", c.PostsPerMinute}, {"room_posts_per_minute", c.RoomPostsPerMinute}} {
+		if l.v < 0 {
+			ps = append(ps, channels.ConfigProblem{Key: l.key, Msg: fmt.Sprintf("must be positive (0 takes the default), got %d", l.v)})
+		}
 	}
 	return ps
 }

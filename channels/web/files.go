@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/botd-dev/botd/diskbudget"
 	"io"
 	"io/fs"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -255,29 +256,68 @@ func cleanFileName(name string) string {
 // partialName is an upload's name while it is being written.
 func partialName(id string) string { return "." + id + ".part" }
 
-// DiskAreaName names the web channel's files in disk reports; the dot
-// keeps it apart from every group folder name.
-const DiskAreaName = "web.files"
+// DiskAreaName names the web channel's files in disk reports, and
+// RoomsAreaName its room logs; the dot keeps them apart from every group
+// folder name.
+const (
+	DiskAreaName  = "web.files"
+	RoomsAreaName = "web.rooms"
+)
 
-// DiskArea is the web channel's files (uploads and the assistant's files
-// under <dataDir>/web/files) for the disk budget: counted with the rest of
-// botd's media and evicted least recently written first when over it
-// (the ref then answers that the file is no longer kept). An upload still
-// being written is busy, never evicted.
-func DiskArea(dataDir string) diskbudget.Area {
+// DiskAreas are the web channel's bytes for the disk budget, each counted
+// against the share of the group whose chat is the room:
+//
+//   - web.files: uploads and the assistant's files (<dataDir>/web/files),
+//     evicted least recently written first when over the budget (the ref
+//     then answers that the file is no longer kept). An upload is the
+//     only copy of its bytes, so it goes only while its own room is past
+//     its share, never to make room for another group; an upload still
+//     being written is busy, never evicted.
+//   - web.rooms: the room logs (<dataDir>/web/rooms), counted but never
+//     evicted: a log is kept short by its room (compacted as it grows).
+func DiskAreas(dataDir string, gs []*groups.Group) []diskbudget.Area {
 	dir := filepath.Join(dataDir, "web")
-	return diskbudget.Area{
-		Name: DiskAreaName,
-		Open: func() (*os.Root, error) {
-			if err := os.MkdirAll(filepath.Join(dir, "files"), 0o700); err != nil {
+	folders := map[string]string{}
+	for _, g := range gs {
+		if room, ok := RoomOf(g.Chat); ok {
+			folders[room] = g.Folder
+		}
+	}
+	open := func(sub string) func() (*os.Root, error) {
+		return func() (*os.Root, error) {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 				return nil, err
 			}
 			return os.OpenRoot(dir)
-		},
-		Dir: "files",
+		}
+	}
+	return []diskbudget.Area{{
+		Name: DiskAreaName,
+		Open: open("files"),
+		Dir:  "files",
 		Busy: func(rel string) bool {
 			b := path.Base(rel)
 			return strings.HasPrefix(b, ".") && strings.HasSuffix(b, ".part")
 		},
-	}
+		// files/<room>/<id>
+		GroupOf: func(rel string) string {
+			parts := strings.Split(rel, "/")
+			if len(parts) != 3 {
+				return ""
+			}
+			return folders[parts[1]]
+		},
+		Sole: func(string) bool { return true },
+	}, {
+		Name: RoomsAreaName,
+		Open: open("rooms"),
+		Dir:  "rooms",
+		Busy: func(string) bool { return true },
+		// rooms/<room>.jsonl, and its .tmp while compacted
+		GroupOf: func(rel string) string {
+			b := strings.TrimSuffix(path.Base(rel), ".tmp")
+			return folders[strings.TrimSuffix(b, ".jsonl")]
+		},
+		Sole: func(string) bool { return true },
+	}}
 }

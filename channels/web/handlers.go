@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -21,6 +22,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/connlimit"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -85,6 +88,15 @@ func (w *Web) guard(next http.Handler) http.Handler {
 		// same-origin, not no-referrer: with no-referrer a browser sends
 		// "Origin: null" on its own form posts, which the check below refuses.
 		h.Set("Referrer-Policy", "same-origin")
+		// A connection earns its keep-alive with a session: every answer
+		// without one (the login page, its static files, a redirect to it,
+		// 401 and 403) closes the connection, so that connections of
+		// strangers cannot pile up.
+		if w.auth.session(r) == nil {
+			connlimit.Refuse(rw)
+		} else {
+			connlimit.Authorise(r.Context())
+		}
 		if !w.cfg.AllowRemote && !loopbackHost(r.Host) {
 			http.Error(rw, "unknown host: open the address botd printed (127.0.0.1 or localhost)", http.StatusMisdirectedRequest)
 			return
@@ -230,7 +242,11 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 		w.loginFailed(rw, r, http.StatusUnauthorized, "/login", "token", "That is not the admin token.")
 		return
 	}
-	w.auth.issue(rw, r, session{Role: roleAdmin})
+	if err := w.auth.issue(rw, r, session{Role: roleAdmin}); err != nil {
+		w.log.Error("web login: session not saved", "err", err)
+		w.loginFailed(rw, r, http.StatusInternalServerError, "/login", "token", "botd could not save the session; try again.")
+		return
+	}
 	http.Redirect(rw, r, "/", http.StatusSeeOther)
 }
 
@@ -246,7 +262,11 @@ func (w *Web) join(rw http.ResponseWriter, r *http.Request) {
 		w.loginFailed(rw, r, http.StatusUnauthorized, "/join", "link", "This room link is not valid (any more). Ask for a new one.")
 		return
 	}
-	w.auth.issue(rw, r, session{Role: roleGuest, Room: l.Room, Link: l.ID})
+	if err := w.auth.issue(rw, r, session{Role: roleGuest, Room: l.Room, Link: l.ID}); err != nil {
+		w.log.Error("web join: session not saved", "err", err)
+		w.loginFailed(rw, r, http.StatusInternalServerError, "/join", "link", "botd could not save the session; try again.")
+		return
+	}
 	http.Redirect(rw, r, "/r/"+l.Room, http.StatusSeeOther)
 }
 
@@ -256,6 +276,14 @@ func (w *Web) logout(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, http.StatusForbidden, "missing or wrong CSRF token")
 		return
 	}
+	if s != nil {
+		// The cookie alone must not work again: the server forgets the
+		// session, and its open pages stop listening at once.
+		if err := w.auth.end(s); err != nil {
+			w.log.Warn("web logout: the session table was not saved", "err", err)
+		}
+	}
+	connlimit.Refuse(rw)
 	http.SetCookie(rw, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(rw, r, "/login", http.StatusSeeOther)
 }
@@ -336,18 +364,26 @@ func view(room string, m Message) msgView {
 	return v
 }
 
-// heartbeat keeps an idle event stream open through proxies, and is when
-// a guest whose link was revoked is cut off.
-var heartbeat = 20 * time.Second
+// heartbeat keeps an idle event stream open through proxies and finds
+// a page that went away. A session's end needs no heartbeat: logout and
+// a revoked link close the session's done channel and the stream ends at
+// once.
+const heartbeat = 20 * time.Second
 
 // events streams a room to a page: what it missed (after Last-Event-ID,
 // or ?after= on the first connect), then every new message and typing
 // signal.
 func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
-	rm, _ := w.authRoom(rw, r, false)
+	rm, s := w.authRoom(rw, r, false)
 	if rm == nil {
 		return
 	}
+	if !w.auth.openStream(s, w.cfg.MaxStreamsPerSession) {
+		w.tooMany(rw, r, 5*time.Second, fmt.Sprintf("this session has %d rooms open already (channels.web.max_streams_per_session); close a tab",
+			w.cfg.MaxStreamsPerSession))
+		return
+	}
+	defer w.auth.closeStream(s)
 	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	if after == 0 {
 		after, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
@@ -379,16 +415,21 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
+	tick := time.NewTicker(w.o.heartbeat)
 	defer tick.Stop()
 	for {
 		var err error
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.done:
+			return
 		case ev, ok := <-sb.ch:
 			if !ok {
 				return // fell behind, or the room closed: the browser reconnects
+			}
+			if !w.auth.alive(s) {
+				return
 			}
 			switch ev.kind {
 			case "message":
@@ -397,7 +438,7 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 				_, err = fmt.Fprintf(rw, "event: typing\ndata: {\"on\":%t}\n\n", ev.typing)
 			}
 		case <-tick.C:
-			if w.auth.session(r) == nil {
+			if !w.auth.alive(s) {
 				return
 			}
 			_, err = fmt.Fprint(rw, ": ping\n\n")
@@ -424,6 +465,14 @@ func (w *Web) post(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, http.StatusForbidden, "missing or wrong CSRF token; reload the page")
 		return
 	}
+	if ok, wait := w.auth.takePost(s, w.cfg.PostsPerMinute, burstOf(w.cfg.PostsPerMinute)); !ok {
+		w.tooMany(rw, r, wait, fmt.Sprintf("you are posting too fast (at most %d messages a minute)", w.cfg.PostsPerMinute))
+		return
+	}
+	if ok, wait := rm.rate.take(w.now(), w.cfg.RoomPostsPerMinute, burstOf(w.cfg.RoomPostsPerMinute)); !ok {
+		w.tooMany(rw, r, wait, fmt.Sprintf("this room gets too many messages (at most %d a minute)", w.cfg.RoomPostsPerMinute))
+		return
+	}
 	r.Body = http.MaxBytesReader(rw, r.Body, w.o.MaxUploadBytes+formOverhead)
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -435,6 +484,9 @@ func (w *Web) post(rw http.ResponseWriter, r *http.Request) {
 		files      []FileInfo
 		total      int64
 		ok         bool
+		// share is the room's group's use of the disk budget, measured
+		// at the first file.
+		share *diskbudget.GroupUse
 	)
 	defer func() {
 		if !ok {
@@ -477,11 +529,35 @@ func (w *Web) post(rw http.ResponseWriter, r *http.Request) {
 				w.fail(rw, r, http.StatusBadRequest, fmt.Sprintf("at most %d files per message", maxFiles))
 				return
 			}
+			if share == nil {
+				gu, gerr := w.shareOf(r.Context(), rm)
+				if gerr != nil {
+					w.log.Warn("web upload: the room's disk use could not be measured", "room", rm.name, "err", gerr)
+					w.fail(rw, r, http.StatusInternalServerError, "botd could not check its disk; try again")
+					return
+				}
+				share = &gu
+			}
+			limit := w.o.MaxUploadBytes - total
+			byShare := share.Free() < limit
+			if byShare {
+				limit = share.Free()
+			}
+			if limit <= 0 {
+				w.shareFull(rw, r, rm, *share)
+				return
+			}
 			var fi FileInfo
-			fi, err = w.files.save(rm.name, part, w.o.MaxUploadBytes-total, cleanFileName(raw), part.Header.Get("Content-Type"))
+			fi, err = w.files.save(rm.name, part, limit, cleanFileName(raw), part.Header.Get("Content-Type"))
 			if err == nil {
 				files = append(files, fi)
 				total += fi.Size
+				share.Sole += fi.Size
+				w.o.Budget.Added(fi.Size)
+			} else if byShare && isTooLarge(err) {
+				part.Close()
+				w.shareFull(rw, r, rm, *share)
+				return
 			}
 		}
 		part.Close()
@@ -516,6 +592,25 @@ func (w *Web) post(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(rw, r, "/r/"+rm.name, http.StatusSeeOther)
+}
+
+// shareOf measures the room's group against its share of the disk
+// budget; without a budget the share is unbounded.
+func (w *Web) shareOf(ctx context.Context, rm *room) (diskbudget.GroupUse, error) {
+	if w.o.Budget == nil {
+		return diskbudget.GroupUse{Group: rm.folder, Share: math.MaxInt64}, nil
+	}
+	return w.o.Budget.GroupUse(ctx, rm.folder)
+}
+
+// shareFull refuses an upload past the room's share: the room's files
+// are the only copies, so the sweeper may not make room for them by
+// evicting another room's, and the admin has to decide.
+func (w *Web) shareFull(rw http.ResponseWriter, r *http.Request, rm *room, gu diskbudget.GroupUse) {
+	w.log.Warn("web upload refused: the room used its share of the disk budget", "room", rm.name, "group", rm.folder,
+		"share", gu.Share, "used", gu.Sole)
+	w.fail(rw, r, http.StatusInsufficientStorage, fmt.Sprintf(
+		"this room has used its share of botd's disk (%s); ask the admin to free space", mediaregistry.FormatSize(gu.Share)))
 }
 
 func isTooLarge(err error) bool {

@@ -103,7 +103,8 @@ func startHarness(t *testing.T, dir string, opts ...harnessOpt) *harness {
 	t.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, 0)
 	sink := chantest.NewSink("web:main", "web:team")
-	cfg := Config{Enabled: true, Listen: "127.0.0.1:0"}
+	// Tests post as fast as they can; the rate tests set their own.
+	cfg := Config{Enabled: true, Listen: "127.0.0.1:0", PostsPerMinute: 1 << 20, RoomPostsPerMinute: 1 << 20}
 	o := Options{DataDir: dir, MaxUploadBytes: 1 << 20, Groups: testGroups(t), Store: st, Model: "fake/model"}
 	for _, f := range opts {
 		f(&cfg, &o)

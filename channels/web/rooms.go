@@ -31,6 +31,9 @@ const (
 	// keepMessages is how much of a room a page can show (and an event
 	// stream replay): the store, not this log, is what the agent reads.
 	keepMessages = 500
+	// maxLogLines is how long a log grows before it is compacted to the
+	// kept messages: compaction rewrites the log, so not on every post.
+	maxLogLines = 2 * keepMessages
 	// subBuffer is how far a page may fall behind before it is cut off;
 	// it reconnects with Last-Event-ID and catches up from the log.
 	subBuffer = 64
@@ -43,9 +46,14 @@ type room struct {
 
 	mu   sync.Mutex
 	path string // the log, opened for each append so no descriptor outlives the channel
-	msgs []Message
-	seq  int64
-	subs map[*sub]struct{}
+	// lines is how many messages the log holds; past maxLogLines it is
+	// compacted to what is kept, so a flood of posts cannot grow it.
+	lines int
+	msgs  []Message
+	seq   int64
+	subs  map[*sub]struct{}
+
+	rate roomRate // posts, everyone in the room together
 }
 
 type sub struct {
@@ -60,9 +68,9 @@ type event struct {
 	typing bool
 }
 
-// open loads the newest messages of the room's log (<dir>/<room>.jsonl)
-// and keeps the file open for appending. A log grown past four times
-// what is kept is rewritten to what is kept, before anything is appended.
+// open loads the newest messages of the room's log (<dir>/<room>.jsonl).
+// A log grown past maxLogLines is rewritten to what is kept, before
+// anything is appended.
 func (r *room) open(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -90,11 +98,13 @@ func (r *room) open(dir string) error {
 	if len(r.msgs) > keepMessages {
 		r.msgs = r.msgs[len(r.msgs)-keepMessages:]
 	}
-	if lines > 4*keepMessages {
+	if lines > maxLogLines {
 		if err := r.rewrite(p); err != nil {
 			return err
 		}
+		lines = len(r.msgs)
 	}
+	r.lines = lines
 	r.path = p
 	r.subs = map[*sub]struct{}{}
 	return nil
@@ -141,7 +151,14 @@ func (r *room) add(m Message) (Message, error) {
 	}
 	r.seq = m.Seq
 	r.msgs = append(r.msgs, m)
-	if len(r.msgs) > 2*keepMessages {
+	r.lines++
+	if r.lines > maxLogLines {
+		r.msgs = append(r.msgs[:0:0], r.msgs[max(0, len(r.msgs)-keepMessages):]...)
+		// A failed compaction leaves the longer log, which is still whole.
+		if err := r.rewrite(r.path); err == nil {
+			r.lines = len(r.msgs)
+		}
+	} else if len(r.msgs) > 2*keepMessages {
 		r.msgs = append(r.msgs[:0:0], r.msgs[len(r.msgs)-keepMessages:]...)
 	}
 	r.publishLocked(event{kind: "message", msg: m})

@@ -26,7 +26,9 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/connlimit"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -71,6 +73,15 @@ type Options struct {
 	// SweepEvery is how often files older than a ref's lifetime are
 	// removed (default 1h).
 	SweepEvery time.Duration
+	// Budget is botd's disk budget (media.max_disk_bytes): uploads are
+	// reported to it, and a room's uploads are refused past its group's
+	// share. Nil: no share is enforced.
+	Budget *diskbudget.Budget
+
+	// heartbeat replaces the event streams' ping interval, and now the
+	// clock (tests).
+	heartbeat time.Duration
+	now       func() time.Time
 }
 
 // maxTextRunes bounds what one posted message may say.
@@ -119,6 +130,12 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = media.DefaultMaxDownloadBytes
 	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.heartbeat <= 0 {
+		o.heartbeat = heartbeat
+	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = time.Hour
 	}
@@ -128,6 +145,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
+	cfg = cfg.withDefaults()
 	if ps := cfg.Validate(); len(ps) > 0 {
 		return nil, fmt.Errorf("web: channels.web.%s: %s", ps[0].Key, ps[0].Msg)
 	}
@@ -146,7 +164,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	}
 	dir := filepath.Join(o.DataDir, "web")
 	w := &Web{
-		cfg: cfg, o: o, env: env, log: env.Log, dir: dir, tmpl: tmpl, now: time.Now,
+		cfg: cfg, o: o, env: env, log: env.Log, dir: dir, tmpl: tmpl, now: o.now,
 		rooms:  map[string]*room{},
 		typing: map[string]*time.Timer{},
 	}
@@ -246,12 +264,15 @@ func (w *Web) Start(ctx context.Context) error {
 		w.log.Warn("the web channel is reachable from other machines (channels.web.allow_remote): put it behind TLS and keep the admin token secret",
 			"listen", ln.Addr().String())
 	}
+	conns := connlimit.New(w.cfg.MaxConns, "web", w.log)
 	srv := &http.Server{
 		Handler:           w.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       conns.ConnContext,
+		ConnState:         conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelDebug),
 	}
 	w.wg.Add(2)

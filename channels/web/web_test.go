@@ -541,7 +541,7 @@ func TestUploadsUnderTheDiskBudget(t *testing.T) {
 	}
 	os.Chtimes(partial, old.Add(-time.Hour), old.Add(-time.Hour))
 
-	b := diskbudget.New(10000, []diskbudget.Area{DiskArea(h.dir)}, nil)
+	b := diskbudget.New(10000, DiskAreas(h.dir, testGroups(t).All()), nil)
 	u, err := b.Scan(context.Background())
 	if err != nil || u.Total < 12000 {
 		t.Fatalf("scan: %+v %v; want the three files counted", u, err)

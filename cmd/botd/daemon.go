@@ -90,7 +90,7 @@ func (d *daemon) open(ctx context.Context) error {
 			return err
 		}
 	}
-	d.budget = diskbudget.New(d.cfg.Media.MaxDiskBytes, diskAreas(d.cfg, d.cache, d.groups), d.log.With("component", "disk"))
+	d.budget = newBudget(d.cfg, d.cache, d.groups, d.log.With("component", "disk"))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,7 +78,7 @@ func openMedia(ctx context.Context, cfgFlag string) (*mediaEnv, error) {
 	}
 	return &mediaEnv{
 		cfg: cfg, set: set, st: st, reg: mediaregistry.New(st.DB, cfg.Media.RefTTL.D()), cache: cache,
-		budget: diskbudget.New(cfg.Media.MaxDiskBytes, diskAreas(cfg, cache, set), nil),
+		budget: newBudget(cfg, cache, set, nil),
 	}, nil
 }
 
@@ -242,12 +243,22 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// newBudget is the disk budget over diskAreas, shared among the groups:
+// media.group_share each, or an equal part of the budget but at least two
+// of the largest downloads, so that a group among many can still take a
+// few files.
+func newBudget(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set, log *slog.Logger) *diskbudget.Budget {
+	b := diskbudget.New(cfg.Media.MaxDiskBytes, diskAreas(cfg, cache, set), log)
+	b.SetShares(len(set.All()), cfg.Media.GroupShare, 2*cfg.Media.MaxDownloadBytes)
+	return b
+}
+
 // diskAreas is everything the disk budget counts: the cache, each group's
 // media folder, and the web channel's files when it is on.
 func diskAreas(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set) []diskbudget.Area {
 	areas := media.Areas(cache, cfg.GroupsDir, set.All())
 	if cfg.Channels.Web.Enabled {
-		areas = append(areas, web.DiskArea(cfg.DataDir))
+		areas = append(areas, web.DiskAreas(cfg.DataDir, set.All())...)
 	}
 	return areas
 }

@@ -33,7 +33,7 @@ func (d *daemon) buildWeb(env channels.Env) error {
 	}
 	w, err := web.New(c, env, web.Options{
 		DataDir: d.cfg.DataDir, MaxUploadBytes: d.cfg.Media.MaxDownloadBytes,
-		Groups: d.groups, Store: d.store, Monitor: d.mon, Model: model, Notice: notice, Out: d.out,
+		Groups: d.groups, Store: d.store, Monitor: d.mon, Model: model, Notice: notice, Out: d.out, Budget: d.budget,
 	})
 	if err != nil {
 		return fail(1, "%v", err)

@@ -1,0 +1,96 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The defaults of the channel's limits (channels.web.*). 512 connections
+// stay well below the 1024 open files a process may be limited to (the
+// same cap as `botd mcp --http`); a browser opens at most six connections
+// to a server and a person a few tabs; a person types a message every few
+// seconds at most, and a busy room of a dozen people stays under the room
+// rate.
+const (
+	DefaultMaxConns             = 512
+	DefaultMaxStreamsPerSession = 8
+	DefaultPostsPerMinute       = 20
+	DefaultRoomPostsPerMinute   = 60
+	// minBurst is the fewest posts a session or room may make at once
+	// before the rate applies (a few files one after another).
+	minBurst = 5
+)
+
+// burstOf is a bucket's size for a rate: a quarter of a minute's posts,
+// at least minBurst.
+func burstOf(perMinute int) int { return max(minBurst, perMinute/4) }
+
+// The server's timeouts: headers within 5 s of connecting (a loopback or
+// LAN browser takes milliseconds); an idle keep-alive connection closed
+// after 2 min, above browsers' own idle timeouts so that the browser, not
+// the server, closes it and never sends into one being closed.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// withDefaults fills the limits the config left zero.
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxConns, DefaultMaxConns)
+	def(&c.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
+	def(&c.PostsPerMinute, DefaultPostsPerMinute)
+	def(&c.RoomPostsPerMinute, DefaultRoomPostsPerMinute)
+	return c
+}
+
+// bucket is a token bucket: burst posts at once, refilled at perMinute.
+// The zero bucket is full.
+type bucket struct {
+	used float64 // tokens spent and not yet refilled
+	at   time.Time
+}
+
+// take spends a token, or says how long until one is back.
+func (b *bucket) take(now time.Time, perMinute, burst int) (bool, time.Duration) {
+	rate := float64(perMinute) / float64(time.Minute) // tokens per ns
+	if !b.at.IsZero() {
+		b.used = math.Max(0, b.used-float64(now.Sub(b.at))*rate)
+	}
+	b.at = now
+	if b.used+1 <= float64(burst) {
+		b.used++
+		return true, 0
+	}
+	wait := time.Duration((b.used + 1 - float64(burst)) / rate)
+	return false, wait
+}
+
+// roomRate is a room's bucket, shared by everyone posting there.
+type roomRate struct {
+	mu sync.Mutex
+	b  bucket
+}
+
+func (r *roomRate) take(now time.Time, perMinute, burst int) (bool, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.b.take(now, perMinute, burst)
+}
+
+// tooMany answers 429 with Retry-After (whole seconds, at least one) and
+// a sentence the page shows.
+func (w *Web) tooMany(rw http.ResponseWriter, r *http.Request, wait time.Duration, msg string) {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	rw.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.fail(rw, r, http.StatusTooManyRequests, fmt.Sprintf("%s; try again in %d s", msg, secs))
+}
