@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,15 +23,21 @@ import (
 // again through the descriptor, never by its path in the group folder.
 const input = "/dev/fd/3"
 
+// Options are the media.parse limits of each run, and where it logs.
+type Options struct {
+	Limits box.Limits
+	Log    *slog.Logger
+}
+
 // ErrMissing: ffmpeg is not installed.
 var ErrMissing = box.Missing("ffmpeg", "install ffmpeg to see frames of videos and hear their sound")
 
 // Keyframes takes up to n JPEG stills spread over the video in f, with
 // the time of each. Without ffprobe to tell the length, it takes the
 // first frame only.
-func Keyframes(ctx context.Context, f *os.File, n int, lim box.Limits) ([][]byte, []time.Duration, error) {
+func Keyframes(ctx context.Context, f *os.File, n int, o Options) ([][]byte, []time.Duration, error) {
 	at := []time.Duration{0}
-	d, err := Length(ctx, f, lim)
+	d, err := Length(ctx, f, o)
 	switch {
 	case box.IsLimit(err), errors.Is(err, box.ErrBusy):
 		// The same file would hit the same wall again for every still.
@@ -45,7 +52,7 @@ func Keyframes(ctx context.Context, f *os.File, n int, lim box.Limits) ([][]byte
 	var times []time.Duration
 	for _, t := range at {
 		var b []byte
-		_, err := box.Run(ctx, box.Job{Tool: "ffmpeg", Install: ErrMissing.Detail, Input: f, What: "this video", Limits: lim,
+		_, err := box.Run(ctx, box.Job{Tool: "ffmpeg", Install: ErrMissing.Detail, Input: f, What: "this video", Limits: o.Limits, Log: o.Log,
 			Args: []string{"-v", "error", "-nostdin", "-ss", strconv.FormatFloat(t.Seconds(), 'f', 2, 64),
 				"-i", input, "-frames:v", "1", "-vf", "scale='min(1024,iw)':-2", "-q:v", "5", "-y", "frame.jpg"},
 			Collect: func(dir string) error {
@@ -63,9 +70,9 @@ func Keyframes(ctx context.Context, f *os.File, n int, lim box.Limits) ([][]byte
 }
 
 // Length asks ffprobe how long the video in f is.
-func Length(ctx context.Context, f *os.File, lim box.Limits) (time.Duration, error) {
+func Length(ctx context.Context, f *os.File, o Options) (time.Duration, error) {
 	r, err := box.Run(ctx, box.Job{Tool: "ffprobe", Install: "install ffmpeg to know how long videos are", Input: f, What: "this video",
-		Limits: lim, Args: []string{"-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", input}})
+		Limits: o.Limits, Log: o.Log, Args: []string{"-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", input}})
 	if err != nil {
 		return 0, err
 	}
@@ -89,10 +96,10 @@ const soundOutput = 64 << 20
 // AudioTrack writes the sound of the video in f as an OGG/Opus voice note
 // into a temporary file and returns it opened (already unlinked). A video
 // without sound answers ErrNoSound.
-func AudioTrack(ctx context.Context, f *os.File, lim box.Limits) (*os.File, error) {
-	lim.Output = max(lim.Output, soundOutput)
+func AudioTrack(ctx context.Context, f *os.File, o Options) (*os.File, error) {
+	o.Limits.Output = max(o.Limits.Output, soundOutput)
 	var sound *os.File
-	_, err := box.Run(ctx, box.Job{Tool: "ffmpeg", Install: ErrMissing.Detail, Input: f, What: "this video", Limits: lim,
+	_, err := box.Run(ctx, box.Job{Tool: "ffmpeg", Install: ErrMissing.Detail, Input: f, What: "this video", Limits: o.Limits, Log: o.Log,
 		Args: []string{"-v", "error", "-nostdin", "-i", input, "-vn", "-ac", "1", "-c:a", "libopus", "-b:a", "24k", "-y", "sound.ogg"},
 		Collect: func(dir string) error {
 			var err error

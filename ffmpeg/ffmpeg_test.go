@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 
 var fakeTools = ffmpegtest.Install
 
-var lim = box.Limits{}
+var lim = ffmpeg.Options{}
 
 // video is an opened file standing for a video: the stand-in tools do not
 // read it.

@@ -87,7 +87,7 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages
 			return r
 		}
 	case strings.HasPrefix(m.mime, "video/"):
-		frames, at, err := ffmpeg.Keyframes(ctx, f, keyframeCount, t.parse)
+		frames, at, err := ffmpeg.Keyframes(ctx, f, keyframeCount, ffmpeg.Options{Limits: t.parse, Log: t.log})
 		if len(frames) == 0 {
 			t.log.Info("mcp fetch_media: no frames of the video", "ref", res.Ref, "err", err)
 			note = fmt.Sprintf("No frames of the video are shown: %v.", err)

@@ -242,7 +242,7 @@ func (s *Service) transcribeVideo(ctx context.Context, group string, res *ipc.Fe
 		res.TranscriptNote = "Its sound is not transcribed: the video could not be read back."
 		return
 	}
-	sound, err := ffmpeg.AudioTrack(ctx, video, s.o.Parse)
+	sound, err := ffmpeg.AudioTrack(ctx, video, ffmpeg.Options{Limits: s.o.Parse, Log: s.o.Log})
 	video.Close()
 	switch {
 	case errors.Is(err, ffmpeg.ErrNoSound):

@@ -98,6 +98,7 @@ var memorySigns = []string{
 	"out of memory", "cannot allocate memory", "std::bad_alloc", "bad_alloc",
 	"failed to allocate", "memory allocation failed", "pthread_create failed", "out of memory",
 	"insufficient memory", "memoryallocationfailed",
+	"get_buffer() failed", // ffmpeg: no frame buffer could be allocated
 }
 
 // classify tells why the child ended, nil for a clean exit.
@@ -126,6 +127,9 @@ func classify(st *os.ProcessState, werr error, over bool, wctx, ctx context.Cont
 	case wctx.Err() != nil:
 		e.Kind, e.Limit = KindTimeout, lim.Timeout.String()
 	case containsAny(low, memorySigns),
+		// Go's runtime, its own mmap refused, faults in its own code:
+		// not a panic of the job's.
+		strings.HasPrefix(strings.TrimSpace(low), "sigsegv: segmentation violation"),
 		ws.Signaled() && (ws.Signal() == syscall.SIGSEGV || ws.Signal() == syscall.SIGABRT || ws.Signal() == syscall.SIGBUS):
 		// Under a data limit a failed allocation is the likely death even
 		// when the program does not say so: it dereferences NULL or aborts.
