@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
 )
@@ -80,6 +81,9 @@ type Options struct {
 	Describe Describe
 	// InlineMaxBytes is media.inline_max_bytes for botd's own tools.
 	InlineMaxBytes int64
+	// Parse is media.parse: the limits of the children that read
+	// members' files for botd's own tools.
+	Parse box.Limits
 	// ExtraMCP are further stdio MCP servers; their allow-listed tools are
 	// exposed as "<name>__<tool>".
 	ExtraMCP      map[string]config.MCPServer

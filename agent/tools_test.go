@@ -21,6 +21,7 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mcp"
 )
 
@@ -30,6 +31,7 @@ import (
 const fakeMCPEnv = "BOTD_AGENT_FAKE_MCP"
 
 func TestMain(m *testing.M) {
+	box.Main() // fetch_media's parsers run in children of the test binary
 	if os.Getenv(fakeMCPEnv) != "" {
 		serveFakeMCP()
 		return

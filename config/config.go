@@ -21,6 +21,7 @@ import (
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry/s3store"
@@ -97,6 +98,24 @@ type Media struct {
 	// LinkTTL is how long a resource or presigned URL handed to a remote
 	// MCP client stays valid.
 	LinkTTL Duration `yaml:"link_ttl"`
+	// Parse bounds the child processes that read members' files.
+	Parse MediaParse `yaml:"parse"`
+}
+
+// MediaParse is media.parse: every parser of a member's file (a document's
+// text, an image's preview, a video's stills and sound, scanned pages)
+// runs in a child process under these limits, and all children together
+// hold at most TotalMemoryBytes (the rest queue).
+type MediaParse struct {
+	MemoryBytes      int64    `yaml:"memory_bytes"`
+	CPU              Duration `yaml:"cpu"`
+	Timeout          Duration `yaml:"timeout"`
+	TotalMemoryBytes int64    `yaml:"total_memory_bytes"`
+}
+
+// Limits are the limits of one child.
+func (p MediaParse) Limits() box.Limits {
+	return box.Limits{Memory: p.MemoryBytes, CPU: p.CPU.D(), Timeout: p.Timeout.D()}
 }
 
 // Media store types.
@@ -318,7 +337,9 @@ func Defaults() *Config {
 			DownloadsPerGroup:   media.DefaultDownloadsPerGroup,
 			Store:               MediaStore{Type: StoreLocal},
 			LinkTTL:             Duration(media.DefaultLinkTTL),
-			Generation:          Generation{Video: VideoGen{Timeout: Duration(media.DefaultVideoTimeout), MaxJobsPerGroup: media.DefaultVideoJobsPerGroup}},
+			Parse: MediaParse{MemoryBytes: box.DefaultMemory, CPU: Duration(box.DefaultCPU), Timeout: Duration(box.DefaultTimeout),
+				TotalMemoryBytes: box.DefaultTotalMemory},
+			Generation: Generation{Video: VideoGen{Timeout: Duration(media.DefaultVideoTimeout), MaxJobsPerGroup: media.DefaultVideoJobsPerGroup}},
 		},
 		Channels: Channels{
 			Telegram: telegram.DefaultConfig(),

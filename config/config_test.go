@@ -130,6 +130,10 @@ func TestValidationPaths(t *testing.T) {
 		{"list expected", `groups: {folder: a}`, `groups: expected a list`},
 		{"idle over overall", `media: {download_timeout: 1m, download_idle_timeout: 2m}`, `media.download_idle_timeout: must not exceed media.download_timeout`},
 		{"no download slots", `media: {downloads_per_group: 0}`, `media.downloads_per_group: must be between 1 and 64`},
+		{"parse pool below one file", `media: {parse: {memory_bytes: 268435456, total_memory_bytes: 134217728}}`, `media.parse.total_memory_bytes: must be at least media.parse.memory_bytes`},
+		{"parse memory too small", `media: {parse: {memory_bytes: 1000}}`, `media.parse.memory_bytes: must be at least`},
+		{"parse cpu zero", `media: {parse: {cpu: 0s}}`, `media.parse.cpu: must be at least 1s`},
+		{"parse timeout zero", `media: {parse: {timeout: 0s}}`, `media.parse.timeout: must be at least 1s`},
 		{"mcp token twice", `groups: [{folder: a, chat: "telegram:1"}, {folder: b, chat: "telegram:2"}]
 mcp: {http: {tokens: [{token: 0123456789abcdef0, group: a}, {token: 0123456789abcdef0, group: b}]}}`, `mcp.http.tokens[1].token: is the same as mcp.http.tokens[0].token`},
 		{"image provider unknown", `media: {generation: {image: {provider: nope, model: gpt-image-1}}}`, `media.generation.image.provider: unknown provider "nope"`},

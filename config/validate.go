@@ -87,6 +87,17 @@ func (c *Config) Validate() error {
 	}
 
 	c.checkMediaStore(&ps)
+	if pa := m.Parse; pa.MemoryBytes < minParseMemory {
+		add("media.parse.memory_bytes", "must be at least %d (16 MB): below that no parser starts", minParseMemory)
+	} else if pa.TotalMemoryBytes < pa.MemoryBytes {
+		add("media.parse.total_memory_bytes", "must be at least media.parse.memory_bytes (%d): one file must fit", pa.MemoryBytes)
+	}
+	if m.Parse.CPU.D() < time.Second {
+		add("media.parse.cpu", "must be at least 1s")
+	}
+	if m.Parse.Timeout.D() < time.Second {
+		add("media.parse.timeout", "must be at least 1s")
+	}
 	if m.LinkTTL <= 0 || m.LinkTTL.D() > 7*24*time.Hour {
 		add("media.link_ttl", "must be positive and at most 168h (S3 presigned URLs last a week at most)")
 	}
@@ -516,3 +527,7 @@ func (c *Config) checkGeneration(ps *Problems, g Generation) {
 		add("media.generation.video.max_jobs_per_group", "must be between 1 and 20")
 	}
 }
+
+// minParseMemory is the least media.parse.memory_bytes: what ffmpeg or a
+// Go job needs to start at all.
+const minParseMemory = 16 << 20

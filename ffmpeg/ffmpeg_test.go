@@ -4,19 +4,44 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
+	"github.com/botd-dev/botd/internal/box"
 )
+
+func TestMain(m *testing.M) {
+	box.Main()
+	os.Exit(m.Run())
+}
 
 var fakeTools = ffmpegtest.Install
 
+var lim = ffmpeg.Options{}
+
+// video is an opened file standing for a video: the stand-in tools do not
+// read it.
+func video(t *testing.T) *os.File {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "clip.mp4")
+	if err := os.WriteFile(p, []byte("\x00\x00\x00\x18ftypmp42"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func TestKeyframesSpreadOverTheVideo(t *testing.T) {
 	log := fakeTools(t, "8.000000", ffmpegtest.WriteFrame)
-	frames, at, err := ffmpeg.Keyframes(context.Background(), "/videos/clip.mp4", 4)
+	frames, at, err := ffmpeg.Keyframes(context.Background(), video(t), 4, lim)
 	if err != nil || len(frames) != 4 {
 		t.Fatalf("frames = %d, %v", len(frames), err)
 	}
@@ -28,14 +53,14 @@ func TestKeyframesSpreadOverTheVideo(t *testing.T) {
 		t.Errorf("frames at %v, want 0:01 0:03 0:05 0:07", when)
 	}
 	args, _ := os.ReadFile(log)
-	if !strings.Contains(string(args), "-ss 5.00 -i /videos/clip.mp4 -frames:v 1") {
+	if !strings.Contains(string(args), "-ss 5.00 -i /dev/fd/3 -frames:v 1") {
 		t.Errorf("ffmpeg was not asked for the frame at 5s:\n%s", args)
 	}
 }
 
 func TestKeyframesWithoutFFprobeTakesTheFirst(t *testing.T) {
 	fakeTools(t, "", ffmpegtest.WriteFrame)
-	frames, at, err := ffmpeg.Keyframes(context.Background(), "/videos/clip.mp4", 4)
+	frames, at, err := ffmpeg.Keyframes(context.Background(), video(t), 4, lim)
 	if err != nil || len(frames) != 1 || at[0] != 0 {
 		t.Errorf("frames = %d at %v, %v; want the first one", len(frames), at, err)
 	}
@@ -43,17 +68,17 @@ func TestKeyframesWithoutFFprobeTakesTheFirst(t *testing.T) {
 
 func TestWithoutFFmpeg(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if _, _, err := ffmpeg.Keyframes(context.Background(), "/x.mp4", 4); !errors.Is(err, ffmpeg.ErrMissing) {
+	if _, _, err := ffmpeg.Keyframes(context.Background(), video(t), 4, lim); !errors.Is(err, ffmpeg.ErrMissing) {
 		t.Errorf("Keyframes: %v, want ffmpeg.ErrMissing", err)
 	}
-	if _, err := ffmpeg.AudioTrack(context.Background(), "/x.mp4"); !errors.Is(err, ffmpeg.ErrMissing) || !strings.Contains(err.Error(), "install ffmpeg") {
+	if _, err := ffmpeg.AudioTrack(context.Background(), video(t), lim); !errors.Is(err, ffmpeg.ErrMissing) || !strings.Contains(err.Error(), "install ffmpeg") {
 		t.Errorf("AudioTrack: %v, want ffmpeg.ErrMissing saying what to install", err)
 	}
 }
 
 func TestAudioTrack(t *testing.T) {
 	fakeTools(t, "", `printf 'OggS sound' > "$out"`)
-	f, err := ffmpeg.AudioTrack(context.Background(), "/videos/clip.mp4")
+	f, err := ffmpeg.AudioTrack(context.Background(), video(t), lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +93,11 @@ func TestAudioTrack(t *testing.T) {
 	}
 
 	fakeTools(t, "", `echo "Output file #0 does not contain any stream" >&2; exit 1`)
-	if _, err := ffmpeg.AudioTrack(context.Background(), "/videos/silent.mp4"); !errors.Is(err, ffmpeg.ErrNoSound) {
+	if _, err := ffmpeg.AudioTrack(context.Background(), video(t), lim); !errors.Is(err, ffmpeg.ErrNoSound) {
 		t.Errorf("silent video: %v, want ffmpeg.ErrNoSound", err)
 	}
 	fakeTools(t, "", `echo "moov atom not found" >&2; exit 1`)
-	if _, err := ffmpeg.AudioTrack(context.Background(), "/videos/broken.mp4"); err == nil || !strings.Contains(err.Error(), "moov atom not found") {
+	if _, err := ffmpeg.AudioTrack(context.Background(), video(t), lim); err == nil || !strings.Contains(err.Error(), "moov atom not found") {
 		t.Errorf("broken video: %v, want ffmpeg's complaint", err)
 	}
 }

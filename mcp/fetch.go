@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -88,7 +87,7 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages
 			return r
 		}
 	case strings.HasPrefix(m.mime, "video/"):
-		frames, at, err := ffmpeg.Keyframes(ctx, m.abs, keyframeCount)
+		frames, at, err := ffmpeg.Keyframes(ctx, f, keyframeCount, ffmpeg.Options{Limits: t.parse, Log: t.log})
 		if len(frames) == 0 {
 			t.log.Info("mcp fetch_media: no frames of the video", "ref", res.Ref, "err", err)
 			note = fmt.Sprintf("No frames of the video are shown: %v.", err)
@@ -125,21 +124,16 @@ func readAsText(m *mediaInfo, inlineMax int64) bool {
 	return !isTextMIME(m.mime) || m.size > inlineMax
 }
 
-// documentTimeout bounds reading one document's text.
-const documentTimeout = time.Minute
-
 // documentResult is a document's text, a page range at a time, inside a
 // <document> element that escapes it; nil when doctext cannot read the
 // format (the caller falls back to the path). A scanned PDF small enough
 // is attached as well, for a model that reads PDFs itself.
 func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pages string) *mcpgo.CallToolResult {
-	dctx, cancel := context.WithTimeout(ctx, documentTimeout)
-	defer cancel()
 	name := m.res.Name
 	if name == "" {
 		name = m.rel
 	}
-	doc, err := doctext.Extract(dctx, f, m.size, name, m.mime, doctext.Options{Pages: pages})
+	doc, err := t.documentText(ctx, f, m, name, pages)
 	switch {
 	case errors.Is(err, doctext.ErrUnsupported):
 		return nil
@@ -160,7 +154,7 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 	if doc.NoText && m.mime == "application/pdf" {
 		// Scanned: the pages as pictures, for a model that can look.
 		if first, last, ok := pageRange(doc.Shown); ok {
-			imgs, err := renderPages(ctx, m.abs, first, last)
+			imgs, err := t.renderPages(ctx, f, first, last)
 			if err == nil {
 				content := []mcpgo.Content{mcpgo.NewTextContent(text + fmt.Sprintf("\nShown: pages %d-%d as images.", first, first+len(imgs)-1))}
 				for _, img := range imgs {

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bufio"
 	"bytes"
-	"container/list"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -17,8 +16,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime/debug"
-	"sync"
 
 	_ "golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
@@ -26,6 +23,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -47,15 +45,6 @@ const (
 	// maxDecodePixels bounds the time a decode and downscale take, whatever
 	// the memory they need.
 	maxDecodePixels = 40_000_000
-	// decodeBudget is the memory all decodes of the process may hold at
-	// once, each charged what decodeCost says before it starts: with the
-	// rest of botd mcp (~20 MB) a process stays under 200 MB whatever
-	// arrives, and a 12 MP progressive JPEG (~100 MB) is still previewed.
-	decodeBudget = 128 << 20
-	// gcAfterDecode: a decode this large leaves as much garbage, which the
-	// collector would only reclaim once the heap doubled again; the next
-	// decode must start from a collected heap for the budget to hold.
-	gcAfterDecode = 16 << 20
 	// maxImageHeader bounds what DecodeConfig may read: metadata (EXIF,
 	// ICC) precedes a JPEG's frame header, never megabytes of it.
 	maxImageHeader = 2 << 20
@@ -78,10 +67,11 @@ var inlineFormats = map[string]string{
 // previewQualities are tried in order until the preview fits the budget.
 var previewQualities = []int{85, 72, 60, 45, 30}
 
-// decodeMemory is shared by every session of the process (stdio runs tool
-// calls concurrently, --http serves many clients): what bounds the
-// process is the sum of the decodes, not their count.
-var decodeMemory = newMemBudget(decodeBudget)
+// decodeShare is the part of a preview child's memory (media.parse.
+// memory_bytes) the decode may be charged, from the header alone: the
+// rest is the collector's slack. With the default 256 MB, a 12 MP
+// progressive JPEG (~100 MB) is still previewed.
+const decodeShare = 2
 
 // imageResult returns the image inline, or a preview, or nil and a note
 // saying why the model only gets the path.
@@ -89,7 +79,7 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 	size, asIs, why := m.size, true, ""
 	if m.mime == "image/heic" || m.mime == "image/heif" {
 		// No Go decoder and few models take it: a JPEG of it is shown.
-		conv, err := convertHEIC(ctx, m.abs)
+		conv, err := t.convertHEIC(ctx, f)
 		if err != nil {
 			t.log.Info("mcp fetch_media: HEIC not converted", "ref", m.res.Ref, "err", err)
 			return nil, fmt.Sprintf("This is a HEIC photo and it could not be converted for viewing (%v); open the saved file instead.", err)
@@ -137,8 +127,10 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 		}
 	}
 
+	// Weighed from the header alone: a refusal here is a better answer
+	// than the child's death, and costs no process.
 	cost, err := src.decodeCost()
-	if err != nil || cost > decodeBudget || int64(cfg.Width)*int64(cfg.Height) > maxDecodePixels {
+	if err != nil || cost > t.parse.Memory/decodeShare || int64(cfg.Width)*int64(cfg.Height) > maxDecodePixels {
 		t.log.Info("mcp fetch_media: image too large to preview", "ref", m.res.Ref,
 			"width", cfg.Width, "height", cfg.Height, "format", format, "decode_bytes", cost, "err", err)
 		need := ""
@@ -148,20 +140,13 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 		return nil, join(why, fmt.Sprintf("The image is too large to preview safely (%dx%d%s); open the saved file instead.",
 			cfg.Width, cfg.Height, need))
 	}
-	if err := decodeMemory.acquire(ctx, cost); err != nil {
-		t.log.Info("mcp fetch_media: no preview", "ref", m.res.Ref, "err", err)
-		return nil, join(why, "No preview: the call ended while waiting for memory to decode the image; open the saved file instead.")
-	}
-	data, pmime, w, h, err := src.preview(ctx, t.inlineMax, orientation)
-	if cost >= gcAfterDecode {
-		// Collects the decode's garbage before its bytes are handed on,
-		// and returns the pages: an idle botd mcp need not keep the
-		// footprint of its largest preview.
-		debug.FreeOSMemory()
-	}
-	decodeMemory.release(cost)
+	data, pmime, w, h, err := t.previewInBox(ctx, src, orientation)
 	if err != nil {
 		t.log.Info("mcp fetch_media: no preview", "ref", m.res.Ref, "err", err)
+		var be *box.Error
+		if errors.As(err, &be) && be.Kind != box.KindFailed {
+			return nil, join(why, fmt.Sprintf("No preview: %v; open the saved file instead.", err))
+		}
 		return nil, join(why, "No preview could be made of this image; open the saved file instead.")
 	}
 	kind := "JPEG"
@@ -521,74 +506,6 @@ func (r *recorder) have(n int64) bool {
 		io.CopyN(io.Discard, r, missing)
 	}
 	return int64(len(r.buf)) >= n
-}
-
-// memBudget is a weighted semaphore of bytes. Waiters are served in order,
-// so a large decode is not starved by a stream of small ones.
-type memBudget struct {
-	mu      sync.Mutex
-	size    int64
-	free    int64
-	waiters list.List // of *memWaiter
-}
-
-type memWaiter struct {
-	n     int64
-	ready chan struct{} // closed once the bytes are granted
-}
-
-func newMemBudget(size int64) *memBudget { return &memBudget{size: size, free: size} }
-
-// acquire takes n bytes, waiting for them until ctx ends.
-func (b *memBudget) acquire(ctx context.Context, n int64) error {
-	if n > b.size {
-		return fmt.Errorf("%d bytes exceed the whole budget of %d", n, b.size)
-	}
-	b.mu.Lock()
-	if b.waiters.Len() == 0 && b.free >= n {
-		b.free -= n
-		b.mu.Unlock()
-		return nil
-	}
-	w := &memWaiter{n: n, ready: make(chan struct{})}
-	e := b.waiters.PushBack(w)
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-	}
-	b.mu.Lock()
-	select {
-	case <-w.ready:
-		// Granted as ctx ended: give it back, the caller will not use it.
-		b.free += n
-	default:
-		b.waiters.Remove(e)
-	}
-	b.grant() // whoever queued behind w may fit now
-	b.mu.Unlock()
-	return fmt.Errorf("waiting for %d bytes of decode memory: %w", n, ctx.Err())
-}
-
-func (b *memBudget) release(n int64) {
-	b.mu.Lock()
-	b.free += n
-	b.grant()
-	b.mu.Unlock()
-}
-
-// grant serves waiters in order while they fit; b.mu is held.
-func (b *memBudget) grant() {
-	for e := b.waiters.Front(); e != nil; e = b.waiters.Front() {
-		w := e.Value.(*memWaiter)
-		if w.n > b.free {
-			return
-		}
-		b.free -= w.n
-		b.waiters.Remove(e)
-		close(w.ready)
-	}
 }
 
 // previewJPEG scales src to fit maxSide and encodes it as a JPEG of at most

@@ -5,14 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
+
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // Images as people send them: phone photos rotated by an EXIF tag, PNGs
@@ -200,38 +200,31 @@ var heicConverters = []struct {
 	args func(in, out string) []string
 }{
 	{"heif-convert", func(in, out string) []string { return []string{"-q", "90", in, out} }},
-	{"magick", func(in, out string) []string { return []string{in, "-auto-orient", out} }},
-	{"ffmpeg", func(in, out string) []string { return []string{"-v", "error", "-y", "-i", in, "-frames:v", "1", out} }},
+	{"magick", func(in, out string) []string { return []string{"heic:" + in, "-auto-orient", out} }},
+	{"ffmpeg", func(in, out string) []string {
+		return []string{"-v", "error", "-nostdin", "-y", "-i", in, "-frames:v", "1", out}
+	}},
 }
 
-// heicTimeout bounds one conversion of a chat member's file.
-const heicTimeout = 30 * time.Second
-
 // errNoHEICConverter: no converter is installed.
-var errNoHEICConverter = errors.New("no HEIC converter on PATH (install libheif's heif-convert, ImageMagick or ffmpeg)")
+var errNoHEICConverter = box.Missing("heif-convert", "install libheif's heif-convert, ImageMagick or ffmpeg to see HEIC photos")
 
-// convertHEIC writes a JPEG of the HEIC file at path into a temporary
-// file and returns it opened (already unlinked, so nothing is left
-// behind whatever happens next).
-func convertHEIC(ctx context.Context, path string) (*os.File, error) {
-	dir, err := os.MkdirTemp("", "botd-heic-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "photo.jpg")
+// convertHEIC writes a JPEG of the HEIC file f into a temporary file, in a
+// child of package box, and returns it opened (already unlinked, so
+// nothing is left behind whatever happens next).
+func (t *tools) convertHEIC(ctx context.Context, f *os.File) (*os.File, error) {
 	for _, c := range heicConverters {
-		bin, err := exec.LookPath(c.name)
-		if err != nil {
+		if _, err := exec.LookPath(c.name); err != nil {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, heicTimeout)
-		msg, err := exec.CommandContext(cctx, bin, c.args(path, out)...).CombinedOutput()
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %s", c.name, err, bytes.TrimSpace(msg[:min(len(msg), 300)]))
-		}
-		return os.Open(out) // unlinked by the deferred RemoveAll, still readable
+		var conv *os.File
+		_, err := box.Run(ctx, box.Job{Tool: c.name, Args: c.args("/dev/fd/3", "photo.jpg"), Input: f, What: "this HEIC photo",
+			Limits: t.parse, Log: t.log, Collect: func(dir string) error {
+				var err error
+				conv, err = os.Open(filepath.Join(dir, "photo.jpg")) // unlinked with the directory, still readable
+				return err
+			}})
+		return conv, err
 	}
 	return nil, errNoHEICConverter
 }

@@ -232,8 +232,8 @@ func TestHEICIsConvertedWhenAConverterIsInstalled(t *testing.T) {
 	if err := os.WriteFile(jpgPath, j.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// heif-convert -q 90 IN OUT
-	script := "#!/bin/sh\ncase \"$3\" in *.heic) cp " + jpgPath + " \"$4\";; *) exit 3;; esac\n"
+	// heif-convert -q 90 IN OUT, IN being the photo's opened descriptor.
+	script := "#!/bin/sh\ngrep -q ftypheic \"$3\" || exit 3\ncp " + jpgPath + " \"$4\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "heif-convert"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,15 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // maxScanPages is how many pages of a scanned PDF are shown as images at
@@ -18,39 +17,32 @@ import (
 const maxScanPages = 4
 
 // errNoRasterizer: pdftoppm (poppler-utils) is not installed.
-var errNoRasterizer = errors.New("pdftoppm is not on PATH (install poppler-utils to see scanned PDF pages)")
+var errNoRasterizer = box.Missing("pdftoppm", "install poppler-utils to see scanned PDF pages")
 
 // renderPages draws pages first..last (at most maxScanPages) of the PDF
-// at path as JPEGs with pdftoppm, for a model that can look at them.
-func renderPages(ctx context.Context, path string, first, last int) ([][]byte, error) {
-	bin, err := exec.LookPath("pdftoppm")
-	if err != nil {
-		return nil, errNoRasterizer
-	}
+// in f as JPEGs with pdftoppm, in a child of package box, for a model
+// that can look at them.
+func (t *tools) renderPages(ctx context.Context, f *os.File, first, last int) ([][]byte, error) {
 	last = min(last, first+maxScanPages-1)
-	dir, err := os.MkdirTemp("", "botd-scan-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	cctx, cancel := context.WithTimeout(ctx, documentTimeout)
-	defer cancel()
-	msg, err := exec.CommandContext(cctx, bin, "-jpeg", "-r", "110", "-scale-to", "1568", "-f", strconv.Itoa(first), "-l", strconv.Itoa(last),
-		path, filepath.Join(dir, "page")).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("pdftoppm: %w: %s", err, bytes.TrimSpace(msg[:min(len(msg), 300)]))
-	}
-	names, err := filepath.Glob(filepath.Join(dir, "page*.jpg"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names) // pdftoppm pads page numbers to one width
 	var out [][]byte
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err == nil && len(b) > 0 {
-			out = append(out, b)
-		}
+	_, err := box.Run(ctx, box.Job{Tool: "pdftoppm", Install: errNoRasterizer.Detail, Input: f, What: "this PDF", Limits: t.parse, Log: t.log,
+		Args: []string{"-jpeg", "-r", "110", "-scale-to", "1568", "-f", strconv.Itoa(first), "-l", strconv.Itoa(last), "/dev/fd/3", "page"},
+		Collect: func(dir string) error {
+			names, err := filepath.Glob(filepath.Join(dir, "page*.jpg"))
+			if err != nil {
+				return err
+			}
+			sort.Strings(names) // pdftoppm pads page numbers to one width
+			for _, n := range names {
+				b, err := os.ReadFile(n)
+				if err == nil && len(b) > 0 {
+					out = append(out, b)
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errors.New("pdftoppm drew no page")

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/ipc"
 )
 
@@ -80,6 +81,10 @@ type Options struct {
 	Links *LinkOptions
 	// Generate offers the generation tools whose models are configured.
 	Generate GenerateTools
+	// Parse bounds each child process that reads a member's file (a
+	// document's text, an image's preview, a video's stills): the
+	// media.parse settings; zero fields take box's defaults.
+	Parse box.Limits
 }
 
 // tools holds the state the tool handlers share.
@@ -94,6 +99,7 @@ type tools struct {
 	genTimeout  time.Duration // generate_image and speak
 	links       *linkTable    // nil: paths only (stdio on the same machine)
 	gen         GenerateTools
+	parse       box.Limits
 }
 
 // NewServer builds the MCP server of one group. It does no I/O: the group
@@ -144,6 +150,7 @@ func newTools(opts Options) (*tools, error) {
 		callTimeout: opts.CallTimeout,
 		genTimeout:  opts.GenerateTimeout,
 		gen:         opts.Generate,
+		parse:       opts.Parse.WithDefaults(),
 	}
 	if opts.GlobalDir != "" {
 		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}

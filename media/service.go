@@ -23,6 +23,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -80,7 +81,10 @@ type Options struct {
 	Transcriber *transcribe.Transcriber
 	// Generation makes images, voice notes and videos; nil: none.
 	Generation *Generation
-	Log        *slog.Logger
+	// Parse bounds the child that takes a video's sound out (the
+	// media.parse settings); zero fields take box's defaults.
+	Parse box.Limits
+	Log   *slog.Logger
 }
 
 // Service answers the media tools of every group.
@@ -232,7 +236,14 @@ func (s *Service) transcribeVideo(ctx context.Context, group string, res *ipc.Fe
 		return
 	}
 	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
-	sound, err := ffmpeg.AudioTrack(ctx, s.o.Cache.Path(e.SHA256))
+	video, err := os.Open(s.o.Cache.Path(e.SHA256))
+	if err != nil {
+		s.o.Log.Warn("fetch_media: cached video cannot be opened", "ref", res.Ref, "err", err)
+		res.TranscriptNote = "Its sound is not transcribed: the video could not be read back."
+		return
+	}
+	sound, err := ffmpeg.AudioTrack(ctx, video, ffmpeg.Options{Limits: s.o.Parse, Log: s.o.Log})
+	video.Close()
 	switch {
 	case errors.Is(err, ffmpeg.ErrNoSound):
 		res.TranscriptNote = "The video has no sound."

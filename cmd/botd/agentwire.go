@@ -185,7 +185,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Media:          d.caller,
 		Generate:       generateTools(d.cfg),
 		MaxCostPerDay:  agent.USD(d.cfg.Agent.MaxCostPerDay),
-		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, ExtraMCP: d.cfg.Agent.MCPServers,
+		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
 	})
 	d.sink = d.agent

@@ -151,7 +151,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Budget: d.budget, Log: d.log.With("component", "media"),
+		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Log: d.log.With("component", "media"),
 	})
 	var folders []string
 	for _, g := range d.groups.All() {

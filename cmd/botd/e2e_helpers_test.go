@@ -22,12 +22,15 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // botdBin is the botd binary built once for the end-to-end tests.
 var botdBin string
 
 func TestMain(m *testing.M) {
+	box.Main() // in-process fetches run their parsers in children of the test binary
 	dir, err := os.MkdirTemp("", "botd-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -54,6 +56,9 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	// A child of package box (a parser of a member's file) limits itself
+	// and runs its job here, before anything of the daemon starts.
+	box.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -159,7 +159,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.
 	}
 	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder))
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Caller: client, Version: version, Links: links, Generate: generateTools(cfg),
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: client, Version: version, Links: links, Generate: generateTools(cfg),
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
 	if err != nil {
 		client.Close()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // loadConfig loads and validates, turning problems into an exit-1 error
@@ -26,6 +27,9 @@ func loadConfig(flagValue string) (*config.Config, error) {
 	if err != nil {
 		return nil, fail(1, "%v", err)
 	}
+	// One pool for every child that reads a member's file in this
+	// process, whatever group or client asks.
+	box.SetPool(cfg.Media.Parse.TotalMemoryBytes)
 	return cfg, nil
 }
 

@@ -1,0 +1,121 @@
+package box
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Func is a Go job: it reads the input (fd 3 of the child, nil when the
+// job has none) and its argument (the Job's Stdin), and returns what the
+// parent gets as Result.Stdout. It runs in the child only.
+type Func func(ctx context.Context, in *os.File, arg []byte) ([]byte, error)
+
+var jobs = map[string]Func{}
+
+// Register makes a Go job runnable by name; call it from an init, so the
+// child (the same binary) knows it too.
+func Register(name string, f Func) {
+	if _, dup := jobs[name]; dup {
+		panic("box: job " + name + " registered twice")
+	}
+	jobs[name] = f
+}
+
+// jobFailedExit is the exit status of a Go job that returned an error
+// (written to stderr); Go's own fatal errors exit 2.
+const jobFailedExit = 3
+
+// Main turns the process into a child when it was started as one, and
+// never returns then; otherwise it returns at once. Call it first thing
+// in main and in the TestMain of every package whose tests run Go jobs.
+func Main() {
+	if len(os.Args) < 3 || os.Args[1] != childArg {
+		return
+	}
+	var sp spec
+	if err := json.Unmarshal([]byte(os.Args[2]), &sp); err != nil {
+		fmt.Fprintf(os.Stderr, "box child: bad spec: %v\n", err)
+		os.Exit(jobFailedExit)
+	}
+	if err := child(sp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(jobFailedExit)
+	}
+	os.Exit(0)
+}
+
+func child(sp spec) error {
+	data := sp.Memory
+	if sp.Tool == "" {
+		// The Go runtime (and cgo's thread stacks, and the race detector's
+		// shadow) are mapped before this runs: the job gets Memory on top.
+		data += vmData()
+	}
+	// Exec replaces the address space, so a tool starts counting from
+	// nothing; the limits carry over.
+	limits := []struct {
+		res      int
+		cur, max uint64
+	}{
+		{syscall.RLIMIT_DATA, uint64(data), uint64(data)},
+		{syscall.RLIMIT_CPU, uint64(sp.CPU), uint64(sp.CPU + 1)},
+		{syscall.RLIMIT_FSIZE, uint64(sp.Output), uint64(sp.Output)},
+		{syscall.RLIMIT_CORE, 0, 0},
+	}
+	for _, l := range limits {
+		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.cur, Max: l.max}); err != nil {
+			return fmt.Errorf("box child: setrlimit %d: %w", l.res, err)
+		}
+	}
+	if sp.Tool != "" {
+		return syscall.Exec(sp.Tool, sp.Args, os.Environ())
+	}
+	f := jobs[sp.Func]
+	if f == nil {
+		return fmt.Errorf("box child: no Go job %q", sp.Func)
+	}
+	// The collector works before the wall, so garbage does not count
+	// against the limit as live memory would.
+	debug.SetMemoryLimit(sp.Memory * 3 / 4)
+	arg, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return fmt.Errorf("box child: read argument: %w", err)
+	}
+	var in *os.File
+	if err := syscall.Fstat(3, &syscall.Stat_t{}); err == nil {
+		in = os.NewFile(3, "input")
+	}
+	out, err := f(context.Background(), in, arg)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(os.Stdout)
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// vmData is the process's data segment as the kernel counts it against
+// RLIMIT_DATA.
+func vmData() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmData:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
