@@ -39,7 +39,7 @@ type Doc struct {
 	stmOrder []int32
 	stmBytes int64
 	pages    []page
-	fonts   map[ref]*font
+	fonts    map[ref]*font
 	// fontEntries counts the code→text and width entries of the fonts
 	// kept, which a small file can make many of (a CMap range of 256
 	// codes is twenty bytes).
