@@ -84,6 +84,7 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 	if note != "" {
 		notes = append(notes, note)
 	}
+	notes = append(notes, d.cutNote()...)
 	res.Text = wrap(d.name, d.mime, []string{unit + "s", fmt.Sprintf("%s of %d", shown, total)},
 		strings.TrimSpace(body.String()), notes)
 	return res, got, nil
