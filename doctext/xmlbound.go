@@ -48,14 +48,14 @@ type xmlBound struct {
 type xmlState uint8
 
 const (
-	xText     xmlState = iota
-	xOpen              // after '<'
-	xBang              // after "<!", telling a comment from CDATA from a declaration
-	xTag               // an element tag
-	xPI                // <? … ?>
-	xComment           // <!-- … -->
-	xDirective         // <!DOCTYPE … >
-	xCDATA             // <![CDATA[ … ]]>
+	xText      xmlState = iota
+	xOpen               // after '<'
+	xBang               // after "<!", telling a comment from CDATA from a declaration
+	xTag                // an element tag
+	xPI                 // <? … ?>
+	xComment            // <!-- … -->
+	xDirective          // <!DOCTYPE … >
+	xCDATA              // <![CDATA[ … ]]>
 )
 
 func (x *xmlBound) Read(p []byte) (int, error) {
