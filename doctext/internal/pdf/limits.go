@@ -45,7 +45,12 @@ func (e *limitError) Error() string        { return e.msg }
 func (e *limitError) Is(target error) bool { return target == ErrTooLarge }
 
 func tooLarge(format string, a ...any) error {
-	return &limitError{msg: fmt.Sprintf(format, a...) + ", more than botd reads for one file"}
+	return &limitError{msg: fmt.Sprintf(format, a...)}
+}
+
+// overBudget is the error of a document past MaxDecoded.
+func overBudget() error {
+	return tooLarge("this PDF decodes to more than %d MB of data, more than botd reads for one file", mb(MaxDecoded))
 }
 
 func mb(n int64) int64 { return n >> 20 }
@@ -57,7 +62,7 @@ func (d *Doc) spend(n int) error {
 	before := d.decoded
 	d.decoded += int64(n)
 	if d.decoded > MaxDecoded && d.fatal == nil {
-		d.fatal = tooLarge("this PDF decodes to more than %d MB of data", mb(MaxDecoded))
+		d.fatal = overBudget()
 	}
 	if d.fatal != nil {
 		return d.fatal

@@ -264,7 +264,7 @@ func (d *Doc) readXrefStream(s *stream) error {
 		}
 	}
 	if claimed > d.maxEntries() {
-		return tooLarge("this PDF claims %d objects in a file of %d bytes", claimed, d.size)
+		return tooLarge("this PDF claims %d objects in a file of %d bytes, which cannot hold them", claimed, d.size)
 	}
 	data, err := d.streamBytes(s, maxHeldStream)
 	if err != nil {
@@ -578,7 +578,7 @@ func (d *Doc) streamBytes(s *stream, limit int64) ([]byte, error) {
 		return nil, malformed("stream: %v", err)
 	}
 	if int64(len(b)) > limit {
-		return nil, tooLarge("this PDF has a stream of more than %d MB", mb(limit))
+		return nil, tooLarge("this PDF has a stream of more than %d MB, more than botd reads for one file", mb(limit))
 	}
 	return b, nil
 }
@@ -608,8 +608,7 @@ func (d *Doc) streamReader(s *stream) (io.Reader, error) {
 		ps, _ = params.(array)
 	}
 	if len(fs) > maxFilters {
-		return nil, tooLarge("this PDF passes a stream through %d filters, where real files use one or two and botd "+
-			"decodes at most %d", len(fs), maxFilters)
+		return nil, tooLarge("this PDF passes one stream through %d filters; botd decodes at most %d", len(fs), maxFilters)
 	}
 	for i, f := range fs {
 		var p dict
@@ -652,8 +651,12 @@ func (d *Doc) filter(r io.Reader, f name, p dict) (io.Reader, error) {
 			// A row is allocated before any data is read: its size is
 			// checked against what the whole document may decode to.
 			row := (min(cols, 1<<40)*colors*bpc + 7) / 8
-			if row > maxPredictorRow || row > MaxDecoded-d.decoded {
-				return nil, tooLarge("this PDF asks for rows of %d MB in one stream", max(1, mb(row)))
+			if row > MaxDecoded-d.decoded {
+				return nil, overBudget()
+			}
+			if row > maxPredictorRow {
+				return nil, tooLarge("this PDF asks for rows of %d MB in one stream; botd decodes rows of at most %d MB",
+					max(1, mb(row)), mb(maxPredictorRow))
 			}
 			return newPNGPredictor(r, int(row), int((colors*bpc+7)/8)), nil
 		} else if pred > 1 {
