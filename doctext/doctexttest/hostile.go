@@ -63,8 +63,10 @@ func deflateRepeat(prefix, unit []byte, count int64, suffix []byte) (raw []byte,
 	return out.Bytes(), a.Sum32(), c.Sum32()
 }
 
-// zlibRepeat is deflateRepeat as /FlateDecode data: a zlib stream.
-func zlibRepeat(prefix, unit []byte, count int64) []byte {
+// FlateRepeat is /FlateDecode data (a zlib stream) of prefix followed by
+// unit repeated count times, made without ever holding it decompressed:
+// 64 MiB of one byte take about 64 KB and a few milliseconds.
+func FlateRepeat(prefix, unit []byte, count int64) []byte {
 	raw, adler, _ := deflateRepeat(prefix, unit, count, nil)
 	b := make([]byte, 0, len(raw)+6)
 	b = append(b, 0x78, 0xda)
@@ -135,7 +137,7 @@ func onePageHead(text string) *rawPDF {
 	return p
 }
 
-// FlateBombPDF is the red team's 68 KB PDF whose cross-reference stream
+// FlateBombPDF is the red team's PDF (68 KB theirs, 1 KB this one) whose cross-reference stream
 // passes eight FlateDecode filters, each with a PNG predictor of 64 MiB
 // rows (/Columns 67108864): a reader that allocates the rows it is told
 // to takes a gigabyte before it reads a byte, and the innermost stream
@@ -145,7 +147,7 @@ func FlateBombPDF() []byte {
 	p := onePageHead("bomb")
 	// One predictor row: its filter byte (0, none) and 64 MiB of zeros,
 	// then deflated again for each outer filter.
-	data := zlibRepeat([]byte{0}, []byte{0}, row)
+	data := FlateRepeat([]byte{0}, []byte{0}, row)
 	for range filters - 1 {
 		data = Deflate(data)
 	}
@@ -155,7 +157,7 @@ func FlateBombPDF() []byte {
 	return p.finish(5, dict, data)
 }
 
-// HugeXrefPDF is the red team's 37 KB PDF whose cross-reference stream
+// HugeXrefPDF is the red team's PDF (37 KB theirs, 44 KB this one) whose cross-reference stream
 // lists 4 Mi objects (/Size 4194304), each said to be at an offset inside
 // the file: a reader that believes /Size keeps four million entries.
 func HugeXrefPDF() []byte {
@@ -164,26 +166,25 @@ func HugeXrefPDF() []byte {
 	head := xrefRows([]int{0, p.offs[1], p.offs[2], p.offs[3], p.offs[4], p.buf.Len()})
 	// Every other object "is" the catalog again.
 	unit := xrefRows([]int{p.offs[1]})
-	data := zlibRepeat(head, unit, entries-6)
+	data := FlateRepeat(head, unit, entries-6)
 	return p.finish(5, fmt.Sprintf("/Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Filter /FlateDecode", entries), data)
 }
-
-// ThrashStreams and ThrashStreamBytes describe ObjStreamThrashPDF: its
-// pages are spread over this many object streams of this decoded size.
-const (
-	ThrashStreams     = 9
-	ThrashStreamBytes = 64 << 20
-)
 
 // ObjStreamThrashPDF is the red team's PDF of pages whose page objects
 // are dealt in turn over nine object streams of 64 MiB each (their
 // objects, then white space): a reader that caches eight object streams
 // by count decodes 64 MiB again for every page it looks up. Page i says
-// "Page i". 2000 pages make about 620 KB.
+// "Page i". 2000 pages make about 830 KB.
 func ObjStreamThrashPDF(pages int) []byte {
+	return ObjStreamPDF(pages, 9, 64<<20)
+}
+
+// ObjStreamPDF is ObjStreamThrashPDF with streams object streams of
+// streamBytes each (at least what their objects take).
+func ObjStreamPDF(pages, streams int, streamBytes int64) []byte {
 	p := newRawPDF()
 	const catalog, tree, font, firstStm = 1, 2, 3, 4
-	pageNum := func(i int) int { return firstStm + ThrashStreams + 2*i } // content: +1
+	pageNum := func(i int) int { return firstStm + streams + 2*i } // content: +1
 	kids := make([]string, pages)
 	for i := range pages {
 		kids[i] = fmt.Sprintf("%d 0 R", pageNum(i))
@@ -196,10 +197,10 @@ func ObjStreamThrashPDF(pages int) []byte {
 	}
 	type member struct{ stm, idx int }
 	in := map[int]member{} // page object → where it is
-	for s := range ThrashStreams {
+	for s := range streams {
 		var head, body bytes.Buffer
 		n := 0
-		for i := s; i < pages; i += ThrashStreams {
+		for i := s; i < pages; i += streams {
 			fmt.Fprintf(&head, "%d %d ", pageNum(i), body.Len())
 			fmt.Fprintf(&body, "<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "+
 				"/Resources << /Font << /F1 %d 0 R >> >> >>\n", tree, pageNum(i)+1, font)
@@ -207,9 +208,9 @@ func ObjStreamThrashPDF(pages int) []byte {
 			n++
 		}
 		objs := append(head.Bytes(), body.Bytes()...)
-		pad := max(0, ThrashStreamBytes-int64(len(objs)))
+		pad := max(0, streamBytes-int64(len(objs)))
 		p.stream(firstStm+s, fmt.Sprintf("/Type /ObjStm /N %d /First %d /Filter /FlateDecode", n, head.Len()),
-			zlibRepeat(objs, []byte(" "), pad))
+			FlateRepeat(objs, []byte(" "), pad))
 	}
 	xref := pageNum(pages)
 	var rows bytes.Buffer
@@ -236,7 +237,7 @@ func ObjStreamThrashPDF(pages int) []byte {
 // HugeRunLine is the sentence HugeRunDOCX's run repeats.
 const HugeRunLine = "All work and no play makes Jack a dull boy. "
 
-// HugeRunDOCX is the red team's 48 KB DOCX whose one text run (one w:t)
+// HugeRunDOCX is the red team's DOCX (48 KB theirs, 150 KB this one) whose one text run (one w:t)
 // holds 47 MiB of text: a reader that takes the run as one token holds it
 // several times over.
 func HugeRunDOCX() []byte {

@@ -52,6 +52,11 @@ type Doc struct {
 	// is set once that is past MaxDecoded.
 	decoded int64
 	fatal   error
+	// limitErr is the first ErrTooLarge met, which resolve hides: when
+	// the page tree cannot be read it says why. badStm are object
+	// streams refused, not decoded again for each object in them.
+	limitErr error
+	badStm   map[int32]error
 }
 
 type objStm struct {
@@ -86,8 +91,14 @@ func Open(ctx context.Context, f io.ReaderAt, size int64) (*Doc, error) {
 		}
 	}
 	if err := d.loadPages(); err != nil {
-		// Past the budget or the deadline, a page tree cut short is not
-		// the file's fault: say what stopped it.
+		// Past a limit or the deadline, a page tree cut short is not the
+		// file's fault: say what stopped it.
+		if e := d.ctx.Err(); e != nil {
+			return nil, e
+		}
+		if d.limitErr != nil {
+			return nil, d.limitErr
+		}
 		if e := d.stopped(); e != nil {
 			return nil, e
 		}
@@ -386,6 +397,9 @@ func (d *Doc) get(r ref) (object, error) {
 		obj, err = d.fromObjStm(e)
 	}
 	if err != nil {
+		if errors.Is(err, ErrTooLarge) && d.limitErr == nil {
+			d.limitErr = err
+		}
 		return nil, err
 	}
 	if len(d.objs) >= maxObjCache {
@@ -396,6 +410,9 @@ func (d *Doc) get(r ref) (object, error) {
 }
 
 func (d *Doc) fromObjStm(e xent) (object, error) {
+	if err := d.badStm[e.stm]; err != nil {
+		return nil, err
+	}
 	os, ok := d.objstms[e.stm]
 	if !ok {
 		// Its /Length may live in an object stream, even this one.
@@ -417,6 +434,12 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		}
 		data, err := d.streamBytes(s, maxHeldStream)
 		if err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				if d.badStm == nil {
+					d.badStm = map[int32]error{}
+				}
+				d.badStm[e.stm] = err
+			}
 			return nil, err
 		}
 		n, _ := s.d["N"].(int64)
