@@ -15,11 +15,15 @@ const (
 	// MaxDecoded is the bytes all the streams of one Doc may decode to,
 	// every filter stage counted: the work one read may do.
 	MaxDecoded = 64 << 20
-	// maxHeldStream bounds a stream that is kept whole in memory (a
-	// cross-reference or object stream); page contents are streamed.
-	maxHeldStream = 16 << 20
-	// maxObjStmCache bounds the decoded object streams kept, in bytes.
-	maxObjStmCache = 16 << 20
+	// maxXrefStream and maxObjStm bound the streams that are held whole
+	// in memory (page contents are streamed). Real object streams hold
+	// a hundred or two objects, tens of kilobytes; a cross-reference
+	// stream of a million objects is 7 MiB.
+	maxXrefStream = 16 << 20
+	maxObjStm     = 8 << 20
+	// maxObjStmCache bounds the decoded object streams kept, in bytes:
+	// a real file's all fit.
+	maxObjStmCache = 8 << 20
 	// maxFilters bounds a stream's filter chain: real files use one or
 	// two, and every stage multiplies what a bomb can expand to.
 	maxFilters = 4

@@ -39,11 +39,11 @@ func TestLimits(t *testing.T) {
 		{"four filters with 64 MiB rows", func() []byte { return predictorPage(4, 64<<20) }, true, "rows of 64 MB"},
 		{"a 4 Mi-entry xref stream (HugeXrefPDF)", doctexttest.HugeXrefPDF, false, "claims 4194304 objects"},
 		{"nine 64 MiB object streams (ObjStreamThrashPDF)", func() []byte { return doctexttest.ObjStreamThrashPDF(2000) }, false,
-			"a stream of more than 16 MB"},
-		{"nine 12 MiB object streams, past the cache", func() []byte { return doctexttest.ObjStreamPDF(2000, 9, 12<<20) }, false,
+			"a stream of more than 8 MB"},
+		{"nine 6 MiB object streams, past the cache", func() []byte { return doctexttest.ObjStreamPDF(2000, 9, 6<<20) }, false,
 			"decodes to more than 64 MB"},
-		{"a 20 MiB object stream", func() []byte { return doctexttest.ObjStreamPDF(10, 1, 20<<20) }, false,
-			"a stream of more than 16 MB"},
+		{"a 9 MiB object stream", func() []byte { return doctexttest.ObjStreamPDF(10, 1, 9<<20) }, false,
+			"a stream of more than 8 MB"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +69,7 @@ func TestLimits(t *testing.T) {
 // dealt over them: a real file with many small object streams is read
 // to its last page.
 func TestObjStreamsSpread(t *testing.T) {
-	data := doctexttest.ObjStreamPDF(2000, 9, 1<<20)
+	data := doctexttest.ObjStreamPDF(2000, 9, 512<<10)
 	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func TestObjStreamsSpread(t *testing.T) {
 			t.Errorf("page %d: %q, want %q", n, info.Text, want)
 		}
 	}
-	if d.decoded > 16<<20 {
-		t.Errorf("decoded %d MiB for nine 1 MiB streams: the cache did not hold them", d.decoded>>20)
+	if d.decoded > 8<<20 {
+		t.Errorf("decoded %d MiB for nine 512 KiB streams: the cache did not hold them", d.decoded>>20)
 	}
 }
 

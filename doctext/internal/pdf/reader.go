@@ -35,7 +35,7 @@ type Doc struct {
 	objs    map[ref]object
 	objstms map[int32]*objStm
 	// stmOrder is objstms by age, and stmBytes their size: the cache is
-	// bounded by bytes, as one stream may be small or 16 MiB.
+	// bounded by bytes, as one stream may be small or 8 MiB.
 	stmOrder []int32
 	stmBytes int64
 	pages    []page
@@ -277,7 +277,7 @@ func (d *Doc) readXrefStream(s *stream) error {
 	if claimed > d.maxEntries() {
 		return tooLarge("this PDF claims %d objects in a file of %d bytes, which cannot hold them", claimed, d.size)
 	}
-	data, err := d.streamBytes(s, maxHeldStream)
+	data, err := d.streamBytes(s, maxXrefStream)
 	if err != nil {
 		return err
 	}
@@ -432,7 +432,7 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		if !ok {
 			return nil, malformed("object stream %d is not a stream", e.stm)
 		}
-		data, err := d.streamBytes(s, maxHeldStream)
+		data, err := d.streamBytes(s, maxObjStm)
 		if err != nil {
 			if errors.Is(err, ErrTooLarge) {
 				if d.badStm == nil {
@@ -593,15 +593,34 @@ func (d *Doc) streamBytes(s *stream, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		if errors.Is(err, ErrTooLarge) || d.ctx.Err() != nil {
-			return nil, err
+	// Read in chunks and joined once: io.ReadAll's doubling would leave
+	// twice the stream as garbage, and a file may ask for many streams
+	// just under the limit.
+	var chunks [][]byte
+	var total int64
+	for size := 4 << 10; ; size = min(2*size, 256<<10) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		total += int64(n)
+		if total > limit {
+			return nil, tooLarge("this PDF has a stream of more than %d MB, more than botd reads for one file", mb(limit))
 		}
-		return nil, malformed("stream: %v", err)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, ErrTooLarge) || d.ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, malformed("stream: %v", err)
+		}
 	}
-	if int64(len(b)) > limit {
-		return nil, tooLarge("this PDF has a stream of more than %d MB, more than botd reads for one file", mb(limit))
+	b := make([]byte, 0, total)
+	for _, c := range chunks {
+		b = append(b, c...)
 	}
 	return b, nil
 }
