@@ -3,8 +3,10 @@ package doctext
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/botd-dev/botd/doctext/doctexttest"
 )
@@ -48,5 +50,81 @@ func FuzzExtract(f *testing.F) {
 			strings.Count(res.Text, "<document") != 1 {
 			t.Fatalf("out of the wrapper: %q", res.Text)
 		}
+	})
+}
+
+// fuzzAnswer checks what Extract gave a mutated file: text inside its
+// wrapper, or one of the errors Extract documents; a panic (which Extract
+// turns into "reading it failed") or any other error is a finding.
+func fuzzAnswer(t *testing.T, res Result, err error) {
+	t.Helper()
+	if err != nil {
+		if strings.Contains(err.Error(), "reading it failed") {
+			t.Fatalf("panic: %v", err)
+		}
+		known := []error{ErrCorrupt, ErrTooLarge, ErrEncrypted, ErrUnsupported, ErrPages, context.DeadlineExceeded}
+		for _, k := range known {
+			if errors.Is(err, k) {
+				return
+			}
+		}
+		t.Fatalf("an error Extract does not document: %v", err)
+	}
+	if !strings.HasPrefix(res.Text, "<document ") || strings.Count(res.Text, "</document>") != 1 ||
+		strings.Count(res.Text, "<document") != 1 {
+		t.Fatalf("out of the wrapper: %q", res.Text)
+	}
+}
+
+// FuzzPDF feeds mutated PDFs to the PDF reader through Extract, with a
+// deadline as botd gives one: seeds are generated documents of each kind
+// the reader knows and the red team's files, shrunk.
+func FuzzPDF(f *testing.F) {
+	page := []doctexttest.Page{{Lines: []string{"one (two) \\ three"}}, {Image: true}}
+	seeds := [][]byte{
+		doctexttest.PDF(page, doctexttest.PDFOptions{}),
+		doctexttest.PDF(page, doctexttest.PDFOptions{ObjStreams: true, Compress: true, Kerning: true}),
+		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"Привет 日本"}}}, doctexttest.PDFOptions{Unicode: true, Compress: true}),
+		doctexttest.PDF(page, doctexttest.PDFOptions{Compress: true, Encrypt: "aes128"}),
+		doctexttest.PDF(page, doctexttest.PDFOptions{Compress: true, Encrypt: "aes256"}),
+		doctexttest.FlateBombPDF(),
+		doctexttest.XrefStreamPDF(64),
+		doctexttest.ObjStreamPDF(12, 3, 2<<10),
+	}
+	for _, s := range seeds {
+		f.Add(s, "")
+		f.Add(s, "2-")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, pages string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		res, err := Extract(ctx, bytes.NewReader(data), int64(len(data)), "a.pdf", "application/pdf",
+			Options{Pages: pages, MaxChars: 2000})
+		fuzzAnswer(t, res, err)
+	})
+}
+
+// FuzzZipDocs feeds mutated office files and books (DOCX, XLSX, PPTX,
+// ODT, ODS, EPUB) to Extract, which tells them apart by their entries.
+func FuzzZipDocs(f *testing.F) {
+	seeds := [][]byte{
+		doctexttest.DOCX(doctexttest.P("Heading1", "Title") + doctexttest.P("", "a & b <c>") + doctexttest.Tbl([]string{"a", "b"}, []string{"c", "d"})),
+		doctexttest.XLSX(doctexttest.Sheet{Name: "S", Rows: [][]string{{"a", "1"}, {"", "b"}}}),
+		doctexttest.PPTX([]string{"s1", "more"}, []string{"s2"}),
+		doctexttest.ODT("<text:h text:outline-level=\"2\">h</text:h><text:p>p<text:s text:c=\"3\"/>q</text:p>"),
+		doctexttest.ODS(doctexttest.Sheet{Name: "S", Rows: [][]string{{"a", "b"}}}),
+		doctexttest.EPUB("<h1>c</h1><p>text</p>", "<p>two</p>"),
+		doctexttest.RunDOCX(2 << 20),
+	}
+	for _, s := range seeds {
+		f.Add(s, "")
+		f.Add(s, "2")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, pages string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		res, err := Extract(ctx, bytes.NewReader(data), int64(len(data)), "a.zip", "application/zip",
+			Options{Pages: pages, MaxChars: 2000})
+		fuzzAnswer(t, res, err)
 	})
 }

@@ -160,8 +160,10 @@ func FlateBombPDF() []byte {
 // HugeXrefPDF is the red team's PDF (37 KB theirs, 44 KB this one) whose cross-reference stream
 // lists 4 Mi objects (/Size 4194304), each said to be at an offset inside
 // the file: a reader that believes /Size keeps four million entries.
-func HugeXrefPDF() []byte {
-	const entries = 4 << 20
+func HugeXrefPDF() []byte { return XrefStreamPDF(4 << 20) }
+
+// XrefStreamPDF is HugeXrefPDF with entries objects listed (at least 6).
+func XrefStreamPDF(entries int64) []byte {
 	p := onePageHead("xref")
 	head := xrefRows([]int{0, p.offs[1], p.offs[2], p.offs[3], p.offs[4], p.buf.Len()})
 	// Every other object "is" the catalog again.
@@ -240,8 +242,10 @@ const HugeRunLine = "All work and no play makes Jack a dull boy. "
 // HugeRunDOCX is the red team's DOCX (48 KB theirs, 150 KB this one) whose one text run (one w:t)
 // holds 47 MiB of text: a reader that takes the run as one token holds it
 // several times over.
-func HugeRunDOCX() []byte {
-	const runBytes = 47 << 20
+func HugeRunDOCX() []byte { return RunDOCX(47 << 20) }
+
+// RunDOCX is HugeRunDOCX with a run of about runBytes.
+func RunDOCX(runBytes int64) []byte {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	small := DOCX("")
@@ -259,7 +263,7 @@ func HugeRunDOCX() []byte {
 	prefix := xmlHead + `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>` +
 		`<w:p><w:r><w:t>`
 	suffix := `</w:t></w:r></w:p></w:body></w:document>`
-	count := int64(runBytes / len(HugeRunLine))
+	count := runBytes / int64(len(HugeRunLine))
 	raw, _, crc := deflateRepeat([]byte(prefix), []byte(HugeRunLine), count, []byte(suffix))
 	size := uint64(len(prefix)) + uint64(count)*uint64(len(HugeRunLine)) + uint64(len(suffix))
 	w, err := zw.CreateRaw(&zip.FileHeader{Name: "word/document.xml", Method: zip.Deflate, CRC32: crc,
