@@ -30,6 +30,12 @@ const (
 	// maxPredictorRow bounds one row of a PNG predictor: real rows are
 	// a few bytes (cross-reference streams) to tens of kilobytes (images).
 	maxPredictorRow = 1 << 20
+	// maxParsed bounds the elements of arrays and dictionaries parsed
+	// from the file's objects (not page contents), parsed again after
+	// the object cache dropped them counted again: what a file's objects
+	// take in memory is ten to fifty times what they took in the file.
+	// A 2000-page book parses a few hundred thousand.
+	maxParsed = 2_000_000
 	// xrefSlack is how many more objects than its size in bytes a file
 	// may claim: every object takes at least a byte of the file.
 	xrefSlack = 1024

@@ -29,6 +29,40 @@ func TestLimits(t *testing.T) {
 		}
 		return onePage(data, fmt.Sprintf("/Filter [%s] /DecodeParms [%s]", strings.Join(fs, " "), strings.Join(ps, " ")), nil)
 	}
+	// manyValues is a page tree whose kids are also objects of 250,000
+	// values each, in an object stream.
+	manyValues := func() []byte {
+		w := doctexttest.NewPDF(true)
+		cat, tree, pg := w.Reserve(), w.Reserve(), w.Reserve()
+		kids := []string{fmt.Sprintf("%d 0 R", pg)}
+		for range 9 {
+			n := w.Reserve()
+			w.Obj(n, "["+strings.Repeat("0 ", 250_000)+"]")
+			kids = append(kids, fmt.Sprintf("%d 0 R", n))
+		}
+		w.Obj(pg, fmt.Sprintf("<< /Type /Page /Parent %d 0 R >>", tree))
+		w.Obj(tree, fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count 1 >>", strings.Join(kids, " ")))
+		w.Obj(cat, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+		return w.Finish(cat, "")
+	}
+	// endless is a page of 2000 content streams whose /Length is wrong
+	// and that have no end: finding where each ends scans the rest of
+	// the file.
+	endless := func() []byte {
+		w := doctexttest.NewPDF(false)
+		cat, tree, pg := w.Reserve(), w.Reserve(), w.Reserve()
+		var parts []string
+		for range 2000 {
+			n := w.Reserve()
+			w.Obj(n, "<< /Length 99999999 >>\nstream\nBT ET")
+			parts = append(parts, fmt.Sprintf("%d 0 R", n))
+		}
+		w.Obj(pg, fmt.Sprintf("<< /Type /Page /Parent %d 0 R /Contents [%s] >>", tree, strings.Join(parts, " ")))
+		w.Obj(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", pg))
+		w.Obj(cat, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+		w.Raw("%" + strings.Repeat("x", 64<<10) + "\n")
+		return w.Finish(cat, "")
+	}
 	cases := []struct {
 		name string
 		data func() []byte
@@ -42,6 +76,8 @@ func TestLimits(t *testing.T) {
 			"a stream of more than 8 MB"},
 		{"nine 6 MiB object streams, past the cache", func() []byte { return doctexttest.ObjStreamPDF(2000, 9, 6<<20) }, false,
 			"decodes to more than 64 MB"},
+		{"objects of 2.25 million values", manyValues, false, "hold more than 2 million values"},
+		{"2000 streams without an end", endless, true, "decodes to more than 64 MB"},
 		{"a 9 MiB object stream", func() []byte { return doctexttest.ObjStreamPDF(10, 1, 9<<20) }, false,
 			"a stream of more than 8 MB"},
 	}

@@ -52,6 +52,8 @@ type Doc struct {
 	// is set once that is past MaxDecoded.
 	decoded int64
 	fatal   error
+	// parsed counts the elements of the objects parsed (see maxParsed).
+	parsed int64
 	// limitErr is the first ErrTooLarge met, which resolve hides: when
 	// the page tree cannot be read it says why. badStm are object
 	// streams refused, not decoded again for each object in them.
@@ -198,6 +200,7 @@ func (d *Doc) add(num int64, e xent) {
 
 func (d *Doc) readXref(off int64) (dict, error) {
 	l := newLexer(io.NewSectionReader(d.f, off, d.size-off), off, true)
+	l.parsed = &d.parsed
 	t, err := l.token()
 	if err != nil {
 		return nil, malformed("cross-reference section: %v", err)
@@ -242,6 +245,11 @@ func (d *Doc) readXrefTable(l *lexer) (dict, error) {
 			return nil, malformed("bad cross-reference subsection")
 		}
 		for i := range count {
+			if i%(1<<16) == 0 {
+				if err := d.ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			a, err1 := l.token()
 			b, err2 := l.token()
 			c, err3 := l.token()
@@ -392,6 +400,7 @@ func (d *Doc) get(r ref) (object, error) {
 	switch e.typ {
 	case 1:
 		l := newLexer(io.NewSectionReader(d.f, e.off, d.size-e.off), e.off, true)
+		l.parsed = &d.parsed
 		obj, err = d.readIndirect(l, r.num)
 	case 2:
 		obj, err = d.fromObjStm(e)
@@ -399,6 +408,9 @@ func (d *Doc) get(r ref) (object, error) {
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) && d.limitErr == nil {
 			d.limitErr = err
+		}
+		if d.parsed > maxParsed && d.fatal == nil {
+			d.fatal = err // every object from now on would fail: the document is done for
 		}
 		return nil, err
 	}
@@ -468,6 +480,7 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		return nil, nil
 	}
 	l := newLexer(bytes.NewReader(os.data[off:]), 0, true)
+	l.parsed = &d.parsed
 	obj, err := l.object(0)
 	if err != nil {
 		return nil, err
@@ -568,6 +581,11 @@ func (d *Doc) findEndstream(off int64) (int64, error) {
 	buf := make([]byte, chunk+16)
 	for pos := off; pos < d.size && pos-off < MaxDecoded; pos += chunk {
 		n, err := d.f.ReadAt(buf, pos)
+		// Scanning counts as decoding: a file of many streams with wrong
+		// lengths and no end would have each scan the rest of the file.
+		if e := d.spend(n); e != nil {
+			return 0, e
+		}
 		if i := bytes.Index(buf[:n], []byte("endstream")); i >= 0 {
 			end := pos + int64(i)
 			// The end of line before endstream is not data.
