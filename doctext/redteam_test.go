@@ -170,6 +170,9 @@ func TestRedTeamFiles(t *testing.T) {
 				}
 			}
 			t.Logf("answer: %s%.200s", rep.Err, rep.Text)
+			if raceOn {
+				return // the answer holds under the race detector; the figures do not
+			}
 			if mb := rep.HWMKB >> 10; mb > tc.maxMB {
 				t.Errorf("peak RSS %d MB, want at most %d", mb, tc.maxMB)
 			}
