@@ -29,7 +29,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip \
 	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
 	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle \
-	./scheduler:FuzzParse
+	./scheduler:FuzzParse ./doctext:FuzzPDF ./doctext:FuzzZipDocs
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$pkg $$fn ($(FUZZTIME))"; \

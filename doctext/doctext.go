@@ -2,8 +2,10 @@
 // by page), DOCX, XLSX, ODS, ODT, PPTX, EPUB, HTML, CSV and plain text.
 //
 // Documents come from chat members, so they are hostile input: every
-// read is bounded (bytes a zip may expand to, entries, XML nesting, PDF
-// objects and streams), a malformed file is an error and never a panic,
+// read is bounded (bytes a zip may expand to, entries, XML nesting and
+// token sizes, the bytes all of a PDF's streams may decode to, its
+// objects and filter chains), the context is honoured while a file is
+// opened and walked, a malformed file is an error and never a panic,
 // and the text is XML-escaped inside a <document> wrapper it cannot
 // leave. A long document is read a bounded amount at a time: pages of a
 // PDF, slides of a presentation, or parts of a long text, chosen with

@@ -66,7 +66,7 @@ var cellEscaper = strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", "
 // write sends text to the cell being read, or to the document.
 func (t *table) write(p *parts, s string) error {
 	if t.depth > 0 && t.inCell {
-		if t.cell.Len() < 1<<16 {
+		if t.cell.Len() < maxCell {
 			t.cell.WriteString(s)
 		}
 		return nil

@@ -163,8 +163,18 @@ func (d *doc) streamed(read func(*parts) error) (Result, error) {
 	if text == "" {
 		notes = append(notes, "The document has no text.")
 	}
+	notes = append(notes, d.cutNote()...)
 	res.Text = wrap(d.name, d.mime, attrs, text, notes)
 	return res, nil
+}
+
+// cutNote says that a run of text was cut (see maxTextRun).
+func (d *doc) cutNote() []string {
+	if d.z == nil || !d.z.cut {
+		return nil
+	}
+	return []string{fmt.Sprintf("One stretch of this document's text runs on for more than %d MiB without a break: "+
+		"botd reads its first MiB and leaves the rest out.", maxTextRun>>20)}
 }
 
 // wrap puts text inside the <document> element, escaped so it cannot end

@@ -26,6 +26,7 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 	}
 	var body strings.Builder
 	var got []unitText
+	var stopped string
 	used := 0
 	next := want.from
 	for i := want.from; i <= want.to; i++ {
@@ -38,6 +39,13 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 		}
 		u, err := get(i, left)
 		if err != nil {
+			// Past what one call may decode, the pages read so far are
+			// the answer, and the rest is for the next call (which has a
+			// budget of its own).
+			if errors.Is(err, ErrTooLarge) && len(got) > 0 {
+				stopped = fmt.Sprintf("Reading stopped before %s %d: %s.", unit, i, tooLargeReason(err))
+				break
+			}
 			return Result{}, nil, err
 		}
 		if u.cut && len(got) > 0 {
@@ -70,12 +78,22 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 		note = fmt.Sprintf("Shown: %ss %s of %d. For more, ask again with pages: %q.", unit, shown, total, ask.String())
 	}
 	var notes []string
+	if stopped != "" {
+		notes = append(notes, stopped)
+	}
 	if note != "" {
 		notes = append(notes, note)
 	}
+	notes = append(notes, d.cutNote()...)
 	res.Text = wrap(d.name, d.mime, []string{unit + "s", fmt.Sprintf("%s of %d", shown, total)},
 		strings.TrimSpace(body.String()), notes)
 	return res, got, nil
+}
+
+// tooLargeReason is the sentence of a limit error, without the prefix of
+// ErrTooLarge.
+func tooLargeReason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrTooLarge.Error()+": ")
 }
 
 // maxPDFPageChars bounds the text of one page even when the budget is
@@ -83,8 +101,14 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 const maxPDFPageChars = 200_000
 
 func (d *doc) pdf() (Result, error) {
-	p, err := pdf.Open(d.f, d.size)
+	p, err := pdf.Open(d.ctx, d.f, d.size)
 	if err != nil {
+		if e := d.ctx.Err(); e != nil {
+			return Result{}, e
+		}
+		if errors.Is(err, pdf.ErrTooLarge) {
+			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
 		if errors.Is(err, pdf.ErrEncrypted) {
 			return Result{}, fmt.Errorf("%w: %s", ErrEncrypted, strings.TrimPrefix(err.Error(), pdf.ErrEncrypted.Error()+": "))
 		}
@@ -96,6 +120,9 @@ func (d *doc) pdf() (Result, error) {
 		if err != nil {
 			if d.ctx.Err() != nil {
 				return unitText{}, d.ctx.Err()
+			}
+			if errors.Is(err, pdf.ErrTooLarge) {
+				return unitText{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
 			}
 			return unitText{empty: fmt.Sprintf("(page %d could not be read: %v)", i, err)}, nil
 		}

@@ -12,6 +12,7 @@ import (
 const (
 	maxColumns       = 256     // columns of a sheet shown
 	maxSharedStrings = 1 << 20 // strings of an XLSX string table
+	maxCell          = 1 << 16 // bytes of one cell or shared string kept
 )
 
 // xlsx reads each sheet, in workbook order, as a table.
@@ -106,7 +107,7 @@ func (d *doc) sharedStrings() ([]string, error) {
 				inPhonetic = false
 			}
 		case xml.CharData:
-			if inT && !inPhonetic {
+			if inT && !inPhonetic && cur.Len() < maxCell {
 				cur.Write(e)
 			}
 		}
@@ -196,7 +197,7 @@ func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
 				}
 			}
 		case xml.CharData:
-			if (inV || inIs) && val.Len() < 1<<16 {
+			if (inV || inIs) && val.Len() < maxCell {
 				val.Write(e)
 			}
 		}

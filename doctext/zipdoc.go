@@ -30,6 +30,8 @@ type zipDoc struct {
 	read  int64
 	// ctx ends every walk of its entries (see xmlWalk.next).
 	ctx context.Context
+	// cut is set when a run of text longer than maxTextRun was cut short.
+	cut bool
 }
 
 // openZip checks the directory's claims before archive/zip reads them:
@@ -200,7 +202,7 @@ func (z *zipDoc) xml(name string) (*xmlWalk, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d := xml.NewDecoder(rc)
+	d := xml.NewDecoder(&xmlBound{r: rc, z: z, name: name})
 	d.Strict = false // entities an office program wrote and forgot to declare
 	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
 		return nil, fmt.Errorf("%w: %s is in %s, not UTF-8", ErrUnsupported, name, label)

@@ -134,7 +134,7 @@ func TestHostile(t *testing.T) {
 				t.Skip()
 			}
 			start := time.Now()
-			d, err := Open(bytes.NewReader(data), int64(len(data)))
+			d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
 			if tc.open != nil {
 				if !errors.Is(err, tc.open) {
 					t.Fatalf("Open: %v, want %v", err, tc.open)
@@ -160,7 +160,7 @@ func TestHostile(t *testing.T) {
 // stream needs the length, the length needs the stream.
 func TestObjStmNeedsItself(t *testing.T) {
 	file := []byte("%PDF-1.7\n7 0 obj\n<< /Type /ObjStm /N 1 /First 4 /Length 5 0 R >>\nstream\n5 0 42\nendstream\nendobj\n")
-	d := &Doc{f: bytes.NewReader(file), size: int64(len(file)), objs: map[ref]object{}, objstms: map[int32]*objStm{},
+	d := &Doc{ctx: context.Background(), f: bytes.NewReader(file), size: int64(len(file)), objs: map[ref]object{}, objstms: map[int32]*objStm{},
 		fonts: map[ref]*font{}, loading: map[int32]bool{},
 		xref: map[int32]xent{5: {typ: 2, stm: 7, idx: 0}, 7: {typ: 1, off: 9}}}
 	// Without a guard this recursion overflows the stack, which no

@@ -61,6 +61,9 @@ type lexer struct {
 	back []object // tokens pushed back while looking for "n g R"
 	// maxElems bounds an array or dictionary.
 	maxElems int
+	// parsed, when set, counts the elements of the document's objects
+	// (see maxParsed).
+	parsed *int64
 }
 
 func newLexer(src io.Reader, off int64, refs bool) *lexer {
@@ -439,6 +442,18 @@ func (l *lexer) maybeRef(num int64) (object, error) {
 	return num, nil
 }
 
+// count counts one element of an object of the file against maxParsed.
+func (l *lexer) count() error {
+	if l.parsed == nil {
+		return nil
+	}
+	if *l.parsed++; *l.parsed > maxParsed {
+		return tooLarge("this PDF's objects hold more than %d million values, more than botd reads for one file",
+			maxParsed/1_000_000)
+	}
+	return nil
+}
+
 func (l *lexer) array(depth int) (object, error) {
 	if depth > maxDepth {
 		return nil, malformed("objects nested too deeply")
@@ -462,6 +477,9 @@ func (l *lexer) array(depth int) (object, error) {
 		}
 		if len(a) >= l.maxElems {
 			return nil, malformed("array too long")
+		}
+		if err := l.count(); err != nil {
+			return nil, err
 		}
 		a = append(a, t)
 	}
@@ -503,6 +521,9 @@ func (l *lexer) dict(depth int) (object, error) {
 		}
 		if len(d) >= l.maxElems {
 			return nil, malformed("dictionary too long")
+		}
+		if err := l.count(); err != nil {
+			return nil, err
 		}
 		d[k] = v
 	}

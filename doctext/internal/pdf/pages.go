@@ -24,6 +24,11 @@ func (d *Doc) loadPages() error {
 		if depth > maxTreeDepth {
 			return malformed("page tree too deep")
 		}
+		// Each node may decode an object stream: the deadline and the
+		// budget are looked at for every one.
+		if err := d.stopped(); err != nil {
+			return err
+		}
 		if r, ok := o.(ref); ok {
 			if seen[r] {
 				return nil // a cycle, or a page listed twice

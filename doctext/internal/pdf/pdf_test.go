@@ -34,7 +34,7 @@ func TestPageText(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			data := doctexttest.PDF(tc.ps, tc.o)
-			d, err := Open(bytes.NewReader(data), int64(len(data)))
+			d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package pdf
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +12,10 @@ import (
 var ErrEncrypted = errors.New("encrypted PDF")
 
 const (
-	maxXrefSections = 64       // a /Prev chain longer than this is a loop or an attack
-	maxXrefEntries  = 4 << 20  // objects in one file
-	maxDecoded      = 64 << 20 // bytes one stream may decode to
-	maxObjStmCache  = 8        // decoded object streams kept
-	maxObjCache     = 8192     // parsed objects kept
-	maxRefHops      = 8        // a reference to a reference to …
+	maxXrefSections = 64      // a /Prev chain longer than this is a loop or an attack
+	maxXrefEntries  = 1 << 20 // objects in one file
+	maxObjCache     = 8192    // parsed objects kept
+	maxRefHops      = 8       // a reference to a reference to …
 )
 
 type xent struct {
@@ -35,14 +34,31 @@ type Doc struct {
 	trailer dict
 	objs    map[ref]object
 	objstms map[int32]*objStm
-	pages   []page
-	fonts   map[ref]*font
+	// stmOrder is objstms by age, and stmBytes their size: the cache is
+	// bounded by bytes, as one stream may be small or 8 MiB.
+	stmOrder []int32
+	stmBytes int64
+	pages    []page
+	fonts    map[ref]*font
 	// fontEntries counts the code→text and width entries of the fonts
 	// kept, which a small file can make many of (a CMap range of 256
 	// codes is twenty bytes).
 	fontEntries int
 	loading     map[int32]bool // object streams being decoded, against loops
 	crypt       *crypt         // nil unless encrypted
+	// ctx is the context of the call under way (Open, then PageText).
+	ctx context.Context
+	// decoded counts the bytes all streams decoded to (see spend); fatal
+	// is set once that is past MaxDecoded.
+	decoded int64
+	fatal   error
+	// parsed counts the elements of the objects parsed (see maxParsed).
+	parsed int64
+	// limitErr is the first ErrTooLarge met, which resolve hides: when
+	// the page tree cannot be read it says why. badStm are object
+	// streams refused, not decoded again for each object in them.
+	limitErr error
+	badStm   map[int32]error
 }
 
 type objStm struct {
@@ -52,10 +68,13 @@ type objStm struct {
 }
 
 // Open reads the file structure and the page tree. It reads no page
-// contents.
-func Open(f io.ReaderAt, size int64) (*Doc, error) {
+// contents. It stops when ctx ends, with ctx's error.
+func Open(ctx context.Context, f io.ReaderAt, size int64) (*Doc, error) {
 	d := &Doc{f: f, size: size, xref: map[int32]xent{}, objs: map[ref]object{},
-		objstms: map[int32]*objStm{}, fonts: map[ref]*font{}, loading: map[int32]bool{}}
+		objstms: map[int32]*objStm{}, fonts: map[ref]*font{}, loading: map[int32]bool{}, ctx: ctx}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	head := make([]byte, 1024)
 	n, _ := f.ReadAt(head, 0)
 	if !bytes.Contains(head[:n], []byte("%PDF-")) {
@@ -74,6 +93,20 @@ func Open(f io.ReaderAt, size int64) (*Doc, error) {
 		}
 	}
 	if err := d.loadPages(); err != nil {
+		// Past a limit or the deadline, a page tree cut short is not the
+		// file's fault: say what stopped it.
+		if e := d.ctx.Err(); e != nil {
+			return nil, e
+		}
+		if d.limitErr != nil {
+			return nil, d.limitErr
+		}
+		if e := d.stopped(); e != nil {
+			return nil, e
+		}
+		return nil, err
+	}
+	if err := d.stopped(); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -113,6 +146,9 @@ func (d *Doc) readXrefChain(off int64) error {
 	first := true
 	queue := []int64{off}
 	for len(queue) > 0 {
+		if err := d.stopped(); err != nil {
+			return err
+		}
 		off, queue = queue[0], queue[1:]
 		if seen[off] {
 			continue
@@ -123,7 +159,7 @@ func (d *Doc) readXrefChain(off int64) error {
 		seen[off] = true
 		trailer, err := d.readXref(off)
 		if err != nil {
-			if first {
+			if first || d.stopped() != nil || errors.Is(err, ErrTooLarge) {
 				return err
 			}
 			break // an older section that cannot be read: keep what we have
@@ -147,8 +183,14 @@ func (d *Doc) readXrefChain(off int64) error {
 	return nil
 }
 
+// maxEntries is how many objects the file can hold: each takes at least a
+// byte of it, so a larger /Size is a lie told to make the reader allocate.
+func (d *Doc) maxEntries() int64 {
+	return min(maxXrefEntries, d.size+xrefSlack)
+}
+
 func (d *Doc) add(num int64, e xent) {
-	if num < 0 || num > 1<<31-1 || len(d.xref) >= maxXrefEntries {
+	if num < 0 || num > 1<<31-1 || int64(len(d.xref)) >= d.maxEntries() {
 		return
 	}
 	if _, ok := d.xref[int32(num)]; !ok {
@@ -158,6 +200,7 @@ func (d *Doc) add(num int64, e xent) {
 
 func (d *Doc) readXref(off int64) (dict, error) {
 	l := newLexer(io.NewSectionReader(d.f, off, d.size-off), off, true)
+	l.parsed = &d.parsed
 	t, err := l.token()
 	if err != nil {
 		return nil, malformed("cross-reference section: %v", err)
@@ -202,6 +245,11 @@ func (d *Doc) readXrefTable(l *lexer) (dict, error) {
 			return nil, malformed("bad cross-reference subsection")
 		}
 		for i := range count {
+			if i%(1<<16) == 0 {
+				if err := d.ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			a, err1 := l.token()
 			b, err2 := l.token()
 			c, err3 := l.token()
@@ -222,7 +270,22 @@ func (d *Doc) readXrefTable(l *lexer) (dict, error) {
 }
 
 func (d *Doc) readXrefStream(s *stream) error {
-	data, err := d.streamBytes(s, maxDecoded)
+	index, _ := s.d["Index"].(array)
+	if index == nil {
+		size, _ := s.d["Size"].(int64)
+		index = array{int64(0), size}
+	}
+	// The counts are checked before anything is decoded or allocated.
+	var claimed int64
+	for i := 1; i < len(index); i += 2 {
+		if n, _ := index[i].(int64); n > 0 {
+			claimed += min(n, 1<<40)
+		}
+	}
+	if claimed > d.maxEntries() {
+		return tooLarge("this PDF claims %d objects in a file of %d bytes, which cannot hold them", claimed, d.size)
+	}
+	data, err := d.streamBytes(s, maxXrefStream)
 	if err != nil {
 		return err
 	}
@@ -242,11 +305,6 @@ func (d *Doc) readXrefStream(s *stream) error {
 	if rec == 0 {
 		return malformed("bad /W in xref stream")
 	}
-	index, _ := s.d["Index"].(array)
-	if index == nil {
-		size, _ := s.d["Size"].(int64)
-		index = array{int64(0), size}
-	}
 	field := func(b []byte) int64 {
 		var v int64
 		for _, c := range b {
@@ -260,6 +318,11 @@ func (d *Doc) readXrefStream(s *stream) error {
 		for j := int64(0); j < count; j++ {
 			if len(data) < rec {
 				return nil // short data: keep what was read
+			}
+			if j%(1<<16) == 0 {
+				if err := d.ctx.Err(); err != nil {
+					return err
+				}
 			}
 			e := data[:rec]
 			data = data[rec:]
@@ -337,11 +400,18 @@ func (d *Doc) get(r ref) (object, error) {
 	switch e.typ {
 	case 1:
 		l := newLexer(io.NewSectionReader(d.f, e.off, d.size-e.off), e.off, true)
+		l.parsed = &d.parsed
 		obj, err = d.readIndirect(l, r.num)
 	case 2:
 		obj, err = d.fromObjStm(e)
 	}
 	if err != nil {
+		if errors.Is(err, ErrTooLarge) && d.limitErr == nil {
+			d.limitErr = err
+		}
+		if d.parsed > maxParsed && d.fatal == nil {
+			d.fatal = err // every object from now on would fail: the document is done for
+		}
 		return nil, err
 	}
 	if len(d.objs) >= maxObjCache {
@@ -352,6 +422,9 @@ func (d *Doc) get(r ref) (object, error) {
 }
 
 func (d *Doc) fromObjStm(e xent) (object, error) {
+	if err := d.badStm[e.stm]; err != nil {
+		return nil, err
+	}
 	os, ok := d.objstms[e.stm]
 	if !ok {
 		// Its /Length may live in an object stream, even this one.
@@ -371,8 +444,14 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		if !ok {
 			return nil, malformed("object stream %d is not a stream", e.stm)
 		}
-		data, err := d.streamBytes(s, maxDecoded)
+		data, err := d.streamBytes(s, maxObjStm)
 		if err != nil {
+			if errors.Is(err, ErrTooLarge) {
+				if d.badStm == nil {
+					d.badStm = map[int32]error{}
+				}
+				d.badStm[e.stm] = err
+			}
 			return nil, err
 		}
 		n, _ := s.d["N"].(int64)
@@ -394,16 +473,14 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 				os.offs[int32(i)] = first + off
 			}
 		}
-		if len(d.objstms) >= maxObjStmCache {
-			clear(d.objstms)
-		}
-		d.objstms[e.stm] = os
+		d.cacheObjStm(e.stm, os)
 	}
 	off, ok := os.offs[e.idx]
 	if !ok {
 		return nil, nil
 	}
 	l := newLexer(bytes.NewReader(os.data[off:]), 0, true)
+	l.parsed = &d.parsed
 	obj, err := l.object(0)
 	if err != nil {
 		return nil, err
@@ -412,6 +489,25 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		return nil, nil
 	}
 	return obj, nil
+}
+
+// cacheObjStm keeps os, dropping the oldest streams kept while they take
+// more than maxObjStmCache bytes. Pages spread over more object streams
+// than fit decode them again, each time counted against MaxDecoded: a
+// file built to thrash the cache runs out of budget, not of time.
+func (d *Doc) cacheObjStm(num int32, os *objStm) {
+	size := int64(len(os.data)) + 16*int64(len(os.offs))
+	for d.stmBytes+size > maxObjStmCache && len(d.stmOrder) > 0 {
+		old := d.stmOrder[0]
+		d.stmOrder = d.stmOrder[1:]
+		if o := d.objstms[old]; o != nil {
+			d.stmBytes -= int64(len(o.data)) + 16*int64(len(o.offs))
+			delete(d.objstms, old)
+		}
+	}
+	d.objstms[num] = os
+	d.stmOrder = append(d.stmOrder, num)
+	d.stmBytes += size
 }
 
 // resolve follows references to the object they stand for. Errors on the
@@ -483,8 +579,13 @@ func (d *Doc) endstreamAt(off int64) bool {
 func (d *Doc) findEndstream(off int64) (int64, error) {
 	const chunk = 64 << 10
 	buf := make([]byte, chunk+16)
-	for pos := off; pos < d.size && pos-off < maxDecoded; pos += chunk {
+	for pos := off; pos < d.size && pos-off < MaxDecoded; pos += chunk {
 		n, err := d.f.ReadAt(buf, pos)
+		// Scanning counts as decoding: a file of many streams with wrong
+		// lengths and no end would have each scan the rest of the file.
+		if e := d.spend(n); e != nil {
+			return 0, e
+		}
 		if i := bytes.Index(buf[:n], []byte("endstream")); i >= 0 {
 			end := pos + int64(i)
 			// The end of line before endstream is not data.
@@ -510,18 +611,43 @@ func (d *Doc) streamBytes(s *stream, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, malformed("stream: %v", err)
+	// Read in chunks and joined once: io.ReadAll's doubling would leave
+	// twice the stream as garbage, and a file may ask for many streams
+	// just under the limit.
+	var chunks [][]byte
+	var total int64
+	for size := 4 << 10; ; size = min(2*size, 256<<10) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		total += int64(n)
+		if total > limit {
+			return nil, tooLarge("this PDF has a stream of more than %d MB, more than botd reads for one file", mb(limit))
+		}
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, ErrTooLarge) || d.ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, malformed("stream: %v", err)
+		}
 	}
-	if int64(len(b)) > limit {
-		return nil, malformed("stream decodes to more than %d bytes", limit)
+	b := make([]byte, 0, total)
+	for _, c := range chunks {
+		b = append(b, c...)
 	}
 	return b, nil
 }
 
 // streamReader decodes s as it is read.
 func (d *Doc) streamReader(s *stream) (io.Reader, error) {
+	if err := d.stopped(); err != nil {
+		return nil, err
+	}
 	raw, err := d.streamData(s)
 	if err != nil {
 		return nil, err
@@ -541,8 +667,8 @@ func (d *Doc) streamReader(s *stream) (io.Reader, error) {
 		fs = f
 		ps, _ = params.(array)
 	}
-	if len(fs) > 8 {
-		return nil, malformed("too many filters")
+	if len(fs) > maxFilters {
+		return nil, tooLarge("this PDF passes one stream through %d filters; botd decodes at most %d", len(fs), maxFilters)
 	}
 	for i, f := range fs {
 		var p dict
@@ -553,6 +679,7 @@ func (d *Doc) streamReader(s *stream) (io.Reader, error) {
 		if r, err = d.filter(r, fn, p); err != nil {
 			return nil, err
 		}
+		r = &counted{r: r, d: d}
 	}
 	return r, nil
 }
@@ -578,10 +705,20 @@ func (d *Doc) filter(r io.Reader, f name, p dict) (io.Reader, error) {
 			if !ok {
 				bpc = 8
 			}
-			if cols < 1 || cols > 1<<20 || colors < 1 || colors > 32 || bpc < 1 || bpc > 16 {
+			if cols < 1 || colors < 1 || colors > 32 || bpc < 1 || bpc > 16 {
 				return nil, malformed("bad predictor parameters")
 			}
-			return newPNGPredictor(r, int((cols*colors*bpc+7)/8), int((colors*bpc+7)/8)), nil
+			// A row is allocated before any data is read: its size is
+			// checked against what the whole document may decode to.
+			row := (min(cols, 1<<40)*colors*bpc + 7) / 8
+			if row > MaxDecoded-d.decoded {
+				return nil, overBudget()
+			}
+			if row > maxPredictorRow {
+				return nil, tooLarge("this PDF asks for rows of %d MB in one stream; botd decodes rows of at most %d MB",
+					max(1, mb(row)), mb(maxPredictorRow))
+			}
+			return newPNGPredictor(r, int(row), int((colors*bpc+7)/8)), nil
 		} else if pred > 1 {
 			return nil, malformed("unsupported predictor %d", pred)
 		}

@@ -52,6 +52,10 @@ func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	if n < 1 || n > len(d.pages) {
 		return PageInfo{}, fmt.Errorf("no page %d", n)
 	}
+	d.ctx = ctx
+	if err := d.stopped(); err != nil {
+		return PageInfo{}, err
+	}
 	p := d.pages[n-1]
 	in := &interp{d: d, ctx: ctx, out: textOut{max: maxRunes}, budget: maxPageBytes}
 	var rs []io.Reader
@@ -81,6 +85,11 @@ func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return info, err
+	}
+	// The budget ran out on this page: what it gave is kept, but a page
+	// that gave nothing is not "a page without text".
+	if d.fatal != nil && info.Text == "" {
+		return info, d.fatal
 	}
 	// A broken content stream loses the rest of the page, not the page.
 	if err != nil && info.Text == "" && info.Glyphs == 0 {

@@ -36,7 +36,7 @@ func TestLayout(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			data := onePageFont([]byte(tc.content), "", tc.font, nil)
-			d, err := Open(bytes.NewReader(data), int64(len(data)))
+			d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestGlyphText(t *testing.T) {
 
 func TestBudget(t *testing.T) {
 	data := onePage([]byte("BT /F1 10 Tf (0123456789) Tj ET"), "", nil)
-	d, err := Open(bytes.NewReader(data), int64(len(data)))
+	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
