@@ -13,7 +13,7 @@ import (
 
 // zipOf writes a zip whose entries are the pairs name, content; a first
 // "mimetype" entry is stored uncompressed, as OpenDocument and EPUB do.
-func zipOf(t *testing.T, entries ...string) []byte {
+func zipOf(t testing.TB, entries ...string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
@@ -87,7 +87,7 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // manyEntries is a zip of n empty entries named by name(i).
-func manyEntries(t *testing.T, n int, name func(i int) string) []byte {
+func manyEntries(t testing.TB, n int, name func(i int) string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
@@ -226,5 +226,28 @@ func TestFileMIMEOfAnOfficeFileNamedBin(t *testing.T) {
 	}
 	if want := "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"; got != want || Ext(got) != ".xlsx" {
 		t.Errorf("FileMIME = %q (%s), want %q (.xlsx)", got, Ext(got), want)
+	}
+}
+
+// BenchmarkSniffAtZip: what telling an Office file from a zip costs, for
+// a real document's directory and for one past the budget (a zip bomb's
+// worst case here: the bytes read and held are bounded by zipDirBudget).
+func BenchmarkSniffAtZip(b *testing.B) {
+	docx := zipOf(b, "[Content_Types].xml", "<Types/>", "_rels/.rels", "<r/>", "word/document.xml", "<w:document/>",
+		"word/styles.xml", "<s/>", "docProps/core.xml", "<c/>")
+	huge := manyEntries(b, 100000, func(i int) string { return fmt.Sprintf("customXml/item%06d.xml", i) })
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"docx", docx}, {"directory past the budget", huge}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			r := bytes.NewReader(bc.data)
+			for b.Loop() {
+				if _, err := SniffAt(r, int64(len(bc.data))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
