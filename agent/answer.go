@@ -3,7 +3,9 @@ package agent
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/botd-dev/botd/groups"
 )
@@ -37,6 +39,7 @@ func (a answer) empty() bool { return a.Text == "" && len(a.Media) == 0 }
 // path is logged by the caller (refused) and mentioned in the text, so the
 // chat learns that a file is missing instead of silently not getting it.
 func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
+	raw = newlines(raw)
 	raw = internalBlock.ReplaceAllString(raw, "")
 	raw = internalOpen.ReplaceAllString(raw, "")
 
@@ -59,8 +62,10 @@ func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
 			kept = append(kept, line)
 			continue
 		}
-		p := strings.Trim(strings.TrimSpace(strings.TrimPrefix(trimmed, "MEDIA:")), "`'\"")
-		rel, err := mediaPath(ws, p)
+		p, rel, after, err := mediaLine(ws, strings.TrimPrefix(trimmed, "MEDIA:"))
+		if after != "" {
+			kept = append(kept, after)
+		}
 		if err != nil {
 			refused = append(refused, err)
 			notes = append(notes, fmt.Sprintf("(I could not send the file %s.)", p))
@@ -77,6 +82,63 @@ func parseAnswer(raw string, ws groups.Workspace) (a answer, refused []error) {
 	}
 	a.Text = text
 	return a, refused
+}
+
+// newlines ends every line with "\n": a bare CR (or CRLF) from a model
+// ends a MEDIA: line as surely as a newline does.
+func newlines(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// mediaPrefixTries bounds how many shorter readings of an unquoted MEDIA:
+// line are tried as paths, so a long line of prose costs a few opens.
+const mediaPrefixTries = 8
+
+// mediaLine reads what follows "MEDIA:": the path it names (p, as
+// written, for a refusal note), the file it is (rel), and any text after
+// the path, which the caller keeps as text of the answer so nothing the
+// model wrote is lost. A quoted path ends at its closing quote
+// (MEDIA: "photo.jpg" {"caption": "x"}); an unquoted one is the whole
+// rest of the line when that names a file (paths may hold spaces), else
+// the longest run of its first few words that does (MEDIA: a.png and
+// here is why).
+func mediaLine(ws groups.Workspace, rest string) (p, rel, after string, err error) {
+	rest = strings.TrimSpace(rest)
+	if rest != "" && strings.ContainsRune("`'\"", rune(rest[0])) {
+		if end := strings.IndexByte(rest[1:], rest[0]); end >= 0 {
+			p, after = rest[1:1+end], strings.TrimSpace(rest[2+end:])
+			rel, err = mediaPath(ws, p)
+			return p, rel, after, err
+		}
+	}
+	p = strings.Trim(rest, "`'\"")
+	rel, err = mediaPath(ws, p)
+	if err == nil {
+		return p, rel, "", nil
+	}
+	// The ends of the first few words, tried longest first: a path with
+	// a space in it wins over the shorter path that is its first word.
+	var ends []int
+	inWord := false
+	for i, r := range rest {
+		space := unicode.IsSpace(r)
+		if space && inWord {
+			if ends = append(ends, i); len(ends) == mediaPrefixTries {
+				break
+			}
+		}
+		inWord = !space
+	}
+	for _, end := range slices.Backward(ends) {
+		word := strings.Trim(rest[:end], "`'\"")
+		if wrel, werr := mediaPath(ws, word); werr == nil {
+			return word, wrel, strings.TrimSpace(rest[end:]), nil
+		}
+	}
+	return p, "", "", err
 }
 
 // mediaPath checks that p names a regular file inside the group folder and

@@ -65,6 +65,20 @@ func FuzzParseAnswer(f *testing.F) {
 		"MEDIA:\x00notes.txt",
 		"MEDIA:C:\\Windows\\system32",
 		"   ```\nMEDIA:notes.txt\n   ```   \nMEDIA:notes.txt",
+		// Text after the path, and lines that end in a bare CR.
+		`MEDIA: "notes.txt" {"caption": "x"}`,
+		`MEDIA: "media/chart.png" and here is why`,
+		"MEDIA: \"notes.txt\"\r",
+		"MEDIA: \"notes.txt\"\rMEDIA: media/chart.png\rDone",
+		"Here.\r\nMEDIA: notes.txt\r\n",
+		`MEDIA: notes.txt {"caption": "x"}`,
+		"MEDIA: media/a b.txt and why",
+		"MEDIA: 'media/a b.txt' (notes)",
+		"MEDIA: `notes.txt`MEDIA: notes.txt",
+		`MEDIA: "notes.txt`,
+		`MEDIA: "../secret.txt" {"caption": "x"}`,
+		"MEDIA: a b c d e f g h i j notes.txt",
+		"```\rMEDIA: notes.txt\r```",
 		"",
 	} {
 		f.Add(s)
@@ -100,8 +114,10 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 
 		// Model of the fence rule on the text as parseAnswer sees it:
-		// after internal notes are gone.
-		stripped := internalOpen.ReplaceAllString(internalBlock.ReplaceAllString(raw, ""), "")
+		// after internal notes are gone, every line ended by "\n", "\r\n"
+		// or a bare "\r".
+		lines := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(raw)
+		stripped := internalOpen.ReplaceAllString(internalBlock.ReplaceAllString(lines, ""), "")
 		outside := 0
 		fenced := false
 		for _, line := range strings.Split(stripped, "\n") {

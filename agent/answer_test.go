@@ -154,3 +154,50 @@ func TestAnswerFilesAreSent(t *testing.T) {
 }
 
 func green() color.Color { return color.RGBA{G: 200, A: 255} }
+
+// A MEDIA: line sends the file it names whatever follows the path — JSON,
+// prose — and however the line ends; what follows is kept as text of the
+// answer, in its place, so nothing the model wrote is lost.
+func TestParseAnswerMediaLineVectors(t *testing.T) {
+	ws := testWorkspace(t)
+	for _, name := range []string{"photo.jpg", "a.png", "media/a b.txt", "media/a"} {
+		if err := os.WriteFile(filepath.Join(ws.Root, filepath.FromSlash(name)), []byte("x"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name      string
+		raw       string
+		wantText  string
+		wantMedia []string
+		refused   int
+	}{
+		{"quoted path then json", `MEDIA: "photo.jpg" {"caption": "x"}`, `{"caption": "x"}`, []string{"photo.jpg"}, 0},
+		{"quoted path then prose", `MEDIA: "a.png" and here is why`, "and here is why", []string{"a.png"}, 0},
+		{"quoted path then a bare CR", "MEDIA: \"a.png\"\r", "", []string{"a.png"}, 0},
+		{"bare CR ends the line", "MEDIA: \"a.png\"\rHere it is.", "Here it is.", []string{"a.png"}, 0},
+		{"bare CRs between lines", "Look.\rMEDIA: a.png\rMEDIA: photo.jpg\rDone.", "Look.\nDone.", []string{"a.png", "photo.jpg"}, 0},
+		{"CRLF lines", "Look.\r\nMEDIA: a.png\r\nDone.\r\n", "Look.\nDone.", []string{"a.png"}, 0},
+		{"single quotes then text", `MEDIA: 'media/a b.txt' (the notes)`, "(the notes)", []string{"media/a b.txt"}, 0},
+		{"backticks then text", "MEDIA: `a.png` - the logo", "- the logo", []string{"a.png"}, 0},
+		{"text keeps its place", "First.\nMEDIA: \"a.png\" the logo\nLast.", "First.\nthe logo\nLast.", []string{"a.png"}, 0},
+		{"unquoted path then json", `MEDIA: photo.jpg {"caption": "x"}`, `{"caption": "x"}`, []string{"photo.jpg"}, 0},
+		{"unquoted path then prose", "MEDIA: ./a.png and here is why", "and here is why", []string{"a.png"}, 0},
+		{"unquoted path with a space", "MEDIA: media/a b.txt", "", []string{"media/a b.txt"}, 0},
+		{"unquoted path with a space then prose", "MEDIA: media/a b.txt is the file", "is the file", []string{"media/a b.txt"}, 0},
+		{"quoted missing file then text", `MEDIA: "nope.png" here`, "here\n\n(I could not send the file nope.png.)", nil, 1},
+		{"quoted path out of the folder then text", `MEDIA: "../secret.txt" {"caption": "x"}`, "{\"caption\": \"x\"}\n\n(I could not send the file ../secret.txt.)", nil, 1},
+		{"unquoted missing file keeps the line in the note", "MEDIA: nope.png and why", "(I could not send the file nope.png and why.)", nil, 1},
+		{"unclosed quote", `MEDIA: "a.png`, "", []string{"a.png"}, 0},
+		{"prose past the tries is not searched", "MEDIA: w1 w2 w3 w4 w5 w6 w7 w8 w9 a.png", "(I could not send the file w1 w2 w3 w4 w5 w6 w7 w8 w9 a.png.)", nil, 1},
+		{"fenced stays text", "```\nMEDIA: \"a.png\" and why\n```", "```\nMEDIA: \"a.png\" and why\n```", nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, refused := parseAnswer(c.raw, ws)
+			if a.Text != c.wantText || !slices.Equal(a.Media, c.wantMedia) || len(refused) != c.refused {
+				t.Errorf("text %q media %q refused %v\nwant text %q media %q refused %d", a.Text, a.Media, refused, c.wantText, c.wantMedia, c.refused)
+			}
+		})
+	}
+}

@@ -72,11 +72,12 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 }
 
 // FileName is "<ref>_<safe name>" with an extension that matches the real
-// type, so a PNG named .pdf is saved as .png and opened as one.
+// type, so a PNG named .pdf is saved as .png and opened as one, while an
+// extension the type is also known by stays (voice.opus, photo.jpeg).
 func FileName(ref *mediaregistry.MediaReference, mime string) string {
 	base := fsSafe(mediaregistry.SafeName(ref.FileName))
 	want := mediaregistry.Ext(mime)
-	if ext := filepath.Ext(base); ext != "" && strings.EqualFold(ext, want) {
+	if ext := filepath.Ext(base); ext != "" && mediaregistry.ExtFits(ext, mime) {
 		return ref.ID + "_" + base
 	}
 	if base == "" {

@@ -222,14 +222,12 @@ func (c *Cache) OnDisk(e Entry) bool {
 // sniffing on the way; memory use does not depend on the size. Past the
 // cap the partial file is removed and ErrTooLarge returned.
 func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader, max int64) (Entry, error) {
-	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, []byte, error) {
+	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, error) {
 		h := sha256.New()
-		head := &prefix{max: SniffLen}
-		_, err := io.Copy(io.MultiWriter(f, h, head), ctxReader{ctx, r})
-		if err != nil {
-			return "", nil, err
+		if _, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx, r}); err != nil {
+			return "", err
 		}
-		return hex.EncodeToString(h.Sum(nil)), head.buf, nil
+		return hex.EncodeToString(h.Sum(nil)), nil
 	})
 }
 
@@ -237,26 +235,25 @@ func (c *Cache) Store(ctx context.Context, ref, declaredMIME string, r io.Reader
 // (a channel that must seek, like WhatsApp decrypting in place), then
 // hashes and sniffs what it left there. The cap holds for every write.
 func (c *Cache) StoreFile(ctx context.Context, ref, declaredMIME string, max int64, fill func(File) error) (Entry, error) {
-	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, []byte, error) {
+	return c.commit(ctx, ref, declaredMIME, max, func(f *capFile) (string, error) {
 		if err := fill(f); err != nil {
-			return "", nil, err
+			return "", err
 		}
 		if _, err := f.f.Seek(0, io.SeekStart); err != nil {
-			return "", nil, err
+			return "", err
 		}
 		h := sha256.New()
-		head := &prefix{max: SniffLen}
-		if _, err := io.Copy(io.MultiWriter(h, head), f.f); err != nil {
-			return "", nil, fmt.Errorf("reading back the download: %w", err)
+		if _, err := io.Copy(h, f.f); err != nil {
+			return "", fmt.Errorf("reading back the download: %w", err)
 		}
-		return hex.EncodeToString(h.Sum(nil)), head.buf, nil
+		return hex.EncodeToString(h.Sum(nil)), nil
 	})
 }
 
 // commit runs fill over a capped temp file and, when it succeeds, moves
 // the file to its content address and indexes it. Whatever fails, the temp
 // file is gone afterwards: a download is kept whole or not at all.
-func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64, fill func(*capFile) (sha string, head []byte, err error)) (Entry, error) {
+func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64, fill func(*capFile) (sha string, err error)) (Entry, error) {
 	tmp, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), "dl-*")
 	if err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
@@ -272,7 +269,7 @@ func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64,
 	if c.wrap != nil {
 		f.w = c.wrap(tmp)
 	}
-	sha, head, err := fill(f)
+	sha, err := fill(f)
 	switch {
 	// Checked before err: a channel library may wrap the write error
 	// without %w, and the cap must still be reported as the cap.
@@ -289,13 +286,19 @@ func (c *Cache) commit(ctx context.Context, ref, declaredMIME string, max int64,
 	if err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
+	// Sniffed from the file rather than the stream's head: a zip is told
+	// apart from the documents that are zips by its directory at the end.
+	sniffed, err := SniffAt(tmp, fi.Size())
+	if err != nil {
+		return Entry{}, fmt.Errorf("media cache: %w", err)
+	}
 	if err := tmp.Sync(); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
-	e := Entry{Ref: ref, SHA256: sha, Size: fi.Size(), MIME: DecideMIME(declaredMIME, Sniff(head)), Fetched: c.now()}
+	e := Entry{Ref: ref, SHA256: sha, Size: fi.Size(), MIME: DecideMIME(declaredMIME, sniffed), Fetched: c.now()}
 	if err := os.Rename(tmp.Name(), c.Path(e.SHA256)); err != nil {
 		return Entry{}, fmt.Errorf("media cache: %w", err)
 	}
@@ -458,22 +461,6 @@ func (c *capFile) Seek(off int64, whence int) (int64, error) {
 
 func (c *capFile) ReadAt(p []byte, off int64) (int, error) { return c.f.ReadAt(p, off) }
 func (c *capFile) Stat() (os.FileInfo, error)              { return c.f.Stat() }
-
-// prefix keeps the first max bytes written to it.
-type prefix struct {
-	buf []byte
-	max int
-}
-
-func (p *prefix) Write(b []byte) (int, error) {
-	if room := p.max - len(p.buf); room > 0 {
-		if len(b) < room {
-			room = len(b)
-		}
-		p.buf = append(p.buf, b[:room]...)
-	}
-	return len(b), nil
-}
 
 // ContextReader fails reads once ctx ends: a cancelled fetch stops
 // reading a slow stream, a cancelled decode stops decoding.

@@ -1,6 +1,7 @@
 package mediaregistry_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -122,4 +123,51 @@ func TestStoreFileChannelFailureKeepsNothing(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	assertTmpEmpty(t, dir)
+}
+
+// A download's type is sniffed from the whole file: an Office file that a
+// channel declares as a generic type is cached as the document it is,
+// whether it streams in (Store) or is written in place (StoreFile).
+func TestCachedOfficeFileKeepsItsType(t *testing.T) {
+	const xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for _, name := range []string{"[Content_Types].xml", "xl/workbook.xml", "xl/worksheets/sheet1.xml"} {
+		f, _ := w.Create(name)
+		f.Write([]byte("<x/>"))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	c, _ := openCache(t)
+	ctx := context.Background()
+	cases := []struct {
+		name, ref, declared string
+		store               func(ref, declared string) (mediaregistry.Entry, error)
+	}{
+		{"streamed, declared octet-stream", "tg_office1", "application/octet-stream", func(ref, declared string) (mediaregistry.Entry, error) {
+			return c.Store(ctx, ref, declared, bytes.NewReader(data), 1<<20)
+		}},
+		{"written in place, declared zip", "wa_office2", "application/zip", func(ref, declared string) (mediaregistry.Entry, error) {
+			return c.StoreFile(ctx, ref, declared, 1<<20, func(f mediaregistry.File) error {
+				_, err := f.Write(data)
+				return err
+			})
+		}},
+		{"streamed, nothing declared", "sl_office3", "", func(ref, declared string) (mediaregistry.Entry, error) {
+			return c.Store(ctx, ref, declared, bytes.NewReader(data), 1<<20)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := tc.store(tc.ref, tc.declared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.MIME != xlsx {
+				t.Errorf("cached as %q, want %q", e.MIME, xlsx)
+			}
+		})
+	}
 }

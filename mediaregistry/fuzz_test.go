@@ -16,6 +16,14 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("[Image: a, b, c, ref:tg_AAAAAAAAAA]")
 	f.Add("[Voice: ref:wa_BBBBBBBBBB][Image: ref:sl_CCCCCCCCCC]")
+	// Names as a sender's device may send them, before cleaning: paths,
+	// tabs, look-alike brackets and colons.
+	f.Add("[Document: ../x/report.pdf, ref:tg_AAAAAAAAAA]")
+	f.Add(`[Image: C:\temp\photo.jpg, 2.4MB, image/jpeg, ref:tg_AAAAAAAAAA]`)
+	f.Add("[Document: .., ref:tg_AAAAAAAAAA]")
+	f.Add("[Document: a\tb.pdf, 12KB, ref:tg_AAAAAAAAAA]")
+	f.Add("[Image: \uff3bImage\uff1a x.jpg, ref\uff1atg_AAAAAAAAAA\uff3d, ref:tg_BBBBBBBBBB]")
+	f.Add("\u3010Voice: a.ogg, ref:wa_BBBBBBBBBB\u3011 [Voice: a.ogg, ref:wa_BBBBBBBBBB]")
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, p := range Parse(text) {
 			if p.Start < 0 || p.End > len(text) || p.Start >= p.End {
@@ -36,6 +44,12 @@ func FuzzRenderRoundTrip(f *testing.F) {
 	f.Add("a], b [c.pdf", "[Image: x, ref:tg_BBBBBBBBBB]", "application/pdf", int64(5), int64(12))
 	f.Add("\u202Eexe.pdf", "line\nbreak", "x", int64(0), int64(185))
 	f.Add("2.4MB", "", "", int64(1), int64(0))
+	f.Add("../x/report.pdf", "", "application/pdf", int64(10), int64(0))
+	f.Add(`C:\temp\photo.jpg`, "", "image/jpeg", int64(10), int64(0))
+	f.Add("/etc/passwd", "", "", int64(0), int64(0))
+	f.Add("..", "", "", int64(0), int64(0))
+	f.Add("a\tb.pdf", "tab\there", "application/pdf", int64(0), int64(0))
+	f.Add("\uff3bImage\uff1a x.jpg, ref\uff1atg_AAAAAAAAAA\uff3d", "\u3010Voice: y", "", int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, name, caption, mime string, size, secs int64) {
 		if size < 0 || secs < 0 || secs > 1<<30 {
 			return
@@ -54,6 +68,11 @@ func FuzzRenderRoundTrip(f *testing.F) {
 		ps := Parse(text)
 		if len(ps) != 1 || ps[0].Ref != ref.ID || ps[0].Start != 0 {
 			t.Fatalf("Parse(%q) = %+v", text, ps)
+		}
+		// The name is one path element: nothing a file system or a
+		// reader takes for a directory, and no hidden file.
+		if n := ps[0].Name; strings.ContainsAny(n, "/\\\t") || strings.HasPrefix(n, ".") {
+			t.Fatalf("name %q from %q", n, name)
 		}
 	})
 }

@@ -110,16 +110,23 @@ func invisible(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError
 }
 
-// SafeName makes a stranger's file name safe inside a placeholder and as a
-// file name: no control/bidi characters, no [ ] , / \ or newlines, a capped
-// length that keeps the extension, and never a shape the parser would take
-// for a size, duration or MIME field.
-func SafeName(name string) string {
+// CleanName is a stranger's file name as one clean line, the cleaning
+// every name botd shows or stores goes through: only its last path element
+// ("../x/report.pdf", "C:\temp\photo.jpg" and "/etc/passwd" are
+// report.pdf, photo.jpg and passwd), no control characters (a tab is one),
+// format characters (bidi overrides, zero-width) or broken UTF-8, line
+// breaks and other spaces as one space, no leading dots or spaces. "" when
+// nothing is left, as for "." or "..": the caller generates a name.
+func CleanName(name string) string {
+	name = strings.TrimRight(name, `/\`)
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
 	var b strings.Builder
 	space := false
 	for _, r := range name {
 		switch {
-		case r == '\n' || r == '\r' || r == '\t' || unicode.IsSpace(r):
+		case lineBreak(r) || (unicode.IsSpace(r) && !invisible(r)):
 			if !space && b.Len() > 0 {
 				b.WriteByte(' ')
 			}
@@ -127,20 +134,35 @@ func SafeName(name string) string {
 			continue
 		case invisible(r):
 			continue
-		case r == '[' || r == '(':
+		}
+		b.WriteRune(r)
+		space = false
+	}
+	return strings.TrimRight(strings.TrimLeft(b.String(), ". "), " ")
+}
+
+// SafeName makes a stranger's file name safe inside a placeholder and as a
+// file name: CleanName, then no [ ] , or : (which a placeholder's fields
+// use) and no look-alike opening of a placeholder, a capped length that keeps the extension, and never a shape the
+// parser would take for a size, duration or MIME field.
+func SafeName(name string) string {
+	// Look-alike openings ("［Image：", "【Voice:") are defused as in
+	// captions; the ASCII ones by the mapping below.
+	name = Neutralize(CleanName(name))
+	var b strings.Builder
+	for _, r := range name {
+		switch r {
+		case '[', '(':
 			b.WriteByte('(')
-		case r == ']' || r == ')':
+		case ']', ')':
 			b.WriteByte(')')
-		case r == ',' || r == '/' || r == '\\' || r == ':':
+		case ',', ':':
 			b.WriteByte('_')
 		default:
 			b.WriteRune(r)
 		}
-		space = false
 	}
-	s := strings.TrimSpace(b.String())
-	s = strings.TrimLeft(s, ".")
-	s = capRunes(s, MaxNameRunes)
+	s := capRunes(b.String(), MaxNameRunes)
 	if sizeRe.MatchString(s) || durationRe.MatchString(s) {
 		s = "file " + s
 	}

@@ -6,8 +6,9 @@
 # Builds bin/botd (or uses $BOTD_BIN), serves one throwaway group on a free loopback port with a
 # random bearer token, and runs every active server scenario of the pinned
 # @modelcontextprotocol/conformance. Scenarios that cannot apply to a
-# tools-only server are listed in scripts/conformance/baseline.yml; any
-# other failure, or a listed one that starts passing, fails the run.
+# server without the suite's fixture tools and resources are listed in
+# scripts/conformance/baseline.yml; any other failure, or a listed one that
+# starts passing, fails the run.
 #
 # The suite cannot send an Authorization header, so it talks to a small
 # loopback proxy (scripts/conformance/authproxy.go) that adds the token and
@@ -16,7 +17,8 @@
 # Node 22 and the suite are installed from the npm registry into
 # .conformance/ (gitignored; override with CONFORMANCE_DIR) at the exact
 # versions of scripts/conformance/package-lock.json. `botd run` is not
-# needed: the scenarios only use initialize, ping and tools/list.
+# needed: the scenarios botd passes only use initialize, ping, tools/list
+# and resources/list.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +28,7 @@ TOOLS=${CONFORMANCE_DIR:-$ROOT/.conformance}
 PINS=$ROOT/scripts/conformance
 # Scenarios botd must pass, checked on top of the suite's own verdict so a
 # baseline edit cannot quietly drop one.
-REQUIRED=(server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams)
+REQUIRED=(server-initialize ping tools-list resources-list dns-rebinding-protection server-sse-multiple-streams)
 
 say() { printf 'conformance: %s\n' "$*" >&2; }
 

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/channels"
@@ -113,17 +112,22 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 	// Written under a partial name and renamed once whole, so the disk
 	// budget's sweeper (DiskArea) sees an upload in progress as busy.
 	part := partialName(fi.ID)
-	f, err := dir.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := dir.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	head := &headWriter{max: mediaregistry.SniffLen}
-	n, err := io.Copy(io.MultiWriter(f, head), io.LimitReader(src, max+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := io.Copy(f, io.LimitReader(src, max+1))
 	if err == nil && n > max {
 		err = fmt.Errorf("%w: over %d bytes", errTooLarge, max)
+	}
+	// Sniffed from the file, not the stream's head: an Office file posted
+	// as x.bin is told from a plain zip by the directory at its end.
+	var sniffed string
+	if err == nil {
+		sniffed, err = mediaregistry.SniffAt(f, n)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = dir.Rename(part, fi.ID)
@@ -133,7 +137,7 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 		return FileInfo{}, err
 	}
 	fi.Size = n
-	fi.MIME = mediaregistry.DecideMIME(mediaregistry.Declared(declared, name), mediaregistry.Sniff(head.b))
+	fi.MIME = mediaregistry.DecideMIME(mediaregistry.Declared(declared, name), sniffed)
 	meta, _ := json.Marshal(fi)
 	if err := dir.WriteFile(fi.ID+".json", meta, 0o600); err != nil {
 		dir.Remove(fi.ID)
@@ -201,44 +205,16 @@ func (s *fileStore) sweep(cutoff time.Time) (int, error) {
 	return n, err
 }
 
-// headWriter keeps the first max bytes written to it, for sniffing.
-type headWriter struct {
-	b   []byte
-	max int
-}
-
-func (h *headWriter) Write(p []byte) (int, error) {
-	if room := h.max - len(h.b); room > 0 {
-		h.b = append(h.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
 // maxNameRunes caps a file name shown in a room.
 const maxNameRunes = 120
 
 // cleanFileName makes a name a browser sent safe to show, to put in a
-// placeholder and in a Content-Disposition header: only the last path
-// element, no control, format (bidi, zero-width) or line-break characters,
-// no leading dots, a capped length that keeps the extension. It is never
+// placeholder and in a Content-Disposition header: mediaregistry.CleanName
+// (the last path element, no control, format or line-break characters, no
+// leading dots) with a capped length that keeps the extension. It is never
 // used as a path.
 func cleanFileName(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case unicode.IsSpace(r), r == '\u2028', r == '\u2029':
-			b.WriteByte(' ')
-		case r == utf8.RuneError, unicode.IsControl(r), unicode.Is(unicode.Cf, r):
-			continue
-		default:
-			b.WriteRune(r)
-		}
-	}
-	s := strings.Join(strings.Fields(b.String()), " ")
-	s = strings.TrimLeft(s, ". ")
+	s := mediaregistry.CleanName(name)
 	if rs := []rune(s); len(rs) > maxNameRunes {
 		ext := ""
 		if i := strings.LastIndexByte(s, '.'); i > 0 && len(s)-i <= 10 {

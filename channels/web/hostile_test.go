@@ -37,6 +37,8 @@ func TestHostileFileNames(t *testing.T) {
 		`quote"semi;colon.png`,
 		strings.Repeat("long", 300) + ".png",
 		"名前 with spaces\t\ttabs.png",
+		`C:\temp\photo.png`,
+		".",
 	}
 	refID := regexp.MustCompile(`ref:wb_[0-9A-Za-z]+`)
 	var golden strings.Builder
