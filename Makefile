@@ -29,7 +29,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip \
 	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
 	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle \
-	./scheduler:FuzzParse ./doctext:FuzzPDF ./doctext:FuzzZipDocs
+	./scheduler:FuzzParse ./doctext:FuzzExtract ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./channels/web:FuzzUploadName
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$pkg $$fn ($(FUZZTIME))"; \
@@ -38,7 +38,8 @@ fuzz:
 # The targets that read chat members' bytes, for FUZZ_CI_TIME each: what CI
 # runs on every submission (a few minutes in all).
 FUZZ_CI_TIME ?= 20s
-FUZZ_CI_TARGETS := ./mediaregistry:FuzzParse
+FUZZ_CI_TARGETS := ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./doctext:FuzzExtract ./channels/web:FuzzUploadName \
+	./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip ./agent:FuzzParseAnswer
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_TARGETS="$(FUZZ_CI_TARGETS)" FUZZTIME=$(FUZZ_CI_TIME)
 
