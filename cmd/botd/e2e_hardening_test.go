@@ -104,4 +104,3 @@ func link(t *testing.T, target, path string) string {
 	}
 	return target
 }
-
