@@ -458,6 +458,9 @@ func (a *Agent) kick(folder string, fresh bool) {
 	if a.ctx == nil || a.ctx.Err() != nil {
 		return // before Start: Start finds the trigger in the store
 	}
+	if _, off := a.opts.Groups.Disabled(folder); off {
+		return // its folder was refused at start: the trigger stays stored
+	}
 	st := a.st(folder)
 	st.pending = true
 	if st.active || st.timer != nil {

@@ -157,6 +157,9 @@ type Set struct {
 	list   []*Group
 	folder map[string]*Group
 	chat   map[string]*Group
+	// disabled holds why a group's folder was refused at start; such a
+	// group's messages are stored but not answered.
+	disabled map[string]string
 }
 
 // NewSet builds the set, defaulting each trigger to "@"+assistantName.
@@ -209,6 +212,27 @@ func (s *Set) ByChat(chat string) (*Group, bool) {
 	defer s.mu.RUnlock()
 	g, ok := s.chat[chat]
 	return g, ok
+}
+
+// Disable marks the group in folder as not served, with the reason (a
+// sentence naming the path). The first reason is kept.
+func (s *Set) Disable(folder, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.disabled == nil {
+		s.disabled = map[string]string{}
+	}
+	if _, ok := s.disabled[folder]; !ok {
+		s.disabled[folder] = reason
+	}
+}
+
+// Disabled reports why the group in folder is not served, or false.
+func (s *Set) Disabled(folder string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.disabled[folder]
+	return r, ok
 }
 
 // Main returns the main group, if one is configured.

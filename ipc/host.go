@@ -62,6 +62,8 @@ type Host struct {
 	mu      sync.Mutex
 	working map[string]bool     // "<group>/<file>" being handled
 	live    map[string]*tracker // "<group>/<id>" → its progress
+	// disabled are the groups whose folders Start refused.
+	disabled map[string]error
 	// handlers counts handler goroutines; wg the watcher, which waits for
 	// handlers before it closes the folders.
 	handlers sync.WaitGroup
@@ -107,9 +109,10 @@ func NewHost(o HostOptions) *Host {
 
 // Start creates and checks the folders, settles what a previous run left
 // in processing/, handles what is already waiting, and watches until ctx
-// ends. A folder that is a symlink, belongs to another user, or is the
-// same directory as another group's fails Start with the path and what to
-// do. Wait blocks until in-flight handlers finished.
+// ends. A group folder that is a symlink, belongs to another user, or is
+// the same directory as another group's leaves that group out (Disabled
+// says why, with the path); a bad data/ipc itself fails Start. Wait blocks
+// until in-flight handlers finished.
 func (h *Host) Start(ctx context.Context) error {
 	if err := h.open(); err != nil {
 		h.close()
@@ -186,43 +189,66 @@ func (h *Host) open() error {
 		return nil
 	}
 	for _, name := range h.opts.Groups {
-		gpath := filepath.Join(rootPath, name)
-		if err := mkdir(h.root.Mkdir(name, 0o750)); err != nil {
-			return err
-		}
-		fi, err := h.root.Lstat(name)
-		gid, err := checkDir(gpath, fi, err, h.uid)
-		if err != nil {
-			return err
-		}
-		if err := claim(gid, gpath); err != nil {
-			return err
-		}
-		gr, err := h.root.OpenRoot(name)
-		if err != nil {
-			return err
-		}
-		g := &group{name: name, path: gpath, root: gr, ids: map[string]dirID{".": gid}, sem: make(chan struct{}, h.opts.PerGroup)}
-		h.groups = append(h.groups, g)
-		if err := sameAs(gr, gpath, gid); err != nil {
-			return err
-		}
-		for _, sub := range subdirs {
-			spath := filepath.Join(gpath, sub)
-			if err := mkdir(gr.Mkdir(sub, 0o750)); err != nil {
-				return err
+		if err := h.openGroup(name, claim); err != nil {
+			// One group's folder is that group's problem: the others are
+			// served, this one is reported and left out.
+			h.opts.Log.Error("ipc: group folder refused; the group is disabled", "group", name, "err", err)
+			if h.disabled == nil {
+				h.disabled = map[string]error{}
 			}
-			fi, err := gr.Lstat(sub)
-			sid, err := checkDir(spath, fi, err, h.uid)
-			if err != nil {
-				return err
-			}
-			if err := claim(sid, spath); err != nil {
-				return err
-			}
-			g.ids[sub] = sid
+			h.disabled[name] = err
 		}
 	}
+	return nil
+}
+
+// Disabled lists the groups whose folders Start refused, with the reason.
+func (h *Host) Disabled() map[string]error { return h.disabled }
+
+func (h *Host) openGroup(name string, claim func(dirID, string) error) error {
+	gpath := filepath.Join(h.opts.Root, name)
+	if err := mkdir(h.root.Mkdir(name, 0o750)); err != nil {
+		return err
+	}
+	fi, err := h.root.Lstat(name)
+	gid, err := checkDir(gpath, fi, err, h.uid)
+	if err != nil {
+		return err
+	}
+	if err := claim(gid, gpath); err != nil {
+		return err
+	}
+	gr, err := h.root.OpenRoot(name)
+	if err != nil {
+		return err
+	}
+	g := &group{name: name, path: gpath, root: gr, ids: map[string]dirID{".": gid}, sem: make(chan struct{}, h.opts.PerGroup)}
+	ok := false
+	defer func() {
+		if !ok {
+			gr.Close()
+		}
+	}()
+	if err := sameAs(gr, gpath, gid); err != nil {
+		return err
+	}
+	for _, sub := range subdirs {
+		spath := filepath.Join(gpath, sub)
+		if err := mkdir(gr.Mkdir(sub, 0o750)); err != nil {
+			return err
+		}
+		fi, err := gr.Lstat(sub)
+		sid, err := checkDir(spath, fi, err, h.uid)
+		if err != nil {
+			return err
+		}
+		if err := claim(sid, spath); err != nil {
+			return err
+		}
+		g.ids[sub] = sid
+	}
+	ok = true
+	h.groups = append(h.groups, g)
 	return nil
 }
 

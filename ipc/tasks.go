@@ -96,4 +96,7 @@ type ListTasksResult struct {
 	Timezone string     `json:"timezone"`
 	// MaxTasks is the cap of active and paused tasks per group.
 	MaxTasks int `json:"max_tasks"`
+	// FinishedOmitted counts the finished tasks of the last week left out
+	// of Tasks, which holds only the newest of them.
+	FinishedOmitted int `json:"finished_omitted,omitempty"`
 }

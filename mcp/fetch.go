@@ -53,6 +53,9 @@ const keyframeCount = 4
 
 // fetchResult builds what the model sees from the file the host saved.
 func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages string) *mcpgo.CallToolResult {
+	// Why a transcription failed is an error of the host's (provider URL,
+	// paths): the model reads it rewritten.
+	res.TranscriptNote = ForModel(res.TranscriptNote, t.ws.Root)
 	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)

@@ -259,6 +259,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
 	}
+	if r.Method == http.MethodPost {
+		// A call may be resources/read, whose file is streamed into the
+		// response (blobstream.go).
+		bs := &blobStreams{}
+		bw := &blobWriter{ResponseWriter: w, bs: bs}
+		defer bw.finish()
+		w, r = bw, r.WithContext(context.WithValue(r.Context(), blobKey{}, bs))
+	}
 	h.groups[tok.group].ServeHTTP(w, r)
 }
 

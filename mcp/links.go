@@ -3,9 +3,7 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -190,7 +188,12 @@ func (t *tools) readLink(ctx context.Context, req mcpgo.ReadResourceRequest) ([]
 		t.log.Info("mcp resources/read: the fetched file is gone", "path", l.rel, "err", err)
 		return nil, fmt.Errorf("the fetched file %s is no longer in the group folder: call fetch_media again", l.rel)
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", rel, err)
@@ -199,18 +202,32 @@ func (t *tools) readLink(ctx context.Context, req mcpgo.ReadResourceRequest) ([]
 		return nil, fmt.Errorf("%s is %s, over the %s a resource may have; with media.store type s3 the fetch_media "+
 			"result carries a download URL instead", rel, mediaregistry.FormatSize(fi.Size()), mediaregistry.FormatSize(MaxResourceBytes))
 	}
-	data, err := readSmall(f, fi.Size(), MaxResourceBytes)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	if l.sha != "" {
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != l.sha {
-			return nil, fmt.Errorf("%s changed since it was fetched: call fetch_media again", rel)
-		}
-	}
 	mime := l.mime
 	if mime == "" || renders[mime] {
 		mime = "application/octet-stream"
 	}
-	return []mcpgo.ResourceContents{mcpgo.BlobResourceContents{URI: uri, MIMEType: mime, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+	changed := fmt.Errorf("%s changed since it was fetched: call fetch_media again", rel)
+	if bs := blobStreamsFrom(ctx); bs != nil {
+		// Over HTTP the file goes to the client as it is written out (see
+		// blobstream.go); checked here first, so that a changed file gets
+		// this answer rather than a cut connection.
+		sum, n, err := fileDigest(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		if n != fi.Size() || (l.sha != "" && sum != l.sha) {
+			return nil, changed
+		}
+		keep = true
+		ph := bs.add(&blobSource{f: f, size: n, sha: sum})
+		return []mcpgo.ResourceContents{mcpgo.BlobResourceContents{URI: uri, MIMEType: mime, Blob: ph}}, nil
+	}
+	blob, sum, err := encodeFile(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if l.sha != "" && sum != l.sha {
+		return nil, changed
+	}
+	return []mcpgo.ResourceContents{mcpgo.BlobResourceContents{URI: uri, MIMEType: mime, Blob: blob}}, nil
 }

@@ -117,6 +117,7 @@ func NewServer(opts Options) (*server.MCPServer, error) {
 	s := server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(t.errorsForModel),
 		server.WithInstructions("botd media tools for one chat group. Attachments in messages appear as "+
 			"placeholders like [Image: name, size, mime, ref:tg_x]; pass the ref to fetch_media to see the "+
 			"content. list_media shows what is available; send_message and send_media reply to the group's chat. "+
@@ -240,6 +241,24 @@ func toolError(tool string, err error) *mcpgo.CallToolResult {
 		msg = ipc.ErrNoHost.Error()
 	}
 	return toolFailure(tool, code, msg)
+}
+
+// errorsForModel is the step every tool error passes before the model (or
+// an external client) reads it: its text goes through ForModel.
+func (t *tools) errorsForModel(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		res, err := next(ctx, req)
+		if res == nil || !res.IsError {
+			return res, err
+		}
+		for i, c := range res.Content {
+			if tc, ok := c.(mcpgo.TextContent); ok {
+				tc.Text = ForModel(tc.Text, t.ws.Root)
+				res.Content[i] = tc
+			}
+		}
+		return res, err
+	}
 }
 
 // badArgs is a tool error for arguments refused before any IPC.

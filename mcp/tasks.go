@@ -252,6 +252,9 @@ func formatTasks(res ipc.ListTasksResult) string {
 		}
 		fmt.Fprintf(&b, " — prompt: %s\n", oneLine(ti.Prompt, 300))
 	}
+	if res.FinishedOmitted > 0 {
+		fmt.Fprintf(&b, "%d older finished task(s) of the last week are not shown (only the newest finished ones are).\n", res.FinishedOmitted)
+	}
 	return b.String()
 }
 

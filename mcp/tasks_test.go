@@ -181,3 +181,38 @@ func TestTaskToolsOfferGroupToMainOnly(t *testing.T) {
 		}
 	}
 }
+
+// After many schedule/cancel pairs, list_tasks as the model reads it holds
+// the live task, the newest finished ones, and a line saying how many older
+// ones were left out (the scheduler's own test makes 3000 pairs).
+func TestListTasksAfterManyCancelled(t *testing.T) {
+	fam, _ := taskServers(t)
+	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "the one that stays", "schedule": map[string]any{"every": "24h"}}); isErr {
+		t.Fatal(out)
+	}
+	const pairs = 2*scheduler.FinishedListed + 5
+	for i := range pairs {
+		out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": fmt.Sprintf("reminder %d: %s", i, strings.Repeat("bring the long list ", 10)),
+			"schedule": map[string]any{"in": "2h"}})
+		if isErr {
+			t.Fatal(out)
+		}
+		if out, isErr := fam.call(ToolCancelTask, map[string]any{"id": i + 2}); isErr {
+			t.Fatal(out)
+		}
+	}
+	out, isErr := fam.call(ToolListTasks, nil)
+	t.Logf("list_tasks after %d pairs: %d bytes", pairs, len(out))
+	if isErr {
+		t.Fatal(out)
+	}
+	for _, want := range []string{"#1 [active]", fmt.Sprintf("#%d [cancelled]", pairs+1),
+		fmt.Sprintf("%d older finished task(s) of the last week are not shown", pairs-scheduler.FinishedListed)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list_tasks lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "[cancelled]"); n != scheduler.FinishedListed {
+		t.Errorf("%d cancelled tasks listed, want %d", n, scheduler.FinishedListed)
+	}
+}

@@ -140,12 +140,12 @@ func (s *Scheduler) handleList(ctx context.Context, caller *groups.Group, a ipc.
 			return nil, herr
 		}
 	}
-	tasks, err := s.List(ctx, folder)
+	tasks, omitted, err := s.List(ctx, folder)
 	if err != nil {
 		return nil, taskError(err)
 	}
 	res := ipc.ListTasksResult{Tasks: []ipc.TaskInfo{}, Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location),
-		MaxTasks: s.opts.MaxTasksPerGroup}
+		MaxTasks: s.opts.MaxTasksPerGroup, FinishedOmitted: omitted}
 	for _, t := range tasks {
 		res.Tasks = append(res.Tasks, s.info(ctx, t))
 	}

@@ -3,8 +3,10 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/botd-dev/botd/ipc"
 )
@@ -196,3 +198,60 @@ func TestScheduleReplayIsIdempotent(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A group that schedules and cancels a task 3000 times in a week gets a
+// list_tasks answer of its live tasks and the newest finished ones, not
+// of every one of them.
+func TestListShowsLiveAndNewestFinished(t *testing.T) {
+	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+	active := r.mustSchedule("family", daily("water the plants"))
+	paused := r.mustSchedule("family", daily("weekly review"))
+	if _, herr := r.call("family", ipc.TypePauseTask, "", ipc.TaskIDArgs{ID: paused.ID}); herr != nil {
+		t.Fatal(herr)
+	}
+	const pairs = 3000
+	var cancelled []int64
+	for i := range pairs {
+		ti := r.mustSchedule("family", daily(strings.Repeat("remind everyone of the long agenda ", 8)+itoa(int64(i))))
+		r.clock.Advance(time.Second)
+		if _, herr := r.call("family", ipc.TypeCancelTask, "", ipc.TaskIDArgs{ID: ti.ID}); herr != nil {
+			t.Fatal(herr)
+		}
+		cancelled = append(cancelled, ti.ID)
+	}
+	res, herr := r.call("family", ipc.TypeListTasks, "", ipc.ListTasksArgs{})
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	list := res.(ipc.ListTasksResult)
+	raw, _ := json.Marshal(list)
+	t.Logf("list_tasks after %d schedule/cancel pairs: %d tasks, %d left out, %d bytes", pairs, len(list.Tasks), list.FinishedOmitted, len(raw))
+	if len(raw) > 64<<10 {
+		t.Errorf("the answer is %d bytes, want at most 64 KiB", len(raw))
+	}
+	var got []int64
+	for _, ti := range list.Tasks {
+		got = append(got, ti.ID)
+	}
+	want := []int64{active.ID, paused.ID}
+	for i := range FinishedListed {
+		want = append(want, cancelled[len(cancelled)-1-i])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed ids %v, want the live ones then the newest %d finished, newest first: %v", got, FinishedListed, want)
+	}
+	if list.FinishedOmitted != pairs-FinishedListed {
+		t.Errorf("FinishedOmitted = %d, want %d", list.FinishedOmitted, pairs-FinishedListed)
+	}
+
+	// A week later the old ones are not counted either.
+	r.clock.Advance(7*24*time.Hour - pairs*time.Second + 30*time.Second)
+	res, herr = r.call("family", ipc.TypeListTasks, "", ipc.ListTasksArgs{})
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	list = res.(ipc.ListTasksResult)
+	if n := len(list.Tasks) - 2; n != FinishedListed || list.FinishedOmitted != pairs-FinishedListed-30 {
+		t.Errorf("after a week: %d finished listed, %d left out; want %d and %d", n, list.FinishedOmitted, FinishedListed, pairs-FinishedListed-30)
+	}
+}

@@ -113,26 +113,56 @@ func (s *Scheduler) Get(ctx context.Context, id int64) (Task, error) {
 	return t, nil
 }
 
-// List returns a group's tasks ("" for every group's), active and paused
-// first, then the finished ones of the last week, each by id.
-func (s *Scheduler) List(ctx context.Context, folder string) ([]Task, error) {
-	q := `SELECT ` + taskCols + ` FROM scheduled_tasks WHERE (state IN (?, ?) OR updated > ?)`
-	args := []any{StateActive, StatePaused, ms(s.now().Add(-finishedShown))}
+// FinishedListed is how many finished (done or cancelled) tasks List
+// returns at most: a group that schedules and cancels all day must not make
+// list_tasks (and the model's context) grow with every one of them.
+const FinishedListed = 20
+
+// List returns a group's tasks ("" for every group's): every active and
+// paused one by id, then at most FinishedListed finished ones of the last
+// week, newest first, and how many older finished ones of that week were
+// left out.
+func (s *Scheduler) List(ctx context.Context, folder string) (tasks []Task, omitted int, err error) {
+	where, args := ` WHERE state IN (?, ?)`, []any{StateActive, StatePaused}
 	if folder != "" {
-		q += ` AND folder = ?`
+		where += ` AND folder = ?`
 		args = append(args, folder)
 	}
-	q += ` ORDER BY state NOT IN ('active', 'paused'), id`
+	live, err := s.queryTasks(ctx, `SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	where, args = ` WHERE state NOT IN (?, ?) AND updated > ?`, []any{StateActive, StatePaused, ms(s.now().Add(-finishedShown))}
+	if folder != "" {
+		where += ` AND folder = ?`
+		args = append(args, folder)
+	}
+	done, err := s.queryTasks(ctx, `SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY updated DESC, id DESC LIMIT ?`,
+		append(args, FinishedListed)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	if len(done) == FinishedListed {
+		var all int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM scheduled_tasks`+where, args...).Scan(&all); err != nil {
+			return nil, 0, fmt.Errorf("list tasks: %w", err)
+		}
+		omitted = all - len(done)
+	}
+	return append(live, done...), omitted, nil
+}
+
+func (s *Scheduler) queryTasks(ctx context.Context, q string, args ...any) ([]Task, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []Task
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
+			return nil, err
 		}
 		out = append(out, t)
 	}

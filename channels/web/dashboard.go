@@ -41,6 +41,7 @@ type channelRow struct {
 
 type groupRow struct {
 	Folder, Name, Chat, Trigger, Room string
+	Disabled                          string // why its folder was refused at start
 	Main                              bool
 	Media                             mediaregistry.Stats
 	Saving                            string
@@ -88,6 +89,7 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 	var total mediaregistry.Stats
 	for _, g := range w.o.Groups.All() {
 		row := groupRow{Folder: g.Folder, Name: g.Name, Chat: g.Chat, Trigger: g.Trigger, Main: g.Main}
+		row.Disabled, _ = w.o.Groups.Disabled(g.Folder)
 		if room, ok := RoomOf(g.Chat); ok && w.rooms[room] != nil {
 			row.Room = room
 		}

@@ -83,11 +83,11 @@ func (d *daemon) open(ctx context.Context) error {
 	}
 	for _, g := range d.groups.All() {
 		ws, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g)
-		if err != nil {
-			return err
+		if err == nil {
+			err = ws.CleanTemp()
 		}
-		if err := ws.CleanTemp(); err != nil {
-			return err
+		if err != nil {
+			d.disable(g.Folder, err)
 		}
 	}
 	d.budget = newBudget(d.cfg, d.cache, d.groups, d.log.With("component", "disk"))
@@ -155,10 +155,30 @@ func (d *daemon) startHost(ctx context.Context) error {
 	})
 	var folders []string
 	for _, g := range d.groups.All() {
-		folders = append(folders, g.Folder)
+		if _, off := d.groups.Disabled(g.Folder); !off {
+			folders = append(folders, g.Folder)
+		}
 	}
 	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: hostHandler{d}, Log: d.log.With("component", "ipc")})
-	return d.host.Start(ctx)
+	if err := d.host.Start(ctx); err != nil {
+		return err
+	}
+	for folder, err := range d.host.Disabled() {
+		d.disable(folder, err)
+	}
+	return nil
+}
+
+// disable leaves one group out whose folder was refused at start: its
+// messages are stored but not answered until the folder is fixed and botd
+// restarted; every other group runs. The error names the path.
+func (d *daemon) disable(folder string, err error) {
+	if _, off := d.groups.Disabled(folder); off {
+		return
+	}
+	d.groups.Disable(folder, err.Error())
+	d.log.Error("group disabled: its folder was refused at start; its messages are kept but not answered until it is fixed and botd restarted",
+		"group", folder, "err", err)
 }
 
 // transcriber is media.transcription, or nil when it is not configured.

@@ -1,0 +1,130 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/transcribe"
+)
+
+// closedURL is a base URL nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+func TestForModel(t *testing.T) {
+	group := filepath.Join(t.TempDir(), "groups", "family")
+	base := closedURL(t)
+	_, httpErr := http.Post(base+"/v1/audio/transcriptions", "text/plain", strings.NewReader("x"))
+	_, pathErr := os.Open("/etc/botd-secret-dir/none.txt")
+	_, inGroupErr := os.Open(filepath.Join(group, "media", "missing.pdf"))
+	tgURL := "https://api.telegram.org/file/bot123456:SECRET-token/documents/file_7.pdf"
+	for _, tc := range []struct {
+		name         string
+		err          error
+		keep, reject []string
+	}{
+		{"a failed request (*url.Error)", httpErr, []string{"Post to the provider", "connection refused"},
+			[]string{base, strings.TrimPrefix(base, "http://"), "/v1/audio"}},
+		{"a host path (*os.PathError)", pathErr, []string{"open (a host path)", "no such file"}, []string{"/etc/botd-secret-dir"}},
+		{"a path in the group folder stays, relative", inGroupErr, []string{"open media/missing.pdf"}, []string{group}},
+		{"a wrapped chain", fmt.Errorf("downloading tg_x failed: %w", fmt.Errorf("telegram: %w", &urlErrorLike{tgURL, pathErr})),
+			[]string{"downloading tg_x failed: telegram:", "the provider"}, []string{"SECRET-token", "api.telegram.org", "/etc/botd-secret-dir"}},
+		{"an ipc error carrying both", ipc.Errorf(ipc.CodeDownloadFailed, "saving into %s: %v", "/var/lib/botd/data/media/ab12", httpErr),
+			[]string{"saving into (a host path)", "Post to the provider"}, []string{"/var/lib/botd", base}},
+		{"a lookup", fmt.Errorf("Get %q: dial tcp: lookup api.example.internal on 10.0.0.2:53: no such host", "https://api.example.internal/v1"),
+			[]string{"Get to the provider: dial tcp: lookup: no such host"}, []string{"example.internal", "10.0.0.2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.err == nil {
+				t.Fatal("the error to rewrite did not happen")
+			}
+			got := ModelError(tc.err, group)
+			for _, k := range tc.keep {
+				if !strings.Contains(got, k) {
+					t.Errorf("%q lacks %q (from %q)", got, k, tc.err)
+				}
+			}
+			for _, r := range tc.reject {
+				if strings.Contains(got, r) {
+					t.Errorf("%q still holds %q", got, r)
+				}
+			}
+		})
+	}
+}
+
+// urlErrorLike reads like a *url.Error of a GET to u.
+type urlErrorLike struct {
+	u   string
+	err error
+}
+
+func (e *urlErrorLike) Error() string { return fmt.Sprintf("Get %q: %v", e.u, e.err) }
+
+// Through the tool: a fetch the host refused with a host path and a
+// provider URL in its message, and a voice note whose transcription failed
+// against a provider on a closed port, reach the model without either.
+func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
+	base := closedURL(t) + "/v1"
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tr, err := transcribe.New(transcribe.Options{Name: "local", Type: "openai", BaseURL: base, APIKey: "sk-test", Model: "whisper-1", DB: st.DB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	voice := append([]byte("OggS"), make([]byte, 4096)...)
+	_, trErr := tr.Transcribe(context.Background(), strings.NewReader(string(voice)), int64(len(voice)), "voice.ogg", "audio/ogg")
+	if trErr == nil || !strings.Contains(trErr.Error(), strings.TrimPrefix(base, "http://")) {
+		t.Fatalf("want a transcription error naming the provider's address, got %v", trErr)
+	}
+
+	h := newFakeHost(t, "family")
+	addFile(t, h, "tg_voiceNote1", "Voice", "", "audio/ogg", "media/tg_voiceNote1_voice.ogg", voice, "")
+	h.mu.Lock()
+	m := h.media["tg_voiceNote1"]
+	m.res.TranscriptNote = "Transcribing it failed: " + trErr.Error()
+	h.media["tg_voiceNote1"] = m
+	h.mu.Unlock()
+	c := connect(t, newTestServer(t, h, 1<<20))
+	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_voiceNote1"})
+	texts, _, _ := parts(t, res)
+	out := strings.Join(texts, "\n")
+	if !strings.Contains(out, "Transcribing it failed") || strings.Contains(out, strings.TrimPrefix(base, "http://")) {
+		t.Errorf("the transcription note the model reads names the provider or lost its reason:\n%s", out)
+	}
+
+	_, pathErr := os.Open("/srv/botd-host/data/media/none")
+	h.mu.Lock()
+	h.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading tg_voiceNote2 failed: %v (via %s)", pathErr, base+"/files")
+	h.mu.Unlock()
+	res = callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_voiceNote2"})
+	texts, _, _ = parts(t, res)
+	out = strings.Join(texts, "\n")
+	if !res.IsError || !strings.Contains(out, "[download_failed]") {
+		t.Fatalf("want a download_failed tool error, got %s", out)
+	}
+	for _, leak := range []string{"/srv/botd-host", strings.TrimPrefix(base, "http://")} {
+		if strings.Contains(out, leak) {
+			t.Errorf("the tool error the model reads holds %q:\n%s", leak, out)
+		}
+	}
+}
