@@ -24,6 +24,7 @@ var ErrNoHost = errors.New("no answer from the botd host (is `botd run` running?
 // One Client serves many concurrent calls over one fsnotify watch.
 type Client struct {
 	layout Layout
+	types  Types // which requests are repeatable: the wording of busy and in_progress
 
 	mu      sync.Mutex
 	watcher *fsnotify.Watcher
@@ -31,10 +32,10 @@ type Client struct {
 	werr    error
 }
 
-// NewClient returns a client for one group's IPC folder. No I/O happens
-// until the first call.
-func NewClient(l Layout) *Client {
-	return &Client{layout: l, waiters: map[string]chan struct{}{}}
+// NewClient returns a client for one group's IPC folder speaking types
+// (tools.IPCTypes()). No I/O happens until the first call.
+func NewClient(l Layout, types Types) *Client {
+	return &Client{layout: l, types: types, waiters: map[string]chan struct{}{}}
 }
 
 // safetyPoll is how often a waiting call looks for its response even
@@ -193,11 +194,11 @@ func (c *Client) giveUp(ctx context.Context, typ, id, respPath string, result an
 	now := time.Now()
 	switch {
 	case withdrawn && p != nil && now.Sub(p.Updated) <= progressFresh:
-		return &Error{Code: CodeBusy, Message: busyMessage(typ)}
+		return &Error{Code: CodeBusy, Message: busyMessage(c.types.Repeatable(typ))}
 	case withdrawn || !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("ipc %s: %w", typ, ErrNoHost)
 	}
-	return &Error{Code: CodeInProgress, Message: inProgressMessage(typ, p, now)}
+	return &Error{Code: CodeInProgress, Message: inProgressMessage(c.types.Repeatable(typ), p, now)}
 }
 
 // readProgress returns the host's progress file for id, or nil.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // A group folder botd did not create leaves that group out at Start, with
@@ -63,7 +64,7 @@ func TestStartRefusesFoldersBotdDidNotCreate(t *testing.T) {
 			writeRequest(t, filepath.Join(root, "work", "requests"), "w1", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "for work"}, time.Now())
 			tt.setup(t, root, outside)
 			h := &funcHandler{}
-			host := ipc.NewHost(ipc.HostOptions{Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour})
+			host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour})
 			ctx, cancel := context.WithCancel(context.Background())
 			err := host.Start(ctx)
 			global := tt.name == "data/ipc is a symlink"
@@ -174,7 +175,7 @@ func TestRequestsSwappedWhileRunningAreNotServedAsTheOtherGroup(t *testing.T) {
 	}
 	// fam's own client refuses to write through the symlink at once.
 	start := time.Now()
-	err := ipc.NewClient(fam).Call(guard(t), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "x"}, nil)
+	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "fam/requests is a symlink") || time.Since(start) > hangGuard/2 {
 		t.Errorf("fam client: %v", err)
 	}
@@ -249,7 +250,7 @@ func helperBindMount() {
 		return
 	}
 	h := &funcHandler{}
-	host := ipc.NewHost(ipc.HostOptions{Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour})
+	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := host.Start(ctx); err != nil {
 		fmt.Println("FAIL start with a shared folder:", err)
@@ -264,7 +265,7 @@ func helperBindMount() {
 	// While running: fam's requests/ becomes work's, and a request of
 	// work waits there.
 	log := &logRec{}
-	host = ipc.NewHost(ipc.HostOptions{Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour, Log: slog.New(log)})
+	host = ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour, Log: slog.New(log)})
 	if err := host.Start(ctx); err != nil {
 		fmt.Println("FAIL start:", err)
 		os.Exit(1)
@@ -304,7 +305,7 @@ func TestClientRefusesSymlinkedRequests(t *testing.T) {
 	must(t, work.Ensure())
 	must(t, os.MkdirAll(fam.Root, 0o750))
 	must(t, os.Symlink("../work/requests", fam.Requests()))
-	err := ipc.NewClient(fam).Call(guard(t), ipc.TypeListMedia, nil, nil)
+	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), ipc.TypeListMedia, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "fam/requests is a symlink") {
 		t.Fatalf("Call: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // FuzzDecodeRequest: any bytes either decode to a request of a known type
@@ -15,14 +16,17 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"version":1,"id":"a1","type":"fetch_media","args":{"mediaRef":"tg_AAAAAAAAAA"}}`,
 		`{"version":1,"id":"a1","type":"list_media"}`,
 		`{"version":1,"id":"a1","type":"send_message","args":{"text":"hi"}}`,
+		`{"version":1,"id":"a1","type":"schedule_task","args":{"prompt":"x","schedule":{"in":"2h"}}}`,
+		`{"version":1,"id":"a1","type":"remember","args":{"note":"x"}}`,
 		`{"version":2,"id":"a1","type":"list_media"}`,
 		`{"version":1,"id":"a1","type":"list_media","group":"other"}`,
 		`{"version":1,"id":"a1"`, `[]`, `null`, ``, "\x00\xff",
 	} {
 		f.Add([]byte(s))
 	}
+	types := tools.IPCTypes()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req, reason := ipc.DecodeRequest(b, "a1")
+		req, reason := ipc.DecodeRequest(b, "a1", types)
 		if (req == nil) == (reason == "") {
 			t.Fatalf("req=%v reason=%q: exactly one must be set", req, reason)
 		}
@@ -32,9 +36,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.ID != "a1" || req.Version != ipc.Version {
 			t.Fatalf("accepted %+v", req)
 		}
-		switch req.Type {
-		case ipc.TypeFetchMedia, ipc.TypeListMedia, ipc.TypeSendMessage, ipc.TypeSendMedia:
-		default:
+		if !types.Known(req.Type) {
 			t.Fatalf("accepted unknown type %q", req.Type)
 		}
 		if _, err := json.Marshal(req); err != nil {

@@ -1,10 +1,8 @@
 package ipc
 
 // Media generation: generate_image, speak, generate_video, cancel_video
-// and list_videos reach the host's media service with these requests. None
-// but list_videos (read-only) is idempotent: each costs money and may send
-// to the chat, so one caught by a crash is answered send_unknown, never
-// carried out twice.
+// and list_videos reach the host's media service with these requests
+// (which may be repeated after a crash is the tool registry's to say).
 
 // Request types of media generation.
 const (

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // The host takes every generation request; only list_videos, which reads,
@@ -23,11 +24,11 @@ func TestGenerateTypes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.typ, func(t *testing.T) {
 			b := []byte(fmt.Sprintf(`{"version":%d,"id":"a1","type":%q,"args":{}}`, ipc.Version, tc.typ))
-			if req, reason := ipc.DecodeRequest(b, "a1"); req == nil {
+			if req, reason := ipc.DecodeRequest(b, "a1", tools.IPCTypes()); req == nil {
 				t.Errorf("refused: %s", reason)
 			}
-			if got := ipc.Idempotent(tc.typ); got != tc.idempotent {
-				t.Errorf("Idempotent %v, want %v", got, tc.idempotent)
+			if got := tools.IPCTypes().Repeatable(tc.typ); got != tc.idempotent {
+				t.Errorf("Repeatable %v, want %v", got, tc.idempotent)
 			}
 		})
 	}

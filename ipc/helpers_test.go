@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // hangGuard bounds every wait of these tests: a condition that should hold
@@ -129,6 +130,9 @@ func newRig(t *testing.T, h *funcHandler, o ipc.HostOptions, groups ...string) *
 func (r *rig) start(t *testing.T, o ipc.HostOptions, groups ...string) *rig {
 	t.Helper()
 	o.Root, o.Groups, o.Handler, o.Log = r.root, groups, r.h, slog.New(r.log)
+	if o.Types == nil {
+		o.Types = tools.IPCTypes()
+	}
 	if o.Rescan == 0 {
 		o.Rescan = time.Hour // tests poke Rescan themselves
 	}
@@ -150,7 +154,7 @@ func (r *rig) stop() {
 func (r *rig) layout(g string) ipc.Layout { return ipc.GroupLayout(r.root, g) }
 
 func (r *rig) client(t *testing.T, g string) *ipc.Client {
-	c := ipc.NewClient(r.layout(g))
+	c := ipc.NewClient(r.layout(g), tools.IPCTypes())
 	t.Cleanup(func() { c.Close() })
 	return c
 }

@@ -33,7 +33,10 @@ type HostOptions struct {
 	// Groups are the folders served, one per group.
 	Groups  []string
 	Handler Handler
-	Log     *slog.Logger
+	// Types are the request types accepted (tools.IPCTypes()); a request
+	// of another type is quarantined unread by the handler.
+	Types Types
+	Log   *slog.Logger
 	// MaxConcurrent bounds handlers across all groups (default 64);
 	// PerGroup bounds one group (default 16) so one busy group cannot
 	// starve the others. A handler that waits on something slow (a
@@ -114,6 +117,9 @@ func NewHost(o HostOptions) *Host {
 // says why, with the path); a bad data/ipc itself fails Start. Wait blocks
 // until in-flight handlers finished.
 func (h *Host) Start(ctx context.Context) error {
+	if len(h.opts.Types) == 0 {
+		return errors.New("ipc host: no request types (HostOptions.Types)")
+	}
 	if err := h.open(); err != nil {
 		h.close()
 		return fmt.Errorf("ipc host: %w", err)
@@ -437,7 +443,7 @@ func (h *Host) settle(g *group) {
 			g.root.Remove(rel) // answered just before the stop
 			continue
 		}
-		req, _, reason := readRequest(g.root, rel, id)
+		req, _, reason := readRequest(g.root, rel, id, h.opts.Types)
 		if reason != "" {
 			h.quarantine(g, dirProcessing, name, id, reason)
 			continue
@@ -445,7 +451,7 @@ func (h *Host) settle(g *group) {
 		if req == nil {
 			continue
 		}
-		if Idempotent(req.Type) {
+		if h.opts.Types.Repeatable(req.Type) {
 			if err := g.root.Rename(rel, dirRequests+"/"+name); err != nil {
 				h.opts.Log.Error("ipc: cannot requeue an interrupted request", "group", g.name, "id", id, "err", err)
 			} else {
@@ -507,7 +513,7 @@ func (h *Host) consider(ctx context.Context, g *group, name string) {
 		release()
 		return
 	}
-	req, fi, reason := readRequest(g.root, rel, id)
+	req, fi, reason := readRequest(g.root, rel, id, h.opts.Types)
 	if reason != "" && strings.HasPrefix(reason, "malformed JSON") && !strings.Contains(reason, "unknown field") &&
 		fi != nil && time.Since(fi.ModTime()) < writeGrace {
 		// A writer that does not rename into place may still be writing;
@@ -580,7 +586,7 @@ func (h *Host) answerExpired(g *group, rel string, req *Request, why string) {
 
 // readRequest returns the request at rel inside r and its file's info, or
 // why the file is not one. (nil, nil, "") means the file disappeared.
-func readRequest(r *os.Root, rel, id string) (*Request, fs.FileInfo, string) {
+func readRequest(r *os.Root, rel, id string, types Types) (*Request, fs.FileInfo, string) {
 	fi, err := r.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, ""
@@ -611,13 +617,13 @@ func readRequest(r *os.Root, rel, id string) (*Request, fs.FileInfo, string) {
 	if err != nil {
 		return nil, fi, "cannot read: " + err.Error()
 	}
-	req, reason := DecodeRequest(b, id)
+	req, reason := DecodeRequest(b, id, types)
 	return req, fi, reason
 }
 
 // DecodeRequest parses a request file's bytes for the request named id,
-// or says why they are not a request botd will act on.
-func DecodeRequest(b []byte, id string) (*Request, string) {
+// or says why they are not a request botd will act on (one of types).
+func DecodeRequest(b []byte, id string, types Types) (*Request, string) {
 	if len(b) > MaxRequestBytes {
 		return nil, fmt.Sprintf("request file is over the %d byte limit", MaxRequestBytes)
 	}
@@ -636,11 +642,7 @@ func DecodeRequest(b []byte, id string) (*Request, string) {
 	case req.ID != id:
 		return nil, fmt.Sprintf("id %q does not match the file name", req.ID)
 	}
-	switch req.Type {
-	case TypeFetchMedia, TypeListMedia, TypeSendMessage, TypeSendMedia:
-	case TypeScheduleTask, TypeListTasks, TypePauseTask, TypeResumeTask, TypeCancelTask:
-	case TypeGenerateImage, TypeSpeak, TypeGenerateVideo, TypeCancelVideo, TypeListVideos:
-	default:
+	if !types.Known(req.Type) {
 		return nil, fmt.Sprintf("unknown request type %q", req.Type)
 	}
 	return &req, ""
@@ -703,7 +705,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 		}
 		return
 	}
-	if !Idempotent(req.Type) {
+	if !h.opts.Types.Repeatable(req.Type) {
 		// A send must not be repeated after a power cut: the claim is on
 		// disk before anything goes out.
 		syncRootDir(g.root, dirProcessing)
@@ -711,7 +713,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 	}
 	// Judge the claimed bytes, not the ones read before the claim; time
 	// may also have passed in the queue.
-	req, fi, reason := readRequest(g.root, rel, req.ID)
+	req, fi, reason := readRequest(g.root, rel, req.ID, h.opts.Types)
 	if reason != "" {
 		h.quarantine(g, dirProcessing, name, strings.TrimSuffix(name, ".json"), reason)
 		return
@@ -731,7 +733,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 		// Stopping, and the handler gave up. A fetch or list stays in
 		// processing/ and is carried out again at the next start; a send
 		// may have gone out, so the caller hears that it is unknown.
-		if Idempotent(req.Type) {
+		if h.opts.Types.Repeatable(req.Type) {
 			h.opts.Log.Info("ipc: request interrupted by the stop; carried out again at the next start", "group", g.name, "type", req.Type, "id", req.ID)
 			return
 		}
@@ -779,7 +781,7 @@ func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result a
 		if p := recover(); p != nil {
 			h.opts.Log.Error("ipc: handler panicked", "group", g, "type", req.Type, "panic", p)
 			result, herr = nil, Errorf(CodeInternal, "the host failed handling %s", req.Type)
-			if !Idempotent(req.Type) {
+			if !h.opts.Types.Repeatable(req.Type) {
 				herr = Errorf(CodeSendUnknown, "botd failed while sending this; it may or may not have reached the chat — "+
 					"check the chat before sending again")
 			}

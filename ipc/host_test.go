@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // kill -9 after the network took a send and before botd wrote the answer:
@@ -39,7 +40,7 @@ func TestKilledSendIsNotRepeated(t *testing.T) {
 	}()
 
 	fam := ipc.GroupLayout(root, "fam")
-	c := ipc.NewClient(fam)
+	c := ipc.NewClient(fam, tools.IPCTypes())
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*hangGuard)
 	defer cancel()
@@ -79,7 +80,7 @@ func helperSendThenHang() {
 		}
 		return nil, nil
 	}}
-	host := ipc.NewHost(ipc.HostOptions{Root: os.Getenv("IPC_TEST_ROOT"), Groups: []string{"fam"}, Handler: h, Rescan: 50 * time.Millisecond})
+	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: os.Getenv("IPC_TEST_ROOT"), Groups: []string{"fam"}, Handler: h, Rescan: 50 * time.Millisecond})
 	if err := host.Start(context.Background()); err != nil {
 		fmt.Println(err)
 		os.Exit(1)
@@ -267,7 +268,7 @@ func TestProgressReachesTheClient(t *testing.T) {
 // No host ever looked at the request: ErrNoHost, and it is withdrawn.
 func TestNoHostIsStillNoHost(t *testing.T) {
 	fam := ipc.GroupLayout(filepath.Join(t.TempDir(), "ipc"), "fam")
-	c := ipc.NewClient(fam)
+	c := ipc.NewClient(fam, tools.IPCTypes())
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -475,13 +476,13 @@ func TestProgressIsNotAResponse(t *testing.T) {
 // BenchmarkRoundTrip: one list_media through a real client and host.
 func BenchmarkRoundTrip(b *testing.B) {
 	root := filepath.Join(b.TempDir(), "ipc")
-	host := ipc.NewHost(ipc.HostOptions{Root: root, Groups: []string{"fam"}, Handler: &funcHandler{}, Rescan: time.Hour})
+	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"fam"}, Handler: &funcHandler{}, Rescan: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); host.Wait() }()
 	if err := host.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	c := ipc.NewClient(ipc.GroupLayout(root, "fam"))
+	c := ipc.NewClient(ipc.GroupLayout(root, "fam"), tools.IPCTypes())
 	defer c.Close()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -150,9 +150,9 @@ func (t *tracker) finish() {
 }
 
 // busyMessage explains a request the host saw but never started.
-func busyMessage(typ string) string {
+func busyMessage(repeatable bool) string {
 	what := "carried out"
-	if !Idempotent(typ) {
+	if !repeatable {
 		what = "sent"
 	}
 	return fmt.Sprintf("botd is running but busy with other requests of this group, so this one never started; "+
@@ -161,8 +161,8 @@ func busyMessage(typ string) string {
 
 // inProgressMessage explains a request the host claimed and has not
 // answered yet, from its last progress (nil: none written).
-func inProgressMessage(typ string, p *progressFile, now time.Time) string {
-	send := !Idempotent(typ)
+func inProgressMessage(repeatable bool, p *progressFile, now time.Time) string {
+	send := !repeatable
 	sendTail := "it has not confirmed delivery yet — check the chat before sending it again"
 	if p == nil {
 		if send {

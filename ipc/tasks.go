@@ -15,18 +15,6 @@ const (
 	TypeCancelTask   = "cancel_task"
 )
 
-// TaskType reports whether typ is a scheduled-task request. All of them
-// are safe to carry out again after a crash: pause, resume and cancel set
-// a state, and schedule_task is keyed by the request id, so a replay
-// returns the task the first attempt made.
-func TaskType(typ string) bool {
-	switch typ {
-	case TypeScheduleTask, TypeListTasks, TypePauseTask, TypeResumeTask, TypeCancelTask:
-		return true
-	}
-	return false
-}
-
 // TaskSchedule is exactly one of its fields: a cron expression ("0 9 * *
 // 1"), an interval ("30m"), a time (RFC 3339) or a delay from now ("2h").
 type TaskSchedule struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // The task requests reach the handler through the files like any other,
@@ -51,12 +52,14 @@ func TestTaskRequestsReachTheHandler(t *testing.T) {
 }
 
 func TestTaskTypesAreIdempotent(t *testing.T) {
+	types := tools.IPCTypes()
 	for _, typ := range []string{ipc.TypeScheduleTask, ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask} {
-		if !ipc.TaskType(typ) || !ipc.Idempotent(typ) {
-			t.Errorf("%s: TaskType %v, Idempotent %v", typ, ipc.TaskType(typ), ipc.Idempotent(typ))
+		spec, ok := tools.Lookup(typ)
+		if !ok || spec.Service != tools.Tasks || !types.Repeatable(typ) {
+			t.Errorf("%s: registered %v, repeatable %v", typ, ok, types.Repeatable(typ))
 		}
 	}
-	if ipc.TaskType(ipc.TypeSendMessage) || ipc.Idempotent(ipc.TypeSendMessage) {
-		t.Error("send_message counted as a task request or idempotent")
+	if spec, _ := tools.Lookup(ipc.TypeSendMessage); spec.Service == tools.Tasks || types.Repeatable(ipc.TypeSendMessage) {
+		t.Error("send_message counted as a task request or repeatable")
 	}
 }

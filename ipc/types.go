@@ -20,7 +20,8 @@
 // stops that group until restart. A request older than MaxRequestAge is
 // answered expired, never carried out. A claimed request survives a crash
 // in processing/: at the next start a fetch or list is carried out again
-// (Idempotent), a send is answered send_unknown instead of being repeated.
+// (Types says which are repeatable), a send is answered send_unknown
+// instead of being repeated.
 // A caller whose deadline passes hears in_progress (with the last Progress)
 // when the host has claimed its request, busy when the host saw it but had
 // no free slot (the request is then withdrawn, not carried out), and
@@ -85,13 +86,23 @@ const MaxRequestAge = 10 * time.Minute
 // MaxClockSkew is how far in the future a request's Created may be.
 const MaxClockSkew = time.Minute
 
-// Idempotent reports whether carrying out a request of type typ twice is
-// harmless (fetch_media, list_media, list_videos). Sends are not: a send
+// Types are the request types a host accepts, each mapped to whether
+// carrying it out twice is harmless (a fetch, a list, a task change keyed
+// by its request id). One that is not (a send, a generation) and was
 // interrupted by a crash is answered CodeSendUnknown rather than carried
-// out again.
-func Idempotent(typ string) bool {
-	return typ == TypeFetchMedia || typ == TypeListMedia || typ == TypeListVideos || TaskType(typ)
+// out again. The tool registry (package tools) builds it; ipc names no
+// tool itself.
+type Types map[string]bool
+
+// Known reports whether typ is a request type of the protocol.
+func (t Types) Known(typ string) bool {
+	_, ok := t[typ]
+	return ok
 }
+
+// Repeatable reports whether a request of type typ may be carried out
+// again after a crash; an unknown type may not.
+func (t Types) Repeatable(typ string) bool { return t[typ] }
 
 // MaxRequestBytes bounds a request file; larger files are quarantined
 // unread.

@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // BenchmarkFetchMediaEndToEnd is fetch_media of a cached image through
@@ -113,12 +114,12 @@ func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
 		Groups: set, GroupsDir: groupsDir, MaxDownloadBytes: 100 << 20, Log: quiet})
 	ipcRoot := filepath.Join(root, "ipc")
 	ctx, cancel := context.WithCancel(context.Background())
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{"family"}, Handler: svc, Log: quiet})
+	host := ipc.NewHost(ipc.HostOptions{Types: registry.IPCTypes(), Root: ipcRoot, Groups: []string{"family"}, Handler: svc, Log: quiet})
 	if err := host.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cancel(); host.Wait() })
-	ic := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"))
+	ic := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"), registry.IPCTypes())
 	b.Cleanup(func() { ic.Close() })
 	var caller mcp.Caller = ic
 	if inProcess {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // fileHandler is an ipc.Handler that "downloads" one image into the group
@@ -56,13 +57,13 @@ func ipcServer(t testing.TB, data []byte) *tools {
 	if err := lay.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{g.Folder},
+	host := ipc.NewHost(ipc.HostOptions{Types: registry.IPCTypes(), Root: ipcRoot, Groups: []string{g.Folder},
 		Handler: fileHandler{groupsDir: groupsDir, data: data}, Log: testLoggerB()})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := host.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl := ipc.NewClient(lay)
+	cl := ipc.NewClient(lay, registry.IPCTypes())
 	t.Cleanup(func() { cancel(); host.Wait(); cl.Close() })
 	tl, err := newTools(Options{GroupDir: filepath.Join(groupsDir, "family"), Caller: cl, Log: testLoggerB(), CallTimeout: 10 * time.Second})
 	if err != nil {

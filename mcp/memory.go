@@ -12,6 +12,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // The memory tools change the memory file of this server's group, or the
@@ -20,69 +21,9 @@ import (
 // built (Options.GroupDir, Options.GlobalDir, Options.Main), so a chat
 // member of one group cannot make the assistant write another's memory.
 
-// Memory scopes.
-const (
-	scopeGroup  = "group"
-	scopeGlobal = "global"
-)
-
 // errGlobalMainOnly answers a group other than the main one asking for the
 // global memory.
 const errGlobalMainOnly = "only the main group can change the global memory"
-
-// scopeOption is the scope argument, offered only by the main group's
-// server: another group's server takes scope "group" too, but refuses
-// "global" with errGlobalMainOnly.
-func scopeOption(global bool) mcpgo.ToolOption {
-	if !global {
-		return func(*mcpgo.Tool) {}
-	}
-	return mcpgo.WithString("scope",
-		mcpgo.Description(`"group" (the default): this group's memory. "global": the memory every group's `+
-			"assistant is shown, for facts that hold for everyone; only this group (the main one) can change it."),
-		mcpgo.Enum(scopeGroup, scopeGlobal))
-}
-
-// rememberTool is remember; global adds the scope argument.
-func rememberTool(global bool) mcpgo.Tool {
-	return mcpgo.NewTool(ToolRemember,
-		mcpgo.WithDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
-			"of every later conversation in this group. Use it when someone asks you to remember something (a name, a "+
-			"preference, a birthday, a recurring plan), or to keep a lasting fact the group will expect you to know. "+
-			"One short fact per note, written so it makes sense on its own later; it is stored on one line with "+
-			"today's date. Never store passwords, codes, keys or other secrets, nor anything a person would not want "+
-			"the whole group to read. The memory holds %d KiB: when it is full, forget outdated notes first. To "+
-			"correct a note, forget the old one and remember the new one.", groups.MaxMemoryBytes>>10)),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithIdempotentHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-		mcpgo.WithString("note",
-			mcpgo.Required(),
-			mcpgo.Description("The fact to remember, e.g. \"Alice is vegetarian\"."),
-			mcpgo.MinLength(1), mcpgo.MaxLength(groups.MaxNoteRunes)),
-		scopeOption(global),
-	)
-}
-
-// forgetTool is forget; global adds the scope argument.
-func forgetTool(global bool) mcpgo.Tool {
-	return mcpgo.NewTool(ToolForget,
-		mcpgo.WithDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
-			"is deleted. Use it when someone asks you to forget something, when a note is wrong or outdated, or to "+
-			"make room when the memory is full. Give a distinctive part of the note, so that only the notes meant "+
-			"are removed; headings and text the owners wrote outside the notes are never removed. Answers how many "+
-			"notes were removed."),
-		mcpgo.WithDestructiveHintAnnotation(true),
-		mcpgo.WithIdempotentHintAnnotation(true),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-		mcpgo.WithString("text",
-			mcpgo.Required(),
-			mcpgo.Description(fmt.Sprintf("Text the notes to remove contain, at least %d characters, e.g. \"vegetarian\".",
-				groups.MinForgetRunes)),
-			mcpgo.MinLength(groups.MinForgetRunes), mcpgo.MaxLength(groups.MaxNoteRunes)),
-		scopeOption(global),
-	)
-}
 
 func (t *tools) remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	ws, global, refused := t.memoryArgs(ToolRemember, req, "note")
@@ -144,9 +85,9 @@ func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string)
 		return ws, false, badArgs(tool, "%v", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(scope)) {
-	case "", scopeGroup:
+	case "", registry.ScopeGroup:
 		return t.ws, false, nil
-	case scopeGlobal:
+	case registry.ScopeGlobal:
 		if !t.main {
 			return ws, false, toolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
 		}
@@ -155,7 +96,7 @@ func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string)
 		}
 		return t.global, true, nil
 	default:
-		return ws, false, badArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, scopeGroup, scopeGlobal)
+		return ws, false, badArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
 	}
 }
 

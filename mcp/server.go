@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // ServerName is the MCP server name announced at initialize.
@@ -123,7 +124,9 @@ func NewServer(opts Options) (*server.MCPServer, error) {
 			"content. list_media shows what is available; send_message and send_media reply to the group's chat. "+
 			"remember and forget keep notes in the group's memory, which is shown in every conversation."),
 	)
-	t.register(s)
+	if err := t.register(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -175,17 +178,51 @@ func newTools(opts Options) (*tools, error) {
 	return t, nil
 }
 
-func (t *tools) register(s *server.MCPServer) {
-	s.AddTool(listMediaTool(), t.listMedia)
-	s.AddTool(fetchMediaTool(), t.fetchMedia)
-	s.AddTool(sendMessageTool(), t.sendMessage)
-	s.AddTool(sendMediaTool(), t.sendMedia)
-	global := t.main && t.global.Root != ""
-	s.AddTool(rememberTool(global), t.remember)
-	s.AddTool(forgetTool(global), t.forget)
-	t.registerTasks(s)
+// handlerFunc is the MCP half of a registered tool: it turns the model's
+// arguments into the request (or, for a Local tool, does the work) and the
+// answer into what the model reads.
+type handlerFunc func(t *tools, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+
+// handlers holds the MCP half of every tool of the registry
+// (registry.All), one line a tool.
+var handlers = map[string]handlerFunc{
+	ToolListMedia:     (*tools).listMedia,
+	ToolFetchMedia:    (*tools).fetchMedia,
+	ToolSendMessage:   (*tools).sendMessage,
+	ToolSendMedia:     (*tools).sendMedia,
+	ToolRemember:      (*tools).remember,
+	ToolForget:        (*tools).forget,
+	ToolScheduleTask:  (*tools).scheduleTask,
+	ToolListTasks:     (*tools).listTasks,
+	ToolPauseTask:     (*tools).changeTask,
+	ToolResumeTask:    (*tools).changeTask,
+	ToolCancelTask:    (*tools).changeTask,
+	ToolGenerateImage: (*tools).generateImage,
+	ToolSpeak:         (*tools).speak,
+	ToolGenerateVideo: (*tools).generateVideo,
+	ToolCancelVideo:   (*tools).cancelVideo,
+	ToolListVideos:    (*tools).listVideos,
+}
+
+// offer is what this server is built for, in the registry's terms.
+func (t *tools) offer() registry.Offer {
+	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen}
+}
+
+// register adds the registry's tools this server offers.
+func (t *tools) register(s *server.MCPServer) error {
+	o := t.offer()
+	for _, spec := range registry.For(o) {
+		h, ok := handlers[spec.Name]
+		if !ok {
+			return fmt.Errorf("mcp server: tool %s has no MCP handler", spec.Name)
+		}
+		s.AddTool(spec.Def(o), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return h(t, ctx, req)
+		})
+	}
 	t.registerLinks(s)
-	t.registerGenerate(s)
+	return nil
 }
 
 // call runs one IPC request under the call timeout.

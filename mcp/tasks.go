@@ -6,116 +6,23 @@ import (
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // Scheduled tasks: the tools turn into IPC requests that the host's
 // scheduler answers; which tasks a call may see and change is decided
-// there, by the group the request comes from. The group argument is
-// offered only by the main group's server (the host refuses it from any
-// other).
+// there, by the group the request comes from.
 
 // Tool names of scheduled tasks.
 const (
-	ToolScheduleTask = "schedule_task"
-	ToolListTasks    = "list_tasks"
-	ToolPauseTask    = "pause_task"
-	ToolResumeTask   = "resume_task"
-	ToolCancelTask   = "cancel_task"
+	ToolScheduleTask = registry.ScheduleTask
+	ToolListTasks    = registry.ListTasks
+	ToolPauseTask    = registry.PauseTask
+	ToolResumeTask   = registry.ResumeTask
+	ToolCancelTask   = registry.CancelTask
 )
-
-// maxTaskPrompt matches the scheduler's cap, so a model hears it before
-// the round trip.
-const maxTaskPrompt = 4000
-
-func (t *tools) registerTasks(s *server.MCPServer) {
-	s.AddTool(scheduleTaskTool(t.main), t.scheduleTask)
-	s.AddTool(listTasksTool(t.main), t.listTasks)
-	s.AddTool(taskIDTool(ToolPauseTask, "Pause a scheduled task of this group: it does not run until resume_task. "+
-		"Runs that fall in the pause are not made up for."), t.changeTask(ToolPauseTask, ipc.TypePauseTask))
-	s.AddTool(taskIDTool(ToolResumeTask, "Resume a paused task: it runs again from its next scheduled time."),
-		t.changeTask(ToolResumeTask, ipc.TypeResumeTask))
-	s.AddTool(taskIDTool(ToolCancelTask, "Cancel a scheduled task for good (use it when someone asks to stop a reminder "+
-		"or recurring job)."), t.changeTask(ToolCancelTask, ipc.TypeCancelTask))
-}
-
-func scheduleTaskTool(main bool) mcpgo.Tool {
-	str := func(desc string) map[string]any {
-		return map[string]any{"type": "string", "description": desc, "minLength": 1, "maxLength": 200}
-	}
-	opts := []mcpgo.ToolOption{
-		mcpgo.WithDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
-			"group and your reply is posted to the group's chat (you may fetch media, send files or schedule more then). " +
-			"Use it when someone asks for something later or regularly: \"every Monday at 9 summarise last week's " +
-			"photos\", \"remind us on the 1st to pay rent\", \"in two hours check whether anyone answered\". Write the " +
-			"prompt as the instruction to carry out then, with every detail needed (who asked, what for). schedule is an " +
-			"object with exactly one key: {\"cron\": \"0 9 * * 1\"} (minute hour day-of-month month day-of-week, in the " +
-			"timezone list_tasks shows), {\"every\": \"30m\"} (an interval, at least 1m), {\"at\": " +
-			"\"2026-12-01T09:00:00+01:00\"} (once, RFC 3339) or {\"in\": \"2h\"} (once, after a delay). Answers the " +
-			"task id and its next run."),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithIdempotentHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-		mcpgo.WithString("prompt",
-			mcpgo.Required(),
-			mcpgo.Description("What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\""),
-			mcpgo.MinLength(1), mcpgo.MaxLength(maxTaskPrompt)),
-		mcpgo.WithObject("schedule",
-			mcpgo.Required(),
-			mcpgo.Description("When to run: exactly one of cron, every, at, in."),
-			mcpgo.Properties(map[string]any{
-				"cron":  str("Cron expression, five fields: minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1\" (Mondays 9:00), \"0 10 1 * *\" (the 1st at 10:00)."),
-				"every": str("Interval between runs, e.g. \"30m\", \"6h\", \"24h\"; at least 1m."),
-				"at":    str("One run at this time, RFC 3339, e.g. \"2026-12-01T09:00:00+01:00\"."),
-				"in":    str("One run after this delay from now, e.g. \"10m\", \"2h\", \"48h\"."),
-			}),
-			mcpgo.MinProperties(1), mcpgo.MaxProperties(1), mcpgo.AdditionalProperties(false)),
-		mcpgo.WithString("context",
-			mcpgo.Description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
-				"it sees the prompt alone."),
-			mcpgo.Enum("group", "isolated")),
-		mcpgo.WithBoolean("batch",
-			mcpgo.Description("true: run through the provider's batch API at about half the price; the answer comes "+
-				"within hours, not at the scheduled minute. Only for work nobody waits for (a weekly digest, a report); "+
-				"never for reminders.")),
-	}
-	if main {
-		opts = append(opts, mcpgo.WithString("group",
-			mcpgo.Description("The folder of the group the task runs in (its answer goes to that group's chat); "+
-				"default this group. Only this group (the main one) may name another."),
-			mcpgo.MaxLength(64)))
-	}
-	return mcpgo.NewTool(ToolScheduleTask, opts...)
-}
-
-func listTasksTool(main bool) mcpgo.Tool {
-	opts := []mcpgo.ToolOption{
-		mcpgo.WithDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
-			"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
-			"use and the current time there."),
-		mcpgo.WithReadOnlyHintAnnotation(true),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-	}
-	if main {
-		opts = append(opts, mcpgo.WithString("group",
-			mcpgo.Description("Another group's folder, or \"*\" for every group; default this group."),
-			mcpgo.MaxLength(64)))
-	}
-	return mcpgo.NewTool(ToolListTasks, opts...)
-}
-
-func taskIDTool(name, desc string) mcpgo.Tool {
-	return mcpgo.NewTool(name,
-		mcpgo.WithDescription(desc),
-		mcpgo.WithDestructiveHintAnnotation(name == ToolCancelTask),
-		mcpgo.WithIdempotentHintAnnotation(true),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-		mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The task id, from schedule_task or list_tasks."), mcpgo.Min(1)),
-	)
-}
 
 func (t *tools) scheduleTask(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.ScheduleTaskArgs
@@ -258,23 +165,24 @@ func formatTasks(res ipc.ListTasksResult) string {
 	return b.String()
 }
 
-func (t *tools) changeTask(tool, typ string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		id, ok := intArg(req.GetArguments()["id"])
-		if !ok || id < 1 {
-			return badArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
-		}
-		var res ipc.TaskResult
-		if err := t.call(ctx, typ, ipc.TaskIDArgs{ID: int64(id)}, &res); err != nil {
-			return toolError(tool, err), nil
-		}
-		ti := res.Task
-		text := fmt.Sprintf("Task %d in %s is now %s (%s)", ti.ID, ti.Group, ti.State, ti.Schedule)
-		if ti.NextRun != "" && ti.State == "active" {
-			text += "; next run " + ti.NextRun
-		}
-		return mcpgo.NewToolResultText(text + "."), nil
+// changeTask is pause_task, resume_task and cancel_task: the tool's name
+// is its request type.
+func (t *tools) changeTask(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	tool := req.Params.Name
+	id, ok := intArg(req.GetArguments()["id"])
+	if !ok || id < 1 {
+		return badArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
 	}
+	var res ipc.TaskResult
+	if err := t.call(ctx, tool, ipc.TaskIDArgs{ID: int64(id)}, &res); err != nil {
+		return toolError(tool, err), nil
+	}
+	ti := res.Task
+	text := fmt.Sprintf("Task %d in %s is now %s (%s)", ti.ID, ti.Group, ti.State, ti.Schedule)
+	if ti.NextRun != "" && ti.State == "active" {
+		text += "; next run " + ti.NextRun
+	}
+	return mcpgo.NewToolResultText(text + "."), nil
 }
 
 func batchNote(batch bool) string {

@@ -14,107 +14,18 @@ import (
 
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	registry "github.com/botd-dev/botd/tools"
 )
 
-// Tool names, fixed by the design.
+// Tool names, as the registry (package tools) declares them.
 const (
-	ToolListMedia   = "list_media"
-	ToolFetchMedia  = "fetch_media"
-	ToolSendMessage = "send_message"
-	ToolSendMedia   = "send_media"
-	ToolRemember    = "remember"
-	ToolForget      = "forget"
+	ToolListMedia   = registry.ListMedia
+	ToolFetchMedia  = registry.FetchMedia
+	ToolSendMessage = registry.SendMessage
+	ToolSendMedia   = registry.SendMedia
+	ToolRemember    = registry.Remember
+	ToolForget      = registry.Forget
 )
-
-const (
-	defaultListLimit = 20
-	maxListLimit     = 200
-	// maxSendText bounds send_message; channels split long text, but a
-	// runaway model should not flood a chat.
-	maxSendText = 32 << 10
-)
-
-func kindNames() []string {
-	out := make([]string, len(mediaregistry.Kinds))
-	for i, k := range mediaregistry.Kinds {
-		out[i] = string(k)
-	}
-	return out
-}
-
-func listMediaTool() mcpgo.Tool {
-	return mcpgo.NewTool(ToolListMedia,
-		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
-			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
-			"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
-		mcpgo.WithReadOnlyHintAnnotation(true),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(false),
-		mcpgo.WithInteger("limit",
-			mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", defaultListLimit, maxListLimit)),
-			mcpgo.Min(1), mcpgo.Max(maxListLimit)),
-		mcpgo.WithString("kind",
-			mcpgo.Description("Only this kind of media."),
-			mcpgo.Enum(kindNames()...)),
-	)
-}
-
-func fetchMediaTool() mcpgo.Tool {
-	return mcpgo.NewTool(ToolFetchMedia,
-		mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
-			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
-			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
-			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
-			"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
-			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
-			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
-			"continues: call again in a minute."),
-		mcpgo.WithReadOnlyHintAnnotation(true),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithIdempotentHintAnnotation(true),
-		mcpgo.WithOpenWorldHintAnnotation(true),
-		mcpgo.WithString("mediaRef",
-			mcpgo.Required(),
-			mcpgo.Description("The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix)."),
-			mcpgo.MinLength(1), mcpgo.MaxLength(128)),
-		mcpgo.WithString("pages",
-			mcpgo.Description("For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
-				"omit to start at the beginning."),
-			mcpgo.MaxLength(32)),
-	)
-}
-
-func sendMessageTool() mcpgo.Tool {
-	return mcpgo.NewTool(ToolSendMessage,
-		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
-			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
-			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
-			"send it again unless asked."),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(true),
-		mcpgo.WithString("text",
-			mcpgo.Required(),
-			mcpgo.Description("The message text."),
-			mcpgo.MinLength(1), mcpgo.MaxLength(maxSendText)),
-	)
-}
-
-func sendMediaTool() mcpgo.Tool {
-	return mcpgo.NewTool(ToolSendMedia,
-		mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
-			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
-			"absolute paths and paths leaving the folder are refused."),
-		mcpgo.WithDestructiveHintAnnotation(false),
-		mcpgo.WithOpenWorldHintAnnotation(true),
-		mcpgo.WithString("path",
-			mcpgo.Required(),
-			mcpgo.Description("File path relative to the group folder, e.g. media/chart.png."),
-			mcpgo.MinLength(1), mcpgo.MaxLength(1024)),
-		mcpgo.WithString("caption",
-			mcpgo.Description("Optional caption shown with the file."),
-			mcpgo.MaxLength(4096)),
-	)
-}
 
 // stringArg reads an optional string argument; a value of another type is
 // an error rather than silently ignored.
@@ -151,13 +62,13 @@ func intArg(v any) (int, bool) {
 }
 
 func (t *tools) listMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	args := ipc.ListMediaArgs{Limit: defaultListLimit}
+	args := ipc.ListMediaArgs{Limit: registry.DefaultListLimit}
 	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
 		n, ok := intArg(v)
 		if !ok || n < 1 {
 			return badArgs(ToolListMedia, "limit must be a positive integer"), nil
 		}
-		args.Limit = min(n, maxListLimit)
+		args.Limit = min(n, registry.MaxListLimit)
 	}
 	kind, has, err := stringArg(req, "kind")
 	if err != nil {
@@ -166,7 +77,7 @@ func (t *tools) listMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if has && kind != "" {
 		k, ok := mediaregistry.ParseKind(kind)
 		if !ok {
-			return badArgs(ToolListMedia, "unknown kind %q; one of %s", kind, strings.Join(kindNames(), ", ")), nil
+			return badArgs(ToolListMedia, "unknown kind %q; one of %s", kind, strings.Join(registry.KindNames(), ", ")), nil
 		}
 		args.Kind = string(k)
 	}
@@ -249,8 +160,8 @@ func (t *tools) sendMessage(ctx context.Context, req mcpgo.CallToolRequest) (*mc
 	if strings.TrimSpace(text) == "" {
 		return badArgs(ToolSendMessage, "text is required and must not be empty"), nil
 	}
-	if len(text) > maxSendText {
-		return badArgs(ToolSendMessage, "text is %d bytes; at most %d", len(text), maxSendText), nil
+	if len(text) > registry.MaxSendText {
+		return badArgs(ToolSendMessage, "text is %d bytes; at most %d", len(text), registry.MaxSendText), nil
 	}
 	var res ipc.SendResult
 	if err := t.call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: text}, &res); err != nil {

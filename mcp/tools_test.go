@@ -13,6 +13,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 func TestToolsList(t *testing.T) {
@@ -300,6 +301,22 @@ func TestIntArg(t *testing.T) {
 	} {
 		if got, ok := intArg(tc.in); got != tc.want || ok != tc.ok {
 			t.Errorf("intArg(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Every registered tool has its MCP handler, and every handler a
+// registered tool: a tool declared in the registry but not here would
+// make NewServer fail, one here but not there would never be offered.
+func TestEveryRegisteredToolHasAHandler(t *testing.T) {
+	for _, s := range registry.All {
+		if handlers[s.Name] == nil {
+			t.Errorf("%s: registered, no MCP handler", s.Name)
+		}
+	}
+	for name := range handlers {
+		if _, ok := registry.Lookup(name); !ok {
+			t.Errorf("%s: MCP handler of no registered tool", name)
 		}
 	}
 }

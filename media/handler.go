@@ -2,18 +2,19 @@ package media
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Handle answers one request of the group whose folder is group: the IPC
 // host calls it for files found in data/ipc/<group>/, the in-process
-// Caller for the built-in agent. A panic in a handler is an internal
+// Caller for the built-in agent. Which method answers which request is
+// the tool registry's (tools.Serve). A panic in a handler is an internal
 // error for this request, never a dead daemon.
 func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
 	defer func() {
@@ -26,75 +27,7 @@ func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (r
 	if !ok {
 		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
 	}
-	switch req.Type {
-	case ipc.TypeFetchMedia:
-		var a ipc.FetchMediaArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.Fetch(ctx, g, a.MediaRef)
-	case ipc.TypeListMedia:
-		var a ipc.ListMediaArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.List(ctx, g, a)
-	case ipc.TypeSendMessage:
-		var a ipc.SendMessageArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.SendMessage(ctx, g, a)
-	case ipc.TypeSendMedia:
-		var a ipc.SendMediaArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.SendMedia(ctx, g, a)
-	case ipc.TypeGenerateImage:
-		var a ipc.GenerateImageArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.GenerateImage(ctx, g, a)
-	case ipc.TypeSpeak:
-		var a ipc.SpeakArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.Speak(ctx, g, a)
-	case ipc.TypeGenerateVideo:
-		var a ipc.GenerateVideoArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.GenerateVideo(ctx, g, a)
-	case ipc.TypeCancelVideo:
-		var a ipc.CancelVideoArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.CancelVideo(ctx, g, a)
-	case ipc.TypeListVideos:
-		var a ipc.ListVideosArgs
-		if err := decodeArgs(req, &a); err != nil {
-			return nil, err
-		}
-		return s.ListVideos(ctx, g, a)
-	}
-	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
-}
-
-func decodeArgs(req *ipc.Request, v any) *ipc.Error {
-	if len(req.Args) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(req.Args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
-	}
-	return nil
+	return tools.Serve(ctx, tools.Media, s, g, req)
 }
 
 // target picks the chat a send goes to: the group's own chat, or, for the

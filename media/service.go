@@ -28,6 +28,7 @@ import (
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -105,7 +106,10 @@ type flight struct {
 	err   *ipc.Error
 }
 
-var _ ipc.Handler = (*Service)(nil)
+var (
+	_ ipc.Handler     = (*Service)(nil)
+	_ tools.MediaHost = (*Service)(nil)
+)
 
 // New returns the service; it does no I/O.
 func New(o Options) *Service {

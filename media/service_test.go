@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // rig is a running host over a real store, registry and cache, with a fake
@@ -117,7 +118,7 @@ func (r *rig) start() {
 	r.svc = svc
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.host = ipc.NewHost(ipc.HostOptions{Root: r.ipcRoot, Groups: folders(r.set), Handler: svc, Rescan: 200 * time.Millisecond})
+	r.host = ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: r.ipcRoot, Groups: folders(r.set), Handler: svc, Rescan: 200 * time.Millisecond})
 	if err := r.host.Start(ctx); err != nil {
 		r.t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func (r *rig) stop() {
 }
 
 func (r *rig) client(folder string) *ipc.Client {
-	c := ipc.NewClient(ipc.GroupLayout(r.ipcRoot, folder))
+	c := ipc.NewClient(ipc.GroupLayout(r.ipcRoot, folder), tools.IPCTypes())
 	r.t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -492,7 +493,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestNoHostTimesOut(t *testing.T) {
 	dir := t.TempDir()
-	c := ipc.NewClient(ipc.GroupLayout(dir, "family"))
+	c := ipc.NewClient(ipc.GroupLayout(dir, "family"), tools.IPCTypes())
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

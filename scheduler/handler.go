@@ -1,9 +1,7 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +9,12 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
+)
+
+var (
+	_ ipc.Handler     = (*Scheduler)(nil)
+	_ tools.TasksHost = (*Scheduler)(nil)
 )
 
 // Handle answers the task requests of group (the folder the request came
@@ -25,6 +29,7 @@ import (
 //
 // Which group a task runs in is this decision alone: a prompt that says
 // "in group X do ..." is text the task's run reads, in its own group.
+// Which method answers which request is the tool registry's (tools.Serve).
 func (s *Scheduler) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -36,39 +41,7 @@ func (s *Scheduler) Handle(ctx context.Context, group string, req *ipc.Request) 
 	if !ok {
 		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
 	}
-	switch req.Type {
-	case ipc.TypeScheduleTask:
-		var a ipc.ScheduleTaskArgs
-		if err := decode(req, &a); err != nil {
-			return nil, err
-		}
-		return s.handleSchedule(ctx, caller, req.ID, a)
-	case ipc.TypeListTasks:
-		var a ipc.ListTasksArgs
-		if err := decode(req, &a); err != nil {
-			return nil, err
-		}
-		return s.handleList(ctx, caller, a)
-	case ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask:
-		var a ipc.TaskIDArgs
-		if err := decode(req, &a); err != nil {
-			return nil, err
-		}
-		return s.handleChange(ctx, caller, req.Type, a.ID)
-	}
-	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
-}
-
-func decode(req *ipc.Request, v any) *ipc.Error {
-	if len(req.Args) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(req.Args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
-	}
-	return nil
+	return tools.Serve(ctx, tools.Tasks, s, caller, req)
 }
 
 // target is the group a request is for: the caller's own, or for the
@@ -96,19 +69,20 @@ func (s *Scheduler) folders() []string {
 	return out
 }
 
-func (s *Scheduler) handleSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (any, *ipc.Error) {
+// ServeSchedule is schedule_task.
+func (s *Scheduler) ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
 	folder, herr := s.target(caller, a.Group)
 	if herr != nil {
-		return nil, herr
+		return ipc.TaskResult{}, herr
 	}
 	kind, expr, err := pickSchedule(a.Schedule)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		return ipc.TaskResult{}, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
 	}
 	t, err := s.Schedule(ctx, NewTask{Folder: folder, CreatedBy: caller.Folder, Prompt: a.Prompt, Kind: kind, Expr: expr,
 		Context: a.Context, Batch: a.Batch, RequestID: reqID})
 	if err != nil {
-		return nil, taskError(err)
+		return ipc.TaskResult{}, taskError(err)
 	}
 	return s.result(ctx, t), nil
 }
@@ -132,17 +106,18 @@ func pickSchedule(ts ipc.TaskSchedule) (kind, expr string, err error) {
 	return "", "", fmt.Errorf("schedule sets %s: give exactly one", strings.Join(set, " and "))
 }
 
-func (s *Scheduler) handleList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (any, *ipc.Error) {
+// ServeList is list_tasks.
+func (s *Scheduler) ServeList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error) {
 	folder := ""
 	if a.Group != "*" || !caller.Main {
 		var herr *ipc.Error
 		if folder, herr = s.target(caller, a.Group); herr != nil {
-			return nil, herr
+			return ipc.ListTasksResult{}, herr
 		}
 	}
 	tasks, omitted, err := s.List(ctx, folder)
 	if err != nil {
-		return nil, taskError(err)
+		return ipc.ListTasksResult{}, taskError(err)
 	}
 	res := ipc.ListTasksResult{Tasks: []ipc.TaskInfo{}, Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location),
 		MaxTasks: s.opts.MaxTasksPerGroup, FinishedOmitted: omitted}
@@ -152,18 +127,19 @@ func (s *Scheduler) handleList(ctx context.Context, caller *groups.Group, a ipc.
 	return res, nil
 }
 
-func (s *Scheduler) handleChange(ctx context.Context, caller *groups.Group, typ string, id int64) (any, *ipc.Error) {
+// ServeChange is pause_task, resume_task or cancel_task (typ).
+func (s *Scheduler) ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (ipc.TaskResult, *ipc.Error) {
 	if id <= 0 {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "id must be a task id from list_tasks")
+		return ipc.TaskResult{}, ipc.Errorf(ipc.CodeBadRequest, "id must be a task id from list_tasks")
 	}
 	t, err := s.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && t.Folder != caller.Folder && !caller.Main) {
 		// Another group's task is not this group's to know of: the
 		// same answer as for an id that never was.
-		return nil, taskError(fmt.Errorf("task %d: %w", id, ErrNotFound))
+		return ipc.TaskResult{}, taskError(fmt.Errorf("task %d: %w", id, ErrNotFound))
 	}
 	if err != nil {
-		return nil, taskError(err)
+		return ipc.TaskResult{}, taskError(err)
 	}
 	switch typ {
 	case ipc.TypePauseTask:
@@ -174,7 +150,7 @@ func (s *Scheduler) handleChange(ctx context.Context, caller *groups.Group, typ 
 		t, err = s.Cancel(ctx, id)
 	}
 	if err != nil {
-		return nil, taskError(err)
+		return ipc.TaskResult{}, taskError(err)
 	}
 	return s.result(ctx, t), nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // TestFetchMediaThroughIPC: a WhatsApp image is received (metadata only),
@@ -93,7 +94,7 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host := ipc.NewHost(ipc.HostOptions{Root: ipcRoot, Groups: []string{"family"}, Rescan: 100 * time.Millisecond,
+	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: ipcRoot, Groups: []string{"family"}, Rescan: 100 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Handler: media.New(media.Options{Registry: env.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 			Channels: map[string]channels.Channel{channelName: env.w}, MaxDownloadBytes: 10 << 20})})
@@ -102,7 +103,7 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	}
 	defer host.Wait()
 	defer cancel()
-	cl := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"))
+	cl := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"), tools.IPCTypes())
 	defer cl.Close()
 	call := func(args, res any) error {
 		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)

@@ -25,6 +25,7 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -159,7 +160,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 			folders = append(folders, g.Folder)
 		}
 	}
-	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: hostHandler{d}, Log: d.log.With("component", "ipc")})
+	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: hostHandler{d}, Types: tools.IPCTypes(), Log: d.log.With("component", "ipc")})
 	if err := d.host.Start(ctx); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/tools"
 )
 
 // bigFileHost stands in for `botd run` on the IPC side: every fetch_media
@@ -184,7 +185,7 @@ func TestResourcesReadOfALargeFileInParallel(t *testing.T) {
 
 	addr := freeAddr(t)
 	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(mcpHTTPConfig, addr))
-	host := ipc.NewHost(ipc.HostOptions{Root: filepath.Join(dir, "data", "ipc"), Groups: []string{"family"},
+	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: filepath.Join(dir, "data", "ipc"), Groups: []string{"family"},
 		Handler: bigFileHost{ipc.FetchMediaResult{Ref: "tg_bigArchive01", Kind: "Document", Name: "archive.bin",
 			MIME: "application/octet-stream", Size: size, SHA256: want, Path: rel, Cached: true}}})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/tools"
 )
 
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -157,7 +158,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.
 	if err != nil {
 		return nil, nil, fail(1, "global memory folder: %v", err)
 	}
-	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder))
+	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder), tools.IPCTypes())
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
 		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: client, Version: version, Links: links, Generate: generateTools(cfg),
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})

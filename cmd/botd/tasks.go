@@ -7,6 +7,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/scheduler"
+	"github.com/botd-dev/botd/tools"
 )
 
 // newScheduler builds the scheduler of the groups' tasks. A due task is
@@ -39,15 +40,13 @@ func (d *daemon) waitScheduler() {
 	}
 }
 
-// hostHandler answers the IPC requests of `botd mcp` clients: the task
-// requests go to the scheduler, the rest to the media service.
+// hostHandler answers the IPC requests of `botd mcp` clients: each goes to
+// the service its tool names in the registry. The services are looked up
+// at each call, so it can be handed out before they are built.
 type hostHandler struct{ d *daemon }
 
 func (h hostHandler) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
-	if ipc.TaskType(req.Type) {
-		return h.d.sched.Handle(ctx, group, req)
-	}
-	return h.d.media.Handle(ctx, group, req)
+	return tools.Dispatch{tools.Media: h.d.media, tools.Tasks: h.d.sched}.Handle(ctx, group, req)
 }
 
 // caller answers the built-in agent's botd tools in-process, routed like

@@ -1,0 +1,149 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+)
+
+// MediaHost is what the host's media service answers (media.Service).
+type MediaHost interface {
+	Fetch(ctx context.Context, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error)
+	List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error)
+	SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error)
+	SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error)
+	GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error)
+	Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error)
+	GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
+	CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
+	ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error)
+}
+
+// Tool names of the media tools (each is its IPC request type too).
+const (
+	ListMedia   = ipc.TypeListMedia
+	FetchMedia  = ipc.TypeFetchMedia
+	SendMessage = ipc.TypeSendMessage
+	SendMedia   = ipc.TypeSendMedia
+)
+
+// Bounds of the media tools' arguments, shared with their MCP handlers.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 200
+	// MaxSendText bounds send_message; channels split long text, but a
+	// runaway model should not flood a chat.
+	MaxSendText = 32 << 10
+)
+
+// KindNames are the media kinds list_media filters by.
+func KindNames() []string {
+	out := make([]string, len(mediaregistry.Kinds))
+	for i, k := range mediaregistry.Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+var listMedia = Spec{
+	Name: ListMedia, Service: Media, Repeatable: true,
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+		return s.List(ctx, g, a)
+	}),
+	Def: func(Offer) mcpgo.Tool {
+		return mcpgo.NewTool(ListMedia,
+			mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
+				"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
+				"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
+			mcpgo.WithReadOnlyHintAnnotation(true),
+			mcpgo.WithDestructiveHintAnnotation(false),
+			mcpgo.WithOpenWorldHintAnnotation(false),
+			mcpgo.WithInteger("limit",
+				mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
+				mcpgo.Min(1), mcpgo.Max(MaxListLimit)),
+			mcpgo.WithString("kind",
+				mcpgo.Description("Only this kind of media."),
+				mcpgo.Enum(KindNames()...)),
+		)
+	},
+}
+
+var fetchMedia = Spec{
+	Name: FetchMedia, Service: Media, Repeatable: true,
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
+		return s.Fetch(ctx, g, a.MediaRef)
+	}),
+	Def: func(Offer) mcpgo.Tool {
+		return mcpgo.NewTool(FetchMedia,
+			mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
+				"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
+				"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
+				"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
+				"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
+				"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
+				"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
+				"continues: call again in a minute."),
+			mcpgo.WithReadOnlyHintAnnotation(true),
+			mcpgo.WithDestructiveHintAnnotation(false),
+			mcpgo.WithIdempotentHintAnnotation(true),
+			mcpgo.WithOpenWorldHintAnnotation(true),
+			mcpgo.WithString("mediaRef",
+				mcpgo.Required(),
+				mcpgo.Description("The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix)."),
+				mcpgo.MinLength(1), mcpgo.MaxLength(128)),
+			mcpgo.WithString("pages",
+				mcpgo.Description("For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
+					"omit to start at the beginning."),
+				mcpgo.MaxLength(32)),
+		)
+	},
+}
+
+var sendMessage = Spec{
+	Name: SendMessage, Service: Media,
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
+		return s.SendMessage(ctx, g, a)
+	}),
+	Def: func(Offer) mcpgo.Tool {
+		return mcpgo.NewTool(SendMessage,
+			mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
+				"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
+				"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
+				"send it again unless asked."),
+			mcpgo.WithDestructiveHintAnnotation(false),
+			mcpgo.WithOpenWorldHintAnnotation(true),
+			mcpgo.WithString("text",
+				mcpgo.Required(),
+				mcpgo.Description("The message text."),
+				mcpgo.MinLength(1), mcpgo.MaxLength(MaxSendText)),
+		)
+	},
+}
+
+var sendMedia = Spec{
+	Name: SendMedia, Service: Media,
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
+		return s.SendMedia(ctx, g, a)
+	}),
+	Def: func(Offer) mcpgo.Tool {
+		return mcpgo.NewTool(SendMedia,
+			mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
+				"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
+				"absolute paths and paths leaving the folder are refused."),
+			mcpgo.WithDestructiveHintAnnotation(false),
+			mcpgo.WithOpenWorldHintAnnotation(true),
+			mcpgo.WithString("path",
+				mcpgo.Required(),
+				mcpgo.Description("File path relative to the group folder, e.g. media/chart.png."),
+				mcpgo.MinLength(1), mcpgo.MaxLength(1024)),
+			mcpgo.WithString("caption",
+				mcpgo.Description("Optional caption shown with the file."),
+				mcpgo.MaxLength(4096)),
+		)
+	},
+}

@@ -1,0 +1,211 @@
+// Package tools is the one declaration of botd's tools. Each Spec holds a
+// tool's name, its MCP definition (description and JSON schema), who is
+// offered it, whether a crash may repeat it, and its host handler; the
+// MCP faces (mcp: stdio, HTTP, in-process), the request types the IPC
+// host accepts (IPCTypes) and the host's dispatch (Dispatch) all derive
+// from All.
+//
+// Adding a tool:
+//
+//  1. Write its file here: a Spec with Name, Def, Offered (when it is not
+//     offered to every server), Service, Repeatable and Host (serve bound
+//     to the service's method; its argument and result types live in ipc,
+//     the file protocol they cross). A new service method is one line of
+//     the service's interface (MediaHost, TasksHost).
+//  2. Add the Spec to All (one line).
+//  3. Give it its MCP handler: one entry in mcp's handlers, which turns the
+//     model's arguments into the request and the answer into text.
+//
+// TestRegistry (here) and mcp's tests fail while a registered tool lacks a
+// handler on either side, or a handler has no registered tool.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+)
+
+// Service is who answers a tool's request on the host.
+type Service int
+
+const (
+	// Local tools are answered by the MCP server itself (the memory
+	// tools change files of the group folder it serves); no IPC request.
+	Local Service = iota
+	// Media is the host's media service (media.Service).
+	Media
+	// Tasks is the host's scheduler (scheduler.Scheduler).
+	Tasks
+)
+
+func (s Service) String() string {
+	switch s {
+	case Local:
+		return "local"
+	case Media:
+		return "media"
+	case Tasks:
+		return "tasks"
+	}
+	return fmt.Sprintf("service(%d)", int(s))
+}
+
+// Generate says which generation models are configured
+// (media.generation.image, .speech, .video).
+type Generate struct {
+	Image, Speech, Video bool
+}
+
+// Offer is what one MCP server is built for, and so which tools and
+// arguments it shows.
+type Offer struct {
+	// Main is the main group's server: it may name another group.
+	Main bool
+	// GlobalMemory: the main group's server with a global memory, whose
+	// memory tools take scope "global".
+	GlobalMemory bool
+	// Generate offers the generation tools whose models are configured.
+	Generate Generate
+}
+
+// HostFunc answers one request of group g with the service svc (a
+// MediaHost or TasksHost, as the Spec's Service says).
+type HostFunc func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error)
+
+// Spec declares one tool.
+type Spec struct {
+	// Name is the tool's name and, for a tool the host answers, its IPC
+	// request type.
+	Name string
+	// Def is the MCP definition (description, annotations, schema) offered
+	// to a server built for o.
+	Def func(o Offer) mcpgo.Tool
+	// Offered reports whether a server built for o shows the tool at all;
+	// nil is every server.
+	Offered func(o Offer) bool
+	// Service answers the tool on the host; Local tools have no Host.
+	Service Service
+	// Repeatable: carrying the request out again after a crash is
+	// harmless (a read, or keyed by the request id). A request that is
+	// not, caught by a crash, is answered send_unknown and never repeated.
+	Repeatable bool
+	// Host answers the request on the host (nil for Local tools).
+	Host HostFunc
+}
+
+// All is every tool, in the order of the README's tool list. One line a
+// tool.
+var All = []Spec{
+	listMedia, fetchMedia, sendMessage, sendMedia,
+	remember, forget,
+	scheduleTask, listTasks, pauseTask, resumeTask, cancelTask,
+	generateImage, speak, generateVideo, cancelVideo, listVideos,
+}
+
+var byName = func() map[string]*Spec {
+	m := make(map[string]*Spec, len(All))
+	for i := range All {
+		if _, dup := m[All[i].Name]; dup {
+			panic("tools: " + All[i].Name + " is registered twice")
+		}
+		m[All[i].Name] = &All[i]
+	}
+	return m
+}()
+
+// Lookup returns the tool named name.
+func Lookup(name string) (*Spec, bool) {
+	s, ok := byName[name]
+	return s, ok
+}
+
+// For returns the tools a server built for o offers, in All's order.
+func For(o Offer) []Spec {
+	var out []Spec
+	for _, s := range All {
+		if s.Offered == nil || s.Offered(o) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// IPCTypes is every request type the IPC host accepts: the tools a host
+// service answers, with whether each may be repeated after a crash.
+func IPCTypes() ipc.Types {
+	t := ipc.Types{}
+	for _, s := range All {
+		if s.Service != Local {
+			t[s.Name] = s.Repeatable
+		}
+	}
+	return t
+}
+
+// Serve answers req with the tool it names, if service answers that tool:
+// the dispatch of a host service's Handle.
+func Serve(ctx context.Context, service Service, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+	s, ok := byName[req.Type]
+	if !ok || s.Service != service || s.Host == nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+	}
+	return s.Host(ctx, svc, g, req)
+}
+
+// Dispatch is the host's ipc.Handler: each request goes to the handler of
+// the service its tool names.
+type Dispatch map[Service]ipc.Handler
+
+var _ ipc.Handler = Dispatch(nil)
+
+// Handle routes req by its tool's Service.
+func (d Dispatch) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+	if s, ok := byName[req.Type]; ok {
+		if h, ok := d[s.Service]; ok && s.Service != Local {
+			return h.Handle(ctx, group, req)
+		}
+	}
+	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+}
+
+// serve binds a service method to a HostFunc: the request's arguments are
+// decoded strictly into A (an unknown field is a bad request), and svc
+// must be an S.
+func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req *ipc.Request, a A) (R, *ipc.Error)) HostFunc {
+	return func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+		s, ok := svc.(S)
+		if !ok {
+			return nil, ipc.Errorf(ipc.CodeInternal, "no host service answers %s", req.Type)
+		}
+		var a A
+		if err := DecodeArgs(req, &a); err != nil {
+			return nil, err
+		}
+		r, herr := f(s, ctx, g, req, a)
+		if herr != nil {
+			return nil, herr // no typed nil result beside an error
+		}
+		return r, nil
+	}
+}
+
+// DecodeArgs decodes req's arguments into v; unknown fields are refused.
+// No arguments at all leave v as it is.
+func DecodeArgs(req *ipc.Request, v any) *ipc.Error {
+	if len(req.Args) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.Args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
+	}
+	return nil
+}
