@@ -28,8 +28,18 @@ type Config struct {
 }
 
 // DefaultConfig is the section a config file is decoded over.
-func DefaultConfig() Config {
-	return Config{APIURL: DefaultAPIURL, Mode: ModeSocket}
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
+// withDefaults fills what the section left empty: the one home of its
+// defaults, for the file and for New.
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if c.Mode == "" {
+		c.Mode = ModeSocket
+	}
+	return c
 }
 
 // Validate reports every problem of the section, keyed by their paths

@@ -39,8 +39,18 @@ type Webhook struct {
 }
 
 // DefaultConfig is the section a config file is decoded over.
-func DefaultConfig() Config {
-	return Config{APIURL: DefaultAPIURL, MaxDownloadBytes: DefaultMaxDownload}
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
+// withDefaults fills what the section left empty: the one home of its
+// defaults, for the file and for New.
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if c.MaxDownloadBytes <= 0 {
+		c.MaxDownloadBytes = DefaultMaxDownload
+	}
+	return c
 }
 
 // Validate reports every problem of the section as settings.Problems,
