@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
@@ -106,24 +107,8 @@ type ModelCapabilities struct {
 	Documents *bool `yaml:"documents"`
 }
 
-type Group struct {
-	Folder  string `yaml:"folder"`
-	Name    string `yaml:"name"`
-	Chat    string `yaml:"chat"`
-	Trigger string `yaml:"trigger"`
-	// RequiresTrigger is a pointer so that an absent key means "true".
-	RequiresTrigger *bool `yaml:"requires_trigger"`
-	Main            bool  `yaml:"main"`
-}
-
-// NeedsTrigger reports whether messages must start with the trigger to
-// start a run; the main group and requires_trigger:false groups answer all.
-func (g Group) NeedsTrigger() bool {
-	if g.Main {
-		return false
-	}
-	return g.RequiresTrigger == nil || *g.RequiresTrigger
-}
+// Group is one entry of groups (package groups owns it).
+type Group = groups.Config
 
 // Defaults returns a Config holding every default, the base that a file is
 // decoded over: each component's own defaults, composed.

@@ -50,7 +50,7 @@ func (c *Config) Validate() error {
 		c.Channels.Web.Validate(),
 		c.llmProblems().Err(),
 		c.Agent.Validate(),
-		c.groupProblems(folders).Err(),
+		groups.ValidateList(c.Groups, webRoomRule, folders),
 		c.MCP.Validate(func(f string) bool { _, ok := folders[f]; return ok }),
 		c.timezoneProblems().Err(),
 		c.Scheduler.Validate(),
@@ -116,41 +116,12 @@ func (c *Config) llmProblems() Problems {
 	return ps
 }
 
-// groupProblems checks the groups list; folders learns each group's
-// folder and index, for the sections that name a group.
-func (c *Config) groupProblems(folders map[string]int) Problems {
-	var ps Problems
-	chats := map[string]int{}
-	mains := 0
-	for i, g := range c.Groups {
-		path := "groups[" + strconv.Itoa(i) + "]"
-		if err := groups.ValidateFolder(g.Folder); err != nil {
-			ps.Add(path+".folder", "%v", err)
-		} else if j, dup := folders[g.Folder]; dup {
-			ps.Add(path+".folder", "%q is already used by groups[%d]", g.Folder, j)
-		} else {
-			folders[g.Folder] = i
-		}
-		if err := groups.ValidateChatID(g.Chat); err != nil {
-			ps.Add(path+".chat", "%v", err)
-		} else if room, ok := strings.CutPrefix(g.Chat, web.Name+":"); ok && web.ValidRoom(room) != nil {
-			ps.Add(path+".chat", "%v", web.ValidRoom(room))
-		} else if j, dup := chats[g.Chat]; dup {
-			ps.Add(path+".chat", "%q is already registered by groups[%d]", g.Chat, j)
-		} else {
-			chats[g.Chat] = i
-		}
-		if g.Trigger != "" && strings.TrimSpace(g.Trigger) != g.Trigger {
-			ps.Add(path+".trigger", "must not start or end with spaces")
-		}
-		if g.Main {
-			mains++
-			if mains > 1 {
-				ps.Add(path+".main", "only one group may be the main group")
-			}
-		}
+// webRoomRule is the web channel's rule for its chat ids: the room name.
+func webRoomRule(chat string) error {
+	if room, ok := strings.CutPrefix(chat, web.Name+":"); ok {
+		return web.ValidRoom(room)
 	}
-	return ps
+	return nil
 }
 
 func (c *Config) setHint(path string) string {
@@ -164,14 +135,7 @@ func (c *Config) setHint(path string) string {
 func (c *Config) GroupList() []groups.Group {
 	out := make([]groups.Group, len(c.Groups))
 	for i, g := range c.Groups {
-		out[i] = groups.Group{
-			Folder:          g.Folder,
-			Name:            g.Name,
-			Chat:            g.Chat,
-			Trigger:         g.Trigger,
-			RequiresTrigger: g.NeedsTrigger(),
-			Main:            g.Main,
-		}
+		out[i] = g.Group()
 	}
 	return out
 }
