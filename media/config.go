@@ -8,8 +8,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/internal/settings"
-	"github.com/botd-dev/botd/mcp"
-	"github.com/botd-dev/botd/mediaregistry/s3store"
+	"github.com/botd-dev/botd/mediaregistry/s3store/bucket"
 )
 
 // Config is the media section of botd's config file.
@@ -91,8 +90,8 @@ type StoreConfig struct {
 }
 
 // S3 is the bucket configuration of the store.
-func (m StoreConfig) S3() s3store.Config {
-	return s3store.Config{Endpoint: m.Endpoint, Bucket: m.Bucket, Region: m.Region, Prefix: m.Prefix,
+func (m StoreConfig) S3() bucket.Config {
+	return bucket.Config{Endpoint: m.Endpoint, Bucket: m.Bucket, Region: m.Region, Prefix: m.Prefix,
 		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle, PublicEndpoint: m.PublicEndpoint}
 }
 
@@ -142,11 +141,13 @@ func (v VideoGen) Ref() ModelRef { return ModelRef{Provider: v.Provider, Model: 
 
 // DefaultConfig is the section a config file is decoded over, and the
 // values New takes for zero Options. RefTTL stays zero: each network's own
-// lifetime (mediaregistry.DefaultRefTTL).
+// lifetime (mediaregistry.DefaultRefTTL). InlineMaxBytes and LinkTTL are
+// what package mcp takes for zero options too (a test holds them equal):
+// importing mcp here would link its server into every channel.
 func DefaultConfig() Config {
 	return Config{
 		CacheTTL:            settings.Duration(24 * time.Hour),
-		InlineMaxBytes:      mcp.DefaultInlineMaxBytes,
+		InlineMaxBytes:      1 << 20,
 		MaxDownloadBytes:    100 << 20,
 		MaxDiskBytes:        diskbudget.DefaultMaxBytes,
 		SweepInterval:       settings.Duration(time.Minute),
@@ -154,7 +155,7 @@ func DefaultConfig() Config {
 		DownloadIdleTimeout: settings.Duration(time.Minute),
 		DownloadsPerGroup:   4,
 		Store:               StoreConfig{Type: StoreLocal},
-		LinkTTL:             settings.Duration(mcp.DefaultLinkTTL),
+		LinkTTL:             settings.Duration(15 * time.Minute),
 		Parse: ParseConfig{MemoryBytes: box.DefaultMemory, CPU: settings.Duration(box.DefaultCPU),
 			Timeout: settings.Duration(box.DefaultTimeout), TotalMemoryBytes: box.DefaultTotalMemory},
 		Generation: GenerationConfig{Video: VideoGen{Timeout: settings.Duration(30 * time.Minute), MaxJobsPerGroup: 2}},
@@ -263,14 +264,14 @@ func (st StoreConfig) check(ps *settings.Problems) {
 	}
 	if st.Endpoint == "" {
 		ps.Add(sec+"endpoint", "is required for type s3 (e.g. https://s3.eu-central-1.amazonaws.com or http://127.0.0.1:9000)")
-	} else if _, err := s3store.ParseEndpoint(st.Endpoint); err != nil {
+	} else if _, err := bucket.ParseEndpoint(st.Endpoint); err != nil {
 		ps.Add(sec+"endpoint", "%s", strings.TrimPrefix(err.Error(), "s3 store: "))
 	}
 	if st.Bucket == "" {
 		ps.Add(sec+"bucket", "is required for type s3")
 	}
 	if st.PublicEndpoint != "" {
-		if _, err := s3store.ParseEndpoint(st.PublicEndpoint); err != nil {
+		if _, err := bucket.ParseEndpoint(st.PublicEndpoint); err != nil {
 			ps.Add(sec+"public_endpoint", "%s", strings.TrimPrefix(err.Error(), "s3 store: "))
 		}
 	}
