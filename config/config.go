@@ -1,6 +1,9 @@
 // Package config loads botd's YAML configuration: environment expansion,
-// strict keys, defaults and validation that reports every problem with its
-// key path.
+// strict keys with "did you mean", and the composition of the sections.
+// Each component (agent, media, mcp, scheduler, groups, each channel) owns
+// its section's type, defaults and Validate; config decodes the file over
+// their defaults, calls every Validate and reports every problem with its
+// key path. Only cmd/botd imports it.
 package config
 
 import (
