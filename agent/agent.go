@@ -16,7 +16,6 @@ import (
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mcp"
@@ -24,8 +23,8 @@ import (
 )
 
 // DefaultMaxTries bounds the runs of one failure streak when
-// Options.MaxTries is zero. The other zero fields take the config's
-// defaults (config.Defaults), which are the one home of agent.* defaults.
+// Options.MaxTries is zero. The other zero fields take the section's
+// defaults (DefaultConfig), the one home of agent.* defaults.
 const DefaultMaxTries = 5
 
 // Options configures an Agent. Store, Groups, GroupsDir, Channels and LLM
@@ -86,7 +85,7 @@ type Options struct {
 	Parse box.Limits
 	// ExtraMCP are further stdio MCP servers; their allow-listed tools are
 	// exposed as "<name>__<tool>".
-	ExtraMCP      map[string]config.MCPServer
+	ExtraMCP      map[string]MCPServer
 	AssistantName string
 	Log           *slog.Logger
 	// Location renders message times; nil means time.Local.
@@ -148,7 +147,7 @@ var _ channels.Sink = (*Agent)(nil)
 
 // New builds an Agent; it has no side effects until Start.
 func New(opts Options) *Agent {
-	def := config.Defaults()
+	def := DefaultConfig()
 	if opts.BatchPoll <= 0 {
 		opts.BatchPoll = time.Minute
 	}
@@ -159,28 +158,28 @@ func New(opts Options) *Agent {
 		opts.BatchDeadline = 25 * time.Hour
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = def.Agent.MaxConcurrent
+		opts.MaxConcurrent = def.MaxConcurrent
 	}
 	if opts.MaxMessages <= 0 {
-		opts.MaxMessages = def.Agent.MaxMessages
+		opts.MaxMessages = def.MaxMessages
 	}
 	if opts.MaxIterations <= 0 {
-		opts.MaxIterations = def.Agent.MaxIterations
+		opts.MaxIterations = def.MaxIterations
 	}
 	if opts.RunTimeout <= 0 {
-		opts.RunTimeout = def.Agent.RunTimeout.D()
+		opts.RunTimeout = def.RunTimeout.D()
 	}
 	switch {
 	case opts.ContextMessages == 0:
-		opts.ContextMessages = def.Agent.Context.Messages
+		opts.ContextMessages = def.Context.Messages
 	case opts.ContextMessages < 0: // none
 		opts.ContextMessages = 0
 	}
 	if opts.ContextAge <= 0 {
-		opts.ContextAge = def.Agent.Context.MaxAge.D()
+		opts.ContextAge = def.Context.MaxAge.D()
 	}
 	if opts.ContextTokens <= 0 {
-		opts.ContextTokens = def.Agent.Context.MaxTokens
+		opts.ContextTokens = def.Context.MaxTokens
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -192,10 +191,10 @@ func New(opts Options) *Agent {
 		opts.RetryDelay = defaultRetryDelay
 	}
 	if opts.AssistantName == "" {
-		opts.AssistantName = def.AssistantName
+		opts.AssistantName = DefaultAssistantName
 	}
 	if opts.InlineMaxBytes <= 0 {
-		opts.InlineMaxBytes = def.Media.InlineMaxBytes
+		opts.InlineMaxBytes = mcp.DefaultInlineMaxBytes
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()

@@ -19,7 +19,6 @@ import (
 
 	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mcp"
@@ -74,7 +73,7 @@ func TestDefaultToolSource(t *testing.T) {
 	a := New(Options{
 		GroupsDir: dir,
 		Media:     func(group string) mcp.Caller { asked = append(asked, group); return host },
-		ExtraMCP: map[string]config.MCPServer{
+		ExtraMCP: map[string]MCPServer{
 			"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
 			"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
 		},
@@ -130,7 +129,7 @@ func TestDefaultToolSource(t *testing.T) {
 
 // A server that does not start is left out; the rest still work.
 func TestBrokenMCPServerIsLeftOut(t *testing.T) {
-	a := New(Options{ExtraMCP: map[string]config.MCPServer{
+	a := New(Options{ExtraMCP: map[string]MCPServer{
 		"ghost": {Command: filepath.Join(t.TempDir(), "no-such-binary"), Tools: []string{"x"}},
 	}})
 	sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "family"})

@@ -39,7 +39,7 @@ func expand(n *yaml.Node, path string, lookup func(string) (string, bool), vars 
 			return sm[3]
 		})
 		if strings.Contains(n.Value, "${") {
-			probs = append(probs, Problem{path, "malformed ${...} reference (use ${VAR} or ${VAR:-default})"})
+			probs = append(probs, Problem{Path: path, Msg: "malformed ${...} reference (use ${VAR} or ${VAR:-default})"})
 		}
 		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			n.Tag = ""
@@ -84,7 +84,7 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.AliasNode {
-		return Problems{{path, "YAML aliases are not supported in botd config"}}
+		return Problems{{Path: path, Msg: "YAML aliases are not supported in botd config"}}
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
@@ -94,19 +94,19 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	case t == typeOfDuration:
 		if n.Kind != yaml.ScalarNode {
 			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
-			return Problems{{path, "expected a duration such as 30m"}}
+			return Problems{{Path: path, Msg: "expected a duration such as 30m"}}
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 		if err != nil {
-			return Problems{{path, "invalid duration " + strconv.Quote(n.Value) + " (want e.g. 30s, 30m, 24h)"}}
+			return Problems{{Path: path, Msg: "invalid duration " + strconv.Quote(n.Value) + " (want e.g. 30s, 30m, 24h)"}}
 		}
 		if d < 0 {
-			return Problems{{path, "must not be negative"}}
+			return Problems{{Path: path, Msg: "must not be negative"}}
 		}
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			return Problems{{path, "expected a mapping"}}
+			return Problems{{Path: path, Msg: "expected a mapping"}}
 		}
 		fields := yamlFields(t)
 		seen := map[string]bool{}
@@ -115,13 +115,13 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 			key := n.Content[i].Value
 			p := join(path, key)
 			if seen[key] {
-				probs = append(probs, Problem{p, "duplicate key"})
+				probs = append(probs, Problem{Path: p, Msg: "duplicate key"})
 				continue
 			}
 			seen[key] = true
 			ft, ok := fields[key]
 			if !ok {
-				probs = append(probs, Problem{p, "unknown key" + suggest(key, fields)})
+				probs = append(probs, Problem{Path: p, Msg: "unknown key" + suggest(key, fields)})
 				continue
 			}
 			probs = append(probs, checkKeys(n.Content[i+1], p, ft)...)
@@ -131,7 +131,7 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	case t.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			return Problems{{path, "expected a mapping"}}
+			return Problems{{Path: path, Msg: "expected a mapping"}}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			probs = append(probs, checkKeys(n.Content[i+1], join(path, n.Content[i].Value), t.Elem())...)
@@ -139,7 +139,7 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			*n = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-			return Problems{{path, "expected a list"}}
+			return Problems{{Path: path, Msg: "expected a list"}}
 		}
 		for i, c := range n.Content {
 			probs = append(probs, checkKeys(c, path+"["+strconv.Itoa(i)+"]", t.Elem())...)
@@ -147,16 +147,16 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	default:
 		if n.Kind != yaml.ScalarNode {
 			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
-			return Problems{{path, "expected a single value"}}
+			return Problems{{Path: path, Msg: "expected a single value"}}
 		}
 		switch t.Kind() {
 		case reflect.Bool:
 			if n.Tag != "!!bool" {
-				probs = append(probs, Problem{path, "expected true or false, got " + strconv.Quote(n.Value)})
+				probs = append(probs, Problem{Path: path, Msg: "expected true or false, got " + strconv.Quote(n.Value)})
 			}
 		case reflect.Int, reflect.Int64:
 			if n.Tag != "!!int" {
-				probs = append(probs, Problem{path, "expected a whole number, got " + strconv.Quote(n.Value)})
+				probs = append(probs, Problem{Path: path, Msg: "expected a whole number, got " + strconv.Quote(n.Value)})
 			}
 		}
 	}

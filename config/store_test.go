@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/botd-dev/botd/media"
 )
 
 func TestMediaStoreSettings(t *testing.T) {
@@ -37,7 +39,7 @@ func TestMediaStoreSettings(t *testing.T) {
 		t.Errorf("parsed %+v", s3)
 	}
 	def, err := Parse(nil, noEnv)
-	if err != nil || def.Media.Store.Type != StoreLocal || def.Media.LinkTTL.D() <= 0 {
+	if err != nil || def.Media.Store.Type != media.StoreLocal || def.Media.LinkTTL.D() <= 0 {
 		t.Fatalf("defaults: %+v %v", def.Media.Store, err)
 	}
 	// The bucket settings may stay while the type is local (for

@@ -20,12 +20,6 @@ import (
 	"github.com/botd-dev/botd/store"
 )
 
-// Defaults of media.generation.video.
-const (
-	DefaultVideoTimeout      = 30 * time.Minute
-	DefaultVideoJobsPerGroup = 2
-)
-
 // Ledger is where generation is accounted for and video jobs persist:
 // *store.Store.
 type Ledger interface {

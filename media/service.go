@@ -32,23 +32,6 @@ import (
 	"github.com/botd-dev/botd/transcribe"
 )
 
-// Defaults of the media.* settings that the service applies itself.
-const (
-	DefaultMaxDownloadBytes = 100 << 20
-	DefaultDownloadTimeout  = 10 * time.Minute
-	// DefaultDownloadIdleTimeout cuts a download that sent no byte for
-	// this long: networks that are merely slow still move every second.
-	DefaultDownloadIdleTimeout = time.Minute
-	// DefaultDownloadsPerGroup bounds one group's concurrent downloads;
-	// further fetches queue (and say so) while cached media, lists and
-	// sends of the group are still served at once.
-	DefaultDownloadsPerGroup = 4
-	// DefaultLinkTTL is how long a link to a fetched file handed to a
-	// remote MCP client works: long enough to download it after the tool
-	// call, short enough that a leaked link soon stops working.
-	DefaultLinkTTL = 15 * time.Minute
-)
-
 // Options wire a Service.
 type Options struct {
 	Registry *mediaregistry.Registry
@@ -58,15 +41,18 @@ type Options struct {
 	Channels  map[string]channels.Channel
 	Groups    *groups.Set
 	GroupsDir string
-	// MaxDownloadBytes caps one download (default DefaultMaxDownloadBytes);
-	// a channel's DownloadLimit can only lower it.
+	// MaxDownloadBytes caps one download; a channel's DownloadLimit can
+	// only lower it. It, DownloadTimeout, DownloadIdleTimeout and
+	// DownloadsPerGroup take DefaultConfig's value when zero.
 	MaxDownloadBytes int64
-	// DownloadTimeout bounds one download (default DefaultDownloadTimeout).
+	// DownloadTimeout bounds one download.
 	DownloadTimeout time.Duration
-	// DownloadIdleTimeout cuts a download without a byte for this long
-	// (default DefaultDownloadIdleTimeout).
+	// DownloadIdleTimeout cuts a download without a byte for this long:
+	// networks that are merely slow still move every second.
 	DownloadIdleTimeout time.Duration
-	// DownloadsPerGroup (default DefaultDownloadsPerGroup).
+	// DownloadsPerGroup bounds one group's concurrent downloads; further
+	// fetches queue (and say so) while cached media, lists and sends of
+	// the group are still served at once.
 	DownloadsPerGroup int
 	// Budget, when set, learns of every byte stored and keeps files a
 	// fetch is using from being evicted.
@@ -113,17 +99,18 @@ var (
 
 // New returns the service; it does no I/O.
 func New(o Options) *Service {
+	def := DefaultConfig()
 	if o.MaxDownloadBytes <= 0 {
-		o.MaxDownloadBytes = DefaultMaxDownloadBytes
+		o.MaxDownloadBytes = def.MaxDownloadBytes
 	}
 	if o.DownloadTimeout <= 0 {
-		o.DownloadTimeout = DefaultDownloadTimeout
+		o.DownloadTimeout = def.DownloadTimeout.D()
 	}
 	if o.DownloadIdleTimeout <= 0 {
-		o.DownloadIdleTimeout = DefaultDownloadIdleTimeout
+		o.DownloadIdleTimeout = def.DownloadIdleTimeout.D()
 	}
 	if o.DownloadsPerGroup <= 0 {
-		o.DownloadsPerGroup = DefaultDownloadsPerGroup
+		o.DownloadsPerGroup = def.DownloadsPerGroup
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))

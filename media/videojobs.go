@@ -83,7 +83,7 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 	}
 	timeout := gen.VideoTimeout
 	if timeout <= 0 {
-		timeout = DefaultVideoTimeout
+		timeout = DefaultConfig().Generation.Video.Timeout.D()
 	}
 	seconds := a.Seconds
 	if seconds == 0 {

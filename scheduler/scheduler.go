@@ -32,15 +32,9 @@ import (
 	"github.com/botd-dev/botd/store"
 )
 
-// Defaults of the scheduler section of the config.
-const (
-	DefaultGrace            = time.Hour
-	DefaultMaxTasksPerGroup = 20
-	DefaultMaxRunsPerHour   = 30
-	// MaxPromptRunes bounds a task's prompt: it is a request, not a
-	// document.
-	MaxPromptRunes = 4000
-)
+// MaxPromptRunes bounds a task's prompt: it is a request, not a
+// document.
+const MaxPromptRunes = 4000
 
 // maxSleep bounds one wait of the loop, so a wall clock that jumps (a
 // suspended laptop, a corrected clock) is noticed within a minute.
@@ -82,7 +76,7 @@ type Options struct {
 	Location *time.Location
 	// Grace is how late a run may start: a due time missed by more (botd
 	// was down, delivery kept failing) is skipped and logged. Zero means
-	// DefaultGrace.
+	// DefaultConfig's, as for MaxTasksPerGroup and MaxRunsPerHour.
 	Grace time.Duration
 	// MaxTasksPerGroup caps a group's active and paused tasks;
 	// MaxRunsPerHour the runs delivered to one group in any hour (more are
@@ -121,14 +115,15 @@ func New(opts Options) *Scheduler {
 	if opts.Location == nil {
 		opts.Location = time.Local
 	}
+	def := DefaultConfig()
 	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
+		opts.Grace = def.Grace.D()
 	}
 	if opts.MaxTasksPerGroup <= 0 {
-		opts.MaxTasksPerGroup = DefaultMaxTasksPerGroup
+		opts.MaxTasksPerGroup = def.MaxTasksPerGroup
 	}
 	if opts.MaxRunsPerHour <= 0 {
-		opts.MaxRunsPerHour = DefaultMaxRunsPerHour
+		opts.MaxRunsPerHour = def.MaxRunsPerHour
 	}
 	if opts.Clock == nil {
 		opts.Clock = RealClock{}

@@ -3,7 +3,7 @@ package slack
 import (
 	"strings"
 
-	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/settings"
 )
 
 // DefaultAPIURL is used when channels.slack.api_url is empty.
@@ -28,45 +28,54 @@ type Config struct {
 }
 
 // DefaultConfig is the section a config file is decoded over.
-func DefaultConfig() Config {
-	return Config{APIURL: DefaultAPIURL, Mode: ModeSocket}
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
+// withDefaults fills what the section left empty: the one home of its
+// defaults, for the file and for New.
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if c.Mode == "" {
+		c.Mode = ModeSocket
+	}
+	return c
 }
 
-// Validate reports every problem of the section, keyed below
-// channels.slack. Tokens are only required when the channel is enabled.
-func (c Config) Validate() []channels.ConfigProblem {
-	var ps []channels.ConfigProblem
-	add := func(key, msg string, hint bool) {
-		ps = append(ps, channels.ConfigProblem{Key: key, Msg: msg, EnvHint: hint})
-	}
-	channels.CheckURL(&ps, "api_url", c.APIURL)
+// Validate reports every problem of the section, keyed by their paths
+// below channels.slack. Tokens are only required when the channel is
+// enabled.
+func (c Config) Validate() error {
+	const sec = "channels.slack."
+	var ps settings.Problems
+	ps.CheckURL(sec+"api_url", c.APIURL)
 	switch c.Mode {
 	case ModeSocket, ModeEvents:
 	default:
-		add("mode", "must be socket or events", false)
+		ps.Add(sec+"mode", "must be socket or events")
 	}
 	if !c.Enabled {
-		return ps
+		return ps.Err()
 	}
 	if c.BotToken == "" {
-		add("bot_token", "required when the channel is enabled", true)
+		ps.AddSecret(sec+"bot_token", "required when the channel is enabled", settings.SetHint)
 	} else if !strings.HasPrefix(c.BotToken, "xoxb-") {
-		add("bot_token", "must be a bot token (xoxb-...)", false)
+		ps.Add(sec+"bot_token", "must be a bot token (xoxb-...)")
 	}
 	switch c.Mode {
 	case ModeSocket:
 		if c.AppToken == "" {
-			add("app_token", "required in socket mode", true)
+			ps.AddSecret(sec+"app_token", "required in socket mode", settings.SetHint)
 		} else if !strings.HasPrefix(c.AppToken, "xapp-") {
-			add("app_token", "must be an app-level token (xapp-...)", false)
+			ps.Add(sec+"app_token", "must be an app-level token (xapp-...)")
 		}
 	case ModeEvents:
 		if c.SigningSecret == "" {
-			add("signing_secret", "required in events mode", true)
+			ps.AddSecret(sec+"signing_secret", "required in events mode", settings.SetHint)
 		}
 		if c.Listen == "" {
-			add("listen", "required in events mode (e.g. 127.0.0.1:3000)", false)
+			ps.Add(sec+"listen", "required in events mode (e.g. 127.0.0.1:3000)")
 		}
 	}
-	return ps
+	return ps.Err()
 }

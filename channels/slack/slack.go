@@ -77,9 +77,7 @@ type Slack struct {
 
 // New checks the settings and builds the channel without connecting.
 func New(cfg Config, env channels.Env) (*Slack, error) {
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
-	}
+	cfg = cfg.withDefaults()
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		// slack-go appends method names directly to the endpoint.
 		cfg.APIURL += "/"
@@ -87,9 +85,6 @@ func New(cfg Config, env channels.Env) (*Slack, error) {
 	u, err := url.Parse(cfg.APIURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("slack: channels.slack.api_url %q is not an http(s) URL", cfg.APIURL)
-	}
-	if cfg.Mode == "" {
-		cfg.Mode = ModeSocket
 	}
 	if err := checkConfig(cfg); err != nil {
 		return nil, err

@@ -3,7 +3,7 @@ package telegram
 import (
 	"path/filepath"
 
-	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/settings"
 )
 
 const (
@@ -39,35 +39,43 @@ type Webhook struct {
 }
 
 // DefaultConfig is the section a config file is decoded over.
-func DefaultConfig() Config {
-	return Config{APIURL: DefaultAPIURL, MaxDownloadBytes: DefaultMaxDownload}
-}
+func DefaultConfig() Config { return Config{}.withDefaults() }
 
-// Validate reports every problem of the section, keyed below
-// channels.telegram.
-func (c Config) Validate() []channels.ConfigProblem {
-	var ps []channels.ConfigProblem
-	add := func(key, msg string, hint bool) {
-		ps = append(ps, channels.ConfigProblem{Key: key, Msg: msg, EnvHint: hint})
-	}
-	channels.CheckURL(&ps, "api_url", c.APIURL)
-	if c.Enabled && c.Token == "" {
-		add("token", "required when the channel is enabled", true)
+// withDefaults fills what the section left empty: the one home of its
+// defaults, for the file and for New.
+func (c Config) withDefaults() Config {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
 	}
 	if c.MaxDownloadBytes <= 0 {
-		add("max_download_bytes", "must be positive", false)
+		c.MaxDownloadBytes = DefaultMaxDownload
+	}
+	return c
+}
+
+// Validate reports every problem of the section as settings.Problems,
+// keyed by their paths below channels.telegram.
+func (c Config) Validate() error {
+	const sec = "channels.telegram."
+	var ps settings.Problems
+	ps.CheckURL(sec+"api_url", c.APIURL)
+	if c.Enabled && c.Token == "" {
+		ps.AddSecret(sec+"token", "required when the channel is enabled", settings.SetHint)
+	}
+	if c.MaxDownloadBytes <= 0 {
+		ps.Add(sec+"max_download_bytes", "must be positive")
 	}
 	if c.LocalFilesDir != "" && !filepath.IsAbs(c.LocalFilesDir) {
-		add("local_files_dir", "must be an absolute path (the local Bot API server's --dir)", false)
+		ps.Add(sec+"local_files_dir", "must be an absolute path (the local Bot API server's --dir)")
 	}
 	if w := c.Webhook; w != nil {
 		if w.Listen == "" {
-			add("webhook.listen", "required for webhook mode (e.g. 127.0.0.1:8443)", false)
+			ps.Add(sec+"webhook.listen", "required for webhook mode (e.g. 127.0.0.1:8443)")
 		}
-		channels.CheckURL(&ps, "webhook.url", w.URL)
+		ps.CheckURL(sec+"webhook.url", w.URL)
 		if w.Secret == "" {
-			add("webhook.secret", "required for webhook mode, so forged updates are rejected", false)
+			ps.Add(sec+"webhook.secret", "required for webhook mode, so forged updates are rejected")
 		}
 	}
-	return ps
+	return ps.Err()
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -376,8 +377,8 @@ func downloadGuarded(t *testing.T, h *harness, ref *mediaregistry.MediaReference
 func TestLocalFilesDirMustBeAbsolute(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LocalFilesDir = "telegram-bot-api"
-	ps := cfg.Validate()
-	if len(ps) != 1 || ps[0].Key != "local_files_dir" {
+	ps := settings.Of(cfg.Validate())
+	if len(ps) != 1 || ps[0].Path != "channels.telegram.local_files_dir" {
 		t.Errorf("problems = %+v, want one for local_files_dir", ps)
 	}
 }

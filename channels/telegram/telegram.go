@@ -117,11 +117,12 @@ func New(cfg Config, env channels.Env) (*Telegram, error) {
 	}
 	// Named once here; channels.Env.Compose logs through env.Log too.
 	env.Log = log.With("channel", Name)
+	cfg = cfg.withDefaults()
 	t := &Telegram{
 		cfg:            cfg,
 		env:            env,
 		log:            env.Log,
-		apiURL:         strings.TrimRight(orDefault(cfg.APIURL, DefaultAPIURL), "/"),
+		apiURL:         strings.TrimRight(cfg.APIURL, "/"),
 		maxDL:          cfg.MaxDownloadBytes,
 		retryAfterUnit: time.Second,
 		backoffBase:    500 * time.Millisecond,
@@ -133,9 +134,6 @@ func New(cfg Config, env channels.Env) (*Telegram, error) {
 		typing:         map[string]context.CancelFunc{},
 		done:           make(chan struct{}),
 		acks:           newAckGate(),
-	}
-	if t.maxDL <= 0 {
-		t.maxDL = DefaultMaxDownload
 	}
 	t.files = &http.Client{Transport: t.transport(), CheckRedirect: noRedirect}
 	if err := t.newBot(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/settings"
 )
 
 // DefaultListen keeps the pages on this machine unless the config says
@@ -36,19 +36,21 @@ type Config struct {
 
 // DefaultConfig is the section a config file is decoded over.
 func DefaultConfig() Config {
-	return Config{Listen: DefaultListen}.withDefaults()
+	return Config{}.withDefaults()
 }
 
-// Validate reports the section's problems, keyed below channels.web.
-func (c Config) Validate() []channels.ConfigProblem {
-	var ps []channels.ConfigProblem
+// Validate reports the section's problems, keyed by their paths below
+// channels.web.
+func (c Config) Validate() error {
+	const sec = "channels.web."
+	var ps settings.Problems
 	host, _, err := net.SplitHostPort(c.Listen)
 	switch {
 	case err != nil:
-		ps = append(ps, channels.ConfigProblem{Key: "listen", Msg: fmt.Sprintf("must be host:port (e.g. %s), got %q", DefaultListen, c.Listen)})
+		ps.Add(sec+"listen", "must be host:port (e.g. %s), got %q", DefaultListen, c.Listen)
 	case !c.AllowRemote && !IsLoopback(host):
-		ps = append(ps, channels.ConfigProblem{Key: "listen", Msg: fmt.Sprintf(
-			"%q is reachable from other machines; use a loopback address (127.0.0.1, ::1, localhost) or set channels.web.allow_remote: true", c.Listen)})
+		ps.Add(sec+"listen",
+			"%q is reachable from other machines; use a loopback address (127.0.0.1, ::1, localhost) or set channels.web.allow_remote: true", c.Listen)
 	}
 	for _, l := range []struct {
 		key string
@@ -56,10 +58,10 @@ func (c Config) Validate() []channels.ConfigProblem {
 	}{{"max_conns", c.MaxConns}, {"max_streams_per_session", c.MaxStreamsPerSession},
 		{"posts_per_minute", c.PostsPerMinute}, {"room_posts_per_minute", c.RoomPostsPerMinute}} {
 		if l.v < 0 {
-			ps = append(ps, channels.ConfigProblem{Key: l.key, Msg: fmt.Sprintf("must be positive (0 takes the default), got %d", l.v)})
+			ps.Add(sec+l.key, "must be positive (0 takes the default), got %d", l.v)
 		}
 	}
-	return ps
+	return ps.Err()
 }
 
 // IsLoopback reports whether a listen host only accepts connections from

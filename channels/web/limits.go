@@ -39,12 +39,16 @@ const (
 	maxHeaderBytes    = 64 << 10
 )
 
-// withDefaults fills the limits the config left zero.
+// withDefaults fills what the config left zero: the one home of the
+// section's defaults.
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
 		}
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
 	}
 	def(&c.MaxConns, DefaultMaxConns)
 	def(&c.MaxStreamsPerSession, DefaultMaxStreamsPerSession)

@@ -29,6 +29,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/connlimit"
+	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -128,7 +129,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 		return nil, errors.New("web: options need the data_dir")
 	}
 	if o.MaxUploadBytes <= 0 {
-		o.MaxUploadBytes = media.DefaultMaxDownloadBytes
+		o.MaxUploadBytes = media.DefaultConfig().MaxDownloadBytes
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -142,12 +143,9 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = DefaultListen
-	}
 	cfg = cfg.withDefaults()
-	if ps := cfg.Validate(); len(ps) > 0 {
-		return nil, fmt.Errorf("web: channels.web.%s: %s", ps[0].Key, ps[0].Msg)
+	if ps := settings.Of(cfg.Validate()); len(ps) > 0 {
+		return nil, fmt.Errorf("web: %s", ps[0])
 	}
 	log := env.Log
 	if log == nil {

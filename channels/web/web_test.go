@@ -17,6 +17,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -38,12 +39,12 @@ func TestConfigValidate(t *testing.T) {
 		{"no port", Config{Listen: "127.0.0.1"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ps := tc.cfg.Validate()
+			ps := settings.Of(tc.cfg.Validate())
 			if (len(ps) == 0) != tc.wantOK {
 				t.Fatalf("Validate(%+v) = %v", tc.cfg, ps)
 			}
 			for _, p := range ps {
-				if p.Key != "listen" || (!strings.Contains(p.Msg, "allow_remote") && !strings.Contains(p.Msg, "host:port")) {
+				if p.Path != "channels.web.listen" || (!strings.Contains(p.Msg, "allow_remote") && !strings.Contains(p.Msg, "host:port")) {
 					t.Errorf("problem %+v does not say what to do", p)
 				}
 			}

@@ -1,7 +1,5 @@
 package whatsapp
 
-import "github.com/botd-dev/botd/channels"
-
 // Config is channels.whatsapp in botd's config file.
 type Config struct {
 	Enabled bool `yaml:"enabled"`
@@ -20,4 +18,4 @@ func DefaultConfig() Config { return Config{} }
 // Validate reports the section's problems. Every value is valid on its
 // own: pairing, not a token, is what the channel needs, and Start says
 // when it is missing.
-func (c Config) Validate() []channels.ConfigProblem { return nil }
+func (c Config) Validate() error { return nil }

@@ -20,21 +20,21 @@ func (d *daemon) generation() (*media.Generation, error) {
 		AssistantName: d.cfg.AssistantName}
 	var err error
 	if tools.Image {
-		o, m := d.genOptions(c.Image.MediaModel(), c.Image.Price)
+		o, m := d.genOptions(c.Image.Ref(), c.Image.Price)
 		if g.Imager, err = generate.NewImager(o); err != nil {
 			return nil, fail(1, "media.generation.image: %v", err)
 		}
 		g.ImageModel = m
 	}
 	if tools.Speech {
-		o, m := d.genOptions(c.Speech.MediaModel(), c.Speech.Price)
+		o, m := d.genOptions(c.Speech.Ref(), c.Speech.Price)
 		if g.Speaker, err = generate.NewSpeaker(o); err != nil {
 			return nil, fail(1, "media.generation.speech: %v", err)
 		}
 		g.SpeechModel = m
 	}
 	if tools.Video {
-		o, m := d.genOptions(c.Video.MediaModel(), c.Video.Price)
+		o, m := d.genOptions(c.Video.Ref(), c.Video.Price)
 		if g.Videos, err = generate.NewVideos(o); err != nil {
 			return nil, fail(1, "media.generation.video: %v", err)
 		}
@@ -45,7 +45,7 @@ func (d *daemon) generation() (*media.Generation, error) {
 
 // genOptions is the client options and the billed model of one entry; a
 // configured price wins over the known list price.
-func (d *daemon) genOptions(mm config.MediaModel, price float64) (generate.Options, media.Model) {
+func (d *daemon) genOptions(mm media.ModelRef, price float64) (generate.Options, media.Model) {
 	p := d.cfg.LLM.Providers[mm.Provider]
 	o := generate.Options{Name: mm.Provider, Type: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: mm.Model,
 		MaxBytes: d.cfg.Media.MaxDownloadBytes}

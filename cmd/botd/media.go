@@ -128,7 +128,7 @@ func mediaMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *to != config.StoreS3 && *to != config.StoreLocal {
+	if *to != media.StoreS3 && *to != media.StoreLocal {
 		fs.Usage()
 		return fail(2, "--to must be s3 or local")
 	}
@@ -154,7 +154,7 @@ func mediaMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	var res mediaregistry.MigrateResult
-	if *to == config.StoreS3 {
+	if *to == media.StoreS3 {
 		res, err = cache.MigrateToStore(ctx, progress)
 	} else {
 		need, nerr := cache.LocalBytes(ctx)

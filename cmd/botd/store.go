@@ -6,6 +6,7 @@ import (
 
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store"
 )
@@ -22,7 +23,7 @@ func bucket(cfg *config.Config) (*s3store.Store, error) {
 
 // useStore puts the cache on media.store: nothing to do for local.
 func useStore(cfg *config.Config, cache *mediaregistry.Cache) error {
-	if cfg.Media.Store.Type != config.StoreS3 {
+	if cfg.Media.Store.Type != media.StoreS3 {
 		return nil
 	}
 	st, err := bucket(cfg)
@@ -41,7 +42,7 @@ const storeCheckTimeout = 20 * time.Second
 
 // checkStore proves an s3 bucket reachable and writable.
 func checkStore(ctx context.Context, cfg *config.Config) error {
-	if cfg.Media.Store.Type != config.StoreS3 {
+	if cfg.Media.Store.Type != media.StoreS3 {
 		return nil
 	}
 	st, err := bucket(cfg)
@@ -58,7 +59,7 @@ func checkStore(ctx context.Context, cfg *config.Config) error {
 // object is there (the upload runs after the fetch, in the daemon).
 func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
 	l := &mcp.LinkOptions{TTL: cfg.Media.LinkTTL.D()}
-	if cfg.Media.Store.Type != config.StoreS3 {
+	if cfg.Media.Store.Type != media.StoreS3 {
 		return l, nil
 	}
 	b, err := bucket(cfg)

@@ -22,26 +22,12 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/mediaregistry/s3store/bucket"
 )
 
-// Config is media.store for type s3.
-type Config struct {
-	// Endpoint is the server's URL: https://s3.eu-central-1.amazonaws.com,
-	// http://127.0.0.1:9000. Without a scheme, https.
-	Endpoint  string
-	Bucket    string
-	Region    string // default us-east-1
-	Prefix    string // key prefix, e.g. "botd/"; a trailing slash is added
-	AccessKey string
-	SecretKey string
-	// PathStyle addresses the bucket in the path (MinIO, most
-	// self-hosted servers) rather than in the host name.
-	PathStyle bool
-	// PublicEndpoint, when set, is the URL presigned links name instead of
-	// Endpoint: what clients elsewhere reach the server by (botd may talk
-	// to it on a private address). Signing is local; nothing is sent to it.
-	PublicEndpoint string
-}
+// Config is media.store for type s3 (package bucket, which links no
+// S3 client, so the media section can be checked without one).
+type Config = bucket.Config
 
 // partSize is the multipart part size: the most a transfer buffers when
 // its source cannot be read at offsets. 16 MiB keeps 50 GB objects within
@@ -121,31 +107,8 @@ func New(cfg Config) (*Store, error) {
 		id: "s3://" + u.Host + "/" + cfg.Bucket + "/" + prefix}, nil
 }
 
-// ParseEndpoint reads media.store.endpoint: an http(s) URL of a host,
-// without path, query or credentials.
-func ParseEndpoint(s string) (*url.URL, error) {
-	if s == "" {
-		return nil, errors.New("s3 store: no endpoint")
-	}
-	if !strings.Contains(s, "://") {
-		s = "https://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("s3 store: endpoint: %w", err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("s3 store: endpoint %q: the scheme must be http or https", s)
-	case u.Host == "":
-		return nil, fmt.Errorf("s3 store: endpoint %q has no host", s)
-	case u.User != nil:
-		return nil, fmt.Errorf("s3 store: endpoint %q: put the credentials in access_key and secret_key", u.Redacted())
-	case strings.Trim(u.Path, "/") != "" || u.RawQuery != "":
-		return nil, fmt.Errorf("s3 store: endpoint %q: only scheme and host (the bucket goes in bucket, a folder in prefix)", s)
-	}
-	return u, nil
-}
+// ParseEndpoint reads media.store.endpoint (bucket.ParseEndpoint).
+func ParseEndpoint(s string) (*url.URL, error) { return bucket.ParseEndpoint(s) }
 
 // ID names bucket and prefix: blobs recorded under another ID are
 // uploaded again.

@@ -1,4 +1,4 @@
-package ingestbench_test
+package telegram_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package webbench_test
+package web_test
 
 import (
 	"bytes"
@@ -67,7 +67,9 @@ func newRig(b *testing.B) *rig {
 	router := agent.New(agent.Options{Store: st, Groups: set, GroupsDir: filepath.Join(dir, "groups"), Log: quiet})
 	reg := mediaregistry.New(st.DB, 0)
 	var out bytes.Buffer
-	w, err := web.New(web.Config{Enabled: true, Listen: "127.0.0.1:0"}, channels.Env{Registry: reg, Sink: router, Log: quiet, AssistantName: "Andy"},
+	// The posting limits would refuse the benchmark's loop after 20
+	// messages; what is measured is the path behind them.
+	w, err := web.New(web.Config{Enabled: true, Listen: "127.0.0.1:0", PostsPerMinute: 1 << 30, RoomPostsPerMinute: 1 << 30}, channels.Env{Registry: reg, Sink: router, Log: quiet, AssistantName: "Andy"},
 		web.Options{DataDir: dir, MaxUploadBytes: 10 << 20, Groups: set, Store: st, Model: "anthropic/claude-sonnet-4-5", Out: &out})
 	if err != nil {
 		b.Fatal(err)

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// goList runs `go list` with args and returns its lines. The import graph
+// is the build's own answer: a test that parsed import lines itself could
+// miss a path through a package it does not read.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goBin, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// The agent runs over the channels interface, never a network's code: it
+// links neither config (which composes every channel's section) nor any
+// channel package, so whatsmeow and the Telegram and Slack SDKs stay out
+// of it and of every test binary that builds it.
+func TestAgentLinksNoChannelCode(t *testing.T) {
+	deps := goList(t, "-deps", "github.com/botd-dev/botd/agent")
+	if !slices.Contains(deps, "github.com/botd-dev/botd/channels") {
+		t.Fatalf("go list -deps agent does not list the channels interface package; the listing is not what this test expects:\n%s", strings.Join(deps, "\n"))
+	}
+	for _, d := range deps {
+		if d == "github.com/botd-dev/botd/config" || strings.HasPrefix(d, "github.com/botd-dev/botd/channels/") ||
+			strings.HasPrefix(d, "go.mau.fi/whatsmeow") {
+			t.Errorf("agent links %s", d)
+		}
+	}
+}
+
+// Only the command reads the config file: components get their own
+// section's type, so none can reach another's settings through config.
+func TestOnlyTheCommandImportsConfig(t *testing.T) {
+	var importers []string
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/botd-dev/botd/...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if slices.Contains(strings.Fields(imports), "github.com/botd-dev/botd/config") {
+			importers = append(importers, pkg)
+		}
+	}
+	if want := []string{"github.com/botd-dev/botd/cmd/botd"}; !slices.Equal(importers, want) {
+		t.Errorf("packages importing config = %v, want %v", importers, want)
+	}
+}

@@ -1,0 +1,57 @@
+package mcp
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/botd-dev/botd/internal/settings"
+)
+
+// Config is the mcp section of botd's config file.
+type Config struct {
+	HTTP HTTPConfig `yaml:"http"`
+}
+
+// HTTPConfig is mcp.http: where `botd mcp --http` listens and the bearer
+// tokens remote clients present.
+type HTTPConfig struct {
+	Listen string       `yaml:"listen"`
+	Tokens []TokenGrant `yaml:"tokens"`
+}
+
+// TokenGrant maps one bearer token to the single group it may reach.
+type TokenGrant struct {
+	Token string `yaml:"token"`
+	Group string `yaml:"group"`
+}
+
+// DefaultConfig is the section a config file is decoded over.
+func DefaultConfig() Config { return Config{HTTP: HTTPConfig{Listen: "127.0.0.1:8765"}} }
+
+// Validate reports every problem of the section with its key path;
+// isGroup tells whether a token's group is a configured group folder.
+func (c Config) Validate(isGroup func(folder string) bool) error {
+	var ps settings.Problems
+	tokens := map[string]int{}
+	for i, t := range c.HTTP.Tokens {
+		path := "mcp.http.tokens[" + strconv.Itoa(i) + "]"
+		if len(t.Token) < 16 {
+			ps.AddSecret(path+".token", "must be at least 16 characters", settings.SetHint)
+		}
+		// A token reaches one group; the same token twice would silently
+		// pick one of them.
+		if j, dup := tokens[t.Token]; dup && t.Token != "" {
+			ps.Add(path+".token", "is the same as mcp.http.tokens[%d].token; each token must be unique", j)
+		}
+		tokens[t.Token] = i
+		if !isGroup(t.Group) {
+			ps.Add(path+".group", "unknown group folder %q", t.Group)
+		}
+	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			ps.Add("mcp.http.listen", "must be host:port (e.g. 127.0.0.1:8765)")
+		}
+	}
+	return ps.Err()
+}
