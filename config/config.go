@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/botd-dev/botd/agent/llm/uploads"
+	"github.com/botd-dev/botd/llm/uploads"
 	"io"
 	"os"
 	"path/filepath"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // classify turns a failed answer into an *llm.Error of the seam's kinds

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // noSpeech is what the prompt asks Gemini to answer for audio without

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/transcribe"
 )
 

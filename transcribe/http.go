@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // maxResponseBytes bounds an answer: verbose_json of half an hour of speech
@@ -119,7 +119,7 @@ func snippet(b []byte) string {
 }
 
 // joinURL appends path to a base URL without doubling slashes, as the LLM
-// adapters do (their helper is internal to agent/llm).
+// adapters do (their helper is internal to llm).
 func joinURL(base, path string) string {
 	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
 }

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // openai posts the audio to {base_url}/audio/transcriptions. It asks for

@@ -23,9 +23,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
-	"github.com/botd-dev/botd/agent/llm/gemini"
-	"github.com/botd-dev/botd/agent/llm/openai"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/gemini"
+	"github.com/botd-dev/botd/llm/openai"
 )
 
 const (

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )

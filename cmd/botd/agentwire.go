@@ -7,11 +7,11 @@ import (
 	"sync"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/agent/llm"
-	"github.com/botd-dev/botd/agent/llm/nokey"
-	"github.com/botd-dev/botd/agent/llm/providers"
-	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/nokey"
+	"github.com/botd-dev/botd/llm/providers"
+	"github.com/botd-dev/botd/llm/uploads"
 )
 
 // llmProviders builds each provider of llm.providers once, on demand.

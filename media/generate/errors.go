@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // classify turns a failed answer into an *llm.Error whose message says

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // DefaultTimeout bounds one provider call of the default HTTP client: an

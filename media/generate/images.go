@@ -14,7 +14,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // b64Max is how long a base64 answer may be for an image of at most max

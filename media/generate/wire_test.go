@@ -17,7 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
