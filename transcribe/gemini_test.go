@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"testing/iotest"
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/transcribe"
@@ -134,20 +132,5 @@ func TestGeminiAnswers(t *testing.T) {
 				t.Errorf("Transcribe = %q, %v; want %q", got.Text, err, tt.wantText)
 			}
 		})
-	}
-}
-
-func TestBase64Reader(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 4, 3071, 3072, 3073, 3 * 1024 * 5, 10_000} {
-		src := audioBytes(uint64(n), n)
-		// One byte at a time, to cross every block boundary.
-		got, err := io.ReadAll(iotest.OneByteReader(transcribe.NewBase64Reader(iotest.HalfReader(bytes.NewReader(src)))))
-		if err != nil || string(got) != base64.StdEncoding.EncodeToString(src) {
-			t.Errorf("%d bytes: %d bytes of base64, %v", n, len(got), err)
-		}
-	}
-	boom := errors.New("disk gone")
-	if _, err := io.ReadAll(transcribe.NewBase64Reader(iotest.ErrReader(boom))); !errors.Is(err, boom) {
-		t.Errorf("read error = %v, want %v", err, boom)
 	}
 }

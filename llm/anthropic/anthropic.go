@@ -101,7 +101,7 @@ func parseError(status int, h http.Header, body []byte) *llm.Error {
 		Error *apiError `json:"error"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil || env.Error == nil {
-		return wire.StatusError(status, h, "", wire.Snippet(body))
+		return wire.StatusError(status, h, "", wire.ErrorText(body))
 	}
 	e := env.Error.toError(status)
 	e.RetryAfter = llm.ParseRetryAfter(h)

@@ -131,7 +131,7 @@ func parseError(status int, h http.Header, body []byte) *llm.Error {
 	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil {
 		var arr []env
 		if err := json.Unmarshal(body, &arr); err != nil || len(arr) == 0 || arr[0].Error == nil {
-			return wire.StatusError(status, h, "", wire.Snippet(body))
+			return wire.StatusError(status, h, "", wire.ErrorText(body))
 		}
 		e = arr[0]
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/wire"
@@ -64,7 +65,9 @@ func (a *apiError) toError(status int) *llm.Error {
 		kind, retryable = llm.KindRateLimit, true
 	case "invalid_api_key", "authentication_error", "permission_denied":
 		kind, retryable = llm.KindAuth, false
-	case "content_filter", "content_policy_violation":
+	case "content_filter", "content_policy_violation", "moderation_blocked", "image_generation_user_error":
+		// The Images and Videos APIs refuse what they will not make with a
+		// 400 and one of these codes.
 		kind, retryable = llm.KindContentFilter, false
 	case "context_length_exceeded", "invalid_request_error", "model_not_found":
 		if status == 0 || status == http.StatusBadRequest || status == http.StatusNotFound {
@@ -88,18 +91,40 @@ func (a *apiError) toError(status int) *llm.Error {
 	return &llm.Error{Kind: kind, Retryable: retryable, Status: status, Code: label, Message: a.Message}
 }
 
+// parseError reads {"error": {...}} and {"error": "text"}, and, from
+// compatible servers, FastAPI's {"detail": …} (speaches,
+// faster-whisper-server) and a bare {"message"}. It is the one classifier
+// of every endpoint: chat, files, batches, audio, images, videos.
 func parseError(status int, h http.Header, body []byte) *llm.Error {
 	var env struct {
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Detail  json.RawMessage `json:"detail"`
+		Message string          `json:"message"`
 	}
 	if json.Unmarshal(body, &env) != nil {
-		return wire.StatusError(status, h, "", wire.Snippet(body))
+		return wire.StatusError(status, h, "", wire.ErrorText(body))
 	}
 	a, ok := decodeError(env.Error)
-	if !ok {
-		return wire.StatusError(status, h, "", wire.Snippet(body))
+	if !ok || a.Message == "" && a.Type == "" && len(a.Code) == 0 {
+		var s string
+		switch {
+		case json.Unmarshal(env.Detail, &s) == nil && s != "":
+			a = &apiError{Message: s}
+		case len(env.Detail) > 0 && string(env.Detail) != "null":
+			a = &apiError{Message: wire.Snippet(env.Detail)}
+		case env.Message != "":
+			a = &apiError{Message: env.Message}
+		default:
+			return wire.StatusError(status, h, "", wire.ErrorText(body))
+		}
 	}
 	e := a.toError(status)
-	e.RetryAfter = llm.ParseRetryAfter(h)
+	if e.Kind == llm.KindBadRequest && strings.Contains(strings.ToLower(e.Message), "safety system") {
+		// The Images API words some refusals only in its message.
+		e.Kind = llm.KindContentFilter
+	}
+	if h != nil {
+		e.RetryAfter = llm.ParseRetryAfter(h)
+	}
 	return e
 }

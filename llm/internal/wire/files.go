@@ -78,6 +78,18 @@ func (c *Client) send(ctx context.Context, method, url string, h http.Header, bo
 	if s, ok := body.(*Sized); ok {
 		req.ContentLength = s.N
 	}
+	return c.do(req)
+}
+
+// Send makes one plain call and returns the response once it is 2xx, for
+// answers the caller streams on (audio, video); the caller closes its body.
+func (c *Client) Send(ctx context.Context, method, url string, h http.Header, body io.Reader) (*http.Response, error) {
+	return c.send(ctx, method, url, h, body)
+}
+
+// do sends req with the adapter's client; any status but 2xx is read
+// (bounded), classified and returned as the error.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

@@ -163,7 +163,7 @@ func (c *Client) parseError(status int, h http.Header, body []byte) *llm.Error {
 		e = c.ParseError(status, h, body)
 	}
 	if e == nil {
-		e = StatusError(status, h, "", Snippet(body))
+		e = StatusError(status, h, "", ErrorText(body))
 	}
 	return e
 }
@@ -393,4 +393,14 @@ func Annotate(err error, format string, args ...any) error {
 		return &cp
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
+}
+
+// ErrorText is the message of an error answer that is not the vendor's
+// JSON (a proxy's page): its start, or, for no body at all, nothing, so
+// that [StatusError] names the status ("Service Unavailable").
+func ErrorText(body []byte) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	return Snippet(body)
 }

@@ -1,4 +1,4 @@
-package transcribe
+package openai
 
 import (
 	"bytes"
@@ -12,24 +12,31 @@ import (
 	"net/textproto"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/internal/wire"
 )
 
-// openai posts the audio to {base_url}/audio/transcriptions. It asks for
-// verbose_json, which carries duration and language, from models that are
-// known to give it, and falls back to json when a server refuses it.
-func (t *Transcriber) openai(ctx context.Context, a audio) (Transcript, error) {
+var _ llm.Transcriber = (*Provider)(nil)
+
+// maxTranscriptBytes bounds an answer by default: verbose_json of half an
+// hour of speech with its segments is a few MB; more is not a transcript.
+const maxTranscriptBytes = 16 << 20
+
+// Transcribe posts the audio to {base_url}/audio/transcriptions. It asks
+// for verbose_json, which carries duration and language, from models that
+// are known to give it, and falls back to json when a server refuses it.
+func (p *Provider) Transcribe(ctx context.Context, r llm.TranscribeRequest) (llm.Transcription, error) {
 	format := "json"
-	if verboseJSON(t.o.Model) {
+	if verboseJSON(r.Model) {
 		format = "verbose_json"
 	}
-	tr, err := t.openaiPost(ctx, a, format)
+	tr, err := p.transcribe(ctx, r, format)
 	if format == "verbose_json" && isFormatRefusal(err) {
-		t.o.Log.Info("transcription provider refused verbose_json, asking for json", "provider", t.o.Name, "model", t.o.Model)
-		tr, err = t.openaiPost(ctx, a, "json")
+		tr, err = p.transcribe(ctx, r, "json")
 	}
 	return tr, err
 }
@@ -41,49 +48,60 @@ func verboseJSON(model string) bool {
 	return strings.Contains(strings.ToLower(model), "whisper")
 }
 
-func (t *Transcriber) openaiPost(ctx context.Context, a audio, format string) (Transcript, error) {
+// isFormatRefusal reports whether err is a server refusing
+// response_format=verbose_json (OpenAI's gpt-4o-*-transcribe models and
+// some compatible servers take json only).
+func isFormatRefusal(err error) bool {
+	e, ok := err.(*llm.Error)
+	return ok && e.Kind == llm.KindBadRequest && e.Status != http.StatusRequestEntityTooLarge &&
+		(strings.Contains(e.Message, "response_format") || strings.Contains(e.Message, "verbose_json"))
+}
+
+func (p *Provider) transcribe(ctx context.Context, r llm.TranscribeRequest, format string) (llm.Transcription, error) {
+	a := r.Audio
 	// The multipart frame around the file is built once; the file itself
-	// is streamed from f between head and tail, so memory stays flat and
+	// is streamed from a.R between head and tail, so memory stays flat and
 	// the length is known (some servers refuse chunked uploads).
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	mw.WriteField("model", t.o.Model)
+	mw.WriteField("model", r.Model)
 	mw.WriteField("response_format", format)
 	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, fileName(a.name, a.mime)))
-	h.Set("Content-Type", partType(a.mime))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, fileName(a.Name, a.MIME)))
+	h.Set("Content-Type", partType(a.MIME))
 	if _, err := mw.CreatePart(h); err != nil {
-		return Transcript{}, llm.Errorf(t.o.Name, llm.KindBadRequest, err, "build request: %v", err)
+		return llm.Transcription{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "build request: %v", err))
 	}
 	split := buf.Len()
 	mw.Close()
 	head, tail := buf.Bytes()[:split], buf.Bytes()[split:]
 
-	header := http.Header{}
+	header := p.header()
 	header.Set("Content-Type", mw.FormDataContentType())
 	header.Set("Accept", "application/json")
-	if t.o.APIKey != "" {
-		// Local whisper servers run without a key.
-		header.Set("Authorization", "Bearer "+t.o.APIKey)
+	max := r.MaxBytes
+	if max <= 0 {
+		max = maxTranscriptBytes
 	}
-	body, ctype, err := t.post(ctx, a, upload{
-		url:    joinURL(t.o.BaseURL, "/audio/transcriptions"),
-		header: header,
-		length: int64(len(head)) + a.size + int64(len(tail)),
-		body: func() io.Reader {
-			return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(a.f, 0, a.size), bytes.NewReader(tail))
-		},
-	})
+	body, rh, err := p.c.Upload(ctx, wire.JoinURL(p.baseURL, "/audio/transcriptions"), header,
+		int64(len(head))+a.Size+int64(len(tail)),
+		func() io.Reader {
+			return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(a.R, 0, a.Size), bytes.NewReader(tail))
+		}, max)
 	if err != nil {
-		return Transcript{}, err
+		return llm.Transcription{}, err
 	}
-	return t.openaiAnswer(body, ctype)
+	tr, e := transcriptAnswer(body, rh.Get("Content-Type"))
+	if e != nil {
+		return llm.Transcription{}, p.c.Finish(e)
+	}
+	return tr, nil
 }
 
-// openaiAnswer reads {"text", "language", "duration"} (verbose_json), a
-// plain {"text"} with perhaps usage in seconds (json), or, from servers
+// transcriptAnswer reads {"text", "language", "duration"} (verbose_json),
+// a plain {"text"} with perhaps usage in seconds (json), or, from servers
 // that ignore response_format, the bare text.
-func (t *Transcriber) openaiAnswer(body []byte, ctype string) (Transcript, error) {
+func transcriptAnswer(body []byte, ctype string) (llm.Transcription, *llm.Error) {
 	var r struct {
 		Text     *string         `json:"text"`
 		Language string          `json:"language"`
@@ -98,20 +116,20 @@ func (t *Transcriber) openaiAnswer(body []byte, ctype string) (Transcript, error
 	// text as application/octet-stream.
 	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		if mt, _, _ := mime.ParseMediaType(ctype); mt != "application/json" {
-			return Transcript{Text: string(trimmed)}, nil
+			return llm.Transcription{Text: string(trimmed)}, nil
 		}
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Transcript{}, t.fail(llm.Errorf("", llm.KindUnknown, err, "unreadable answer: %s", snippet(body)))
+		return llm.Transcription{}, llm.Errorf("", llm.KindUnknown, err, "unreadable answer: %s", wire.Snippet(body))
 	}
 	if r.Text == nil {
 		if len(r.Error) > 0 && string(r.Error) != "null" {
 			// Proxies answer 200 with an error document.
-			return Transcript{}, t.fail(openaiError(0, body))
+			return llm.Transcription{}, parseError(0, nil, body)
 		}
-		return Transcript{}, t.fail(llm.NewError("", llm.KindUnknown, "the answer has no text: "+snippet(body)))
+		return llm.Transcription{}, llm.NewError("", llm.KindUnknown, "the answer has no text: "+wire.Snippet(body))
 	}
-	tr := Transcript{Text: strings.TrimSpace(*r.Text), Language: r.Language}
+	tr := llm.Transcription{Text: strings.TrimSpace(*r.Text), Language: r.Language}
 	if s, ok := seconds(r.Duration); ok {
 		tr.Duration = time.Duration(s * float64(time.Second))
 	} else if r.Usage != nil && r.Usage.Type == "duration" {
@@ -120,6 +138,12 @@ func (t *Transcriber) openaiAnswer(body []byte, ctype string) (Transcript, error
 		}
 	}
 	return tr, nil
+}
+
+// seconds parses a duration in seconds given as a JSON number or string.
+func seconds(n json.Number) (float64, bool) {
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil && f > 0
 }
 
 // extensions maps audio types to the file extensions the
