@@ -31,7 +31,11 @@ var _ llm.FilesAPI = (*Provider)(nil)
 // end up in a URL that an error or a proxy log prints.
 func (p *Provider) header() http.Header {
 	h := http.Header{}
-	h.Set("x-goog-api-key", p.c.APIKey)
+	if p.c.APIKey != "" {
+		// In a header, not the query string: a key in a URL ends up in
+		// what errors and proxies print.
+		h.Set("x-goog-api-key", p.c.APIKey)
+	}
 	return h
 }
 

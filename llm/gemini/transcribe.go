@@ -38,9 +38,6 @@ func (p *Provider) Transcribe(ctx context.Context, r llm.TranscribeRequest) (llm
 	suffix := `"}},{"text":` + string(prompt) + `}]}]}`
 
 	header := p.header()
-	if p.c.APIKey == "" {
-		header.Del("x-goog-api-key")
-	}
 	header.Set("Content-Type", "application/json")
 	max := r.MaxBytes
 	if max <= 0 {

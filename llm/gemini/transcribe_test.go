@@ -34,3 +34,12 @@ func TestBase64Reader(t *testing.T) {
 		t.Errorf("read error = %v, want %v", err, boom)
 	}
 }
+
+func TestAspectRatio(t *testing.T) {
+	for size, want := range map[string]string{"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3", "1280x720": "16:9",
+		"720x1280": "9:16", "auto": "", "": "", "2560x1080": "21:9"} {
+		if got := aspectRatio(size); got != want {
+			t.Errorf("%q: %q, want %q", size, got, want)
+		}
+	}
+}
