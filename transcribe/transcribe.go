@@ -1,7 +1,8 @@
 // Package transcribe turns audio into text through a provider from
-// llm.providers: the OpenAI-compatible POST /audio/transcriptions (OpenAI,
-// Groq, a local whisper server, most self-hosted runtimes) or Gemini's
-// generateContent with the audio inline.
+// llm.providers whose adapter is an llm.Transcriber: OpenAI-compatible
+// (OpenAI, Groq, a local whisper server, most self-hosted runtimes) or
+// Gemini. The HTTP is the adapter's; this package keeps the cache, the
+// one call per content, and errors worded for media.transcription.
 //
 // Transcripts are cached in SQLite by content hash and model, so the same
 // bytes are sent to a provider once, across restarts, and concurrent

@@ -1,6 +1,6 @@
 // Package generate makes media through a provider of llm.providers:
 // images (OpenAI's Images API, generations and edits; Gemini image models
-// through generateContent), speech (the OpenAI-compatible /audio/speech,
+// through generateContent), speech (the OpenAI-compatible speech API,
 // asked for OGG/Opus so it plays as a voice note) and videos (OpenAI's
 // Videos API: a job that is submitted, polled, downloaded and deleted).
 //
@@ -134,7 +134,7 @@ func (c *imager) Image(ctx context.Context, r ImageRequest) (Image, error) {
 	return img, nil
 }
 
-// MaxSpeechChars is the longest text /audio/speech takes (OpenAI: 4096).
+// MaxSpeechChars is the longest text OpenAI's speech API takes.
 const MaxSpeechChars = 4096
 
 // SpeechRequest asks for words spoken.
@@ -156,7 +156,7 @@ func NewSpeaker(o Options) (Speaker, error) {
 	o.defaults()
 	v, ok := o.vendor().(llm.SpeechMaker)
 	if !ok {
-		return nil, fmt.Errorf("speech: provider type %q has no /audio/speech (use an openai-compatible provider)", o.Type)
+		return nil, fmt.Errorf("speech: provider type %q has no speech API (use an openai-compatible provider)", o.Type)
 	}
 	return &speaker{o: o, v: v}, nil
 }
