@@ -26,7 +26,9 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown provider", func(c *providers.Config) { c.Model.Provider = "y" }, `llm.model.provider: unknown provider "y"`},
 		{"no model name", func(c *providers.Config) { c.Model.Name = "" }, "llm.model.name: must not be empty"},
 		{"bad type", func(c *providers.Config) { c.Providers["x"] = providers.Provider{Type: "claude"} }, "llm.providers.x.type: must be one of anthropic, openai, gemini"},
-		{"bad base url", func(c *providers.Config) { c.Providers["x"] = providers.Provider{Type: "openai", BaseURL: "localhost:11434"} }, "llm.providers.x.base_url: must be an http(s) URL"},
+		{"bad base url", func(c *providers.Config) {
+			c.Providers["x"] = providers.Provider{Type: "openai", BaseURL: "localhost:11434"}
+		}, "llm.providers.x.base_url: must be an http(s) URL"},
 		{"cache ttl value", func(c *providers.Config) { c.Providers["a"] = providers.Provider{Type: "anthropic", CacheTTL: "2h"} }, "llm.providers.a.cache_ttl: must be 5m or 1h"},
 		{"cache ttl not anthropic", func(c *providers.Config) { c.Providers["x"] = providers.Provider{Type: "openai", CacheTTL: "1h"} }, "llm.providers.x.cache_ttl: 1h is Anthropic's"},
 		{"fallback", func(c *providers.Config) { c.Fallback = []providers.Model{{Provider: "x", Name: "n", MaxAttempts: -1}} }, "llm.fallback[0].max_attempts: must not be negative"},
