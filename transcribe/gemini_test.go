@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -35,10 +35,10 @@ type geminiRequest struct {
 	}
 }
 
-func newFakeGemini(t *testing.T, answer string) (*httptest.Server, func() geminiRequest) {
+func newFakeGemini(t *testing.T, answer string) (*llmfake.Server, func() geminiRequest) {
 	var mu sync.Mutex
 	var last geminiRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := llmfake.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("fake gemini: %v", err)
@@ -54,7 +54,6 @@ func newFakeGemini(t *testing.T, answer string) (*httptest.Server, func() gemini
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, answer)
 	}))
-	t.Cleanup(srv.Close)
 	return srv, func() geminiRequest {
 		mu.Lock()
 		defer mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )
@@ -110,10 +111,11 @@ func readUpload(r *http.Request) (received, error) {
 	}
 }
 
-// fakeOpenAI is an OpenAI-compatible transcription server on loopback that
-// answers every upload with answer and keeps what it received.
+// fakeOpenAI is an OpenAI-compatible transcription server on loopback
+// (llmfake's) that answers every upload with answer and keeps what it
+// received, parsed.
 type fakeOpenAI struct {
-	*httptest.Server
+	*llmfake.Server
 	calls atomic.Int64
 	mu    sync.Mutex
 	got   []received
@@ -121,7 +123,7 @@ type fakeOpenAI struct {
 
 func newFakeOpenAI(t testing.TB, answer func(w http.ResponseWriter, got received)) *fakeOpenAI {
 	f := &fakeOpenAI{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.Server = llmfake.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
 		got, err := readUpload(r)
 		if err != nil {
@@ -134,7 +136,6 @@ func newFakeOpenAI(t testing.TB, answer func(w http.ResponseWriter, got received
 		f.mu.Unlock()
 		answer(w, got)
 	}))
-	t.Cleanup(f.Close)
 	return f
 }
 

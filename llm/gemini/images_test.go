@@ -13,18 +13,19 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/llmfake"
 )
 
 var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 64)...)
 
 func TestImageWire(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString(pngBytes)
-	ok := llmtest.Answer{Status: 200, Body: `{"candidates":[{"content":{"role":"model","parts":[{"text":"Here is your red square."},{"inlineData":{"mimeType":"image/png","data":"` + b64 + `"}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1290}}`}
+	ok := llmfake.Answer{Status: 200, Body: `{"candidates":[{"content":{"role":"model","parts":[{"text":"Here is your red square."},{"inlineData":{"mimeType":"image/png","data":"` + b64 + `"}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1290}}`}
 	cases := []struct {
 		name     string
 		model    string
 		source   bool
-		answer   llmtest.Answer
+		answer   llmfake.Answer
 		golden   string
 		wantPath string
 		wantKind llm.ErrorKind // "" is success
@@ -36,24 +37,24 @@ func TestImageWire(t *testing.T) {
 			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent"},
 		{name: "prompt blocked", model: "gemini-2.5-flash-image", golden: "image_generation.txt",
 			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent",
-			answer:   llmtest.Answer{Status: 200, Body: `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":9}}`},
+			answer:   llmfake.Answer{Status: 200, Body: `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":9}}`},
 			wantKind: llm.KindContentFilter, wantCode: "PROHIBITED_CONTENT"},
 		{name: "image safety", model: "gemini-2.5-flash-image", golden: "image_generation.txt",
 			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent",
-			answer:   llmtest.Answer{Status: 200, Body: `{"candidates":[{"content":{"parts":[]},"finishReason":"IMAGE_SAFETY","finishMessage":"Unable to show the generated image."}]}`},
+			answer:   llmfake.Answer{Status: 200, Body: `{"candidates":[{"content":{"parts":[]},"finishReason":"IMAGE_SAFETY","finishMessage":"Unable to show the generated image."}]}`},
 			wantKind: llm.KindContentFilter, wantCode: "IMAGE_SAFETY"},
 		{name: "text only", model: "gemini-2.5-flash", golden: "image_generation_textonly.txt",
 			wantPath: "/v1beta/models/gemini-2.5-flash:generateContent",
-			answer:   llmtest.Answer{Status: 200, Body: `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`},
+			answer:   llmfake.Answer{Status: 200, Body: `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`},
 			wantKind: llm.KindUnknown, wantCode: gemini.NoImage},
 		{name: "bad key", model: "gemini-2.5-flash-image", golden: "image_generation.txt",
 			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent",
-			answer:   llmtest.Answer{Status: 400, Body: `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}`},
+			answer:   llmfake.Answer{Status: 400, Body: `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}`},
 			wantKind: llm.KindAuth, wantCode: "INVALID_ARGUMENT"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.NewServer(t, llmtest.Queue(tc.answer))
+			srv := llmtest.NewServer(t, llmfake.Queue(tc.answer))
 			p := gemini.New(llmtest.APIKey, srv.URL, srv.Client(), gemini.WithName("prov"))
 			req := llm.ImageRequest{Model: tc.model, Prompt: "a red square", Size: "1024x1024", MaxBytes: 1 << 20}
 			if tc.source {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/llm/openai"
 )
 
@@ -38,19 +39,19 @@ func sourceFile(t *testing.T) *llm.File {
 	return &llm.File{R: f, Size: int64(len(pngBytes)), MIME: "image/png", Name: "evil\"name.png"}
 }
 
-func mediaProvider(t *testing.T, answers ...llmtest.Answer) (*openai.Provider, *llmtest.Server) {
+func mediaProvider(t *testing.T, answers ...llmfake.Answer) (*openai.Provider, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(t, llmtest.Queue(answers...))
+	srv := llmtest.NewServer(t, llmfake.Queue(answers...))
 	return openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), openai.WithName("prov")), srv
 }
 
 func TestImageWire(t *testing.T) {
-	ok := llmtest.Answer{Status: 200, Body: `{"created":1,"data":[{"b64_json":"` + b64(pngBytes) + `","revised_prompt":"a red square"}],"usage":{"input_tokens":20,"output_tokens":272}}`}
+	ok := llmfake.Answer{Status: 200, Body: `{"created":1,"data":[{"b64_json":"` + b64(pngBytes) + `","revised_prompt":"a red square"}],"usage":{"input_tokens":20,"output_tokens":272}}`}
 	cases := []struct {
 		name     string
 		model    string
 		source   bool
-		answer   llmtest.Answer
+		answer   llmfake.Answer
 		golden   string
 		wantPath string
 		wantKind llm.ErrorKind // "" is success
@@ -59,13 +60,13 @@ func TestImageWire(t *testing.T) {
 		{name: "dall-e asks for b64_json", model: "dall-e-3", answer: ok, golden: "media_generation_dalle.txt", wantPath: "/v1/images/generations"},
 		{name: "edit is multipart", model: "gpt-image-1", source: true, answer: ok, golden: "media_edit.txt", wantPath: "/v1/images/edits"},
 		{name: "refusal", model: "gpt-image-1", golden: "media_generation.txt", wantPath: "/v1/images/generations",
-			answer:   llmtest.Answer{Status: 400, Body: `{"error":{"message":"Your request was rejected by the safety system. safety_violations=[violence].","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}`},
+			answer:   llmfake.Answer{Status: 400, Body: `{"error":{"message":"Your request was rejected by the safety system. safety_violations=[violence].","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}`},
 			wantKind: llm.KindContentFilter},
 		{name: "refusal in words only", model: "gpt-image-1", golden: "media_generation.txt", wantPath: "/v1/images/generations",
-			answer:   llmtest.Answer{Status: 400, Body: `{"error":{"message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error"}}`},
+			answer:   llmfake.Answer{Status: 400, Body: `{"error":{"message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error"}}`},
 			wantKind: llm.KindContentFilter},
 		{name: "bad key", model: "gpt-image-1", golden: "media_generation.txt", wantPath: "/v1/images/generations",
-			answer:   llmtest.Answer{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: ` + llmtest.APIKey + `","type":"invalid_request_error","code":"invalid_api_key"}}`},
+			answer:   llmfake.Answer{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: ` + llmtest.APIKey + `","type":"invalid_request_error","code":"invalid_api_key"}}`},
 			wantKind: llm.KindAuth},
 	}
 	for _, tc := range cases {
@@ -113,7 +114,7 @@ func TestImageWire(t *testing.T) {
 // decoded into memory.
 func TestImageOverCap(t *testing.T) {
 	big := bytes.Repeat([]byte{1}, 64<<10)
-	p, _ := mediaProvider(t, llmtest.Answer{Status: 200, Body: `{"data":[{"b64_json":"` + b64(big) + `"}]}`})
+	p, _ := mediaProvider(t, llmfake.Answer{Status: 200, Body: `{"data":[{"b64_json":"` + b64(big) + `"}]}`})
 	if _, err := p.MakeImage(context.Background(), llm.ImageRequest{Model: "gpt-image-1", Prompt: "x", MaxBytes: 1 << 10}); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Fatalf("err = %v, want over the cap", err)
 	}
@@ -124,13 +125,13 @@ func TestSpeechWire(t *testing.T) {
 	cases := []struct {
 		name     string
 		voice    string
-		answer   llmtest.Answer
+		answer   llmfake.Answer
 		golden   string
 		wantKind llm.ErrorKind
 	}{
-		{name: "opus", voice: "", answer: llmtest.Answer{Status: 200, ContentType: "audio/ogg", Body: string(ogg)}, golden: "media_speech.txt"},
-		{name: "voice", voice: "nova", answer: llmtest.Answer{Status: 200, ContentType: "audio/ogg", Body: string(ogg)}, golden: "media_speech_nova.txt"},
-		{name: "rate limited", answer: llmtest.Answer{Status: 429, Body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`},
+		{name: "opus", voice: "", answer: llmfake.Answer{Status: 200, ContentType: "audio/ogg", Body: string(ogg)}, golden: "media_speech.txt"},
+		{name: "voice", voice: "nova", answer: llmfake.Answer{Status: 200, ContentType: "audio/ogg", Body: string(ogg)}, golden: "media_speech_nova.txt"},
+		{name: "rate limited", answer: llmfake.Answer{Status: 429, Body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`},
 			golden: "media_speech.txt", wantKind: llm.KindRateLimit},
 	}
 	for _, tc := range cases {
@@ -162,13 +163,13 @@ func TestSpeechWire(t *testing.T) {
 
 func TestVideoWire(t *testing.T) {
 	mp4 := append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{5}, 200)...)
-	job := func(status string, progress int, extra string) llmtest.Answer {
-		return llmtest.Answer{Status: 200, Body: fmt.Sprintf(`{"id":"video_123","object":"video","model":"sora-2","status":%q,"progress":%d,"seconds":"4","size":"720x1280"%s}`, status, progress, extra)}
+	job := func(status string, progress int, extra string) llmfake.Answer {
+		return llmfake.Answer{Status: 200, Body: fmt.Sprintf(`{"id":"video_123","object":"video","model":"sora-2","status":%q,"progress":%d,"seconds":"4","size":"720x1280"%s}`, status, progress, extra)}
 	}
 	ctx := context.Background()
 	t.Run("submit, poll, download, delete", func(t *testing.T) {
 		p, srv := mediaProvider(t, job("queued", 0, ""), job("in_progress", 40, ""), job("completed", 100, ""),
-			llmtest.Answer{Status: 200, ContentType: "video/mp4", Body: string(mp4)}, llmtest.Answer{Status: 200, Body: `{"id":"video_123","object":"video.deleted","deleted":true}`})
+			llmfake.Answer{Status: 200, ContentType: "video/mp4", Body: string(mp4)}, llmfake.Answer{Status: 200, Body: `{"id":"video_123","object":"video.deleted","deleted":true}`})
 		j, err := p.SubmitVideo(ctx, llm.VideoRequest{Model: "sora-2", Prompt: "a cat on a skateboard", Seconds: 4, Size: "720x1280"})
 		if err != nil || j.ID != "video_123" || j.State != llm.VideoQueued {
 			t.Fatalf("submit: %+v %v", j, err)
@@ -218,13 +219,13 @@ func TestVideoWire(t *testing.T) {
 		}
 	})
 	t.Run("submit refused", func(t *testing.T) {
-		p, _ := mediaProvider(t, llmtest.Answer{Status: 400, Body: `{"error":{"message":"Your request was blocked by our moderation system.","type":"invalid_request_error","code":"moderation_blocked"}}`})
+		p, _ := mediaProvider(t, llmfake.Answer{Status: 400, Body: `{"error":{"message":"Your request was blocked by our moderation system.","type":"invalid_request_error","code":"moderation_blocked"}}`})
 		if _, err := p.SubmitVideo(ctx, llm.VideoRequest{Model: "sora-2", Prompt: "x"}); llm.KindOf(err) != llm.KindContentFilter {
 			t.Errorf("err %v is no refusal", err)
 		}
 	})
 	t.Run("gone job", func(t *testing.T) {
-		p, _ := mediaProvider(t, llmtest.Answer{Status: 404, Body: `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`})
+		p, _ := mediaProvider(t, llmfake.Answer{Status: 404, Body: `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`})
 		_, err := p.VideoStatus(ctx, "video_x")
 		var e *llm.Error
 		if !errors.As(err, &e) || e.Status != http.StatusNotFound {

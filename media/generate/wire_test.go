@@ -7,68 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 )
 
-// recorded is one request the fake provider received.
-type recorded struct {
-	Method, Path, Auth, GoogKey, ContentType string
-	Body                                     []byte
+// answer is one canned reply of the fake provider.
+func answer(status int, ctype, body string) llmfake.Answer {
+	return llmfake.Answer{Status: status, ContentType: ctype, Body: body}
 }
 
-// fakeProvider is a loopback provider that answers each request with the
-// next canned answer and records what it got.
-type fakeProvider struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	got     []recorded
-	answers []answer
-}
-
-type answer struct {
-	status int
-	ctype  string
-	body   string
-}
-
-func newFake(t *testing.T, answers ...answer) *fakeProvider {
+// newFake is a loopback provider (llmfake's) that answers each request
+// with the next canned answer and records what it got.
+func newFake(t *testing.T, answers ...llmfake.Answer) *llmfake.Server {
 	t.Helper()
-	f := &fakeProvider{t: t, answers: answers}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.got = append(f.got, recorded{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
-			GoogKey: r.Header.Get("x-goog-api-key"), ContentType: r.Header.Get("Content-Type"), Body: b})
-		var a answer
-		if len(f.answers) > 0 {
-			a, f.answers = f.answers[0], f.answers[1:]
-		} else {
-			a = answer{status: 500, body: `{"error":{"message":"no answer left"}}`}
-		}
-		f.mu.Unlock()
-		if a.ctype == "" {
-			a.ctype = "application/json"
-		}
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeProvider) requests() []recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]recorded(nil), f.got...)
+	return llmfake.NewServer(t, llmfake.Queue(answers...))
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -81,32 +36,32 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 func TestErrorsNameTheConfig(t *testing.T) {
 	cases := []struct {
 		name, typ, model string
-		answer           answer
+		answer           llmfake.Answer
 		kind             llm.ErrorKind
 		says             string
 	}{
 		{name: "openai bad key", typ: "openai", model: "gpt-image-1",
-			answer: answer{401, "", `{"error":{"message":"Incorrect API key provided: sk-test-secret","type":"invalid_request_error","code":"invalid_api_key"}}`},
+			answer: answer(401, "", `{"error":{"message":"Incorrect API key provided: sk-test-secret","type":"invalid_request_error","code":"invalid_api_key"}}`),
 			kind:   llm.KindAuth, says: "check llm.providers.prov.api_key"},
 		{name: "openai quota", typ: "openai", model: "gpt-image-1",
-			answer: answer{429, "", `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`},
+			answer: answer(429, "", `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`),
 			kind:   llm.KindRateLimit, says: "quota or billing limit is used up"},
-		{name: "no such endpoint", typ: "openai", model: "my-diffusion", answer: answer{404, "text/html", `<html>Not Found</html>`},
+		{name: "no such endpoint", typ: "openai", model: "my-diffusion", answer: answer(404, "text/html", `<html>Not Found</html>`),
 			kind: llm.KindBadRequest, says: "check llm.providers.prov.base_url and the model in media.generation"},
 		{name: "openai refusal", typ: "openai", model: "gpt-image-1",
-			answer: answer{400, "", `{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","code":"moderation_blocked"}}`},
+			answer: answer(400, "", `{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","code":"moderation_blocked"}}`),
 			kind:   llm.KindContentFilter, says: "safety system"},
 		{name: "gemini text only", typ: "gemini", model: "gemini-2.5-flash",
-			answer: answer{200, "", `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`},
+			answer: answer(200, "", `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`),
 			kind:   llm.KindUnknown, says: "check that media.generation.image.model makes images"},
 		{name: "gemini bad key", typ: "gemini", model: "gemini-2.5-flash-image",
-			answer: answer{403, "", `{"error":{"code":403,"message":"Permission denied for sk-test-secret","status":"PERMISSION_DENIED"}}`},
+			answer: answer(403, "", `{"error":{"code":403,"message":"Permission denied for sk-test-secret","status":"PERMISSION_DENIED"}}`),
 			kind:   llm.KindAuth, says: "check llm.providers.prov.api_key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, tc.answer)
-			im, err := NewImager(Options{Name: "prov", Type: tc.typ, BaseURL: f.srv.URL, APIKey: "sk-test-secret", Model: tc.model, MaxBytes: 1 << 20})
+			im, err := NewImager(Options{Name: "prov", Type: tc.typ, BaseURL: f.URL, APIKey: "sk-test-secret", Model: tc.model, MaxBytes: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +75,7 @@ func TestErrorsNameTheConfig(t *testing.T) {
 			if _, refused := Refusal(err); refused != (tc.kind == llm.KindContentFilter) {
 				t.Errorf("Refusal = %v for %v", refused, err)
 			}
-			if r := f.requests(); len(r) != 1 || !strings.Contains(r[0].Path+string(r[0].Body), tc.model) {
+			if r := f.Requests(); len(r) != 1 || !strings.Contains(r[0].Path+string(r[0].Body), tc.model) {
 				t.Errorf("the configured model was not asked for: %+v", r)
 			}
 		})
@@ -130,8 +85,8 @@ func TestErrorsNameTheConfig(t *testing.T) {
 // The cap of media.max_download_bytes reaches the vendor.
 func TestImageOverCap(t *testing.T) {
 	big := bytes.Repeat([]byte{1}, 64<<10)
-	f := newFake(t, answer{200, "", `{"data":[{"b64_json":"` + b64(big) + `"}]}`})
-	im, _ := NewImager(Options{Type: "openai", BaseURL: f.srv.URL, Model: "gpt-image-1", MaxBytes: 1 << 10})
+	f := newFake(t, answer(200, "", `{"data":[{"b64_json":"`+b64(big)+`"}]}`))
+	im, _ := NewImager(Options{Type: "openai", BaseURL: f.URL, Model: "gpt-image-1", MaxBytes: 1 << 10})
 	if _, err := im.Image(context.Background(), ImageRequest{Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Fatalf("err = %v, want over the cap", err)
 	}
@@ -151,10 +106,10 @@ func TestNoSuchCapability(t *testing.T) {
 
 func TestSpeechAndVideoJobs(t *testing.T) {
 	ogg := append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{3}, 100)...)
-	f := newFake(t, answer{200, "audio/ogg", string(ogg)},
-		answer{200, "", `{"id":"video_123","object":"video","status":"failed","progress":0,"seconds":"4","error":{"code":"moderation_blocked","message":"This prompt was blocked by our moderation system."}}`},
-		answer{404, "", `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`})
-	o := Options{Name: "prov", Type: "openai", BaseURL: f.srv.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini-tts"}
+	f := newFake(t, answer(200, "audio/ogg", string(ogg)),
+		answer(200, "", `{"id":"video_123","object":"video","status":"failed","progress":0,"seconds":"4","error":{"code":"moderation_blocked","message":"This prompt was blocked by our moderation system."}}`),
+		answer(404, "", `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`))
+	o := Options{Name: "prov", Type: "openai", BaseURL: f.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini-tts"}
 	sp, err := NewSpeaker(o)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +135,7 @@ func TestSpeechAndVideoJobs(t *testing.T) {
 	if _, err := v.Status(context.Background(), "video_x"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("err %v, want ErrNotFound", err)
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 3 || !strings.Contains(string(reqs[0].Body), `"model":"gpt-4o-mini-tts"`) || reqs[1].Path != "/v1/videos/video_123" {
 		t.Errorf("requests %+v", reqs)
 	}

@@ -96,15 +96,3 @@ func ParseMultipart(t testing.TB, rec Recorded) Upload {
 	}
 	return up
 }
-
-// ByPath returns the requests whose method and path (without query) match.
-func (s *Server) ByPath(method, path string) []Recorded {
-	var out []Recorded
-	for _, r := range s.Requests() {
-		p, _, _ := bytes.Cut([]byte(r.Path), []byte("?"))
-		if r.Method == method && string(p) == path {
-			out = append(out, r)
-		}
-	}
-	return out
-}

@@ -14,15 +14,14 @@ import (
 	"flag"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -32,36 +31,10 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata")
 const APIKey = "sk-test-SECRETKEY-0123456789"
 
 // Recorded is one request the fake server received.
-type Recorded struct {
-	Method string
-	Path   string // including the query
-	Header http.Header
-	Body   []byte
-}
+type Recorded = llmfake.Request
 
-// Server is a loopback server replaying a fixture.
-type Server struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []Recorded
-}
-
-// Requests returns what the server received so far.
-func (s *Server) Requests() []Recorded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Recorded(nil), s.reqs...)
-}
-
-// Last returns the most recent request.
-func (s *Server) Last(t testing.TB) Recorded {
-	t.Helper()
-	r := s.Requests()
-	if len(r) == 0 {
-		t.Fatal("server received no request")
-	}
-	return r[len(r)-1]
-}
+// Server is the loopback server fixtures are replayed on: llmfake's.
+type Server = llmfake.Server
 
 // Fixture is a recorded HTTP response: status line, headers, blank line,
 // body, exactly as on the wire.
@@ -110,23 +83,9 @@ func (f Fixture) Handler() http.HandlerFunc {
 	}
 }
 
-// NewServer starts a loopback server that records each request and answers
-// with h.
-func NewServer(t testing.TB, h http.Handler) *Server {
-	t.Helper()
-	s := &Server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.reqs = append(s.reqs, Recorded{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
-		s.mu.Unlock()
-		// The handler may read the body too (a fake API that keeps uploads).
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
+// NewServer starts a loopback server that records every request and hands
+// it to h.
+func NewServer(t testing.TB, h http.Handler) *Server { return llmfake.NewServer(t, h) }
 
 // Golden compares got with testdata file path, rewriting it under -update.
 func Golden(t testing.TB, path string, got []byte) {
