@@ -53,13 +53,21 @@ func (c *Client) Do(ctx context.Context, method, url string, h http.Header, body
 	if err != nil {
 		return nil, nil, err
 	}
+	return c.read(resp, max)
+}
+
+// read reads the 2xx answer of a plain call, at most max bytes, and
+// closes it.
+func (c *Client) read(resp *http.Response, max int64) ([]byte, http.Header, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, resp.Header, c.finish(llm.FromTransport(c.Provider, err))
 	}
 	if int64(len(b)) > max {
-		return nil, resp.Header, c.finish(llm.NewError(c.Provider, llm.KindUnknown, fmt.Sprintf("%s %s: response over %d bytes", method, url, max)))
+		req := resp.Request
+		return nil, resp.Header, c.finish(llm.NewError(c.Provider, llm.KindUnknown,
+			fmt.Sprintf("%s %s: response over %d bytes", req.Method, req.URL.Redacted(), max)))
 	}
 	return b, resp.Header, nil
 }

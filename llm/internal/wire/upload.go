@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -33,15 +32,7 @@ func (c *Client) Upload(ctx context.Context, url string, h http.Header, n int64,
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, resp.Header, c.finish(llm.FromTransport(c.Provider, err))
-	}
-	if int64(len(b)) > max {
-		return nil, resp.Header, c.finish(llm.NewError(c.Provider, llm.KindUnknown, fmt.Sprintf("the answer is over %d MB", max>>20)))
-	}
-	return b, resp.Header, nil
+	return c.read(resp, max)
 }
 
 // errLeaseOver is what a body read gets once Upload has returned.
