@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
 )

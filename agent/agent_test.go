@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 )
 
 func testWorkspace(t *testing.T) groups.Workspace {

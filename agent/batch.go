@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/doctext/doctexttest"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/keylock"
+	"github.com/botd-dev/botd/llm"
 )
 
 // Describe turns an image file into words for a model that cannot see.

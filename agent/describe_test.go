@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 

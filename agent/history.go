@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
 )
 
 // "@Andy remember that Anna is vegetarian": the note lands in the group's

@@ -13,13 +13,13 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 

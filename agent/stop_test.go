@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/llm"
 )
 
 // botd is stopped right after the network accepted an answer and before

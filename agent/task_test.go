@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/llm"
 )
 
 func famTask(id int64, prompt string, isolated bool) Task {

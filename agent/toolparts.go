@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 )

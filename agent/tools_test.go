@@ -17,10 +17,10 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 )
 

@@ -18,13 +18,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
+	"github.com/botd-dev/botd/llm/providers"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/scheduler"
@@ -34,16 +34,16 @@ import (
 type Duration = settings.Duration
 
 type Config struct {
-	AssistantName string       `yaml:"assistant_name"`
-	DataDir       string       `yaml:"data_dir"`
-	GroupsDir     string       `yaml:"groups_dir"`
-	LogLevel      string       `yaml:"log_level"`
-	Media         media.Config `yaml:"media"`
-	Channels      Channels     `yaml:"channels"`
-	LLM           LLM          `yaml:"llm"`
-	Agent         agent.Config `yaml:"agent"`
-	MCP           mcp.Config   `yaml:"mcp"`
-	Groups        []Group      `yaml:"groups"`
+	AssistantName string           `yaml:"assistant_name"`
+	DataDir       string           `yaml:"data_dir"`
+	GroupsDir     string           `yaml:"groups_dir"`
+	LogLevel      string           `yaml:"log_level"`
+	Media         media.Config     `yaml:"media"`
+	Channels      Channels         `yaml:"channels"`
+	LLM           providers.Config `yaml:"llm"`
+	Agent         agent.Config     `yaml:"agent"`
+	MCP           mcp.Config       `yaml:"mcp"`
+	Groups        []Group          `yaml:"groups"`
 	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
 	Timezone  string           `yaml:"timezone"`
 	Scheduler scheduler.Config `yaml:"scheduler"`
@@ -60,54 +60,6 @@ type Channels struct {
 	Slack    slack.Config    `yaml:"slack"`
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 	Web      web.Config      `yaml:"web"`
-}
-
-type LLM struct {
-	Providers map[string]Provider `yaml:"providers"`
-	Model     Model               `yaml:"model"`
-	Fallback  []Model             `yaml:"fallback"`
-	Files     LLMFiles            `yaml:"files"`
-}
-
-// LLMFiles is how media reach a model: inline up to UploadOverBytes, and
-// above it through the provider's files API, uploaded once per provider.
-type LLMFiles struct {
-	// Upload false keeps every media file inline (nothing is stored at
-	// the provider).
-	Upload          bool  `yaml:"upload"`
-	UploadOverBytes int64 `yaml:"upload_over_bytes"`
-	// Keep is how long an upload botd no longer refers to stays at the
-	// provider before it is deleted there.
-	Keep Duration `yaml:"keep"`
-}
-
-type Provider struct {
-	Type    string `yaml:"type"` // anthropic | openai | gemini
-	APIKey  string `yaml:"api_key"`
-	BaseURL string `yaml:"base_url"`
-	// CacheTTL is how long the provider keeps the prompt prefix every run
-	// shares (system prompt and tools): 5m (default) or 1h (Anthropic
-	// only; writes cost 2× input instead of 1.25×, worth it when a group's
-	// runs are minutes to an hour apart).
-	CacheTTL string `yaml:"cache_ttl"`
-}
-
-type Model struct {
-	Provider    string `yaml:"provider"`
-	Name        string `yaml:"name"`
-	MaxTokens   int    `yaml:"max_tokens"`
-	MaxAttempts int    `yaml:"max_attempts"`
-	// Capabilities overrides what the known-model table says the model
-	// can take; unset fields keep the table's answer.
-	Capabilities ModelCapabilities `yaml:"capabilities"`
-}
-
-// ModelCapabilities are per-model overrides; nil means "as known".
-type ModelCapabilities struct {
-	Vision    *bool `yaml:"vision"`
-	Audio     *bool `yaml:"audio"`
-	Video     *bool `yaml:"video"`
-	Documents *bool `yaml:"documents"`
 }
 
 // Group is one entry of groups (package groups owns it).
@@ -128,7 +80,7 @@ func Defaults() *Config {
 			WhatsApp: whatsapp.DefaultConfig(),
 			Web:      web.DefaultConfig(),
 		},
-		LLM:       LLM{Model: Model{MaxTokens: 4096}, Files: LLMFiles{Upload: true, UploadOverBytes: uploads.DefaultUploadOver, Keep: Duration(uploads.DefaultKeep)}},
+		LLM:       providers.DefaultConfig(),
 		Agent:     agent.DefaultConfig(),
 		MCP:       mcp.DefaultConfig(),
 		Scheduler: scheduler.DefaultConfig(),

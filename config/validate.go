@@ -2,19 +2,13 @@ package config
 
 import (
 	"fmt"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 )
-
-// ProviderTypes are the LLM adapter types botd ships.
-var ProviderTypes = []string{"anthropic", "openai", "gemini"}
 
 // Validate reports every structural problem: the top-level keys and the
 // llm section here, every other section through its component's own
@@ -48,7 +42,7 @@ func (c *Config) Validate() error {
 		c.Channels.Slack.Validate(),
 		c.Channels.WhatsApp.Validate(),
 		c.Channels.Web.Validate(),
-		c.llmProblems().Err(),
+		c.LLM.Validate(),
 		c.Agent.Validate(),
 		groups.ValidateList(c.Groups, webRoomRule, folders),
 		c.MCP.Validate(func(f string) bool { _, ok := folders[f]; return ok }),
@@ -63,57 +57,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return ps.Err()
-}
-
-// llmProblems checks the llm section.
-func (c *Config) llmProblems() Problems {
-	var ps Problems
-	for name, p := range c.LLM.Providers {
-		path := "llm.providers." + name
-		if !slices.Contains(ProviderTypes, p.Type) {
-			ps.Add(path+".type", "must be one of %s", strings.Join(ProviderTypes, ", "))
-		}
-		ps.CheckURL(path+".base_url", p.BaseURL)
-		switch p.CacheTTL {
-		case "", "5m":
-		case "1h":
-			if p.Type != "anthropic" {
-				ps.Add(path+".cache_ttl", "1h is Anthropic's; %s caches prompts by itself", p.Type)
-			}
-		default:
-			ps.Add(path+".cache_ttl", "must be 5m or 1h")
-		}
-	}
-	checkModel := func(path string, m Model) {
-		if m.Provider == "" {
-			ps.Add(path+".provider", "must name a provider of llm.providers")
-		} else if _, ok := c.LLM.Providers[m.Provider]; !ok {
-			ps.Add(path+".provider", "unknown provider %q (not under llm.providers)", m.Provider)
-		}
-		if m.Name == "" {
-			ps.Add(path+".name", "must not be empty")
-		}
-		if m.MaxTokens < 0 {
-			ps.Add(path+".max_tokens", "must not be negative")
-		}
-		if m.MaxAttempts < 0 {
-			ps.Add(path+".max_attempts", "must not be negative")
-		}
-	}
-	if c.LLM.Model != (Model{MaxTokens: c.LLM.Model.MaxTokens}) || len(c.LLM.Fallback) > 0 {
-		checkModel("llm.model", c.LLM.Model)
-	}
-	for i, m := range c.LLM.Fallback {
-		checkModel("llm.fallback["+strconv.Itoa(i)+"]", m)
-	}
-
-	if c.LLM.Files.UploadOverBytes < 0 {
-		ps.Add("llm.files.upload_over_bytes", "must not be negative")
-	}
-	if c.LLM.Files.Keep.D() < time.Hour {
-		ps.Add("llm.files.keep", "must be at least 1h (a run refers to its files for minutes)")
-	}
-	return ps
 }
 
 // webRoomRule is the web channel's rule for its chat ids: the room name.
@@ -160,37 +103,14 @@ func (c *Config) RunReadiness() []string {
 	return out
 }
 
-// Models is the fallback chain as configured: llm.model, then
-// llm.fallback, each entry in order.
-func (c *Config) Models() []Model {
-	if c.LLM.Model.Provider == "" && c.LLM.Model.Name == "" && len(c.LLM.Fallback) == 0 {
-		return nil
-	}
-	return append([]Model{c.LLM.Model}, c.LLM.Fallback...)
-}
-
-// UsableModels is the chain without the entries that cannot work: a
-// provider with no API key (unless it is a server that needs none). The
-// first usable entry is the model runs start with, so a config that lists
-// Anthropic, OpenAI and Gemini runs on whichever key is set.
-func (c *Config) UsableModels() []Model {
-	var out []Model
-	for _, m := range c.Models() {
-		if p, ok := c.LLM.Providers[m.Provider]; ok && m.Name != "" && (p.APIKey != "" || keylessOK(p)) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // MissingLLM says why no model can answer and what to set, with key
 // paths, or "" when one can.
 func (c *Config) MissingLLM() string {
-	models := c.Models()
+	models := c.LLM.Models()
 	if len(models) == 0 {
 		return "no LLM model is configured: set llm.model.provider and llm.model.name"
 	}
-	if len(c.UsableModels()) > 0 {
+	if len(c.LLM.UsableModels()) > 0 {
 		return ""
 	}
 	var keys []string
@@ -219,7 +139,7 @@ func (c *Config) MissingLLM() string {
 func (c *Config) LLMSetup() string {
 	var keys, local []string
 	seen := map[string]bool{}
-	for i, m := range c.Models() {
+	for i, m := range c.LLM.Models() {
 		p, ok := c.LLM.Providers[m.Provider]
 		if !ok || seen[m.Provider] {
 			continue
@@ -261,14 +181,4 @@ func orList(xs []string) string {
 		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
-}
-
-// keylessOK allows OpenAI-compatible servers other than OpenAI's own
-// (Ollama, vLLM on a home server) to run without a key.
-func keylessOK(p Provider) bool {
-	if p.Type != "openai" || p.BaseURL == "" {
-		return false
-	}
-	u, err := url.Parse(p.BaseURL)
-	return err == nil && u.Hostname() != "api.openai.com" && u.Hostname() != "api.deepseek.com"
 }

@@ -47,7 +47,7 @@ func TestExampleConfigPicksTheFirstProviderWithAKey(t *testing.T) {
 			if r := cfg.RunReadiness(); len(r) != 0 {
 				t.Fatalf("readiness %v: the web channel must run without a key", r)
 			}
-			ms := cfg.UsableModels()
+			ms := cfg.LLM.UsableModels()
 			got := ""
 			if len(ms) > 0 {
 				got = ms[0].Provider + "/" + ms[0].Name

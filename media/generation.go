@@ -11,10 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"

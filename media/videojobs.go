@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"

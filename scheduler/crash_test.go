@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/agent/llm"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 )

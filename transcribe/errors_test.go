@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -65,7 +66,7 @@ func TestProviderErrorsMapped(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := llmfake.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				calls.Add(1)
 				io.Copy(io.Discard, r.Body)
 				ct := tt.ctype
@@ -79,7 +80,6 @@ func TestProviderErrorsMapped(t *testing.T) {
 				w.WriteHeader(tt.status)
 				io.WriteString(w, tt.body)
 			}))
-			t.Cleanup(srv.Close)
 			tr := newT(t, transcribe.Options{Name: "acme", Type: tt.typ, BaseURL: srv.URL, APIKey: testKey, Model: "gpt-4o-transcribe", DB: newDB(t)})
 			audio := audioBytes(uint64(200+i), 512)
 			for attempt := range 2 {

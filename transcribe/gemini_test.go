@@ -5,16 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"testing/iotest"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -37,10 +35,10 @@ type geminiRequest struct {
 	}
 }
 
-func newFakeGemini(t *testing.T, answer string) (*httptest.Server, func() geminiRequest) {
+func newFakeGemini(t *testing.T, answer string) (*llmfake.Server, func() geminiRequest) {
 	var mu sync.Mutex
 	var last geminiRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := llmfake.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Errorf("fake gemini: %v", err)
@@ -56,7 +54,6 @@ func newFakeGemini(t *testing.T, answer string) (*httptest.Server, func() gemini
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, answer)
 	}))
-	t.Cleanup(srv.Close)
 	return srv, func() geminiRequest {
 		mu.Lock()
 		defer mu.Unlock()
@@ -134,20 +131,5 @@ func TestGeminiAnswers(t *testing.T) {
 				t.Errorf("Transcribe = %q, %v; want %q", got.Text, err, tt.wantText)
 			}
 		})
-	}
-}
-
-func TestBase64Reader(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 4, 3071, 3072, 3073, 3 * 1024 * 5, 10_000} {
-		src := audioBytes(uint64(n), n)
-		// One byte at a time, to cross every block boundary.
-		got, err := io.ReadAll(iotest.OneByteReader(transcribe.NewBase64Reader(iotest.HalfReader(bytes.NewReader(src)))))
-		if err != nil || string(got) != base64.StdEncoding.EncodeToString(src) {
-			t.Errorf("%d bytes: %d bytes of base64, %v", n, len(got), err)
-		}
-	}
-	boom := errors.New("disk gone")
-	if _, err := io.ReadAll(transcribe.NewBase64Reader(iotest.ErrReader(boom))); !errors.Is(err, boom) {
-		t.Errorf("read error = %v, want %v", err, boom)
 	}
 }

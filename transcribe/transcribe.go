@@ -1,7 +1,8 @@
 // Package transcribe turns audio into text through a provider from
-// llm.providers: the OpenAI-compatible POST /audio/transcriptions (OpenAI,
-// Groq, a local whisper server, most self-hosted runtimes) or Gemini's
-// generateContent with the audio inline.
+// llm.providers whose adapter is an llm.Transcriber: OpenAI-compatible
+// (OpenAI, Groq, a local whisper server, most self-hosted runtimes) or
+// Gemini. The HTTP is the adapter's; this package keeps the cache, the
+// one call per content, and errors worded for media.transcription.
 //
 // Transcripts are cached in SQLite by content hash and model, so the same
 // bytes are sent to a provider once, across restarts, and concurrent
@@ -23,9 +24,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
-	"github.com/botd-dev/botd/agent/llm/gemini"
-	"github.com/botd-dev/botd/agent/llm/openai"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/gemini"
+	"github.com/botd-dev/botd/llm/openai"
 )
 
 const (
@@ -98,8 +99,8 @@ type Transcript struct {
 // Transcriber transcribes audio through one provider and model. It is safe
 // for concurrent use.
 type Transcriber struct {
-	o    Options
-	call func(ctx context.Context, a audio) (Transcript, error)
+	o      Options
+	vendor llm.Transcriber
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -143,7 +144,6 @@ func New(o Options) (*Transcriber, error) {
 		if o.MaxBytes <= 0 {
 			o.MaxBytes = DefaultOpenAIMaxBytes
 		}
-		t.call = t.openai
 	case "gemini":
 		if o.BaseURL == "" {
 			o.BaseURL = gemini.DefaultBaseURL
@@ -151,7 +151,6 @@ func New(o Options) (*Transcriber, error) {
 		if o.MaxBytes <= 0 {
 			o.MaxBytes = DefaultGeminiMaxBytes
 		}
-		t.call = t.gemini
 	case "anthropic":
 		return nil, fmt.Errorf("transcribe: provider %s: anthropic has no transcription API; use an openai-compatible or gemini provider", o.Name)
 	default:
@@ -170,6 +169,11 @@ func New(o Options) (*Transcriber, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	t.o = o
+	if o.Type == "gemini" {
+		t.vendor = gemini.New(o.APIKey, o.BaseURL, o.HTTP, gemini.WithName(o.Name))
+	} else {
+		t.vendor = openai.New(o.APIKey, o.BaseURL, o.HTTP, openai.WithName(o.Name))
+	}
 	return t, nil
 }
 
@@ -337,6 +341,29 @@ func describe(name, mime string) string {
 	}
 	return "the audio"
 }
+
+// call asks the vendor for a transcript of a.
+func (t *Transcriber) call(ctx context.Context, a audio) (Transcript, error) {
+	v, err := t.vendor.Transcribe(ctx, llm.TranscribeRequest{Model: t.o.Model, MaxBytes: maxResponseBytes,
+		Audio: llm.File{R: a.f, Size: a.size, Name: a.name, MIME: a.mime}})
+	if err != nil {
+		return Transcript{}, t.explain(err, a)
+	}
+	tr := Transcript{Text: v.Text, Language: v.Language, Duration: v.Duration}
+	if v.Truncated {
+		t.o.Log.Warn("transcript cut off at the model's output limit", "provider", t.o.Name, "model", t.o.Model, "chars", len(tr.Text))
+		tr.Text += truncatedNote
+	}
+	return tr, nil
+}
+
+// maxResponseBytes bounds an answer: verbose_json of half an hour of speech
+// with its segments is a few MB; more is not a transcript.
+const maxResponseBytes = 16 << 20
+
+// truncatedNote ends a transcript the model stopped writing at its output
+// limit, so that the reader knows that it is not all that was said.
+const truncatedNote = " [transcript cut off: the model reached its output limit]"
 
 // Provider is the configured provider's name, for the bill.
 func (t *Transcriber) Provider() string { return t.o.Name }

@@ -19,7 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/transcribe"
 )
@@ -110,10 +111,11 @@ func readUpload(r *http.Request) (received, error) {
 	}
 }
 
-// fakeOpenAI is an OpenAI-compatible transcription server on loopback that
-// answers every upload with answer and keeps what it received.
+// fakeOpenAI is an OpenAI-compatible transcription server on loopback
+// (llmfake's) that answers every upload with answer and keeps what it
+// received, parsed.
 type fakeOpenAI struct {
-	*httptest.Server
+	*llmfake.Server
 	calls atomic.Int64
 	mu    sync.Mutex
 	got   []received
@@ -121,7 +123,7 @@ type fakeOpenAI struct {
 
 func newFakeOpenAI(t testing.TB, answer func(w http.ResponseWriter, got received)) *fakeOpenAI {
 	f := &fakeOpenAI{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.Server = llmfake.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
 		got, err := readUpload(r)
 		if err != nil {
@@ -134,7 +136,6 @@ func newFakeOpenAI(t testing.TB, answer func(w http.ResponseWriter, got received
 		f.mu.Unlock()
 		answer(w, got)
 	}))
-	t.Cleanup(f.Close)
 	return f
 }
 
@@ -237,31 +238,6 @@ func TestOpenAIRequestShape(t *testing.T) {
 				t.Errorf("uploaded %d bytes that differ from the %d of the audio", len(r.File), len(audio))
 			}
 		})
-	}
-}
-
-func TestFileName(t *testing.T) {
-	tests := []struct{ name, mime, want string }{
-		{"", "audio/ogg", "audio.ogg"},
-		{"voice.oga", "audio/ogg", "voice.oga"},
-		{"voice.OPUS", "audio/ogg; codecs=opus", "voice.opus"},
-		{"memo.mp3", "audio/ogg", "memo.ogg"}, // the sniffed type wins
-		{"song.mp3", "audio/mpeg", "song.mp3"},
-		{"clip", "video/mp4", "clip.mp4"},
-		{"rec.wav", "audio/x-wav", "rec.wav"},
-		{"a.webm", "audio/webm", "a.webm"},
-		{"x.aac", "audio/aac", "x.aac"},
-		{"C:\\Users\\me\\talk.m4a", "audio/x-m4a", "talk.m4a"},
-		{".", "", "audio"},
-		{"..", "audio/flac", "audio.flac"},
-		{"a\r\nb\".wav", "audio/wav", "a__b.wav"},
-		{strings.Repeat("n", 300) + ".mp3", "audio/mpeg", strings.Repeat("n", 64) + ".mp3"},
-		{"x.m\"p3", "", "x.mp3"},
-	}
-	for _, tt := range tests {
-		if got := transcribe.FileName(tt.name, tt.mime); got != tt.want {
-			t.Errorf("FileName(%q, %q) = %q, want %q", tt.name, tt.mime, got, tt.want)
-		}
 	}
 }
 

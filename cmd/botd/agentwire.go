@@ -7,11 +7,11 @@ import (
 	"sync"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/agent/llm"
-	"github.com/botd-dev/botd/agent/llm/nokey"
-	"github.com/botd-dev/botd/agent/llm/providers"
-	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/nokey"
+	"github.com/botd-dev/botd/llm/providers"
+	"github.com/botd-dev/botd/llm/uploads"
 )
 
 // llmProviders builds each provider of llm.providers once, on demand.
@@ -75,7 +75,7 @@ func (l *llmProviders) get(name string) (llm.Provider, error) {
 // config's overrides. Entries whose provider has no key are left out;
 // with none left, every run answers with what to set (nokey).
 func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.Provider, error) {
-	models := cfg.UsableModels()
+	models := cfg.LLM.UsableModels()
 	if len(models) == 0 {
 		return nokey.Provider{Message: "I can't answer yet: botd has no LLM API key. " + cfg.LLMSetup()}, nil
 	}
@@ -95,7 +95,7 @@ func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.
 	return llm.NewChain(entries, llm.WithObserver(log))
 }
 
-func modelCaps(m config.Model, p llm.Provider) llm.Capabilities {
+func modelCaps(m providers.Model, p llm.Provider) llm.Capabilities {
 	caps := llm.ModelCapabilities(m.Name, p.Capabilities())
 	for _, o := range []struct {
 		set *bool
@@ -157,7 +157,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	}
 	// The model runs start with: the first whose provider has a key.
 	primary := d.cfg.LLM.Model
-	if ms := d.cfg.UsableModels(); len(ms) > 0 {
+	if ms := d.cfg.LLM.UsableModels(); len(ms) > 0 {
 		primary = ms[0]
 		if primary.MaxTokens == 0 {
 			primary.MaxTokens = d.cfg.LLM.Model.MaxTokens
@@ -166,7 +166,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	// Tasks marked batch go through the primary provider's batch API when
 	// it has one (Anthropic, OpenAI, Gemini); otherwise they run like any task.
 	var batcher llm.Batcher
-	if p, err := ps.get(primary.Provider); err == nil && len(d.cfg.UsableModels()) > 0 {
+	if p, err := ps.get(primary.Provider); err == nil && len(d.cfg.LLM.UsableModels()) > 0 {
 		if b, ok := p.(llm.Batcher); ok {
 			batcher = b
 			d.log.Info("scheduled tasks marked batch use the provider's batch API", "provider", primary.Provider, "model", primary.Name)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/agent/llm/uploads"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
@@ -21,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/llm/uploads"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/scheduler"

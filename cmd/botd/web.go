@@ -25,7 +25,7 @@ func (d *daemon) buildWeb(env channels.Env) error {
 		return nil
 	}
 	model, notice := "none", ""
-	if ms := d.cfg.UsableModels(); len(ms) > 0 {
+	if ms := d.cfg.LLM.UsableModels(); len(ms) > 0 {
 		model = ms[0].Provider + "/" + ms[0].Name
 	} else {
 		notice = "The assistant cannot answer yet: no LLM API key is set. " + d.cfg.LLMSetup()

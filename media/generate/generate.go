@@ -1,11 +1,13 @@
 // Package generate makes media through a provider of llm.providers:
 // images (OpenAI's Images API, generations and edits; Gemini image models
-// through generateContent), speech (the OpenAI-compatible /audio/speech,
+// through generateContent), speech (the OpenAI-compatible speech API,
 // asked for OGG/Opus so it plays as a voice note) and videos (OpenAI's
 // Videos API: a job that is submitted, polled, downloaded and deleted).
 //
-// Like package transcribe it talks HTTP itself, with no vendor SDK, and
-// every failure is an *llm.Error of the seam's kinds; a provider's
+// The HTTP is the vendor adapters' (llm/openai, llm/gemini: their
+// ImageMaker, SpeechMaker and VideoMaker); this package picks the model,
+// caps the answer and words the errors for media.generation. Every
+// failure is an *llm.Error of the seam's kinds; a provider's
 // content-policy refusal is KindContentFilter, which Refusal turns into a
 // sentence for the chat. Bytes are not stored here: the media service
 // streams them into the cache, which sniffs, caps and hashes them.
@@ -21,7 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/gemini"
+	"github.com/botd-dev/botd/llm/openai"
 )
 
 // DefaultTimeout bounds one provider call of the default HTTP client: an
@@ -59,9 +63,9 @@ func (o *Options) defaults() {
 	if o.BaseURL == "" {
 		switch o.Type {
 		case "gemini":
-			o.BaseURL = "https://generativelanguage.googleapis.com"
+			o.BaseURL = gemini.DefaultBaseURL
 		default:
-			o.BaseURL = "https://api.openai.com/v1"
+			o.BaseURL = openai.DefaultBaseURL
 		}
 	}
 }
@@ -87,21 +91,12 @@ type ImageRequest struct {
 
 // Usage is what a provider reported for one call; zero when it said
 // nothing (unit-priced models).
-type Usage struct {
-	InputTokens  int64
-	OutputTokens int64
-}
+type Usage = llm.MediaUsage
 
-// Image is one made image.
-type Image struct {
-	Data []byte
-	// MIME is what the provider declared; the cache sniffs the bytes.
-	MIME string
-	// Note is the provider's own text beside the image (Gemini), or the
-	// prompt it revised (OpenAI), for the agent.
-	Note  string
-	Usage Usage
-}
+// Image is one made image; MIME is what the provider declared (the cache
+// sniffs the bytes), Note its own text beside the image (Gemini) or the
+// prompt it revised (OpenAI), for the agent.
+type Image = llm.Image
 
 // Imager makes and edits images.
 type Imager interface {
@@ -113,14 +108,34 @@ type Imager interface {
 // NewImager returns the image client of o.Type.
 func NewImager(o Options) (Imager, error) {
 	o.defaults()
-	switch o.Type {
-	case "openai":
-		return &openAIImages{o: o}, nil
-	case "gemini":
-		return &geminiImages{o: o}, nil
+	v, ok := o.vendor().(llm.ImageMaker)
+	if !ok {
+		return nil, fmt.Errorf("image generation: provider type %q has no image API (use openai or gemini)", o.Type)
 	}
-	return nil, fmt.Errorf("image generation: provider type %q has no image API (use openai or gemini)", o.Type)
+	return &imager{o: o, v: v}, nil
 }
+
+type imager struct {
+	o Options
+	v llm.ImageMaker
+}
+
+func (c *imager) CanEdit() bool { return true }
+
+func (c *imager) Image(ctx context.Context, r ImageRequest) (Image, error) {
+	req := llm.ImageRequest{Model: c.o.Model, Prompt: r.Prompt, Size: r.Size, MaxBytes: c.o.MaxBytes}
+	if s := r.Source; s != nil {
+		req.Source = &llm.File{R: s.File, Size: s.Size, MIME: s.MIME, Name: s.Name}
+	}
+	img, err := c.v.MakeImage(ctx, req)
+	if err != nil {
+		return Image{}, c.o.explain(err)
+	}
+	return img, nil
+}
+
+// MaxSpeechChars is the longest text OpenAI's speech API takes.
+const MaxSpeechChars = 4096
 
 // SpeechRequest asks for words spoken.
 type SpeechRequest struct {
@@ -129,10 +144,7 @@ type SpeechRequest struct {
 }
 
 // Speech is audio being downloaded; the caller closes Body.
-type Speech struct {
-	Body io.ReadCloser
-	MIME string
-}
+type Speech = llm.Speech
 
 // Speaker turns text into speech.
 type Speaker interface {
@@ -142,10 +154,24 @@ type Speaker interface {
 // NewSpeaker returns the speech client of o.Type.
 func NewSpeaker(o Options) (Speaker, error) {
 	o.defaults()
-	if o.Type != "openai" {
-		return nil, fmt.Errorf("speech: provider type %q has no /audio/speech (use an openai-compatible provider)", o.Type)
+	v, ok := o.vendor().(llm.SpeechMaker)
+	if !ok {
+		return nil, fmt.Errorf("speech: provider type %q has no speech API (use an openai-compatible provider)", o.Type)
 	}
-	return &openAISpeech{o: o}, nil
+	return &speaker{o: o, v: v}, nil
+}
+
+type speaker struct {
+	o Options
+	v llm.SpeechMaker
+}
+
+func (c *speaker) Speak(ctx context.Context, r SpeechRequest) (Speech, error) {
+	sp, err := c.v.MakeSpeech(ctx, llm.SpeechRequest{Model: c.o.Model, Text: r.Text, Voice: r.Voice})
+	if err != nil {
+		return Speech{}, c.o.explain(err)
+	}
+	return sp, nil
 }
 
 // VideoRequest asks for one clip.
@@ -156,25 +182,18 @@ type VideoRequest struct {
 }
 
 // JobState is where a video job is.
-type JobState string
+type JobState = llm.VideoState
 
 const (
-	JobQueued     JobState = "queued"
-	JobInProgress JobState = "in_progress"
-	JobCompleted  JobState = "completed"
-	JobFailed     JobState = "failed"
+	JobQueued     = llm.VideoQueued
+	JobInProgress = llm.VideoInProgress
+	JobCompleted  = llm.VideoCompleted
+	JobFailed     = llm.VideoFailed
 )
 
-// Job is a provider's view of a video job.
-type Job struct {
-	ID       string
-	State    JobState
-	Progress int
-	Seconds  int
-	// Err is why a failed job failed (an *llm.Error; KindContentFilter
-	// for a refusal).
-	Err error
-}
+// Job is a provider's view of a video job; Err is why a failed job failed
+// (an *llm.Error; KindContentFilter for a refusal).
+type Job = llm.VideoJob
 
 // Videos runs video jobs.
 type Videos interface {
@@ -189,10 +208,48 @@ type Videos interface {
 // NewVideos returns the video client of o.Type.
 func NewVideos(o Options) (Videos, error) {
 	o.defaults()
-	if o.Type != "openai" {
+	v, ok := o.vendor().(llm.VideoMaker)
+	if !ok {
 		return nil, fmt.Errorf("video generation: provider type %q has no videos API (use openai)", o.Type)
 	}
-	return &openAIVideos{o: o}, nil
+	return &videos{o: o, v: v}, nil
+}
+
+type videos struct {
+	o Options
+	v llm.VideoMaker
+}
+
+func (c *videos) Submit(ctx context.Context, r VideoRequest) (Job, error) {
+	j, err := c.v.SubmitVideo(ctx, llm.VideoRequest{Model: c.o.Model, Prompt: r.Prompt, Seconds: r.Seconds, Size: r.Size})
+	return j, c.notFound(err)
+}
+
+func (c *videos) Status(ctx context.Context, id string) (Job, error) {
+	j, err := c.v.VideoStatus(ctx, id)
+	return j, c.notFound(err)
+}
+
+func (c *videos) Content(ctx context.Context, id string) (io.ReadCloser, error) {
+	body, err := c.v.VideoContent(ctx, id)
+	return body, c.notFound(err)
+}
+
+func (c *videos) Cancel(ctx context.Context, id string) error {
+	return c.notFound(c.v.CancelVideo(ctx, id))
+}
+
+// notFound marks a 404 on a job with ErrNotFound: the provider deleted
+// it (or its assets expired), which no poll will change.
+func (c *videos) notFound(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = c.o.explain(err)
+	if e, ok := err.(*llm.Error); ok && e.Status == http.StatusNotFound {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
 }
 
 // ErrNotFound: the provider no longer knows a job (deleted, expired).
@@ -227,57 +284,14 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// maxErrorBytes bounds how much of an error answer is read.
-const maxErrorBytes = 64 << 10
-
-// call sends req and returns the answer when it is a 2xx; anything else
-// is a classified *llm.Error. The caller closes the body.
-func call(o *Options, req *http.Request) (*http.Response, error) {
-	resp, err := o.HTTP.Do(req)
-	if err != nil {
-		return nil, fail(o, llm.FromTransport(o.Name, err))
+// vendor is the provider's adapter, whose optional capabilities say what
+// it can make.
+func (o *Options) vendor() any {
+	switch o.Type {
+	case "openai":
+		return openai.New(o.APIKey, o.BaseURL, o.HTTP, openai.WithName(o.Name))
+	case "gemini":
+		return gemini.New(o.APIKey, o.BaseURL, o.HTTP, gemini.WithName(o.Name))
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-		resp.Body.Close()
-		e := classify(o, resp.StatusCode, b)
-		e.RetryAfter = llm.ParseRetryAfter(resp.Header)
-		return nil, fail(o, e)
-	}
-	return resp, nil
-}
-
-// readAll reads a JSON answer of at most max bytes.
-func readAll(o *Options, r io.Reader, max int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, fail(o, llm.FromTransport(o.Name, err))
-	}
-	if int64(len(b)) > max {
-		return nil, fail(o, llm.NewError(o.Name, llm.KindUnknown, fmt.Sprintf("the answer is over %d bytes", max)))
-	}
-	return b, nil
-}
-
-// fail stamps the provider on e and scrubs the API key from its message.
-func fail(o *Options, e *llm.Error) *llm.Error {
-	e.Provider = o.Name
-	e.Message = llm.Scrub(e.Message, o.APIKey)
-	return e
-}
-
-// joinURL appends path to a base URL without doubling slashes.
-func joinURL(base, path string) string {
-	return strings.TrimRight(base, "/") + "/" + strings.TrimLeft(path, "/")
-}
-
-func authorize(o *Options, h http.Header) {
-	if o.APIKey == "" {
-		return // a local server without a key
-	}
-	if o.Type == "gemini" {
-		h.Set("x-goog-api-key", o.APIKey)
-		return
-	}
-	h.Set("Authorization", "Bearer "+o.APIKey)
+	return nil
 }

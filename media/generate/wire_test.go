@@ -5,231 +5,139 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"mime"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/botd-dev/botd/agent/llm"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/llmfake"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// recorded is one request the fake provider received.
-type recorded struct {
-	Method, Path, Auth, GoogKey, ContentType string
-	Body                                     []byte
+// answer is one canned reply of the fake provider.
+func answer(status int, ctype, body string) llmfake.Answer {
+	return llmfake.Answer{Status: status, ContentType: ctype, Body: body}
 }
 
-// fakeProvider is a loopback provider that answers each request with the
-// next canned answer and records what it got.
-type fakeProvider struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	got     []recorded
-	answers []answer
-}
-
-type answer struct {
-	status int
-	ctype  string
-	body   string
-}
-
-func newFake(t *testing.T, answers ...answer) *fakeProvider {
+// newFake is a loopback provider (llmfake's) that answers each request
+// with the next canned answer and records what it got.
+func newFake(t *testing.T, answers ...llmfake.Answer) *llmfake.Server {
 	t.Helper()
-	f := &fakeProvider{t: t, answers: answers}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.got = append(f.got, recorded{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
-			GoogKey: r.Header.Get("x-goog-api-key"), ContentType: r.Header.Get("Content-Type"), Body: b})
-		var a answer
-		if len(f.answers) > 0 {
-			a, f.answers = f.answers[0], f.answers[1:]
-		} else {
-			a = answer{status: 500, body: `{"error":{"message":"no answer left"}}`}
-		}
-		f.mu.Unlock()
-		if a.ctype == "" {
-			a.ctype = "application/json"
-		}
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
+	return llmfake.NewServer(t, llmfake.Queue(answers...))
 }
-
-func (f *fakeProvider) requests() []recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]recorded(nil), f.got...)
-}
-
-// golden compares a request body with testdata/<name>; a multipart body's
-// random boundary is replaced first.
-func golden(t *testing.T, name string, r recorded) {
-	t.Helper()
-	body := r.Body
-	if _, params, err := mime.ParseMediaType(r.ContentType); err == nil && params["boundary"] != "" {
-		body = bytes.ReplaceAll(body, []byte(params["boundary"]), []byte("BOUNDARY"))
-	}
-	got := fmt.Sprintf("%s %s\n%s\n", r.Method, r.Path, body)
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("request differs from %s:\n got: %s\nwant: %s", path, got, want)
-	}
-}
-
-var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 64)...)
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-func sourceFile(t *testing.T) *Source {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "src.png")
-	if err := os.WriteFile(p, pngBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return &Source{File: f, Size: int64(len(pngBytes)), MIME: "image/png", Name: "evil\"name.png"}
-}
+// The HTTP and its golden bytes are tested in llm/openai and llm/gemini;
+// these tests hold what this package adds: the model and cap of the
+// config, errors worded for media.generation, refusals as sentences and
+// ErrNotFound for jobs the provider forgot.
 
-func TestImageWire(t *testing.T) {
-	okOpenAI := answer{200, "", `{"created":1,"data":[{"b64_json":"` + b64(pngBytes) + `","revised_prompt":"a red square"}],"usage":{"input_tokens":20,"output_tokens":272}}`}
-	okGemini := answer{200, "", `{"candidates":[{"content":{"role":"model","parts":[{"text":"Here is your red square."},{"inlineData":{"mimeType":"image/png","data":"` + b64(pngBytes) + `"}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1290}}`}
+func TestErrorsNameTheConfig(t *testing.T) {
 	cases := []struct {
-		name      string
-		typ       string
-		model     string
-		source    bool
-		answer    answer
-		golden    string
-		wantPath  string
-		wantNote  string
-		wantUsage Usage
-		wantKind  llm.ErrorKind // "" is success
+		name, typ, model string
+		answer           llmfake.Answer
+		kind             llm.ErrorKind
+		says             string
 	}{
-		{name: "openai generation", typ: "openai", model: "gpt-image-1", answer: okOpenAI, golden: "openai_generation.txt",
-			wantPath: "/v1/images/generations", wantNote: "a red square", wantUsage: Usage{20, 272}},
-		{name: "openai dall-e asks for b64_json", typ: "openai", model: "dall-e-3", answer: okOpenAI, golden: "openai_generation_dalle.txt",
-			wantPath: "/v1/images/generations", wantNote: "a red square", wantUsage: Usage{20, 272}},
-		{name: "openai edit is multipart", typ: "openai", model: "gpt-image-1", source: true, answer: okOpenAI, golden: "openai_edit.txt",
-			wantPath: "/v1/images/edits", wantNote: "a red square", wantUsage: Usage{20, 272}},
-		{name: "openai refusal", typ: "openai", model: "gpt-image-1", golden: "openai_generation.txt", wantPath: "/v1/images/generations",
-			answer:   answer{400, "", `{"error":{"message":"Your request was rejected by the safety system. safety_violations=[violence].","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}`},
-			wantKind: llm.KindContentFilter},
-		{name: "openai bad key", typ: "openai", model: "gpt-image-1", golden: "openai_generation.txt", wantPath: "/v1/images/generations",
-			answer:   answer{401, "", `{"error":{"message":"Incorrect API key provided: sk-test-secret","type":"invalid_request_error","code":"invalid_api_key"}}`},
-			wantKind: llm.KindAuth},
-		{name: "gemini generation", typ: "gemini", model: "gemini-2.5-flash-image", answer: okGemini, golden: "gemini_generation.txt",
-			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent", wantNote: "Here is your red square.", wantUsage: Usage{9, 1290}},
-		{name: "gemini edit inline", typ: "gemini", model: "gemini-2.5-flash-image", source: true, answer: okGemini, golden: "gemini_edit.txt",
-			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent", wantNote: "Here is your red square.", wantUsage: Usage{9, 1290}},
-		{name: "gemini prompt blocked", typ: "gemini", model: "gemini-2.5-flash-image", golden: "gemini_generation.txt",
-			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent",
-			answer:   answer{200, "", `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":9}}`},
-			wantKind: llm.KindContentFilter},
-		{name: "gemini image safety", typ: "gemini", model: "gemini-2.5-flash-image", golden: "gemini_generation.txt",
-			wantPath: "/v1beta/models/gemini-2.5-flash-image:generateContent",
-			answer:   answer{200, "", `{"candidates":[{"content":{"parts":[]},"finishReason":"IMAGE_SAFETY","finishMessage":"Unable to show the generated image."}]}`},
-			wantKind: llm.KindContentFilter},
-		{name: "gemini text only", typ: "gemini", model: "gemini-2.5-flash", golden: "gemini_generation_textonly.txt",
-			wantPath: "/v1beta/models/gemini-2.5-flash:generateContent",
-			answer:   answer{200, "", `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`},
-			wantKind: llm.KindUnknown},
+		{name: "openai bad key", typ: "openai", model: "gpt-image-1",
+			answer: answer(401, "", `{"error":{"message":"Incorrect API key provided: sk-test-secret","type":"invalid_request_error","code":"invalid_api_key"}}`),
+			kind:   llm.KindAuth, says: "check llm.providers.prov.api_key"},
+		{name: "openai quota", typ: "openai", model: "gpt-image-1",
+			answer: answer(429, "", `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`),
+			kind:   llm.KindRateLimit, says: "quota or billing limit is used up"},
+		{name: "no such endpoint", typ: "openai", model: "my-diffusion", answer: answer(404, "text/html", `<html>Not Found</html>`),
+			kind: llm.KindBadRequest, says: "check llm.providers.prov.base_url and the model in media.generation"},
+		{name: "openai refusal", typ: "openai", model: "gpt-image-1",
+			answer: answer(400, "", `{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","code":"moderation_blocked"}}`),
+			kind:   llm.KindContentFilter, says: "safety system"},
+		{name: "gemini text only", typ: "gemini", model: "gemini-2.5-flash",
+			answer: answer(200, "", `{"candidates":[{"content":{"parts":[{"text":"I cannot draw."}]},"finishReason":"STOP"}]}`),
+			kind:   llm.KindUnknown, says: "check that media.generation.image.model makes images"},
+		{name: "gemini bad key", typ: "gemini", model: "gemini-2.5-flash-image",
+			answer: answer(403, "", `{"error":{"code":403,"message":"Permission denied for sk-test-secret","status":"PERMISSION_DENIED"}}`),
+			kind:   llm.KindAuth, says: "check llm.providers.prov.api_key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, tc.answer)
-			base := f.srv.URL
-			if tc.typ == "openai" {
-				base += "/v1"
-			}
-			im, err := NewImager(Options{Name: "prov", Type: tc.typ, BaseURL: base, APIKey: "sk-test-secret", Model: tc.model, MaxBytes: 1 << 20})
+			im, err := NewImager(Options{Name: "prov", Type: tc.typ, BaseURL: f.URL, APIKey: "sk-test-secret", Model: tc.model, MaxBytes: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := ImageRequest{Prompt: "a red square", Size: "1024x1024"}
-			if tc.source {
-				req.Source = sourceFile(t)
-				req.Prompt = "turn it into a sketch"
+			_, err = im.Image(context.Background(), ImageRequest{Prompt: "a red square"})
+			if k := llm.KindOf(err); k != tc.kind || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("err %v (%s), want kind %s saying %q", err, k, tc.kind, tc.says)
 			}
-			img, err := im.Image(context.Background(), req)
-			reqs := f.requests()
-			if len(reqs) != 1 {
-				t.Fatalf("provider called %d times, want once", len(reqs))
+			if err != nil && strings.Contains(err.Error(), "sk-test-secret") {
+				t.Errorf("the key leaked into %v", err)
 			}
-			r := reqs[0]
-			if r.Path != tc.wantPath {
-				t.Errorf("path %s, want %s", r.Path, tc.wantPath)
+			if _, refused := Refusal(err); refused != (tc.kind == llm.KindContentFilter) {
+				t.Errorf("Refusal = %v for %v", refused, err)
 			}
-			if tc.typ == "openai" && r.Auth != "Bearer sk-test-secret" || tc.typ == "gemini" && r.GoogKey != "sk-test-secret" {
-				t.Errorf("not authorised: %+v", r)
-			}
-			golden(t, tc.golden, r)
-			if tc.wantKind != "" {
-				if err == nil {
-					t.Fatal("no error")
-				}
-				if k := llm.KindOf(err); k != tc.wantKind {
-					t.Errorf("kind %s, want %s (%v)", k, tc.wantKind, err)
-				}
-				if strings.Contains(err.Error(), "sk-test-secret") {
-					t.Errorf("the key leaked into %v", err)
-				}
-				_, refused := Refusal(err)
-				if refused != (tc.wantKind == llm.KindContentFilter) {
-					t.Errorf("Refusal = %v for %v", refused, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(img.Data, pngBytes) || img.MIME != "image/png" || img.Note != tc.wantNote || img.Usage != tc.wantUsage {
-				t.Errorf("image %d bytes %s note %q usage %+v", len(img.Data), img.MIME, img.Note, img.Usage)
+			if r := f.Requests(); len(r) != 1 || !strings.Contains(r[0].Path+string(r[0].Body), tc.model) {
+				t.Errorf("the configured model was not asked for: %+v", r)
 			}
 		})
 	}
 }
 
-// An answer larger than the cap allows is refused while reading, not
-// decoded into memory.
+// The cap of media.max_download_bytes reaches the vendor.
 func TestImageOverCap(t *testing.T) {
 	big := bytes.Repeat([]byte{1}, 64<<10)
-	f := newFake(t, answer{200, "", `{"data":[{"b64_json":"` + b64(big) + `"}]}`})
-	im, _ := NewImager(Options{Type: "openai", BaseURL: f.srv.URL, Model: "gpt-image-1", MaxBytes: 1 << 10})
+	f := newFake(t, answer(200, "", `{"data":[{"b64_json":"`+b64(big)+`"}]}`))
+	im, _ := NewImager(Options{Type: "openai", BaseURL: f.URL, Model: "gpt-image-1", MaxBytes: 1 << 10})
 	if _, err := im.Image(context.Background(), ImageRequest{Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Fatalf("err = %v, want over the cap", err)
+	}
+}
+
+func TestNoSuchCapability(t *testing.T) {
+	if _, err := NewSpeaker(Options{Type: "gemini", Model: "m"}); err == nil || !strings.Contains(err.Error(), "use an openai-compatible provider") {
+		t.Errorf("speech from gemini: %v", err)
+	}
+	if _, err := NewVideos(Options{Type: "gemini", Model: "m"}); err == nil || !strings.Contains(err.Error(), "use openai") {
+		t.Errorf("videos from gemini: %v", err)
+	}
+	if _, err := NewImager(Options{Type: "anthropic", Model: "m"}); err == nil || !strings.Contains(err.Error(), "no image API") {
+		t.Errorf("images from anthropic: %v", err)
+	}
+}
+
+func TestSpeechAndVideoJobs(t *testing.T) {
+	ogg := append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{3}, 100)...)
+	f := newFake(t, answer(200, "audio/ogg", string(ogg)),
+		answer(200, "", `{"id":"video_123","object":"video","status":"failed","progress":0,"seconds":"4","error":{"code":"moderation_blocked","message":"This prompt was blocked by our moderation system."}}`),
+		answer(404, "", `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`))
+	o := Options{Name: "prov", Type: "openai", BaseURL: f.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini-tts"}
+	sp, err := NewSpeaker(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sp.Speak(context.Background(), SpeechRequest{Text: "Hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(s.Body)
+	s.Body.Close()
+	if !bytes.Equal(b, ogg) || s.MIME != "audio/ogg" {
+		t.Errorf("speech %d bytes %s", len(b), s.MIME)
+	}
+	o.Model = "sora-2"
+	v, err := NewVideos(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := v.Status(context.Background(), "video_123")
+	if s, refused := Refusal(j.Err); err != nil || j.State != JobFailed || !refused || !strings.Contains(s, "blocked by our moderation") {
+		t.Errorf("refused job: %+v %v %q", j, err, s)
+	}
+	if _, err := v.Status(context.Background(), "video_x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("err %v, want ErrNotFound", err)
+	}
+	reqs := f.Requests()
+	if len(reqs) != 3 || !strings.Contains(string(reqs[0].Body), `"model":"gpt-4o-mini-tts"`) || reqs[1].Path != "/v1/videos/video_123" {
+		t.Errorf("requests %+v", reqs)
 	}
 }
 
@@ -242,134 +150,6 @@ func TestRefusalSentence(t *testing.T) {
 	if _, ok := Refusal(errors.New("boom")); ok {
 		t.Error("a plain error is no refusal")
 	}
-}
-
-func TestSpeechWire(t *testing.T) {
-	ogg := append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{3}, 100)...)
-	cases := []struct {
-		name     string
-		voice    string
-		answer   answer
-		golden   string
-		wantKind llm.ErrorKind
-	}{
-		{name: "opus", voice: "", answer: answer{200, "audio/ogg", string(ogg)}, golden: "openai_speech.txt"},
-		{name: "voice", voice: "nova", answer: answer{200, "audio/ogg", string(ogg)}, golden: "openai_speech_nova.txt"},
-		{name: "rate limited", answer: answer{429, "", `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`},
-			golden: "openai_speech.txt", wantKind: llm.KindRateLimit},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, tc.answer)
-			sp, err := NewSpeaker(Options{Name: "prov", Type: "openai", BaseURL: f.srv.URL + "/v1", APIKey: "k", Model: "gpt-4o-mini-tts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := sp.Speak(context.Background(), SpeechRequest{Text: "Hello, Anna! Happy birthday.", Voice: tc.voice})
-			reqs := f.requests()
-			if len(reqs) != 1 || reqs[0].Path != "/v1/audio/speech" {
-				t.Fatalf("requests %+v", reqs)
-			}
-			golden(t, tc.golden, reqs[0])
-			if tc.wantKind != "" {
-				if llm.KindOf(err) != tc.wantKind {
-					t.Fatalf("err %v, want kind %s", err, tc.wantKind)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Body.Close()
-			b, _ := io.ReadAll(s.Body)
-			if !bytes.Equal(b, ogg) || s.MIME != "audio/ogg" {
-				t.Errorf("speech %d bytes %s", len(b), s.MIME)
-			}
-		})
-	}
-}
-
-func TestVideoWire(t *testing.T) {
-	mp4 := append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{5}, 200)...)
-	job := func(status string, progress int, extra string) answer {
-		return answer{200, "", fmt.Sprintf(`{"id":"video_123","object":"video","model":"sora-2","status":%q,"progress":%d,"seconds":"4","size":"720x1280"%s}`, status, progress, extra)}
-	}
-	t.Run("submit, poll, download, delete", func(t *testing.T) {
-		f := newFake(t, job("queued", 0, ""), job("in_progress", 40, ""), job("completed", 100, ""),
-			answer{200, "video/mp4", string(mp4)}, answer{200, "", `{"id":"video_123","object":"video.deleted","deleted":true}`})
-		v, err := NewVideos(Options{Name: "prov", Type: "openai", BaseURL: f.srv.URL + "/v1", APIKey: "k", Model: "sora-2"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		j, err := v.Submit(ctx, VideoRequest{Prompt: "a cat on a skateboard", Seconds: 4, Size: "720x1280"})
-		if err != nil || j.ID != "video_123" || j.State != JobQueued {
-			t.Fatalf("submit: %+v %v", j, err)
-		}
-		if j, err = v.Status(ctx, j.ID); err != nil || j.State != JobInProgress || j.Progress != 40 {
-			t.Fatalf("status: %+v %v", j, err)
-		}
-		if j, err = v.Status(ctx, j.ID); err != nil || j.State != JobCompleted || j.Seconds != 4 {
-			t.Fatalf("status: %+v %v", j, err)
-		}
-		body, err := v.Content(ctx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(body)
-		body.Close()
-		if !bytes.Equal(b, mp4) {
-			t.Errorf("content %d bytes", len(b))
-		}
-		if err := v.Cancel(ctx, j.ID); err != nil {
-			t.Fatal(err)
-		}
-		reqs := f.requests()
-		want := []string{"POST /v1/videos", "GET /v1/videos/video_123", "GET /v1/videos/video_123", "GET /v1/videos/video_123/content", "DELETE /v1/videos/video_123"}
-		for i, r := range reqs {
-			if got := r.Method + " " + r.Path; i >= len(want) || got != want[i] {
-				t.Errorf("request %d: %s", i, got)
-			}
-		}
-		golden(t, "openai_video_submit.txt", reqs[0])
-	})
-	t.Run("failed job", func(t *testing.T) {
-		f := newFake(t, job("failed", 0, `,"error":{"code":"internal_error","message":"The video could not be rendered."}`))
-		v, _ := NewVideos(Options{Type: "openai", BaseURL: f.srv.URL, Model: "sora-2"})
-		j, err := v.Status(context.Background(), "video_123")
-		if err != nil || j.State != JobFailed || j.Err == nil || !strings.Contains(j.Err.Error(), "could not be rendered") {
-			t.Fatalf("%+v %v", j, err)
-		}
-		if _, refused := Refusal(j.Err); refused {
-			t.Error("a failed render is not a refusal")
-		}
-	})
-	t.Run("refused job", func(t *testing.T) {
-		f := newFake(t, job("failed", 0, `,"error":{"code":"moderation_blocked","message":"This prompt was blocked by our moderation system."}`))
-		v, _ := NewVideos(Options{Type: "openai", BaseURL: f.srv.URL, Model: "sora-2"})
-		j, err := v.Status(context.Background(), "video_123")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, refused := Refusal(j.Err); !refused || !strings.Contains(s, "blocked by our moderation") {
-			t.Errorf("refusal %q %v", s, refused)
-		}
-	})
-	t.Run("submit refused", func(t *testing.T) {
-		f := newFake(t, answer{400, "", `{"error":{"message":"Your request was blocked by our moderation system.","type":"invalid_request_error","code":"moderation_blocked"}}`})
-		v, _ := NewVideos(Options{Type: "openai", BaseURL: f.srv.URL, Model: "sora-2"})
-		_, err := v.Submit(context.Background(), VideoRequest{Prompt: "x"})
-		if _, refused := Refusal(err); !refused {
-			t.Errorf("err %v is no refusal", err)
-		}
-	})
-	t.Run("gone job", func(t *testing.T) {
-		f := newFake(t, answer{404, "", `{"error":{"message":"Video not found","type":"invalid_request_error","code":"not_found"}}`})
-		v, _ := NewVideos(Options{Type: "openai", BaseURL: f.srv.URL, Model: "sora-2"})
-		if _, err := v.Status(context.Background(), "video_x"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("err %v, want ErrNotFound", err)
-		}
-	})
 }
 
 func TestPrices(t *testing.T) {
@@ -399,14 +179,5 @@ func TestPrices(t *testing.T) {
 	}
 	if _, ok := PriceOf("my-local-diffusion"); ok {
 		t.Error("an unknown model has a price")
-	}
-}
-
-func TestAspectRatio(t *testing.T) {
-	for size, want := range map[string]string{"1024x1024": "1:1", "1536x1024": "3:2", "1024x1536": "2:3", "1280x720": "16:9",
-		"720x1280": "9:16", "auto": "", "": "", "2560x1080": "21:9"} {
-		if got := aspectRatio(size); got != want {
-			t.Errorf("%q: %q, want %q", size, got, want)
-		}
 	}
 }

@@ -1,0 +1,374 @@
+// Package anthropic adapts the Anthropic Messages API to the llm seam. It
+// speaks HTTP directly so that no SDK retries behind the fallback chain.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/internal/sse"
+	"github.com/botd-dev/botd/llm/internal/wire"
+)
+
+// DefaultBaseURL is the public API.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// APIVersion is sent as anthropic-version; the event and block shapes below
+// are the ones this version defines.
+const APIVersion = "2023-06-01"
+
+// Option configures a Provider.
+type Option = wire.Option
+
+// Options shared by every adapter.
+var (
+	WithName        = wire.WithName
+	WithPricing     = wire.WithPricing
+	WithIdleTimeout = wire.WithIdleTimeout
+	WithFiles       = wire.WithFiles
+	WithLongCache   = wire.WithLongCache
+)
+
+// Provider is the Anthropic adapter.
+type Provider struct {
+	c       wire.Client
+	baseURL string
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns an adapter. It does no I/O; a bad key surfaces on first use.
+// An empty baseURL means the public API; a nil hc means http.DefaultClient.
+func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	p := &Provider{
+		c:       wire.Client{Provider: "anthropic", APIKey: apiKey, HTTP: hc, Pricing: llm.DefaultPricing, ParseError: parseError},
+		baseURL: baseURL,
+	}
+	for _, o := range opts {
+		o(&p.c)
+	}
+	return p
+}
+
+func (p *Provider) Name() string { return p.c.Provider }
+
+func (p *Provider) Capabilities() llm.Capabilities {
+	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
+}
+
+func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
+	return wire.Generate(ctx, p.Name(), func(keepRaw bool) (llm.Stream, error) { return p.open(ctx, req, keepRaw) })
+}
+
+func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
+	return p.open(ctx, req, false)
+}
+
+func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
+	files := p.c.RemoteFiles(ctx, p, req)
+	body, err := p.build(req, files)
+	if err != nil {
+		return nil, err
+	}
+	h := p.header()
+	if len(files) > 0 {
+		h.Set("anthropic-beta", FilesBeta)
+	}
+	s, err := p.c.Stream(ctx, wire.Call{
+		URL:     wire.JoinURL(p.baseURL, "/v1/messages"),
+		Header:  h,
+		Body:    body,
+		Model:   req.Model,
+		Decoder: &decoder{},
+		KeepRaw: keepRaw,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseError reads {"type":"error","error":{"type":...,"message":...}}.
+func parseError(status int, h http.Header, body []byte) *llm.Error {
+	var env struct {
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Error == nil {
+		return wire.StatusError(status, h, "", wire.ErrorText(body))
+	}
+	e := env.Error.toError(status)
+	e.RetryAfter = llm.ParseRetryAfter(h)
+	return e
+}
+
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// toError classifies by the error type first: it is the same whether it
+// arrives as an HTTP status or, with status 200, as an `event: error`.
+func (a *apiError) toError(status int) *llm.Error {
+	kind := llm.KindForStatus(status)
+	switch a.Type {
+	case "rate_limit_error":
+		kind = llm.KindRateLimit
+	case "overloaded_error":
+		kind = llm.KindOverloaded
+	case "api_error":
+		kind = llm.KindTransport
+	case "timeout_error":
+		kind = llm.KindTimeout
+	case "authentication_error", "permission_error":
+		kind = llm.KindAuth
+	case "invalid_request_error", "not_found_error", "request_too_large":
+		kind = llm.KindBadRequest
+	}
+	return &llm.Error{Kind: kind, Retryable: kind.Retryable(), Status: status, Code: a.Type, Message: a.Message}
+}
+
+// decoder folds Messages API stream events.
+type decoder struct {
+	blocks  map[int]openBlock // open content blocks by index
+	usage   llm.Usage
+	stop    llm.StopReason
+	stopped bool
+}
+
+type openBlock struct {
+	kind string // text | thinking | redacted_thinking | tool_use
+	id   string
+	sig  string
+}
+
+type event struct {
+	Type         string          `json:"type"`
+	Index        int             `json:"index"`
+	Message      *messageStart   `json:"message"`
+	ContentBlock *contentBlock   `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Usage        *usage          `json:"usage"`
+	Error        *apiError       `json:"error"`
+}
+
+type messageStart struct {
+	Usage usage `json:"usage"`
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type delta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
+	PartialJSON string `json:"partial_json"`
+	StopReason  string `json:"stop_reason"`
+}
+
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
+	switch ev.Type {
+	case "ping":
+		return out, nil
+	}
+	var e event
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return out, llm.Errorf("", llm.KindUnknown, err, "malformed %q event: %s", ev.Type, wire.Snippet(ev.Data))
+	}
+	switch e.Type {
+	case "message_start":
+		if e.Message != nil {
+			d.setUsage(e.Message.Usage)
+		}
+	case "content_block_start":
+		if e.ContentBlock == nil {
+			return out, llm.NewError("", llm.KindUnknown, "content_block_start without a block")
+		}
+		out = d.startBlock(e.Index, *e.ContentBlock, out)
+	case "content_block_delta":
+		var dl delta
+		if err := json.Unmarshal(e.Delta, &dl); err != nil {
+			return out, llm.Errorf("", llm.KindUnknown, err, "malformed delta: %s", wire.Snippet(e.Delta))
+		}
+		return d.blockDelta(e.Index, dl, out)
+	case "content_block_stop":
+		out = d.stopBlock(e.Index, out)
+	case "message_delta":
+		var dl delta
+		if len(e.Delta) > 0 {
+			if err := json.Unmarshal(e.Delta, &dl); err != nil {
+				return out, llm.Errorf("", llm.KindUnknown, err, "malformed message_delta: %s", wire.Snippet(e.Delta))
+			}
+		}
+		if dl.StopReason != "" {
+			d.stop = stopReason(dl.StopReason)
+		}
+		if e.Usage != nil {
+			// message_delta usage is cumulative; later fields win when present.
+			d.setUsage(*e.Usage)
+		}
+	case "message_stop":
+		out = d.messageStop(out)
+	case "error":
+		// Arrives with HTTP 200 once the stream is open, e.g. overloaded.
+		if e.Error == nil {
+			return out, llm.NewError("", llm.KindUnknown, "error event without detail")
+		}
+		return out, e.Error.toError(0)
+	}
+	return out, nil
+}
+
+// The block methods below are the one mapping of content blocks to
+// chunks: the stream calls them per event, and a complete message (a
+// batch result) replays its blocks through them.
+
+// startBlock opens block index.
+func (d *decoder) startBlock(index int, cb contentBlock, out []llm.Chunk) []llm.Chunk {
+	if d.blocks == nil {
+		d.blocks = map[int]openBlock{}
+	}
+	b := openBlock{kind: cb.Type, id: cb.ID}
+	switch cb.Type {
+	case "text":
+		if cb.Text != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: cb.Text})
+		}
+	case "thinking":
+		b.id = "thinking_" + strconv.Itoa(index)
+		b.sig = cb.Signature
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
+		if cb.Thinking != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: cb.Thinking})
+		}
+	case "redacted_thinking":
+		b.id = "thinking_" + strconv.Itoa(index)
+		b.sig = cb.Data
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningStart, ID: b.id})
+	case "tool_use":
+		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallStart, ID: cb.ID, Name: cb.Name})
+		// The start block carries an empty input object; the real
+		// arguments follow as input_json_delta.
+	default:
+		// Server tools and future block types are not part of the seam.
+	}
+	d.blocks[index] = b
+	return out
+}
+
+// blockDelta adds to open block index.
+func (d *decoder) blockDelta(index int, dl delta, out []llm.Chunk) ([]llm.Chunk, error) {
+	b, ok := d.blocks[index]
+	if !ok {
+		return out, llm.NewError("", llm.KindUnknown, fmt.Sprintf("delta for unknown block %d", index))
+	}
+	switch dl.Type {
+	case "text_delta":
+		if b.kind == "text" && dl.Text != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkText, Text: dl.Text})
+		}
+	case "thinking_delta":
+		if dl.Thinking != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkReasoningDelta, ID: b.id, Text: dl.Thinking})
+		}
+	case "signature_delta":
+		b.sig += dl.Signature
+		d.blocks[index] = b
+	case "input_json_delta":
+		if dl.PartialJSON != "" {
+			out = append(out, llm.Chunk{Kind: llm.ChunkToolCallDelta, ID: b.id, Text: dl.PartialJSON})
+		}
+	}
+	return out, nil
+}
+
+// stopBlock closes block index.
+func (d *decoder) stopBlock(index int, out []llm.Chunk) []llm.Chunk {
+	b, ok := d.blocks[index]
+	if !ok {
+		return out
+	}
+	delete(d.blocks, index)
+	switch b.kind {
+	case "thinking":
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig})
+	case "redacted_thinking":
+		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig, Redacted: true})
+	case "tool_use":
+		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallEnd, ID: b.id})
+	}
+	return out
+}
+
+// messageStop emits the stop chunk with the usage gathered so far.
+func (d *decoder) messageStop(out []llm.Chunk) []llm.Chunk {
+	d.stopped = true
+	u := d.usage
+	stop := d.stop
+	if stop == "" {
+		stop = llm.StopEnd
+	}
+	return append(out, llm.Chunk{Kind: llm.ChunkStop, StopReason: stop, Usage: &u})
+}
+
+func (d *decoder) setUsage(u usage) {
+	if u.InputTokens > 0 {
+		d.usage.InputTokens = u.InputTokens // already net of cache
+	}
+	if u.OutputTokens > 0 {
+		d.usage.OutputTokens = u.OutputTokens
+	}
+	if u.CacheReadInputTokens > 0 {
+		d.usage.CacheReadTokens = u.CacheReadInputTokens
+	}
+	if u.CacheCreationInputTokens > 0 {
+		d.usage.CacheWriteTokens = u.CacheCreationInputTokens
+	}
+	if u.CacheCreation != nil && u.CacheCreation.Ephemeral1h > 0 {
+		d.usage.CacheWriteLongTokens = u.CacheCreation.Ephemeral1h
+	}
+}
+
+func (d *decoder) End(out []llm.Chunk) ([]llm.Chunk, error) {
+	return out, llm.NewError("", llm.KindTransport, "stream ended before message_stop")
+}
+
+func stopReason(s string) llm.StopReason {
+	switch s {
+	case "end_turn", "stop_sequence", "pause_turn":
+		return llm.StopEnd
+	case "max_tokens", "model_context_window_exceeded":
+		return llm.StopLength
+	case "tool_use":
+		return llm.StopToolUse
+	case "refusal":
+		return llm.StopContentFilter
+	}
+	return llm.StopEnd
+}

@@ -1,0 +1,52 @@
+// Package nokey is the model botd runs with when no LLM provider has a key
+// yet: it answers every request with what to set, so a fresh install can
+// be opened, written to, and tells its owner in the chat what it needs.
+package nokey
+
+import (
+	"context"
+	"io"
+
+	"github.com/botd-dev/botd/llm"
+)
+
+// Provider answers every request with Message. It calls no network.
+type Provider struct {
+	// Message is the whole answer, e.g. which environment variable to set.
+	Message string
+}
+
+// Name is what attempts and runs log as the provider.
+func (p Provider) Name() string { return "none" }
+
+// Capabilities: none, so the agent offers no tools and sends no media.
+func (p Provider) Capabilities() llm.Capabilities { return llm.Capabilities{Streaming: true} }
+
+// Generate returns Message as the reply.
+func (p Provider) Generate(ctx context.Context, _ *llm.Request) (*llm.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, llm.AsError(p.Name(), err)
+	}
+	return &llm.Result{Parts: []llm.Part{llm.Text(p.Message)}, StopReason: llm.StopEnd, Usage: llm.Usage{CostKnown: true}}, nil
+}
+
+// Stream returns Message as one text chunk and a stop.
+func (p Provider) Stream(ctx context.Context, _ *llm.Request) (llm.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, llm.AsError(p.Name(), err)
+	}
+	return &stream{chunks: []llm.Chunk{{Kind: llm.ChunkText, Text: p.Message}, {Kind: llm.ChunkStop, StopReason: llm.StopEnd, Usage: &llm.Usage{CostKnown: true}}}}, nil
+}
+
+type stream struct{ chunks []llm.Chunk }
+
+func (s *stream) Next() (llm.Chunk, error) {
+	if len(s.chunks) == 0 {
+		return llm.Chunk{}, io.EOF
+	}
+	c := s.chunks[0]
+	s.chunks = s.chunks[1:]
+	return c, nil
+}
+
+func (s *stream) Close() error { return nil }

@@ -1,0 +1,37 @@
+package openai_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/openai"
+)
+
+const model = "gpt-4.1"
+
+func newProvider(baseURL string) llm.Provider {
+	return openai.New(llmtest.APIKey, baseURL+"/v1", http.DefaultClient)
+}
+
+func TestFixtures(t *testing.T) {
+	llmtest.RunFixtures(t, newProvider, llmtest.SimpleRequest(model))
+}
+
+func TestWireRequest(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.LoadFixture(t, "testdata/text.http").Handler())
+	p := openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), openai.WithName("deepseek"))
+	req := llmtest.CanonicalRequest(t, "deepseek-reasoner", t.TempDir())
+	if _, err := p.Generate(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Last(t)
+	if got.Method != http.MethodPost || got.Path != "/v1/chat/completions" {
+		t.Errorf("request line = %s %s", got.Method, got.Path)
+	}
+	if v := got.Header.Get("Authorization"); v != "Bearer "+llmtest.APIKey {
+		t.Errorf("Authorization = %q", v)
+	}
+	llmtest.Golden(t, "testdata/request.golden.json", llmtest.Indent(t, got.Body))
+}
