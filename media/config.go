@@ -35,7 +35,7 @@ type Config struct {
 	// cannot see them; unset, such a model gets a note instead.
 	Describe ModelRef `yaml:"describe"`
 	// Transcription turns voice notes and audio into text: a provider of
-	// type openai (/audio/transcriptions) or gemini.
+	// type openai (an OpenAI-compatible transcription API) or gemini.
 	Transcription ModelRef `yaml:"transcription"`
 	// Generation makes media: images (and edits of them), speech for
 	// voice replies, and videos, each through a provider of llm.providers.
