@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/botd-dev/botd/internal/backoff"
 )
 
 // Upload retry: the first retry soon (a store restarting), then backing
@@ -22,11 +24,7 @@ const (
 
 // uploadBackoff is the wait after the n-th failed attempt (n ≥ 1).
 func uploadBackoff(n int) time.Duration {
-	d := uploadFirstRetry
-	for i := 1; i < n && d < uploadMaxRetry; i++ {
-		d *= 3
-	}
-	return min(d, uploadMaxRetry)
+	return backoff.Schedule{Initial: uploadFirstRetry, Factor: 3, Max: uploadMaxRetry}.Wait(n - 1)
 }
 
 // Pending is a blob the store does not keep yet.

@@ -28,6 +28,7 @@ import (
 	"unicode"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -147,11 +148,7 @@ func New(opts Options) *Scheduler {
 }
 
 func defaultRetryDelay(n int) time.Duration {
-	d := 10 * time.Second
-	for i := 1; i < n && d < 10*time.Minute; i++ {
-		d *= 3
-	}
-	return min(d, 10*time.Minute)
+	return backoff.Schedule{Initial: 10 * time.Second, Factor: 3, Max: 10 * time.Minute}.Wait(n - 1)
 }
 
 // Location is the timezone tasks are scheduled in.
