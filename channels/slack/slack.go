@@ -22,7 +22,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/internal/backoff"
-	"github.com/botd-dev/botd/media"
 )
 
 // TextLimit is the length botd splits outgoing text at; Slack truncates
@@ -36,7 +35,7 @@ const MaxFilesPerMessage = 10
 var (
 	_ channels.Channel     = (*Slack)(nil)
 	_ channels.Waiter      = (*Slack)(nil)
-	_ media.Downloader     = (*Slack)(nil)
+	_ channels.Downloader  = (*Slack)(nil)
 	_ channels.MediaSender = (*Slack)(nil)
 )
 
