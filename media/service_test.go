@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -245,7 +246,7 @@ func TestSlowDownloadDoesNotBlockOtherGroup(t *testing.T) {
 	slow := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "slow.png"}, chantest.Media{Data: []byte("x"), Gate: gate})
 	fast := r.register("telegram:-200", mediaregistry.MediaReference{FileName: "fast.png"}, chantest.Media{Data: pngBytes(t, 2, 2)})
 	go call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: slow}, nil)
-	waitFor(t, func() bool { return r.tg.Downloads() == 1 }) // the slow one holds the network
+	testwait.Until(t, "r.tg.Downloads() == 1", func() bool { return r.tg.Downloads() == 1 }) // the slow one holds the network
 	// The slow download never ends while this runs: only blocking can
 	// make this call fail (at its hang guard).
 	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: fast}, nil); err != nil {
@@ -455,7 +456,7 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 			tt.write(filepath.Join(l.Requests(), tt.file))
 			r.host.Rescan()
 			reasonPath := filepath.Join(l.Failed(), tt.file+".reason")
-			waitFor(t, func() bool { _, err := os.Stat(reasonPath); return err == nil })
+			testwait.Until(t, "the failure reason file", func() bool { _, err := os.Stat(reasonPath); return err == nil })
 			reason, _ := os.ReadFile(reasonPath)
 			if !strings.Contains(string(reason), tt.reason) {
 				t.Errorf("reason = %q, want %q", reason, tt.reason)
@@ -465,7 +466,7 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 			}
 			resp := filepath.Join(l.Responses(), tt.file)
 			if tt.answered {
-				waitFor(t, func() bool { _, err := os.Stat(resp); return err == nil })
+				testwait.Until(t, "the response file", func() bool { _, err := os.Stat(resp); return err == nil })
 				var got ipc.Response
 				b, _ := os.ReadFile(resp)
 				if json.Unmarshal(b, &got) != nil || got.OK || got.Error.Code != ipc.CodeBadRequest {
@@ -476,17 +477,6 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); !bytes.Contains(b, []byte("link")) {
 		t.Error("the symlink target was touched")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -519,7 +509,7 @@ func TestRestartAnswersPendingRequest(t *testing.T) {
 	defer cancel()
 	var res ipc.FetchMediaResult
 	go func() { errc <- c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res) }()
-	waitFor(t, func() bool { return r.tg.Downloads() == 1 })
+	testwait.Until(t, "r.tg.Downloads() == 1", func() bool { return r.tg.Downloads() == 1 })
 	// Host goes down mid-download; a crash would also leave a partial file.
 	r.stop()
 	os.WriteFile(filepath.Join(r.cacheDir, "tmp", "dl-crashed"), []byte("half"), 0o600)

@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 type syncClock struct {
@@ -35,17 +36,6 @@ func (c *syncClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, hangGuard)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // hangGuard bounds every wait of these tests; what they wait for happens
@@ -263,7 +253,7 @@ func TestStreamsPerSession(t *testing.T) {
 	ended := first.ended()
 	first.stop()
 	waitEnded(t, "closed by the client", ended)
-	waitUntil(t, "the slot freed", func() bool {
+	testwait.Until(t, "the slot freed", func() bool {
 		resp, err := admin.Get(h.base + "/r/main/events")
 		if err != nil {
 			return false

@@ -26,6 +26,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 const tgToken = telegramtest.Token
@@ -392,7 +393,7 @@ func TestMediaServerEndToEnd(t *testing.T) {
 		errc <- r
 	}()
 	tmpDir := filepath.Join(dir, "data", "media", "tmp")
-	waitFor(t, 20*time.Second, func() bool { e, _ := os.ReadDir(tmpDir); return len(e) > 0 })
+	testwait.Within(t, 20*time.Second, "a file in the cache temp folder", func() bool { e, _ := os.ReadDir(tmpDir); return len(e) > 0 })
 	host.kill()
 	if e, _ := os.ReadDir(tmpDir); len(e) == 0 {
 		t.Fatal("expected the killed download to leave a partial temp file")
@@ -455,18 +456,7 @@ func savedPath(t *testing.T, dir, text string) string {
 
 func waitForFile(t *testing.T, path string, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, func() bool { _, err := os.Stat(path); return err == nil })
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Within(t, d, path, func() bool { _, err := os.Stat(path); return err == nil })
 }
 
 func TestMCPHTTPTransport(t *testing.T) {
