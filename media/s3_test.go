@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -248,10 +249,8 @@ func TestS3StoppedMidUpload(t *testing.T) {
 	srv := s3test.Start(t)
 	bucket := srv.NewStore(t, "midupload")
 	e := newS3Env(t)
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	cache := e.open(bucket, clock)
+	fake := clock.NewFake(time.Now())
+	cache := e.open(bucket, fake.Now)
 
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once, first sync.Once
@@ -296,9 +295,7 @@ func TestS3StoppedMidUpload(t *testing.T) {
 
 	srv.Start()
 	e.waitUploaded(func() {
-		mu.Lock()
-		now = now.Add(time.Hour) // every retry is due
-		mu.Unlock()
+		fake.Advance(time.Hour) // every retry is due
 		cache.Kick()
 	})
 	inBucket(t, bucket, res.SHA256, big)

@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
@@ -42,12 +43,11 @@ type rig struct {
 	set       *groups.Set
 	host      *ipc.Host
 	cancel    context.CancelFunc
-	now       time.Time
+	clock     *clock.Fake
 	max       int64
 	tune      func(*media.Options)
 	gen       func(*rig) *media.Generation // media generation over the rig's store and clock
 	svc       *media.Service
-	mu        sync.Mutex
 }
 
 const maxDownload = 1 << 20
@@ -66,7 +66,7 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, dir: dir, ipcRoot: filepath.Join(dir, "data", "ipc"), groupsDir: filepath.Join(dir, "groups"),
-		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now(), max: max, tune: tune, gen: gen}
+		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), clock: clock.NewFake(time.Now()), max: max, tune: tune, gen: gen}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "botd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	t.Cleanup(func() { st.Close() })
 	r.store = st
 	r.reg = mediaregistry.New(st.DB, 30*time.Minute)
-	r.reg.SetClock(r.clock)
+	r.reg.SetClock(r.clock.Now)
 	r.set, err = groups.NewSet("Andy", []groups.Group{
 		{Folder: "family", Chat: "telegram:-100", RequiresTrigger: true},
 		{Folder: "work", Chat: "telegram:-200", RequiresTrigger: true},
@@ -85,18 +85,6 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	}
 	r.start()
 	return r
-}
-
-func (r *rig) clock() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.now
-}
-
-func (r *rig) advance(d time.Duration) {
-	r.mu.Lock()
-	r.now = r.now.Add(d)
-	r.mu.Unlock()
 }
 
 func (r *rig) start() {
@@ -269,7 +257,7 @@ func TestRefusals(t *testing.T) {
 		}})
 	failing := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Err: channels.ErrUnavailable})
 
-	r.advance(0)
+	r.clock.Advance(0)
 	tests := []struct {
 		name string
 		ref  string
@@ -283,7 +271,7 @@ func TestRefusals(t *testing.T) {
 		{"declared over the cap", declaredHuge, ipc.CodeTooLarge, nil},
 		{"stream over the cap", endless, ipc.CodeTooLarge, nil},
 		{"channel lost it", failing, ipc.CodeDownloadFailed, nil},
-		{"expired ref", old, ipc.CodeExpired, func() { r.advance(31 * time.Minute) }},
+		{"expired ref", old, ipc.CodeExpired, func() { r.clock.Advance(31 * time.Minute) }},
 	}
 	before := r.tg.Downloads()
 	for _, tt := range tests {
@@ -372,7 +360,7 @@ func TestMIMELiesAreCorrected(t *testing.T) {
 func TestListMedia(t *testing.T) {
 	r := newRig(t)
 	r.register("telegram:-100", mediaregistry.MediaReference{FileName: "a.jpg", MIME: "image/jpeg", Sender: "Ann", Caption: "first"}, chantest.Media{})
-	r.advance(time.Second)
+	r.clock.Advance(time.Second)
 	r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg", Duration: 12 * time.Second}, chantest.Media{})
 	r.register("telegram:-200", mediaregistry.MediaReference{FileName: "theirs.jpg"}, chantest.Media{})
 	c := r.client("family")

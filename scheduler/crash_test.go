@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 )
@@ -46,7 +47,7 @@ type daemon struct {
 	cancel context.CancelFunc
 }
 
-func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel, model *rentModel, clock *scheduler.FakeClock,
+func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel, model *rentModel, clock *clock.Fake,
 	beforeOutbox func(string) error, afterFire func(scheduler.Run) error) *daemon {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
@@ -124,7 +125,7 @@ func TestCrashBetweenDueAndAnsweredAnswersOnce(t *testing.T) {
 			}
 			ch := chantest.New("telegram")
 			model := &rentModel{}
-			clock := scheduler.NewFakeClock(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC))
+			clock := clock.NewFake(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC))
 
 			aborted := make(chan struct{}, 1)
 			var beforeOutbox func(string) error

@@ -29,6 +29,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -90,7 +91,7 @@ type Options struct {
 	// skipped). Zero means the defaults.
 	MaxTasksPerGroup int
 	MaxRunsPerHour   int
-	Clock            Clock
+	Clock            clock.Clock
 	Log              *slog.Logger
 	// RetryDelay is the wait after the nth failed delivery in a row; nil
 	// means 10s·3^(n-1), at most 10 minutes.
@@ -132,7 +133,7 @@ func New(opts Options) *Scheduler {
 		opts.MaxRunsPerHour = DefaultMaxRunsPerHour
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
