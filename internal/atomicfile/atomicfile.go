@@ -41,7 +41,8 @@ func WriteFile(p string, data []byte, perm fs.FileMode) error {
 // was. durable fsyncs the file before the rename and name's folder after;
 // caches whose loss costs only a download skip it.
 func WriteRoot(r *os.Root, name, tmp string, perm fs.FileMode, durable bool, fill func(*os.File) error) error {
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	// Read-write: a fill may sniff what it wrote before it is committed.
+	f, err := r.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}

@@ -165,3 +165,28 @@ func TestWriteRootKeepsInsideRoot(t *testing.T) {
 		t.Errorf("root holds %v, want the temp file gone", got)
 	}
 }
+
+// A fill may read back what it wrote (the web channel sniffs an upload's
+// type from the file before it is committed).
+func TestWriteRootFillReadsBack(t *testing.T) {
+	dir := t.TempDir()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var head [5]byte
+	err = atomicfile.WriteRoot(r, "x", ".part-x", 0o600, false, func(f *os.File) error {
+		if _, err := f.Write([]byte("%PDF-1.7")); err != nil {
+			return err
+		}
+		_, err := f.ReadAt(head[:], 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(head[:]) != "%PDF-" {
+		t.Errorf("read back %q, want %q", head[:], "%PDF-")
+	}
+}
