@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -141,22 +142,21 @@ func (e *s3env) freshDisk() {
 // retry, when set, runs at each look (making every retry due).
 func (e *s3env) waitUploaded(retry ...func()) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		pend, err := e.cache.PendingUploads(context.Background())
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(pend) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("uploads still pending after 60s: %+v", pend)
+	var pend []mediaregistry.Pending
+	var err error
+	if !testwait.Eventually(func() bool {
+		if pend, err = e.cache.PendingUploads(context.Background()); err != nil || len(pend) == 0 {
+			return true
 		}
 		for _, r := range retry {
 			r()
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		e.t.Fatalf("uploads still pending after %v: %+v", testwait.HangGuard, pend)
+	}
+	if err != nil {
+		e.t.Fatal(err)
 	}
 }
 

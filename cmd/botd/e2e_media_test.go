@@ -199,25 +199,21 @@ var refRe = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)`)
 // refsIn waits until list_media shows n refs and returns them by name.
 func refsByName(t *testing.T, c *client.Client, n int) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := callTool(t, c, "list_media", map[string]any{"limit": 50})
-		text := resultText(res)
-		lines := strings.Split(strings.TrimSpace(text), "\n")
-		out := map[string]string{}
-		for _, l := range lines {
+	var text string
+	var out map[string]string
+	if !testwait.Eventually(func() bool {
+		text = resultText(callTool(t, c, "list_media", map[string]any{"limit": 50}))
+		out = map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 			if m := refRe.FindStringSubmatch(l); m != nil {
 				out[l] = m[1]
 			}
 		}
-		if len(out) >= n {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("list_media shows %d refs, want %d:\n%s", len(out), n, text)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(out) >= n
+	}) {
+		t.Fatalf("list_media shows %d refs, want %d:\n%s", len(out), n, text)
 	}
+	return out
 }
 
 func refNamed(t *testing.T, refs map[string]string, fragment string) string {
