@@ -229,6 +229,7 @@ func TestCSRF(t *testing.T) {
 		{"same-site fetch", good, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
 		{"foreign origin", good, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"null origin", good, map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"foreign origin despite same-origin fetch", good, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://evil.example"}, http.StatusForbidden},
 		{"right", good, nil, http.StatusOK},
 		{"right, same-origin fetch", good, map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
 	} {
@@ -566,5 +567,29 @@ func TestUploadsUnderTheDiskBudget(t *testing.T) {
 		t.Errorf("the newest upload should stay: %v", err)
 	} else {
 		body.Close()
+	}
+}
+
+// Reading is open to any page's links and images: the Origin and
+// Sec-Fetch-Site rules hold for what changes state, not for a GET.
+func TestCrossSiteGetIsServed(t *testing.T) {
+	h := newHarness(t)
+	c := h.client()
+	for _, header := range []map[string]string{
+		{"Origin": "http://evil.example"},
+		{"Sec-Fetch-Site": "cross-site"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, h.base+"/login", nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /login with %v: status %d, want 200", header, resp.StatusCode)
+		}
 	}
 }
