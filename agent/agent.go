@@ -16,6 +16,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
@@ -231,11 +232,7 @@ func (a *Agent) AddChannel(ch channels.Channel) error {
 // defaultRetryDelay is 5s, 15s, 45s, 2m15s: long enough that a vendor
 // outage is not hammered, short enough that a blip costs under a minute.
 func defaultRetryDelay(try int) time.Duration {
-	d := 5 * time.Second
-	for i := 1; i < try; i++ {
-		d *= 3
-	}
-	return d
+	return backoff.Schedule{Initial: 5 * time.Second, Factor: 3}.Wait(try - 1)
 }
 
 // Start recovers from the last shutdown and begins answering: groups with

@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -308,11 +309,11 @@ func TestGroupsRunInParallelWithinTheGlobalLimit(t *testing.T) {
 	h.say(famChat, "Alice", "@Andy one")
 	h.say(mainChat, "Me", "two")
 	h.say(workChat, "Wes", "three")
-	waitUntil(t, "two runs in flight", func() bool { return f.calls() == 2 })
+	testwait.Until(t, "two runs in flight", func() bool { return f.calls() == 2 })
 	// The third group's worker is blocked waiting for a slot, not merely
 	// slower than a sleep: without the limit it would never park there and
 	// this wait would fail instead.
-	waitUntil(t, "the third group waiting for a run slot", func() bool { return workersAwaitingSlot() == 1 })
+	testwait.Until(t, "the third group waiting for a run slot", func() bool { return workersAwaitingSlot() == 1 })
 	if n := f.calls(); n != 2 {
 		t.Errorf("%d runs started with MaxConcurrent 2", n)
 	}

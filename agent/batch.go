@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -172,7 +173,7 @@ func (a *Agent) submitBatch(ctx context.Context, b store.Batch) bool {
 // running, to be asked again after next.
 func (a *Agent) pollBatch(ctx context.Context, b store.Batch) (next time.Duration, polling bool) {
 	log := a.log.With("group", b.Folder, "run", b.ID, "batch", b.BatchID)
-	next = min(a.opts.BatchPoll<<min(b.Polls+1, 20), a.opts.BatchPollMax)
+	next = backoff.Schedule{Initial: a.opts.BatchPoll, Max: a.opts.BatchPollMax}.Wait(b.Polls + 1)
 	if a.now().Sub(b.Created) > a.opts.BatchDeadline {
 		if err := a.opts.Batch.CancelBatch(ctx, b.BatchID); err != nil {
 			log.Warn("agent: cancelling an overdue batch failed", "err", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -158,9 +159,9 @@ func TestBatchTaskAnswered(t *testing.T) {
 	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the batch is polled", func() bool { return be.polls() >= 2 })
+	testwait.Until(t, "the batch is polled", func() bool { return be.polls() >= 2 })
 	h.say(famChat, "Carol", "@Andy what time is it")
-	waitUntil(t, "the question answered", func() bool { return len(h.tg.Sent()) == 1 })
+	testwait.Until(t, "the question answered", func() bool { return len(h.tg.Sent()) == 1 })
 	if got := sentTexts(h.tg.Sent()); got[0] != "Tea time." {
 		t.Fatalf("while the batch runs the chat got %q, want the question answered", got)
 	}
@@ -169,7 +170,7 @@ func TestBatchTaskAnswered(t *testing.T) {
 	}
 
 	be.release()
-	waitUntil(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 2 })
+	testwait.Until(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 2 })
 	h.idle()
 	if got := sentTexts(h.tg.Sent()); got[1] != "Summary of the week (batch)." {
 		t.Fatalf("sent %q", got)
@@ -210,14 +211,14 @@ func TestBatchSurvivesRestart(t *testing.T) {
 	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the batch submitted", func() bool {
+	testwait.Until(t, "the batch submitted", func() bool {
 		bs, err := h.st.Batches(context.Background(), store.BatchSubmitted)
 		return err == nil && len(bs) == 1
 	})
 	h.stop()
 	be.release()
 	h.restart(withBatch(be))
-	waitUntil(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 1 })
+	testwait.Until(t, "the batch's answer", func() bool { return len(h.tg.Sent()) == 1 })
 	// Delivered again (a crash before the scheduler recorded it): still once.
 	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
 		t.Fatal(err)
@@ -247,7 +248,7 @@ func TestBatchResultWithToolCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	be.release()
-	waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+	testwait.Until(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
 	h.idle()
 	if got := sentTexts(h.tg.Sent()); got[0] != "Three photos this week." || f.calls() != 1 {
 		t.Fatalf("sent %q after %d interactive calls", got, f.calls())
@@ -284,7 +285,7 @@ func TestBatchFailuresAnswerNow(t *testing.T) {
 			if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+			testwait.Until(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
 			h.idle()
 			if got := sentTexts(h.tg.Sent()); got[0] != "Summary of the week." || f.calls() != 1 {
 				t.Fatalf("sent %q after %d interactive calls; want the interactive answer once", got, f.calls())
@@ -305,12 +306,12 @@ func TestBatchLeftOverWithoutBatchAPI(t *testing.T) {
 	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the batch submitted", func() bool {
+	testwait.Until(t, "the batch submitted", func() bool {
 		bs, err := h.st.Batches(context.Background(), store.BatchSubmitted)
 		return err == nil && len(bs) == 1
 	})
 	h.restart(nil)
-	waitUntil(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+	testwait.Until(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
 	if got := sentTexts(h.tg.Sent()); got[0] != "Summary of the week." {
 		t.Fatalf("sent %q", got)
 	}

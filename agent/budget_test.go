@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -96,7 +97,7 @@ func TestRetentionPrunesOldRuns(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); h.a.RunRetention(rctx, 24*time.Hour, time.Hour) }()
-	waitUntil(t, "the old run pruned", func() bool {
+	testwait.Until(t, "the old run pruned", func() bool {
 		runs, err := h.st.Runs(ctx, "family", 10)
 		return err == nil && len(runs) == 1 && runs[0].ID == "new"
 	})

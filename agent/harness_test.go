@@ -344,19 +344,6 @@ func tinyPNG(t testing.TB, c color.Color) []byte {
 	return b.Bytes()
 }
 
-// waitUntil polls cond; for conditions that depend on goroutines the test
-// does not own. The deadline is only a hang guard.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(chantest.HangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 var errScript = errors.New("unexpected call")
 
 // workersAwaitingSlot counts group workers parked in work's select for a

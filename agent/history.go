@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -282,9 +283,9 @@ func (a *Agent) recordNotes(ctx context.Context, folder, runID string, msgs []ll
 					saw = true
 				}
 			}
-			note := truncate(strings.Join(text, "\n"), noteMaxRunes)
+			note := textclip.Clip(strings.Join(text, "\n"), noteMaxRunes)
 			if saw && strings.TrimSpace(answer) != "" {
-				note = strings.TrimSpace(note + "\nYou looked at it; your answer then: " + truncate(strings.TrimSpace(answer), noteSawMaxRune))
+				note = strings.TrimSpace(note + "\nYou looked at it; your answer then: " + textclip.Clip(strings.TrimSpace(answer), noteSawMaxRune))
 			}
 			if note == "" {
 				continue

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -71,9 +72,9 @@ func buildSystem(assistant string, g *groups.Group, memory, global, summary stri
 	channel := store.Channel(g.Chat)
 	r := strings.NewReplacer(
 		"{{name}}", assistant,
-		"{{group}}", oneLine(name),
+		"{{group}}", textclip.OneLine(name, 0),
 		"{{channel}}", channel,
-		"{{trigger}}", oneLine(g.Trigger),
+		"{{trigger}}", textclip.OneLine(g.Trigger, 0),
 		"{{memfile}}", groups.MemoryFile,
 		"{{memory}}", escaped(strings.TrimSpace(memory)),
 		"{{global}}", escaped(strings.TrimSpace(global)),
@@ -91,10 +92,6 @@ func escaped(s string) string {
 	var b strings.Builder
 	escape(&b, s, false)
 	return b.String()
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // conversation is what the prompt shows of the chat.
@@ -198,7 +195,7 @@ func quoteText(s string) string {
 		return s
 	}
 	ps := mediaregistry.Parse(s)
-	cut := len(truncate(s, quoteMaxRunes)) - len("…")
+	cut := len(textclip.Clip(s, quoteMaxRunes)) - len("…")
 	for _, p := range ps {
 		if p.Start < cut && p.End > cut {
 			cut = p.End // finish the placeholder the cut fell in
@@ -216,20 +213,6 @@ func quoteText(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
 }
 
 // escape writes s with XML's special characters escaped; quotes only in

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -202,20 +202,9 @@ func saveInline(ws groups.Workspace, data, mime string) (rel, abs string, err er
 		return rel, abs, nil
 	}
 	tmp := inlineDir + "/" + groups.TempPrefix + uuid.NewString() + "-" + name
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
+	// Not fsynced: the part is a copy of what the conversation holds.
+	if err := atomicfile.WriteRoot(root, rel, tmp, 0o640, false, atomicfile.Bytes(raw)); err != nil {
 		return "", "", fmt.Errorf("save inline content: %w", err)
-	}
-	_, werr := f.Write(raw)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = root.Rename(tmp, rel)
-	}
-	if werr != nil {
-		root.Remove(tmp)
-		return "", "", fmt.Errorf("save inline content: %w", werr)
 	}
 	return rel, abs, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // area is a folder of the test under a temp dir, with a media/ inside.
@@ -323,30 +324,17 @@ func TestAddedWakesTheSweeper(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx, time.Hour) }()
 	defer func() { cancel(); <-done }()
-	waitUntil(t, "the sweep at start", func() bool { return diskbudget.Sweeps(b) >= 1 })
+	testwait.Until(t, "the sweep at start", func() bool { return diskbudget.Sweeps(b) >= 1 })
 	for i := range 4 {
 		a.put(t, fmt.Sprintf("f%d", i), 100, at(i))
 	}
 	b.Added(400)
 	// Only a kick can bring the next sweep: the tick is an hour away.
-	waitUntil(t, "a sweep woken by Added", func() bool { return diskbudget.Sweeps(b) >= 2 })
+	testwait.Until(t, "a sweep woken by Added", func() bool { return diskbudget.Sweeps(b) >= 2 })
 	if u, err := b.Scan(context.Background()); err != nil || u.Total > 250 {
 		t.Fatalf("after the woken sweep: %+v, %v; want at most 250 bytes", u, err)
 	}
 	if a.has("f0") || !a.has("f3") {
 		t.Errorf("the sweeper woken by Added evicted the wrong file")
-	}
-}
-
-// waitUntil polls cond; the deadline only bounds a hang; the verdict
-// never depends on how fast the machine is.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

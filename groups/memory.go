@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -271,26 +272,13 @@ func replaceMemory(root *os.Root, b []byte, perm fs.FileMode) error {
 	if err := root.Remove(memoryTemp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("memory file: %w", err)
 	}
-	// O_EXCL: a link planted at the temp name is not followed.
-	f, err := root.OpenFile(memoryTemp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	err := atomicfile.WriteRoot(root, MemoryFile, memoryTemp, perm, true, func(f *os.File) error {
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+		return f.Chmod(perm) // the umask must not change what the owner chose
+	})
 	if err != nil {
-		return fmt.Errorf("memory file: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(perm) // the umask must not change what the owner chose
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(memoryTemp, MemoryFile)
-	}
-	if err != nil {
-		root.Remove(memoryTemp)
 		return fmt.Errorf("memory file: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
@@ -115,7 +116,7 @@ func TestSymlinkedFailedWhileRunningRefusesTheGroup(t *testing.T) {
 	bad := filepath.Join(fam.Requests(), "bad.json")
 	must(t, os.WriteFile(bad, []byte(`{"version":9,"id":"bad","type":"list_media"}`), 0o600))
 	r.host.Rescan()
-	if !eventually(func() bool { return len(r.log.matching("ERROR", "group=fam", "fam/failed is a symlink")) > 0 }) {
+	if !testwait.Eventually(func() bool { return len(r.log.matching("ERROR", "group=fam", "fam/failed is a symlink")) > 0 }) {
 		es, _ := os.ReadDir(outside)
 		t.Fatalf("fam was not refused; outside holds %v; log:\n%s", es, r.log)
 	}
@@ -162,7 +163,7 @@ func TestRequestsSwappedWhileRunningAreNotServedAsTheOtherGroup(t *testing.T) {
 		t.Fatalf("work's request handled as %q", got.Group)
 	}
 	r.host.Rescan() // with w1 still in flight
-	if !eventually(func() bool { return len(r.log.matching("ERROR", "group=fam", "fam/requests is a symlink")) > 0 }) {
+	if !testwait.Eventually(func() bool { return len(r.log.matching("ERROR", "group=fam", "fam/requests is a symlink")) > 0 }) {
 		t.Fatalf("fam was not refused; handler calls %+v; log:\n%s", h.Calls(), r.log)
 	}
 	close(release)
@@ -275,7 +276,7 @@ func helperBindMount() {
 		os.Exit(1)
 	}
 	host.Rescan()
-	if !eventually(func() bool { return len(log.matching("ERROR", "group=fam")) > 0 }) {
+	if !testwait.Eventually(func() bool { return len(log.matching("ERROR", "group=fam")) > 0 }) {
 		fmt.Println("FAIL not refused:", log)
 		os.Exit(1)
 	}
@@ -283,7 +284,7 @@ func helperBindMount() {
 	raw, _ := json.Marshal(ipc.Request{Version: ipc.Version, ID: "w1", Type: ipc.TypeSendMessage, Created: time.Now()})
 	ipc.WriteAtomic(work.Requests(), "w1.json", raw)
 	host.Rescan()
-	if !eventually(func() bool { return exists(filepath.Join(work.Responses(), "w1.json")) }) {
+	if !testwait.Eventually(func() bool { return exists(filepath.Join(work.Responses(), "w1.json")) }) {
 		fmt.Println("FAIL work not answered")
 		os.Exit(1)
 	}

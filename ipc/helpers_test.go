@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
@@ -159,25 +160,6 @@ func (r *rig) client(t *testing.T, g string) *ipc.Client {
 	return c
 }
 
-// waitFor polls cond until it holds or the hang guard passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !eventually(cond) {
-		t.Fatalf("%s: not within %v", what, hangGuard)
-	}
-}
-
-func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
 func exists(path string) bool { _, err := os.Lstat(path); return err == nil }
 
 // writeRequest puts a request file into dir the way a client does.
@@ -194,7 +176,7 @@ func writeRequest(t *testing.T, dir, id, typ string, args any, created time.Time
 func response(t *testing.T, l ipc.Layout, id string) ipc.Response {
 	t.Helper()
 	path := filepath.Join(l.Responses(), id+".json")
-	waitFor(t, "response "+id, func() bool { return exists(path) })
+	testwait.Until(t, "response "+id, func() bool { return exists(path) })
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -708,8 +709,8 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 	if !h.opts.Types.Repeatable(req.Type) {
 		// A send must not be repeated after a power cut: the claim is on
 		// disk before anything goes out.
-		syncRootDir(g.root, dirProcessing)
-		syncRootDir(g.root, dirRequests)
+		atomicfile.SyncDir(g.root, dirProcessing)
+		atomicfile.SyncDir(g.root, dirRequests)
 	}
 	// Judge the claimed bytes, not the ones read before the claim; time
 	// may also have passed in the queue.

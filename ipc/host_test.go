@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
@@ -46,7 +47,7 @@ func TestKilledSendIsNotRepeated(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hello"}, nil) }()
-	waitFor(t, "the helper host sent", func() bool { return exists(marker) })
+	testwait.Until(t, "the helper host sent", func() bool { return exists(marker) })
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 	killed = true
@@ -261,8 +262,8 @@ func TestProgressReachesTheClient(t *testing.T) {
 	}
 	close(release)
 	// The host finishes, answers (nobody collects it), and tidies up.
-	waitFor(t, "answered", func() bool { es, _ := os.ReadDir(fam.Responses()); return len(es) == 1 })
-	waitFor(t, "progress removed", func() bool { es, _ := os.ReadDir(fam.Progress()); return len(es) == 0 })
+	testwait.Until(t, "answered", func() bool { es, _ := os.ReadDir(fam.Responses()); return len(es) == 1 })
+	testwait.Until(t, "progress removed", func() bool { es, _ := os.ReadDir(fam.Progress()); return len(es) == 0 })
 }
 
 // No host ever looked at the request: ErrNoHost, and it is withdrawn.
@@ -303,7 +304,7 @@ func TestBusyGroupWithdraws(t *testing.T) {
 	go func() {
 		errc <- r.client(t, "fam").Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hi"}, nil)
 	}()
-	waitFor(t, "the send queued", func() bool {
+	testwait.Until(t, "the send queued", func() bool {
 		es, _ := os.ReadDir(fam.Progress())
 		for _, e := range es {
 			if b, _ := os.ReadFile(filepath.Join(fam.Progress(), e.Name())); bytes.Contains(b, []byte(`"state":"queued"`)) {
@@ -463,7 +464,7 @@ func TestProgressIsNotAResponse(t *testing.T) {
 	go func() {
 		errc <- r.client(t, "fam").Call(guard(t), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_ok"}, &res)
 	}()
-	waitFor(t, "progress written", func() bool { es, _ := os.ReadDir(r.layout("fam").Progress()); return len(es) == 1 })
+	testwait.Until(t, "progress written", func() bool { es, _ := os.ReadDir(r.layout("fam").Progress()); return len(es) == 1 })
 	if es, _ := os.ReadDir(r.layout("fam").Responses()); len(es) != 0 {
 		t.Errorf("responses/ holds %v while the handler runs", es)
 	}

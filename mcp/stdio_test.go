@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -71,7 +72,7 @@ func TestStdioAnswersWhileHostIsBusy(t *testing.T) {
 		req.Params.Arguments = map[string]any{"mediaRef": "tg_k3J9x2Qa7P"}
 		c.CallTool(ctx, req)
 	}()
-	waitFor(t, func() bool { return len(h.Calls()) == 1 })
+	testwait.Until(t, "len(h.Calls()) == 1", func() bool { return len(h.Calls()) == 1 })
 
 	// The stuck call never ends on its own, so a server that serialised
 	// requests would hang here: the deadline is only a hang guard, and a
@@ -137,17 +138,5 @@ func TestStdioReturnsOnCancel(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("ServeStdio did not return after ctx was cancelled")
-	}
-}
-
-// waitFor polls cond; the deadline is only a hang guard.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 30s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	registry "github.com/botd-dev/botd/tools"
@@ -137,19 +138,10 @@ func formatList(items []ipc.MediaItem, kind string, now time.Time) string {
 	return b.String()
 }
 
-// oneLine keeps a stranger-influenced field on its line and short.
+// oneLine keeps a stranger-influenced field on its line and short, and
+// defuses anything in it that looks like one of botd's placeholders.
 func oneLine(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = mediaregistry.Neutralize(strings.TrimSpace(s))
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return s
+	return textclip.Clip(mediaregistry.Neutralize(textclip.OneLine(s, 0)), max)
 }
 
 func (t *tools) sendMessage(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {

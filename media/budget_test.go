@@ -27,7 +27,7 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 		budget = diskbudget.New(max, media.Areas(o.Cache, o.GroupsDir, o.Groups.All()), nil)
 		o.Budget = budget
 	})
-	budget.SetClock(r.clock)
+	budget.SetClock(r.clock.Now)
 	refs := make([]string, 10)
 	for i := range refs {
 		data := make([]byte, size)
@@ -38,7 +38,7 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	c := r.client("family")
 	fetch := func(ref string) ipc.FetchMediaResult {
 		t.Helper()
-		r.advance(time.Minute)
+		r.clock.Advance(time.Minute)
 		var res ipc.FetchMediaResult
 		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %s: %v", ref, err)

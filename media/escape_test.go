@@ -165,7 +165,7 @@ func TestOtherGroupsRefReadsAsUnknown(t *testing.T) {
 	if got := answer(theirs); got != want {
 		t.Errorf("another group's ref answers %q, an unknown one %q", got, want)
 	}
-	r.advance(31 * time.Minute)
+	r.clock.Advance(31 * time.Minute)
 	if got := answer(theirs); got != want {
 		t.Errorf("another group's expired ref answers %q, an unknown one %q", got, want)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media/generate"
@@ -100,7 +101,7 @@ func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.Gene
 		return nil, herr
 	}
 	if a.Size != "" && !sizeRe.MatchString(a.Size) {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1024x1024, 1536x1024) or auto", oneLine(a.Size, 40))
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1024x1024, 1536x1024) or auto", textclip.OneLine(a.Size, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
@@ -183,7 +184,7 @@ func (s *Service) Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (
 		voice = gen.Voice
 	}
 	if len(voice) > 64 || strings.ContainsAny(voice, "\n\r\t\"") {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "voice %q is not a voice name (e.g. alloy, nova, coral)", oneLine(voice, 40))
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "voice %q is not a voice name (e.g. alloy, nova, coral)", textclip.OneLine(voice, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
@@ -271,7 +272,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 	}
 	ref := mediaregistry.MediaReference{ID: id, Channel: mediaregistry.Generated, Chat: g.Chat, Sender: s.gen().AssistantName,
 		Kind: m.kind, MIME: e.MIME, FileName: m.name + mediaregistry.Ext(e.MIME), Size: e.Size, Duration: m.duration,
-		Caption: oneLine(m.caption, 200)}
+		Caption: textclip.OneLine(m.caption, 200)}
 	root, err := s.o.Cache.OpenRoot()
 	if err != nil {
 		return nil, ipc.Errorf(ipc.CodeInternal, "the media cache cannot be opened")
@@ -425,19 +426,4 @@ func checkPrompt(p string) *ipc.Error {
 		return ipc.Errorf(ipc.CodeBadRequest, "prompt is %d characters; at most %d", n, maxPrompt)
 	}
 	return nil
-}
-
-// oneLine keeps a chat-supplied string on one line and short, for errors
-// and captions.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return s
 }

@@ -130,7 +130,7 @@ func genRig(t testing.TB, p *provider, max int64, budget int64) *rig {
 			Videos: vi, VideoModel: media.Model{Provider: "fake", Name: "sora-2", Price: price("sora-2")},
 			VideoTimeout: 30 * time.Minute, VideoJobsPerGroup: 2,
 			Ledger: r.store, MaxCostPerDay: budget, AssistantName: "Andy", Location: time.UTC,
-			Now: r.clock,
+			Now: r.clock.Now,
 		}
 	})
 }
@@ -177,7 +177,7 @@ func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 		t.Errorf("not in the cache by its hash: %v", err)
 	}
 	// Billed: tokens at gpt-image-1's price, in today's spending.
-	spent, err := r.store.SpentSince(context.Background(), "family", r.clock().Add(-time.Hour))
+	spent, err := r.store.SpentSince(context.Background(), "family", r.clock.Now().Add(-time.Hour))
 	if want := int64(10*10*100 + 1000*40*100); err != nil || spent != want {
 		t.Errorf("spent %d (%v), want %d", spent, err, want)
 	}
@@ -252,7 +252,7 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 			r := genRig(t, p, max, tc.budget)
 			if tc.budget > 0 {
 				// Spent earlier today by the group's model calls.
-				r.store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.clock(), Kind: "image",
+				r.store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.clock.Now(), Kind: "image",
 					Model: "x", Outcome: "succeeded", CostMicrocents: tc.budget, CostKnown: true})
 			}
 			err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "something", Send: true}, nil)
@@ -270,7 +270,7 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 				t.Error("something was sent")
 			}
 			// Every provider call is on the bill, failed ones too.
-			rows, err := r.store.Usage(context.Background(), "family", r.clock().Add(-time.Hour), time.UTC)
+			rows, err := r.store.Usage(context.Background(), "family", r.clock.Now().Add(-time.Hour), time.UTC)
 			failed := 0
 			for _, row := range rows {
 				if row.Model == "gpt-image-1" {
@@ -317,7 +317,7 @@ func TestSpeakSendsAVoiceNote(t *testing.T) {
 	if res.Kind != "Voice" || res.Duration != "2s" && res.Duration != "3s" {
 		t.Errorf("result %+v", res)
 	}
-	rows, err := r.store.Usage(context.Background(), "family", r.clock().Add(-time.Hour), time.UTC)
+	rows, err := r.store.Usage(context.Background(), "family", r.clock.Now().Add(-time.Hour), time.UTC)
 	if err != nil || len(rows) != 1 || rows[0].AudioSeconds != 2.5 || rows[0].CostMicrocents != 62500 {
 		t.Errorf("usage %+v %v", rows, err)
 	}
@@ -338,14 +338,14 @@ func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
 	}
 	// Not due yet: nothing is asked.
 	next := r.svc.PollVideoJobs(ctx, false)
-	if p.count("GET /v1/videos/video_1") != 0 || !next.After(r.clock()) {
+	if p.count("GET /v1/videos/video_1") != 0 || !next.After(r.clock.Now()) {
 		t.Fatalf("polled before due; next %v", next)
 	}
 	// Due and in progress: polled once, the next poll backs off.
 	p.set(func(p *provider) { p.video = "in_progress" })
-	r.advance(next.Sub(r.clock()))
+	r.clock.Advance(next.Sub(r.clock.Now()))
 	next2 := r.svc.PollVideoJobs(ctx, false)
-	if got := next2.Sub(r.clock()); p.count("GET /v1/videos/video_1") != 1 || got != 7500*time.Millisecond {
+	if got := next2.Sub(r.clock.Now()); p.count("GET /v1/videos/video_1") != 1 || got != 7500*time.Millisecond {
 		t.Errorf("polled %d times; next poll in %v, want 7.5s (5s × 1.5)", p.count("GET /v1/videos/video_1"), got)
 	}
 	// A restart: a new service over the same store and cache finds the
@@ -366,7 +366,7 @@ func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].State != store.JobDone || !strings.HasPrefix(jobs[0].Ref, "gn_") {
 		t.Errorf("jobs %+v", jobs)
 	}
-	rows, _ := r.store.Usage(ctx, "family", r.clock().Add(-time.Hour), time.UTC)
+	rows, _ := r.store.Usage(ctx, "family", r.clock.Now().Add(-time.Hour), time.UTC)
 	if len(rows) != 1 || rows[0].VideoSeconds != 4 || rows[0].CostMicrocents != 40_000_000 {
 		t.Errorf("usage %+v", rows)
 	}
@@ -388,7 +388,7 @@ func TestVideoJobEnds(t *testing.T) {
 			p.video, p.videoErr = "failed", `{"code":"moderation_blocked","message":"Blocked by moderation."}`
 		}, chat: "refused this request under its content policy", state: store.JobFailed},
 		{name: "past its deadline", setup: func(p *provider) { p.video = "in_progress" },
-			act:  func(t *testing.T, r *rig, id int64) { r.advance(31 * time.Minute) },
+			act:  func(t *testing.T, r *rig, id int64) { r.clock.Advance(31 * time.Minute) },
 			chat: "was not ready after 30m0s, so it was cancelled", delete: true, state: store.JobFailed},
 		{name: "cancelled", setup: func(p *provider) { p.video = "completed" },
 			act: func(t *testing.T, r *rig, id int64) {
@@ -440,7 +440,7 @@ func TestVideoJobCaughtSendingIsNotResent(t *testing.T) {
 	p := newProvider(t)
 	r := genRig(t, p, maxDownload, 0)
 	id, err := r.store.AddMediaJob(ctx, store.MediaJob{Folder: "family", ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
-		RemoteID: "video_1", Prompt: "x", State: store.JobSending, NextPoll: r.clock(), Deadline: r.clock().Add(time.Hour)})
+		RemoteID: "video_1", Prompt: "x", State: store.JobSending, NextPoll: r.clock.Now(), Deadline: r.clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestListVideos(t *testing.T) {
 	r := genRig(t, p, maxDownload, 0)
 	add := func(folder, prompt, state, ref, why string, ago time.Duration) int64 {
 		t.Helper()
-		at := r.clock().Add(-ago)
+		at := r.clock.Now().Add(-ago)
 		j := store.MediaJob{Folder: folder, ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
 			RemoteID: "video_x", Prompt: prompt, Seconds: 4, NextPoll: at, Deadline: at.Add(30 * time.Minute), Created: at}
 		id, err := r.store.AddMediaJob(ctx, j)
@@ -562,7 +562,7 @@ func TestListVideos(t *testing.T) {
 			t.Errorf("job %d: %+v, want %+v", i, got, w)
 		}
 	}
-	if asked := r.clock().In(time.UTC).Format("2006-01-02 15:04"); res.Jobs[0].Asked != asked || res.Jobs[0].Prompt != "waves" {
+	if asked := r.clock.Now().In(time.UTC).Format("2006-01-02 15:04"); res.Jobs[0].Asked != asked || res.Jobs[0].Prompt != "waves" {
 		t.Errorf("new job %+v, want asked %s", res.Jobs[0], asked)
 	}
 	if pr := res.Jobs[1].Prompt; strings.Contains(pr, "\n") || len([]rune(pr)) > 121 || !strings.HasPrefix(pr, "a cat IGNORE") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -77,7 +78,7 @@ func TestHostileRequestFiles(t *testing.T) {
 			tt.write(t, path)
 			r.host.Rescan()
 			resp := filepath.Join(work.Responses(), tt.file)
-			waitFor(t, func() bool { _, err := os.Stat(resp); return err == nil })
+			testwait.Until(t, "the response file", func() bool { _, err := os.Stat(resp); return err == nil })
 			var got ipc.Response
 			b, _ := os.ReadFile(resp)
 			if err := json.Unmarshal(b, &got); err != nil {
@@ -96,7 +97,7 @@ func TestHostileRequestFiles(t *testing.T) {
 				}
 			}
 			// The host answers first and then removes the request.
-			waitFor(t, func() bool { _, err := os.Lstat(path); return os.IsNotExist(err) })
+			testwait.Until(t, "the planted file to be removed", func() bool { _, err := os.Lstat(path); return os.IsNotExist(err) })
 		})
 	}
 	// Nothing of family's reached either group folder, and the family

@@ -21,7 +21,7 @@ func TestExpiredRefs(t *testing.T) {
 	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.advance(2 * time.Hour)
+	r.clock.Advance(2 * time.Hour)
 
 	var res ipc.FetchMediaResult
 	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, &res); err != nil || !res.Cached {

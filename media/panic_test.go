@@ -33,7 +33,7 @@ func (p *panicky) Download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	panic("slack library bug")
 }
 
-var _ media.Downloader = (*panicky)(nil)
+var _ channels.Downloader = (*panicky)(nil)
 
 func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
 	r := newRig(t)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -47,20 +48,13 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 	}
 	// A name of its own: two fetches of one ref may place it at once.
 	tmp := "media/" + groups.TempPrefix + ipc.NewID() + "-" + name
-	dst, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	// Not fsynced: the cache holds the bytes and places them again.
+	err = atomicfile.WriteRoot(root, rel, tmp, 0o640, false, func(dst *os.File) error {
+		// The limited *os.File keeps the copy in the kernel (copy_file_range).
+		_, err := io.Copy(dst, io.LimitReader(blob, e.Size))
+		return err
+	})
 	if err != nil {
-		return "", nil, err
-	}
-	// The limited *os.File keeps the copy in the kernel (copy_file_range).
-	_, err = io.Copy(dst, io.LimitReader(blob, e.Size))
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, rel)
-	}
-	if err != nil {
-		root.Remove(tmp)
 		return "", nil, err
 	}
 	s.o.Budget.Added(e.Size)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -79,7 +80,7 @@ func TestSlowFetchReportsProgress(t *testing.T) {
 	go func() {
 		errc <- r.client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
 	}()
-	waitFor(t, func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == 1 })
+	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == 1", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == 1 })
 	close(ctx.done)
 	err := <-errc
 	t.Logf("caller heard: %v", err)
@@ -110,7 +111,7 @@ func TestConcurrentFetchesShareOneDownload(t *testing.T) {
 			errs[i] = call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
 		}()
 	}
-	waitFor(t, func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == len(errs) })
+	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == len(errs)", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == len(errs) })
 	close(gate)
 	wg.Wait()
 	for _, err := range errs {

@@ -15,6 +15,8 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -140,22 +142,21 @@ func (e *s3env) freshDisk() {
 // retry, when set, runs at each look (making every retry due).
 func (e *s3env) waitUploaded(retry ...func()) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		pend, err := e.cache.PendingUploads(context.Background())
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(pend) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("uploads still pending after 60s: %+v", pend)
+	var pend []mediaregistry.Pending
+	var err error
+	if !testwait.Eventually(func() bool {
+		if pend, err = e.cache.PendingUploads(context.Background()); err != nil || len(pend) == 0 {
+			return true
 		}
 		for _, r := range retry {
 			r()
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		e.t.Fatalf("uploads still pending after %v: %+v", testwait.HangGuard, pend)
+	}
+	if err != nil {
+		e.t.Fatal(err)
 	}
 }
 
@@ -248,10 +249,8 @@ func TestS3StoppedMidUpload(t *testing.T) {
 	srv := s3test.Start(t)
 	bucket := srv.NewStore(t, "midupload")
 	e := newS3Env(t)
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	cache := e.open(bucket, clock)
+	fake := clock.NewFake(time.Now())
+	cache := e.open(bucket, fake.Now)
 
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once, first sync.Once
@@ -296,9 +295,7 @@ func TestS3StoppedMidUpload(t *testing.T) {
 
 	srv.Start()
 	e.waitUploaded(func() {
-		mu.Lock()
-		now = now.Add(time.Hour) // every retry is due
-		mu.Unlock()
+		fake.Advance(time.Hour) // every retry is due
 		cache.Kick()
 	})
 	inBucket(t, bucket, res.SHA256, big)

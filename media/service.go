@@ -36,8 +36,8 @@ import (
 type Options struct {
 	Registry *mediaregistry.Registry
 	Cache    *mediaregistry.Cache
-	// Channels by name ("telegram", ...). Downloads need Downloader or
-	// FileDownloader, send_media channels.MediaSender.
+	// Channels by name ("telegram", ...). Downloads need channels.Downloader or
+	// channels.FileDownloader, send_media channels.MediaSender.
 	Channels  map[string]channels.Channel
 	Groups    *groups.Set
 	GroupsDir string
@@ -456,7 +456,7 @@ func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx cont
 // limit is the cap of one download of ref on ch, and what to call it.
 func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) (int64, string) {
 	max, why := s.o.MaxDownloadBytes, "the download limit (media.max_download_bytes)"
-	if l, ok := ch.(DownloadLimiter); ok {
+	if l, ok := ch.(channels.DownloadLimiter); ok {
 		if n, w := l.DownloadLimit(ref); n > 0 && n < max {
 			max, why = n, w
 		}
@@ -486,11 +486,11 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	var e mediaregistry.Entry
 	var err error
 	switch dl := ch.(type) {
-	case FileDownloader:
+	case channels.FileDownloader:
 		e, err = s.o.Cache.StoreFile(ctx, ref.ID, mediaregistry.Declared(ref.MIME, ref.FileName), max, func(dst mediaregistry.File) error {
 			return dl.DownloadTo(ctx, ref, meteredFile{File: dst, m: m})
 		})
-	case Downloader:
+	case channels.Downloader:
 		var body io.ReadCloser
 		body, _, err = dl.Download(ctx, ref)
 		if err == nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -42,12 +44,11 @@ type rig struct {
 	set       *groups.Set
 	host      *ipc.Host
 	cancel    context.CancelFunc
-	now       time.Time
+	clock     *clock.Fake
 	max       int64
 	tune      func(*media.Options)
 	gen       func(*rig) *media.Generation // media generation over the rig's store and clock
 	svc       *media.Service
-	mu        sync.Mutex
 }
 
 const maxDownload = 1 << 20
@@ -66,7 +67,7 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, dir: dir, ipcRoot: filepath.Join(dir, "data", "ipc"), groupsDir: filepath.Join(dir, "groups"),
-		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), now: time.Now(), max: max, tune: tune, gen: gen}
+		cacheDir: filepath.Join(dir, "data", "media"), tg: chantest.New("telegram"), clock: clock.NewFake(time.Now()), max: max, tune: tune, gen: gen}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "data", "botd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	t.Cleanup(func() { st.Close() })
 	r.store = st
 	r.reg = mediaregistry.New(st.DB, 30*time.Minute)
-	r.reg.SetClock(r.clock)
+	r.reg.SetClock(r.clock.Now)
 	r.set, err = groups.NewSet("Andy", []groups.Group{
 		{Folder: "family", Chat: "telegram:-100", RequiresTrigger: true},
 		{Folder: "work", Chat: "telegram:-200", RequiresTrigger: true},
@@ -85,18 +86,6 @@ func newRigGen(t testing.TB, max int64, tune func(*media.Options), gen func(*rig
 	}
 	r.start()
 	return r
-}
-
-func (r *rig) clock() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.now
-}
-
-func (r *rig) advance(d time.Duration) {
-	r.mu.Lock()
-	r.now = r.now.Add(d)
-	r.mu.Unlock()
 }
 
 func (r *rig) start() {
@@ -246,7 +235,7 @@ func TestSlowDownloadDoesNotBlockOtherGroup(t *testing.T) {
 	slow := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "slow.png"}, chantest.Media{Data: []byte("x"), Gate: gate})
 	fast := r.register("telegram:-200", mediaregistry.MediaReference{FileName: "fast.png"}, chantest.Media{Data: pngBytes(t, 2, 2)})
 	go call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: slow}, nil)
-	waitFor(t, func() bool { return r.tg.Downloads() == 1 }) // the slow one holds the network
+	testwait.Until(t, "r.tg.Downloads() == 1", func() bool { return r.tg.Downloads() == 1 }) // the slow one holds the network
 	// The slow download never ends while this runs: only blocking can
 	// make this call fail (at its hang guard).
 	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: fast}, nil); err != nil {
@@ -269,7 +258,7 @@ func TestRefusals(t *testing.T) {
 		}})
 	failing := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Err: channels.ErrUnavailable})
 
-	r.advance(0)
+	r.clock.Advance(0)
 	tests := []struct {
 		name string
 		ref  string
@@ -283,7 +272,7 @@ func TestRefusals(t *testing.T) {
 		{"declared over the cap", declaredHuge, ipc.CodeTooLarge, nil},
 		{"stream over the cap", endless, ipc.CodeTooLarge, nil},
 		{"channel lost it", failing, ipc.CodeDownloadFailed, nil},
-		{"expired ref", old, ipc.CodeExpired, func() { r.advance(31 * time.Minute) }},
+		{"expired ref", old, ipc.CodeExpired, func() { r.clock.Advance(31 * time.Minute) }},
 	}
 	before := r.tg.Downloads()
 	for _, tt := range tests {
@@ -372,7 +361,7 @@ func TestMIMELiesAreCorrected(t *testing.T) {
 func TestListMedia(t *testing.T) {
 	r := newRig(t)
 	r.register("telegram:-100", mediaregistry.MediaReference{FileName: "a.jpg", MIME: "image/jpeg", Sender: "Ann", Caption: "first"}, chantest.Media{})
-	r.advance(time.Second)
+	r.clock.Advance(time.Second)
 	r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg", Duration: 12 * time.Second}, chantest.Media{})
 	r.register("telegram:-200", mediaregistry.MediaReference{FileName: "theirs.jpg"}, chantest.Media{})
 	c := r.client("family")
@@ -456,7 +445,7 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 			tt.write(filepath.Join(l.Requests(), tt.file))
 			r.host.Rescan()
 			reasonPath := filepath.Join(l.Failed(), tt.file+".reason")
-			waitFor(t, func() bool { _, err := os.Stat(reasonPath); return err == nil })
+			testwait.Until(t, "the failure reason file", func() bool { _, err := os.Stat(reasonPath); return err == nil })
 			reason, _ := os.ReadFile(reasonPath)
 			if !strings.Contains(string(reason), tt.reason) {
 				t.Errorf("reason = %q, want %q", reason, tt.reason)
@@ -466,7 +455,7 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 			}
 			resp := filepath.Join(l.Responses(), tt.file)
 			if tt.answered {
-				waitFor(t, func() bool { _, err := os.Stat(resp); return err == nil })
+				testwait.Until(t, "the response file", func() bool { _, err := os.Stat(resp); return err == nil })
 				var got ipc.Response
 				b, _ := os.ReadFile(resp)
 				if json.Unmarshal(b, &got) != nil || got.OK || got.Error.Code != ipc.CodeBadRequest {
@@ -477,17 +466,6 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); !bytes.Contains(b, []byte("link")) {
 		t.Error("the symlink target was touched")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -520,7 +498,7 @@ func TestRestartAnswersPendingRequest(t *testing.T) {
 	defer cancel()
 	var res ipc.FetchMediaResult
 	go func() { errc <- c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res) }()
-	waitFor(t, func() bool { return r.tg.Downloads() == 1 })
+	testwait.Until(t, "r.tg.Downloads() == 1", func() bool { return r.tg.Downloads() == 1 })
 	// Host goes down mid-download; a crash would also leave a partial file.
 	r.stop()
 	os.WriteFile(filepath.Join(r.cacheDir, "tmp", "dl-crashed"), []byte("half"), 0o600)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -135,7 +136,7 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, errs[i] = fetchInProcess(t, r, "family", id) }()
 	}
-	waitFor(t, func() bool { return r.tg.Downloads() == 3 }) // cached + two slow ones at the network
+	testwait.Until(t, "r.tg.Downloads() == 3", func() bool { return r.tg.Downloads() == 3 }) // cached + two slow ones at the network
 	wg.Add(1)
 	go func() { defer wg.Done(); _, errs[2] = fetchInProcess(t, r, "family", slow[2]) }()
 

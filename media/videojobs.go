@@ -9,6 +9,8 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media/generate"
@@ -39,11 +41,7 @@ func (g *Generation) backoff(polls int) time.Duration {
 	if hi < lo {
 		hi = max(defaultPollMax, lo)
 	}
-	d := lo
-	for i := 0; i < polls && d < hi; i++ {
-		d = d * 3 / 2
-	}
-	return min(d, hi)
+	return backoff.Schedule{Initial: lo, Factor: 1.5, Max: hi}.Wait(polls)
 }
 
 // allowedSeconds are the clip lengths OpenAI's video models take.
@@ -62,7 +60,7 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "seconds must be 4, 8 or 12")
 	}
 	if a.Size != "" && !sizeRe.MatchString(a.Size) {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1280x720, 720x1280)", oneLine(a.Size, 40))
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1280x720, 720x1280)", textclip.OneLine(a.Size, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
@@ -169,14 +167,14 @@ func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ ipc.ListVid
 	loc := locOf(gen)
 	res := &ipc.ListVideosResult{Jobs: make([]ipc.VideoJobInfo, 0, len(jobs)), Days: listVideosDays}
 	for _, j := range jobs {
-		info := ipc.VideoJobInfo{ID: j.ID, State: j.State, Prompt: oneLine(j.Prompt, listPromptChars), Seconds: j.Seconds,
+		info := ipc.VideoJobInfo{ID: j.ID, State: j.State, Prompt: textclip.OneLine(j.Prompt, listPromptChars), Seconds: j.Seconds,
 			Progress: j.Progress, Asked: j.Created.In(loc).Format("2006-01-02 15:04"), Ref: j.Ref}
 		switch j.State {
 		case store.JobDone:
 			info.Sent = j.Error == ""
-			info.Error = oneLine(j.Error, listErrorChars)
+			info.Error = textclip.OneLine(j.Error, listErrorChars)
 		case store.JobFailed, store.JobCancelled:
-			info.Error = oneLine(j.Error, listErrorChars)
+			info.Error = textclip.OneLine(j.Error, listErrorChars)
 		}
 		res.Jobs = append(res.Jobs, info)
 	}
@@ -308,7 +306,7 @@ func (s *Service) poll(ctx context.Context, j store.MediaJob) store.MediaJob {
 			return s.endJob(ctx, j, g, "The video (job %d) was not made: %s", j.ID, sentence)
 		}
 		s.record(ctx, &rec, "failed", failMessage(st.Err))
-		return s.endJob(ctx, j, g, "The video (job %d) could not be made: %s.", j.ID, trimDot(oneLine(failMessage(st.Err), 300)))
+		return s.endJob(ctx, j, g, "The video (job %d) could not be made: %s.", j.ID, trimDot(textclip.OneLine(failMessage(st.Err), 300)))
 	}
 	return s.later(ctx, j, st.Progress)
 }
@@ -361,7 +359,7 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 		s.o.Log.Info("video job: made but not sent (cancelled meanwhile, or its state could not be saved)", "job", j.ID, "ref", res.Ref, "err", err)
 		return j
 	}
-	caption := "Video: " + oneLine(j.Prompt, 200)
+	caption := "Video: " + textclip.OneLine(j.Prompt, 200)
 	d, chat, sherr := s.sendFile(context.WithoutCancel(ctx), g, res.Path, caption, false)
 	j.State = store.JobDone
 	if sherr != nil {

@@ -68,7 +68,7 @@ func (r meteredReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// meteredFile counts what a FileDownloader writes into the cache file.
+// meteredFile counts what a channels.FileDownloader writes into the cache file.
 type meteredFile struct {
 	mediaregistry.File
 	m *meter

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/botd-dev/botd/internal/atomicfile"
 )
 
 // ErrNoObject: the store holds no object under that digest.
@@ -86,30 +88,12 @@ func (l *LocalStore) Put(ctx context.Context, info ObjectInfo, r io.Reader) erro
 	var nonce [8]byte
 	rand.Read(nonce[:])
 	tmpName := "tmp/put-" + hex.EncodeToString(nonce[:])
-	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	err = atomicfile.WriteRoot(root, info.SHA256, tmpName, 0o640, true, func(tmp *os.File) error {
+		return copyVerified(tmp, ContextReader(ctx, r), info)
+	})
 	if err != nil {
 		return fmt.Errorf("local store: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			root.Remove(tmpName)
-		}
-	}()
-	if err := copyVerified(tmp, ContextReader(ctx, r), info); err != nil {
-		return fmt.Errorf("local store: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("local store: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("local store: %w", err)
-	}
-	if err := root.Rename(tmpName, info.SHA256); err != nil {
-		return fmt.Errorf("local store: %w", err)
-	}
-	done = true
 	return nil
 }
 

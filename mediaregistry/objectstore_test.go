@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -175,9 +176,8 @@ func TestLocalStoreRefusesLinks(t *testing.T) {
 func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
 	ctx := context.Background()
 	c, dir := openCache(t)
-	now := time.Unix(1_700_000_000, 0)
-	var mu sync.Mutex
-	c.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	c.SetClock(fake.Now)
 	remote := newMemStore()
 	c.UseStore(remote)
 	remote.setDown(true)
@@ -192,7 +192,7 @@ func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
 		t.Fatal(err)
 	}
 	pend, _ := c.PendingUploads(ctx)
-	if len(pend) != 1 || pend[0].Attempts != 1 || !strings.Contains(pend[0].LastError, "unreachable") || !next.After(now) {
+	if len(pend) != 1 || pend[0].Attempts != 1 || !strings.Contains(pend[0].LastError, "unreachable") || !next.After(fake.Now()) {
 		t.Fatalf("after a failed upload: pending %+v, next %v", pend, next)
 	}
 	if err := c.Forget(ctx, e.SHA256); !errors.Is(err, mediaregistry.ErrPendingUpload) {
@@ -204,9 +204,7 @@ func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
 	if remote.puts != 0 {
 		t.Fatal("an upload was retried before its time")
 	}
-	mu.Lock()
-	now = next
-	mu.Unlock()
+	fake.Set(next)
 	if _, err := c.UploadPending(ctx, quietLog()); err != nil {
 		t.Fatal(err)
 	}
@@ -233,9 +231,7 @@ func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
 	}
 
 	// Swept after the TTL: the object goes with the last ref.
-	mu.Lock()
-	now = now.Add(2 * time.Hour)
-	mu.Unlock()
+	fake.Advance(2 * time.Hour)
 	if _, err := c.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/textclip"
 )
 
 // Upload retry: the first retry soon (a store restarting), then backing
@@ -22,11 +25,7 @@ const (
 
 // uploadBackoff is the wait after the n-th failed attempt (n ≥ 1).
 func uploadBackoff(n int) time.Duration {
-	d := uploadFirstRetry
-	for i := 1; i < n && d < uploadMaxRetry; i++ {
-		d *= 3
-	}
-	return min(d, uploadMaxRetry)
+	return backoff.Schedule{Initial: uploadFirstRetry, Factor: 3, Max: uploadMaxRetry}.Wait(n - 1)
 }
 
 // Pending is a blob the store does not keep yet.
@@ -175,7 +174,7 @@ func (c *Cache) uploadOne(ctx context.Context, info ObjectInfo, log *slog.Logger
 		log.Warn("media upload failed; the local copy is kept and the upload retried", "sha256", info.SHA256,
 			"bytes", info.Size, "attempt", attempts, "retry_at", next, "err", err)
 		c.db.ExecContext(context.WithoutCancel(ctx), `UPDATE media_blobs SET attempts = ?, next_try = ?, last_error = ? WHERE sha256 = ?`,
-			attempts, next.UnixMilli(), oneLineErr(err), info.SHA256)
+			attempts, next.UnixMilli(), textclip.OneLine(err.Error(), 500), info.SHA256)
 		return
 	}
 	c.db.ExecContext(context.WithoutCancel(ctx), `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
@@ -195,14 +194,6 @@ func (c *Cache) upload(ctx context.Context, info ObjectInfo) error {
 		r = c.uploadWrap(f)
 	}
 	return c.store.Put(ctx, info, r)
-}
-
-func oneLineErr(err error) string {
-	s := err.Error()
-	if len(s) > 500 {
-		s = s[:500]
-	}
-	return s
 }
 
 // Materialise brings blob e back from the store into the cache folder,

@@ -15,6 +15,8 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
@@ -46,7 +48,7 @@ type daemon struct {
 	cancel context.CancelFunc
 }
 
-func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel, model *rentModel, clock *scheduler.FakeClock,
+func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel, model *rentModel, clock *clock.Fake,
 	beforeOutbox func(string) error, afterFire func(scheduler.Run) error) *daemon {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
@@ -85,18 +87,20 @@ func (d *daemon) stop() {
 // no answer: after that nothing more can be sent for it.
 func (d *daemon) settled(t *testing.T, chat, id, folder string) {
 	t.Helper()
-	deadline := time.Now().Add(chantest.HangGuard)
-	for {
-		m, err := d.st.Message(context.Background(), chat, id)
-		cur, _ := d.st.AgentCursor(context.Background(), folder)
-		pending, _ := d.st.PendingOutbox(context.Background(), folder)
-		if err == nil && m.Seq <= cur && len(pending) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never handled %s (err %v, cursor %d, pending %d)", id, err, cur, len(pending))
-		}
-		time.Sleep(2 * time.Millisecond)
+	var (
+		err     error
+		cur     int64
+		pending int
+	)
+	if !testwait.Eventually(func() bool {
+		var m store.Message
+		m, err = d.st.Message(context.Background(), chat, id)
+		cur, _ = d.st.AgentCursor(context.Background(), folder)
+		p, _ := d.st.PendingOutbox(context.Background(), folder)
+		pending = len(p)
+		return err == nil && m.Seq <= cur && pending == 0
+	}) {
+		t.Fatalf("the agent never handled %s (err %v, cursor %d, pending %d)", id, err, cur, pending)
 	}
 }
 
@@ -124,7 +128,7 @@ func TestCrashBetweenDueAndAnsweredAnswersOnce(t *testing.T) {
 			}
 			ch := chantest.New("telegram")
 			model := &rentModel{}
-			clock := scheduler.NewFakeClock(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC))
+			clock := clock.NewFake(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC))
 
 			aborted := make(chan struct{}, 1)
 			var beforeOutbox func(string) error

@@ -13,87 +13,9 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/store"
 )
-
-// FakeClock is a Clock a test moves by hand. Timers fire when Advance or
-// Set passes their deadline, never by themselves.
-type FakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
-
-func (c *FakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *FakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, ch: make(chan time.Time, 1), at: c.now.Add(d)}
-	if d <= 0 {
-		t.ch <- c.now
-		return t
-	}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// Set moves the clock to t (forward only) and fires the timers due.
-func (c *FakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
-	}
-	keep := c.timers[:0]
-	for _, tm := range c.timers {
-		if !tm.at.After(c.now) {
-			tm.ch <- c.now
-			continue
-		}
-		keep = append(keep, tm)
-	}
-	c.timers = keep
-}
-
-func (c *FakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
-
-// Waiting lists the deadlines of the timers not fired yet.
-func (c *FakeClock) Waiting() []time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []time.Time
-	for _, t := range c.timers {
-		out = append(out, t.at)
-	}
-	return out
-}
-
-type fakeTimer struct {
-	c  *FakeClock
-	ch chan time.Time
-	at time.Time
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.ch }
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	for i, tm := range t.c.timers {
-		if tm == t {
-			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
 
 const (
 	famChat  = "telegram:-1001"
@@ -187,7 +109,7 @@ type rig struct {
 	dir   string
 	st    *store.Store
 	gs    *groups.Set
-	clock *FakeClock
+	clock *clock.Fake
 	agent *fakeAgent
 	logs  *logBuf
 	s     *Scheduler
@@ -213,7 +135,7 @@ func (l *logBuf) String() string {
 
 func newRig(t testing.TB, start time.Time, mod func(*Options)) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), gs: testGroups(t), clock: NewFakeClock(start), logs: &logBuf{}, mod: mod}
+	r := &rig{t: t, dir: t.TempDir(), gs: testGroups(t), clock: clock.NewFake(start), logs: &logBuf{}, mod: mod}
 	r.st = openStore(t, r.dir)
 	r.agent = &fakeAgent{st: r.st}
 	r.s = New(r.options())

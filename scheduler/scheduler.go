@@ -28,6 +28,8 @@ import (
 	"unicode"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -83,7 +85,7 @@ type Options struct {
 	// skipped). Zero means the defaults.
 	MaxTasksPerGroup int
 	MaxRunsPerHour   int
-	Clock            Clock
+	Clock            clock.Clock
 	Log              *slog.Logger
 	// RetryDelay is the wait after the nth failed delivery in a row; nil
 	// means 10s·3^(n-1), at most 10 minutes.
@@ -126,7 +128,7 @@ func New(opts Options) *Scheduler {
 		opts.MaxRunsPerHour = def.MaxRunsPerHour
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,11 +144,7 @@ func New(opts Options) *Scheduler {
 }
 
 func defaultRetryDelay(n int) time.Duration {
-	d := 10 * time.Second
-	for i := 1; i < n && d < 10*time.Minute; i++ {
-		d *= 3
-	}
-	return min(d, 10*time.Minute)
+	return backoff.Schedule{Initial: 10 * time.Second, Factor: 3, Max: 10 * time.Minute}.Wait(n - 1)
 }
 
 // Location is the timezone tasks are scheduled in.

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -61,7 +60,7 @@ type SentFile struct {
 
 var (
 	_ channels.Channel     = (*Channel)(nil)
-	_ media.Downloader     = (*Channel)(nil)
+	_ channels.Downloader  = (*Channel)(nil)
 	_ channels.MediaSender = (*Channel)(nil)
 	_ channels.Typer       = (*Channel)(nil)
 )

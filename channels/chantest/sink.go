@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -140,8 +141,9 @@ func (s *Sink) WaitContext(ctx context.Context, n int) ([]channels.Inbound, erro
 }
 
 // HangGuard bounds a wait that should end at once in a working program;
-// it only turns a hang into a failure, never decides a verdict.
-const HangGuard = 30 * time.Second
+// it only turns a hang into a failure, never decides a verdict. It is the
+// one hang guard of botd's tests.
+const HangGuard = testwait.HangGuard
 
 // Wait is WaitContext for a test: it fails t if n messages did not arrive
 // within HangGuard.

@@ -21,7 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/internal/backoff"
 )
 
 // TextLimit is the length botd splits outgoing text at; Slack truncates
@@ -35,7 +35,7 @@ const MaxFilesPerMessage = 10
 var (
 	_ channels.Channel     = (*Slack)(nil)
 	_ channels.Waiter      = (*Slack)(nil)
-	_ media.Downloader     = (*Slack)(nil)
+	_ channels.Downloader  = (*Slack)(nil)
 	_ channels.MediaSender = (*Slack)(nil)
 )
 
@@ -225,8 +225,8 @@ func (s *Slack) startSocket(ctx context.Context) error {
 		// RunContext reconnects on its own (with backoff) after drops and on
 		// transient dial errors; it returns only on a fatal auth error or a
 		// broken reconnect, so keep restarting it with our own backoff.
-		backoff := time.Second
-		for first := true; ; first = false {
+		wait := backoff.Schedule{Initial: time.Second, Max: 5 * time.Minute}
+		for attempt, first := 0, true; ; attempt, first = attempt+1, false {
 			err := smc.RunContext(runCtx)
 			if runCtx.Err() != nil {
 				return
@@ -239,13 +239,13 @@ func (s *Slack) startSocket(ctx context.Context) error {
 					return
 				}
 			}
-			s.log.Warn("slack socket mode stopped, reconnecting", "err", err, "in", backoff)
+			d := wait.Wait(attempt)
+			s.log.Warn("slack socket mode stopped, reconnecting", "err", err, "in", d)
 			select {
-			case <-time.After(backoff):
+			case <-time.After(d):
 			case <-runCtx.Done():
 				return
 			}
-			backoff = min(backoff*2, 5*time.Minute)
 		}
 	})
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // Updates must not be confirmed to Telegram (by polling past them) before
@@ -44,7 +45,7 @@ func TestUpdatesConfirmedOnlyAfterTheSinkHasThem(t *testing.T) {
 	// poll either confirms the batch at the fake (the bug) or is held
 	// back at the gate; wait for whichever happens rather than for a
 	// time an eager poller "should" have needed.
-	waitFor(t, func() bool { return held.Load() || h.fake.Pending() < 3 })
+	testwait.Until(t, "held.Load() || h.fake.Pending() < 3", func() bool { return held.Load() || h.fake.Pending() < 3 })
 	if n := h.fake.Pending(); n != 3 {
 		t.Fatalf("%d of 3 updates still unconfirmed while the first is being stored, want 3", n)
 	}
@@ -53,5 +54,5 @@ func TestUpdatesConfirmedOnlyAfterTheSinkHasThem(t *testing.T) {
 	}
 	free()
 	h.waitInbound(t, 3)
-	waitFor(t, func() bool { return h.fake.Pending() == 0 })
+	testwait.Until(t, "h.fake.Pending() == 0", func() bool { return h.fake.Pending() == 0 })
 }

@@ -18,14 +18,14 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// DownloadLimit implements media.DownloadLimiter: the Bot API serves no
+// DownloadLimit implements channels.DownloadLimiter: the Bot API serves no
 // file over its getFile limit (20 MB in the cloud), so the media service
 // refuses a ref declared larger before asking, and caps the stream at it.
 func (t *Telegram) DownloadLimit(*mediaregistry.MediaReference) (int64, string) {
 	return t.maxDL, "the Bot API download limit (channels.telegram.max_download_bytes)"
 }
 
-// Download implements media.Downloader: getFile, then a streamed GET of
+// Download implements channels.Downloader: getFile, then a streamed GET of
 // the file. Nothing is fetched before this is called. Sizes are the media
 // service's business (DownloadLimit); only the Bot API's own "file is too
 // big" is reported here, as channels.ErrTooLarge.

@@ -141,14 +141,3 @@ func (h *harness) check(t *testing.T, ins ...channels.Inbound) {
 		chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))
 	}
 }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/go-telegram/bot"
 )
 
@@ -125,12 +126,12 @@ func (t *Telegram) retryWait(err error, idempotent bool, attempt int) (time.Dura
 			if se.RetryAfter > 0 {
 				return time.Duration(se.RetryAfter/time.Second) * t.retryAfterUnit, true
 			}
-			return t.backoffBase << attempt, true
+			return backoff.Schedule{Initial: t.backoffBase}.Wait(attempt), true
 		case se.Code >= 500 && idempotent:
 			if se.RetryAfter > 0 {
 				return time.Duration(se.RetryAfter/time.Second) * t.retryAfterUnit, true
 			}
-			return t.backoffBase << attempt, true
+			return backoff.Schedule{Initial: t.backoffBase}.Wait(attempt), true
 		}
 	}
 	return 0, false

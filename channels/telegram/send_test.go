@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 func sentBy(fake *telegramtest.Server, method string) []telegramtest.Sent {
@@ -221,7 +222,7 @@ func TestSetTyping(t *testing.T) {
 	if err := h.tg.SetTyping(ctx, ChatID(groupID), true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(sentBy(h.fake, "sendChatAction")) >= 3 })
+	testwait.Until(t, "len(sentBy(h.fake, \"sendChatAction\")) >= 3", func() bool { return len(sentBy(h.fake, "sendChatAction")) >= 3 })
 	// Catch the loop inside a refresh, its answer held: no other refresh
 	// is in flight, so what the fake recorded by "off" is all a stopped
 	// loop may have sent, where a sleep for an in-flight refresh to land
@@ -316,7 +317,7 @@ func TestPollingStartRemovesWebhookAndReceives(t *testing.T) {
 	if got[1].Text != "second" {
 		t.Errorf("got %+v", got[1])
 	}
-	waitFor(t, func() bool { return h.fake.Pending() == 0 }) // offsets confirm updates
+	testwait.Until(t, "h.fake.Pending() == 0", func() bool { return h.fake.Pending() == 0 }) // offsets confirm updates
 }
 
 func TestWebhook(t *testing.T) {

@@ -22,7 +22,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/media"
 )
 
 // Name is the channel name and chat id prefix.
@@ -42,12 +41,12 @@ const (
 
 // Interface guards.
 var (
-	_ channels.Channel      = (*Telegram)(nil)
-	_ channels.MediaSender  = (*Telegram)(nil)
-	_ channels.Typer        = (*Telegram)(nil)
-	_ channels.Waiter       = (*Telegram)(nil)
-	_ media.Downloader      = (*Telegram)(nil)
-	_ media.DownloadLimiter = (*Telegram)(nil)
+	_ channels.Channel         = (*Telegram)(nil)
+	_ channels.MediaSender     = (*Telegram)(nil)
+	_ channels.Typer           = (*Telegram)(nil)
+	_ channels.Waiter          = (*Telegram)(nil)
+	_ channels.Downloader      = (*Telegram)(nil)
+	_ channels.DownloadLimiter = (*Telegram)(nil)
 )
 
 // Telegram is the Telegram channel.

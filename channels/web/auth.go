@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/botd-dev/botd/internal/atomicfile"
 )
 
 const (
@@ -289,13 +291,7 @@ func (a *auth) saveSessionsLocked() error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(a.dir, sessionsFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("save web sessions: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(filepath.Join(a.dir, sessionsFile), raw, 0o600); err != nil {
 		return fmt.Errorf("save web sessions: %w", err)
 	}
 	return nil
@@ -322,13 +318,7 @@ func (a *auth) saveLinks(links []Link) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(a.dir, linksFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("save room links: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(filepath.Join(a.dir, linksFile), raw, 0o600); err != nil {
 		return fmt.Errorf("save room links: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -111,29 +112,24 @@ func (s *fileStore) save(room string, src io.Reader, max int64, name, declared s
 	fi := FileInfo{ID: newID(), Name: name}
 	// Written under a partial name and renamed once whole, so the disk
 	// budget's sweeper (DiskArea) sees an upload in progress as busy.
-	part := partialName(fi.ID)
-	f, err := dir.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	n, err := io.Copy(f, io.LimitReader(src, max+1))
-	if err == nil && n > max {
-		err = fmt.Errorf("%w: over %d bytes", errTooLarge, max)
-	}
-	// Sniffed from the file, not the stream's head: an Office file posted
-	// as x.bin is told from a plain zip by the directory at its end.
+	// Not fsynced: an upload lost to a power cut is posted again.
+	var n int64
 	var sniffed string
-	if err == nil {
+	err = atomicfile.WriteRoot(dir, fi.ID, partialName(fi.ID), 0o600, false, func(f *os.File) error {
+		var err error
+		if n, err = io.Copy(f, io.LimitReader(src, max+1)); err != nil {
+			return err
+		}
+		if n > max {
+			return fmt.Errorf("%w: over %d bytes", errTooLarge, max)
+		}
+		// Sniffed from the file, not the stream's head: an Office file
+		// posted as x.bin is told from a plain zip by the directory at
+		// its end.
 		sniffed, err = mediaregistry.SniffAt(f, n)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = dir.Rename(part, fi.ID)
-	}
+		return err
+	})
 	if err != nil {
-		dir.Remove(part)
 		return FileInfo{}, err
 	}
 	fi.Size = n

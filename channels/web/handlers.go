@@ -101,20 +101,37 @@ func (w *Web) guard(next http.Handler) http.Handler {
 			http.Error(rw, "unknown host: open the address botd printed (127.0.0.1 or localhost)", http.StatusMisdirectedRequest)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-				http.Error(rw, "cross-site request refused", http.StatusForbidden)
-				return
-			}
-			if o := r.Header.Get("Origin"); o != "" {
-				if u, err := url.Parse(o); err != nil || u.Host != r.Host {
-					http.Error(rw, "cross-origin request refused", http.StatusForbidden)
-					return
-				}
-			}
+		// The standard library's check refuses a POST whose Sec-Fetch-Site
+		// is not same-origin, or (from a browser too old to send that) whose
+		// Origin names another host, "null" included. It trusts
+		// Sec-Fetch-Site alone where it is sent, while botd's rule is that
+		// an Origin naming another host is refused whatever else the
+		// request says, so that rule is checked too. Neither binds a POST
+		// to a page botd served (a request with neither header passes):
+		// the session's CSRF token, and the login form's, still do that.
+		if err := crossOrigin.Check(r); err != nil || (!readOnly(r) && !sameOrigin(r)) {
+			http.Error(rw, "cross-site request refused: post from botd's own page", http.StatusForbidden)
+			return
 		}
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// crossOrigin has no trusted origins: only botd's own pages post to it.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// readOnly: a GET or HEAD, which a page of any site may send (a link, an
+// image) and which changes nothing.
+func readOnly(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
+
+// sameOrigin: r has no Origin header, or one naming r's own host.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
 }
 
 func loopbackHost(hostport string) bool {

@@ -11,42 +11,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/diskbudget"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 )
-
-type syncClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *syncClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *syncClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, hangGuard)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // hangGuard bounds every wait of these tests; what they wait for happens
 // in milliseconds, and no heartbeat or timeout of the channel is shorter.
@@ -203,10 +176,9 @@ func TestPostRate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The clock stands still: no post comes back during the test.
-			var clock syncClock
-			clock.set(time.Now())
+			fake := clock.NewFake(time.Now())
 			h := newHarness(t, withLimits(func(c *Config) { c.PostsPerMinute, c.RoomPostsPerMinute = tc.session, tc.room }),
-				func(_ *Config, o *Options) { o.now = clock.now })
+				func(_ *Config, o *Options) { o.now = fake.Now })
 			a, b := h.admin(), h.admin()
 			csrf := map[*http.Client]string{a: h.roomCSRF(a, "main"), b: h.roomCSRF(b, "main")}
 			burst := burstOf(20)
@@ -235,7 +207,7 @@ func TestPostRate(t *testing.T) {
 				t.Errorf("%d messages delivered, want the %d of the burst", n, burst)
 			}
 			// Three seconds later (20 a minute) one more may go.
-			clock.set(clock.now().Add(3 * time.Second))
+			fake.Advance(3 * time.Second)
 			if resp, body := h.post(a, "main", csrf[a], "Ann", "later"); resp.StatusCode != http.StatusOK {
 				t.Errorf("post after the refill: %d %s", resp.StatusCode, body)
 			}
@@ -263,7 +235,7 @@ func TestStreamsPerSession(t *testing.T) {
 	ended := first.ended()
 	first.stop()
 	waitEnded(t, "closed by the client", ended)
-	waitUntil(t, "the slot freed", func() bool {
+	testwait.Until(t, "the slot freed", func() bool {
 		resp, err := admin.Get(h.base + "/r/main/events")
 		if err != nil {
 			return false

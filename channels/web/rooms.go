@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/botd-dev/botd/internal/atomicfile"
 )
 
 // Message is one entry of a room's log, as the page shows it.
@@ -119,11 +121,7 @@ func (r *room) rewrite(p string) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return atomicfile.WriteFile(p, b.Bytes(), 0o600)
 }
 
 // add numbers m, appends it to the log and tells every page.

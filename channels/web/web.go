@@ -40,12 +40,12 @@ const Name = "web"
 
 // Interface guards.
 var (
-	_ channels.Channel      = (*Web)(nil)
-	_ channels.MediaSender  = (*Web)(nil)
-	_ channels.Typer        = (*Web)(nil)
-	_ channels.Waiter       = (*Web)(nil)
-	_ media.Downloader      = (*Web)(nil)
-	_ media.DownloadLimiter = (*Web)(nil)
+	_ channels.Channel         = (*Web)(nil)
+	_ channels.MediaSender     = (*Web)(nil)
+	_ channels.Typer           = (*Web)(nil)
+	_ channels.Waiter          = (*Web)(nil)
+	_ channels.Downloader      = (*Web)(nil)
+	_ channels.DownloadLimiter = (*Web)(nil)
 )
 
 // Options are what the channel needs besides its config section.
@@ -430,13 +430,13 @@ func (w *Web) stopTyping(name string) {
 	}
 }
 
-// DownloadLimit implements media.DownloadLimiter: nothing larger was
+// DownloadLimit implements channels.DownloadLimiter: nothing larger was
 // accepted.
 func (w *Web) DownloadLimit(*mediaregistry.MediaReference) (int64, string) {
 	return w.o.MaxUploadBytes, "the web upload limit (media.max_download_bytes)"
 }
 
-// Download implements media.Downloader: the upload is read from the
+// Download implements channels.Downloader: the upload is read from the
 // channel's folder, where it has waited since it was posted.
 func (w *Web) Download(ctx context.Context, ref *mediaregistry.MediaReference) (io.ReadCloser, int64, error) {
 	if w.files == nil {

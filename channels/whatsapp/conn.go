@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/botd-dev/botd/internal/backoff"
 	"go.mau.fi/whatsmeow"
 )
 
@@ -128,13 +129,7 @@ func (w *WhatsApp) logStopped(err error) {
 // backoff is capped exponential with equal jitter: half the step fixed,
 // half random, so many restarted daemons do not reconnect in lockstep.
 func (w *WhatsApp) backoff(attempt int) time.Duration {
-	d := w.backoffMax
-	if attempt < 30 {
-		if step := w.backoffBase << attempt; step > 0 && step < d {
-			d = step
-		}
-	}
-	return d/2 + time.Duration(w.jitter()*float64(d/2))
+	return backoff.Schedule{Initial: w.backoffBase, Max: w.backoffMax, Jitter: w.jitter}.Wait(attempt)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

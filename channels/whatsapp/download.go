@@ -23,7 +23,7 @@ import (
 // the 10-byte MAC.
 const encryptionOverhead = 16 + 10
 
-// DownloadLimit implements media.DownloadLimiter: the length the sender
+// DownloadLimit implements channels.DownloadLimiter: the length the sender
 // declared plus the encryption overhead, so a lying sender or server
 // cannot fill the disk (whatsmeow checks the length only after the whole
 // download). 0 when nothing was declared: no limit of the channel's own.
@@ -40,7 +40,7 @@ func (w *WhatsApp) DownloadLimit(ref *mediaregistry.MediaReference) (int64, stri
 	return declared + encryptionOverhead, "the size the sender declared"
 }
 
-// DownloadTo implements media.FileDownloader: whatsmeow fetches and
+// DownloadTo implements channels.FileDownloader: whatsmeow fetches and
 // decrypts a ref's media straight into dst, the media cache's temp file,
 // which enforces the size cap on every write. Expired server copies are
 // re-requested from the sender's phone (media retry), which must be online.

@@ -20,7 +20,6 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -54,12 +53,12 @@ var (
 	_ client = (*whatsmeow.Client)(nil)
 	_ conn   = (*whatsmeow.Client)(nil)
 
-	_ channels.Channel      = (*WhatsApp)(nil)
-	_ channels.MediaSender  = (*WhatsApp)(nil)
-	_ channels.Typer        = (*WhatsApp)(nil)
-	_ channels.Waiter       = (*WhatsApp)(nil)
-	_ media.FileDownloader  = (*WhatsApp)(nil)
-	_ media.DownloadLimiter = (*WhatsApp)(nil)
+	_ channels.Channel         = (*WhatsApp)(nil)
+	_ channels.MediaSender     = (*WhatsApp)(nil)
+	_ channels.Typer           = (*WhatsApp)(nil)
+	_ channels.Waiter          = (*WhatsApp)(nil)
+	_ channels.FileDownloader  = (*WhatsApp)(nil)
+	_ channels.DownloadLimiter = (*WhatsApp)(nil)
 
 	// The cache's file is handed to whatsmeow as it is.
 	_ whatsmeow.File = mediaregistry.File(nil)

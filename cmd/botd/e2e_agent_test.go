@@ -17,6 +17,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // fakeModel is an LLM server speaking either the OpenAI chat completions
@@ -197,11 +198,11 @@ func TestAgentAnswersAboutAPhotoEndToEnd(t *testing.T) {
 			host.waitLog(t, "botd running")
 			// Confirmed means stored: the channel holds back the poll that
 			// confirms updates until the agent has every one of them.
-			waitFor(t, 30*time.Second, func() bool { return r.tg.Pending() == 0 })
+			testwait.Within(t, 30*time.Second, "r.tg.Pending() == 0", func() bool { return r.tg.Pending() == 0 })
 
 			start := time.Now()
 			r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy what is in the photo?"))
-			waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+			testwait.Within(t, 60*time.Second, "len(r.answers(answer)) > 0", func() bool { return len(r.answers(answer)) > 0 })
 			elapsed := time.Since(start)
 
 			reqs := r.model.Requests()
@@ -244,7 +245,7 @@ func TestAgentAnswerSurvivesACrash(t *testing.T) {
 	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
 	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 1, "@Andy say hello"))
-	waitFor(t, 60*time.Second, func() bool { return r.proxy.held() > 0 })
+	testwait.Within(t, 60*time.Second, "r.proxy.held() > 0", func() bool { return r.proxy.held() > 0 })
 	host.kill()
 	calls := len(r.model.Requests())
 	if len(r.answers(answer)) != 0 {
@@ -259,13 +260,13 @@ func TestAgentAnswerSurvivesACrash(t *testing.T) {
 			t.Logf("telegram saw: %v; sendMessage calls %d", r.tg.Sent(), r.tg.Calls("sendMessage"))
 		}
 	})
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(answer)) > 0", func() bool { return len(r.answers(answer)) > 0 })
 	// Instead of waiting "long enough" for a wrong second delivery, ask a
 	// marker question and wait for its answer: the group's runs are
 	// serial and each first delivers what the outbox owes, so a resend or
 	// a second run for "say hello" would have happened before it.
 	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 2, "@Andy "+markerQuestion))
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(markerAnswer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(markerAnswer)) > 0", func() bool { return len(r.answers(markerAnswer)) > 0 })
 	if n := len(r.answers(answer)); n != 1 {
 		t.Errorf("answer delivered %d times, want 1", n)
 	}
@@ -297,7 +298,7 @@ func TestAgentAnswersAPhotoCaptionedWithTheTrigger(t *testing.T) {
 		photoUpdate(-100, 10, "other", len(other), "an earlier photo"),
 		photoUpdate(-100, 11, "asked", len(asked), "@Andy look at this"),
 	)
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(answer)) > 0", func() bool { return len(r.answers(answer)) > 0 })
 
 	reqs := r.model.Requests()
 	if len(reqs) != 2 {
@@ -328,12 +329,12 @@ func TestAgentAnswersAReplyToAnOldPhoto(t *testing.T) {
 	r.tg.Enqueue(updates...)
 	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
-	waitFor(t, 30*time.Second, func() bool { return r.tg.Pending() == 0 })
+	testwait.Within(t, 30*time.Second, "r.tg.Pending() == 0", func() bool { return r.tg.Pending() == 0 })
 
 	q := telegramtest.Text(group, ann, 100, "@Andy what is in this one?")
 	q.Message.ReplyToMessage = &models.Message{ID: 10, Chat: group, From: &ann, Date: int(time.Now().Unix())}
 	r.tg.Enqueue(q)
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(answer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(answer)) > 0", func() bool { return len(r.answers(answer)) > 0 })
 
 	reqs := r.model.Requests()
 	if len(reqs) != 2 {

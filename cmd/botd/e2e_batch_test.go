@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // batchAPI is an OpenAI-wire model with the Files and Batch APIs: chat
@@ -127,7 +128,7 @@ func TestBatchTaskEndToEnd(t *testing.T) {
 	if out := resultText(res); res.IsError || !strings.Contains(out, "batch (answered within hours") {
 		t.Fatalf("schedule_task: %s", out)
 	}
-	waitFor(t, 60*time.Second, func() bool { n, polls, _ := api.state(); return n == 1 && polls >= 1 })
+	testwait.Within(t, 60*time.Second, "one batch submitted and polled", func() bool { n, polls, _ := api.state(); return n == 1 && polls >= 1 })
 	_, _, input := api.state()
 	if !strings.Contains(input, "Write the weekly digest.") || !strings.Contains(input, `"url":"/v1/chat/completions"`) {
 		t.Fatalf("batch input: %.400s", input)
@@ -137,7 +138,7 @@ func TestBatchTaskEndToEnd(t *testing.T) {
 
 	api.release()
 	host = startBotd(t, r.dir, "run", "--config", "botd.yaml")
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(digestAnswer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(digestAnswer)) > 0", func() bool { return len(r.answers(digestAnswer)) > 0 })
 	askMarker(t, r, 3)
 	if n := len(r.answers(digestAnswer)); n != 1 {
 		t.Errorf("the digest arrived %d times, want 1", n)

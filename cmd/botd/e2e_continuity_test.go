@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // chatModel is an OpenAI-wire model that holds a conversation the way a
@@ -143,9 +144,9 @@ func TestConversationContinuityEndToEnd(t *testing.T) {
 	host.waitLog(t, "botd running")
 	tg.Enqueue(photoUpdate(-100, 10, "photo", len(photo), "look"))
 	say(11, "@Andy what is in the photo?")
-	waitFor(t, 60*time.Second, func() bool { return answers(photoAnswer) > 0 })
+	testwait.Within(t, 60*time.Second, "answers(photoAnswer) > 0", func() bool { return answers(photoAnswer) > 0 })
 	say(12, "@Andy and is it a big one?")
-	waitFor(t, 60*time.Second, func() bool { return answers(followAnswer)+answers(blindAnswer) > 0 })
+	testwait.Within(t, 60*time.Second, "answers(followAnswer)+answers(blindAnswer) > 0", func() bool { return answers(followAnswer)+answers(blindAnswer) > 0 })
 	if answers(followAnswer) != 1 {
 		t.Fatalf("the follow-up was not answered about the photo: %v", tg.Sent())
 	}
@@ -162,7 +163,7 @@ func TestConversationContinuityEndToEnd(t *testing.T) {
 	long := strings.Repeat("and some more words about it ", 15)
 	for i := 1; i <= points; i++ {
 		say(20+i, fmt.Sprintf("@Andy point %d: %s", i, long))
-		waitFor(t, 60*time.Second, func() bool { return answers(fmt.Sprintf("ok %d", i)) > 0 })
+		testwait.Within(t, 60*time.Second, "answers(fmt.Sprintf(\"ok %d\", i)) > 0", func() bool { return answers(fmt.Sprintf("ok %d", i)) > 0 })
 	}
 	summaries, system, user := model.snapshot()
 	if summaries == 0 || summaries > points/3 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -86,7 +87,7 @@ func TestDiskBudgetAndLifetimeEndToEnd(t *testing.T) {
 		}
 		// Each fetch stores 240 kB against a budget of 400 kB; the
 		// sweeper, woken by the fetch, brings it back under.
-		waitFor(t, 30*time.Second, func() bool { return bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000 })
+		testwait.Within(t, 30*time.Second, "bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000", func() bool { return bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000 })
 	}
 	// Work's document last: the most recently used, it stays.
 	work := mcpStdio(t, dir, "botd.yaml", "work")
@@ -94,7 +95,7 @@ func TestDiskBudgetAndLifetimeEndToEnd(t *testing.T) {
 	if res := callTool(t, work, "fetch_media", map[string]any{"mediaRef": workRef}); res.IsError {
 		t.Fatalf("fetch work's doc: %s", resultText(res))
 	}
-	waitFor(t, 30*time.Second, func() bool { return bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000 })
+	testwait.Within(t, 30*time.Second, "bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000", func() bool { return bytesUnder(t, dir, cacheDir, famDir, workDir) <= 400_000 })
 	if !strings.Contains(host.Logs(), "evicted least recently used files") {
 		t.Errorf("no eviction was logged:\n%s", host.Logs())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/doctext/doctexttest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // docModel asks for the document a question names ("what does
@@ -110,7 +111,7 @@ func TestDocumentsReachTheModelAsText(t *testing.T) {
 	}
 	host := startBotd(t, dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
-	waitFor(t, 30*time.Second, func() bool { return tg.Pending() == 0 })
+	testwait.Within(t, 30*time.Second, "tg.Pending() == 0", func() bool { return tg.Pending() == 0 })
 
 	group, ann := telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann")
 	for i, d := range docs {
@@ -119,7 +120,7 @@ func TestDocumentsReachTheModelAsText(t *testing.T) {
 		u.Message.Date = int(time.Now().Unix())
 		tg.Enqueue(u)
 		want := "Found: " + d.marker
-		waitFor(t, 60*time.Second, func() bool {
+		testwait.Within(t, 60*time.Second, "an answer about the document", func() bool {
 			for _, s := range tg.Sent() {
 				if strings.Contains(s.String(), want) || strings.Contains(s.String(), "No document text") || strings.Contains(s.String(), "No such") {
 					return true

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // genProvider is one OpenAI-compatible server for every job of these
@@ -193,9 +194,9 @@ func TestGenerateImageEndToEnd(t *testing.T) {
 	host.waitLog(t, "botd running")
 	asked := time.Now()
 	ask(tg, 10, "@Andy draw a red square")
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendPhoto")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendPhoto\")) == 1", func() bool { return len(sentBy(tg, "sendPhoto")) == 1 })
 	t.Logf("question → sendPhoto: %v (instant fake model and image provider; figures for the README with BOTD_E2E_RACE=0)", time.Since(asked))
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendMessage")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendMessage\")) == 1", func() bool { return len(sentBy(tg, "sendMessage")) == 1 })
 	photo := sentBy(tg, "sendPhoto")[0]
 	if !bytes.Equal(photo.Data, p.png) || photo.ChatID != -100 {
 		t.Errorf("photo %v", photo)
@@ -221,7 +222,7 @@ func TestVoiceReplyEndToEnd(t *testing.T) {
 	host.waitLog(t, "botd running")
 	asked := time.Now()
 	ask(tg, 10, "@Andy say hello")
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendVoice")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendVoice\")) == 1", func() bool { return len(sentBy(tg, "sendVoice")) == 1 })
 	t.Logf("question → sendVoice: %v", time.Since(asked))
 	v := sentBy(tg, "sendVoice")[0]
 	if !bytes.HasPrefix(v.Data, []byte("OggS")) || !bytes.Contains(v.Data, []byte("OpusHead")) || !bytes.Equal(v.Data, p.ogg) {
@@ -248,7 +249,7 @@ func TestVideoJobSurvivesKill(t *testing.T) {
 	ask(tg, 10, "@Andy make a video of a cat")
 	// Submitted, persisted (the tool answered, so the model wrote its
 	// reply) and polled at least once while in progress.
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendMessage\")) == 1 && p.count(\"GET /v1/videos/video_e2e\") >= 1", func() bool {
 		return len(sentBy(tg, "sendMessage")) == 1 && p.count("GET /v1/videos/video_e2e") >= 1
 	})
 	if m := sentBy(tg, "sendMessage")[0]; !strings.Contains(m.Text, "Video job 1 started") {
@@ -265,7 +266,7 @@ func TestVideoJobSurvivesKill(t *testing.T) {
 	restarted := time.Now()
 	host = startBotd(t, dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendVideo")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendVideo\")) == 1", func() bool { return len(sentBy(tg, "sendVideo")) == 1 })
 	t.Logf("restart → sendVideo of the job that finished while botd was down: %v", time.Since(restarted))
 	host.waitLog(t, "video job delivered")
 	host.stop(t)
@@ -292,7 +293,7 @@ func TestEditPhotoEndToEnd(t *testing.T) {
 	host := startBotd(t, dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
 	ask(tg, 10, "@Andy turn the photo into a sketch")
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendPhoto")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendPhoto\")) == 1", func() bool { return len(sentBy(tg, "sendPhoto")) == 1 })
 	host.stop(t)
 	if n := p.count("POST /v1/images/edits"); n != 1 {
 		t.Fatalf("edits called %d times", n)
@@ -315,7 +316,7 @@ func TestImageRefusalEndToEnd(t *testing.T) {
 	host := startBotd(t, dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
 	ask(tg, 10, "@Andy draw something forbidden")
-	waitFor(t, 60*time.Second, func() bool { return len(sentBy(tg, "sendMessage")) == 1 })
+	testwait.Within(t, 60*time.Second, "len(sentBy(tg, \"sendMessage\")) == 1", func() bool { return len(sentBy(tg, "sendMessage")) == 1 })
 	host.stop(t)
 	msg := sentBy(tg, "sendMessage")[0].Text
 	if !strings.Contains(msg, "The provider refused this request under its content policy, so nothing was made") ||

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // A local process plants links where botd keeps one group's files, then
@@ -54,7 +55,7 @@ func TestStartRefusesPlantedFolders(t *testing.T) {
 
 			tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 10, "@Andy are you there?"))
 			tg.Enqueue(telegramtest.Text(telegramtest.Group(-200, "Work"), telegramtest.Person(43, "Bob"), 11, "@Andy are you there?"))
-			waitFor(t, 60*time.Second, func() bool {
+			testwait.Within(t, 60*time.Second, "the answer in chat -200", func() bool {
 				for _, s := range tg.Sent() {
 					if strings.Contains(s.String(), answer) && strings.Contains(s.String(), "-200") {
 						return true
@@ -62,7 +63,7 @@ func TestStartRefusesPlantedFolders(t *testing.T) {
 				}
 				return false
 			})
-			waitFor(t, 30*time.Second, func() bool { return tg.Pending() == 0 })
+			testwait.Within(t, 30*time.Second, "tg.Pending() == 0", func() bool { return tg.Pending() == 0 })
 			for _, s := range tg.Sent() {
 				if strings.Contains(s.String(), "-100") {
 					t.Errorf("the disabled group was answered: %v", s)

@@ -26,6 +26,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 const tgToken = telegramtest.Token
@@ -198,25 +199,21 @@ var refRe = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)`)
 // refsIn waits until list_media shows n refs and returns them by name.
 func refsByName(t *testing.T, c *client.Client, n int) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := callTool(t, c, "list_media", map[string]any{"limit": 50})
-		text := resultText(res)
-		lines := strings.Split(strings.TrimSpace(text), "\n")
-		out := map[string]string{}
-		for _, l := range lines {
+	var text string
+	var out map[string]string
+	if !testwait.Eventually(func() bool {
+		text = resultText(callTool(t, c, "list_media", map[string]any{"limit": 50}))
+		out = map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 			if m := refRe.FindStringSubmatch(l); m != nil {
 				out[l] = m[1]
 			}
 		}
-		if len(out) >= n {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("list_media shows %d refs, want %d:\n%s", len(out), n, text)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(out) >= n
+	}) {
+		t.Fatalf("list_media shows %d refs, want %d:\n%s", len(out), n, text)
 	}
+	return out
 }
 
 func refNamed(t *testing.T, refs map[string]string, fragment string) string {
@@ -392,7 +389,7 @@ func TestMediaServerEndToEnd(t *testing.T) {
 		errc <- r
 	}()
 	tmpDir := filepath.Join(dir, "data", "media", "tmp")
-	waitFor(t, 20*time.Second, func() bool { e, _ := os.ReadDir(tmpDir); return len(e) > 0 })
+	testwait.Within(t, 20*time.Second, "a file in the cache temp folder", func() bool { e, _ := os.ReadDir(tmpDir); return len(e) > 0 })
 	host.kill()
 	if e, _ := os.ReadDir(tmpDir); len(e) == 0 {
 		t.Fatal("expected the killed download to leave a partial temp file")
@@ -455,18 +452,7 @@ func savedPath(t *testing.T, dir, text string) string {
 
 func waitForFile(t *testing.T, path string, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, func() bool { _, err := os.Stat(path); return err == nil })
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Within(t, d, path, func() bool { _, err := os.Stat(path); return err == nil })
 }
 
 func TestMCPHTTPTransport(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/doctext/doctexttest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // The red team's attacks on understanding, each against the real daemon
@@ -181,7 +182,7 @@ func attack(t *testing.T, files []hostileFile) ([]string, string) {
 	}
 	p := startBin(t, plainBotd(t), dir, "run", "--config", "botd.yaml")
 	p.waitLog(t, "botd running")
-	waitFor(t, 60*time.Second, func() bool { return tg.Pending() == 0 })
+	testwait.Within(t, 60*time.Second, "tg.Pending() == 0", func() bool { return tg.Pending() == 0 })
 
 	group, ann := telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann")
 	q := telegramtest.Text(group, ann, 100, "@Andy read them all")
@@ -189,7 +190,7 @@ func attack(t *testing.T, files []hostileFile) ([]string, string) {
 	asked := time.Now()
 	tg.Enqueue(q)
 	// The run's own deadline is a minute; the guard only stops a hang.
-	waitFor(t, 3*time.Minute, func() bool {
+	testwait.Within(t, 3*time.Minute, "an answer in chat -100", func() bool {
 		for _, s := range tg.Sent() {
 			if s.ChatID == -100 && s.Text != "" {
 				return true

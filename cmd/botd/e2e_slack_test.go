@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/slack/slackfake"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 const slackAgentConfig = `
@@ -175,7 +176,7 @@ func TestSlackThreadQuestionAboutAnOldImage(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 60*time.Second, func() bool { return len(answered()) > 0 })
+	testwait.Within(t, 60*time.Second, "len(answered()) > 0", func() bool { return len(answered()) > 0 })
 
 	reqs := model.Requests()
 	if len(reqs) != 2 {

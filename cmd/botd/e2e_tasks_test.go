@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // taskModel is an OpenAI-wire model for scheduled tasks: asked to remind
@@ -78,7 +79,7 @@ func newTaskRig(t *testing.T) (*agentRig, *taskModel) {
 func askMarker(t *testing.T, r *agentRig, msgID int) {
 	t.Helper()
 	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), msgID, "@Andy "+markerQuestion))
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(markerAnswer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(markerAnswer)) > 0", func() bool { return len(r.answers(markerAnswer)) > 0 })
 }
 
 // schedule_task with in: 3s through `botd mcp --group` (the IPC path of an
@@ -100,7 +101,7 @@ func TestScheduledTaskThroughMCPEndToEnd(t *testing.T) {
 		!strings.Contains(resultText(res), "[forbidden]") {
 		t.Errorf("naming another group: %s", resultText(res))
 	}
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(plantsAnswer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(plantsAnswer)) > 0", func() bool { return len(r.answers(plantsAnswer)) > 0 })
 	host.waitLog(t, "scheduler: task run delivered")
 	askMarker(t, r, 2)
 	if n := len(r.answers(plantsAnswer)); n != 1 {
@@ -130,8 +131,8 @@ func TestAssistantSchedulesATaskEndToEnd(t *testing.T) {
 	host.waitLog(t, "scheduler running")
 	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 1,
 		"@Andy remind us in 3 seconds to water the plants"))
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers("Done, I will remind you.")) > 0 })
-	waitFor(t, 60*time.Second, func() bool { return len(r.answers(plantsAnswer)) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(\"Done, I will remind you.\")) > 0", func() bool { return len(r.answers("Done, I will remind you.")) > 0 })
+	testwait.Within(t, 60*time.Second, "len(r.answers(plantsAnswer)) > 0", func() bool { return len(r.answers(plantsAnswer)) > 0 })
 	askMarker(t, r, 2)
 	if n := len(r.answers(plantsAnswer)); n != 1 {
 		t.Errorf("the reminder arrived %d times, want 1", n)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // textOnlyModel serves two OpenAI-wire models on one server: the chat
@@ -98,7 +99,7 @@ func TestTextOnlyModelAnswersAboutAPhoto(t *testing.T) {
 	host.waitLog(t, "botd running")
 	tg.Enqueue(photoUpdate(-100, 10, "photo", len(photo), "@Andy what is this?"))
 	const answer = "It looks like a grey noisy rectangle."
-	waitFor(t, 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "an answer about the image", func() bool {
 		for _, s := range tg.Sent() {
 			if strings.Contains(s.String(), answer) || strings.Contains(s.String(), "I cannot see it") || strings.Contains(s.String(), "Sorry") {
 				return true

@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // voiceModel is one OpenAI-compatible server for both jobs: chat
@@ -105,7 +106,7 @@ func TestVoiceNoteEndToEnd(t *testing.T) {
 		Voice: &models.Voice{FileID: "voice1", FileUniqueID: "voice1u", Duration: 4, MimeType: "audio/ogg", FileSize: int64(len(voice))}}})
 	host := startBotd(t, dir, "run", "--config", "botd.yaml")
 	host.waitLog(t, "botd running")
-	waitFor(t, 30*time.Second, func() bool { return tg.Pending() == 0 })
+	testwait.Within(t, 30*time.Second, "tg.Pending() == 0", func() bool { return tg.Pending() == 0 })
 	if n := proxy.fileHits("voice1"); n != 0 {
 		t.Fatalf("the voice note was downloaded %d times on receipt", n)
 	}
@@ -128,7 +129,7 @@ func TestVoiceNoteEndToEnd(t *testing.T) {
 		u := telegramtest.Text(group, ann, 20+i, q)
 		u.Message.Date = int(time.Now().Unix())
 		tg.Enqueue(u)
-		waitFor(t, 60*time.Second, func() bool { return answered(i + 1) })
+		testwait.Within(t, 60*time.Second, "answered(i + 1)", func() bool { return answered(i + 1) })
 	}
 	model.mu.Lock()
 	defer model.mu.Unlock()

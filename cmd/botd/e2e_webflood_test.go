@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // The open-file limit botd runs under in the flood test, like the
@@ -173,7 +174,7 @@ func TestWebFloodLeavesTelegramAndIPC(t *testing.T) {
 
 	// Telegram still reaches the agent and the answer goes out.
 	tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 6, "@Andy are you there?"))
-	waitFor(t, 90*time.Second, func() bool {
+	testwait.Within(t, 90*time.Second, "the answer sent through the flood", func() bool {
 		for _, s := range tg.Sent() {
 			if strings.Contains(s.String(), "Heard you through the flood.") {
 				return true

@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 )
 
@@ -262,7 +263,7 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 		lvl = slog.LevelInfo
 	}
 	log.Log(ctx, lvl, "box: child done", "job", name, "max_rss", res.MaxRSS, "waited", res.Waited.Round(time.Millisecond),
-		"err", e, "stderr", oneLine(res.Stderr, 300))
+		"err", e, "stderr", textclip.OneLine(res.Stderr, 300))
 	if e != nil {
 		e.MaxRSS = res.MaxRSS
 		return res, e
@@ -349,17 +350,4 @@ func (w *headTail) String() string {
 		return string(w.head) + "\n…\n" + string(w.tail)
 	}
 	return string(w.head) + string(w.tail)
-}
-
-func oneLine(s string, n int) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\n' || c == '\r' || c == '\t' {
-			b[i] = ' '
-		}
-	}
-	if len(b) > n {
-		b = append(b[:n], "…"...)
-	}
-	return string(bytes.TrimSpace(b))
 }

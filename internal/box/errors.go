@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/botd-dev/botd/internal/textclip"
 )
 
 // Kind is why a child gave no result.
@@ -141,7 +143,7 @@ func classify(st *os.ProcessState, werr error, over bool, wctx, ctx context.Cont
 }
 
 func failure(ws syscall.WaitStatus, stderr string) string {
-	msg := oneLine(stderr, 300)
+	msg := textclip.OneLine(stderr, 300)
 	if ws.Exited() && ws.ExitStatus() == jobFailedExit {
 		return msg // a Go job's own error, nothing else on stderr
 	}
