@@ -48,7 +48,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 	h.Set("Content-Type", "application/json")
 	create := batchCreate{Requests: make([]batchEntry, len(items))}
 	for i, it := range items {
-		files := p.c.RemoteFiles(ctx, p, it.Req)
+		files := p.Client.RemoteFiles(ctx, p, it.Req)
 		params, err := p.build(it.Req, files)
 		if err != nil {
 			return "", wire.Annotate(err, "batch item %q", it.ID)
@@ -97,7 +97,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 		}
 		return llm.BatchEnded, nil
 	}
-	return "", p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown processing_status %q", o.ID, o.ProcessingStatus)))
+	return "", p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown processing_status %q", o.ID, o.ProcessingStatus)))
 }
 
 // BatchResults reads the results file of an ended batch. It is fetched
@@ -111,13 +111,13 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 	}
 	st, err := p.state(obj)
 	if err == nil {
-		err = p.c.Readable(id, st, "ended without results (archived)")
+		err = p.Client.Readable(id, st, "ended without results (archived)")
 	}
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]llm.BatchOutcome{}
-	err = p.c.Lines(ctx, p.batchURL(id, "/results"), p.header(), wire.MaxBatchLine, func(line []byte) error {
+	err = p.Client.Lines(ctx, p.batchURL(id, "/results"), p.header(), wire.MaxBatchLine, func(line []byte) error {
 		cid, o, err := p.outcome(line)
 		if err == nil {
 			out[cid] = o
@@ -153,13 +153,13 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 // batchCall makes one call answering a message_batch; path is below the
 // collection.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.c.Do(ctx, method, wire.JoinURL(p.baseURL, batchesPath+path), h, body, maxBatchObject)
+	b, _, err := p.Client.Do(ctx, method, wire.JoinURL(p.BaseURL, batchesPath+path), h, body, maxBatchObject)
 	if err != nil {
 		return nil, err
 	}
 	var obj batchObject
 	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
+		return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
 	}
 	return &obj, nil
 }
@@ -167,7 +167,7 @@ func (p *Provider) batchCall(ctx context.Context, method, path string, h http.He
 func (p *Provider) batchPath(id, suffix string) string { return "/" + url.PathEscape(id) + suffix }
 
 func (p *Provider) batchURL(id, suffix string) string {
-	return wire.JoinURL(p.baseURL, batchesPath+p.batchPath(id, suffix))
+	return wire.JoinURL(p.BaseURL, batchesPath+p.batchPath(id, suffix))
 }
 
 // resultLine is one line of a results file.
@@ -188,7 +188,7 @@ type resultLine struct {
 func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 	var r resultLine
 	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
+		return "", llm.BatchOutcome{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
 	}
 	var e *llm.Error
 	switch r.Result.Type {
@@ -211,7 +211,7 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 	default:
 		e = llm.NewError("", llm.KindUnknown, fmt.Sprintf("unknown result type %q", r.Result.Type))
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.c.Finish(e)}, nil
+	return r.CustomID, llm.BatchOutcome{Err: p.Client.Finish(e)}, nil
 }
 
 // message is a complete Messages API response.
@@ -227,13 +227,13 @@ type message struct {
 func (p *Provider) decodeMessage(raw json.RawMessage) (*llm.Result, error) {
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed message: %s", wire.Snippet(raw)))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed message: %s", wire.Snippet(raw)))
 	}
 	chunks, err := m.chunks()
 	if err != nil {
-		return nil, p.c.Finish(llm.AsError(p.Name(), err))
+		return nil, p.Client.Finish(llm.AsError(p.Name(), err))
 	}
-	res, err := p.c.BatchResult(m.Model, chunks)
+	res, err := p.Client.BatchResult(m.Model, chunks)
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 func (p *Provider) batchInput(ctx context.Context, items []llm.BatchItem) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, it := range items {
-		body, err := buildRequest(p.Name(), it.Req, p.official, p.c.RemoteFiles(ctx, p, it.Req))
+		body, err := buildRequest(p.Name(), it.Req, p.official, p.Client.RemoteFiles(ctx, p, it.Req))
 		if err != nil {
 			return nil, wire.Annotate(err, "batch item %q", it.ID)
 		}
@@ -133,7 +133,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 		}
 		return llm.BatchFailed, nil
 	}
-	return "", p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown status %q", o.ID, o.Status)))
+	return "", p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown status %q", o.ID, o.Status)))
 }
 
 // BatchResults reads the output file, then the error file, of an ended
@@ -147,7 +147,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 	}
 	st, err := p.state(obj)
 	if err == nil {
-		err = p.c.Readable(id, st, obj.Status+" without results"+obj.reason())
+		err = p.Client.Readable(id, st, obj.Status+" without results"+obj.reason())
 	}
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		if fid == "" {
 			continue
 		}
-		err := p.c.Lines(ctx, wire.JoinURL(p.baseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), wire.MaxBatchLine, func(line []byte) error {
+		err := p.Client.Lines(ctx, wire.JoinURL(p.BaseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), wire.MaxBatchLine, func(line []byte) error {
 			cid, o, err := p.outcome(line)
 			if err == nil {
 				out[cid] = o
@@ -222,13 +222,13 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 
 // batchCall makes one call answering a batch object.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.c.Do(ctx, method, wire.JoinURL(p.baseURL, path), h, body, maxBatchObject)
+	b, _, err := p.Client.Do(ctx, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject)
 	if err != nil {
 		return nil, err
 	}
 	var obj batchObject
 	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
+		return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
 	}
 	return &obj, nil
 }
@@ -261,7 +261,7 @@ type resultLine struct {
 func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 	var r resultLine
 	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
+		return "", llm.BatchOutcome{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
 	}
 	var e *llm.Error
 	switch {
@@ -279,7 +279,7 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 		res, err := p.decodeCompletion(r.Response.Body)
 		return r.CustomID, llm.BatchOutcome{Result: res, Err: err}, nil
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.c.Finish(e)}, nil
+	return r.CustomID, llm.BatchOutcome{Err: p.Client.Finish(e)}, nil
 }
 
 // completion is a chat.completion object.
@@ -301,7 +301,7 @@ type completion struct {
 func (p *Provider) decodeCompletion(raw json.RawMessage) (*llm.Result, error) {
 	var cc completion
 	if err := json.Unmarshal(raw, &cc); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed chat.completion: %s", wire.Snippet(raw)))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed chat.completion: %s", wire.Snippet(raw)))
 	}
 	c := chunk{Usage: cc.Usage, Error: cc.Error}
 	for _, ch := range cc.Choices {
@@ -313,9 +313,9 @@ func (p *Provider) decodeCompletion(raw json.RawMessage) (*llm.Result, error) {
 		out, err = d.stop(out)
 	}
 	if err != nil {
-		return nil, p.c.Finish(llm.AsError(p.Name(), err))
+		return nil, p.Client.Finish(llm.AsError(p.Name(), err))
 	}
-	res, err := p.c.BatchResult(cc.Model, out)
+	res, err := p.Client.BatchResult(cc.Model, out)
 	if err != nil {
 		return nil, err
 	}
