@@ -41,10 +41,6 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 	return p
 }
 
-func (p *Provider) Capabilities() llm.Capabilities {
-	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
-}
-
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
 	files := p.Client.RemoteFiles(ctx, p, req)
 	body, err := p.build(req, files)

@@ -117,13 +117,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		return nil, err
 	}
 	out := map[string]llm.BatchOutcome{}
-	err = p.Client.Lines(ctx, p.batchURL(id, "/results"), p.header(), wire.MaxBatchLine, func(line []byte) error {
-		cid, o, err := p.outcome(line)
-		if err == nil {
-			out[cid] = o
-		}
-		return err
-	})
+	err = wire.BatchLines(ctx, &p.Client, p.batchURL(id, "/results"), p.header(), out, func(r *resultLine) string { return r.CustomID }, p.outcome)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s results: %w", id, err)
 	}
@@ -133,14 +127,10 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 // CancelBatch asks Anthropic to stop the batch; it moves to canceling
 // and ends once requests in flight are done.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		_, err := p.batchCall(ctx, http.MethodPost, p.batchPath(id, "/cancel"), p.header(), nil)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error) {
@@ -153,15 +143,7 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 // batchCall makes one call answering a message_batch; path is below the
 // collection.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.Client.Do(ctx, method, wire.JoinURL(p.BaseURL, batchesPath+path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var obj batchObject
-	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
-	}
-	return &obj, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, batchesPath+path), h, body, maxBatchObject, "id", func(o *batchObject) string { return o.ID })
 }
 
 func (p *Provider) batchPath(id, suffix string) string { return "/" + url.PathEscape(id) + suffix }
@@ -182,19 +164,14 @@ type resultLine struct {
 	} `json:"result"`
 }
 
-// outcome decodes one results line. A line that is not JSON fails the
-// whole read (the file is corrupt and the id unknown); a bad message only
-// fails its item.
-func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
-	var r resultLine
-	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
-	}
+// outcome is one results line's answer; a bad message only fails its
+// item.
+func (p *Provider) outcome(r *resultLine) llm.BatchOutcome {
 	var e *llm.Error
 	switch r.Result.Type {
 	case "succeeded":
 		res, err := p.decodeMessage(r.Result.Message)
-		return r.CustomID, llm.BatchOutcome{Result: res, Err: err}, nil
+		return llm.BatchOutcome{Result: res, Err: err}
 	case "errored":
 		if r.Result.Error == nil || r.Result.Error.Error == nil {
 			e = llm.NewError("", llm.KindUnknown, "errored without detail")
@@ -211,7 +188,7 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 	default:
 		e = llm.NewError("", llm.KindUnknown, fmt.Sprintf("unknown result type %q", r.Result.Type))
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.Client.Finish(e)}, nil
+	return llm.BatchOutcome{Err: p.Client.Finish(e)}
 }
 
 // message is a complete Messages API response.

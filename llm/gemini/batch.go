@@ -305,17 +305,13 @@ func (p *Provider) decodeResponse(model string, raw json.RawMessage) (*llm.Resul
 // CancelBatch asks Gemini to stop the batch; it ends cancelled with
 // whatever answers it has.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		path, err := p.batchPath(id)
 		if err == nil {
 			_, _, err = p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, path+":cancel"), p.header(), nil, maxEmpty)
 		}
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 // ForgetBatch deletes the batch, and with it the answers it holds; one
@@ -352,13 +348,5 @@ func (p *Provider) batchPath(id string) (string, error) {
 
 // batchCall makes one call answering a batch operation.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*operation, error) {
-	b, _, err := p.Client.Do(ctx, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var op operation
-	if err := json.Unmarshal(b, &op); err != nil || op.Name == "" {
-		return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no name: "+wire.Snippet(b)))
-	}
-	return &op, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject, "name", func(op *operation) string { return op.Name })
 }

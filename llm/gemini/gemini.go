@@ -37,10 +37,6 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 	return p
 }
 
-func (p *Provider) Capabilities() llm.Capabilities {
-	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
-}
-
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
 	body, err := buildRequest(p.Name(), withFileURIs(req, p.Client.RemoteFiles(ctx, p, req)))
 	if err != nil {

@@ -157,13 +157,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		if fid == "" {
 			continue
 		}
-		err := p.Client.Lines(ctx, wire.JoinURL(p.BaseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), wire.MaxBatchLine, func(line []byte) error {
-			cid, o, err := p.outcome(line)
-			if err == nil {
-				out[cid] = o
-			}
-			return err
-		})
+		err := wire.BatchLines(ctx, &p.Client, wire.JoinURL(p.BaseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), out, func(r *resultLine) string { return r.CustomID }, p.outcome)
 		if err != nil {
 			return nil, fmt.Errorf("batch %s results: %w", id, err)
 		}
@@ -200,17 +194,13 @@ func (o *batchObject) reason() string {
 // CancelBatch asks OpenAI to stop the batch; it is cancelling for up to
 // ten minutes, then cancelled with whatever results it has.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		if id == "" {
 			return llm.NewError(p.Name(), llm.KindBadRequest, "empty batch id")
 		}
 		_, err := p.batchCall(ctx, http.MethodPost, "/batches/"+url.PathEscape(id)+"/cancel", p.header(), nil)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error) {
@@ -222,15 +212,7 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 
 // batchCall makes one call answering a batch object.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.Client.Do(ctx, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var obj batchObject
-	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
-	}
-	return &obj, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject, "id", func(o *batchObject) string { return o.ID })
 }
 
 // deleteFiles removes the batch's files, best effort: nothing depends on
@@ -255,14 +237,9 @@ type resultLine struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// outcome decodes one results line. A line that is not JSON fails the
-// whole read (the file is corrupt and the id unknown); a bad response only
-// fails its item.
-func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
-	var r resultLine
-	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
-	}
+// outcome is one results line's answer; a bad response only fails its
+// item.
+func (p *Provider) outcome(r *resultLine) llm.BatchOutcome {
 	var e *llm.Error
 	switch {
 	case len(r.Error) > 0 && string(r.Error) != "null":
@@ -277,9 +254,9 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 		e = parseError(r.Response.StatusCode, nil, r.Response.Body)
 	default:
 		res, err := p.decodeCompletion(r.Response.Body)
-		return r.CustomID, llm.BatchOutcome{Result: res, Err: err}, nil
+		return llm.BatchOutcome{Result: res, Err: err}
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.Client.Finish(e)}, nil
+	return llm.BatchOutcome{Err: p.Client.Finish(e)}
 }
 
 // completion is a chat.completion object.

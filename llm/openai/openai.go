@@ -46,6 +46,8 @@ func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
 	return p
 }
 
+// Capabilities claims documents (the file content part) only for OpenAI
+// itself, see official.
 func (p *Provider) Capabilities() llm.Capabilities {
 	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: p.official}
 }

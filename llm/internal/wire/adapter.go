@@ -42,6 +42,12 @@ func NewAdapter(provider, apiKey, baseURL, defaultURL string, hc *http.Client, p
 
 func (a *Adapter) Name() string { return a.Client.Provider }
 
+// Capabilities is what the vendors' own APIs all take; an adapter whose
+// server may lack some of it (OpenAI-compatible ones) overrides it.
+func (a *Adapter) Capabilities() llm.Capabilities {
+	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
+}
+
 // Generate is built on the stream so that there is one wire decoder per
 // vendor to get right.
 func (a *Adapter) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
