@@ -75,11 +75,11 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 
 // PollBatch reads the batch's processing status.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
-	}
-	return p.state(obj)
+	return p.batches().Poll(ctx, id)
+}
+
+func (p *Provider) batches() wire.BatchGetter[batchObject] {
+	return wire.BatchGetter[batchObject]{Get: p.getBatch, State: p.state}
 }
 
 // state maps processing_status. canceling is still running: requests in
@@ -105,14 +105,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 // api.anthropic.com even behind a proxy; that way the key only ever goes
 // to the host botd was configured with.
 func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.BatchOutcome, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("batch %s results: %w", id, err)
-	}
-	st, err := p.state(obj)
-	if err == nil {
-		err = p.Client.Readable(id, st, "ended without results (archived)")
-	}
+	_, err := p.batches().Ended(ctx, &p.Client, id, func(*batchObject) string { return "ended without results (archived)" })
 	if err != nil {
 		return nil, err
 	}

@@ -140,12 +140,11 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 
 // PollBatch reads the batch's state.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	op, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
+	state := func(op *operation) (llm.BatchState, error) {
+		st, _, err := p.state(op)
+		return st, err
 	}
-	st, _, err := p.state(op)
-	return st, err
+	return wire.BatchGetter[operation]{Get: p.getBatch, State: state}.Poll(ctx, id)
 }
 
 // state maps the batch state. A batch that stopped for any reason

@@ -110,11 +110,11 @@ func (p *Provider) batchInput(ctx context.Context, items []llm.BatchItem) ([]byt
 
 // PollBatch reads the batch's status.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
-	}
-	return p.state(obj)
+	return p.batches().Poll(ctx, id)
+}
+
+func (p *Provider) batches() wire.BatchGetter[batchObject] {
+	return wire.BatchGetter[batchObject]{Get: p.getBatch, State: p.state}
 }
 
 // state maps status. A batch that stopped for any reason (completed,
@@ -141,14 +141,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 // effort: OpenAI drops batch files after 30 days anyway), so results can
 // be read only once.
 func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.BatchOutcome, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("batch %s results: %w", id, err)
-	}
-	st, err := p.state(obj)
-	if err == nil {
-		err = p.Client.Readable(id, st, obj.Status+" without results"+obj.reason())
-	}
+	obj, err := p.batches().Ended(ctx, &p.Client, id, func(o *batchObject) string { return o.Status + " without results" + o.reason() })
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,40 @@ func (c *Client) Readable(id string, st llm.BatchState, failed string) error {
 	return nil
 }
 
+// BatchGetter reads a vendor's batch object T: get fetches batch id,
+// state maps its status.
+type BatchGetter[T any] struct {
+	Get   func(ctx context.Context, id string) (*T, error)
+	State func(*T) (llm.BatchState, error)
+}
+
+// Poll is every vendor's PollBatch.
+func (g BatchGetter[T]) Poll(ctx context.Context, id string) (llm.BatchState, error) {
+	obj, err := g.Get(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("poll batch %s: %w", id, err)
+	}
+	return g.State(obj)
+}
+
+// Ended gets batch id to read its results, and says why they cannot be
+// read unless it has ended (see [Client.Readable]); failed words how a
+// failed batch failed.
+func (g BatchGetter[T]) Ended(ctx context.Context, c *Client, id string, failed func(*T) string) (*T, error) {
+	obj, err := g.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("batch %s results: %w", id, err)
+	}
+	st, err := g.State(obj)
+	if err == nil {
+		err = c.Readable(id, st, failed(obj))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
 // Finish stamps the provider on e and scrubs the key from it, for errors
 // an adapter reads from a 2xx body itself (a batch item's error).
 func (c *Client) Finish(e *llm.Error) *llm.Error { return c.finish(e) }
