@@ -27,6 +27,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/openai"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 const (
@@ -169,11 +170,12 @@ func New(o Options) (*Transcriber, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	t.o = o
-	if o.Type == "gemini" {
-		t.vendor = gemini.New(o.APIKey, o.BaseURL, o.HTTP, gemini.WithName(o.Name))
-	} else {
-		t.vendor = openai.New(o.APIKey, o.BaseURL, o.HTTP, openai.WithName(o.Name))
+	p, err := providers.NewProvider(o.Type, o.Name, o.APIKey, o.BaseURL, o.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("transcribe: %w", err)
 	}
+	// Both types the switch above lets through have a transcription API.
+	t.vendor = p.(llm.Transcriber)
 	return t, nil
 }
 

@@ -21,58 +21,28 @@ const DefaultBaseURL = "https://api.anthropic.com"
 // are the ones this version defines.
 const APIVersion = "2023-06-01"
 
-// Option configures a Provider.
+// Option configures a Provider; the options are llm/providers' With*.
 type Option = wire.Option
 
-// Options shared by every adapter.
-var (
-	WithName        = wire.WithName
-	WithPricing     = wire.WithPricing
-	WithIdleTimeout = wire.WithIdleTimeout
-	WithFiles       = wire.WithFiles
-	WithLongCache   = wire.WithLongCache
-)
+// adapter names the embedded wire.Adapter so that the field stays
+// unexported while its llm.Provider methods are promoted.
+type adapter = wire.Adapter
 
 // Provider is the Anthropic adapter.
-type Provider struct {
-	c       wire.Client
-	baseURL string
-}
+type Provider struct{ adapter }
 
 var _ llm.Provider = (*Provider)(nil)
 
 // New returns an adapter. It does no I/O; a bad key surfaces on first use.
 // An empty baseURL means the public API; a nil hc means http.DefaultClient.
 func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
-	p := &Provider{
-		c:       wire.Client{Provider: "anthropic", APIKey: apiKey, HTTP: hc, Pricing: llm.DefaultPricing, ParseError: parseError},
-		baseURL: baseURL,
-	}
-	for _, o := range opts {
-		o(&p.c)
-	}
+	p := &Provider{}
+	p.adapter = wire.NewAdapter("anthropic", apiKey, baseURL, DefaultBaseURL, hc, parseError, p.open, opts)
 	return p
 }
 
-func (p *Provider) Name() string { return p.c.Provider }
-
-func (p *Provider) Capabilities() llm.Capabilities {
-	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
-}
-
-func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	return wire.Generate(ctx, p.Name(), func(keepRaw bool) (llm.Stream, error) { return p.open(ctx, req, keepRaw) })
-}
-
-func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
-	return p.open(ctx, req, false)
-}
-
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	files := p.c.RemoteFiles(ctx, p, req)
+	files := p.Client.RemoteFiles(ctx, p, req)
 	body, err := p.build(req, files)
 	if err != nil {
 		return nil, err
@@ -81,8 +51,8 @@ func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (ll
 	if len(files) > 0 {
 		h.Set("anthropic-beta", FilesBeta)
 	}
-	s, err := p.c.Stream(ctx, wire.Call{
-		URL:     wire.JoinURL(p.baseURL, "/v1/messages"),
+	s, err := p.Client.Stream(ctx, wire.Call{
+		URL:     wire.JoinURL(p.BaseURL, "/v1/messages"),
 		Header:  h,
 		Body:    body,
 		Model:   req.Model,

@@ -10,6 +10,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/anthropic"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 const model = "claude-sonnet-4-5"
@@ -63,11 +64,11 @@ func TestStreamStallsAndCancellation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, http.HandlerFunc(stall))
-			p := anthropic.New(llmtest.APIKey, srv.URL, srv.Client(), anthropic.WithIdleTimeout(50*time.Millisecond))
+			p := anthropic.New(llmtest.APIKey, srv.URL, srv.Client(), providers.WithIdleTimeout(50*time.Millisecond))
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if tt.cancel {
-				p = anthropic.New(llmtest.APIKey, srv.URL, srv.Client(), anthropic.WithIdleTimeout(time.Minute))
+				p = anthropic.New(llmtest.APIKey, srv.URL, srv.Client(), providers.WithIdleTimeout(time.Minute))
 				time.AfterFunc(30*time.Millisecond, cancel)
 			}
 			start := time.Now()

@@ -48,7 +48,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 	h.Set("Content-Type", "application/json")
 	create := batchCreate{Requests: make([]batchEntry, len(items))}
 	for i, it := range items {
-		files := p.c.RemoteFiles(ctx, p, it.Req)
+		files := p.Client.RemoteFiles(ctx, p, it.Req)
 		params, err := p.build(it.Req, files)
 		if err != nil {
 			return "", wire.Annotate(err, "batch item %q", it.ID)
@@ -75,11 +75,11 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 
 // PollBatch reads the batch's processing status.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
-	}
-	return p.state(obj)
+	return p.batches().Poll(ctx, id)
+}
+
+func (p *Provider) batches() wire.BatchGetter[batchObject] {
+	return wire.BatchGetter[batchObject]{Get: p.getBatch, State: p.state}
 }
 
 // state maps processing_status. canceling is still running: requests in
@@ -97,7 +97,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 		}
 		return llm.BatchEnded, nil
 	}
-	return "", p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown processing_status %q", o.ID, o.ProcessingStatus)))
+	return "", p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown processing_status %q", o.ID, o.ProcessingStatus)))
 }
 
 // BatchResults reads the results file of an ended batch. It is fetched
@@ -105,25 +105,12 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 // api.anthropic.com even behind a proxy; that way the key only ever goes
 // to the host botd was configured with.
 func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.BatchOutcome, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("batch %s results: %w", id, err)
-	}
-	st, err := p.state(obj)
-	if err == nil {
-		err = p.c.Readable(id, st, "ended without results (archived)")
-	}
+	_, err := p.batches().Ended(ctx, &p.Client, id, func(*batchObject) string { return "ended without results (archived)" })
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]llm.BatchOutcome{}
-	err = p.c.Lines(ctx, p.batchURL(id, "/results"), p.header(), wire.MaxBatchLine, func(line []byte) error {
-		cid, o, err := p.outcome(line)
-		if err == nil {
-			out[cid] = o
-		}
-		return err
-	})
+	err = wire.BatchLines(ctx, &p.Client, p.batchURL(id, "/results"), p.header(), out, func(r *resultLine) string { return r.CustomID }, p.outcome)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s results: %w", id, err)
 	}
@@ -133,14 +120,10 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 // CancelBatch asks Anthropic to stop the batch; it moves to canceling
 // and ends once requests in flight are done.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		_, err := p.batchCall(ctx, http.MethodPost, p.batchPath(id, "/cancel"), p.header(), nil)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error) {
@@ -153,21 +136,13 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 // batchCall makes one call answering a message_batch; path is below the
 // collection.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.c.Do(ctx, method, wire.JoinURL(p.baseURL, batchesPath+path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var obj batchObject
-	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
-	}
-	return &obj, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, batchesPath+path), h, body, maxBatchObject, "id", func(o *batchObject) string { return o.ID })
 }
 
 func (p *Provider) batchPath(id, suffix string) string { return "/" + url.PathEscape(id) + suffix }
 
 func (p *Provider) batchURL(id, suffix string) string {
-	return wire.JoinURL(p.baseURL, batchesPath+p.batchPath(id, suffix))
+	return wire.JoinURL(p.BaseURL, batchesPath+p.batchPath(id, suffix))
 }
 
 // resultLine is one line of a results file.
@@ -182,19 +157,14 @@ type resultLine struct {
 	} `json:"result"`
 }
 
-// outcome decodes one results line. A line that is not JSON fails the
-// whole read (the file is corrupt and the id unknown); a bad message only
-// fails its item.
-func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
-	var r resultLine
-	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
-	}
+// outcome is one results line's answer; a bad message only fails its
+// item.
+func (p *Provider) outcome(r *resultLine) llm.BatchOutcome {
 	var e *llm.Error
 	switch r.Result.Type {
 	case "succeeded":
 		res, err := p.decodeMessage(r.Result.Message)
-		return r.CustomID, llm.BatchOutcome{Result: res, Err: err}, nil
+		return llm.BatchOutcome{Result: res, Err: err}
 	case "errored":
 		if r.Result.Error == nil || r.Result.Error.Error == nil {
 			e = llm.NewError("", llm.KindUnknown, "errored without detail")
@@ -211,7 +181,7 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 	default:
 		e = llm.NewError("", llm.KindUnknown, fmt.Sprintf("unknown result type %q", r.Result.Type))
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.c.Finish(e)}, nil
+	return llm.BatchOutcome{Err: p.Client.Finish(e)}
 }
 
 // message is a complete Messages API response.
@@ -227,13 +197,13 @@ type message struct {
 func (p *Provider) decodeMessage(raw json.RawMessage) (*llm.Result, error) {
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed message: %s", wire.Snippet(raw)))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed message: %s", wire.Snippet(raw)))
 	}
 	chunks, err := m.chunks()
 	if err != nil {
-		return nil, p.c.Finish(llm.AsError(p.Name(), err))
+		return nil, p.Client.Finish(llm.AsError(p.Name(), err))
 	}
-	res, err := p.c.BatchResult(m.Model, chunks)
+	res, err := p.Client.BatchResult(m.Model, chunks)
 	if err != nil {
 		return nil, err
 	}

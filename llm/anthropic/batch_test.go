@@ -12,6 +12,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/anthropic"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // batchAPI is a loopback Message Batches API. A created batch is
@@ -156,7 +157,7 @@ func TestBatchFilesBeta(t *testing.T) {
 		{ID: "plain", Req: llmtest.SimpleRequest(model)()},
 		{ID: "photo", Req: photoRequest(photo)},
 	}
-	llmtest.Submit(t, newBatcher(api, anthropic.WithFiles(up)), items)
+	llmtest.Submit(t, newBatcher(api, providers.WithFiles(up)), items)
 	got := api.srv.ByPath(http.MethodPost, batchesPath)[0]
 	if v := got.Header.Get("anthropic-beta"); v != anthropic.FilesBeta {
 		t.Errorf("anthropic-beta %q, want %q", v, anthropic.FilesBeta)

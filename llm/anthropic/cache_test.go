@@ -9,6 +9,7 @@ import (
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/internal/wire"
 )
 
 // Breakpoints sit after the stable prefix (the system prompt, or the tools
@@ -70,7 +71,7 @@ func TestCacheBreakpoints(t *testing.T) {
 func TestLongCache(t *testing.T) {
 	fx := llmtest.LoadFixture(t, "testdata/cache_usage_1h.http")
 	srv := llmtest.NewServer(t, fx.Handler())
-	p := New(llmtest.APIKey, srv.URL, srv.Client(), WithLongCache())
+	p := New(llmtest.APIKey, srv.URL, srv.Client(), wire.WithLongCache())
 	req := &llm.Request{Model: "claude-sonnet-4-5", System: "rules", MaxTokens: 100, Messages: []llm.Message{llm.UserText("hi")}}
 	res, err := p.Generate(context.Background(), req)
 	if err != nil {

@@ -22,7 +22,7 @@ var _ llm.FilesAPI = (*Provider)(nil)
 
 func (p *Provider) header() http.Header {
 	h := http.Header{}
-	h.Set("x-api-key", p.c.APIKey)
+	h.Set("x-api-key", p.Client.APIKey)
 	h.Set("anthropic-version", APIVersion)
 	return h
 }
@@ -51,7 +51,7 @@ func (p *Provider) UploadFile(ctx context.Context, f llm.FileUpload) (llm.Remote
 	h := p.header()
 	h.Set("anthropic-beta", FilesBeta)
 	h.Set("Content-Type", ct)
-	b, _, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/v1/files"), h, body, 64<<10)
+	b, _, err := p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/v1/files"), h, body, 64<<10)
 	if err != nil {
 		return llm.RemoteFile{}, fmt.Errorf("upload %s: %w", f.Name, err)
 	}
@@ -66,7 +66,7 @@ func (p *Provider) UploadFile(ctx context.Context, f llm.FileUpload) (llm.Remote
 func (p *Provider) DeleteFile(ctx context.Context, f llm.RemoteFile) error {
 	h := p.header()
 	h.Set("anthropic-beta", FilesBeta)
-	_, _, err := p.c.Do(ctx, http.MethodDelete, wire.JoinURL(p.baseURL, "/v1/files/"+url.PathEscape(f.ID)), h, nil, 64<<10)
+	_, _, err := p.Client.Do(ctx, http.MethodDelete, wire.JoinURL(p.BaseURL, "/v1/files/"+url.PathEscape(f.ID)), h, nil, 64<<10)
 	if wire.NotFound(err) {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/anthropic"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // filesAPI is a loopback Anthropic with the Files API: uploads get ids
@@ -76,7 +77,7 @@ func TestFilesAPI(t *testing.T) {
 	ctx := context.Background()
 	api := newFilesAPI(t)
 	up, clock := llmtest.Uploads(t)
-	p := anthropic.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), anthropic.WithFiles(up))
+	p := anthropic.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), providers.WithFiles(up))
 	photo, data := llmtest.MediaFile(t, "photo.png", 4096)
 	again, _ := llmtest.MediaFile(t, "same-bytes.png", 4096)
 
@@ -153,7 +154,7 @@ func TestFilesUploadFailsInline(t *testing.T) {
 	api := newFilesAPI(t)
 	api.failUpload.Store(true)
 	up, _ := llmtest.Uploads(t)
-	p := anthropic.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), anthropic.WithFiles(up))
+	p := anthropic.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), providers.WithFiles(up))
 	photo, data := llmtest.MediaFile(t, "photo.png", 4096)
 	res, err := p.Generate(context.Background(), photoRequest(photo))
 	if err != nil || res.Text() == "" {

@@ -65,7 +65,7 @@ var (
 // build is buildRequest with the provider's cache setting applied.
 func (p *Provider) build(req *llm.Request, files map[string]llm.RemoteFile) (*wireRequest, error) {
 	w, err := buildRequest(p.Name(), req, files)
-	if err != nil || !p.c.LongCache {
+	if err != nil || !p.Client.LongCache {
 		return w, err
 	}
 	switch {

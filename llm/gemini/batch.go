@@ -115,7 +115,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 		if m := strings.TrimPrefix(it.Req.Model, "models/"); m != model {
 			return "", llm.NewError(p.Name(), llm.KindBadRequest, fmt.Sprintf("batch item %q: model %q, but the batch runs %q (one model per batch)", it.ID, m, model))
 		}
-		body, err := buildRequest(p.Name(), withFileURIs(it.Req, p.c.RemoteFiles(ctx, p, it.Req)))
+		body, err := buildRequest(p.Name(), withFileURIs(it.Req, p.Client.RemoteFiles(ctx, p, it.Req)))
 		if err != nil {
 			return "", wire.Annotate(err, "batch item %q", it.ID)
 		}
@@ -140,12 +140,11 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 
 // PollBatch reads the batch's state.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	op, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
+	state := func(op *operation) (llm.BatchState, error) {
+		st, _, err := p.state(op)
+		return st, err
 	}
-	st, _, err := p.state(op)
-	return st, err
+	return wire.BatchGetter[operation]{Get: p.getBatch, State: state}.Poll(ctx, id)
 }
 
 // state maps the batch state. A batch that stopped for any reason
@@ -161,7 +160,7 @@ func (p *Provider) state(op *operation) (llm.BatchState, []inlinedResponse, erro
 		return llm.BatchRunning, nil, nil
 	case "BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED":
 	default:
-		return "", nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown state %q", op.Name, st)))
+		return "", nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown state %q", op.Name, st)))
 	}
 	answers, err := p.answers(op)
 	if err != nil {
@@ -185,7 +184,7 @@ func (p *Provider) answers(op *operation) ([]inlinedResponse, error) {
 	}
 	var out batchOutput
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "batch %s: malformed output: %s", op.Name, wire.Snippet(raw)))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "batch %s: malformed output: %s", op.Name, wire.Snippet(raw)))
 	}
 	if out.InlinedResponses == nil {
 		return nil, nil
@@ -209,7 +208,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		if op.Error != nil && op.Error.Message != "" {
 			why = ": " + op.Error.Message
 		}
-		err = p.c.Readable(id, st, strings.ToLower(strings.TrimPrefix(op.Metadata.State, "BATCH_STATE_"))+" without results"+why)
+		err = p.Client.Readable(id, st, strings.ToLower(strings.TrimPrefix(op.Metadata.State, "BATCH_STATE_"))+" without results"+why)
 	}
 	if err != nil {
 		return nil, err
@@ -219,7 +218,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 	for i, a := range answers {
 		if a.Metadata == nil || a.Metadata.Key == "" {
 			// Which item this answers is unknown, so none can be trusted.
-			return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: answer %d has no key", id, i)))
+			return nil, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: answer %d has no key", id, i)))
 		}
 		out[a.Metadata.Key] = p.outcome(model, a)
 	}
@@ -230,9 +229,9 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 func (p *Provider) outcome(model string, a inlinedResponse) llm.BatchOutcome {
 	switch {
 	case a.Error != nil:
-		return llm.BatchOutcome{Err: p.c.Finish(itemError(a.Error))}
+		return llm.BatchOutcome{Err: p.Client.Finish(itemError(a.Error))}
 	case isNull(a.Response):
-		return llm.BatchOutcome{Err: p.c.Finish(llm.NewError("", llm.KindUnknown, "answer without a response or an error"))}
+		return llm.BatchOutcome{Err: p.Client.Finish(llm.NewError("", llm.KindUnknown, "answer without a response or an error"))}
 	}
 	res, err := p.decodeResponse(model, a.Response)
 	return llm.BatchOutcome{Result: res, Err: err}
@@ -285,7 +284,7 @@ func (p *Provider) decodeResponse(model string, raw json.RawMessage) (*llm.Resul
 		out, err = d.End(out)
 	}
 	if err != nil {
-		return nil, p.c.Finish(llm.AsError(p.Name(), err))
+		return nil, p.Client.Finish(llm.AsError(p.Name(), err))
 	}
 	if model == "" {
 		var v struct {
@@ -294,7 +293,7 @@ func (p *Provider) decodeResponse(model string, raw json.RawMessage) (*llm.Resul
 		_ = json.Unmarshal(raw, &v)
 		model = v.ModelVersion
 	}
-	res, err := p.c.BatchResult(model, out)
+	res, err := p.Client.BatchResult(model, out)
 	if err != nil {
 		return nil, err
 	}
@@ -305,17 +304,13 @@ func (p *Provider) decodeResponse(model string, raw json.RawMessage) (*llm.Resul
 // CancelBatch asks Gemini to stop the batch; it ends cancelled with
 // whatever answers it has.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		path, err := p.batchPath(id)
 		if err == nil {
-			_, _, err = p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, path+":cancel"), p.header(), nil, maxEmpty)
+			_, _, err = p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, path+":cancel"), p.header(), nil, maxEmpty)
 		}
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 // ForgetBatch deletes the batch, and with it the answers it holds; one
@@ -324,7 +319,7 @@ func (p *Provider) CancelBatch(ctx context.Context, id string) error {
 func (p *Provider) ForgetBatch(ctx context.Context, id string) error {
 	path, err := p.batchPath(id)
 	if err == nil {
-		_, _, err = p.c.Do(ctx, http.MethodDelete, wire.JoinURL(p.baseURL, path), p.header(), nil, maxEmpty)
+		_, _, err = p.Client.Do(ctx, http.MethodDelete, wire.JoinURL(p.BaseURL, path), p.header(), nil, maxEmpty)
 	}
 	if err != nil && !wire.NotFound(err) {
 		return fmt.Errorf("forget batch %s: %w", id, err)
@@ -352,13 +347,5 @@ func (p *Provider) batchPath(id string) (string, error) {
 
 // batchCall makes one call answering a batch operation.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*operation, error) {
-	b, _, err := p.c.Do(ctx, method, wire.JoinURL(p.baseURL, path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var op operation
-	if err := json.Unmarshal(b, &op); err != nil || op.Name == "" {
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no name: "+wire.Snippet(b)))
-	}
-	return &op, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject, "name", func(op *operation) string { return op.Name })
 }

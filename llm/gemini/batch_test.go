@@ -12,6 +12,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // batchAPI is a loopback Gemini Batch API with just enough of the Files
@@ -173,7 +174,7 @@ func TestBatchFiles(t *testing.T) {
 	api := newBatchAPI(t)
 	up, _ := llmtest.Uploads(t)
 	video, data := llmtest.MediaFile(t, "clip.mp4", 8192)
-	llmtest.Submit(t, newBatcher(api, gemini.WithFiles(up)), []llm.BatchItem{{ID: "v", Req: videoRequest(video)}})
+	llmtest.Submit(t, newBatcher(api, providers.WithFiles(up)), []llm.BatchItem{{ID: "v", Req: videoRequest(video)}})
 	body := string(api.srv.ByPath(http.MethodPost, submitPath)[0].Body)
 	if !strings.Contains(body, `"fileUri":"`+api.srv.URL+`/v1beta/files/up1"`) || strings.Contains(body, `"inlineData"`) || len(body) > len(data) {
 		t.Errorf("the batch does not refer to the uploaded video: %s", body)

@@ -31,10 +31,10 @@ var _ llm.FilesAPI = (*Provider)(nil)
 // end up in a URL that an error or a proxy log prints.
 func (p *Provider) header() http.Header {
 	h := http.Header{}
-	if p.c.APIKey != "" {
+	if p.Client.APIKey != "" {
 		// In a header, not the query string: a key in a URL ends up in
 		// what errors and proxies print.
-		h.Set("x-goog-api-key", p.c.APIKey)
+		h.Set("x-goog-api-key", p.Client.APIKey)
 	}
 	return h
 }
@@ -79,7 +79,7 @@ func (p *Provider) UploadFile(ctx context.Context, f llm.FileUpload) (llm.Remote
 	if err != nil {
 		return llm.RemoteFile{}, err
 	}
-	_, rh, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/upload/v1beta/files"), h, start, 64<<10)
+	_, rh, err := p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/upload/v1beta/files"), h, start, 64<<10)
 	if err != nil {
 		return llm.RemoteFile{}, fmt.Errorf("upload %s: start: %w", f.Name, err)
 	}
@@ -91,7 +91,7 @@ func (p *Provider) UploadFile(ctx context.Context, f llm.FileUpload) (llm.Remote
 	uh := http.Header{}
 	uh.Set("X-Goog-Upload-Command", "upload, finalize")
 	uh.Set("X-Goog-Upload-Offset", "0")
-	b, _, err := p.c.Do(ctx, http.MethodPost, up, uh, &wire.Sized{R: f.Body, N: f.Size}, 64<<10)
+	b, _, err := p.Client.Do(ctx, http.MethodPost, up, uh, &wire.Sized{R: f.Body, N: f.Size}, 64<<10)
 	if err != nil {
 		return llm.RemoteFile{}, fmt.Errorf("upload %s: %w", f.Name, err)
 	}
@@ -128,7 +128,7 @@ func (p *Provider) awaitActive(ctx context.Context, f fileObject) (llm.RemoteFil
 		case <-t.C:
 		}
 		wait = min(2*wait, processPollMax)
-		b, _, err := p.c.Do(ctx, http.MethodGet, wire.JoinURL(p.baseURL, "/v1beta/"+f.Name), p.header(), nil, 64<<10)
+		b, _, err := p.Client.Do(ctx, http.MethodGet, wire.JoinURL(p.BaseURL, "/v1beta/"+f.Name), p.header(), nil, 64<<10)
 		if err != nil {
 			return llm.RemoteFile{}, fmt.Errorf("file %s: %w", f.Name, err)
 		}
@@ -146,7 +146,7 @@ func (p *Provider) DeleteFile(ctx context.Context, f llm.RemoteFile) error {
 	if !strings.HasPrefix(f.ID, "files/") {
 		return fmt.Errorf("delete %q: not a file name", f.ID)
 	}
-	_, _, err := p.c.Do(ctx, http.MethodDelete, wire.JoinURL(p.baseURL, "/v1beta/files/"+url.PathEscape(strings.TrimPrefix(f.ID, "files/"))), p.header(), nil, 64<<10)
+	_, _, err := p.Client.Do(ctx, http.MethodDelete, wire.JoinURL(p.BaseURL, "/v1beta/files/"+url.PathEscape(strings.TrimPrefix(f.ID, "files/"))), p.header(), nil, 64<<10)
 	if err != nil && !wire.NotFound(err) {
 		return fmt.Errorf("delete %s: %w", f.ID, err)
 	}
@@ -160,7 +160,7 @@ func (p *Provider) sameHost(up string) error {
 		return llm.NewError(p.Name(), llm.KindUnknown, "upload: no X-Goog-Upload-URL in the answer")
 	}
 	u, err := url.Parse(up)
-	base, berr := url.Parse(p.baseURL)
+	base, berr := url.Parse(p.BaseURL)
 	if err != nil || berr != nil || u.Host != base.Host || (u.Scheme != "https" && u.Scheme != base.Scheme) {
 		return llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("upload: refusing upload URL on another host (%s)", wire.Snippet([]byte(up))))
 	}

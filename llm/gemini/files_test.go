@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // filesServer is a loopback Gemini with the resumable Files API: a start
@@ -96,7 +97,7 @@ func TestFilesAPI(t *testing.T) {
 	ctx := context.Background()
 	up, clock := llmtest.Uploads(t)
 	api := newFilesServer(t, clock)
-	p := gemini.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), gemini.WithFiles(up))
+	p := gemini.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), providers.WithFiles(up))
 	video, data := llmtest.MediaFile(t, "clip.mp4", 8192)
 
 	for range 2 {
@@ -158,7 +159,7 @@ func TestUploadURLOtherHost(t *testing.T) {
 	up, clock := llmtest.Uploads(t)
 	api := newFilesServer(t, clock)
 	api.uploadHost = evil.URL
-	p := gemini.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), gemini.WithFiles(up))
+	p := gemini.New(llmtest.APIKey, api.srv.URL, api.srv.Client(), providers.WithFiles(up))
 	video, data := llmtest.MediaFile(t, "clip.mp4", 8192)
 	if _, err := p.Generate(context.Background(), videoRequest(video)); err != nil {
 		t.Fatal(err)

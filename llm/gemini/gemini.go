@@ -17,64 +17,35 @@ import (
 // DefaultBaseURL is the public API, without the version path.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com"
 
-// Option configures a Provider.
+// Option configures a Provider; the options are llm/providers' With*.
 type Option = wire.Option
 
-// Options shared by every adapter.
-var (
-	WithName        = wire.WithName
-	WithPricing     = wire.WithPricing
-	WithIdleTimeout = wire.WithIdleTimeout
-	WithFiles       = wire.WithFiles
-)
+// adapter names the embedded wire.Adapter so that the field stays
+// unexported while its llm.Provider methods are promoted.
+type adapter = wire.Adapter
 
 // Provider is the Gemini adapter.
-type Provider struct {
-	c       wire.Client
-	baseURL string
-}
+type Provider struct{ adapter }
 
 var _ llm.Provider = (*Provider)(nil)
 
 // New returns an adapter. It does no I/O. An empty baseURL means the public
 // API; a nil hc means http.DefaultClient.
 func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
-	p := &Provider{
-		c:       wire.Client{Provider: "gemini", APIKey: apiKey, HTTP: hc, Pricing: llm.DefaultPricing, ParseError: parseError},
-		baseURL: baseURL,
-	}
-	for _, o := range opts {
-		o(&p.c)
-	}
+	p := &Provider{}
+	p.adapter = wire.NewAdapter("gemini", apiKey, baseURL, DefaultBaseURL, hc, parseError, p.open, opts)
 	return p
 }
 
-func (p *Provider) Name() string { return p.c.Provider }
-
-func (p *Provider) Capabilities() llm.Capabilities {
-	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: true}
-}
-
-func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	return wire.Generate(ctx, p.Name(), func(keepRaw bool) (llm.Stream, error) { return p.open(ctx, req, keepRaw) })
-}
-
-func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
-	return p.open(ctx, req, false)
-}
-
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	body, err := buildRequest(p.Name(), withFileURIs(req, p.c.RemoteFiles(ctx, p, req)))
+	body, err := buildRequest(p.Name(), withFileURIs(req, p.Client.RemoteFiles(ctx, p, req)))
 	if err != nil {
 		return nil, err
 	}
 	h := p.header()
 	model := strings.TrimPrefix(req.Model, "models/")
-	return p.c.Stream(ctx, wire.Call{
-		URL:     wire.JoinURL(p.baseURL, "/v1beta/models/"+url.PathEscape(model)+":streamGenerateContent?alt=sse"),
+	return p.Client.Stream(ctx, wire.Call{
+		URL:     wire.JoinURL(p.BaseURL, "/v1beta/models/"+url.PathEscape(model)+":streamGenerateContent?alt=sse"),
 		Header:  h,
 		Body:    body,
 		Model:   req.Model,

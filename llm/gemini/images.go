@@ -39,7 +39,7 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 		// check of the source's size.
 		b, err := io.ReadAll(io.NewSectionReader(r.Source.R, 0, r.Source.Size))
 		if err != nil {
-			return llm.Image{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "read the source image: %v", err))
+			return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "read the source image: %v", err))
 		}
 		parts = append(parts, part{InlineData: &inline{MIMEType: r.Source.MIME, Data: base64.StdEncoding.EncodeToString(b)}})
 	}
@@ -56,7 +56,7 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 	h := p.header()
 	h.Set("Content-Type", "application/json")
 	model := strings.TrimPrefix(r.Model, "models/")
-	raw, _, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/v1beta/models/"+url.PathEscape(model)+":generateContent"),
+	raw, _, err := p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/v1beta/models/"+url.PathEscape(model)+":generateContent"),
 		h, bytes.NewReader(b), r.MaxBytes/3*4+8<<10)
 	if err != nil {
 		return llm.Image{}, err
@@ -79,14 +79,14 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 		} `json:"usageMetadata"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return llm.Image{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not a generateContent answer: %s", wire.ErrorText(raw)))
+		return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not a generateContent answer: %s", wire.ErrorText(raw)))
 	}
 	if br := ans.PromptFeedback.BlockReason; br != "" {
-		return llm.Image{}, p.c.Finish(&llm.Error{Kind: llm.KindContentFilter, Code: br,
+		return llm.Image{}, p.Client.Finish(&llm.Error{Kind: llm.KindContentFilter, Code: br,
 			Message: strings.TrimSpace("the prompt was blocked (" + br + ") " + ans.PromptFeedback.BlockReasonMessage)})
 	}
 	if len(ans.Candidates) == 0 {
-		return llm.Image{}, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer holds no candidate"))
+		return llm.Image{}, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer holds no candidate"))
 	}
 	cand := ans.Candidates[0]
 	img := llm.Image{Usage: llm.MediaUsage{InputTokens: ans.UsageMetadata.PromptTokenCount, OutputTokens: ans.UsageMetadata.CandidatesTokenCount}}
@@ -96,7 +96,7 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 		case pt.InlineData != nil && img.Data == nil && strings.HasPrefix(pt.InlineData.MIMEType, "image/"):
 			data, err := base64.StdEncoding.DecodeString(pt.InlineData.Data)
 			if err != nil {
-				return llm.Image{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the image is not valid base64: %v", err))
+				return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the image is not valid base64: %v", err))
 			}
 			img.Data, img.MIME = data, pt.InlineData.MIMEType
 		case pt.Text != "":
@@ -110,13 +110,13 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 	switch cand.FinishReason {
 	case "SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_PROHIBITED_CONTENT":
 		msg := strings.TrimSpace("no image (" + cand.FinishReason + ") " + cand.FinishMessage)
-		return llm.Image{}, p.c.Finish(&llm.Error{Kind: llm.KindContentFilter, Code: cand.FinishReason, Message: msg})
+		return llm.Image{}, p.Client.Finish(&llm.Error{Kind: llm.KindContentFilter, Code: cand.FinishReason, Message: msg})
 	}
 	msg := "the model answered without an image"
 	if img.Note != "" {
 		msg += ": " + img.Note
 	}
-	return llm.Image{}, p.c.Finish(&llm.Error{Kind: llm.KindUnknown, Code: NoImage, Message: msg})
+	return llm.Image{}, p.Client.Finish(&llm.Error{Kind: llm.KindUnknown, Code: NoImage, Message: msg})
 }
 
 // oneLine keeps the model's text on one line and short.

@@ -14,6 +14,7 @@ import (
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
 	"github.com/botd-dev/botd/llm/llmfake"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 64)...)
@@ -55,7 +56,7 @@ func TestImageWire(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmfake.Queue(tc.answer))
-			p := gemini.New(llmtest.APIKey, srv.URL, srv.Client(), gemini.WithName("prov"))
+			p := gemini.New(llmtest.APIKey, srv.URL, srv.Client(), providers.WithName("prov"))
 			req := llm.ImageRequest{Model: tc.model, Prompt: "a red square", Size: "1024x1024", MaxBytes: 1 << 20}
 			if tc.source {
 				path := filepath.Join(t.TempDir(), "src.png")

@@ -44,7 +44,7 @@ func (p *Provider) Transcribe(ctx context.Context, r llm.TranscribeRequest) (llm
 		max = maxTranscriptBytes
 	}
 	model := strings.TrimPrefix(r.Model, "models/")
-	body, _, err := p.c.Upload(ctx, wire.JoinURL(p.baseURL, "/v1beta/models/"+url.PathEscape(model)+":generateContent"), header,
+	body, _, err := p.Client.Upload(ctx, wire.JoinURL(p.BaseURL, "/v1beta/models/"+url.PathEscape(model)+":generateContent"), header,
 		int64(len(prefix))+int64(base64.StdEncoding.EncodedLen(int(a.Size)))+int64(len(suffix)),
 		func() io.Reader {
 			return io.MultiReader(strings.NewReader(prefix), newBase64Reader(io.NewSectionReader(a.R, 0, a.Size)), strings.NewReader(suffix))
@@ -54,7 +54,7 @@ func (p *Provider) Transcribe(ctx context.Context, r llm.TranscribeRequest) (llm
 	}
 	tr, e := transcriptAnswer(body)
 	if e != nil {
-		return llm.Transcription{}, p.c.Finish(e)
+		return llm.Transcription{}, p.Client.Finish(e)
 	}
 	return tr, nil
 }

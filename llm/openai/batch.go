@@ -89,7 +89,7 @@ func (p *Provider) SubmitBatch(ctx context.Context, items []llm.BatchItem) (stri
 func (p *Provider) batchInput(ctx context.Context, items []llm.BatchItem) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, it := range items {
-		body, err := buildRequest(p.Name(), it.Req, p.official, p.c.RemoteFiles(ctx, p, it.Req))
+		body, err := buildRequest(p.Name(), it.Req, p.official, p.Client.RemoteFiles(ctx, p, it.Req))
 		if err != nil {
 			return nil, wire.Annotate(err, "batch item %q", it.ID)
 		}
@@ -110,11 +110,11 @@ func (p *Provider) batchInput(ctx context.Context, items []llm.BatchItem) ([]byt
 
 // PollBatch reads the batch's status.
 func (p *Provider) PollBatch(ctx context.Context, id string) (llm.BatchState, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("poll batch %s: %w", id, err)
-	}
-	return p.state(obj)
+	return p.batches().Poll(ctx, id)
+}
+
+func (p *Provider) batches() wire.BatchGetter[batchObject] {
+	return wire.BatchGetter[batchObject]{Get: p.getBatch, State: p.state}
 }
 
 // state maps status. A batch that stopped for any reason (completed,
@@ -133,7 +133,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 		}
 		return llm.BatchFailed, nil
 	}
-	return "", p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown status %q", o.ID, o.Status)))
+	return "", p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, fmt.Sprintf("batch %s: unknown status %q", o.ID, o.Status)))
 }
 
 // BatchResults reads the output file, then the error file, of an ended
@@ -141,14 +141,7 @@ func (p *Provider) state(o *batchObject) (llm.BatchState, error) {
 // effort: OpenAI drops batch files after 30 days anyway), so results can
 // be read only once.
 func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.BatchOutcome, error) {
-	obj, err := p.getBatch(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("batch %s results: %w", id, err)
-	}
-	st, err := p.state(obj)
-	if err == nil {
-		err = p.c.Readable(id, st, obj.Status+" without results"+obj.reason())
-	}
+	obj, err := p.batches().Ended(ctx, &p.Client, id, func(o *batchObject) string { return o.Status + " without results" + o.reason() })
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +150,7 @@ func (p *Provider) BatchResults(ctx context.Context, id string) (map[string]llm.
 		if fid == "" {
 			continue
 		}
-		err := p.c.Lines(ctx, wire.JoinURL(p.baseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), wire.MaxBatchLine, func(line []byte) error {
-			cid, o, err := p.outcome(line)
-			if err == nil {
-				out[cid] = o
-			}
-			return err
-		})
+		err := wire.BatchLines(ctx, &p.Client, wire.JoinURL(p.BaseURL, "/files/"+url.PathEscape(fid)+"/content"), p.header(), out, func(r *resultLine) string { return r.CustomID }, p.outcome)
 		if err != nil {
 			return nil, fmt.Errorf("batch %s results: %w", id, err)
 		}
@@ -200,17 +187,13 @@ func (o *batchObject) reason() string {
 // CancelBatch asks OpenAI to stop the batch; it is cancelling for up to
 // ten minutes, then cancelled with whatever results it has.
 func (p *Provider) CancelBatch(ctx context.Context, id string) error {
-	err := wire.CancelBatch(ctx, p, id, func() error {
+	return wire.CancelBatch(ctx, p, id, func() error {
 		if id == "" {
 			return llm.NewError(p.Name(), llm.KindBadRequest, "empty batch id")
 		}
 		_, err := p.batchCall(ctx, http.MethodPost, "/batches/"+url.PathEscape(id)+"/cancel", p.header(), nil)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cancel batch %s: %w", id, err)
-	}
-	return nil
 }
 
 func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error) {
@@ -222,15 +205,7 @@ func (p *Provider) getBatch(ctx context.Context, id string) (*batchObject, error
 
 // batchCall makes one call answering a batch object.
 func (p *Provider) batchCall(ctx context.Context, method, path string, h http.Header, body io.Reader) (*batchObject, error) {
-	b, _, err := p.c.Do(ctx, method, wire.JoinURL(p.baseURL, path), h, body, maxBatchObject)
-	if err != nil {
-		return nil, err
-	}
-	var obj batchObject
-	if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
-		return nil, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "batch response has no id: "+wire.Snippet(b)))
-	}
-	return &obj, nil
+	return wire.BatchObject(ctx, &p.Client, method, wire.JoinURL(p.BaseURL, path), h, body, maxBatchObject, "id", func(o *batchObject) string { return o.ID })
 }
 
 // deleteFiles removes the batch's files, best effort: nothing depends on
@@ -255,14 +230,9 @@ type resultLine struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// outcome decodes one results line. A line that is not JSON fails the
-// whole read (the file is corrupt and the id unknown); a bad response only
-// fails its item.
-func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
-	var r resultLine
-	if err := json.Unmarshal(line, &r); err != nil || r.CustomID == "" {
-		return "", llm.BatchOutcome{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed results line: %s", wire.Snippet(line)))
-	}
+// outcome is one results line's answer; a bad response only fails its
+// item.
+func (p *Provider) outcome(r *resultLine) llm.BatchOutcome {
 	var e *llm.Error
 	switch {
 	case len(r.Error) > 0 && string(r.Error) != "null":
@@ -277,9 +247,9 @@ func (p *Provider) outcome(line []byte) (string, llm.BatchOutcome, error) {
 		e = parseError(r.Response.StatusCode, nil, r.Response.Body)
 	default:
 		res, err := p.decodeCompletion(r.Response.Body)
-		return r.CustomID, llm.BatchOutcome{Result: res, Err: err}, nil
+		return llm.BatchOutcome{Result: res, Err: err}
 	}
-	return r.CustomID, llm.BatchOutcome{Err: p.c.Finish(e)}, nil
+	return llm.BatchOutcome{Err: p.Client.Finish(e)}
 }
 
 // completion is a chat.completion object.
@@ -301,7 +271,7 @@ type completion struct {
 func (p *Provider) decodeCompletion(raw json.RawMessage) (*llm.Result, error) {
 	var cc completion
 	if err := json.Unmarshal(raw, &cc); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed chat.completion: %s", wire.Snippet(raw)))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "malformed chat.completion: %s", wire.Snippet(raw)))
 	}
 	c := chunk{Usage: cc.Usage, Error: cc.Error}
 	for _, ch := range cc.Choices {
@@ -313,9 +283,9 @@ func (p *Provider) decodeCompletion(raw json.RawMessage) (*llm.Result, error) {
 		out, err = d.stop(out)
 	}
 	if err != nil {
-		return nil, p.c.Finish(llm.AsError(p.Name(), err))
+		return nil, p.Client.Finish(llm.AsError(p.Name(), err))
 	}
-	res, err := p.c.BatchResult(cc.Model, out)
+	res, err := p.Client.BatchResult(cc.Model, out)
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,9 @@ var _ llm.FilesAPI = (*Provider)(nil)
 
 func (p *Provider) header() http.Header {
 	h := http.Header{}
-	if p.c.APIKey != "" {
+	if p.Client.APIKey != "" {
 		// Ollama and vLLM run without a key.
-		h.Set("Authorization", "Bearer "+p.c.APIKey)
+		h.Set("Authorization", "Bearer "+p.Client.APIKey)
 	}
 	return h
 }
@@ -70,7 +70,7 @@ func (p *Provider) upload(ctx context.Context, fields [][2]string, f llm.FileUpl
 	body, ct := wire.Multipart(fields, "file", f.Name, f.MIME, f.Body)
 	h := p.header()
 	h.Set("Content-Type", ct)
-	b, _, err := p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/files"), h, body, 64<<10)
+	b, _, err := p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/files"), h, body, 64<<10)
 	if err != nil {
 		return nil, fmt.Errorf("upload %s: %w", f.Name, err)
 	}
@@ -83,7 +83,7 @@ func (p *Provider) upload(ctx context.Context, fields [][2]string, f llm.FileUpl
 
 // DeleteFile removes the file; one already gone (404) is not an error.
 func (p *Provider) DeleteFile(ctx context.Context, f llm.RemoteFile) error {
-	_, _, err := p.c.Do(ctx, http.MethodDelete, wire.JoinURL(p.baseURL, "/files/"+url.PathEscape(f.ID)), p.header(), nil, 64<<10)
+	_, _, err := p.Client.Do(ctx, http.MethodDelete, wire.JoinURL(p.BaseURL, "/files/"+url.PathEscape(f.ID)), p.header(), nil, 64<<10)
 	if err != nil && !wire.NotFound(err) {
 		return fmt.Errorf("delete %s: %w", f.ID, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
 	"github.com/botd-dev/botd/llm/openai"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // filesServer is a loopback OpenAI with the Files API. Each upload lives
@@ -73,7 +74,7 @@ func TestFilesAPI(t *testing.T) {
 	ctx := context.Background()
 	up, clock := llmtest.Uploads(t)
 	api := newFilesServer(t, clock, false)
-	p := openai.New(llmtest.APIKey, api.srv.URL+"/v1", api.srv.Client(), openai.WithFiles(up))
+	p := openai.New(llmtest.APIKey, api.srv.URL+"/v1", api.srv.Client(), providers.WithFiles(up))
 	pdf, data := llmtest.MediaFile(t, "report.pdf", 8192)
 
 	for range 2 {
@@ -141,7 +142,7 @@ func TestNoFilesAPI(t *testing.T) {
 	ctx := context.Background()
 	up, clock := llmtest.Uploads(t)
 	api := newFilesServer(t, clock, true)
-	p := openai.New(llmtest.APIKey, api.srv.URL+"/v1", api.srv.Client(), openai.WithName("local"), openai.WithFiles(up))
+	p := openai.New(llmtest.APIKey, api.srv.URL+"/v1", api.srv.Client(), providers.WithName("local"), providers.WithFiles(up))
 	pdf, data := llmtest.MediaFile(t, "report.pdf", 8192)
 	for range 3 {
 		if _, err := p.Generate(ctx, pdfRequest(pdf)); err != nil {

@@ -52,7 +52,7 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 		}
 		j, _ := json.Marshal(body)
 		h.Set("Content-Type", "application/json")
-		b, _, err = p.c.Do(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/images/generations"), h, bytes.NewReader(j), max)
+		b, _, err = p.Client.Do(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/images/generations"), h, bytes.NewReader(j), max)
 	}
 	if err != nil {
 		return llm.Image{}, err
@@ -69,14 +69,14 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &ans); err != nil {
-		return llm.Image{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not an Images API answer: %s", wire.ErrorText(b)))
+		return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not an Images API answer: %s", wire.ErrorText(b)))
 	}
 	if len(ans.Data) == 0 || ans.Data[0].B64 == "" {
-		return llm.Image{}, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer holds no image (b64_json)"))
+		return llm.Image{}, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer holds no image (b64_json)"))
 	}
 	data, err := base64.StdEncoding.DecodeString(ans.Data[0].B64)
 	if err != nil {
-		return llm.Image{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the image is not valid base64: %v", err))
+		return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the image is not valid base64: %v", err))
 	}
 	mime := "image/png"
 	if f := ans.OutputFormat; f == "jpeg" || f == "webp" {
@@ -105,14 +105,14 @@ func (p *Provider) edit(ctx context.Context, r llm.ImageRequest, h http.Header, 
 	ph.Set("Content-Disposition", fmt.Sprintf(`form-data; name="image"; filename="%s"`, editName(r.Source.MIME)))
 	ph.Set("Content-Type", r.Source.MIME)
 	if _, err := mw.CreatePart(ph); err != nil {
-		return nil, p.c.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "build request: %v", err))
+		return nil, p.Client.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "build request: %v", err))
 	}
 	split := buf.Len()
 	mw.Close()
 	head, tail := buf.Bytes()[:split], buf.Bytes()[split:]
 	src := r.Source
 	h.Set("Content-Type", mw.FormDataContentType())
-	b, _, err := p.c.Upload(ctx, wire.JoinURL(p.baseURL, "/images/edits"), h, int64(len(head))+src.Size+int64(len(tail)),
+	b, _, err := p.Client.Upload(ctx, wire.JoinURL(p.BaseURL, "/images/edits"), h, int64(len(head))+src.Size+int64(len(tail)),
 		func() io.Reader {
 			return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(src.R, 0, src.Size), bytes.NewReader(tail))
 		}, max)
@@ -145,7 +145,7 @@ func (p *Provider) MakeSpeech(ctx context.Context, r llm.SpeechRequest) (llm.Spe
 	b, _ := json.Marshal(map[string]any{"model": r.Model, "input": r.Text, "voice": voice, "response_format": "opus"})
 	h := p.header()
 	h.Set("Content-Type", "application/json")
-	resp, err := p.c.Send(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/audio/speech"), h, bytes.NewReader(b))
+	resp, err := p.Client.Send(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/audio/speech"), h, bytes.NewReader(b))
 	if err != nil {
 		return llm.Speech{}, err
 	}
@@ -181,7 +181,7 @@ func (p *Provider) job(v videoObject) llm.VideoJob {
 				e.Kind = llm.KindContentFilter
 			}
 		}
-		j.Err = p.c.Finish(e)
+		j.Err = p.Client.Finish(e)
 	}
 	return j
 }
@@ -207,28 +207,28 @@ func (p *Provider) SubmitVideo(ctx context.Context, r llm.VideoRequest) (llm.Vid
 	b, _ := json.Marshal(body)
 	h := p.header()
 	h.Set("Content-Type", "application/json")
-	return p.videoObject(ctx, http.MethodPost, wire.JoinURL(p.baseURL, "/videos"), h, bytes.NewReader(b))
+	return p.videoObject(ctx, http.MethodPost, wire.JoinURL(p.BaseURL, "/videos"), h, bytes.NewReader(b))
 }
 
 func (p *Provider) VideoStatus(ctx context.Context, id string) (llm.VideoJob, error) {
-	return p.videoObject(ctx, http.MethodGet, wire.JoinURL(p.baseURL, "/videos/"+url.PathEscape(id)), p.header(), nil)
+	return p.videoObject(ctx, http.MethodGet, wire.JoinURL(p.BaseURL, "/videos/"+url.PathEscape(id)), p.header(), nil)
 }
 
 func (p *Provider) videoObject(ctx context.Context, method, u string, h http.Header, body io.Reader) (llm.VideoJob, error) {
 	h.Set("Accept", "application/json")
-	b, _, err := p.c.Do(ctx, method, u, h, body, 1<<20)
+	b, _, err := p.Client.Do(ctx, method, u, h, body, 1<<20)
 	if err != nil {
 		return llm.VideoJob{}, err
 	}
 	var v videoObject
 	if err := json.Unmarshal(b, &v); err != nil || v.ID == "" {
-		return llm.VideoJob{}, p.c.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer is not a video job: "+wire.Snippet(b)))
+		return llm.VideoJob{}, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer is not a video job: "+wire.Snippet(b)))
 	}
 	return p.job(v), nil
 }
 
 func (p *Provider) VideoContent(ctx context.Context, id string) (io.ReadCloser, error) {
-	resp, err := p.c.Send(ctx, http.MethodGet, wire.JoinURL(p.baseURL, "/videos/"+url.PathEscape(id)+"/content"), p.header(), nil)
+	resp, err := p.Client.Send(ctx, http.MethodGet, wire.JoinURL(p.BaseURL, "/videos/"+url.PathEscape(id)+"/content"), p.header(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (p *Provider) VideoContent(ctx context.Context, id string) (io.ReadCloser, 
 }
 
 func (p *Provider) CancelVideo(ctx context.Context, id string) error {
-	resp, err := p.c.Send(ctx, http.MethodDelete, wire.JoinURL(p.baseURL, "/videos/"+url.PathEscape(id)), p.header(), nil)
+	resp, err := p.Client.Send(ctx, http.MethodDelete, wire.JoinURL(p.BaseURL, "/videos/"+url.PathEscape(id)), p.header(), nil)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/botd-dev/botd/llm/internal/llmtest"
 	"github.com/botd-dev/botd/llm/llmfake"
 	"github.com/botd-dev/botd/llm/openai"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 64)...)
@@ -42,7 +43,7 @@ func sourceFile(t *testing.T) *llm.File {
 func mediaProvider(t *testing.T, answers ...llmfake.Answer) (*openai.Provider, *llmtest.Server) {
 	t.Helper()
 	srv := llmtest.NewServer(t, llmfake.Queue(answers...))
-	return openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), openai.WithName("prov")), srv
+	return openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), providers.WithName("prov")), srv
 }
 
 func TestImageWire(t *testing.T) {

@@ -17,21 +17,16 @@ import (
 // DefaultBaseURL is the public OpenAI API, including the version path.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// Option configures a Provider.
+// Option configures a Provider; the options are llm/providers' With*.
 type Option = wire.Option
 
-// Options shared by every adapter.
-var (
-	WithName        = wire.WithName
-	WithPricing     = wire.WithPricing
-	WithIdleTimeout = wire.WithIdleTimeout
-	WithFiles       = wire.WithFiles
-)
+// adapter names the embedded wire.Adapter so that the field stays
+// unexported while its llm.Provider methods are promoted.
+type adapter = wire.Adapter
 
 // Provider is the Chat Completions adapter.
 type Provider struct {
-	c       wire.Client
-	baseURL string
+	adapter
 	// official is true for api.openai.com, whose newer models reject
 	// max_tokens in favour of max_completion_tokens, which in turn not every
 	// compatible server understands.
@@ -43,44 +38,28 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns an adapter. It does no I/O. baseURL includes the version
 // path (".../v1"); empty means OpenAI. A nil hc means http.DefaultClient.
 func New(apiKey, baseURL string, hc *http.Client, opts ...Option) *Provider {
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
-	p := &Provider{
-		c:       wire.Client{Provider: "openai", APIKey: apiKey, HTTP: hc, Pricing: llm.DefaultPricing, ParseError: parseError},
-		baseURL: baseURL,
-	}
-	if u, err := url.Parse(baseURL); err == nil && u.Hostname() == "api.openai.com" {
+	p := &Provider{}
+	p.adapter = wire.NewAdapter("openai", apiKey, baseURL, DefaultBaseURL, hc, parseError, p.open, opts)
+	if u, err := url.Parse(p.BaseURL); err == nil && u.Hostname() == "api.openai.com" {
 		p.official = true
-	}
-	for _, o := range opts {
-		o(&p.c)
 	}
 	return p
 }
 
-func (p *Provider) Name() string { return p.c.Provider }
-
+// Capabilities claims documents (the file content part) only for OpenAI
+// itself, see official.
 func (p *Provider) Capabilities() llm.Capabilities {
 	return llm.Capabilities{Tools: true, Streaming: true, Vision: true, Reasoning: true, Documents: p.official}
 }
 
-func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Result, error) {
-	return wire.Generate(ctx, p.Name(), func(keepRaw bool) (llm.Stream, error) { return p.open(ctx, req, keepRaw) })
-}
-
-func (p *Provider) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
-	return p.open(ctx, req, false)
-}
-
 func (p *Provider) open(ctx context.Context, req *llm.Request, keepRaw bool) (llm.Stream, error) {
-	body, err := buildRequest(p.Name(), req, p.official, p.c.RemoteFiles(ctx, p, req))
+	body, err := buildRequest(p.Name(), req, p.official, p.Client.RemoteFiles(ctx, p, req))
 	if err != nil {
 		return nil, err
 	}
 	h := p.header()
-	return p.c.Stream(ctx, wire.Call{
-		URL:     wire.JoinURL(p.baseURL, "/chat/completions"),
+	return p.Client.Stream(ctx, wire.Call{
+		URL:     wire.JoinURL(p.BaseURL, "/chat/completions"),
 		Header:  h,
 		Body:    body,
 		Model:   req.Model,

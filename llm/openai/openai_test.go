@@ -7,6 +7,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/llmtest"
 	"github.com/botd-dev/botd/llm/openai"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 const model = "gpt-4.1"
@@ -21,7 +22,7 @@ func TestFixtures(t *testing.T) {
 
 func TestWireRequest(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.LoadFixture(t, "testdata/text.http").Handler())
-	p := openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), openai.WithName("deepseek"))
+	p := openai.New(llmtest.APIKey, srv.URL+"/v1", srv.Client(), providers.WithName("deepseek"))
 	req := llmtest.CanonicalRequest(t, "deepseek-reasoner", t.TempDir())
 	if _, err := p.Generate(t.Context(), req); err != nil {
 		t.Fatal(err)

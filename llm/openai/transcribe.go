@@ -70,7 +70,7 @@ func (p *Provider) transcribe(ctx context.Context, r llm.TranscribeRequest, form
 	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, fileName(a.Name, a.MIME)))
 	h.Set("Content-Type", partType(a.MIME))
 	if _, err := mw.CreatePart(h); err != nil {
-		return llm.Transcription{}, p.c.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "build request: %v", err))
+		return llm.Transcription{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindBadRequest, err, "build request: %v", err))
 	}
 	split := buf.Len()
 	mw.Close()
@@ -83,7 +83,7 @@ func (p *Provider) transcribe(ctx context.Context, r llm.TranscribeRequest, form
 	if max <= 0 {
 		max = maxTranscriptBytes
 	}
-	body, rh, err := p.c.Upload(ctx, wire.JoinURL(p.baseURL, "/audio/transcriptions"), header,
+	body, rh, err := p.Client.Upload(ctx, wire.JoinURL(p.BaseURL, "/audio/transcriptions"), header,
 		int64(len(head))+a.Size+int64(len(tail)),
 		func() io.Reader {
 			return io.MultiReader(bytes.NewReader(head), io.NewSectionReader(a.R, 0, a.Size), bytes.NewReader(tail))
@@ -93,7 +93,7 @@ func (p *Provider) transcribe(ctx context.Context, r llm.TranscribeRequest, form
 	}
 	tr, e := transcriptAnswer(body, rh.Get("Content-Type"))
 	if e != nil {
-		return llm.Transcription{}, p.c.Finish(e)
+		return llm.Transcription{}, p.Client.Finish(e)
 	}
 	return tr, nil
 }

@@ -5,6 +5,7 @@ package providers
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/anthropic"
@@ -13,8 +14,19 @@ import (
 	"github.com/botd-dev/botd/llm/openai"
 )
 
-// Option configures an adapter; every adapter takes the same ones.
+// Option configures an adapter; every adapter takes the same ones, and
+// these are their one home.
 type Option = wire.Option
+
+// WithName sets the name used in errors and attempts (default: the
+// adapter's type).
+func WithName(name string) Option { return wire.WithName(name) }
+
+// WithPricing replaces llm.DefaultPricing for cost computation.
+func WithPricing(pr llm.Pricing) Option { return wire.WithPricing(pr) }
+
+// WithIdleTimeout sets how long a stream may stall between events.
+func WithIdleTimeout(d time.Duration) Option { return wire.WithIdleTimeout(d) }
 
 // WithFiles sends media above the store's threshold through the
 // provider's files API (see llm.Files).
@@ -35,7 +47,7 @@ func NewProvider(typ, name, apiKey, baseURL string, hc *http.Client, opts ...Opt
 	if name == "" {
 		name = typ
 	}
-	opts = append([]Option{wire.WithName(name)}, opts...)
+	opts = append([]Option{WithName(name)}, opts...)
 	switch typ {
 	case "anthropic":
 		return anthropic.New(apiKey, baseURL, hc, opts...), nil

@@ -26,6 +26,7 @@ import (
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/gemini"
 	"github.com/botd-dev/botd/llm/openai"
+	"github.com/botd-dev/botd/llm/providers"
 )
 
 // DefaultTimeout bounds one provider call of the default HTTP client: an
@@ -107,10 +108,9 @@ type Imager interface {
 
 // NewImager returns the image client of o.Type.
 func NewImager(o Options) (Imager, error) {
-	o.defaults()
-	v, ok := o.vendor().(llm.ImageMaker)
-	if !ok {
-		return nil, fmt.Errorf("image generation: provider type %q has no image API (use openai or gemini)", o.Type)
+	v, err := capability[llm.ImageMaker](&o, "image generation", "image API (use openai or gemini)")
+	if err != nil {
+		return nil, err
 	}
 	return &imager{o: o, v: v}, nil
 }
@@ -153,10 +153,9 @@ type Speaker interface {
 
 // NewSpeaker returns the speech client of o.Type.
 func NewSpeaker(o Options) (Speaker, error) {
-	o.defaults()
-	v, ok := o.vendor().(llm.SpeechMaker)
-	if !ok {
-		return nil, fmt.Errorf("speech: provider type %q has no speech API (use an openai-compatible provider)", o.Type)
+	v, err := capability[llm.SpeechMaker](&o, "speech", "speech API (use an openai-compatible provider)")
+	if err != nil {
+		return nil, err
 	}
 	return &speaker{o: o, v: v}, nil
 }
@@ -207,10 +206,9 @@ type Videos interface {
 
 // NewVideos returns the video client of o.Type.
 func NewVideos(o Options) (Videos, error) {
-	o.defaults()
-	v, ok := o.vendor().(llm.VideoMaker)
-	if !ok {
-		return nil, fmt.Errorf("video generation: provider type %q has no videos API (use openai)", o.Type)
+	v, err := capability[llm.VideoMaker](&o, "video generation", "videos API (use openai)")
+	if err != nil {
+		return nil, err
 	}
 	return &videos{o: o, v: v}, nil
 }
@@ -287,11 +285,21 @@ func oneLine(s string, max int) string {
 // vendor is the provider's adapter, whose optional capabilities say what
 // it can make.
 func (o *Options) vendor() any {
-	switch o.Type {
-	case "openai":
-		return openai.New(o.APIKey, o.BaseURL, o.HTTP, openai.WithName(o.Name))
-	case "gemini":
-		return gemini.New(o.APIKey, o.BaseURL, o.HTTP, gemini.WithName(o.Name))
+	p, err := providers.NewProvider(o.Type, o.Name, o.APIKey, o.BaseURL, o.HTTP)
+	if err != nil {
+		// An unknown type has no API of any kind; the caller says so.
+		return nil
 	}
-	return nil
+	return p
+}
+
+// capability builds o's adapter as T, the API one kind of media needs;
+// what names the kind and api the missing API in the error.
+func capability[T any](o *Options, what, api string) (T, error) {
+	o.defaults()
+	v, ok := o.vendor().(T)
+	if !ok {
+		return v, fmt.Errorf("%s: provider type %q has no %s", what, o.Type, api)
+	}
+	return v, nil
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/botd-dev/botd/llm"
@@ -119,6 +121,40 @@ func (c *Client) Readable(id string, st llm.BatchState, failed string) error {
 	return nil
 }
 
+// BatchGetter reads a vendor's batch object T: get fetches batch id,
+// state maps its status.
+type BatchGetter[T any] struct {
+	Get   func(ctx context.Context, id string) (*T, error)
+	State func(*T) (llm.BatchState, error)
+}
+
+// Poll is every vendor's PollBatch.
+func (g BatchGetter[T]) Poll(ctx context.Context, id string) (llm.BatchState, error) {
+	obj, err := g.Get(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("poll batch %s: %w", id, err)
+	}
+	return g.State(obj)
+}
+
+// Ended gets batch id to read its results, and says why they cannot be
+// read unless it has ended (see [Client.Readable]); failed words how a
+// failed batch failed.
+func (g BatchGetter[T]) Ended(ctx context.Context, c *Client, id string, failed func(*T) string) (*T, error) {
+	obj, err := g.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("batch %s results: %w", id, err)
+	}
+	st, err := g.State(obj)
+	if err == nil {
+		err = c.Readable(id, st, failed(obj))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
 // Finish stamps the provider on e and scrubs the key from it, for errors
 // an adapter reads from a 2xx body itself (a batch item's error).
 func (c *Client) Finish(e *llm.Error) *llm.Error { return c.finish(e) }
@@ -129,11 +165,43 @@ func (c *Client) Finish(e *llm.Error) *llm.Error { return c.finish(e) }
 // (404) and transient failures stay errors.
 func CancelBatch(ctx context.Context, b llm.Batcher, id string, cancel func() error) error {
 	err := cancel()
-	if err == nil || NotFound(err) || llm.IsRetryable(err) {
-		return err
-	}
-	if st, perr := b.PollBatch(ctx, id); perr == nil && st != llm.BatchRunning {
+	if err == nil {
 		return nil
 	}
-	return err
+	if !NotFound(err) && !llm.IsRetryable(err) {
+		if st, perr := b.PollBatch(ctx, id); perr == nil && st != llm.BatchRunning {
+			return nil
+		}
+	}
+	return fmt.Errorf("cancel batch %s: %w", id, err)
+}
+
+// BatchObject makes one call that answers with a batch object and decodes
+// it as T. An answer whose key (what names it: "id", "name") is empty is
+// not a batch, whatever its status said.
+func BatchObject[T any](ctx context.Context, c *Client, method, url string, h http.Header, body io.Reader, max int64, what string, key func(*T) string) (*T, error) {
+	b, _, err := c.Do(ctx, method, url, h, body, max)
+	if err != nil {
+		return nil, err
+	}
+	var obj T
+	if err := json.Unmarshal(b, &obj); err != nil || key(&obj) == "" {
+		return nil, c.finish(llm.NewError(c.Provider, llm.KindUnknown, "batch response has no "+what+": "+Snippet(b)))
+	}
+	return &obj, nil
+}
+
+// BatchLines reads a results file of one JSON line L per item into out,
+// keyed by the item's custom id. A line that is not JSON or names no item
+// fails the whole read (the file is corrupt and the item unknown); a bad
+// answer only fails its item, which outcome says.
+func BatchLines[L any](ctx context.Context, c *Client, url string, h http.Header, out map[string]llm.BatchOutcome, key func(*L) string, outcome func(*L) llm.BatchOutcome) error {
+	return c.Lines(ctx, url, h, MaxBatchLine, func(line []byte) error {
+		var l L
+		if err := json.Unmarshal(line, &l); err != nil || key(&l) == "" {
+			return c.finish(llm.Errorf(c.Provider, llm.KindUnknown, err, "malformed results line: %s", Snippet(line)))
+		}
+		out[key(&l)] = outcome(&l)
+		return nil
+	})
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/botd-dev/botd/llm"
 )
 
-// Option configures the client inside an adapter. The adapters re-export
-// these, so every provider takes the same options.
+// Option configures the client inside an adapter. The options are offered to callers by llm/providers, so every adapter takes
+// the same ones.
 type Option func(*Client)
 
 // WithName sets the name used in errors and attempts (default: the
