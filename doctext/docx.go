@@ -2,7 +2,6 @@ package doctext
 
 import (
 	"encoding/xml"
-	"io"
 	"strings"
 )
 
@@ -77,22 +76,10 @@ func (t *table) write(p *parts, s string) error {
 // docx reads word/document.xml: paragraphs (headings marked with #,
 // list items with -), tabs and breaks, tables as rows.
 func (d *doc) docx(p *parts) error {
-	w, c, err := d.z.xml("word/document.xml")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	var tb table
 	inText := false
 	prefix := ""
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return d.z.walk("word/document.xml", func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -157,8 +144,6 @@ func (d *doc) docx(p *parts) error {
 				err = tb.write(p, string(e))
 			}
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
