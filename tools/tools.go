@@ -205,6 +205,12 @@ func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *ipc.Err
 	})
 }
 
+// fixed is the Def of a tool whose definition is the same for every
+// server.
+func fixed(name string, opts ...mcpgo.ToolOption) func(Offer) mcpgo.Tool {
+	return func(Offer) mcpgo.Tool { return mcpgo.NewTool(name, opts...) }
+}
+
 // hints are a tool's MCP annotations, each said outright (mcp-go's
 // defaults differ: destructive and open-world unless told).
 type hints struct{ readOnly, destructive, idempotent, openWorld bool }
