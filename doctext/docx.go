@@ -30,6 +30,15 @@ func (t *table) endCell() {
 	}
 }
 
+// endPara ends a paragraph: inside a table cell its text runs on in the
+// cell; elsewhere it ends a line.
+func (t *table) endPara(p *parts) error {
+	if t.depth > 0 && t.inCell {
+		return t.write(p, " ")
+	}
+	return p.line()
+}
+
 // endRow writes the row, if it says anything.
 func (t *table) endRow(p *parts) error {
 	if t.depth != 1 {
@@ -123,11 +132,7 @@ func (d *doc) docx(p *parts) error {
 				inText = false
 			case "p":
 				if e.Name.Space == "w" {
-					if tb.depth > 0 && tb.inCell {
-						err = tb.write(p, " ")
-					} else {
-						err = p.line()
-					}
+					err = tb.endPara(p)
 				}
 			case "tc":
 				tb.endCell()

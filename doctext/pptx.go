@@ -90,11 +90,7 @@ func (d *doc) slideText(p *parts, part string) error {
 			case "t":
 				inText = false
 			case "p":
-				if tb.depth > 0 && tb.inCell {
-					err = tb.write(p, " ")
-				} else {
-					err = p.line()
-				}
+				err = tb.endPara(p)
 			case "tc":
 				tb.endCell()
 			case "tr":
