@@ -6,13 +6,27 @@ package channels
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/botd-dev/botd/mediaregistry"
 )
+
+// StartOnce lets a channel's Start go ahead once: one receiving loop per
+// channel value, a second Start is refused.
+type StartOnce struct{ started atomic.Bool }
+
+// Begin marks the channel started, or says that it already was.
+func (o *StartOnce) Begin(name string) error {
+	if !o.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("%s: already started", name)
+	}
+	return nil
+}
 
 // Channel is one connected chat network.
 type Channel interface {

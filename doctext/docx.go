@@ -2,7 +2,6 @@ package doctext
 
 import (
 	"encoding/xml"
-	"io"
 	"strings"
 )
 
@@ -29,6 +28,15 @@ func (t *table) endCell() {
 		t.cells = append(t.cells, strings.TrimSpace(t.cell.String()))
 		t.inCell = false
 	}
+}
+
+// endPara ends a paragraph: inside a table cell its text runs on in the
+// cell; elsewhere it ends a line.
+func (t *table) endPara(p *parts) error {
+	if t.depth > 0 && t.inCell {
+		return t.write(p, " ")
+	}
+	return p.line()
 }
 
 // endRow writes the row, if it says anything.
@@ -77,22 +85,10 @@ func (t *table) write(p *parts, s string) error {
 // docx reads word/document.xml: paragraphs (headings marked with #,
 // list items with -), tabs and breaks, tables as rows.
 func (d *doc) docx(p *parts) error {
-	w, c, err := d.z.xml("word/document.xml")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	var tb table
 	inText := false
 	prefix := ""
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return d.z.walk("word/document.xml", func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -136,11 +132,7 @@ func (d *doc) docx(p *parts) error {
 				inText = false
 			case "p":
 				if e.Name.Space == "w" {
-					if tb.depth > 0 && tb.inCell {
-						err = tb.write(p, " ")
-					} else {
-						err = p.line()
-					}
+					err = tb.endPara(p)
 				}
 			case "tc":
 				tb.endCell()
@@ -157,8 +149,6 @@ func (d *doc) docx(p *parts) error {
 				err = tb.write(p, string(e))
 			}
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }

@@ -3,7 +3,6 @@ package doctext
 import (
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/url"
 )
 
@@ -21,18 +20,10 @@ func (d *doc) epub(p *parts) error {
 	}
 	manifest := map[string]string{}
 	var spine []string
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			c.Close()
-			return err
-		}
+	err = w.each(func(t xml.Token) error {
 		e, ok := t.(xml.StartElement)
 		if !ok {
-			continue
+			return nil
 		}
 		switch e.Name.Local {
 		case "item":
@@ -48,8 +39,12 @@ func (d *doc) epub(p *parts) error {
 				spine = append(spine, attr(e, "idref"))
 			}
 		}
-	}
+		return nil
+	})
 	c.Close()
+	if err != nil {
+		return err
+	}
 	for _, id := range spine {
 		part := manifest[id]
 		rc, err := d.z.open(part)
@@ -75,16 +70,19 @@ func (d *doc) epubPackage() (string, error) {
 		return "", fmt.Errorf("%w: an EPUB without META-INF/container.xml", ErrCorrupt)
 	}
 	defer c.Close()
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return "", fmt.Errorf("%w: the EPUB names no package document", ErrCorrupt)
-		}
-		if err != nil {
-			return "", err
-		}
+	opf, found := "", false
+	err = w.each(func(t xml.Token) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "rootfile" {
-			return resolve("", attr(e, "full-path")), nil
+			opf, found = resolve("", attr(e, "full-path")), true
+			return errStop
 		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
+	if !found {
+		return "", fmt.Errorf("%w: the EPUB names no package document", ErrCorrupt)
+	}
+	return opf, nil
 }

@@ -2,7 +2,6 @@ package doctext
 
 import (
 	"encoding/xml"
-	"io"
 	"strconv"
 	"strings"
 )
@@ -14,11 +13,6 @@ const maxRepeat = 100
 // odf reads content.xml of an ODT or ODS: paragraphs and headings, list
 // items, and tables (the sheets of a spreadsheet) as rows.
 func (d *doc) odf(p *parts) error {
-	w, c, err := d.z.xml("content.xml")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	var tb table
 	var (
 		inBody    bool
@@ -34,14 +28,7 @@ func (d *doc) odf(p *parts) error {
 		}
 		return tb.write(p, s)
 	}
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return d.z.walk("content.xml", func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -148,10 +135,8 @@ func (d *doc) odf(p *parts) error {
 		case xml.CharData:
 			err = write(string(e))
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // repeat reads a repetition count: at least 1, at most maxRepeat for

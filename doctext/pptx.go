@@ -3,7 +3,6 @@ package doctext
 import (
 	"encoding/xml"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strconv"
@@ -40,25 +39,17 @@ func (d *doc) slideParts() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, c, err := d.z.xml("ppt/presentation.xml")
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
 	var out []string
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = d.z.walk("ppt/presentation.xml", func(t xml.Token) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sldId" && len(out) < maxSlides {
 			if part := rels[attrNS(e, "r", "id")]; part != "" && d.z.files[part] != nil {
 				out = append(out, part)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -79,21 +70,9 @@ func (d *doc) slideParts() ([]string, error) {
 
 // slideText reads one slide: its paragraphs, and tables as rows.
 func (d *doc) slideText(p *parts, part string) error {
-	w, c, err := d.z.xml(part)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	var tb table
 	inText := false
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return d.z.walk(part, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -111,11 +90,7 @@ func (d *doc) slideText(p *parts, part string) error {
 			case "t":
 				inText = false
 			case "p":
-				if tb.depth > 0 && tb.inCell {
-					err = tb.write(p, " ")
-				} else {
-					err = p.line()
-				}
+				err = tb.endPara(p)
 			case "tc":
 				tb.endCell()
 			case "tr":
@@ -128,8 +103,6 @@ func (d *doc) slideText(p *parts, part string) error {
 				err = tb.write(p, string(e))
 			}
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 )
@@ -25,28 +24,19 @@ func (d *doc) xlsx(p *parts) error {
 	if err != nil {
 		return err
 	}
-	w, c, err := d.z.xml("xl/workbook.xml")
-	if err != nil {
-		return err
-	}
 	type sheet struct{ name, part string }
 	var sheets []sheet
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			c.Close()
-			return err
-		}
+	err = d.z.walk("xl/workbook.xml", func(t xml.Token) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "sheet" {
 			if part := rels[attrNS(e, "r", "id")]; part != "" && len(sheets) < 1024 {
 				sheets = append(sheets, sheet{attr(e, "name"), part})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	c.Close()
 	for _, s := range sheets {
 		if err := p.text("## Sheet: " + cellEscaper.Replace(s.name) + "\n"); err != nil {
 			return err
@@ -65,25 +55,10 @@ func (d *doc) xlsx(p *parts) error {
 }
 
 func (d *doc) sharedStrings() ([]string, error) {
-	w, c, err := d.z.xml("xl/sharedStrings.xml")
-	if errors.Is(err, errNoEntry) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
 	var out []string
 	var cur strings.Builder
 	inT, inPhonetic := false, false
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := d.z.walk("xl/sharedStrings.xml", func(t xml.Token) error {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -98,7 +73,7 @@ func (d *doc) sharedStrings() ([]string, error) {
 			switch e.Name.Local {
 			case "si":
 				if len(out) >= maxSharedStrings {
-					return nil, fmt.Errorf("%w: more than %d strings in the workbook", ErrTooLarge, maxSharedStrings)
+					return fmt.Errorf("%w: more than %d strings in the workbook", ErrTooLarge, maxSharedStrings)
 				}
 				out = append(out, cur.String())
 			case "t":
@@ -111,7 +86,15 @@ func (d *doc) sharedStrings() ([]string, error) {
 				cur.Write(e)
 			}
 		}
+		return nil
+	})
+	if errors.Is(err, errNoEntry) {
+		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // colIndex turns the letters of a cell reference ("BC12") into a column
@@ -132,24 +115,12 @@ func colIndex(ref string) int {
 }
 
 func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
-	w, c, err := d.z.xml(part)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	var cells []string
 	col := 0
 	var typ string
 	var val strings.Builder
 	inV, inIs := false, false
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return d.z.walk(part, func(t xml.Token) error {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -201,5 +172,6 @@ func (d *doc) xlsxSheet(p *parts, part string, shared []string) error {
 				val.Write(e)
 			}
 		}
-	}
+		return nil
+	})
 }

@@ -156,7 +156,9 @@ func (x *xmlBound) filter(out, in []byte) ([]byte, error) {
 					x.st = xText
 				}
 			}
-		case xTag:
+		case xTag, xDirective:
+			// Both end at a '>' outside quotes; only a directive nests
+			// <...> (a DOCTYPE's internal subset).
 			switch {
 			case x.quote != 0:
 				if c == x.quote {
@@ -164,6 +166,14 @@ func (x *xmlBound) filter(out, in []byte) ([]byte, error) {
 				}
 			case c == '"' || c == '\'':
 				x.quote = c
+			case x.st == xTag:
+				if c == '>' {
+					x.st = xText
+				}
+			case c == '<':
+				x.depth++
+			case c == '>' && x.depth > 0:
+				x.depth--
 			case c == '>':
 				x.st = xText
 			}
@@ -173,21 +183,6 @@ func (x *xmlBound) filter(out, in []byte) ([]byte, error) {
 			}
 		case xComment:
 			if c == '>' && x.tail == [2]byte{'-', '-'} {
-				x.st = xText
-			}
-		case xDirective:
-			switch {
-			case x.quote != 0:
-				if c == x.quote {
-					x.quote = 0
-				}
-			case c == '"' || c == '\'':
-				x.quote = c
-			case c == '<':
-				x.depth++
-			case c == '>' && x.depth > 0:
-				x.depth--
-			case c == '>':
 				x.st = xText
 			}
 		}

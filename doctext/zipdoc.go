@@ -214,6 +214,40 @@ func (z *zipDoc) xml(name string) (*xmlWalk, io.Closer, error) {
 	return &xmlWalk{ctx: ctx, d: d, name: name}, rc, nil
 }
 
+// errStop, returned by a walk's function, ends the walk without an error.
+var errStop = errors.New("stop walking")
+
+// walk calls f with each token of the XML entry name, up to its end, an
+// error, or f's errStop. That the entry cannot be opened is z.xml's
+// error as it is, so errNoEntry still reads as "absent".
+func (z *zipDoc) walk(name string, f func(xml.Token) error) error {
+	w, c, err := z.xml(name)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return w.each(f)
+}
+
+// each calls f with each remaining token; see walk.
+func (w *xmlWalk) each(f func(xml.Token) error) error {
+	for {
+		t, err := w.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = f(t)
+		}
+		if err == errStop {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // next returns the next token, or io.EOF at the end; every few thousand
 // tokens it stops if the extraction's context has ended.
 func (w *xmlWalk) next() (xml.Token, error) {
@@ -265,25 +299,18 @@ func attrNS(e xml.StartElement, space, local string) string {
 // rels reads a relationships part: Id → entry name.
 func (z *zipDoc) rels(part string) (map[string]string, error) {
 	relsName := path.Join(path.Dir(part), "_rels", path.Base(part)+".rels")
-	w, c, err := z.xml(relsName)
-	if err != nil {
-		if errors.Is(err, errNoEntry) {
-			return map[string]string{}, nil
-		}
-		return nil, err
-	}
-	defer c.Close()
 	m := map[string]string{}
-	for {
-		t, err := w.next()
-		if err == io.EOF {
-			return m, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := z.walk(relsName, func(t xml.Token) error {
 		if e, ok := t.(xml.StartElement); ok && e.Name.Local == "Relationship" && attr(e, "TargetMode") != "External" {
 			m[attr(e, "Id")] = resolve(part, attr(e, "Target"))
 		}
+		return nil
+	})
+	if errors.Is(err, errNoEntry) {
+		return map[string]string{}, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -11,6 +11,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // instantHost answers fetch_media at once for a file already in place,
@@ -53,7 +54,7 @@ func BenchmarkFetchMediaInline10KB(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := mcpgo.CallToolRequest{}
-	req.Params.Name = ToolFetchMedia
+	req.Params.Name = registry.FetchMedia
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000001"}
 	ctx := context.Background()
 	b.SetBytes(int64(len(data)))

@@ -42,7 +42,7 @@ func BenchmarkFetchMediaEndToEnd(b *testing.B) {
 			c, ref := e2eRig(b, img, tc.inProcess)
 			ctx := context.Background()
 			req := mcpgo.CallToolRequest{}
-			req.Params.Name = mcp.ToolFetchMedia
+			req.Params.Name = registry.FetchMedia
 			req.Params.Arguments = map[string]any{"mediaRef": ref}
 			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 				b.Fatalf("warm-up fetch: %v %+v", err, res)

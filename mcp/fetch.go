@@ -17,28 +17,29 @@ import (
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	ref, _, err := stringArg(req, "mediaRef")
 	if err != nil {
-		return badArgs(ToolFetchMedia, "%v", err), nil
+		return badArgs(registry.FetchMedia, "%v", err), nil
 	}
 	// Models often copy the whole "ref:tg_..." field from the placeholder.
 	ref = strings.TrimPrefix(strings.TrimSpace(ref), "ref:")
 	if ref == "" {
-		return badArgs(ToolFetchMedia, "mediaRef is required"), nil
+		return badArgs(registry.FetchMedia, "mediaRef is required"), nil
 	}
 	if !mediaregistry.ValidRefID(ref) {
-		return badArgs(ToolFetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", oneLine(ref, 80)), nil
+		return badArgs(registry.FetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", oneLine(ref, 80)), nil
 	}
 	pages, _, err := stringArg(req, "pages")
 	if err != nil {
-		return badArgs(ToolFetchMedia, "%v", err), nil
+		return badArgs(registry.FetchMedia, "%v", err), nil
 	}
 	var res ipc.FetchMediaResult
 	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
-		return toolError(ToolFetchMedia, err), nil
+		return toolError(registry.FetchMedia, err), nil
 	}
 	r := t.fetchResult(ctx, res, strings.TrimSpace(pages))
 	if t.links != nil && !r.IsError {
@@ -59,12 +60,12 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages
 	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
-		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", oneLine(res.Path, 200), err))
+		return toolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", oneLine(res.Path, 200), err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return toolError(ToolFetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
+		return toolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
 	}
 
 	m := mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size()}
@@ -141,7 +142,7 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 	case errors.Is(err, doctext.ErrUnsupported):
 		return nil
 	case errors.Is(err, doctext.ErrPages):
-		return badArgs(ToolFetchMedia, "%v", err)
+		return badArgs(registry.FetchMedia, "%v", err)
 	case err != nil:
 		t.log.Info("mcp fetch_media: document not read", "ref", m.res.Ref, "err", err)
 		note := fmt.Sprintf("Its text could not be read: %v.", err)

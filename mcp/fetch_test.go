@@ -16,6 +16,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 func encodePNG(t testing.TB, img image.Image) []byte {
@@ -80,7 +81,7 @@ func TestFetchSmallImageInline(t *testing.T) {
 	h.add(media("tg_k3J9x2Qa7P", "Image", "image/png", "media/tg_k3J9x2Qa7P_photo.png", src))
 	c := connect(t, newTestServer(t, h, 0))
 
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_k3J9x2Qa7P"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_k3J9x2Qa7P"})
 	texts, images, emb := parts(t, res)
 	if res.IsError || len(images) != 1 || len(texts) != 1 || len(emb) != 0 {
 		t.Fatalf("want one text and one image, got error=%v %q images=%d embedded=%d", res.IsError, texts, len(images), len(emb))
@@ -126,7 +127,7 @@ func TestFetchLargeImagePreview(t *testing.T) {
 			c := connect(t, newTestServer(t, h, inlineMax))
 			t.Logf("source %d bytes", len(tc.data))
 
-			res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_BigPicture01"})
+			res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_BigPicture01"})
 			texts, images, _ := parts(t, res)
 			if res.IsError || len(images) != 1 || len(texts) != 1 {
 				t.Fatalf("want text + preview, got error=%v %q images=%d", res.IsError, texts, len(images))
@@ -207,7 +208,7 @@ func TestFetchDocuments(t *testing.T) {
 			ref := strings.Join(strings.SplitN(base, "_", 3)[:2], "_")
 			h.add(media(ref, tc.kind, tc.mime, tc.rel, tc.data))
 			c := connect(t, newTestServer(t, h, 4096))
-			res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": ref})
+			res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
 			texts, images, emb := parts(t, res)
 			if res.IsError || len(texts) != 1 || len(images) != 0 {
 				t.Fatalf("got error=%v %q images=%d", res.IsError, texts, len(images))
@@ -267,7 +268,7 @@ func TestFetchRefusesPathsOutsideGroup(t *testing.T) {
 	h.add(fakeMedia{res: ipc.FetchMediaResult{Ref: "tg_Missing0001", Kind: "Image", MIME: "image/png", Path: "media/gone.png"}})
 	c := connect(t, newTestServer(t, h, 0))
 	for _, ref := range []string{"tg_SymlinkOut1", "tg_DotDotPath1", "tg_AbsPath0001", "tg_Missing0001"} {
-		res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": ref})
+		res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
 		texts, images, _ := parts(t, res)
 		if !res.IsError || len(images) != 0 || !strings.Contains(texts[0], "[internal]") {
 			t.Errorf("%s: got error=%v %q images=%d", ref, res.IsError, texts, len(images))
@@ -279,13 +280,13 @@ func TestFetchBadRef(t *testing.T) {
 	h := newFakeHost(t, "family")
 	c := connect(t, newTestServer(t, h, 0))
 	for _, args := range []map[string]any{{}, {"mediaRef": ""}, {"mediaRef": "../../etc/passwd"}, {"mediaRef": 12}} {
-		res := callTool(t, c, ToolFetchMedia, args)
+		res := callTool(t, c, registry.FetchMedia, args)
 		texts, _, _ := parts(t, res)
 		if !res.IsError || !strings.Contains(texts[0], "bad_request") {
 			t.Errorf("%v: got error=%v %q", args, res.IsError, texts)
 		}
 	}
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_Unknown0001"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_Unknown0001"})
 	texts, _, _ := parts(t, res)
 	if !res.IsError || !strings.Contains(texts[0], "not_found") {
 		t.Errorf("unknown ref: got error=%v %q", res.IsError, texts)
@@ -301,7 +302,7 @@ func TestFetchSniffsWhenMIMEMissing(t *testing.T) {
 	m := media("tg_NoMimeGiven1", "Image", "", "media/tg_NoMimeGiven1", src)
 	h.add(m)
 	c := connect(t, newTestServer(t, h, 0))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_NoMimeGiven1"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_NoMimeGiven1"})
 	_, images, _ := parts(t, res)
 	if res.IsError || len(images) != 1 || images[0].MIMEType != "image/png" {
 		t.Fatalf("got error=%v images=%d", res.IsError, len(images))

@@ -16,15 +16,6 @@ import (
 // media service answers (it holds the provider keys, the cache and the
 // channels); the registry offers each only when its model is configured.
 
-// Tool names of media generation.
-const (
-	ToolGenerateImage = registry.GenerateImage
-	ToolSpeak         = registry.Speak
-	ToolGenerateVideo = registry.GenerateVideo
-	ToolCancelVideo   = registry.CancelVideo
-	ToolListVideos    = registry.ListVideos
-)
-
 // GenerateTools says which generation models are configured
 // (media.generation.image, .speech, .video).
 type GenerateTools = registry.Generate
@@ -55,28 +46,19 @@ func generationError(tool string, err error) *mcpgo.CallToolResult {
 func (t *tools) generateImage(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.GenerateImageArgs
 	var err error
-	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
-		return badArgs(ToolGenerateImage, "%v", err), nil
+	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the image"); err == nil {
+		err = readStrings(req, into{"size", &a.Size}, into{"source_ref", &a.SourceRef}, into{"caption", &a.Caption})
 	}
-	if strings.TrimSpace(a.Prompt) == "" {
-		return badArgs(ToolGenerateImage, "prompt is required: describe the image"), nil
+	if err == nil {
+		a.Send, err = boolArg(req, "send", true)
 	}
-	if a.Size, _, err = stringArg(req, "size"); err != nil {
-		return badArgs(ToolGenerateImage, "%v", err), nil
-	}
-	if a.SourceRef, _, err = stringArg(req, "source_ref"); err != nil {
-		return badArgs(ToolGenerateImage, "%v", err), nil
+	if err != nil {
+		return badArgs(registry.GenerateImage, "%v", err), nil
 	}
 	a.SourceRef = strings.TrimPrefix(strings.TrimSpace(a.SourceRef), "ref:")
-	if a.Caption, _, err = stringArg(req, "caption"); err != nil {
-		return badArgs(ToolGenerateImage, "%v", err), nil
-	}
-	if a.Send, err = boolArg(req, "send", true); err != nil {
-		return badArgs(ToolGenerateImage, "%v", err), nil
-	}
 	var res ipc.GeneratedResult
 	if err := t.callFor(ctx, t.genTimeout, ipc.TypeGenerateImage, a, &res); err != nil {
-		return generationError(ToolGenerateImage, err), nil
+		return generationError(registry.GenerateImage, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Image", res)), nil
 }
@@ -84,21 +66,18 @@ func (t *tools) generateImage(ctx context.Context, req mcpgo.CallToolRequest) (*
 func (t *tools) speak(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.SpeakArgs
 	var err error
-	if a.Text, _, err = stringArg(req, "text"); err != nil {
-		return badArgs(ToolSpeak, "%v", err), nil
+	if a.Text, err = requiredArg(req, "text", "text is required: the words to speak"); err == nil {
+		err = readStrings(req, into{"voice", &a.Voice})
 	}
-	if strings.TrimSpace(a.Text) == "" {
-		return badArgs(ToolSpeak, "text is required: the words to speak"), nil
+	if err == nil {
+		a.Send, err = boolArg(req, "send", true)
 	}
-	if a.Voice, _, err = stringArg(req, "voice"); err != nil {
-		return badArgs(ToolSpeak, "%v", err), nil
-	}
-	if a.Send, err = boolArg(req, "send", true); err != nil {
-		return badArgs(ToolSpeak, "%v", err), nil
+	if err != nil {
+		return badArgs(registry.Speak, "%v", err), nil
 	}
 	var res ipc.GeneratedResult
 	if err := t.callFor(ctx, t.genTimeout, ipc.TypeSpeak, a, &res); err != nil {
-		return generationError(ToolSpeak, err), nil
+		return generationError(registry.Speak, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Voice note", res)), nil
 }
@@ -126,11 +105,8 @@ func generatedText(what string, res ipc.GeneratedResult) string {
 func (t *tools) generateVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.GenerateVideoArgs
 	var err error
-	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
-		return badArgs(ToolGenerateVideo, "%v", err), nil
-	}
-	if strings.TrimSpace(a.Prompt) == "" {
-		return badArgs(ToolGenerateVideo, "prompt is required: describe the video"), nil
+	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the video"); err != nil {
+		return badArgs(registry.GenerateVideo, "%v", err), nil
 	}
 	if v, ok := req.GetArguments()["seconds"]; ok && v != nil {
 		n, ok := intArg(v)
@@ -139,16 +115,16 @@ func (t *tools) generateVideo(ctx context.Context, req mcpgo.CallToolRequest) (*
 			ok = err == nil
 		}
 		if !ok || (n != 4 && n != 8 && n != 12) {
-			return badArgs(ToolGenerateVideo, "seconds must be 4, 8 or 12"), nil
+			return badArgs(registry.GenerateVideo, "seconds must be 4, 8 or 12"), nil
 		}
 		a.Seconds = n
 	}
 	if a.Size, _, err = stringArg(req, "size"); err != nil {
-		return badArgs(ToolGenerateVideo, "%v", err), nil
+		return badArgs(registry.GenerateVideo, "%v", err), nil
 	}
 	var res ipc.VideoJobResult
 	if err := t.call(ctx, ipc.TypeGenerateVideo, a, &res); err != nil {
-		return generationError(ToolGenerateVideo, err), nil
+		return generationError(registry.GenerateVideo, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d started with %s (%s, %ds); it must be ready by %s. %s",
 		res.ID, res.Model, res.State, res.Seconds, res.Deadline, res.Note)), nil
@@ -157,11 +133,11 @@ func (t *tools) generateVideo(ctx context.Context, req mcpgo.CallToolRequest) (*
 func (t *tools) cancelVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	id, ok := intArg(req.GetArguments()["id"])
 	if !ok || id < 1 {
-		return badArgs(ToolCancelVideo, "id must be a video job id (a positive integer) from generate_video"), nil
+		return badArgs(registry.CancelVideo, "id must be a video job id (a positive integer) from generate_video"), nil
 	}
 	var res ipc.VideoJobResult
 	if err := t.call(ctx, ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: int64(id)}, &res); err != nil {
-		return toolError(ToolCancelVideo, err), nil
+		return toolError(registry.CancelVideo, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note)), nil
 }
@@ -169,7 +145,7 @@ func (t *tools) cancelVideo(ctx context.Context, req mcpgo.CallToolRequest) (*mc
 func (t *tools) listVideos(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var res ipc.ListVideosResult
 	if err := t.call(ctx, ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
-		return toolError(ToolListVideos, err), nil
+		return toolError(registry.ListVideos, err), nil
 	}
 	return mcpgo.NewToolResultText(videosText(res)), nil
 }

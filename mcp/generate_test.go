@@ -12,6 +12,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // Generation tools are offered only for configured models.
@@ -32,7 +33,7 @@ func TestGenerateToolsOnlyWhenConfigured(t *testing.T) {
 	for _, tool := range res.Tools {
 		have[tool.Name] = true
 	}
-	if !have[ToolSpeak] || have[ToolGenerateImage] || have[ToolGenerateVideo] || have[ToolCancelVideo] || have[ToolListVideos] {
+	if !have[registry.Speak] || have[registry.GenerateImage] || have[registry.GenerateVideo] || have[registry.CancelVideo] || have[registry.ListVideos] {
 		t.Errorf("tools %v", have)
 	}
 }
@@ -45,15 +46,15 @@ func TestGenerateToolArguments(t *testing.T) {
 		wantTyp string // "" refused before IPC
 		want    string // in the IPC args, or in the refusal
 	}{
-		{"image sends by default", ToolGenerateImage, map[string]any{"prompt": "a red square"}, ipc.TypeGenerateImage, `"send":true`},
-		{"image kept for MEDIA:", ToolGenerateImage, map[string]any{"prompt": "x", "send": false}, ipc.TypeGenerateImage, `"send":false`},
-		{"edit ref prefix trimmed", ToolGenerateImage, map[string]any{"prompt": "x", "source_ref": "ref:tg_abcdefghij12"}, ipc.TypeGenerateImage, `"source_ref":"tg_abcdefghij12"`},
-		{"empty prompt", ToolGenerateImage, map[string]any{"prompt": "  "}, "", "prompt is required"},
-		{"send not a bool", ToolSpeak, map[string]any{"text": "hi", "send": "yes"}, "", "send must be true or false"},
-		{"speak voice", ToolSpeak, map[string]any{"text": "hi", "voice": "nova"}, ipc.TypeSpeak, `"voice":"nova"`},
-		{"video seconds as text", ToolGenerateVideo, map[string]any{"prompt": "waves", "seconds": "8"}, ipc.TypeGenerateVideo, `"seconds":8`},
-		{"video bad seconds", ToolGenerateVideo, map[string]any{"prompt": "waves", "seconds": 5}, "", "seconds must be 4, 8 or 12"},
-		{"cancel needs an id", ToolCancelVideo, map[string]any{"id": 0}, "", "id must be a video job id"},
+		{"image sends by default", registry.GenerateImage, map[string]any{"prompt": "a red square"}, ipc.TypeGenerateImage, `"send":true`},
+		{"image kept for MEDIA:", registry.GenerateImage, map[string]any{"prompt": "x", "send": false}, ipc.TypeGenerateImage, `"send":false`},
+		{"edit ref prefix trimmed", registry.GenerateImage, map[string]any{"prompt": "x", "source_ref": "ref:tg_abcdefghij12"}, ipc.TypeGenerateImage, `"source_ref":"tg_abcdefghij12"`},
+		{"empty prompt", registry.GenerateImage, map[string]any{"prompt": "  "}, "", "prompt is required"},
+		{"send not a bool", registry.Speak, map[string]any{"text": "hi", "send": "yes"}, "", "send must be true or false"},
+		{"speak voice", registry.Speak, map[string]any{"text": "hi", "voice": "nova"}, ipc.TypeSpeak, `"voice":"nova"`},
+		{"video seconds as text", registry.GenerateVideo, map[string]any{"prompt": "waves", "seconds": "8"}, ipc.TypeGenerateVideo, `"seconds":8`},
+		{"video bad seconds", registry.GenerateVideo, map[string]any{"prompt": "waves", "seconds": 5}, "", "seconds must be 4, 8 or 12"},
+		{"cancel needs an id", registry.CancelVideo, map[string]any{"id": 0}, "", "id must be a video job id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +83,7 @@ func TestGenerateRefusalIsASentence(t *testing.T) {
 		h := newFakeHost(t, "family")
 		h.err = ipc.Errorf(code, "The provider refused this request under its content policy, so nothing was made.")
 		c := connect(t, newTestServer(t, h, 0))
-		res := callTool(t, c, ToolGenerateImage, map[string]any{"prompt": "something"})
+		res := callTool(t, c, registry.GenerateImage, map[string]any{"prompt": "something"})
 		text := resultText(t, res)
 		if !res.IsError || !strings.HasPrefix(text, "The provider refused") || strings.Contains(text, "["+code+"]") ||
 			!strings.Contains(text, "Tell the chat") {
@@ -172,7 +173,7 @@ func TestListVideos(t *testing.T) {
 				calls = append(calls, typ+" "+string(args))
 				return tc.res, nil
 			}, 5*time.Second, 0)
-			res := callTool(t, c, ToolListVideos, nil)
+			res := callTool(t, c, registry.ListVideos, nil)
 			if got := resultText(t, res); res.IsError || got != strings.Join(tc.want, "\n") {
 				t.Errorf("got error=%v\n%s\nwant\n%s", res.IsError, got, strings.Join(tc.want, "\n"))
 			}
@@ -192,8 +193,8 @@ func TestGenerationOutlivesCallTimeout(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{ToolGenerateImage, map[string]any{"prompt": "a red square", "send": false}, "MEDIA:./media/gn_abcdefghij12.png"},
-		{ToolSpeak, map[string]any{"text": "hello", "send": false}, "MEDIA:./media/gn_abcdefghij12.png"},
+		{registry.GenerateImage, map[string]any{"prompt": "a red square", "send": false}, "MEDIA:./media/gn_abcdefghij12.png"},
+		{registry.Speak, map[string]any{"text": "hello", "send": false}, "MEDIA:./media/gn_abcdefghij12.png"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool, func(t *testing.T) {
@@ -220,7 +221,7 @@ func TestGenerationOutlivesCallTimeout(t *testing.T) {
 			}
 			// Another tool, asked after the generation began, runs out of
 			// its call timeout while the generation still waits.
-			other := callTool(t, c, ToolListVideos, nil)
+			other := callTool(t, c, registry.ListVideos, nil)
 			if text := resultText(t, other); !other.IsError || !strings.Contains(text, "no_host") {
 				t.Errorf("list_videos: error=%v %q", other.IsError, text)
 			}

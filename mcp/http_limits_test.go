@@ -15,6 +15,8 @@ import (
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // hangGuard bounds every read below. It only turns a hang into a failure:
@@ -338,7 +340,7 @@ func TestHTTPRequestCapPerToken(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			req := mcpgo.CallToolRequest{}
-			req.Params.Name = ToolFetchMedia
+			req.Params.Name = registry.FetchMedia
 			req.Params.Arguments = map[string]any{"mediaRef": "tg_Missing00001"}
 			_, err := c.CallTool(ctx, req)
 			errs <- err

@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	registry "github.com/botd-dev/botd/tools"
 )
 
 const (
@@ -112,7 +114,7 @@ func TestHTTPTokenReachesOnlyItsGroup(t *testing.T) {
 			t.Fatalf("tools/list: %v (%d tools)", err, len(tools.Tools))
 		}
 		before := len(tc.other.Served())
-		res := callTool(t, c, ToolSendMessage, map[string]any{"text": "hi"})
+		res := callTool(t, c, registry.SendMessage, map[string]any{"text": "hi"})
 		texts, _, _ := parts(t, res)
 		if res.IsError || !strings.Contains(texts[0], "telegram:-100"+tc.host.group) {
 			t.Fatalf("%s: %v %q", tc.host.group, res.IsError, texts)
@@ -267,7 +269,7 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	// A client with an open session (and possibly a listening stream).
 	url := "http://" + ln.Addr().String() + HTTPPath
 	c := httpClient(t, url, tokFamily)
-	res := callTool(t, c, ToolListMedia, map[string]any{})
+	res := callTool(t, c, registry.ListMedia, map[string]any{})
 	if res.IsError {
 		t.Fatalf("list_media over HTTP: %v", res.Content)
 	}

@@ -26,6 +26,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/internal/box"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // The bombs of issue 13 are built here rather than checked in: a few
@@ -210,7 +211,7 @@ func TestFetchImageBombs(t *testing.T) {
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": b.ref})
+			res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": b.ref})
 			runtime.ReadMemStats(&after)
 
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
@@ -255,7 +256,7 @@ func TestFetchActiveContentIsPlainText(t *testing.T) {
 			ref := "tg_Active" + strings.Repeat("0", 6) + strconv.Itoa(i)
 			h.add(media(ref, "Document", tc.mime, tc.rel, []byte(tc.data)))
 			c := connect(t, newTestServer(t, h, 0))
-			res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": ref})
+			res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
 			texts, images, emb := parts(t, res)
 			if res.IsError || len(images) != 0 || len(texts) != 1 {
 				t.Fatalf("got error=%v images=%d %q", res.IsError, len(images), texts)

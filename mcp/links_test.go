@@ -23,6 +23,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store/s3test"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // remoteFixture is botd mcp --http with links on, for the family and work
@@ -72,7 +73,7 @@ func addFile(t *testing.T, h *fakeHost, ref, kind, name, mime, path string, data
 // fetchLink calls fetch_media and returns the result's botd:// resource link.
 func fetchLink(t *testing.T, c *client.Client, ref string) (mcpgo.ResourceLink, string) {
 	t.Helper()
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": ref})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
 	if res.IsError {
 		t.Fatalf("fetch_media %s failed: %+v", ref, res.Content)
 	}

@@ -26,17 +26,13 @@ import (
 const errGlobalMainOnly = "only the main group can change the global memory"
 
 func (t *tools) remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ws, global, refused := t.memoryArgs(ToolRemember, req, "note")
+	ws, global, note, refused := t.memoryArgs(registry.Remember, req, "note")
 	if refused != nil {
 		return refused, nil
 	}
-	note, _, err := stringArg(req, "note")
-	if err != nil {
-		return badArgs(ToolRemember, "%v", err), nil
-	}
 	stored, err := ws.Remember(note, time.Now())
 	if err != nil {
-		return memoryFailure(ToolRemember, err), nil
+		return memoryFailure(registry.Remember, err), nil
 	}
 	t.log.Info("mcp memory: note added", "global", global, "runes", utf8.RuneCountInString(stored))
 	if global {
@@ -46,17 +42,13 @@ func (t *tools) remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.C
 }
 
 func (t *tools) forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ws, global, refused := t.memoryArgs(ToolForget, req, "text")
+	ws, global, text, refused := t.memoryArgs(registry.Forget, req, "text")
 	if refused != nil {
 		return refused, nil
 	}
-	text, _, err := stringArg(req, "text")
-	if err != nil {
-		return badArgs(ToolForget, "%v", err), nil
-	}
 	n, err := ws.Forget(text)
 	if err != nil {
-		return memoryFailure(ToolForget, err), nil
+		return memoryFailure(registry.Forget, err), nil
 	}
 	t.log.Info("mcp memory: notes removed", "global", global, "notes", n)
 	msg := fmt.Sprintf("forgot %d line", n)
@@ -69,35 +61,39 @@ func (t *tools) forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 	return mcpgo.NewToolResultText(msg), nil
 }
 
-// memoryArgs checks a memory tool's arguments and picks the memory it may
-// change: the group's own, or the global one for the main group only. Any
-// argument besides field and scope is refused, so that a model passing
-// e.g. a group name learns that it cannot choose one.
-func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string) (ws groups.Workspace, global bool, refused *mcpgo.CallToolResult) {
+// memoryArgs checks a memory tool's arguments, reads its field, and picks
+// the memory it may change: the group's own, or the global one for the
+// main group only. Any argument besides field and scope is refused, so
+// that a model passing e.g. a group name learns that it cannot choose one.
+func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string) (ws groups.Workspace, global bool, value string, refused *mcpgo.CallToolResult) {
 	for k := range req.GetArguments() {
 		if k != field && k != "scope" {
-			return ws, false, badArgs(tool, "unknown argument %q: %s takes %s and scope, and changes only this group's memory "+
+			return ws, false, "", badArgs(tool, "unknown argument %q: %s takes %s and scope, and changes only this group's memory "+
 				"(or, from the main group, the global one)", k, tool, field)
 		}
 	}
 	scope, _, err := stringArg(req, "scope")
 	if err != nil {
-		return ws, false, badArgs(tool, "%v", err)
+		return ws, false, "", badArgs(tool, "%v", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(scope)) {
 	case "", registry.ScopeGroup:
-		return t.ws, false, nil
+		ws = t.ws
 	case registry.ScopeGlobal:
 		if !t.main {
-			return ws, false, toolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
+			return ws, false, "", toolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
 		}
 		if t.global.Root == "" {
-			return ws, false, toolFailure(tool, ipc.CodeForbidden, "this server has no global memory")
+			return ws, false, "", toolFailure(tool, ipc.CodeForbidden, "this server has no global memory")
 		}
-		return t.global, true, nil
+		ws, global = t.global, true
 	default:
-		return ws, false, badArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
+		return ws, false, "", badArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
 	}
+	if value, _, err = stringArg(req, field); err != nil {
+		return groups.Workspace{}, false, "", badArgs(tool, "%v", err)
+	}
+	return ws, global, value, nil
 }
 
 // memoryFailure is a tool error for a failed Remember or Forget.

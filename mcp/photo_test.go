@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // halves is a w×h image, left half red, right half blue.
@@ -89,7 +91,7 @@ func TestPhotoIsTurnedUpright(t *testing.T) {
 	data := withOrientation(t, halves(40, 20), 6, binary.LittleEndian)
 	h.add(media("tg_SidewaysPic1", "Image", "image/jpeg", "media/tg_SidewaysPic1.jpg", data))
 	c := connect(t, newTestServer(t, h, 1<<20))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_SidewaysPic1"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_SidewaysPic1"})
 	texts, images, _ := parts(t, res)
 	if res.IsError || len(images) != 1 {
 		t.Fatalf("error=%v texts=%q images=%d", res.IsError, texts, len(images))
@@ -178,7 +180,7 @@ func TestAnimatedGIFIsDescribedAsSuch(t *testing.T) {
 	h := newFakeHost(t, "family")
 	h.add(media("tg_AnimatedGif1", "Animation", "image/gif", "media/tg_AnimatedGif1.gif", animatedGIF(t, 7)))
 	c := connect(t, newTestServer(t, h, 1<<20))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_AnimatedGif1"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_AnimatedGif1"})
 	texts, images, _ := parts(t, res)
 	if res.IsError || len(images) != 1 || images[0].MIMEType == "image/gif" {
 		t.Fatalf("error=%v images=%d (want one still preview, not the GIF)", res.IsError, len(images))
@@ -204,7 +206,7 @@ func TestTransparentPreviewKeepsAlpha(t *testing.T) {
 	h := newFakeHost(t, "family")
 	h.add(media("tg_LogoWithAlpha", "Document", "image/png", "media/tg_LogoWithAlpha.png", b.Bytes()))
 	c := connect(t, newTestServer(t, h, 1<<20))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_LogoWithAlpha"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_LogoWithAlpha"})
 	texts, images, _ := parts(t, res)
 	if res.IsError || len(images) != 1 || images[0].MIMEType != "image/png" {
 		t.Fatalf("error=%v images=%d %q", res.IsError, len(images), texts)
@@ -241,7 +243,7 @@ func TestHEICIsConvertedWhenAConverterIsInstalled(t *testing.T) {
 	h := newFakeHost(t, "family")
 	h.add(media("tg_IphonePhoto1", "Image", "image/heic", "media/tg_IphonePhoto1.heic", []byte("\x00\x00\x00\x18ftypheic not decoded here")))
 	c := connect(t, newTestServer(t, h, 1<<20))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_IphonePhoto1"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_IphonePhoto1"})
 	texts, images, _ := parts(t, res)
 	if res.IsError || len(images) != 1 || images[0].MIMEType != "image/jpeg" {
 		t.Fatalf("error=%v images=%d %q", res.IsError, len(images), texts)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/store"
+	registry "github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
 )
 
@@ -105,7 +106,7 @@ func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
 	h.media["tg_voiceNote1"] = m
 	h.mu.Unlock()
 	c := connect(t, newTestServer(t, h, 1<<20))
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_voiceNote1"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_voiceNote1"})
 	texts, _, _ := parts(t, res)
 	out := strings.Join(texts, "\n")
 	if !strings.Contains(out, "Transcribing it failed") || strings.Contains(out, strings.TrimPrefix(base, "http://")) {
@@ -116,7 +117,7 @@ func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
 	h.mu.Lock()
 	h.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading tg_voiceNote2 failed: %v (via %s)", pathErr, base+"/files")
 	h.mu.Unlock()
-	res = callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "tg_voiceNote2"})
+	res = callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_voiceNote2"})
 	texts, _, _ = parts(t, res)
 	out = strings.Join(texts, "\n")
 	if !res.IsError || !strings.Contains(out, "[download_failed]") {

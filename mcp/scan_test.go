@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/doctext/doctexttest"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // A scanned PDF (pages of images, no text layer) says so, and its pages
@@ -16,7 +17,7 @@ func TestScannedPDF(t *testing.T) {
 	fetch := func(t *testing.T) ([]string, int) {
 		h := newFakeHost(t, "family")
 		h.add(media("tg_ScannedDoc01", "Document", "application/pdf", "media/tg_ScannedDoc01.pdf", scan))
-		res := callTool(t, connect(t, newTestServer(t, h, 16)), ToolFetchMedia, map[string]any{"mediaRef": "tg_ScannedDoc01"})
+		res := callTool(t, connect(t, newTestServer(t, h, 16)), registry.FetchMedia, map[string]any{"mediaRef": "tg_ScannedDoc01"})
 		texts, images, _ := parts(t, res)
 		if res.IsError {
 			t.Fatalf("error: %q", texts)

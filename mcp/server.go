@@ -186,22 +186,22 @@ type handlerFunc func(t *tools, ctx context.Context, req mcpgo.CallToolRequest) 
 // handlers holds the MCP half of every tool of the registry
 // (registry.All), one line a tool.
 var handlers = map[string]handlerFunc{
-	ToolListMedia:     (*tools).listMedia,
-	ToolFetchMedia:    (*tools).fetchMedia,
-	ToolSendMessage:   (*tools).sendMessage,
-	ToolSendMedia:     (*tools).sendMedia,
-	ToolRemember:      (*tools).remember,
-	ToolForget:        (*tools).forget,
-	ToolScheduleTask:  (*tools).scheduleTask,
-	ToolListTasks:     (*tools).listTasks,
-	ToolPauseTask:     (*tools).changeTask,
-	ToolResumeTask:    (*tools).changeTask,
-	ToolCancelTask:    (*tools).changeTask,
-	ToolGenerateImage: (*tools).generateImage,
-	ToolSpeak:         (*tools).speak,
-	ToolGenerateVideo: (*tools).generateVideo,
-	ToolCancelVideo:   (*tools).cancelVideo,
-	ToolListVideos:    (*tools).listVideos,
+	registry.ListMedia:     (*tools).listMedia,
+	registry.FetchMedia:    (*tools).fetchMedia,
+	registry.SendMessage:   (*tools).sendMessage,
+	registry.SendMedia:     (*tools).sendMedia,
+	registry.Remember:      (*tools).remember,
+	registry.Forget:        (*tools).forget,
+	registry.ScheduleTask:  (*tools).scheduleTask,
+	registry.ListTasks:     (*tools).listTasks,
+	registry.PauseTask:     (*tools).changeTask,
+	registry.ResumeTask:    (*tools).changeTask,
+	registry.CancelTask:    (*tools).changeTask,
+	registry.GenerateImage: (*tools).generateImage,
+	registry.Speak:         (*tools).speak,
+	registry.GenerateVideo: (*tools).generateVideo,
+	registry.CancelVideo:   (*tools).cancelVideo,
+	registry.ListVideos:    (*tools).listVideos,
 }
 
 // offer is what this server is built for, in the registry's terms.

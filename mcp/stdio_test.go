@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/internal/testwait"
+	registry "github.com/botd-dev/botd/tools"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -68,7 +69,7 @@ func TestStdioAnswersWhileHostIsBusy(t *testing.T) {
 	go func() {
 		defer close(fetchDone)
 		req := mcpgo.CallToolRequest{}
-		req.Params.Name = ToolFetchMedia
+		req.Params.Name = registry.FetchMedia
 		req.Params.Arguments = map[string]any{"mediaRef": "tg_k3J9x2Qa7P"}
 		c.CallTool(ctx, req)
 	}()
@@ -126,7 +127,7 @@ func TestStdioReturnsOnCancel(t *testing.T) {
 	c, stdin, _, done := stdioPair(t, ctx, h)
 	defer stdin.Close()
 	initClient(t, c)
-	res := callTool(t, c, ToolSendMessage, map[string]any{"text": "over stdio"})
+	res := callTool(t, c, registry.SendMessage, map[string]any{"text": "over stdio"})
 	if res.IsError {
 		t.Fatalf("send over stdio: %v", res.Content)
 	}

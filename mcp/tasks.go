@@ -15,43 +15,24 @@ import (
 // scheduler answers; which tasks a call may see and change is decided
 // there, by the group the request comes from.
 
-// Tool names of scheduled tasks.
-const (
-	ToolScheduleTask = registry.ScheduleTask
-	ToolListTasks    = registry.ListTasks
-	ToolPauseTask    = registry.PauseTask
-	ToolResumeTask   = registry.ResumeTask
-	ToolCancelTask   = registry.CancelTask
-)
-
 func (t *tools) scheduleTask(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.ScheduleTaskArgs
 	var err error
-	if a.Prompt, _, err = stringArg(req, "prompt"); err != nil {
-		return badArgs(ToolScheduleTask, "%v", err), nil
+	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: what to do when the task runs"); err == nil {
+		a.Schedule, err = scheduleArg(req.GetArguments()["schedule"])
 	}
-	if strings.TrimSpace(a.Prompt) == "" {
-		return badArgs(ToolScheduleTask, "prompt is required: what to do when the task runs"), nil
+	if err == nil {
+		err = readStrings(req, into{"context", &a.Context}, into{"group", &a.Group})
 	}
-	if a.Schedule, err = scheduleArg(req.GetArguments()["schedule"]); err != nil {
-		return badArgs(ToolScheduleTask, "%v", err), nil
+	if err == nil {
+		a.Batch, err = boolArg(req, "batch", false)
 	}
-	if a.Context, _, err = stringArg(req, "context"); err != nil {
-		return badArgs(ToolScheduleTask, "%v", err), nil
-	}
-	if a.Group, _, err = stringArg(req, "group"); err != nil {
-		return badArgs(ToolScheduleTask, "%v", err), nil
-	}
-	if b, ok := req.GetArguments()["batch"]; ok && b != nil {
-		v, isBool := b.(bool)
-		if !isBool {
-			return badArgs(ToolScheduleTask, "batch must be true or false"), nil
-		}
-		a.Batch = v
+	if err != nil {
+		return badArgs(registry.ScheduleTask, "%v", err), nil
 	}
 	var res ipc.TaskResult
 	if err := t.call(ctx, ipc.TypeScheduleTask, a, &res); err != nil {
-		return toolError(ToolScheduleTask, err), nil
+		return toolError(registry.ScheduleTask, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
 		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now)), nil
@@ -113,13 +94,12 @@ func scheduleArg(v any) (ipc.TaskSchedule, error) {
 
 func (t *tools) listTasks(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	var a ipc.ListTasksArgs
-	var err error
-	if a.Group, _, err = stringArg(req, "group"); err != nil {
-		return badArgs(ToolListTasks, "%v", err), nil
+	if err := readStrings(req, into{"group", &a.Group}); err != nil {
+		return badArgs(registry.ListTasks, "%v", err), nil
 	}
 	var res ipc.ListTasksResult
 	if err := t.call(ctx, ipc.TypeListTasks, a, &res); err != nil {
-		return toolError(ToolListTasks, err), nil
+		return toolError(registry.ListTasks, err), nil
 	}
 	return mcpgo.NewToolResultText(formatTasks(res)), nil
 }

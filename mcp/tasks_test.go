@@ -17,6 +17,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // schedCaller reaches a real scheduler the way the daemon's in-process
@@ -83,14 +84,14 @@ func (m *mcpTestClient) call(name string, args map[string]any) (string, bool) {
 func TestTaskTools(t *testing.T) {
 	fam, main := taskServers(t)
 
-	out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "Remind everyone to pay the rent.",
+	out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": "Remind everyone to pay the rent.",
 		"schedule": map[string]any{"cron": "0 10 1 * *"}})
 	if isErr || !strings.Contains(out, "Task 1 scheduled in family") || !strings.Contains(out, `cron "0 10 1 * *" (UTC)`) ||
 		!strings.Contains(out, "Next run: ") {
 		t.Fatalf("schedule_task: %s", out)
 	}
 	// A schedule written as a string is understood too.
-	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "check answers", "schedule": "in: 2h", "context": "isolated"}); isErr ||
+	if out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": "check answers", "schedule": "in: 2h", "context": "isolated"}); isErr ||
 		!strings.Contains(out, "context isolated") {
 		t.Fatalf("string schedule: %s", out)
 	}
@@ -108,39 +109,39 @@ func TestTaskTools(t *testing.T) {
 		{map[string]any{"prompt": " ", "schedule": map[string]any{"in": "1h"}}, "prompt is required"},
 		{map[string]any{"prompt": "x", "schedule": map[string]any{"in": "1h"}, "batch": "yes"}, "batch must be true or false"},
 	} {
-		if out, isErr := fam.call(ToolScheduleTask, bad.args); !isErr || !strings.Contains(out, bad.want) {
+		if out, isErr := fam.call(registry.ScheduleTask, bad.args); !isErr || !strings.Contains(out, bad.want) {
 			t.Errorf("%v: %s (error %v), want %q", bad.args, out, isErr, bad.want)
 		}
 	}
-	if out, isErr := main.call(ToolScheduleTask, map[string]any{"prompt": "Good morning, family!", "schedule": map[string]any{"every": "24h"},
+	if out, isErr := main.call(registry.ScheduleTask, map[string]any{"prompt": "Good morning, family!", "schedule": map[string]any{"every": "24h"},
 		"group": "family"}); isErr || !strings.Contains(out, "scheduled in family") {
 		t.Fatalf("main for family: %s", out)
 	}
 
-	out, _ = fam.call(ToolListTasks, nil)
+	out, _ = fam.call(registry.ListTasks, nil)
 	for _, want := range []string{"Timezone UTC", "#1 [active] in family", "#2 [active]", "#3 [active] in family: every 24h", "set up by main",
 		"prompt: Remind everyone to pay the rent."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list_tasks lacks %q:\n%s", want, out)
 		}
 	}
-	if out, _ := main.call(ToolListTasks, map[string]any{"group": "*"}); strings.Count(out, "\n- #") != 3 {
+	if out, _ := main.call(registry.ListTasks, map[string]any{"group": "*"}); strings.Count(out, "\n- #") != 3 {
 		t.Errorf("main lists every group:\n%s", out)
 	}
 
-	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now paused") {
+	if out, isErr := fam.call(registry.PauseTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now paused") {
 		t.Errorf("pause: %s", out)
 	}
-	if out, isErr := fam.call(ToolResumeTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now active") {
+	if out, isErr := fam.call(registry.ResumeTask, map[string]any{"id": 1}); isErr || !strings.Contains(out, "is now active") {
 		t.Errorf("resume: %s", out)
 	}
-	if out, isErr := fam.call(ToolCancelTask, map[string]any{"id": 2}); isErr || !strings.Contains(out, "is now cancelled") {
+	if out, isErr := fam.call(registry.CancelTask, map[string]any{"id": 2}); isErr || !strings.Contains(out, "is now cancelled") {
 		t.Errorf("cancel: %s", out)
 	}
-	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": "one"}); !isErr || !strings.Contains(out, "positive integer") {
+	if out, isErr := fam.call(registry.PauseTask, map[string]any{"id": "one"}); !isErr || !strings.Contains(out, "positive integer") {
 		t.Errorf("bad id: %s", out)
 	}
-	if out, isErr := fam.call(ToolPauseTask, map[string]any{"id": 99}); !isErr || !strings.Contains(out, "[not_found]") {
+	if out, isErr := fam.call(registry.PauseTask, map[string]any{"id": 99}); !isErr || !strings.Contains(out, "[not_found]") {
 		t.Errorf("unknown id: %s", out)
 	}
 }
@@ -148,14 +149,14 @@ func TestTaskTools(t *testing.T) {
 // batch is kept with the task and shown by list_tasks.
 func TestBatchTask(t *testing.T) {
 	fam, _ := taskServers(t)
-	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "weekly digest", "schedule": map[string]any{"every": "168h"}, "batch": true}); isErr ||
+	if out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": "weekly digest", "schedule": map[string]any{"every": "168h"}, "batch": true}); isErr ||
 		!strings.Contains(out, "batch (answered within hours") {
 		t.Fatalf("batch task: %s", out)
 	}
-	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "rent", "schedule": map[string]any{"in": "1h"}}); isErr {
+	if out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": "rent", "schedule": map[string]any{"in": "1h"}}); isErr {
 		t.Fatalf("plain task: %s", out)
 	}
-	if out, _ := fam.call(ToolListTasks, nil); !strings.Contains(out, "every 168h") || strings.Count(out, ", batch (") != 1 {
+	if out, _ := fam.call(registry.ListTasks, nil); !strings.Contains(out, "every 168h") || strings.Count(out, ", batch (") != 1 {
 		t.Fatalf("list_tasks should mark the batch task only: %s", out)
 	}
 }
@@ -172,7 +173,7 @@ func TestTaskToolsOfferGroupToMainOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tool := range res.Tools {
-			if tool.Name != ToolScheduleTask && tool.Name != ToolListTasks {
+			if tool.Name != registry.ScheduleTask && tool.Name != registry.ListTasks {
 				continue
 			}
 			if _, has := tool.InputSchema.Properties["group"]; has != c.want {
@@ -187,21 +188,21 @@ func TestTaskToolsOfferGroupToMainOnly(t *testing.T) {
 // ones were left out (the scheduler's own test makes 3000 pairs).
 func TestListTasksAfterManyCancelled(t *testing.T) {
 	fam, _ := taskServers(t)
-	if out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": "the one that stays", "schedule": map[string]any{"every": "24h"}}); isErr {
+	if out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": "the one that stays", "schedule": map[string]any{"every": "24h"}}); isErr {
 		t.Fatal(out)
 	}
 	const pairs = 2*scheduler.FinishedListed + 5
 	for i := range pairs {
-		out, isErr := fam.call(ToolScheduleTask, map[string]any{"prompt": fmt.Sprintf("reminder %d: %s", i, strings.Repeat("bring the long list ", 10)),
+		out, isErr := fam.call(registry.ScheduleTask, map[string]any{"prompt": fmt.Sprintf("reminder %d: %s", i, strings.Repeat("bring the long list ", 10)),
 			"schedule": map[string]any{"in": "2h"}})
 		if isErr {
 			t.Fatal(out)
 		}
-		if out, isErr := fam.call(ToolCancelTask, map[string]any{"id": i + 2}); isErr {
+		if out, isErr := fam.call(registry.CancelTask, map[string]any{"id": i + 2}); isErr {
 			t.Fatal(out)
 		}
 	}
-	out, isErr := fam.call(ToolListTasks, nil)
+	out, isErr := fam.call(registry.ListTasks, nil)
 	t.Logf("list_tasks after %d pairs: %d bytes", pairs, len(out))
 	if isErr {
 		t.Fatal(out)

@@ -18,16 +18,6 @@ import (
 	registry "github.com/botd-dev/botd/tools"
 )
 
-// Tool names, as the registry (package tools) declares them.
-const (
-	ToolListMedia   = registry.ListMedia
-	ToolFetchMedia  = registry.FetchMedia
-	ToolSendMessage = registry.SendMessage
-	ToolSendMedia   = registry.SendMedia
-	ToolRemember    = registry.Remember
-	ToolForget      = registry.Forget
-)
-
 // stringArg reads an optional string argument; a value of another type is
 // an error rather than silently ignored.
 func stringArg(req mcpgo.CallToolRequest, key string) (string, bool, error) {
@@ -40,6 +30,38 @@ func stringArg(req mcpgo.CallToolRequest, key string) (string, bool, error) {
 		return "", false, fmt.Errorf("%s must be a string", key)
 	}
 	return s, true, nil
+}
+
+// requiredArg reads a string argument that must not be blank; missing is
+// the error's sentence when it is.
+func requiredArg(req mcpgo.CallToolRequest, key, missing string) (string, error) {
+	s, _, err := stringArg(req, key)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", errors.New(missing)
+	}
+	return s, nil
+}
+
+// into names an optional string argument and where it goes.
+type into struct {
+	key string
+	dst *string
+}
+
+// readStrings reads optional string arguments in order; the first of
+// another type is the error.
+func readStrings(req mcpgo.CallToolRequest, args ...into) error {
+	for _, a := range args {
+		s, _, err := stringArg(req, a.key)
+		if err != nil {
+			return err
+		}
+		*a.dst = s
+	}
+	return nil
 }
 
 // intArg accepts an integer however the transport decoded it (JSON gives
@@ -67,24 +89,24 @@ func (t *tools) listMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
 		n, ok := intArg(v)
 		if !ok || n < 1 {
-			return badArgs(ToolListMedia, "limit must be a positive integer"), nil
+			return badArgs(registry.ListMedia, "limit must be a positive integer"), nil
 		}
 		args.Limit = min(n, registry.MaxListLimit)
 	}
 	kind, has, err := stringArg(req, "kind")
 	if err != nil {
-		return badArgs(ToolListMedia, "%v", err), nil
+		return badArgs(registry.ListMedia, "%v", err), nil
 	}
 	if has && kind != "" {
 		k, ok := mediaregistry.ParseKind(kind)
 		if !ok {
-			return badArgs(ToolListMedia, "unknown kind %q; one of %s", kind, strings.Join(registry.KindNames(), ", ")), nil
+			return badArgs(registry.ListMedia, "unknown kind %q; one of %s", kind, strings.Join(registry.KindNames(), ", ")), nil
 		}
 		args.Kind = string(k)
 	}
 	var res ipc.ListMediaResult
 	if err := t.call(ctx, ipc.TypeListMedia, args, &res); err != nil {
-		return toolError(ToolListMedia, err), nil
+		return toolError(registry.ListMedia, err), nil
 	}
 	return mcpgo.NewToolResultText(formatList(res.Items, args.Kind, time.Now())), nil
 }
@@ -145,45 +167,38 @@ func oneLine(s string, max int) string {
 }
 
 func (t *tools) sendMessage(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	text, _, err := stringArg(req, "text")
+	text, err := requiredArg(req, "text", "text is required and must not be empty")
 	if err != nil {
-		return badArgs(ToolSendMessage, "%v", err), nil
-	}
-	if strings.TrimSpace(text) == "" {
-		return badArgs(ToolSendMessage, "text is required and must not be empty"), nil
+		return badArgs(registry.SendMessage, "%v", err), nil
 	}
 	if len(text) > registry.MaxSendText {
-		return badArgs(ToolSendMessage, "text is %d bytes; at most %d", len(text), registry.MaxSendText), nil
+		return badArgs(registry.SendMessage, "text is %d bytes; at most %d", len(text), registry.MaxSendText), nil
 	}
 	var res ipc.SendResult
 	if err := t.call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: text}, &res); err != nil {
-		return toolError(ToolSendMessage, err), nil
+		return toolError(registry.SendMessage, err), nil
 	}
 	return mcpgo.NewToolResultText(deliveryText("Message", res)), nil
 }
 
 func (t *tools) sendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	p, _, err := stringArg(req, "path")
-	if err != nil {
-		return badArgs(ToolSendMedia, "%v", err), nil
-	}
-	caption, _, err := stringArg(req, "caption")
-	if err != nil {
-		return badArgs(ToolSendMedia, "%v", err), nil
+	var p, caption string
+	if err := readStrings(req, into{"path", &p}, into{"caption", &caption}); err != nil {
+		return badArgs(registry.SendMedia, "%v", err), nil
 	}
 	// Checked here so a typo gets a precise answer without a round trip;
 	// the host checks again, it is the one that reads the file.
 	f, rel, err := t.ws.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return badArgs(ToolSendMedia, "no file %s in the group folder", p), nil
+			return badArgs(registry.SendMedia, "no file %s in the group folder", p), nil
 		}
-		return badArgs(ToolSendMedia, "cannot send %s: %v", p, err), nil
+		return badArgs(registry.SendMedia, "cannot send %s: %v", p, err), nil
 	}
 	f.Close()
 	var res ipc.SendResult
 	if err := t.call(ctx, ipc.TypeSendMedia, ipc.SendMediaArgs{Path: rel, Caption: caption}, &res); err != nil {
-		return toolError(ToolSendMedia, err), nil
+		return toolError(registry.SendMedia, err), nil
 	}
 	return mcpgo.NewToolResultText(deliveryText("File "+rel, res)), nil
 }

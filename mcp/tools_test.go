@@ -26,23 +26,23 @@ func TestToolsList(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		ToolListMedia:    nil,
-		ToolFetchMedia:   {"mediaRef"},
-		ToolSendMessage:  {"text"},
-		ToolSendMedia:    {"path"},
-		ToolRemember:     {"note"},
-		ToolForget:       {"text"},
-		ToolScheduleTask: {"prompt", "schedule"},
-		ToolListTasks:    nil,
-		ToolPauseTask:    {"id"},
-		ToolResumeTask:   {"id"},
-		ToolCancelTask:   {"id"},
+		registry.ListMedia:    nil,
+		registry.FetchMedia:   {"mediaRef"},
+		registry.SendMessage:  {"text"},
+		registry.SendMedia:    {"path"},
+		registry.Remember:     {"note"},
+		registry.Forget:       {"text"},
+		registry.ScheduleTask: {"prompt", "schedule"},
+		registry.ListTasks:    nil,
+		registry.PauseTask:    {"id"},
+		registry.ResumeTask:   {"id"},
+		registry.CancelTask:   {"id"},
 		// Offered because the test server has every generation model.
-		ToolGenerateImage: {"prompt"},
-		ToolSpeak:         {"text"},
-		ToolGenerateVideo: {"prompt"},
-		ToolCancelVideo:   {"id"},
-		ToolListVideos:    nil,
+		registry.GenerateImage: {"prompt"},
+		registry.Speak:         {"text"},
+		registry.GenerateVideo: {"prompt"},
+		registry.CancelVideo:   {"id"},
+		registry.ListVideos:    nil,
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))
@@ -93,7 +93,7 @@ func TestListMedia(t *testing.T) {
 	}
 	c := connect(t, newTestServer(t, h, 0))
 
-	res := callTool(t, c, ToolListMedia, map[string]any{"limit": 5, "kind": "image"})
+	res := callTool(t, c, registry.ListMedia, map[string]any{"limit": 5, "kind": "image"})
 	if res.IsError {
 		t.Fatalf("error: %v", res.Content)
 	}
@@ -118,7 +118,7 @@ func TestListMedia(t *testing.T) {
 	}
 
 	for _, bad := range []map[string]any{{"kind": "hologram"}, {"limit": 0}, {"limit": 2.5}, {"kind": 7}} {
-		res := callTool(t, c, ToolListMedia, bad)
+		res := callTool(t, c, registry.ListMedia, bad)
 		if !res.IsError {
 			t.Errorf("%v: want a tool error", bad)
 		}
@@ -144,13 +144,13 @@ func TestFormatListGolden(t *testing.T) {
 func TestSendMessage(t *testing.T) {
 	h := newFakeHost(t, "family")
 	c := connect(t, newTestServer(t, h, 0))
-	res := callTool(t, c, ToolSendMessage, map[string]any{"text": "hello there"})
+	res := callTool(t, c, registry.SendMessage, map[string]any{"text": "hello there"})
 	texts, _, _ := parts(t, res)
 	if res.IsError || !strings.Contains(texts[0], "41, 42") || !strings.Contains(texts[0], "telegram:-100family") {
 		t.Fatalf("result %v %q", res.IsError, texts)
 	}
 	for _, bad := range []map[string]any{{}, {"text": "  "}, {"text": 3}} {
-		if res := callTool(t, c, ToolSendMessage, bad); !res.IsError {
+		if res := callTool(t, c, registry.SendMessage, bad); !res.IsError {
 			t.Errorf("%v: want a tool error", bad)
 		}
 	}
@@ -189,7 +189,7 @@ func TestSendMedia(t *testing.T) {
 		{"media/link.txt", "cannot send"},
 	}
 	for _, tc := range refused {
-		res := callTool(t, c, ToolSendMedia, map[string]any{"path": tc.path, "caption": "x"})
+		res := callTool(t, c, registry.SendMedia, map[string]any{"path": tc.path, "caption": "x"})
 		texts, _, _ := parts(t, res)
 		if !res.IsError || len(texts) != 1 || !strings.Contains(texts[0], tc.want) || !strings.Contains(texts[0], "bad_request") {
 			t.Errorf("path %q: got error=%v %q, want a bad_request tool error mentioning %q", tc.path, res.IsError, texts, tc.want)
@@ -199,7 +199,7 @@ func TestSendMedia(t *testing.T) {
 		t.Fatalf("refused paths reached the host: %v", calls)
 	}
 
-	res := callTool(t, c, ToolSendMedia, map[string]any{"path": "./media//chart.png", "caption": "Q3"})
+	res := callTool(t, c, registry.SendMedia, map[string]any{"path": "./media//chart.png", "caption": "Q3"})
 	texts, _, _ := parts(t, res)
 	if res.IsError || !strings.Contains(texts[0], "41, 42") {
 		t.Fatalf("send: %v %q", res.IsError, texts)
@@ -236,9 +236,9 @@ func TestToolErrors(t *testing.T) {
 			h.err = tc.err
 			c := connect(t, newTestServer(t, h, 0))
 			for tool, args := range map[string]map[string]any{
-				ToolFetchMedia:  {"mediaRef": "tg_k3J9x2Qa7P"},
-				ToolListMedia:   {},
-				ToolSendMessage: {"text": "hi"},
+				registry.FetchMedia:  {"mediaRef": "tg_k3J9x2Qa7P"},
+				registry.ListMedia:   {},
+				registry.SendMessage: {"text": "hi"},
 			} {
 				res := callTool(t, c, tool, args)
 				texts, _, _ := parts(t, res)
@@ -270,7 +270,7 @@ func TestCallTimeoutIsNoHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := connect(t, srv)
-	res := callTool(t, c, ToolFetchMedia, map[string]any{"mediaRef": "ref:tg_k3J9x2Qa7P"})
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "ref:tg_k3J9x2Qa7P"})
 	texts, _, _ := parts(t, res)
 	if !res.IsError || !strings.Contains(texts[0], "no_host") {
 		t.Fatalf("got %v %q", res.IsError, texts)

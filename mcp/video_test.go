@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // A video is shown as stills spread over it when ffmpeg is installed, and
@@ -16,7 +17,7 @@ func TestVideoFrames(t *testing.T) {
 		ffmpegtest.Install(t, "20.0", ffmpegtest.WriteFrame)
 		h := newFakeHost(t, "family")
 		h.add(media("tg_VideoClip01", "Video", "video/mp4", "media/tg_VideoClip01.mp4", clip))
-		res := callTool(t, connect(t, newTestServer(t, h, 1<<20)), ToolFetchMedia, map[string]any{"mediaRef": "tg_VideoClip01"})
+		res := callTool(t, connect(t, newTestServer(t, h, 1<<20)), registry.FetchMedia, map[string]any{"mediaRef": "tg_VideoClip01"})
 		texts, images, _ := parts(t, res)
 		if res.IsError || len(images) != 4 {
 			t.Fatalf("error=%v images=%d %q", res.IsError, len(images), texts)
@@ -35,7 +36,7 @@ func TestVideoFrames(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		h := newFakeHost(t, "family")
 		h.add(media("tg_VideoClip01", "Video", "video/mp4", "media/tg_VideoClip01.mp4", clip))
-		res := callTool(t, connect(t, newTestServer(t, h, 1<<20)), ToolFetchMedia, map[string]any{"mediaRef": "tg_VideoClip01"})
+		res := callTool(t, connect(t, newTestServer(t, h, 1<<20)), registry.FetchMedia, map[string]any{"mediaRef": "tg_VideoClip01"})
 		texts, images, _ := parts(t, res)
 		if res.IsError || len(images) != 0 || !strings.Contains(texts[0], "install ffmpeg") || !strings.Contains(texts[0], "media/tg_VideoClip01.mp4") {
 			t.Errorf("error=%v images=%d %q", res.IsError, len(images), texts)

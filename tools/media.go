@@ -52,25 +52,19 @@ func KindNames() []string {
 
 var listMedia = Spec{
 	Name: ListMedia, Service: Media, Repeatable: true,
-	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
-		return s.List(ctx, g, a)
-	}),
-	Def: func(Offer) mcpgo.Tool {
-		return mcpgo.NewTool(ListMedia,
-			mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
-				"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
-				"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
-			mcpgo.WithReadOnlyHintAnnotation(true),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(false),
-			mcpgo.WithInteger("limit",
-				mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
-				mcpgo.Min(1), mcpgo.Max(MaxListLimit)),
-			mcpgo.WithString("kind",
-				mcpgo.Description("Only this kind of media."),
-				mcpgo.Enum(KindNames()...)),
-		)
-	},
+	Host: bind(MediaHost.List),
+	Def: fixed(ListMedia,
+		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
+			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
+			"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
+		annotate(hints{readOnly: true}),
+		mcpgo.WithInteger("limit",
+			mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
+			mcpgo.Min(1), mcpgo.Max(MaxListLimit)),
+		mcpgo.WithString("kind",
+			mcpgo.Description("Only this kind of media."),
+			mcpgo.Enum(KindNames()...)),
+	),
 }
 
 var fetchMedia = Spec{
@@ -78,72 +72,44 @@ var fetchMedia = Spec{
 	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
-	Def: func(Offer) mcpgo.Tool {
-		return mcpgo.NewTool(FetchMedia,
-			mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
-				"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
-				"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
-				"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
-				"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
-				"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
-				"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
-				"continues: call again in a minute."),
-			mcpgo.WithReadOnlyHintAnnotation(true),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithIdempotentHintAnnotation(true),
-			mcpgo.WithOpenWorldHintAnnotation(true),
-			mcpgo.WithString("mediaRef",
-				mcpgo.Required(),
-				mcpgo.Description("The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix)."),
-				mcpgo.MinLength(1), mcpgo.MaxLength(128)),
-			mcpgo.WithString("pages",
-				mcpgo.Description("For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
-					"omit to start at the beginning."),
-				mcpgo.MaxLength(32)),
-		)
-	},
+	Def: fixed(FetchMedia,
+		mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
+			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
+			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
+			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
+			"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
+			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
+			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
+			"continues: call again in a minute."),
+		annotate(hints{readOnly: true, idempotent: true, openWorld: true}),
+		requiredText("mediaRef", "The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix).", 128),
+		optionalText("pages", "For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
+			"omit to start at the beginning.", 32),
+	),
 }
 
 var sendMessage = Spec{
 	Name: SendMessage, Service: Media,
-	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
-		return s.SendMessage(ctx, g, a)
-	}),
-	Def: func(Offer) mcpgo.Tool {
-		return mcpgo.NewTool(SendMessage,
-			mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
-				"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
-				"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
-				"send it again unless asked."),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(true),
-			mcpgo.WithString("text",
-				mcpgo.Required(),
-				mcpgo.Description("The message text."),
-				mcpgo.MinLength(1), mcpgo.MaxLength(MaxSendText)),
-		)
-	},
+	Host: bind(MediaHost.SendMessage),
+	Def: fixed(SendMessage,
+		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
+			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
+			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
+			"send it again unless asked."),
+		annotate(hints{openWorld: true}),
+		requiredText("text", "The message text.", MaxSendText),
+	),
 }
 
 var sendMedia = Spec{
 	Name: SendMedia, Service: Media,
-	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
-		return s.SendMedia(ctx, g, a)
-	}),
-	Def: func(Offer) mcpgo.Tool {
-		return mcpgo.NewTool(SendMedia,
-			mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
-				"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
-				"absolute paths and paths leaving the folder are refused."),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(true),
-			mcpgo.WithString("path",
-				mcpgo.Required(),
-				mcpgo.Description("File path relative to the group folder, e.g. media/chart.png."),
-				mcpgo.MinLength(1), mcpgo.MaxLength(1024)),
-			mcpgo.WithString("caption",
-				mcpgo.Description("Optional caption shown with the file."),
-				mcpgo.MaxLength(4096)),
-		)
-	},
+	Host: bind(MediaHost.SendMedia),
+	Def: fixed(SendMedia,
+		mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
+			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
+			"absolute paths and paths leaving the folder are refused."),
+		annotate(hints{openWorld: true}),
+		requiredText("path", "File path relative to the group folder, e.g. media/chart.png.", 1024),
+		optionalText("caption", "Optional caption shown with the file.", 4096),
+	),
 }

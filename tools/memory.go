@@ -37,13 +37,8 @@ var remember = Spec{
 				"today's date. Never store passwords, codes, keys or other secrets, nor anything a person would not want "+
 				"the whole group to read. The memory holds %d KiB: when it is full, forget outdated notes first. To "+
 				"correct a note, forget the old one and remember the new one.", groups.MaxMemoryBytes>>10)),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithIdempotentHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(false),
-			mcpgo.WithString("note",
-				mcpgo.Required(),
-				mcpgo.Description("The fact to remember, e.g. \"Alice is vegetarian\"."),
-				mcpgo.MinLength(1), mcpgo.MaxLength(groups.MaxNoteRunes)),
+			annotate(hints{}),
+			requiredText("note", "The fact to remember, e.g. \"Alice is vegetarian\".", groups.MaxNoteRunes),
 			scopeOption(o.GlobalMemory),
 		)
 	},
@@ -58,9 +53,7 @@ var forget = Spec{
 				"make room when the memory is full. Give a distinctive part of the note, so that only the notes meant "+
 				"are removed; headings and text the owners wrote outside the notes are never removed. Answers how many "+
 				"notes were removed."),
-			mcpgo.WithDestructiveHintAnnotation(true),
-			mcpgo.WithIdempotentHintAnnotation(true),
-			mcpgo.WithOpenWorldHintAnnotation(false),
+			annotate(hints{destructive: true, idempotent: true}),
 			mcpgo.WithString("text",
 				mcpgo.Required(),
 				mcpgo.Description(fmt.Sprintf("Text the notes to remove contain, at least %d characters, e.g. \"vegetarian\".",

@@ -55,13 +55,8 @@ var scheduleTask = Spec{
 				"timezone list_tasks shows), {\"every\": \"30m\"} (an interval, at least 1m), {\"at\": " +
 				"\"2026-12-01T09:00:00+01:00\"} (once, RFC 3339) or {\"in\": \"2h\"} (once, after a delay). Answers the " +
 				"task id and its next run."),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithIdempotentHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(false),
-			mcpgo.WithString("prompt",
-				mcpgo.Required(),
-				mcpgo.Description("What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\""),
-				mcpgo.MinLength(1), mcpgo.MaxLength(MaxTaskPrompt)),
+			annotate(hints{}),
+			requiredText("prompt", "What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\"", MaxTaskPrompt),
 			mcpgo.WithObject("schedule",
 				mcpgo.Required(),
 				mcpgo.Description("When to run: exactly one of cron, every, at, in."),
@@ -82,10 +77,8 @@ var scheduleTask = Spec{
 					"never for reminders.")),
 		}
 		if o.Main {
-			opts = append(opts, mcpgo.WithString("group",
-				mcpgo.Description("The folder of the group the task runs in (its answer goes to that group's chat); "+
-					"default this group. Only this group (the main one) may name another."),
-				mcpgo.MaxLength(64)))
+			opts = append(opts, optionalText("group", "The folder of the group the task runs in (its answer goes to that group's chat); "+
+				"default this group. Only this group (the main one) may name another.", 64))
 		}
 		return mcpgo.NewTool(ScheduleTask, opts...)
 	},
@@ -93,22 +86,16 @@ var scheduleTask = Spec{
 
 var listTasks = Spec{
 	Name: ListTasks, Service: Tasks, Repeatable: true,
-	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error) {
-		return s.ServeList(ctx, g, a)
-	}),
+	Host: bind(TasksHost.ServeList),
 	Def: func(o Offer) mcpgo.Tool {
 		opts := []mcpgo.ToolOption{
 			mcpgo.WithDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
 				"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
 				"use and the current time there."),
-			mcpgo.WithReadOnlyHintAnnotation(true),
-			mcpgo.WithDestructiveHintAnnotation(false),
-			mcpgo.WithOpenWorldHintAnnotation(false),
+			annotate(hints{readOnly: true}),
 		}
 		if o.Main {
-			opts = append(opts, mcpgo.WithString("group",
-				mcpgo.Description("Another group's folder, or \"*\" for every group; default this group."),
-				mcpgo.MaxLength(64)))
+			opts = append(opts, optionalText("group", "Another group's folder, or \"*\" for every group; default this group.", 64))
 		}
 		return mcpgo.NewTool(ListTasks, opts...)
 	},
@@ -132,9 +119,7 @@ func taskChange(name, desc string) Spec {
 		Def: func(Offer) mcpgo.Tool {
 			return mcpgo.NewTool(name,
 				mcpgo.WithDescription(desc),
-				mcpgo.WithDestructiveHintAnnotation(name == CancelTask),
-				mcpgo.WithIdempotentHintAnnotation(true),
-				mcpgo.WithOpenWorldHintAnnotation(false),
+				annotate(hints{destructive: name == CancelTask, idempotent: true}),
 				mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The task id, from schedule_task or list_tasks."), mcpgo.Min(1)),
 			)
 		},

@@ -8,8 +8,9 @@
 // Adding a tool:
 //
 //  1. Write its file here: a Spec with Name, Def, Offered (when it is not
-//     offered to every server), Service, Repeatable and Host (serve bound
-//     to the service's method; its argument and result types live in ipc,
+//     offered to every server), Service, Repeatable and Host (bind of the
+//     service's method, e.g. bind(MediaHost.Speak), or serve where the
+//     method needs more of the request; its argument and result types live in ipc,
 //     the file protocol they cross). A new service method is one line of
 //     the service's interface (MediaHost, TasksHost).
 //  2. Add the Spec to All (one line).
@@ -194,6 +195,42 @@ func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req 
 		}
 		return r, nil
 	}
+}
+
+// bind is serve for a service method that takes the decoded arguments
+// alone: Host: bind(MediaHost.GenerateImage).
+func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *ipc.Error)) HostFunc {
+	return serve(func(s S, ctx context.Context, g *groups.Group, _ *ipc.Request, a A) (R, *ipc.Error) {
+		return m(s, ctx, g, a)
+	})
+}
+
+// fixed is the Def of a tool whose definition is the same for every
+// server.
+func fixed(name string, opts ...mcpgo.ToolOption) func(Offer) mcpgo.Tool {
+	return func(Offer) mcpgo.Tool { return mcpgo.NewTool(name, opts...) }
+}
+
+// hints are a tool's MCP annotations, each said outright (mcp-go's
+// defaults differ: destructive and open-world unless told).
+type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+
+func annotate(h hints) mcpgo.ToolOption {
+	return mcpgo.WithToolAnnotation(mcpgo.ToolAnnotation{
+		ReadOnlyHint: &h.readOnly, DestructiveHint: &h.destructive,
+		IdempotentHint: &h.idempotent, OpenWorldHint: &h.openWorld,
+	})
+}
+
+// requiredText is a string argument that must be given, of 1 to max
+// characters.
+func requiredText(name, desc string, max int) mcpgo.ToolOption {
+	return mcpgo.WithString(name, mcpgo.Required(), mcpgo.Description(desc), mcpgo.MinLength(1), mcpgo.MaxLength(max))
+}
+
+// optionalText is a string argument of at most max characters.
+func optionalText(name, desc string, max int) mcpgo.ToolOption {
+	return mcpgo.WithString(name, mcpgo.Description(desc), mcpgo.MaxLength(max))
 }
 
 // DecodeArgs decodes req's arguments into v; unknown fields are refused.

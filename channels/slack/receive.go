@@ -311,44 +311,48 @@ func (s *Slack) plainText(ctx context.Context, text string) string {
 // userName resolves a user id with users.info, once per id (failures too,
 // so a missing users:read scope costs one call per user, not per message).
 func (s *Slack) userName(ctx context.Context, id string) string {
-	s.namesMu.Lock()
-	name, ok := s.users[id]
-	s.namesMu.Unlock()
-	if ok {
-		return name
-	}
-	if u, err := s.api.GetUserInfoContext(ctx, id); err == nil {
-		name = u.Profile.DisplayName
+	return s.cachedName(s.users, id, func() string {
+		u, err := s.api.GetUserInfoContext(ctx, id)
+		if err != nil {
+			s.log.Debug("slack: users.info failed", "user", id, "err", err)
+			return ""
+		}
+		name := u.Profile.DisplayName
 		if name == "" {
 			name = u.RealName
 		}
 		if name == "" {
 			name = u.Name
 		}
-	} else {
-		s.log.Debug("slack: users.info failed", "user", id, "err", err)
-	}
-	s.namesMu.Lock()
-	s.users[id] = name
-	s.namesMu.Unlock()
-	return name
+		return name
+	})
 }
 
 // channelName resolves a conversation id with conversations.info, once per id.
 func (s *Slack) channelName(ctx context.Context, id string) string {
+	return s.cachedName(s.chanName, id, func() string {
+		c, err := s.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id})
+		if err != nil {
+			s.log.Debug("slack: conversations.info failed", "conversation", id, "err", err)
+			return ""
+		}
+		return c.Name
+	})
+}
+
+// cachedName answers id from cache (guarded by namesMu), or asks lookup
+// and keeps its answer, an empty one too. The lock is not held across the
+// API call.
+func (s *Slack) cachedName(cache map[string]string, id string, lookup func() string) string {
 	s.namesMu.Lock()
-	name, ok := s.chanName[id]
+	name, ok := cache[id]
 	s.namesMu.Unlock()
 	if ok {
 		return name
 	}
-	if c, err := s.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id}); err == nil {
-		name = c.Name
-	} else {
-		s.log.Debug("slack: conversations.info failed", "conversation", id, "err", err)
-	}
+	name = lookup()
 	s.namesMu.Lock()
-	s.chanName[id] = name
+	cache[id] = name
 	s.namesMu.Unlock()
 	return name
 }

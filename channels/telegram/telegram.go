@@ -82,9 +82,9 @@ type Telegram struct {
 	done     chan struct{}
 	doneOnce sync.Once
 
-	mu      sync.Mutex
-	me      models.User
-	started bool
+	mu   sync.Mutex
+	me   models.User
+	once channels.StartOnce
 	// stopped is set once receiving ended for good: no update is handled
 	// and no typing loop is started after it.
 	stopped bool
@@ -245,12 +245,10 @@ func (t *Telegram) WebhookAddr() string {
 // Start checks the token with getMe, then receives in the background until
 // ctx ends: long polling by default, a webhook server when configured.
 func (t *Telegram) Start(ctx context.Context) error {
-	t.mu.Lock()
-	if t.started {
-		t.mu.Unlock()
-		return errors.New("telegram: already started")
+	if err := t.once.Begin(Name); err != nil {
+		return err
 	}
-	t.started = true
+	t.mu.Lock()
 	t.runCtx = ctx
 	t.mu.Unlock()
 

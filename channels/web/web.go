@@ -108,12 +108,12 @@ type Web struct {
 	deliverMu sync.Mutex
 	stopped   bool
 
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	started bool
-	ln      net.Listener
-	runCtx  context.Context
-	typing  map[string]*time.Timer
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	once   channels.StartOnce
+	ln     net.Listener
+	runCtx context.Context
+	typing map[string]*time.Timer
 }
 
 // New builds the channel; nothing is read, created or listened on before
@@ -223,12 +223,10 @@ func (w *Web) BaseURL() string {
 // and serves the pages until ctx ends. The address to open is printed to
 // Options.Out, with the login token the first time.
 func (w *Web) Start(ctx context.Context) error {
-	w.mu.Lock()
-	if w.started {
-		w.mu.Unlock()
-		return errors.New("web: already started")
+	if err := w.once.Begin(Name); err != nil {
+		return err
 	}
-	w.started = true
+	w.mu.Lock()
 	w.runCtx = ctx
 	w.mu.Unlock()
 

@@ -96,7 +96,7 @@ type WhatsApp struct {
 	fenced    bool
 
 	mu      sync.RWMutex
-	started bool
+	once    channels.StartOnce
 	runCtx  context.Context
 	cli     client
 	lids    lidResolver
@@ -152,13 +152,9 @@ func (w *WhatsApp) stopDelivering() {
 // background). A missing or logged-out device is an error that says to run
 // the login command.
 func (w *WhatsApp) Start(ctx context.Context) error {
-	w.mu.Lock()
-	if w.started {
-		w.mu.Unlock()
-		return errors.New("whatsapp: already started")
+	if err := w.once.Begin(channelName); err != nil {
+		return err
 	}
-	w.started = true
-	w.mu.Unlock()
 
 	container, err := openContainer(ctx, w.sessionDB, w.log)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,15 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/internal/box"
 )
+
+// parseAndLoad parses a command's flags, then loads the config its
+// --config flag (cfgFlag) names.
+func parseAndLoad(fs *flag.FlagSet, args []string, cfgFlag *string) (*config.Config, error) {
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	return loadConfig(*cfgFlag)
+}
 
 // loadConfig loads and validates, turning problems into an exit-1 error
 // that lists each one.
@@ -43,10 +53,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", "botd run [--config FILE]",
 		"Run the daemon: connect the enabled channels, answer in registered groups, serve media to the agent (in-process) and to `botd mcp` clients (over IPC files).", stderr)
 	cfgFlag := configFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*cfgFlag)
+	cfg, err := parseAndLoad(fs, args, cfgFlag)
 	if err != nil {
 		return err
 	}

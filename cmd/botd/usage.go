@@ -22,10 +22,7 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	group := fs.String("group", "", "only this group folder")
 	since := fs.String("since", "30d", "from this long ago (e.g. 7d, 36h) or this date (2026-11-01)")
 	cfgFlag := configFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*cfgFlag)
+	cfg, err := parseAndLoad(fs, args, cfgFlag)
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return fail(2, "")
 	}
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*cfgFlag)
+	cfg, err := parseAndLoad(fs, args[1:], cfgFlag)
 	if err != nil {
 		return err
 	}
