@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/sqlrows"
 	"github.com/botd-dev/botd/internal/textclip"
 )
 
@@ -51,23 +52,14 @@ func (c *Cache) PendingUploads(ctx context.Context) ([]Pending, error) {
 	if !c.remote() {
 		return nil, nil
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, attempts, next_try, last_error FROM media_blobs
-		WHERE kept_in != ? ORDER BY created, sha256`, c.store.ID())
-	if err != nil {
-		return nil, fmt.Errorf("pending uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []Pending
-	for rows.Next() {
+	return sqlrows.Query(ctx, c.db, "pending uploads", func(r sqlrows.Scanner) (Pending, error) {
 		var p Pending
 		var next int64
-		if err := rows.Scan(&p.SHA256, &p.Size, &p.Attempts, &next, &p.LastError); err != nil {
-			return nil, fmt.Errorf("pending uploads: %w", err)
-		}
+		err := r.Scan(&p.SHA256, &p.Size, &p.Attempts, &next, &p.LastError)
 		p.NextTry = time.UnixMilli(next)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	}, `SELECT sha256, size, attempts, next_try, last_error FROM media_blobs
+		WHERE kept_in != ? ORDER BY created, sha256`, c.store.ID())
 }
 
 // RunUploader uploads waiting blobs until ctx ends: at start (the queue
@@ -138,21 +130,10 @@ func (c *Cache) UploadPending(ctx context.Context, log *slog.Logger) (time.Time,
 }
 
 func (c *Cache) dueUploads(ctx context.Context, id string) ([]ObjectInfo, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, mime, name FROM media_blobs
+	return sqlrows.Query(ctx, c.db, "media uploads", func(r sqlrows.Scanner) (i ObjectInfo, err error) {
+		return i, r.Scan(&i.SHA256, &i.Size, &i.MIME, &i.Name)
+	}, `SELECT sha256, size, mime, name FROM media_blobs
 		WHERE kept_in != ? AND next_try <= ? ORDER BY next_try, created LIMIT ?`, id, c.now().UnixMilli(), uploadBatch)
-	if err != nil {
-		return nil, fmt.Errorf("media uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []ObjectInfo
-	for rows.Next() {
-		var i ObjectInfo
-		if err := rows.Scan(&i.SHA256, &i.Size, &i.MIME, &i.Name); err != nil {
-			return nil, fmt.Errorf("media uploads: %w", err)
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
 }
 
 // uploadOne copies one cached blob to the store and records the outcome.
@@ -341,21 +322,10 @@ type blobRow struct {
 
 // blobs lists every blob some ref still points at.
 func (c *Cache) blobs(ctx context.Context) ([]blobRow, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, mime, name, kept_in FROM media_blobs b
+	return sqlrows.Query(ctx, c.db, "media blobs", func(r sqlrows.Scanner) (b blobRow, err error) {
+		return b, r.Scan(&b.info.SHA256, &b.info.Size, &b.info.MIME, &b.info.Name, &b.kept)
+	}, `SELECT sha256, size, mime, name, kept_in FROM media_blobs b
 		WHERE EXISTS (SELECT 1 FROM media_cache c WHERE c.sha256 = b.sha256) ORDER BY created, sha256`)
-	if err != nil {
-		return nil, fmt.Errorf("media blobs: %w", err)
-	}
-	defer rows.Close()
-	var out []blobRow
-	for rows.Next() {
-		var b blobRow
-		if err := rows.Scan(&b.info.SHA256, &b.info.Size, &b.info.MIME, &b.info.Name, &b.kept); err != nil {
-			return nil, fmt.Errorf("media blobs: %w", err)
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
 }
 
 // LocalBytes sums the blobs some ref points at: what MigrateToLocal would
