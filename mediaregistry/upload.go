@@ -234,36 +234,20 @@ type MigrateResult struct {
 // local copies stay, and a blob it fetches during the run is uploaded by
 // it or by the next run. progress, when set, hears of each blob.
 func (c *Cache) MigrateToStore(ctx context.Context, progress func(ObjectInfo, error)) (MigrateResult, error) {
-	var res MigrateResult
 	if !c.remote() {
-		return res, errors.New("media migrate: no object store configured (media.store)")
+		return MigrateResult{}, errors.New("media migrate: no object store configured (media.store)")
 	}
 	id := c.store.ID()
-	infos, err := c.blobs(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, b := range infos {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		if b.kept == id {
-			res.Blobs++
-			continue
-		}
-		err := c.upload(ctx, b.info)
-		if err == nil {
-			if _, err := c.db.ExecContext(ctx, `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
-				id, b.info.SHA256); err != nil {
-				return res, fmt.Errorf("media migrate: %w", err)
+	return c.migrate(ctx, progress, func(b blobRow) bool { return b.kept == id },
+		func(info ObjectInfo) error { return c.upload(ctx, info) },
+		func(info ObjectInfo) error {
+			_, err := c.db.ExecContext(ctx, `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
+				id, info.SHA256)
+			if err != nil {
+				return fmt.Errorf("media migrate: %w", err)
 			}
-		}
-		err = res.count(b.info, err)
-		if progress != nil {
-			progress(b.info, err)
-		}
-	}
-	return res, nil
+			return nil
+		})
 }
 
 // count adds one blob's copy to r and returns what its progress report
@@ -291,10 +275,23 @@ func (r *MigrateResult) count(info ObjectInfo, err error) error {
 // lacks into the folder, so that the local store can take over. The
 // records stay as they are until the daemon restarts with the local store.
 func (c *Cache) MigrateToLocal(ctx context.Context, progress func(ObjectInfo, error)) (MigrateResult, error) {
-	var res MigrateResult
 	if !c.remote() {
-		return res, errors.New("media migrate: no object store configured (media.store) to copy from")
+		return MigrateResult{}, errors.New("media migrate: no object store configured (media.store) to copy from")
 	}
+	return c.migrate(ctx, progress, func(b blobRow) bool {
+		_, err := c.local.Stat(ctx, b.info.SHA256)
+		return err == nil
+	}, func(info ObjectInfo) error { return c.copyFrom(ctx, c.store, info) }, nil)
+}
+
+// migrate is both migrations' walk over every blob some ref points at: a
+// blob that has says is there already is counted, any other is copied with
+// copyOne and, once copied, recorded with record (nil: nothing to record).
+// A failed copy is counted and the walk goes on; a failed record stops it,
+// since the database is then what is failing.
+func (c *Cache) migrate(ctx context.Context, progress func(ObjectInfo, error), has func(blobRow) bool,
+	copyOne, record func(ObjectInfo) error) (MigrateResult, error) {
+	var res MigrateResult
 	infos, err := c.blobs(ctx)
 	if err != nil {
 		return res, err
@@ -303,11 +300,17 @@ func (c *Cache) MigrateToLocal(ctx context.Context, progress func(ObjectInfo, er
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		if _, err := c.local.Stat(ctx, b.info.SHA256); err == nil {
+		if has(b) {
 			res.Blobs++
 			continue
 		}
-		err := res.count(b.info, c.copyFrom(ctx, c.store, b.info))
+		err := copyOne(b.info)
+		if err == nil && record != nil {
+			if err := record(b.info); err != nil {
+				return res, err
+			}
+		}
+		err = res.count(b.info, err)
 		if progress != nil {
 			progress(b.info, err)
 		}
