@@ -287,15 +287,9 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 	}
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
 	defer a.saveRun(ctx, &rec, &bill, &req, log)
-	final, answered, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, b.ChatID, log)
+	final, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, fail, log)
 	if stop != nil {
-		if stop.outcome == outcomeModelFailed {
-			stop.chat, stop.thread = fail.chat, fail.thread
-		}
 		return *stop
-	}
-	if answered {
-		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
 	}
 	log.Info("agent: batch run finished", "outcome", rec.Outcome, "iterations", rec.Iterations, "from_batch", first != nil,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
