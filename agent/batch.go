@@ -10,6 +10,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -88,15 +89,8 @@ func (a *Agent) batchesAtStart(ctx context.Context) ([]string, error) {
 // runBatches submits and polls batches until ctx ends.
 func (a *Agent) runBatches(ctx context.Context) {
 	for {
-		next := a.batchTick(ctx)
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Wait(ctx, clock.Real{}, a.batchTick(ctx), a.batchKick) {
 			return
-		case <-a.batchKick:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/sqlrows"
 	"github.com/botd-dev/botd/internal/textclip"
 )
@@ -75,21 +76,11 @@ func (c *Cache) RunUploader(ctx context.Context, log *slog.Logger) {
 			log.Warn("media uploads: reading the queue failed", "err", err)
 			next = c.now().Add(uploadFirstRetry)
 		}
-		var wait <-chan time.Time
-		var t *time.Timer
+		wait := clock.Forever // nothing waits: only a Kick wakes it
 		if !next.IsZero() {
-			t = time.NewTimer(max(next.Sub(c.now()), 0))
-			wait = t.C
+			wait = next.Sub(c.now())
 		}
-		select {
-		case <-ctx.Done():
-		case <-c.kick:
-		case <-wait:
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if ctx.Err() != nil {
+		if !clock.Wait(ctx, clock.Real{}, wait, c.kick) {
 			return
 		}
 	}
