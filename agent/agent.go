@@ -318,27 +318,23 @@ func (a *Agent) Wait() { a.wg.Wait() }
 // group looks a folder up under the groups lock and returns a copy, so a
 // run never reads aliases while Migrated appends to them.
 func (a *Agent) group(folder string) (groups.Group, bool) {
-	a.gmu.RLock()
-	defer a.gmu.RUnlock()
-	g, ok := a.opts.Groups.ByFolder(folder)
-	if !ok {
-		return groups.Group{}, false
-	}
-	c := *g
-	c.Aliases = slices.Clone(g.Aliases)
-	return c, true
+	return a.lookupGroup((*groups.Set).ByFolder, folder)
 }
 
 func (a *Agent) groupByChat(chat string) (groups.Group, bool) {
+	return a.lookupGroup((*groups.Set).ByChat, chat)
+}
+
+// lookupGroup runs find for key under the groups lock and copies what it
+// found.
+func (a *Agent) lookupGroup(find func(*groups.Set, string) (*groups.Group, bool), key string) (groups.Group, bool) {
 	a.gmu.RLock()
 	defer a.gmu.RUnlock()
-	g, ok := a.opts.Groups.ByChat(chat)
+	g, ok := find(a.opts.Groups, key)
 	if !ok {
 		return groups.Group{}, false
 	}
-	c := *g
-	c.Aliases = slices.Clone(g.Aliases)
-	return c, true
+	return copyGroup(g), true
 }
 
 func (a *Agent) allGroups() []groups.Group {
@@ -346,11 +342,16 @@ func (a *Agent) allGroups() []groups.Group {
 	defer a.gmu.RUnlock()
 	var out []groups.Group
 	for _, g := range a.opts.Groups.All() {
-		c := *g
-		c.Aliases = slices.Clone(g.Aliases)
-		out = append(out, c)
+		out = append(out, copyGroup(g))
 	}
 	return out
+}
+
+// copyGroup is a copy of g that shares no slice with it.
+func copyGroup(g *groups.Group) groups.Group {
+	c := *g
+	c.Aliases = slices.Clone(g.Aliases)
+	return c
 }
 
 // Registered reports whether chat belongs to a group.

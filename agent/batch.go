@@ -10,6 +10,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -88,15 +89,8 @@ func (a *Agent) batchesAtStart(ctx context.Context) ([]string, error) {
 // runBatches submits and polls batches until ctx ends.
 func (a *Agent) runBatches(ctx context.Context) {
 	for {
-		next := a.batchTick(ctx)
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Wait(ctx, clock.Real{}, a.batchTick(ctx), a.batchKick) {
 			return
-		case <-a.batchKick:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }
@@ -287,15 +281,9 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 	}
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
 	defer a.saveRun(ctx, &rec, &bill, &req, log)
-	final, answered, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, b.ChatID, log)
+	final, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, fail, log)
 	if stop != nil {
-		if stop.outcome == outcomeModelFailed {
-			stop.chat, stop.thread = fail.chat, fail.thread
-		}
 		return *stop
-	}
-	if answered {
-		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
 	}
 	log.Info("agent: batch run finished", "outcome", rec.Outcome, "iterations", rec.Iterations, "from_batch", first != nil,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))

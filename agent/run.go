@@ -156,15 +156,9 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		return a.handOff(ctx, g, runID, req, trig, upTo, log)
 	}
 
-	final, answered, stop := a.turns(ctx, runCtx, req, nil, ws, tools, caps, &rec, trig.ChatID, log)
+	final, stop := a.turns(ctx, runCtx, req, nil, ws, tools, caps, &rec, fail, log)
 	if stop != nil {
-		if stop.outcome == outcomeModelFailed {
-			stop.chat, stop.thread = fail.chat, fail.thread
-		}
 		return *stop
-	}
-	if answered {
-		a.recordNotes(context.WithoutCancel(ctx), g.Folder, runID, req.Messages, final)
 	}
 	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
@@ -252,10 +246,12 @@ func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts
 // until it answers, hits the iteration limit or the deadline. first, when
 // set, is the answer to the first call, already in (a batch result). stop
 // is set when the run must end without an answer: shutting down, or the
-// model failed (to be retried).
+// model failed (to be retried; told to fail's chat and thread). A real
+// answer's media notes are kept before it returns.
 func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
-	caps llm.Capabilities, rec *store.AgentRun, chat string, log *slog.Logger) (final string, answered bool, stop *runResult) {
+	caps llm.Capabilities, rec *store.AgentRun, fail runResult, log *slog.Logger) (final string, stop *runResult) {
 	var usage llm.Usage
+	answered := false
 	for rec.Iterations < a.opts.MaxIterations {
 		rec.Iterations++
 		res, err := first, error(nil)
@@ -267,14 +263,14 @@ func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.
 			switch {
 			case ctx.Err() != nil:
 				rec.Outcome, rec.Error = "stopped", err.Error()
-				return "", false, &runResult{outcome: outcomeStopped, err: err}
+				return "", &runResult{outcome: outcomeStopped, err: err}
 			case runCtx.Err() != nil:
 				final = msgTimeout
 				rec.Outcome, rec.Error = "timeout", err.Error()
 			default:
 				rec.Outcome, rec.Error = "model_failed", err.Error()
 				log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
-				return "", false, &runResult{outcome: outcomeModelFailed, err: err}
+				return "", &runResult{outcome: outcomeModelFailed, err: err, chat: fail.chat, thread: fail.thread}
 			}
 			break
 		}
@@ -298,7 +294,7 @@ func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.
 			rec.Outcome = "timeout"
 			break
 		}
-		a.typing(ctx, chat, true) // tools can take a while; keep it showing
+		a.typing(ctx, fail.chat, true) // tools can take a while; keep it showing
 	}
 	if final == "" && !answered && rec.Outcome == "" {
 		final = msgIterations
@@ -306,9 +302,12 @@ func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.
 	}
 	if ctx.Err() != nil {
 		rec.Outcome = "stopped"
-		return "", false, &runResult{outcome: outcomeStopped, err: ctx.Err()}
+		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
-	return final, answered, nil
+	if answered {
+		a.recordNotes(context.WithoutCancel(ctx), rec.Folder, rec.ID, req.Messages, final)
+	}
+	return final, nil
 }
 
 // callTools runs the calls of one model turn in parallel and returns the

@@ -170,11 +170,7 @@ func (h *Host) open() error {
 	if err := os.MkdirAll(filepath.Dir(rootPath), 0o750); err != nil {
 		return err
 	}
-	if err := mkdir(os.Mkdir(rootPath, 0o750)); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(rootPath)
-	id, err := checkDir(rootPath, fi, err, h.uid)
+	id, err := makeDir(hostDirs{}, rootPath, rootPath, h.uid)
 	if err != nil {
 		return err
 	}
@@ -209,16 +205,34 @@ func (h *Host) open() error {
 	return nil
 }
 
+// dirMaker is where open makes folders: an os.Root, or hostDirs for the
+// host's own paths.
+type dirMaker interface {
+	Mkdir(name string, perm fs.FileMode) error
+	Lstat(name string) (fs.FileInfo, error)
+}
+
+type hostDirs struct{}
+
+func (hostDirs) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
+func (hostDirs) Lstat(name string) (fs.FileInfo, error)    { return os.Lstat(name) }
+
+// makeDir creates name in d unless it is there and checks that it is a
+// real directory (not a symlink) of uid; path is what errors call it.
+func makeDir(d dirMaker, name, path string, uid int) (dirID, error) {
+	if err := mkdir(d.Mkdir(name, 0o750)); err != nil {
+		return dirID{}, err
+	}
+	fi, err := d.Lstat(name)
+	return checkDir(path, fi, err, uid)
+}
+
 // Disabled lists the groups whose folders Start refused, with the reason.
 func (h *Host) Disabled() map[string]error { return h.disabled }
 
 func (h *Host) openGroup(name string, claim func(dirID, string) error) error {
 	gpath := filepath.Join(h.opts.Root, name)
-	if err := mkdir(h.root.Mkdir(name, 0o750)); err != nil {
-		return err
-	}
-	fi, err := h.root.Lstat(name)
-	gid, err := checkDir(gpath, fi, err, h.uid)
+	gid, err := makeDir(h.root, name, gpath, h.uid)
 	if err != nil {
 		return err
 	}
@@ -241,11 +255,7 @@ func (h *Host) openGroup(name string, claim func(dirID, string) error) error {
 	}
 	for _, sub := range subdirs {
 		spath := filepath.Join(gpath, sub)
-		if err := mkdir(gr.Mkdir(sub, 0o750)); err != nil {
-			return err
-		}
-		fi, err := gr.Lstat(sub)
-		sid, err := checkDir(spath, fi, err, h.uid)
+		sid, err := makeDir(gr, sub, spath, h.uid)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // ErrTooLarge: the stream passed the size cap; nothing was kept.
@@ -492,21 +494,10 @@ func (c *Cache) OnlyUsedBy(ctx context.Context, scope Scope) ([]string, error) {
 		}
 	}
 	in := sqlParams(len(chats))
-	rows, err := c.db.QueryContext(ctx, `SELECT DISTINCT c.sha256 FROM media_cache c JOIN media_refs r ON r.id = c.ref_id
+	return sqlrows.Query(ctx, c.db, "media cache: blobs of a group", func(r sqlrows.Scanner) (sha string, err error) {
+		return sha, r.Scan(&sha)
+	}, `SELECT DISTINCT c.sha256 FROM media_cache c JOIN media_refs r ON r.id = c.ref_id
 		WHERE r.chat_id IN (`+in+`) AND NOT EXISTS (
 			SELECT 1 FROM media_cache c2 LEFT JOIN media_refs r2 ON r2.id = c2.ref_id
 			WHERE c2.sha256 = c.sha256 AND (r2.chat_id IS NULL OR r2.chat_id NOT IN (`+in+`)))`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("media cache: blobs of a group: %w", err)
-	}
-	defer rows.Close()
-	var shas []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("media cache: blobs of a group: %w", err)
-		}
-		shas = append(shas, s)
-	}
-	return shas, rows.Err()
 }

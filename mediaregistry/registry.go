@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 var (
@@ -152,7 +154,7 @@ func (r *Registry) prepare(ref *MediaReference) error {
 
 const refCols = `id, channel, chat_id, message_id, sender, kind, mime, file_name, size, duration_ms, width, height, caption, private, created, expires`
 
-func scanRef(s interface{ Scan(...any) error }) (MediaReference, error) {
+func scanRef(s sqlrows.Scanner) (MediaReference, error) {
 	var ref MediaReference
 	var kind string
 	var durMS, created, expires int64
@@ -240,20 +242,7 @@ func (r *Registry) List(ctx context.Context, scope Scope, f Filter) ([]MediaRefe
 	}
 	q += ` ORDER BY created DESC, rowid DESC LIMIT ?`
 	args = append(args, f.Limit)
-	rows, err := r.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list media refs: %w", err)
-	}
-	defer rows.Close()
-	var out []MediaReference
-	for rows.Next() {
-		ref, err := scanRef(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list media refs: %w", err)
-		}
-		out = append(out, ref)
-	}
-	return out, rows.Err()
+	return sqlrows.Query(ctx, r.db, "list media refs", scanRef, q, args...)
 }
 
 // Sweep deletes refs that expired before now and reports how many.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/sqlrows"
 	"github.com/botd-dev/botd/internal/textclip"
 )
 
@@ -51,23 +53,14 @@ func (c *Cache) PendingUploads(ctx context.Context) ([]Pending, error) {
 	if !c.remote() {
 		return nil, nil
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, attempts, next_try, last_error FROM media_blobs
-		WHERE kept_in != ? ORDER BY created, sha256`, c.store.ID())
-	if err != nil {
-		return nil, fmt.Errorf("pending uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []Pending
-	for rows.Next() {
+	return sqlrows.Query(ctx, c.db, "pending uploads", func(r sqlrows.Scanner) (Pending, error) {
 		var p Pending
 		var next int64
-		if err := rows.Scan(&p.SHA256, &p.Size, &p.Attempts, &next, &p.LastError); err != nil {
-			return nil, fmt.Errorf("pending uploads: %w", err)
-		}
+		err := r.Scan(&p.SHA256, &p.Size, &p.Attempts, &next, &p.LastError)
 		p.NextTry = time.UnixMilli(next)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	}, `SELECT sha256, size, attempts, next_try, last_error FROM media_blobs
+		WHERE kept_in != ? ORDER BY created, sha256`, c.store.ID())
 }
 
 // RunUploader uploads waiting blobs until ctx ends: at start (the queue
@@ -83,21 +76,11 @@ func (c *Cache) RunUploader(ctx context.Context, log *slog.Logger) {
 			log.Warn("media uploads: reading the queue failed", "err", err)
 			next = c.now().Add(uploadFirstRetry)
 		}
-		var wait <-chan time.Time
-		var t *time.Timer
+		wait := clock.Forever // nothing waits: only a Kick wakes it
 		if !next.IsZero() {
-			t = time.NewTimer(max(next.Sub(c.now()), 0))
-			wait = t.C
+			wait = next.Sub(c.now())
 		}
-		select {
-		case <-ctx.Done():
-		case <-c.kick:
-		case <-wait:
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if ctx.Err() != nil {
+		if !clock.Wait(ctx, clock.Real{}, wait, c.kick) {
 			return
 		}
 	}
@@ -138,21 +121,10 @@ func (c *Cache) UploadPending(ctx context.Context, log *slog.Logger) (time.Time,
 }
 
 func (c *Cache) dueUploads(ctx context.Context, id string) ([]ObjectInfo, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, mime, name FROM media_blobs
+	return sqlrows.Query(ctx, c.db, "media uploads", func(r sqlrows.Scanner) (i ObjectInfo, err error) {
+		return i, r.Scan(&i.SHA256, &i.Size, &i.MIME, &i.Name)
+	}, `SELECT sha256, size, mime, name FROM media_blobs
 		WHERE kept_in != ? AND next_try <= ? ORDER BY next_try, created LIMIT ?`, id, c.now().UnixMilli(), uploadBatch)
-	if err != nil {
-		return nil, fmt.Errorf("media uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []ObjectInfo
-	for rows.Next() {
-		var i ObjectInfo
-		if err := rows.Scan(&i.SHA256, &i.Size, &i.MIME, &i.Name); err != nil {
-			return nil, fmt.Errorf("media uploads: %w", err)
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
 }
 
 // uploadOne copies one cached blob to the store and records the outcome.
@@ -253,36 +225,20 @@ type MigrateResult struct {
 // local copies stay, and a blob it fetches during the run is uploaded by
 // it or by the next run. progress, when set, hears of each blob.
 func (c *Cache) MigrateToStore(ctx context.Context, progress func(ObjectInfo, error)) (MigrateResult, error) {
-	var res MigrateResult
 	if !c.remote() {
-		return res, errors.New("media migrate: no object store configured (media.store)")
+		return MigrateResult{}, errors.New("media migrate: no object store configured (media.store)")
 	}
 	id := c.store.ID()
-	infos, err := c.blobs(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, b := range infos {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		if b.kept == id {
-			res.Blobs++
-			continue
-		}
-		err := c.upload(ctx, b.info)
-		if err == nil {
-			if _, err := c.db.ExecContext(ctx, `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
-				id, b.info.SHA256); err != nil {
-				return res, fmt.Errorf("media migrate: %w", err)
+	return c.migrate(ctx, progress, func(b blobRow) bool { return b.kept == id },
+		func(info ObjectInfo) error { return c.upload(ctx, info) },
+		func(info ObjectInfo) error {
+			_, err := c.db.ExecContext(ctx, `UPDATE media_blobs SET kept_in = ?, attempts = 0, next_try = 0, last_error = '' WHERE sha256 = ?`,
+				id, info.SHA256)
+			if err != nil {
+				return fmt.Errorf("media migrate: %w", err)
 			}
-		}
-		err = res.count(b.info, err)
-		if progress != nil {
-			progress(b.info, err)
-		}
-	}
-	return res, nil
+			return nil
+		})
 }
 
 // count adds one blob's copy to r and returns what its progress report
@@ -310,10 +266,23 @@ func (r *MigrateResult) count(info ObjectInfo, err error) error {
 // lacks into the folder, so that the local store can take over. The
 // records stay as they are until the daemon restarts with the local store.
 func (c *Cache) MigrateToLocal(ctx context.Context, progress func(ObjectInfo, error)) (MigrateResult, error) {
-	var res MigrateResult
 	if !c.remote() {
-		return res, errors.New("media migrate: no object store configured (media.store) to copy from")
+		return MigrateResult{}, errors.New("media migrate: no object store configured (media.store) to copy from")
 	}
+	return c.migrate(ctx, progress, func(b blobRow) bool {
+		_, err := c.local.Stat(ctx, b.info.SHA256)
+		return err == nil
+	}, func(info ObjectInfo) error { return c.copyFrom(ctx, c.store, info) }, nil)
+}
+
+// migrate is both migrations' walk over every blob some ref points at: a
+// blob that has says is there already is counted, any other is copied with
+// copyOne and, once copied, recorded with record (nil: nothing to record).
+// A failed copy is counted and the walk goes on; a failed record stops it,
+// since the database is then what is failing.
+func (c *Cache) migrate(ctx context.Context, progress func(ObjectInfo, error), has func(blobRow) bool,
+	copyOne, record func(ObjectInfo) error) (MigrateResult, error) {
+	var res MigrateResult
 	infos, err := c.blobs(ctx)
 	if err != nil {
 		return res, err
@@ -322,11 +291,17 @@ func (c *Cache) MigrateToLocal(ctx context.Context, progress func(ObjectInfo, er
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		if _, err := c.local.Stat(ctx, b.info.SHA256); err == nil {
+		if has(b) {
 			res.Blobs++
 			continue
 		}
-		err := res.count(b.info, c.copyFrom(ctx, c.store, b.info))
+		err := copyOne(b.info)
+		if err == nil && record != nil {
+			if err := record(b.info); err != nil {
+				return res, err
+			}
+		}
+		err = res.count(b.info, err)
 		if progress != nil {
 			progress(b.info, err)
 		}
@@ -341,21 +316,10 @@ type blobRow struct {
 
 // blobs lists every blob some ref still points at.
 func (c *Cache) blobs(ctx context.Context) ([]blobRow, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT sha256, size, mime, name, kept_in FROM media_blobs b
+	return sqlrows.Query(ctx, c.db, "media blobs", func(r sqlrows.Scanner) (b blobRow, err error) {
+		return b, r.Scan(&b.info.SHA256, &b.info.Size, &b.info.MIME, &b.info.Name, &b.kept)
+	}, `SELECT sha256, size, mime, name, kept_in FROM media_blobs b
 		WHERE EXISTS (SELECT 1 FROM media_cache c WHERE c.sha256 = b.sha256) ORDER BY created, sha256`)
-	if err != nil {
-		return nil, fmt.Errorf("media blobs: %w", err)
-	}
-	defer rows.Close()
-	var out []blobRow
-	for rows.Next() {
-		var b blobRow
-		if err := rows.Scan(&b.info.SHA256, &b.info.Size, &b.info.MIME, &b.info.Name, &b.kept); err != nil {
-			return nil, fmt.Errorf("media blobs: %w", err)
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
 }
 
 // LocalBytes sums the blobs some ref points at: what MigrateToLocal would

@@ -203,13 +203,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		} else if !next.IsZero() {
 			wait = min(max(next.Sub(s.now()), least), maxSleep)
 		}
-		t := s.opts.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-t.C():
-		}
-		t.Stop()
+		clock.Wait(ctx, s.opts.Clock, wait, s.wake)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // Task states. A one-shot that ran is done; done and cancelled are final.
@@ -53,9 +55,7 @@ var ErrNotFound = errors.New("no such task")
 const taskCols = `id, folder, prompt, kind, spec, context, state, next_run, last_run, retry_at, failures, last_error,
 	runs, skipped, created_by, created, batch`
 
-type scanner interface{ Scan(...any) error }
-
-func scanTask(r scanner) (Task, error) {
+func scanTask(r sqlrows.Scanner) (Task, error) {
 	var t Task
 	var next, last, retry, created int64
 	err := r.Scan(&t.ID, &t.Folder, &t.Prompt, &t.Kind, &t.Spec, &t.Context, &t.State, &next, &last, &retry,
@@ -128,19 +128,19 @@ func (s *Scheduler) List(ctx context.Context, folder string) (tasks []Task, omit
 		where += ` AND folder = ?`
 		args = append(args, folder)
 	}
-	live, err := s.queryTasks(ctx, `SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY id`, args...)
+	live, err := sqlrows.Query(ctx, s.db, "list tasks", scanTask, `SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY id`, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list tasks: %w", err)
+		return nil, 0, err
 	}
 	where, args = ` WHERE state NOT IN (?, ?) AND updated > ?`, []any{StateActive, StatePaused, ms(s.now().Add(-finishedShown))}
 	if folder != "" {
 		where += ` AND folder = ?`
 		args = append(args, folder)
 	}
-	done, err := s.queryTasks(ctx, `SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY updated DESC, id DESC LIMIT ?`,
-		append(args, FinishedListed)...)
+	done, err := sqlrows.Query(ctx, s.db, "list tasks", scanTask,
+		`SELECT `+taskCols+` FROM scheduled_tasks`+where+` ORDER BY updated DESC, id DESC LIMIT ?`, append(args, FinishedListed)...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list tasks: %w", err)
+		return nil, 0, err
 	}
 	if len(done) == FinishedListed {
 		var all int
@@ -150,23 +150,6 @@ func (s *Scheduler) List(ctx context.Context, folder string) (tasks []Task, omit
 		omitted = all - len(done)
 	}
 	return append(live, done...), omitted, nil
-}
-
-func (s *Scheduler) queryTasks(ctx context.Context, q string, args ...any) ([]Task, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
 }
 
 // finishedShown is how long list_tasks keeps showing a task that is done
@@ -212,22 +195,9 @@ func (s *Scheduler) setState(ctx context.Context, id int64, to string, next time
 // due lists the active tasks whose next run is at or before now and not
 // waiting for a retry, oldest due first.
 func (s *Scheduler) due(ctx context.Context, now time.Time) ([]Task, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+taskCols+` FROM scheduled_tasks
+	return sqlrows.Query(ctx, s.db, "due tasks", scanTask, `SELECT `+taskCols+` FROM scheduled_tasks
 		WHERE state = ? AND next_run > 0 AND next_run <= ? AND retry_at <= ? ORDER BY next_run, id`,
 		StateActive, ms(now), ms(now))
-	if err != nil {
-		return nil, fmt.Errorf("due tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("due tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
 }
 
 // nextWake is the earliest time an active task needs attention; zero if

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // AgentCursorName is the router cursor of a group: the seq of the last
@@ -152,7 +154,7 @@ func nonNil(s []string) []string {
 
 const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created, voice`
 
-func scanOutbox(r scanner) (OutboxItem, error) {
+func scanOutbox(r sqlrows.Scanner) (OutboxItem, error) {
 	var it OutboxItem
 	var media string
 	var ms int64
@@ -175,20 +177,7 @@ func (s *Store) PendingOutbox(ctx context.Context, folder string) ([]OutboxItem,
 		q += ` AND folder = ?`
 		args = append(args, folder)
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("pending outbox: %w", err)
-	}
-	defer rows.Close()
-	var out []OutboxItem
-	for rows.Next() {
-		it, err := scanOutbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("pending outbox: %w", err)
-		}
-		out = append(out, it)
-	}
-	return out, rows.Err()
+	return sqlrows.Query(ctx, s.DB, "pending outbox", scanOutbox, q+` ORDER BY id`, args...)
 }
 
 // Outbox fetches one outbox item.
@@ -333,42 +322,24 @@ func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEnt
 
 // Runs lists a group's runs, newest first.
 func (s *Store) Runs(ctx context.Context, folder string, limit int) ([]AgentRun, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, folder, started, finished, outcome, up_to_seq, iterations, input_tokens,
-		output_tokens, cost_microcents, cost_known, error FROM agent_runs WHERE folder = ? ORDER BY started DESC, rowid DESC LIMIT ?`, folder, limit)
-	if err != nil {
-		return nil, fmt.Errorf("runs of %s: %w", folder, err)
-	}
-	defer rows.Close()
-	var out []AgentRun
-	for rows.Next() {
+	return sqlrows.Query(ctx, s.DB, "runs of "+folder, func(row sqlrows.Scanner) (AgentRun, error) {
 		var r AgentRun
 		var st, fin int64
-		if err := rows.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error); err != nil {
-			return nil, fmt.Errorf("runs of %s: %w", folder, err)
-		}
+		err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
+			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error)
 		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, err
+	}, `SELECT id, folder, started, finished, outcome, up_to_seq, iterations, input_tokens,
+		output_tokens, cost_microcents, cost_known, error FROM agent_runs WHERE folder = ? ORDER BY started DESC, rowid DESC LIMIT ?`, folder, limit)
 }
 
 // Transcript returns a run's messages in order.
 func (s *Store) Transcript(ctx context.Context, runID string) ([]TranscriptEntry, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT role, parts FROM agent_transcripts WHERE run_id = ? ORDER BY idx`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("transcript %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []TranscriptEntry
-	for rows.Next() {
+	return sqlrows.Query(ctx, s.DB, "transcript "+runID, func(r sqlrows.Scanner) (TranscriptEntry, error) {
 		var e TranscriptEntry
 		var p string
-		if err := rows.Scan(&e.Role, &p); err != nil {
-			return nil, fmt.Errorf("transcript %s: %w", runID, err)
-		}
+		err := r.Scan(&e.Role, &p)
 		e.Parts = json.RawMessage(p)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	}, `SELECT role, parts FROM agent_transcripts WHERE run_id = ? ORDER BY idx`, runID)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // Batch states. A batch run is handed off (pending), submitted to the
@@ -40,7 +42,7 @@ type Batch struct {
 
 const batchCols = `id, folder, chat_id, thread_id, reply_to, up_to_seq, provider, model, request, state, batch_id, result, error, polls, next_poll, created`
 
-func scanBatch(r scanner) (Batch, error) {
+func scanBatch(r sqlrows.Scanner) (Batch, error) {
 	var b Batch
 	var next, created int64
 	err := r.Scan(&b.ID, &b.Folder, &b.ChatID, &b.ThreadID, &b.ReplyTo, &b.UpToSeq, &b.Provider, &b.Model, &b.Request,
@@ -76,20 +78,7 @@ func (s *Store) HandOffBatch(ctx context.Context, b Batch) error {
 
 // Batches returns the batches in state, oldest first.
 func (s *Store) Batches(ctx context.Context, state string) ([]Batch, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+batchCols+` FROM llm_batches WHERE state = ? ORDER BY created, id`, state)
-	if err != nil {
-		return nil, fmt.Errorf("batches: %w", err)
-	}
-	defer rows.Close()
-	var out []Batch
-	for rows.Next() {
-		b, err := scanBatch(rows)
-		if err != nil {
-			return nil, fmt.Errorf("batches: %w", err)
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return sqlrows.Query(ctx, s.DB, "batches", scanBatch, `SELECT `+batchCols+` FROM llm_batches WHERE state = ? ORDER BY created, id`, state)
 }
 
 // Batch returns one batch by id.

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // RunSummary is a run as an operator looks at it: the bookkeeping, the
@@ -23,58 +25,49 @@ type RunSummary struct {
 
 // RecentRuns lists the newest runs of every group, newest first.
 func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
+	out, err := sqlrows.Query(ctx, s.DB, "recent runs", func(row sqlrows.Scanner) (RunSummary, error) {
+		var r RunSummary
+		var st, fin int64
+		err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
+			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText)
+		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
+		return r, err
+	}, `SELECT r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
 		r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, '')
 		FROM agent_runs r LEFT JOIN messages m ON m.seq = r.up_to_seq
 		ORDER BY r.started DESC, r.rowid DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("recent runs: %w", err)
-	}
-	defer rows.Close()
-	var out []RunSummary
-	at := map[string]int{}
-	for rows.Next() {
-		var r RunSummary
-		var st, fin int64
-		if err := rows.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText); err != nil {
-			return nil, fmt.Errorf("recent runs: %w", err)
-		}
-		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
-		at[r.ID] = len(out)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("recent runs: %w", err)
-	}
-	if len(out) == 0 {
-		return out, nil
+	if err != nil || len(out) == 0 {
+		return out, err
 	}
 	// The tool calls, from the transcripts, in one query for all runs.
+	at := make(map[string]int, len(out))
 	args := make([]any, 0, len(out))
-	for _, r := range out {
+	for i, r := range out {
+		at[r.ID] = i
 		args = append(args, r.ID)
 	}
-	tools, err := s.DB.QueryContext(ctx, `SELECT t.run_id, COALESCE(json_extract(j.value, '$.tool_call.name'), '')
+	calls, err := sqlrows.Query(ctx, s.DB, "recent runs' tools", func(r sqlrows.Scanner) (toolCall, error) {
+		var c toolCall
+		err := r.Scan(&c.run, &c.name)
+		return c, err
+	}, `SELECT t.run_id, COALESCE(json_extract(j.value, '$.tool_call.name'), '')
 		FROM agent_transcripts t, json_each(t.parts) j
 		WHERE t.run_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+`) AND t.role = 'assistant'
 			AND json_extract(j.value, '$.kind') = 'tool_call'
 		ORDER BY t.run_id, t.idx, CAST(j.key AS INTEGER)`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("recent runs' tools: %w", err)
+		return nil, err
 	}
-	defer tools.Close()
-	for tools.Next() {
-		var id, name string
-		if err := tools.Scan(&id, &name); err != nil {
-			return nil, fmt.Errorf("recent runs' tools: %w", err)
-		}
-		if i, ok := at[id]; ok && name != "" {
-			out[i].Tools = append(out[i].Tools, name)
+	for _, c := range calls {
+		if i, ok := at[c.run]; ok && c.name != "" {
+			out[i].Tools = append(out[i].Tools, c.name)
 		}
 	}
-	return out, tools.Err()
+	return out, nil
 }
+
+// toolCall is one tool a run called, by name.
+type toolCall struct{ run, name string }
 
 // DayRuns is what the runs of one UTC day cost.
 type DayRuns struct {
@@ -92,53 +85,43 @@ type DayRuns struct {
 // generation cost that day, so the dashboard's cost chart is the whole
 // bill (a day with generation only has a row with no runs).
 func (s *Store) DailyRuns(ctx context.Context, since time.Time) ([]DayRuns, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT started / 86400000 AS day, COUNT(*), SUM(input_tokens), SUM(output_tokens),
-		SUM(CASE WHEN cost_known THEN cost_microcents ELSE 0 END), SUM(CASE WHEN cost_known THEN 0 ELSE 1 END)
-		FROM agent_runs WHERE started >= ? GROUP BY day ORDER BY day`, since.UnixMilli())
-	if err != nil {
-		return nil, fmt.Errorf("daily runs: %w", err)
-	}
-	defer rows.Close()
-	var out []DayRuns
-	for rows.Next() {
+	out, err := sqlrows.Query(ctx, s.DB, "daily runs", func(r sqlrows.Scanner) (DayRuns, error) {
 		var d DayRuns
 		var day int64
 		var in, outTok, cost sql.NullInt64
-		if err := rows.Scan(&day, &d.Runs, &in, &outTok, &cost, &d.CostUnknown); err != nil {
-			return nil, fmt.Errorf("daily runs: %w", err)
-		}
+		err := r.Scan(&day, &d.Runs, &in, &outTok, &cost, &d.CostUnknown)
 		d.Day = time.Unix(day*86400, 0).UTC()
 		d.InputTokens, d.OutputTokens, d.CostMicrocents = in.Int64, outTok.Int64, cost.Int64
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("daily runs: %w", err)
+		return d, err
+	}, `SELECT started / 86400000 AS day, COUNT(*), SUM(input_tokens), SUM(output_tokens),
+		SUM(CASE WHEN cost_known THEN cost_microcents ELSE 0 END), SUM(CASE WHEN cost_known THEN 0 ELSE 1 END)
+		FROM agent_runs WHERE started >= ? GROUP BY day ORDER BY day`, since.UnixMilli())
+	if err != nil {
+		return nil, err
 	}
 	return s.addGenerationCost(ctx, since, out)
 }
 
 // addGenerationCost folds each day's media generation cost into days.
 func (s *Store) addGenerationCost(ctx context.Context, since time.Time, days []DayRuns) ([]DayRuns, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT at / 86400000 AS day, SUM(cost_microcents) FROM media_generations
+	costs, err := sqlrows.Query(ctx, s.DB, "daily generation cost", func(r sqlrows.Scanner) (DayRuns, error) {
+		var d DayRuns
+		var day int64
+		err := r.Scan(&day, &d.CostMicrocents)
+		d.Day = time.Unix(day*86400, 0).UTC()
+		return d, err
+	}, `SELECT at / 86400000 AS day, SUM(cost_microcents) FROM media_generations
 		WHERE at >= ? GROUP BY day ORDER BY day`, since.UnixMilli())
 	if err != nil {
-		return nil, fmt.Errorf("daily generation cost: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var day, cost int64
-		if err := rows.Scan(&day, &cost); err != nil {
-			return nil, fmt.Errorf("daily generation cost: %w", err)
-		}
-		at := time.Unix(day*86400, 0).UTC()
-		i := sort.Search(len(days), func(i int) bool { return !days[i].Day.Before(at) })
-		if i < len(days) && days[i].Day.Equal(at) {
-			days[i].CostMicrocents += cost
+	for _, c := range costs {
+		i := sort.Search(len(days), func(i int) bool { return !days[i].Day.Before(c.Day) })
+		if i < len(days) && days[i].Day.Equal(c.Day) {
+			days[i].CostMicrocents += c.CostMicrocents
 			continue
 		}
-		days = append(days, DayRuns{})
-		copy(days[i+1:], days[i:])
-		days[i] = DayRuns{Day: at, CostMicrocents: cost}
+		days = slices.Insert(days, i, c)
 	}
-	return days, rows.Err()
+	return days, nil
 }

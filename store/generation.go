@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // Generation is one call that made media (or failed to): its units are
@@ -100,7 +102,7 @@ func (s *Store) AddMediaJob(ctx context.Context, j MediaJob) (int64, error) {
 
 const jobCols = `id, folder, chat_id, provider, model, remote_id, prompt, seconds, state, progress, polls, next_poll, deadline, ref_id, error, created, updated`
 
-func scanJob(r scanner) (MediaJob, error) {
+func scanJob(r sqlrows.Scanner) (MediaJob, error) {
 	var j MediaJob
 	var next, deadline, created, updated int64
 	err := r.Scan(&j.ID, &j.Folder, &j.ChatID, &j.Provider, &j.Model, &j.RemoteID, &j.Prompt, &j.Seconds, &j.State,
@@ -121,40 +123,14 @@ func (s *Store) MediaJobs(ctx context.Context, folder string, states ...string) 
 			args = append(args, st)
 		}
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("video jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []MediaJob
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, fmt.Errorf("video jobs: %w", err)
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return sqlrows.Query(ctx, s.DB, "video jobs", scanJob, q+` ORDER BY id`, args...)
 }
 
 // RecentMediaJobs lists folder's jobs created at or after since, newest
 // first, at most limit of them.
 func (s *Store) RecentMediaJobs(ctx context.Context, folder string, since time.Time, limit int) ([]MediaJob, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+jobCols+` FROM media_jobs WHERE folder = ? AND created >= ?
+	return sqlrows.Query(ctx, s.DB, "recent video jobs of "+folder, scanJob, `SELECT `+jobCols+` FROM media_jobs WHERE folder = ? AND created >= ?
 		ORDER BY created DESC, id DESC LIMIT ?`, folder, since.UnixMilli(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("recent video jobs of %s: %w", folder, err)
-	}
-	defer rows.Close()
-	var out []MediaJob
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, fmt.Errorf("recent video jobs of %s: %w", folder, err)
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
 }
 
 // MediaJob fetches one job of folder.

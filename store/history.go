@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // History returns up to limit messages of the chats with after < seq <=
@@ -17,21 +19,9 @@ func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, 
 		return nil, nil
 	}
 	where, args := historyWhere(chats, after, upTo, since)
-	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE `+where+`
+	return sqlrows.Query(ctx, s.DB, fmt.Sprintf("history %d..%d", after, upTo), scanMessage,
+		`SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE `+where+`
 		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("history %d..%d: %w", after, upTo, err)
-	}
-	defer rows.Close()
-	out := make([]Message, 0, limit)
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("history %d..%d: %w", after, upTo, err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // historyWhere is the condition History and CountHistory share.
@@ -135,21 +125,20 @@ func (s *Store) MediaNotes(ctx context.Context, folder string, refs []string) (m
 	for _, r := range refs {
 		args = append(args, r)
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT ref_id, note, run_id, created FROM agent_media_notes
-		WHERE folder = ? AND ref_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(refs)), ",")+`)`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("media notes: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[string]MediaNote, len(refs))
-	for rows.Next() {
+	notes, err := sqlrows.Query(ctx, s.DB, "media notes", func(r sqlrows.Scanner) (MediaNote, error) {
 		var n MediaNote
 		var created int64
-		if err := rows.Scan(&n.Ref, &n.Note, &n.RunID, &created); err != nil {
-			return nil, fmt.Errorf("media notes: %w", err)
-		}
+		err := r.Scan(&n.Ref, &n.Note, &n.RunID, &created)
 		n.Created = time.UnixMilli(created)
+		return n, err
+	}, `SELECT ref_id, note, run_id, created FROM agent_media_notes
+		WHERE folder = ? AND ref_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(refs)), ",")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]MediaNote, len(notes))
+	for _, n := range notes {
 		out[n.Ref] = n
 	}
-	return out, rows.Err()
+	return out, nil
 }

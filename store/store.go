@@ -14,6 +14,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // Store wraps the shared database handle.
@@ -465,22 +467,13 @@ func (s *Store) ChatIsGroup(ctx context.Context, id string) (isGroup, known bool
 // Chats lists known chats, most recently active first, so an operator can
 // find the id of a chat to register.
 func (s *Store) Chats(ctx context.Context) ([]Chat, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, name, is_group, last_message_at FROM chats ORDER BY last_message_at DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list chats: %w", err)
-	}
-	defer rows.Close()
-	var out []Chat
-	for rows.Next() {
+	return sqlrows.Query(ctx, s.DB, "list chats", func(r sqlrows.Scanner) (Chat, error) {
 		var c Chat
 		var ms int64
-		if err := rows.Scan(&c.ID, &c.Name, &c.IsGroup, &ms); err != nil {
-			return nil, fmt.Errorf("list chats: %w", err)
-		}
+		err := r.Scan(&c.ID, &c.Name, &c.IsGroup, &ms)
 		c.LastMessageAt = time.UnixMilli(ms)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	}, `SELECT id, name, is_group, last_message_at FROM chats ORDER BY last_message_at DESC`)
 }
 
 // Message is one stored chat message; media appear in Text as placeholders.
@@ -543,9 +536,7 @@ func (s *Store) Message(ctx context.Context, chatID, id string) (Message, error)
 
 const msgCols = `seq, chat_id, id, sender_id, sender_name, text, ts, from_me, is_bot, reply_to, thread_id`
 
-type scanner interface{ Scan(...any) error }
-
-func scanMessage(r scanner) (Message, error) {
+func scanMessage(r sqlrows.Scanner) (Message, error) {
 	var m Message
 	var ms int64
 	err := r.Scan(&m.Seq, &m.ChatID, &m.ID, &m.SenderID, &m.SenderName, &m.Text, &ms, &m.FromMe, &m.IsBot, &m.ReplyTo, &m.ThreadID)
@@ -565,21 +556,9 @@ func (s *Store) MessagesAfter(ctx context.Context, chats []string, after int64, 
 		args = append(args, c)
 	}
 	args = append(args, after, limit)
-	rows, err := s.DB.QueryContext(ctx, `SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE chat_id IN (`+ph+`) AND seq > ?
+	return sqlrows.Query(ctx, s.DB, fmt.Sprintf("messages after %d", after), scanMessage,
+		`SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE chat_id IN (`+ph+`) AND seq > ?
 		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("messages after %d: %w", after, err)
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("messages after %d: %w", after, err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // Cursor reads a named router cursor; a missing cursor is "".

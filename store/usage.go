@@ -36,14 +36,10 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 	type key struct{ folder, day, model string }
 	sums := map[key]*UsageRow{}
 	var order []key
-	for rows.Next() {
-		var f, model, outcome string
-		var at, in, out, cr, cw, rs, cost int64
-		var known bool
-		if err := rows.Scan(&f, &at, &model, &outcome, &in, &out, &cr, &cw, &rs, &cost, &known); err != nil {
-			return nil, fmt.Errorf("usage: %w", err)
-		}
-		k := key{f, time.UnixMilli(at).In(loc).Format("2006-01-02"), model}
+	// attempt counts one attempt (or generation) in its row, made on
+	// first sight so rows keep the order their first attempt came in.
+	attempt := func(folder string, at int64, model string) *UsageRow {
+		k := key{folder, time.UnixMilli(at).In(loc).Format("2006-01-02"), model}
 		r, ok := sums[k]
 		if !ok {
 			r = &UsageRow{Folder: k.folder, Day: k.day, Model: k.model}
@@ -51,6 +47,16 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 			order = append(order, k)
 		}
 		r.Attempts++
+		return r
+	}
+	for rows.Next() {
+		var f, model, outcome string
+		var at, in, out, cr, cw, rs, cost int64
+		var known bool
+		if err := rows.Scan(&f, &at, &model, &outcome, &in, &out, &cr, &cw, &rs, &cost, &known); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		r := attempt(f, at, model)
 		if outcome == "failed" {
 			r.Failed++
 		}
@@ -80,14 +86,7 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 		if err := grows.Scan(&f, &at, &model, &kind, &outcome, &units, &in, &out, &cost, &known); err != nil {
 			return nil, fmt.Errorf("usage: %w", err)
 		}
-		k := key{f, time.UnixMilli(at).In(loc).Format("2006-01-02"), model}
-		r, ok := sums[k]
-		if !ok {
-			r = &UsageRow{Folder: k.folder, Day: k.day, Model: k.model}
-			sums[k] = r
-			order = append(order, k)
-		}
-		r.Attempts++
+		r := attempt(f, at, model)
 		if outcome != "succeeded" {
 			r.Failed++
 		}
