@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/internal/atomicfile"
+	"github.com/botd-dev/botd/internal/wake"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -72,7 +73,7 @@ type Host struct {
 	// handlers before it closes the folders.
 	handlers sync.WaitGroup
 	wg       sync.WaitGroup
-	kick     chan struct{}
+	kick     wake.Signal
 }
 
 // group is one served folder, data/ipc/<name>, opened as an os.Root: every
@@ -108,7 +109,7 @@ func NewHost(o HostOptions) *Host {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Host{opts: o, uid: os.Getuid(), byDir: map[string]*group{}, global: make(chan struct{}, o.MaxConcurrent),
-		working: map[string]bool{}, live: map[string]*tracker{}, kick: make(chan struct{}, 1)}
+		working: map[string]bool{}, live: map[string]*tracker{}, kick: wake.New()}
 }
 
 // Start creates and checks the folders, settles what a previous run left
@@ -323,12 +324,7 @@ func (h *Host) serving(g *group) bool {
 func (h *Host) Wait() { h.wg.Wait() }
 
 // Rescan asks for an immediate scan (tests, and SIGHUP-like pokes).
-func (h *Host) Rescan() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
+func (h *Host) Rescan() { h.kick.Wake() }
 
 func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 	t := time.NewTicker(h.opts.Rescan)
@@ -372,7 +368,7 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 			for _, t := range live {
 				t.tick(now)
 			}
-		case <-h.kick:
+		case <-h.kick.C():
 			h.scan(ctx)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -81,7 +82,7 @@ type Service struct {
 	flights map[string]*flight
 	slots   map[string]chan struct{} // download slots by group folder
 	// jobWake wakes RunVideoJobs when a job is submitted.
-	jobWake chan struct{}
+	jobWake wake.Signal
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
@@ -115,7 +116,7 @@ func New(o Options) *Service {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}, jobWake: make(chan struct{}, 1)}
+	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}, jobWake: wake.New()}
 }
 
 // workspace is the folder of g, where its own copies of media live.

@@ -10,6 +10,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
@@ -189,12 +190,7 @@ func locOf(g *Generation) *time.Location {
 }
 
 // wake tells the runner a job was added.
-func (s *Service) wake() {
-	select {
-	case s.jobWake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) wake() { s.jobWake.Wake() }
 
 // RunVideoJobs polls video jobs until ctx ends. At its start it settles
 // jobs a stop caught while sending and polls every other one at once: the
@@ -213,15 +209,9 @@ func (s *Service) RunVideoJobs(ctx context.Context) {
 		if !next.IsZero() {
 			wait = max(next.Sub(gen.now()), 0)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Wait(ctx, clock.Real{}, wait, s.jobWake.C()) {
 			return
-		case <-s.jobWake:
-		case <-t.C:
 		}
-		t.Stop()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -27,11 +28,11 @@ type meter struct {
 	state atomic.Value // stateQueued or stateDownloading
 	done  atomic.Int64
 	total int64 // declared size, 0 when unknown
-	moved chan struct{}
+	moved wake.Signal
 }
 
 func newMeter(total int64) *meter {
-	m := &meter{total: total, moved: make(chan struct{}, 1)}
+	m := &meter{total: total, moved: wake.New()}
 	m.state.Store(stateQueued)
 	return m
 }
@@ -41,10 +42,7 @@ func (m *meter) add(n int) {
 		return
 	}
 	m.done.Add(int64(n))
-	select {
-	case m.moved <- struct{}{}:
-	default:
-	}
+	m.moved.Wake()
 }
 
 // snapshot is what a waiting caller reports.
@@ -96,7 +94,7 @@ func guardStall(ctx context.Context, cancel context.CancelCauseFunc, m *meter, i
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.moved:
+		case <-m.moved.C():
 			t.Reset(idle)
 		case <-t.C:
 			cancel(errStalled)

@@ -30,6 +30,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -107,7 +108,7 @@ type Scheduler struct {
 	mu        sync.Mutex
 	lastPrune time.Time
 
-	wake    chan struct{}
+	wake    wake.Signal
 	started bool
 	wg      sync.WaitGroup
 }
@@ -136,7 +137,7 @@ func New(opts Options) *Scheduler {
 	if opts.RetryDelay == nil {
 		opts.RetryDelay = defaultRetryDelay
 	}
-	s := &Scheduler{opts: opts, log: opts.Log, wake: make(chan struct{}, 1)}
+	s := &Scheduler{opts: opts, log: opts.Log, wake: wake.New()}
 	if opts.Store != nil {
 		s.db = opts.Store.DB
 	}
@@ -179,12 +180,7 @@ func (s *Scheduler) Wait() { s.wg.Wait() }
 
 // Wake makes the loop look at the tasks again (a task was added or
 // resumed).
-func (s *Scheduler) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Scheduler) Wake() { s.wake.Wake() }
 
 func (s *Scheduler) loop(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -203,7 +199,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		} else if !next.IsZero() {
 			wait = min(max(next.Sub(s.now()), least), maxSleep)
 		}
-		clock.Wait(ctx, s.opts.Clock, wait, s.wake)
+		clock.Wait(ctx, s.opts.Clock, wait, s.wake.C())
 	}
 }
 
