@@ -78,8 +78,8 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 			CandidatesTokenCount int64 `json:"candidatesTokenCount"`
 		} `json:"usageMetadata"`
 	}
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not a generateContent answer: %s", wire.ErrorText(raw)))
+	if err := p.Client.Answer(raw, &ans, "a generateContent answer"); err != nil {
+		return llm.Image{}, err
 	}
 	if br := ans.PromptFeedback.BlockReason; br != "" {
 		return llm.Image{}, p.Client.Finish(&llm.Error{Kind: llm.KindContentFilter, Code: br,

@@ -68,8 +68,8 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &ans); err != nil {
-		return llm.Image{}, p.Client.Finish(llm.Errorf(p.Name(), llm.KindUnknown, err, "the answer is not an Images API answer: %s", wire.ErrorText(b)))
+	if err := p.Client.Answer(b, &ans, "an Images API answer"); err != nil {
+		return llm.Image{}, err
 	}
 	if len(ans.Data) == 0 || ans.Data[0].B64 == "" {
 		return llm.Image{}, p.Client.Finish(llm.NewError(p.Name(), llm.KindUnknown, "the answer holds no image (b64_json)"))

@@ -155,6 +155,16 @@ func (g BatchGetter[T]) Ended(ctx context.Context, c *Client, id string, failed 
 	return obj, nil
 }
 
+// Answer decodes the JSON of a 2xx answer into v. One that is not JSON
+// of that shape (a proxy's page) fails as KindUnknown quoting its start;
+// what names the answer expected ("an Images API answer").
+func (c *Client) Answer(b []byte, v any, what string) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return c.finish(llm.Errorf(c.Provider, llm.KindUnknown, err, "the answer is not %s: %s", what, ErrorText(b)))
+	}
+	return nil
+}
+
 // Finish stamps the provider on e and scrubs the key from it, for errors
 // an adapter reads from a 2xx body itself (a batch item's error).
 func (c *Client) Finish(e *llm.Error) *llm.Error { return c.finish(e) }
