@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
@@ -263,22 +264,15 @@ func (r *Registry) RunSweeper(ctx context.Context, interval time.Duration, log *
 // sweepEvery runs sweep on a ticker until ctx ends, logging failures and
 // what was removed. It is the only place anything expires.
 func sweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger, what string, sweep func(context.Context) (int64, error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := sweep(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				log.Warn("sweep failed", "what", what, "err", err)
-			case n > 0:
-				log.Debug("swept", "what", what, "count", n)
-			}
+	clock.Every(ctx, interval, func() {
+		n, err := sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("sweep failed", "what", what, "err", err)
+		case n > 0:
+			log.Debug("swept", "what", what, "count", n)
 		}
-	}
+	})
 }
 
 // Stats is what the chats of a scope shared and how much of it was

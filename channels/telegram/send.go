@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -245,18 +245,11 @@ func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 			defer t.wg.Done()
 		}
 		defer stop()
-		tick := time.NewTicker(t.typingEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-loop.Done():
-				return
-			case <-tick.C:
-				if err := t.sendTyping(loop, id); err != nil && loop.Err() == nil {
-					t.log.Debug("telegram: typing refresh failed", "chat", chat, "err", err)
-				}
+		clock.Every(loop, t.typingEvery, func() {
+			if err := t.sendTyping(loop, id); err != nil && loop.Err() == nil {
+				t.log.Debug("telegram: typing refresh failed", "chat", chat, "err", err)
 			}
-		}
+		})
 	}()
 	return nil
 }

@@ -27,3 +27,20 @@ func Wait(ctx context.Context, c Clock, d time.Duration, wake <-chan struct{}) b
 	}
 	return ctx.Err() == nil
 }
+
+// Every calls fn every d on a real ticker until ctx ends, and returns
+// then: the loop of every periodic chore (sweeps, typing refreshes). A
+// call still running when a tick is due delays the next one, never
+// overlaps it.
+func Every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}

@@ -65,3 +65,31 @@ func TestWaitUntilDue(t *testing.T) {
 		t.Fatal("Wait did not return once its time passed")
 	}
 }
+
+// Every keeps calling until ctx ends and then returns; fn here ends ctx
+// on its third call, so a loop that stopped early or never returned
+// fails the guard.
+func TestEveryRunsUntilCtxEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		clock.Every(ctx, time.Millisecond, func() {
+			calls++
+			if calls == 3 {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Every did not return after ctx ended")
+	}
+	// A tick due together with the end of ctx may still run once more.
+	if calls < 3 {
+		t.Fatalf("fn ran %d times, want at least 3 (ctx ended on the third)", calls)
+	}
+}
