@@ -15,9 +15,6 @@ import (
 
 var _ llm.Transcriber = (*Provider)(nil)
 
-// maxTranscriptBytes bounds an answer by default.
-const maxTranscriptBytes = 16 << 20
-
 // noSpeech is what the prompt asks Gemini to answer for audio without
 // speech; a model cannot answer with nothing.
 const noSpeech = "[no speech]"
@@ -41,7 +38,7 @@ func (p *Provider) Transcribe(ctx context.Context, r llm.TranscribeRequest) (llm
 	header.Set("Content-Type", "application/json")
 	max := r.MaxBytes
 	if max <= 0 {
-		max = maxTranscriptBytes
+		max = wire.MaxTranscriptBytes
 	}
 	model := strings.TrimPrefix(r.Model, "models/")
 	body, _, err := p.Client.Upload(ctx, wire.JoinURL(p.BaseURL, "/v1beta/models/"+url.PathEscape(model)+":generateContent"), header,

@@ -22,10 +22,6 @@ import (
 
 var _ llm.Transcriber = (*Provider)(nil)
 
-// maxTranscriptBytes bounds an answer by default: verbose_json of half an
-// hour of speech with its segments is a few MB; more is not a transcript.
-const maxTranscriptBytes = 16 << 20
-
 // Transcribe posts the audio to {base_url}/audio/transcriptions. It asks
 // for verbose_json, which carries duration and language, from models that
 // are known to give it, and falls back to json when a server refuses it.
@@ -81,7 +77,7 @@ func (p *Provider) transcribe(ctx context.Context, r llm.TranscribeRequest, form
 	header.Set("Accept", "application/json")
 	max := r.MaxBytes
 	if max <= 0 {
-		max = maxTranscriptBytes
+		max = wire.MaxTranscriptBytes
 	}
 	body, rh, err := p.Client.Upload(ctx, wire.JoinURL(p.BaseURL, "/audio/transcriptions"), header,
 		int64(len(head))+a.Size+int64(len(tail)),

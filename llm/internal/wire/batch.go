@@ -155,6 +155,11 @@ func (g BatchGetter[T]) Ended(ctx context.Context, c *Client, id string, failed 
 	return obj, nil
 }
 
+// MaxTranscriptBytes bounds a transcription answer when the request sets
+// no bound: verbose_json of half an hour of speech with its segments is a
+// few MB; more is not a transcript.
+const MaxTranscriptBytes = 16 << 20
+
 // Answer decodes the JSON of a 2xx answer into v. One that is not JSON
 // of that shape (a proxy's page) fails as KindUnknown quoting its start;
 // what names the answer expected ("an Images API answer").
