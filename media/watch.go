@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -88,18 +89,10 @@ func (f meteredFile) WriteAt(p []byte, off int64) (int, error) {
 // for idle (counted from the start, and from each byte since). It returns
 // when ctx ends.
 func guardStall(ctx context.Context, cancel context.CancelCauseFunc, m *meter, idle time.Duration) {
-	t := time.NewTimer(idle)
+	t := time.AfterFunc(idle, func() { cancel(errStalled) })
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.moved.C():
-			t.Reset(idle)
-		case <-t.C:
-			cancel(errStalled)
-			return
-		}
+	for clock.Wait(ctx, clock.Real{}, clock.Forever, m.moved.C()) {
+		t.Reset(idle)
 	}
 }
 
