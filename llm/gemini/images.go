@@ -73,10 +73,7 @@ func (p *Provider) MakeImage(ctx context.Context, r llm.ImageRequest) (llm.Image
 			BlockReason        string `json:"blockReason"`
 			BlockReasonMessage string `json:"blockReasonMessage"`
 		} `json:"promptFeedback"`
-		UsageMetadata struct {
-			PromptTokenCount     int64 `json:"promptTokenCount"`
-			CandidatesTokenCount int64 `json:"candidatesTokenCount"`
-		} `json:"usageMetadata"`
+		UsageMetadata usageMeta `json:"usageMetadata"`
 	}
 	if err := p.Client.Answer(raw, &ans, "a generateContent answer"); err != nil {
 		return llm.Image{}, err
