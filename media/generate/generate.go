@@ -108,17 +108,10 @@ type Imager interface {
 
 // NewImager returns the image client of o.Type.
 func NewImager(o Options) (Imager, error) {
-	v, err := capability[llm.ImageMaker](&o, "image generation", "image API (use openai or gemini)")
-	if err != nil {
-		return nil, err
-	}
-	return &imager{o: o, v: v}, nil
+	return open(o, "image generation", "image API (use openai or gemini)", func(c client[llm.ImageMaker]) Imager { return &imager{c} })
 }
 
-type imager struct {
-	o Options
-	v llm.ImageMaker
-}
+type imager struct{ client[llm.ImageMaker] }
 
 func (c *imager) CanEdit() bool { return true }
 
@@ -153,17 +146,10 @@ type Speaker interface {
 
 // NewSpeaker returns the speech client of o.Type.
 func NewSpeaker(o Options) (Speaker, error) {
-	v, err := capability[llm.SpeechMaker](&o, "speech", "speech API (use an openai-compatible provider)")
-	if err != nil {
-		return nil, err
-	}
-	return &speaker{o: o, v: v}, nil
+	return open(o, "speech", "speech API (use an openai-compatible provider)", func(c client[llm.SpeechMaker]) Speaker { return &speaker{c} })
 }
 
-type speaker struct {
-	o Options
-	v llm.SpeechMaker
-}
+type speaker struct{ client[llm.SpeechMaker] }
 
 func (c *speaker) Speak(ctx context.Context, r SpeechRequest) (Speech, error) {
 	sp, err := c.v.MakeSpeech(ctx, llm.SpeechRequest{Model: c.o.Model, Text: r.Text, Voice: r.Voice})
@@ -206,17 +192,10 @@ type Videos interface {
 
 // NewVideos returns the video client of o.Type.
 func NewVideos(o Options) (Videos, error) {
-	v, err := capability[llm.VideoMaker](&o, "video generation", "videos API (use openai)")
-	if err != nil {
-		return nil, err
-	}
-	return &videos{o: o, v: v}, nil
+	return open(o, "video generation", "videos API (use openai)", func(c client[llm.VideoMaker]) Videos { return &videos{c} })
 }
 
-type videos struct {
-	o Options
-	v llm.VideoMaker
-}
+type videos struct{ client[llm.VideoMaker] }
 
 func (c *videos) Submit(ctx context.Context, r VideoRequest) (Job, error) {
 	j, err := c.v.SubmitVideo(ctx, llm.VideoRequest{Model: c.o.Model, Prompt: r.Prompt, Seconds: r.Seconds, Size: r.Size})
@@ -293,13 +272,21 @@ func (o *Options) vendor() any {
 	return p
 }
 
-// capability builds o's adapter as T, the API one kind of media needs;
-// what names the kind and api the missing API in the error.
-func capability[T any](o *Options, what, api string) (T, error) {
+// client is what every kind's client holds: its options and the
+// provider's adapter as T, the API that kind of media needs.
+type client[T any] struct {
+	o Options
+	v T
+}
+
+// open builds o's adapter as T and wraps it as the kind's client I; what
+// names the kind and api the missing API in the error.
+func open[T, I any](o Options, what, api string, wrap func(client[T]) I) (I, error) {
 	o.defaults()
 	v, ok := o.vendor().(T)
 	if !ok {
-		return v, fmt.Errorf("%s: provider type %q has no %s", what, o.Type, api)
+		var none I
+		return none, fmt.Errorf("%s: provider type %q has no %s", what, o.Type, api)
 	}
-	return v, nil
+	return wrap(client[T]{o: o, v: v}), nil
 }
