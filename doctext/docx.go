@@ -12,6 +12,45 @@ type table struct {
 	cells  []string
 	cell   strings.Builder
 	inCell bool
+	// lineAround ends the line before and after the outermost table
+	// (Word's tables stand between paragraphs; a slide's in a frame).
+	lineAround bool
+}
+
+// element follows the elements that shape a table (tbl, tr, tc), the same
+// in Word and PowerPoint; handled is false for any other token.
+func (t *table) element(p *parts, tok xml.Token) (handled bool, err error) {
+	switch e := tok.(type) {
+	case xml.StartElement:
+		switch e.Name.Local {
+		case "tbl":
+			t.depth++
+			if t.depth == 1 && t.lineAround {
+				err = p.line()
+			}
+		case "tc":
+			t.startCell()
+		default:
+			return false, nil
+		}
+	case xml.EndElement:
+		switch e.Name.Local {
+		case "tc":
+			t.endCell()
+		case "tr":
+			err = t.endRow(p)
+		case "tbl":
+			if t.depth == 1 && t.lineAround {
+				err = p.line()
+			}
+			t.depth = max(0, t.depth-1)
+		default:
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 func (t *table) startCell() {
@@ -85,10 +124,13 @@ func (t *table) write(p *parts, s string) error {
 // docx reads word/document.xml: paragraphs (headings marked with #,
 // list items with -), tabs and breaks, tables as rows.
 func (d *doc) docx(p *parts) error {
-	var tb table
+	tb := table{lineAround: true}
 	inText := false
 	prefix := ""
 	return d.z.walk("word/document.xml", func(t xml.Token) (err error) {
+		if handled, err := tb.element(p, t); handled {
+			return err
+		}
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -116,13 +158,6 @@ func (d *doc) docx(p *parts) error {
 				if prefix == "" {
 					prefix = "- "
 				}
-			case "tbl":
-				tb.depth++
-				if tb.depth == 1 {
-					err = p.line()
-				}
-			case "tc":
-				tb.startCell()
 			case "p":
 				prefix = ""
 			}
@@ -134,15 +169,6 @@ func (d *doc) docx(p *parts) error {
 				if e.Name.Space == "w" {
 					err = tb.endPara(p)
 				}
-			case "tc":
-				tb.endCell()
-			case "tr":
-				err = tb.endRow(p)
-			case "tbl":
-				if tb.depth == 1 {
-					err = p.line()
-				}
-				tb.depth = max(0, tb.depth-1)
 			}
 		case xml.CharData:
 			if inText {

@@ -73,6 +73,9 @@ func (d *doc) slideText(p *parts, part string) error {
 	var tb table
 	inText := false
 	return d.z.walk(part, func(t xml.Token) (err error) {
+		if handled, err := tb.element(p, t); handled {
+			return err
+		}
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -80,10 +83,6 @@ func (d *doc) slideText(p *parts, part string) error {
 				inText = true
 			case "br":
 				err = tb.write(p, "\n")
-			case "tbl":
-				tb.depth++
-			case "tc":
-				tb.startCell()
 			}
 		case xml.EndElement:
 			switch e.Name.Local {
@@ -91,12 +90,6 @@ func (d *doc) slideText(p *parts, part string) error {
 				inText = false
 			case "p":
 				err = tb.endPara(p)
-			case "tc":
-				tb.endCell()
-			case "tr":
-				err = tb.endRow(p)
-			case "tbl":
-				tb.depth = max(0, tb.depth-1)
 			}
 		case xml.CharData:
 			if inText {
