@@ -6,7 +6,8 @@ import (
 )
 
 // table gathers the cells of a table row, so that a row becomes one line:
-// | a | b |. Tables inside a cell run into that cell's text.
+// | a | b |. Tables inside a cell run into that cell's text. It also
+// follows the text runs, whose characters go to a cell or the document.
 type table struct {
 	depth  int // tables open; only the outermost makes rows
 	cells  []string
@@ -15,12 +16,30 @@ type table struct {
 	// lineAround ends the line before and after the outermost table
 	// (Word's tables stand between paragraphs; a slide's in a frame).
 	lineAround bool
+	// inText is set inside a text run (t) whose characters count; the
+	// format's own walker decides at its start.
+	inText bool
 }
 
-// element follows the elements that shape a table (tbl, tr, tc), the same
-// in Word and PowerPoint; handled is false for any other token.
-func (t *table) element(p *parts, tok xml.Token) (handled bool, err error) {
+// walkText walks a part of a Word or PowerPoint file: tb follows the
+// tables and the text runs, the same in both; f sees every other token.
+func (d *doc) walkText(part string, p *parts, tb *table, f func(xml.Token) error) error {
+	return d.z.walk(part, func(t xml.Token) error {
+		if handled, err := tb.token(p, t); handled {
+			return err
+		}
+		return f(t)
+	})
+}
+
+// token follows the elements that shape a table (tbl, tr, tc), the end of
+// a text run and its characters; handled is false for any other token.
+func (t *table) token(p *parts, tok xml.Token) (handled bool, err error) {
 	switch e := tok.(type) {
+	case xml.CharData:
+		if t.inText {
+			err = t.write(p, string(e))
+		}
 	case xml.StartElement:
 		switch e.Name.Local {
 		case "tbl":
@@ -35,6 +54,8 @@ func (t *table) element(p *parts, tok xml.Token) (handled bool, err error) {
 		}
 	case xml.EndElement:
 		switch e.Name.Local {
+		case "t":
+			t.inText = false
 		case "tc":
 			t.endCell()
 		case "tr":
@@ -125,18 +146,14 @@ func (t *table) write(p *parts, s string) error {
 // list items with -), tabs and breaks, tables as rows.
 func (d *doc) docx(p *parts) error {
 	tb := table{lineAround: true}
-	inText := false
 	prefix := ""
-	return d.z.walk("word/document.xml", func(t xml.Token) (err error) {
-		if handled, err := tb.element(p, t); handled {
-			return err
-		}
+	return d.walkText("word/document.xml", p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
 			case "t":
-				inText = e.Name.Space == "w" || e.Name.Space == "a" || e.Name.Space == ""
-				if inText && prefix != "" {
+				tb.inText = e.Name.Space == "w" || e.Name.Space == "a" || e.Name.Space == ""
+				if tb.inText && prefix != "" {
 					err = tb.write(p, prefix)
 					prefix = ""
 				}
@@ -162,17 +179,8 @@ func (d *doc) docx(p *parts) error {
 				prefix = ""
 			}
 		case xml.EndElement:
-			switch e.Name.Local {
-			case "t":
-				inText = false
-			case "p":
-				if e.Name.Space == "w" {
-					err = tb.endPara(p)
-				}
-			}
-		case xml.CharData:
-			if inText {
-				err = tb.write(p, string(e))
+			if e.Name.Local == "p" && e.Name.Space == "w" {
+				err = tb.endPara(p)
 			}
 		}
 		return err
