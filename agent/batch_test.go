@@ -11,6 +11,7 @@ import (
 
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -125,7 +126,7 @@ func withBatch(b *batchBackend) func(*Options) {
 	}
 }
 
-func batchTask(id int64, prompt string) Task {
+func batchTask(id int64, prompt string) scheduler.Run {
 	t := famTask(id, prompt, false)
 	t.Batch = true
 	return t

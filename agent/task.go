@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -29,26 +29,10 @@ const (
 	batchSuffix        = ":batch"
 )
 
-// Task is one due run of a scheduled task.
-type Task struct {
-	ID int64
-	// Chat is the group's chat; MessageID the run's id, the same for
-	// every delivery of one run (a repeat after a crash upserts it).
-	Chat      string
-	MessageID string
-	Prompt    string
-	// Schedule says when the task runs, for the model.
-	Schedule string
-	Isolated bool
-	// Batch runs go through the provider's batch API when there is one.
-	Batch bool
-	Due   time.Time
-}
-
 // DeliverTask stores a due task as an addressed message of its group's
 // chat and queues a run, exactly as Deliver does for what channels hear.
-// Delivering the same Task again changes nothing the agent already did.
-func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
+// Delivering the same run again changes nothing the agent already did.
+func (a *Agent) DeliverTask(ctx context.Context, t scheduler.Run) error {
 	sender := taskSender
 	if t.Isolated {
 		sender = taskSenderIsolated
@@ -56,7 +40,7 @@ func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
 	if t.Batch {
 		sender += batchSuffix
 	}
-	text := fmt.Sprintf("Scheduled task #%d (%s) is due. Carry it out now; your reply goes to the chat:\n%s", t.ID, t.Schedule, t.Prompt)
+	text := fmt.Sprintf("Scheduled task #%d (%s) is due. Carry it out now; your reply goes to the chat:\n%s", t.TaskID, t.Schedule, t.Prompt)
 	// The task does not say what kind of chat it runs in; keep what the
 	// network said (a main group may be a DM), a group when never heard.
 	isGroup, known, err := a.opts.Store.ChatIsGroup(ctx, t.Chat)
@@ -67,7 +51,7 @@ func (a *Agent) DeliverTask(ctx context.Context, t Task) error {
 		isGroup = true
 	}
 	return a.Deliver(ctx, channels.Inbound{ChatID: t.Chat, IsGroup: isGroup, ID: t.MessageID, SenderID: sender,
-		SenderName: fmt.Sprintf("scheduled task %d", t.ID), Text: text, Time: t.Due, Mentioned: true})
+		SenderName: fmt.Sprintf("scheduled task %d", t.TaskID), Text: text, Time: t.Due, Mentioned: true})
 }
 
 func isTask(m *store.Message) bool { return strings.HasPrefix(m.SenderID, taskSender) }

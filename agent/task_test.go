@@ -11,11 +11,12 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/scheduler"
 )
 
-func famTask(id int64, prompt string, isolated bool) Task {
+func famTask(id int64, prompt string, isolated bool) scheduler.Run {
 	due := time.Date(2025, 3, 1, 15, 0, 0, 0, time.UTC)
-	return Task{ID: id, Chat: famChat, MessageID: fmt.Sprintf("task-%d-1740841200", id), Prompt: prompt,
+	return scheduler.Run{TaskID: id, Chat: famChat, MessageID: fmt.Sprintf("task-%d-1740841200", id), Prompt: prompt,
 		Schedule: "every 1h", Isolated: isolated, Due: due}
 }
 

@@ -6,12 +6,72 @@ import (
 )
 
 // table gathers the cells of a table row, so that a row becomes one line:
-// | a | b |. Tables inside a cell run into that cell's text.
+// | a | b |. Tables inside a cell run into that cell's text. It also
+// follows the text runs, whose characters go to a cell or the document.
 type table struct {
 	depth  int // tables open; only the outermost makes rows
 	cells  []string
 	cell   strings.Builder
 	inCell bool
+	// lineAround ends the line before and after the outermost table
+	// (Word's tables stand between paragraphs; a slide's in a frame).
+	lineAround bool
+	// inText is set inside a text run (t) whose characters count; the
+	// format's own walker decides at its start.
+	inText bool
+}
+
+// walkText walks a part of a Word or PowerPoint file: tb follows the
+// tables and the text runs, the same in both; f sees every other token.
+func (d *doc) walkText(part string, p *parts, tb *table, f func(xml.Token) error) error {
+	return d.z.walk(part, func(t xml.Token) error {
+		if handled, err := tb.token(p, t); handled {
+			return err
+		}
+		return f(t)
+	})
+}
+
+// token follows the elements that shape a table (tbl, tr, tc), the end of
+// a text run and its characters; handled is false for any other token.
+func (t *table) token(p *parts, tok xml.Token) (handled bool, err error) {
+	switch e := tok.(type) {
+	case xml.CharData:
+		if t.inText {
+			err = t.write(p, string(e))
+		}
+	case xml.StartElement:
+		switch e.Name.Local {
+		case "tbl":
+			t.depth++
+			if t.depth == 1 && t.lineAround {
+				err = p.line()
+			}
+		case "tc":
+			t.startCell()
+		default:
+			return false, nil
+		}
+	case xml.EndElement:
+		switch e.Name.Local {
+		case "t":
+			t.inText = false
+		case "tc":
+			t.endCell()
+		case "tr":
+			err = t.endRow(p)
+		case "tbl":
+			if t.depth == 1 && t.lineAround {
+				err = p.line()
+			}
+			t.depth = max(0, t.depth-1)
+		default:
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 func (t *table) startCell() {
@@ -85,16 +145,15 @@ func (t *table) write(p *parts, s string) error {
 // docx reads word/document.xml: paragraphs (headings marked with #,
 // list items with -), tabs and breaks, tables as rows.
 func (d *doc) docx(p *parts) error {
-	var tb table
-	inText := false
+	tb := table{lineAround: true}
 	prefix := ""
-	return d.z.walk("word/document.xml", func(t xml.Token) (err error) {
+	return d.walkText("word/document.xml", p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
 			case "t":
-				inText = e.Name.Space == "w" || e.Name.Space == "a" || e.Name.Space == ""
-				if inText && prefix != "" {
+				tb.inText = e.Name.Space == "w" || e.Name.Space == "a" || e.Name.Space == ""
+				if tb.inText && prefix != "" {
 					err = tb.write(p, prefix)
 					prefix = ""
 				}
@@ -116,37 +175,12 @@ func (d *doc) docx(p *parts) error {
 				if prefix == "" {
 					prefix = "- "
 				}
-			case "tbl":
-				tb.depth++
-				if tb.depth == 1 {
-					err = p.line()
-				}
-			case "tc":
-				tb.startCell()
 			case "p":
 				prefix = ""
 			}
 		case xml.EndElement:
-			switch e.Name.Local {
-			case "t":
-				inText = false
-			case "p":
-				if e.Name.Space == "w" {
-					err = tb.endPara(p)
-				}
-			case "tc":
-				tb.endCell()
-			case "tr":
-				err = tb.endRow(p)
-			case "tbl":
-				if tb.depth == 1 {
-					err = p.line()
-				}
-				tb.depth = max(0, tb.depth-1)
-			}
-		case xml.CharData:
-			if inText {
-				err = tb.write(p, string(e))
+			if e.Name.Local == "p" && e.Name.Space == "w" {
+				err = tb.endPara(p)
 			}
 		}
 		return err

@@ -71,36 +71,18 @@ func (d *doc) slideParts() ([]string, error) {
 // slideText reads one slide: its paragraphs, and tables as rows.
 func (d *doc) slideText(p *parts, part string) error {
 	var tb table
-	inText := false
-	return d.z.walk(part, func(t xml.Token) (err error) {
+	return d.walkText(part, p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
 			case "t":
-				inText = true
+				tb.inText = true
 			case "br":
 				err = tb.write(p, "\n")
-			case "tbl":
-				tb.depth++
-			case "tc":
-				tb.startCell()
 			}
 		case xml.EndElement:
-			switch e.Name.Local {
-			case "t":
-				inText = false
-			case "p":
+			if e.Name.Local == "p" {
 				err = tb.endPara(p)
-			case "tc":
-				tb.endCell()
-			case "tr":
-				err = tb.endRow(p)
-			case "tbl":
-				tb.depth = max(0, tb.depth-1)
-			}
-		case xml.CharData:
-			if inText {
-				err = tb.write(p, string(e))
 			}
 		}
 		return err

@@ -93,17 +93,14 @@ type HTTPLimits struct {
 	Heartbeat time.Duration
 }
 
-// The defaults of HTTPLimits. Headers from a loopback or LAN client take
-// milliseconds; the idle timeout stays above Go's and most clients' own
-// 90 s idle timeout, so that the client, not the server, closes an idle
-// connection and never sends a request into one being closed. 512
-// connections stay well below the 1024 open files a process may be limited
-// to; a token's client needs one stream per session and a few calls at once.
+// The defaults of HTTPLimits: the server's timeouts and connection cap are
+// connlimit's (the reasons are there); a token's client needs one stream
+// per session and a few calls at once.
 const (
-	DefaultReadHeaderTimeout   = 5 * time.Second
-	DefaultIdleTimeout         = 2 * time.Minute
-	DefaultMaxHeaderBytes      = 64 << 10
-	DefaultMaxConns            = 512
+	DefaultReadHeaderTimeout   = connlimit.DefaultReadHeaderTimeout
+	DefaultIdleTimeout         = connlimit.DefaultIdleTimeout
+	DefaultMaxHeaderBytes      = connlimit.DefaultMaxHeaderBytes
+	DefaultMaxConns            = connlimit.DefaultMaxConns
 	DefaultMaxStreamsPerToken  = 16
 	DefaultMaxRequestsPerToken = 32
 	DefaultSessionIdleTTL      = 30 * time.Minute
@@ -354,17 +351,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	if hh, ok := h.(*httpHandler); ok {
 		lim, log = hh.limits, hh.log
 	}
-	conns := connlimit.New(lim.MaxConns, "mcp http", log)
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: lim.ReadHeaderTimeout,
-		IdleTimeout:       lim.IdleTimeout,
-		MaxHeaderBytes:    lim.MaxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       conns.ConnContext,
-		ConnState:         conns.ConnState,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := connlimit.Server{MaxConns: lim.MaxConns, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
+		MaxHeaderBytes: lim.MaxHeaderBytes, What: "mcp http", Log: log, ErrorLevel: slog.LevelWarn}.New(ctx, h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

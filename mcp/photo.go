@@ -75,35 +75,37 @@ func tiffOrientation(t []byte) int {
 	return 1
 }
 
+// orientFlips says, per EXIF orientation, which destination axes run
+// backwards; orientations 5 to 8 also swap the axes (a transpose), so
+// each of the eight is a transpose or not followed by mirrors.
+var orientFlips = [9]struct{ x, y bool }{
+	2: {x: true}, 3: {x: true, y: true}, 4: {y: true},
+	6: {x: true}, 7: {x: true, y: true}, 8: {y: true},
+}
+
 // orient turns a decoded (small) image upright per an EXIF orientation.
 func orient(src *image.RGBA, o int) *image.RGBA {
 	if o <= 1 || o > 8 {
 		return src
 	}
 	w, h := src.Rect.Dx(), src.Rect.Dy()
+	transpose, flip := o >= 5, orientFlips[o]
 	dw, dh := w, h
-	if o >= 5 {
+	if transpose {
 		dw, dh = h, w
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
-			var dx, dy int
-			switch o {
-			case 2:
-				dx, dy = w-1-x, y
-			case 3:
-				dx, dy = w-1-x, h-1-y
-			case 4:
-				dx, dy = x, h-1-y
-			case 5:
+			dx, dy := x, y
+			if transpose {
 				dx, dy = y, x
-			case 6:
-				dx, dy = h-1-y, x
-			case 7:
-				dx, dy = h-1-y, w-1-x
-			case 8:
-				dx, dy = y, w-1-x
+			}
+			if flip.x {
+				dx = dw - 1 - dx
+			}
+			if flip.y {
+				dy = dh - 1 - dy
 			}
 			copy(dst.Pix[dy*dst.Stride+dx*4:dy*dst.Stride+dx*4+4], src.Pix[y*src.Stride+x*4:y*src.Stride+x*4+4])
 		}

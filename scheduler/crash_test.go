@@ -60,10 +60,7 @@ func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel,
 		Channels: map[string]channels.Channel{"telegram": ch}, LLM: model, Model: "fake-1", Log: log,
 		RetryDelay: func(int) time.Duration { return time.Millisecond }, BeforeOutbox: beforeOutbox})
 	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Clock: clock, Log: log, AfterFire: afterFire,
-		Fire: func(ctx context.Context, r scheduler.Run) error {
-			return a.DeliverTask(ctx, agent.Task{ID: r.TaskID, Chat: r.Chat, MessageID: r.MessageID, Prompt: r.Prompt,
-				Schedule: r.Schedule, Isolated: r.Isolated, Due: r.Due})
-		}})
+		Fire: a.DeliverTask})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)

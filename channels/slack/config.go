@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/botd-dev/botd/internal/settings"
@@ -33,12 +34,8 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 // withDefaults fills what the section left empty: the one home of its
 // defaults, for the file and for New.
 func (c Config) withDefaults() Config {
-	if c.APIURL == "" {
-		c.APIURL = DefaultAPIURL
-	}
-	if c.Mode == "" {
-		c.Mode = ModeSocket
-	}
+	c.APIURL = cmp.Or(c.APIURL, DefaultAPIURL)
+	c.Mode = cmp.Or(c.Mode, ModeSocket)
 	return c
 }
 

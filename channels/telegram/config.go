@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"path/filepath"
 
 	"github.com/botd-dev/botd/internal/settings"
@@ -44,9 +45,7 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 // withDefaults fills what the section left empty: the one home of its
 // defaults, for the file and for New.
 func (c Config) withDefaults() Config {
-	if c.APIURL == "" {
-		c.APIURL = DefaultAPIURL
-	}
+	c.APIURL = cmp.Or(c.APIURL, DefaultAPIURL)
 	if c.MaxDownloadBytes <= 0 {
 		c.MaxDownloadBytes = DefaultMaxDownload
 	}

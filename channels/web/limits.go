@@ -1,22 +1,24 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/botd-dev/botd/internal/connlimit"
 )
 
-// The defaults of the channel's limits (channels.web.*). 512 connections
-// stay well below the 1024 open files a process may be limited to (the
-// same cap as `botd mcp --http`); a browser opens at most six connections
-// to a server and a person a few tabs; a person types a message every few
-// seconds at most, and a busy room of a dozen people stays under the room
-// rate.
+// The defaults of the channel's limits (channels.web.*). The connection
+// cap and the server's timeouts are connlimit's, as for `botd mcp --http`;
+// a browser opens at most six connections to a server and a person a few
+// tabs; a person types a message every few seconds at most, and a busy
+// room of a dozen people stays under the room rate.
 const (
-	DefaultMaxConns             = 512
+	DefaultMaxConns             = connlimit.DefaultMaxConns
 	DefaultMaxStreamsPerSession = 8
 	DefaultPostsPerMinute       = 20
 	DefaultRoomPostsPerMinute   = 60
@@ -29,31 +31,14 @@ const (
 // at least minBurst.
 func burstOf(perMinute int) int { return max(minBurst, perMinute/4) }
 
-// The server's timeouts: headers within 5 s of connecting (a loopback or
-// LAN browser takes milliseconds); an idle keep-alive connection closed
-// after 2 min, above browsers' own idle timeouts so that the browser, not
-// the server, closes it and never sends into one being closed.
-const (
-	readHeaderTimeout = 5 * time.Second
-	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 64 << 10
-)
-
 // withDefaults fills what the config left zero: the one home of the
 // section's defaults.
 func (c Config) withDefaults() Config {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	def(&c.MaxConns, DefaultMaxConns)
-	def(&c.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
-	def(&c.PostsPerMinute, DefaultPostsPerMinute)
-	def(&c.RoomPostsPerMinute, DefaultRoomPostsPerMinute)
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxStreamsPerSession = cmp.Or(c.MaxStreamsPerSession, DefaultMaxStreamsPerSession)
+	c.PostsPerMinute = cmp.Or(c.PostsPerMinute, DefaultPostsPerMinute)
+	c.RoomPostsPerMinute = cmp.Or(c.RoomPostsPerMinute, DefaultRoomPostsPerMinute)
 	return c
 }
 

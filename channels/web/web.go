@@ -260,17 +260,7 @@ func (w *Web) Start(ctx context.Context) error {
 		w.log.Warn("the web channel is reachable from other machines (channels.web.allow_remote): put it behind TLS and keep the admin token secret",
 			"listen", ln.Addr().String())
 	}
-	conns := connlimit.New(w.cfg.MaxConns, "web", w.log)
-	srv := &http.Server{
-		Handler:           w.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       conns.ConnContext,
-		ConnState:         conns.ConnState,
-		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelDebug),
-	}
+	srv := connlimit.Server{MaxConns: w.cfg.MaxConns, What: "web", Log: w.log, ErrorLevel: slog.LevelDebug}.New(ctx, w.Handler())
 	w.wg.Add(2)
 	go func() {
 		defer w.wg.Done()

@@ -90,14 +90,9 @@ func extract(evt *events.Message, chat, sender string) (content, error) {
 	switch {
 	case msg.ImageMessage != nil:
 		m := msg.GetImageMessage()
-		err = add(m, mediaregistry.MediaReference{
-			Kind:    mediaregistry.Image,
-			MIME:    m.GetMimetype(),
-			Size:    int64(m.GetFileLength()),
-			Width:   int(m.GetWidth()),
-			Height:  int(m.GetHeight()),
-			Caption: m.GetCaption(),
-		}, m.GetContextInfo())
+		ref := pictureRef(m, mediaregistry.Image)
+		ref.Caption = m.GetCaption()
+		err = add(m, ref, m.GetContextInfo())
 	case msg.PtvMessage != nil:
 		m := msg.GetPtvMessage()
 		err = add(m, videoRef(m, mediaregistry.VideoNote), m.GetContextInfo())
@@ -141,13 +136,7 @@ func extract(evt *events.Message, chat, sender string) (content, error) {
 		}, m.GetContextInfo())
 	case msg.StickerMessage != nil:
 		m := msg.GetStickerMessage()
-		err = add(m, mediaregistry.MediaReference{
-			Kind:   mediaregistry.Sticker,
-			MIME:   m.GetMimetype(),
-			Size:   int64(m.GetFileLength()),
-			Width:  int(m.GetWidth()),
-			Height: int(m.GetHeight()),
-		}, m.GetContextInfo())
+		err = add(m, pictureRef(m, mediaregistry.Sticker), m.GetContextInfo())
 	}
 	if err != nil {
 		return c, err
@@ -167,16 +156,29 @@ func extract(evt *events.Message, chat, sender string) (content, error) {
 	return c, nil
 }
 
-func videoRef(m *waE2E.VideoMessage, kind mediaregistry.Kind) mediaregistry.MediaReference {
+// picture is what image, sticker and video messages all tell of themselves.
+type picture interface {
+	GetMimetype() string
+	GetFileLength() uint64
+	GetWidth() uint32
+	GetHeight() uint32
+}
+
+func pictureRef(m picture, kind mediaregistry.Kind) mediaregistry.MediaReference {
 	return mediaregistry.MediaReference{
-		Kind:     kind,
-		MIME:     m.GetMimetype(),
-		Size:     int64(m.GetFileLength()),
-		Duration: time.Duration(m.GetSeconds()) * time.Second,
-		Width:    int(m.GetWidth()),
-		Height:   int(m.GetHeight()),
-		Caption:  m.GetCaption(),
+		Kind:   kind,
+		MIME:   m.GetMimetype(),
+		Size:   int64(m.GetFileLength()),
+		Width:  int(m.GetWidth()),
+		Height: int(m.GetHeight()),
 	}
+}
+
+func videoRef(m *waE2E.VideoMessage, kind mediaregistry.Kind) mediaregistry.MediaReference {
+	ref := pictureRef(m, kind)
+	ref.Duration = time.Duration(m.GetSeconds()) * time.Second
+	ref.Caption = m.GetCaption()
+	return ref
 }
 
 func plural(n uint32, word string) string {

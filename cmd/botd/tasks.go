@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/scheduler"
@@ -18,11 +17,8 @@ func (d *daemon) newScheduler() {
 	d.sched = scheduler.New(scheduler.Options{
 		Store: d.store, Groups: d.groups, Location: d.cfg.Location(),
 		Grace: c.Grace.D(), MaxTasksPerGroup: c.MaxTasksPerGroup, MaxRunsPerHour: c.MaxRunsPerHour,
-		Log: d.log.With("component", "scheduler"),
-		Fire: func(ctx context.Context, r scheduler.Run) error {
-			return d.agent.DeliverTask(ctx, agent.Task{ID: r.TaskID, Chat: r.Chat, MessageID: r.MessageID, Prompt: r.Prompt,
-				Schedule: r.Schedule, Isolated: r.Isolated, Batch: r.Batch, Due: r.Due})
-		},
+		Log:  d.log.With("component", "scheduler"),
+		Fire: d.agent.DeliverTask,
 	})
 }
 
