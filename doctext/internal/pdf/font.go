@@ -2,6 +2,7 @@ package pdf
 
 import (
 	"io"
+	"iter"
 	"strings"
 	"unicode/utf16"
 
@@ -330,6 +331,31 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		}
 		return c, len(s), true
 	}
+	// section yields the entries of n objects of a section that ends with
+	// end; broken is set when the stream ends inside an entry (the map is
+	// then as read so far).
+	var broken bool
+	section := func(end keyword, n int) iter.Seq[[]object] {
+		return func(yield func([]object) bool) {
+			for {
+				objs := make([]object, 0, n)
+				for i := range n {
+					o, err := l.object(0)
+					if i == 0 && (err != nil || o == end) {
+						return
+					}
+					if err != nil {
+						broken = true
+						return
+					}
+					objs = append(objs, o)
+				}
+				if !yield(objs) {
+					return
+				}
+			}
+		}
+	}
 	for entries < maxFontEntries {
 		t, err := l.object(0)
 		if err != nil {
@@ -341,32 +367,20 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		}
 		switch k {
 		case "begincodespacerange":
-			for {
-				a, err := l.object(0)
-				if err != nil || a == keyword("endcodespacerange") {
-					break
-				}
-				b, err := l.object(0)
-				if err != nil {
-					return
-				}
-				lo, n, ok1 := code(a)
-				hi, _, ok2 := code(b)
+			for e := range section("endcodespacerange", 2) {
+				lo, n, ok1 := code(e[0])
+				hi, _, ok2 := code(e[1])
 				if ok1 && ok2 && len(f.spaces) < 64 {
 					f.spaces = append(f.spaces, csRange{n: n, lo: lo, hi: hi})
 				}
 			}
 		case "beginbfchar":
-			for entries < maxFontEntries {
-				a, err := l.object(0)
-				if err != nil || a == keyword("endbfchar") {
+			for e := range section("endbfchar", 2) {
+				if entries >= maxFontEntries {
 					break
 				}
-				b, err := l.object(0)
-				if err != nil {
-					return
-				}
-				c, _, ok := code(a)
+				c, _, ok := code(e[0])
+				b := e[1]
 				dst, isStr := b.(string)
 				if n, isName := b.(name); isName {
 					dst, isStr = glyphText(string(n)), true
@@ -377,18 +391,13 @@ func (d *Doc) readCMap(f *font, s *stream) {
 				}
 			}
 		case "beginbfrange":
-			for entries < maxFontEntries {
-				a, err := l.object(0)
-				if err != nil || a == keyword("endbfrange") {
+			for e := range section("endbfrange", 3) {
+				if entries >= maxFontEntries {
 					break
 				}
-				b, err1 := l.object(0)
-				c, err2 := l.object(0)
-				if err1 != nil || err2 != nil {
-					return
-				}
-				lo, _, ok1 := code(a)
-				hi, _, ok2 := code(b)
+				lo, _, ok1 := code(e[0])
+				hi, _, ok2 := code(e[1])
+				c := e[2]
 				if !ok1 || !ok2 || hi < lo {
 					continue
 				}
@@ -415,6 +424,9 @@ func (d *Doc) readCMap(f *font, s *stream) {
 					entries++
 				}
 			}
+		}
+		if broken {
+			return
 		}
 	}
 }

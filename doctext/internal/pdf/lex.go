@@ -151,6 +151,15 @@ type delim byte
 
 // token reads one token: a number, string, name, keyword or delimiter.
 // It returns io.EOF at the end.
+// tokens3 reads the three tokens of an xref entry or an object header
+// ("num gen obj"), all of them even when one fails, as the callers did.
+func (l *lexer) tokens3() (a, b, c object, err error) {
+	a, err1 := l.token()
+	b, err2 := l.token()
+	c, err3 := l.token()
+	return a, b, c, errors.Join(err1, err2, err3)
+}
+
 func (l *lexer) token() (object, error) {
 	if n := len(l.back); n > 0 {
 		t := l.back[n-1]
@@ -490,12 +499,18 @@ func (l *lexer) dict(depth int) (object, error) {
 		return nil, malformed("objects nested too deeply")
 	}
 	d := dict{}
+	// next is the next key or value; the end of input inside a dictionary
+	// is a malformed file, not the end of one.
+	next := func() (object, error) {
+		o, err := l.object(depth)
+		if err == io.EOF {
+			return nil, malformed("unterminated dictionary")
+		}
+		return o, err
+	}
 	for {
-		t, err := l.object(depth)
+		t, err := next()
 		if err != nil {
-			if err == io.EOF {
-				return nil, malformed("unterminated dictionary")
-			}
 			return nil, err
 		}
 		if t == keyword(">>") {
@@ -509,11 +524,8 @@ func (l *lexer) dict(depth int) (object, error) {
 			}
 			continue
 		}
-		v, err := l.object(depth)
+		v, err := next()
 		if err != nil {
-			if err == io.EOF {
-				return nil, malformed("unterminated dictionary")
-			}
 			return nil, err
 		}
 		if v == keyword(">>") {

@@ -250,10 +250,8 @@ func (d *Doc) readXrefTable(l *lexer) (dict, error) {
 					return nil, err
 				}
 			}
-			a, err1 := l.token()
-			b, err2 := l.token()
-			c, err3 := l.token()
-			if err := errors.Join(err1, err2, err3); err != nil {
+			a, b, c, err := l.tokens3()
+			if err != nil {
 				return nil, malformed("cross-reference entry: %v", err)
 			}
 			o, ok1 := a.(int64)
@@ -350,10 +348,8 @@ func (d *Doc) readXrefStream(s *stream) error {
 // readIndirect reads "num gen obj <object> [stream]" at the lexer; want is
 // the object number expected, or -1 for any.
 func (d *Doc) readIndirect(l *lexer, want int32) (object, error) {
-	t1, err1 := l.token()
-	t2, err2 := l.token()
-	t3, err3 := l.token()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	t1, t2, t3, err := l.tokens3()
+	if err != nil {
 		return nil, malformed("object header: %v", err)
 	}
 	num, ok1 := t1.(int64)
