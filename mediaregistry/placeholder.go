@@ -123,6 +123,7 @@ func CleanName(name string) string {
 		name = name[i+1:]
 	}
 	var b strings.Builder
+	b.Grow(len(name))
 	space := false
 	for _, r := range name {
 		switch {
@@ -150,6 +151,7 @@ func SafeName(name string) string {
 	// captions; the ASCII ones by the mapping below.
 	name = Neutralize(CleanName(name))
 	var b strings.Builder
+	b.Grow(len(name))
 	for _, r := range name {
 		switch r {
 		case '[', '(':
