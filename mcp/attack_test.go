@@ -123,7 +123,7 @@ func fetchHostile(t *testing.T, name, kind, mime string, data []byte, parse box.
 	}
 	req := mcpgo.CallToolRequest{}
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_Hostile00001"}
-	res, err := tl.fetchMedia(context.Background(), req)
+	res, err := tl.FetchMedia(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

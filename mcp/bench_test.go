@@ -60,7 +60,7 @@ func BenchmarkFetchMediaInline10KB(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.fetchMedia(ctx, req)
+		res, err := tl.FetchMedia(ctx, req)
 		if err != nil || res.IsError || len(res.Content) != 2 {
 			b.Fatalf("%v %+v", err, res)
 		}
@@ -90,7 +90,7 @@ func BenchmarkFetchMediaPreview3000x2000(b *testing.B) {
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000002"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.fetchMedia(context.Background(), req)
+		res, err := tl.FetchMedia(context.Background(), req)
 		if err != nil || res.IsError || len(res.Content) != 2 {
 			b.Fatalf("%v %+v", err, res)
 		}

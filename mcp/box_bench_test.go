@@ -44,7 +44,7 @@ func BenchmarkFetchMediaPDF(b *testing.B) {
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000003"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.fetchMedia(context.Background(), req)
+		res, err := tl.FetchMedia(context.Background(), req)
 		if err != nil || res.IsError || len(res.Content) != 1 {
 			b.Fatalf("%v %+v", err, res)
 		}

@@ -20,26 +20,26 @@ import (
 	registry "github.com/botd-dev/botd/tools"
 )
 
-func (t *tools) fetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ref, _, err := stringArg(req, "mediaRef")
+func (t *tools) FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	ref, _, err := registry.StringArg(req, "mediaRef")
 	if err != nil {
-		return badArgs(registry.FetchMedia, "%v", err), nil
+		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
 	}
 	// Models often copy the whole "ref:tg_..." field from the placeholder.
 	ref = strings.TrimPrefix(strings.TrimSpace(ref), "ref:")
 	if ref == "" {
-		return badArgs(registry.FetchMedia, "mediaRef is required"), nil
+		return registry.BadArgs(registry.FetchMedia, "mediaRef is required"), nil
 	}
 	if !mediaregistry.ValidRefID(ref) {
-		return badArgs(registry.FetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", oneLine(ref, 80)), nil
+		return registry.BadArgs(registry.FetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", registry.OneLine(ref, 80)), nil
 	}
-	pages, _, err := stringArg(req, "pages")
+	pages, _, err := registry.StringArg(req, "pages")
 	if err != nil {
-		return badArgs(registry.FetchMedia, "%v", err), nil
+		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
 	}
 	var res ipc.FetchMediaResult
-	if err := t.call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
-		return toolError(registry.FetchMedia, err), nil
+	if err := t.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		return registry.ToolError(registry.FetchMedia, err), nil
 	}
 	r := t.fetchResult(ctx, res, strings.TrimSpace(pages))
 	if t.links != nil && !r.IsError {
@@ -60,12 +60,12 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages
 	f, rel, err := t.ws.Open(res.Path)
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
-		return toolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", oneLine(res.Path, 200), err))
+		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", registry.OneLine(res.Path, 200), err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return toolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
+		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
 	}
 
 	m := mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size()}
@@ -142,7 +142,7 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 	case errors.Is(err, doctext.ErrUnsupported):
 		return nil
 	case errors.Is(err, doctext.ErrPages):
-		return badArgs(registry.FetchMedia, "%v", err)
+		return registry.BadArgs(registry.FetchMedia, "%v", err)
 	case err != nil:
 		t.log.Info("mcp fetch_media: document not read", "ref", m.res.Ref, "err", err)
 		note := fmt.Sprintf("Its text could not be read: %v.", err)
@@ -209,7 +209,7 @@ func (m *mediaInfo) describe(note string) string {
 		fields = append(fields, mediaregistry.SafeName(m.res.Name))
 	}
 	if m.res.Duration != "" {
-		fields = append(fields, oneLine(m.res.Duration, 16))
+		fields = append(fields, registry.OneLine(m.res.Duration, 16))
 	}
 	fields = append(fields, mediaregistry.FormatSize(m.size))
 	if m.mime != "" {
@@ -226,9 +226,9 @@ func (m *mediaInfo) describe(note string) string {
 		fields = append(fields, fmt.Sprintf("%dx%d", w, h))
 	}
 	if m.res.Sender != "" {
-		fields = append(fields, "from "+oneLine(m.res.Sender, 80))
+		fields = append(fields, "from "+registry.OneLine(m.res.Sender, 80))
 	}
-	fmt.Fprintf(&b, "%s ref:%s: %s", kind, oneLine(m.res.Ref, 80), strings.Join(fields, ", "))
+	fmt.Fprintf(&b, "%s ref:%s: %s", kind, registry.OneLine(m.res.Ref, 80), strings.Join(fields, ", "))
 	if m.res.Caption != "" {
 		b.WriteString(" — caption: ")
 		b.WriteString(mediaregistry.SafeCaption(m.res.Caption))

@@ -56,7 +56,7 @@ func TestPreviewChild(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Go(func() {
-			res, err := tl.fetchMedia(context.Background(), req)
+			res, err := tl.FetchMedia(context.Background(), req)
 			if err != nil {
 				t.Error(err)
 			}

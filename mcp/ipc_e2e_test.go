@@ -78,7 +78,7 @@ func TestFetchThroughRealIPC(t *testing.T) {
 	req := mcpgo.CallToolRequest{}
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_ThroughIpc01"}
 	start := time.Now()
-	res, err := tl.fetchMedia(context.Background(), req)
+	res, err := tl.FetchMedia(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFetchThroughRealIPC(t *testing.T) {
 		t.Error("image bytes differ after the IPC round trip")
 	}
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_NotThere0001"}
-	res, _ = tl.fetchMedia(context.Background(), req)
+	res, _ = tl.FetchMedia(context.Background(), req)
 	if texts, _, _ := parts(t, res); !res.IsError || !bytes.Contains([]byte(texts[0]), []byte("[not_found]")) {
 		t.Errorf("typed error lost across IPC: %q", texts)
 	}
@@ -103,7 +103,7 @@ func BenchmarkFetchMediaInline10KBOverIPC(b *testing.B) {
 	req.Params.Arguments = map[string]any{"mediaRef": "tg_ThroughIpc01"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.fetchMedia(context.Background(), req)
+		res, err := tl.FetchMedia(context.Background(), req)
 		if err != nil || res.IsError {
 			b.Fatalf("%v %+v", err, res)
 		}

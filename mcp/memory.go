@@ -25,7 +25,7 @@ import (
 // global memory.
 const errGlobalMainOnly = "only the main group can change the global memory"
 
-func (t *tools) remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func (t *tools) Remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	ws, global, note, refused := t.memoryArgs(registry.Remember, req, "note")
 	if refused != nil {
 		return refused, nil
@@ -41,7 +41,7 @@ func (t *tools) remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.C
 	return mcpgo.NewToolResultText("remembered: " + stored), nil
 }
 
-func (t *tools) forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func (t *tools) Forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	ws, global, text, refused := t.memoryArgs(registry.Forget, req, "text")
 	if refused != nil {
 		return refused, nil
@@ -68,30 +68,30 @@ func (t *tools) forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string) (ws groups.Workspace, global bool, value string, refused *mcpgo.CallToolResult) {
 	for k := range req.GetArguments() {
 		if k != field && k != "scope" {
-			return ws, false, "", badArgs(tool, "unknown argument %q: %s takes %s and scope, and changes only this group's memory "+
+			return ws, false, "", registry.BadArgs(tool, "unknown argument %q: %s takes %s and scope, and changes only this group's memory "+
 				"(or, from the main group, the global one)", k, tool, field)
 		}
 	}
-	scope, _, err := stringArg(req, "scope")
+	scope, _, err := registry.StringArg(req, "scope")
 	if err != nil {
-		return ws, false, "", badArgs(tool, "%v", err)
+		return ws, false, "", registry.BadArgs(tool, "%v", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(scope)) {
 	case "", registry.ScopeGroup:
 		ws = t.ws
 	case registry.ScopeGlobal:
 		if !t.main {
-			return ws, false, "", toolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
+			return ws, false, "", registry.ToolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
 		}
 		if t.global.Root == "" {
-			return ws, false, "", toolFailure(tool, ipc.CodeForbidden, "this server has no global memory")
+			return ws, false, "", registry.ToolFailure(tool, ipc.CodeForbidden, "this server has no global memory")
 		}
 		ws, global = t.global, true
 	default:
-		return ws, false, "", badArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
+		return ws, false, "", registry.BadArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
 	}
-	if value, _, err = stringArg(req, field); err != nil {
-		return groups.Workspace{}, false, "", badArgs(tool, "%v", err)
+	if value, _, err = registry.StringArg(req, field); err != nil {
+		return groups.Workspace{}, false, "", registry.BadArgs(tool, "%v", err)
 	}
 	return ws, global, value, nil
 }
@@ -107,5 +107,5 @@ func memoryFailure(tool string, err error) *mcpgo.CallToolResult {
 	case errors.Is(err, groups.ErrNoMatch):
 		code = ipc.CodeNotFound
 	}
-	return toolFailure(tool, code, err.Error())
+	return registry.ToolFailure(tool, code, err.Error())
 }

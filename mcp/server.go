@@ -88,6 +88,11 @@ type Options struct {
 	Parse box.Limits
 }
 
+// GenerateTools says which generation models are configured
+// (media.generation.image, .speech, .video); the registry offers each
+// generation tool only when its model is.
+type GenerateTools = registry.Generate
+
 // tools holds the state the tool handlers share.
 type tools struct {
 	ws          groups.Workspace
@@ -178,32 +183,6 @@ func newTools(opts Options) (*tools, error) {
 	return t, nil
 }
 
-// handlerFunc is the MCP half of a registered tool: it turns the model's
-// arguments into the request (or, for a Local tool, does the work) and the
-// answer into what the model reads.
-type handlerFunc func(t *tools, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
-
-// handlers holds the MCP half of every tool of the registry
-// (registry.All), one line a tool.
-var handlers = map[string]handlerFunc{
-	registry.ListMedia:     (*tools).listMedia,
-	registry.FetchMedia:    (*tools).fetchMedia,
-	registry.SendMessage:   (*tools).sendMessage,
-	registry.SendMedia:     (*tools).sendMedia,
-	registry.Remember:      (*tools).remember,
-	registry.Forget:        (*tools).forget,
-	registry.ScheduleTask:  (*tools).scheduleTask,
-	registry.ListTasks:     (*tools).listTasks,
-	registry.PauseTask:     (*tools).changeTask,
-	registry.ResumeTask:    (*tools).changeTask,
-	registry.CancelTask:    (*tools).changeTask,
-	registry.GenerateImage: (*tools).generateImage,
-	registry.Speak:         (*tools).speak,
-	registry.GenerateVideo: (*tools).generateVideo,
-	registry.CancelVideo:   (*tools).cancelVideo,
-	registry.ListVideos:    (*tools).listVideos,
-}
-
 // offer is what this server is built for, in the registry's terms.
 func (t *tools) offer() registry.Offer {
 	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen}
@@ -213,8 +192,8 @@ func (t *tools) offer() registry.Offer {
 func (t *tools) register(s *server.MCPServer) error {
 	o := t.offer()
 	for _, spec := range registry.For(o) {
-		h, ok := handlers[spec.Name]
-		if !ok {
+		h := spec.MCP
+		if h == nil {
 			return fmt.Errorf("mcp server: tool %s has no MCP handler", spec.Name)
 		}
 		s.AddTool(spec.Def(o), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -225,9 +204,16 @@ func (t *tools) register(s *server.MCPServer) error {
 	return nil
 }
 
-// call runs one IPC request under the call timeout.
-func (t *tools) call(ctx context.Context, typ string, args, result any) error {
+var _ registry.Env = (*tools)(nil)
+
+// Call runs one IPC request under the call timeout.
+func (t *tools) Call(ctx context.Context, typ string, args, result any) error {
 	return t.callFor(ctx, t.callTimeout, typ, args, result)
+}
+
+// CallLong runs one IPC request under the generation timeout.
+func (t *tools) CallLong(ctx context.Context, typ string, args, result any) error {
+	return t.callFor(ctx, t.genTimeout, typ, args, result)
 }
 
 // callFor runs one IPC request under timeout: the one place a call is
@@ -237,47 +223,8 @@ func (t *tools) callFor(ctx context.Context, timeout time.Duration, typ string, 
 	defer cancel()
 	start := time.Now()
 	err := t.caller.Call(ctx, typ, args, result)
-	t.log.Debug("mcp ipc call", "type", typ, "ms", time.Since(start).Milliseconds(), "err", errCode(err))
+	t.log.Debug("mcp ipc call", "type", typ, "ms", time.Since(start).Milliseconds(), "err", registry.ErrCode(err))
 	return err
-}
-
-// Codes used in tool errors besides the ipc ones.
-const (
-	codeNoHost    = "no_host"
-	codeCancelled = "cancelled"
-)
-
-// errCode classifies err for logs and tool errors.
-func errCode(err error) string {
-	var ie *ipc.Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &ie):
-		return ie.Code
-	case errors.Is(err, ipc.ErrNoHost), errors.Is(err, context.DeadlineExceeded):
-		return codeNoHost
-	case errors.Is(err, context.Canceled):
-		return codeCancelled
-	default:
-		return ipc.CodeInternal
-	}
-}
-
-// toolError turns a failed call into a tool result the model can read:
-// "fetch_media failed [not_found]: ...". Protocol errors are kept for
-// protocol problems; a failed tool is data for the model.
-func toolError(tool string, err error) *mcpgo.CallToolResult {
-	code := errCode(err)
-	msg := err.Error()
-	var ie *ipc.Error
-	switch {
-	case errors.As(err, &ie):
-		msg = ie.Message
-	case code == codeNoHost:
-		msg = ipc.ErrNoHost.Error()
-	}
-	return toolFailure(tool, code, msg)
 }
 
 // errorsForModel is the step every tool error passes before the model (or
@@ -296,14 +243,4 @@ func (t *tools) errorsForModel(next server.ToolHandlerFunc) server.ToolHandlerFu
 		}
 		return res, err
 	}
-}
-
-// badArgs is a tool error for arguments refused before any IPC.
-func badArgs(tool, format string, a ...any) *mcpgo.CallToolResult {
-	return toolFailure(tool, ipc.CodeBadRequest, fmt.Sprintf(format, a...))
-}
-
-// toolFailure is the one form of every tool error: "tool failed [code]: msg".
-func toolFailure(tool, code, msg string) *mcpgo.CallToolResult {
-	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -51,7 +52,7 @@ func KindNames() []string {
 }
 
 var listMedia = Spec{
-	Name: ListMedia, Service: Media, Repeatable: true,
+	Name: ListMedia, Service: Media, Repeatable: true, MCP: Env.ListMedia,
 	Host: bind(MediaHost.List),
 	Def: fixed(ListMedia,
 		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
@@ -68,7 +69,7 @@ var listMedia = Spec{
 }
 
 var fetchMedia = Spec{
-	Name: FetchMedia, Service: Media, Repeatable: true,
+	Name: FetchMedia, Service: Media, Repeatable: true, MCP: Env.FetchMedia,
 	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
@@ -89,7 +90,7 @@ var fetchMedia = Spec{
 }
 
 var sendMessage = Spec{
-	Name: SendMessage, Service: Media,
+	Name: SendMessage, Service: Media, MCP: sendMessageMCP,
 	Host: bind(MediaHost.SendMessage),
 	Def: fixed(SendMessage,
 		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
@@ -102,7 +103,7 @@ var sendMessage = Spec{
 }
 
 var sendMedia = Spec{
-	Name: SendMedia, Service: Media,
+	Name: SendMedia, Service: Media, MCP: Env.SendMedia,
 	Host: bind(MediaHost.SendMedia),
 	Def: fixed(SendMedia,
 		mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
@@ -112,4 +113,31 @@ var sendMedia = Spec{
 		requiredText("path", "File path relative to the group folder, e.g. media/chart.png.", 1024),
 		optionalText("caption", "Optional caption shown with the file.", 4096),
 	),
+}
+
+func sendMessageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	text, err := requiredArg(req, "text", "text is required and must not be empty")
+	if err != nil {
+		return BadArgs(SendMessage, "%v", err), nil
+	}
+	if len(text) > MaxSendText {
+		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText), nil
+	}
+	var res ipc.SendResult
+	if err := e.Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: text}, &res); err != nil {
+		return ToolError(SendMessage, err), nil
+	}
+	return mcpgo.NewToolResultText(DeliveryText("Message", res)), nil
+}
+
+// DeliveryText is the answer of a tool that sent to the chat.
+func DeliveryText(what string, res ipc.SendResult) string {
+	s := what + " sent"
+	if res.Chat != "" {
+		s += " to " + res.Chat
+	}
+	if len(res.MessageIDs) > 0 {
+		s += " (message ids: " + strings.Join(res.MessageIDs, ", ") + ")"
+	}
+	return s + "."
 }

@@ -1,24 +1,30 @@
 // Package tools is the one declaration of botd's tools. Each Spec holds a
 // tool's name, its MCP definition (description and JSON schema), who is
-// offered it, whether a crash may repeat it, and its host handler; the
-// MCP faces (mcp: stdio, HTTP, in-process), the request types the IPC
-// host accepts (IPCTypes) and the host's dispatch (Dispatch) all derive
-// from All.
+// offered it, whether a crash may repeat it, its host handler and its MCP
+// handler; the MCP faces (mcp: stdio, HTTP, in-process), the request
+// types the IPC host accepts (IPCTypes) and the host's dispatch (Dispatch)
+// all derive from All.
 //
-// Adding a tool:
+// Adding a tool is one file plus one line:
 //
 //  1. Write its file here: a Spec with Name, Def, Offered (when it is not
-//     offered to every server), Service, Repeatable and Host (bind of the
+//     offered to every server), Service, Repeatable, Host (bind of the
 //     service's method, e.g. bind(MediaHost.Speak), or serve where the
-//     method needs more of the request; its argument and result types live in ipc,
-//     the file protocol they cross). A new service method is one line of
-//     the service's interface (MediaHost, TasksHost).
+//     method needs more of the request; its argument and result types
+//     live in ipc, the file protocol they cross) and MCP, its Handler:
+//     read the model's arguments (StringArg, IntArg, BadArgs for a
+//     refusal), send the request with Env.Call, and answer text
+//     (ToolError for a failed call), as sendMessageMCP does. A new
+//     service method is one line of the service's interface (MediaHost,
+//     TasksHost).
 //  2. Add the Spec to All (one line).
-//  3. Give it its MCP handler: one entry in mcp's handlers, which turns the
-//     model's arguments into the request and the answer into text.
 //
-// TestRegistry (here) and mcp's tests fail while a registered tool lacks a
-// handler on either side, or a handler has no registered tool.
+// A tool whose MCP half needs more of the server than a call (the group
+// folder, the files it renders for the model) has that half as a method
+// of Env, which mcp's server implements, and names it: MCP: Env.FetchMedia.
+//
+// TestRegistry (here) and mcp's tests fail while a registered tool lacks
+// a handler on either side.
 package tools
 
 import (
@@ -99,6 +105,9 @@ type Spec struct {
 	Repeatable bool
 	// Host answers the request on the host (nil for Local tools).
 	Host HostFunc
+	// MCP is the tool's MCP half: the model's arguments into the request,
+	// the answer into text.
+	MCP Handler
 }
 
 // All is every tool, in the order of the README's tool list. One line a

@@ -102,8 +102,8 @@ func TestRegistry(t *testing.T) {
 	g := &groups.Group{Folder: "fam"}
 	for _, s := range tools.All {
 		t.Run(s.Name, func(t *testing.T) {
-			if s.Def == nil {
-				t.Fatal("no MCP definition")
+			if s.Def == nil || s.MCP == nil {
+				t.Fatalf("no MCP definition (%v) or no MCP handler (%v)", s.Def != nil, s.MCP != nil)
 			}
 			for _, o := range offers() {
 				if d := s.Def(o); d.Name != s.Name || len(d.Description) < 40 {
@@ -234,4 +234,19 @@ func errCode(e *ipc.Error) string {
 		return ""
 	}
 	return e.Code
+}
+
+func TestIntArg(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int
+		ok   bool
+	}{
+		{float64(5), 5, true}, {5, 5, true}, {int64(7), 7, true}, {json.Number("9"), 9, true},
+		{2.5, 0, false}, {"5", 0, false}, {1e12, 0, false}, {json.Number("x"), 0, false},
+	} {
+		if got, ok := tools.IntArg(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("tools.IntArg(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
 }
