@@ -34,9 +34,14 @@ type Env interface {
 	// provider may take minutes over (generate_image, speak).
 	CallLong(ctx context.Context, typ string, args, result any) error
 
-	ListMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	// FetchMedia is fetch_media's MCP half: it reads the fetched file in
+	// the group folder and renders it (image, transcript, text).
 	FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	// SendMedia is send_media's: it checks the path in the group folder
+	// before the round trip.
 	SendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	// Remember and Forget change the memory file of the server's group
+	// (or the global one): Local tools, no IPC.
 	Remember(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
 	Forget(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -52,7 +53,7 @@ func KindNames() []string {
 }
 
 var listMedia = Spec{
-	Name: ListMedia, Service: Media, Repeatable: true, MCP: Env.ListMedia,
+	Name: ListMedia, Service: Media, Repeatable: true, MCP: listMediaMCP,
 	Host: bind(MediaHost.List),
 	Def: fixed(ListMedia,
 		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
@@ -140,4 +141,80 @@ func DeliveryText(what string, res ipc.SendResult) string {
 		s += " (message ids: " + strings.Join(res.MessageIDs, ", ") + ")"
 	}
 	return s + "."
+}
+
+func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	args := ipc.ListMediaArgs{Limit: DefaultListLimit}
+	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
+		n, ok := IntArg(v)
+		if !ok || n < 1 {
+			return BadArgs(ListMedia, "limit must be a positive integer"), nil
+		}
+		args.Limit = min(n, MaxListLimit)
+	}
+	kind, has, err := StringArg(req, "kind")
+	if err != nil {
+		return BadArgs(ListMedia, "%v", err), nil
+	}
+	if has && kind != "" {
+		k, ok := mediaregistry.ParseKind(kind)
+		if !ok {
+			return BadArgs(ListMedia, "unknown kind %q; one of %s", kind, strings.Join(KindNames(), ", ")), nil
+		}
+		args.Kind = string(k)
+	}
+	var res ipc.ListMediaResult
+	if err := e.Call(ctx, ipc.TypeListMedia, args, &res); err != nil {
+		return ToolError(ListMedia, err), nil
+	}
+	return mcpgo.NewToolResultText(formatList(res.Items, args.Kind, time.Now())), nil
+}
+
+// formatList renders one line per item, in the placeholder's vocabulary so
+// the model recognises the fields.
+func formatList(items []ipc.MediaItem, kind string, now time.Time) string {
+	if len(items) == 0 {
+		if kind != "" {
+			return fmt.Sprintf("No %s media available in this group.", kind)
+		}
+		return "No media available in this group."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d media item(s), newest first:\n", len(items))
+	for _, it := range items {
+		fields := []string{"ref:" + it.Ref, it.Kind}
+		if it.Name != "" {
+			fields = append(fields, mediaregistry.SafeName(it.Name))
+		}
+		if it.Duration != "" {
+			fields = append(fields, OneLine(it.Duration, 16))
+		}
+		if it.Size > 0 {
+			fields = append(fields, mediaregistry.FormatSize(it.Size))
+		}
+		if it.MIME != "" {
+			fields = append(fields, OneLine(it.MIME, 100))
+		}
+		if it.Sender != "" {
+			fields = append(fields, "from "+OneLine(it.Sender, 80))
+		}
+		if !it.Time.IsZero() {
+			fields = append(fields, it.Time.UTC().Format("2006-01-02 15:04 UTC"))
+		}
+		if !it.Expires.IsZero() {
+			if d := it.Expires.Sub(now); d > 0 {
+				fields = append(fields, "expires in "+mediaregistry.FormatDuration(d.Round(time.Second)))
+			} else {
+				fields = append(fields, "expired")
+			}
+		}
+		b.WriteString("- ")
+		b.WriteString(strings.Join(fields, ", "))
+		if it.Caption != "" {
+			b.WriteString(" — caption: ")
+			b.WriteString(mediaregistry.SafeCaption(it.Caption))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
