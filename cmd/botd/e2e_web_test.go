@@ -36,6 +36,13 @@ func startBotdEnv(t *testing.T, dir string, env []string, args ...string) *webPr
 	cmd := exec.Command(botdBin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
+	return startWebCmd(t, cmd)
+}
+
+// startWebCmd starts cmd (botd run, possibly behind a wrapper) and hands
+// out what it prints on stdout.
+func startWebCmd(t *testing.T, cmd *exec.Cmd) *webProc {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

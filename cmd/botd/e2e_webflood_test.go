@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,45 +58,7 @@ func startLimited(t *testing.T, dir string, nofile int) *webProc {
 	cmd := exec.Command(prlimit, lim, "--", botdBin, "run", "--config", "botd.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "BOTD_CONFIG=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &webProc{proc: &proc{cmd: cmd, done: make(chan struct{})}, lines: make(chan string, 16)}
-	outDone := make(chan struct{})
-	go func() {
-		defer close(outDone)
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-		<-outDone
-		cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("botd logs:\n%s", p.Logs())
-		}
-	})
-	return p
+	return startWebCmd(t, cmd)
 }
 
 // openFiles counts a process's open descriptors.
@@ -331,4 +294,57 @@ func (s *webSession) getBytes(path string) []byte {
 		s.t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, b)
 	}
 	return b
+}
+
+const uploadsConfig = `
+assistant_name: Andy
+data_dir: ./data
+groups_dir: ./groups
+log_level: info
+channels:
+  web: {enabled: true, listen: "127.0.0.1:0"}
+llm:
+  providers:
+    local: {type: openai, base_url: "http://127.0.0.1:9/v1"}
+  model: {provider: local, name: test-model}
+groups:
+  - {folder: main, name: Main, chat: "web:main", main: true}
+`
+
+// The heaviest thing a stranger with a room link can send the web channel:
+// uploads at the size cap. Four at once must leave botd run (built
+// without the race detector) under the 300 MB every path is held to:
+// uploads stream to disk, never into memory.
+func TestWebUploadsPeakRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four uploads of 95 MB")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), uploadsConfig)
+	cmd := exec.Command(plainBotd(t), "run", "--config", "botd.yaml")
+	cmd.Dir = dir
+	cmd.Env = minimalEnv(t.TempDir())
+	p := startWebCmd(t, cmd)
+	base, token := p.urlLine(t)
+	p.waitLog(t, "botd running")
+	s := webLogin(t, base, token)
+	base0 := vmHWM(t, p.cmd.Process.Pid)
+
+	data := bytes.Repeat([]byte("botd upload "), 95<<20/12)
+	var wg sync.WaitGroup
+	status := make([]int, 4)
+	for i := range status {
+		wg.Go(func() { status[i], _ = s.upload("main", fmt.Sprintf("big%d.bin", i), data) })
+	}
+	wg.Wait()
+	for i, st := range status {
+		if st != http.StatusOK {
+			t.Errorf("upload %d: status %d", i, st)
+		}
+	}
+	peak := vmHWM(t, p.cmd.Process.Pid)
+	t.Logf("botd run peak RSS: %d MB after four %d MB uploads at once (%d MB before)", peak>>10, len(data)>>20, base0>>10)
+	if peak > peakLimitKB {
+		t.Errorf("botd run peaked at %d MB, over %d MB", peak>>10, peakLimitKB>>10)
+	}
 }
