@@ -76,6 +76,9 @@ type Options struct {
 	// with Speech, an answer tagged [[audio_as_voice]] is spoken (through
 	// Media's speak).
 	Generate mcp.GenerateTools
+	// Internet offers the web tools that are configured (fetch_url,
+	// web_search), and the prompt says what the model can do with links.
+	Internet mcp.InternetTools
 	// Describe describes an image for a model that cannot see one
 	// (media.describe); nil means such a model gets a note instead.
 	Describe Describe

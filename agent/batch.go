@@ -281,7 +281,7 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 	}
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
 	defer a.saveRun(ctx, &rec, &bill, &req, log)
-	final, stop := a.turns(ctx, runCtx, &req, first, ws, tools, caps, &rec, fail, log)
+	final, stop := a.turns(ctx, runCtx, g, &req, first, ws, tools, caps, &rec, fail, log)
 	if stop != nil {
 		return *stop
 	}

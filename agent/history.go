@@ -122,7 +122,7 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 	if err := a.quotes(ctx, &c); err != nil {
 		return conversation{}, 0, err
 	}
-	if err := a.notes(ctx, g.Folder, &c); err != nil {
+	if err := a.notes(ctx, g, &c); err != nil {
 		return conversation{}, 0, err
 	}
 	if budget := historyBudget(a.opts.Model, a.opts.ContextTokens); c.tokens() > budget {
@@ -158,16 +158,25 @@ func (a *Agent) quotes(ctx context.Context, c *conversation) error {
 	return nil
 }
 
-// notes loads what earlier runs learnt from the refs the window mentions.
-func (a *Agent) notes(ctx context.Context, folder string, c *conversation) error {
+// notes loads what earlier runs learnt from the refs the window mentions,
+// and from the web addresses it mentions that fetch_url read (their link
+// refs, keyed by the group's chat and the address).
+func (a *Agent) notes(ctx context.Context, g *groups.Group, c *conversation) error {
+	folder := g.Folder
 	seen := map[string]bool{}
 	var refs []string
+	addRef := func(ref string) {
+		if !seen[ref] {
+			seen[ref] = true
+			refs = append(refs, ref)
+		}
+	}
 	add := func(text string) {
 		for _, p := range mediaregistry.Parse(text) {
-			if !seen[p.Ref] {
-				seen[p.Ref] = true
-				refs = append(refs, p.Ref)
-			}
+			addRef(p.Ref)
+		}
+		for _, u := range mediaregistry.URLs(text, maxLinksPerMessage) {
+			addRef(mediaregistry.LinkID(g.Chat, u))
 		}
 	}
 	for _, ms := range [][]store.Message{c.Earlier, c.Msgs} {
@@ -251,9 +260,15 @@ func (a *Agent) compact(ctx context.Context, g *groups.Group, c *conversation, b
 	}
 }
 
-// recordNotes keeps what this run learnt from each ref it fetched: the
-// tool's text, and for what it saw, its own answer. Bytes never.
-func (a *Agent) recordNotes(ctx context.Context, folder, runID string, msgs []llm.Message, answer string) {
+// maxLinksPerMessage bounds the addresses of one message whose notes are
+// looked up: a message of a thousand links costs no more than a few.
+const maxLinksPerMessage = 8
+
+// recordNotes keeps what this run learnt from each ref it fetched (and
+// each page fetch_url read, under its link ref): the tool's text, and for
+// what it saw, its own answer. Bytes never.
+func (a *Agent) recordNotes(ctx context.Context, g *groups.Group, runID string, msgs []llm.Message, answer string) {
+	folder := g.Folder
 	refOf := map[string]string{} // tool call id → ref
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -263,6 +278,16 @@ func (a *Agent) recordNotes(ctx context.Context, folder, runID string, msgs []ll
 				}
 				if json.Unmarshal(tc.Args, &args) == nil && args.MediaRef != "" {
 					refOf[tc.ID] = strings.TrimPrefix(strings.TrimSpace(args.MediaRef), "ref:")
+				}
+			}
+			if tc := p.ToolCall; tc != nil && tc.Name == "fetch_url" {
+				var args struct {
+					URL string `json:"url"`
+				}
+				if json.Unmarshal(tc.Args, &args) == nil {
+					if u, err := mediaregistry.CanonicalURL(args.URL); err == nil {
+						refOf[tc.ID] = mediaregistry.LinkID(g.Chat, u.String())
+					}
 				}
 			}
 			tr := p.ToolResult

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -70,7 +71,7 @@ func TestPromptConversationGolden(t *testing.T) {
 
 func TestSystemPromptGolden(t *testing.T) {
 	g := &groups.Group{Folder: "family", Name: "Family", Chat: famChat, Trigger: "@Andy", RequiresTrigger: true}
-	golden(t, "system.golden.txt", buildSystem("Andy", g, "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", "- 2026-11-01: The family dentist is Dr. Weiss.\n", ""))
+	golden(t, "system.golden.txt", buildSystem("Andy", g, mcp.InternetTools{Fetch: true}, "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", "- 2026-11-01: The family dentist is Dr. Weiss.\n", ""))
 }
 
 func TestEscape(t *testing.T) {

@@ -139,7 +139,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	defer done()
 	req := &llm.Request{
 		Model:     a.opts.Model,
-		System:    buildSystem(a.opts.AssistantName, g, memory, global, conv.Summary),
+		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, memory, global, conv.Summary),
 		Messages:  []llm.Message{llm.UserText(user.String())},
 		MaxTokens: a.opts.MaxTokens,
 	}
@@ -156,7 +156,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		return a.handOff(ctx, g, runID, req, trig, upTo, log)
 	}
 
-	final, stop := a.turns(ctx, runCtx, req, nil, ws, tools, caps, &rec, fail, log)
+	final, stop := a.turns(ctx, runCtx, g, req, nil, ws, tools, caps, &rec, fail, log)
 	if stop != nil {
 		return *stop
 	}
@@ -248,7 +248,7 @@ func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts
 // is set when the run must end without an answer: shutting down, or the
 // model failed (to be retried; told to fail's chat and thread). A real
 // answer's media notes are kept before it returns.
-func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
+func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
 	caps llm.Capabilities, rec *store.AgentRun, fail runResult, log *slog.Logger) (final string, stop *runResult) {
 	var usage llm.Usage
 	answered := false
@@ -305,7 +305,7 @@ func (a *Agent) turns(ctx, runCtx context.Context, req *llm.Request, first *llm.
 		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
 	if answered {
-		a.recordNotes(context.WithoutCancel(ctx), rec.Folder, rec.ID, req.Messages, final)
+		a.recordNotes(context.WithoutCancel(ctx), g, rec.ID, req.Messages, final)
 	}
 	return final, nil
 }

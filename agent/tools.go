@@ -223,7 +223,7 @@ func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession,
 func (a *Agent) botdTools(ctx context.Context, g *groups.Group) (*client.Client, error) {
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(a.opts.GroupsDir, g.Folder), InlineMaxBytes: a.opts.InlineMaxBytes,
 		GlobalDir: groups.GlobalWorkspace(a.opts.GroupsDir).Root, Main: g.Main,
-		Caller: a.opts.Media(g.Folder), Generate: a.opts.Generate, Parse: a.opts.Parse, Log: a.log.With("mcp_server", "botd", "group", g.Folder)})
+		Caller: a.opts.Media(g.Folder), Generate: a.opts.Generate, Internet: a.opts.Internet, Parse: a.opts.Parse, Log: a.log.With("mcp_server", "botd", "group", g.Folder)})
 	if err != nil {
 		return nil, err
 	}

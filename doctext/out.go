@@ -180,22 +180,30 @@ func (d *doc) cutNote() []string {
 // wrap puts text inside the <document> element, escaped so it cannot end
 // it, with botd's notes after it.
 func wrap(name, mime string, attrs []string, text string, notes []string) string {
+	s := Element("document", append([]string{"name", name, "mime", mime}, attrs...), text)
+	if len(notes) > 0 {
+		s += "\n" + strings.Join(notes, "\n")
+	}
+	return s
+}
+
+// Element puts untrusted text inside <tag k="v"…>: the text and every
+// attribute value escaped (values also one short line), so nothing in it
+// can end the element and pose as botd or as instructions. attrs are
+// name, value pairs; the names are botd's own. Every wrapper of content
+// from strangers (documents, web pages, search results) is made here.
+func Element(tag string, attrs []string, text string) string {
 	var b strings.Builder
-	b.WriteString("<document name=\"")
-	b.WriteString(escapeAttr(name))
-	b.WriteString("\" mime=\"")
-	b.WriteString(escapeAttr(mime))
-	b.WriteString("\"")
+	b.WriteString("<")
+	b.WriteString(tag)
 	for i := 0; i+1 < len(attrs); i += 2 {
 		fmt.Fprintf(&b, " %s=\"%s\"", attrs[i], escapeAttr(attrs[i+1]))
 	}
 	b.WriteString(">\n")
 	escapeText(&b, text)
-	b.WriteString("\n</document>")
-	for _, n := range notes {
-		b.WriteString("\n")
-		b.WriteString(n)
-	}
+	b.WriteString("\n</")
+	b.WriteString(tag)
+	b.WriteString(">")
 	return b.String()
 }
 

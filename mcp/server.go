@@ -82,6 +82,9 @@ type Options struct {
 	Links *LinkOptions
 	// Generate offers the generation tools whose models are configured.
 	Generate GenerateTools
+	// Internet offers the web tools that are configured (fetch_url,
+	// web_search).
+	Internet registry.Internet
 	// Parse bounds each child process that reads a member's file (a
 	// document's text, an image's preview, a video's stills): the
 	// media.parse settings; zero fields take box's defaults.
@@ -92,6 +95,10 @@ type Options struct {
 // (media.generation.image, .speech, .video); the registry offers each
 // generation tool only when its model is.
 type GenerateTools = registry.Generate
+
+// InternetTools says which web tools are configured (internet.fetch,
+// internet.search).
+type InternetTools = registry.Internet
 
 // tools holds the state the tool handlers share.
 type tools struct {
@@ -105,6 +112,7 @@ type tools struct {
 	genTimeout  time.Duration // generate_image and speak
 	links       *linkTable    // nil: paths only (stdio on the same machine)
 	gen         GenerateTools
+	internet    registry.Internet
 	parse       box.Limits
 }
 
@@ -159,6 +167,7 @@ func newTools(opts Options) (*tools, error) {
 		callTimeout: opts.CallTimeout,
 		genTimeout:  opts.GenerateTimeout,
 		gen:         opts.Generate,
+		internet:    opts.Internet,
 		parse:       opts.Parse.WithDefaults(),
 	}
 	if opts.GlobalDir != "" {
@@ -185,7 +194,7 @@ func newTools(opts Options) (*tools, error) {
 
 // offer is what this server is built for, in the registry's terms.
 func (t *tools) offer() registry.Offer {
-	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen}
+	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen, Internet: t.internet}
 }
 
 // register adds the registry's tools this server offers.

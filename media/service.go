@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/keylock"
 	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media/generate"
@@ -31,6 +32,8 @@ import (
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
+	"github.com/botd-dev/botd/webfetch"
+	"github.com/botd-dev/botd/websearch"
 )
 
 // Options wire a Service.
@@ -72,7 +75,15 @@ type Options struct {
 	// Parse bounds the child that takes a video's sound out (the
 	// media.parse settings); zero fields take box's defaults.
 	Parse box.Limits
-	Log   *slog.Logger
+	// Web fetches what fetch_url asks for (internet.fetch); nil: off.
+	// Links keeps what each fetch learnt (validators, freshness).
+	Web   *webfetch.Fetcher
+	Links LinkStore
+	// Search answers web_search (internet.search); nil: not configured.
+	// SearchPrice is what one query costs, in USD (0: unpriced).
+	Search      websearch.Searcher
+	SearchPrice float64
+	Log         *slog.Logger
 }
 
 // Service answers the media tools of every group.
@@ -83,6 +94,9 @@ type Service struct {
 	slots   map[string]chan struct{} // download slots by group folder
 	// jobWake wakes RunVideoJobs when a job is submitted.
 	jobWake wake.Signal
+	// linkLocks serialise fetch_url's freshness check and GET per link
+	// ref: two questions about one page fetch it once.
+	linkLocks keylock.Locks
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
@@ -410,6 +424,10 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 			}
 			defer release()
 			f.meter.state.Store(stateDownloading)
+			if ref.Channel == mediaregistry.Link {
+				f.entry, f.err = s.downloadLink(dctx, group, ref)
+				return
+			}
 			f.entry, f.err = s.download(dctx, ref, f.meter)
 		}()
 	}

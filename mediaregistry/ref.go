@@ -5,6 +5,7 @@ package mediaregistry
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -85,8 +86,12 @@ type MediaReference struct {
 // speak, video jobs): its bytes exist only in the cache, never on a network.
 const Generated = "generated"
 
+// Link is the channel of pages fetch_url fetched: the bytes come from the
+// web address in Private, asked for by the agent, never by a chat member.
+const Link = "link"
+
 // Prefix is the ref id prefix of each channel.
-var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", Generated: "gn"}
+var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", Generated: "gn", Link: "ln"}
 
 const (
 	idRandLen = 12
@@ -126,6 +131,21 @@ func NewID(channel string) (string, error) {
 		}
 	}
 	return string(buf), nil
+}
+
+// LinkID is the ref id of a web address fetched for chat: the same for
+// every fetch of it there, so its bytes, its note and its group copy are
+// found again, and unrelated between chats (a group never learns what
+// another one fetched).
+func LinkID(chat, rawURL string) string {
+	sum := sha256.Sum256([]byte(chat + "\x00" + rawURL))
+	buf := append(make([]byte, 0, 3+idRandLen), "ln_"...)
+	// 6 bits a byte, unbiased enough for an id that only has to be
+	// unique (the chat scopes who may fetch it, not its secrecy).
+	for i := 0; len(buf) < cap(buf); i++ {
+		buf = append(buf, base62[int(sum[i])%62])
+	}
+	return string(buf)
 }
 
 // randomBits yields 6-bit values from the 122 random bits of a v4 UUID.

@@ -58,6 +58,7 @@ var DefaultRefTTL = map[string]time.Duration{
 	"slack":    30 * 24 * time.Hour,
 	"whatsapp": 14 * 24 * time.Hour,
 	"web":      30 * 24 * time.Hour,
+	Link:       30 * 24 * time.Hour,
 }
 
 // fallbackRefTTL is for a network without a DefaultRefTTL entry.
@@ -314,3 +315,35 @@ func (r *Registry) Stats(ctx context.Context, scope Scope) (Stats, error) {
 
 // sqlParams is "?,?,?" for n values of an IN list.
 func sqlParams(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
+
+// SetKind changes what a ref is called once its bytes say (a link ref is
+// registered as a Document and may turn out an image or a video).
+func (r *Registry) SetKind(ctx context.Context, id string, k Kind) error {
+	if _, err := r.db.ExecContext(ctx, `UPDATE media_refs SET kind = ? WHERE id = ?`, string(k), id); err != nil {
+		return fmt.Errorf("set kind of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Renew lets a ref live its channel's TTL again from now: a link asked for
+// again is as new as a page shared again.
+func (r *Registry) Renew(ctx context.Context, id, channel string) error {
+	now := r.now()
+	if _, err := r.db.ExecContext(ctx, `UPDATE media_refs SET expires = ? WHERE id = ?`, now.Add(r.TTL(channel)).UnixMilli(), id); err != nil {
+		return fmt.Errorf("renew %s: %w", id, err)
+	}
+	return nil
+}
+
+// KindOf is the kind a sniffed MIME type shows.
+func KindOf(mime string) Kind {
+	switch {
+	case strings.HasPrefix(mime, "image/") && mime != "image/svg+xml":
+		return Image
+	case strings.HasPrefix(mime, "video/"):
+		return Video
+	case strings.HasPrefix(mime, "audio/"):
+		return Audio
+	}
+	return Document
+}

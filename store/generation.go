@@ -16,7 +16,7 @@ import (
 type Generation struct {
 	Folder         string
 	At             time.Time
-	Kind           string // image | speech | video
+	Kind           string // image | speech | video | transcription | search
 	Provider       string
 	Model          string
 	Outcome        string // succeeded | failed | refused

@@ -379,6 +379,19 @@ var migrations = []string{
 		created INTEGER NOT NULL,
 		PRIMARY KEY (sha256, model)
 	);`,
+	// 14: what fetch_url learnt of each page it fetched, by its link ref:
+	// the validators a revalidation sends and how long the bytes are
+	// fresh, so a follow-up is answered without a second GET.
+	`CREATE TABLE web_links (
+		ref_id TEXT PRIMARY KEY,
+		url TEXT NOT NULL,
+		final_url TEXT NOT NULL,
+		content_type TEXT NOT NULL,
+		etag TEXT NOT NULL,
+		last_modified TEXT NOT NULL,
+		fetched INTEGER NOT NULL,
+		fresh_until INTEGER NOT NULL
+	);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

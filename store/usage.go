@@ -21,6 +21,8 @@ type UsageRow struct {
 	AudioSeconds, VideoSeconds float64
 	// HeardSeconds is audio transcribed.
 	HeardSeconds float64
+	// Searches are web_search queries a search provider answered.
+	Searches int64
 }
 
 // Usage sums model attempts since a time by group, day (in loc) and
@@ -101,6 +103,8 @@ func (s *Store) Usage(ctx context.Context, folder string, since time.Time, loc *
 				r.VideoSeconds += units
 			case "transcription":
 				r.HeardSeconds += units
+			case "search":
+				r.Searches += int64(units)
 			}
 			if !known {
 				r.Unpriced++

@@ -40,6 +40,9 @@ type Env interface {
 	// SendMedia is send_media's: it checks the path in the group folder
 	// before the round trip.
 	SendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	// FetchURL is fetch_url's: it renders the fetched page from the group
+	// folder (readable text, document parts, images).
+	FetchURL(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
 	// Remember and Forget change the memory file of the server's group
 	// (or the global one): Local tools, no IPC.
 	Remember(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)

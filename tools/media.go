@@ -24,6 +24,8 @@ type MediaHost interface {
 	GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
 	CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
 	ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error)
+	FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error)
+	WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error)
 }
 
 // Tool names of the media tools (each is its IPC request type too).

@@ -80,6 +80,8 @@ type Offer struct {
 	GlobalMemory bool
 	// Generate offers the generation tools whose models are configured.
 	Generate Generate
+	// Internet offers the web tools that are configured.
+	Internet Internet
 }
 
 // HostFunc answers one request of group g with the service svc (a
@@ -114,6 +116,7 @@ type Spec struct {
 // tool.
 var All = []Spec{
 	listMedia, fetchMedia, sendMessage, sendMedia,
+	fetchURL, webSearch,
 	remember, forget,
 	scheduleTask, listTasks, pauseTask, resumeTask, cancelTask,
 	generateImage, speak, generateVideo, cancelVideo, listVideos,

@@ -1,0 +1,287 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/webfetch"
+	"github.com/botd-dev/botd/websearch"
+)
+
+// LinkStore keeps what fetch_url learnt of each page (store.Store).
+type LinkStore interface {
+	WebLink(ctx context.Context, ref string) (store.WebLink, bool, error)
+	PutWebLink(ctx context.Context, l store.WebLink) error
+}
+
+// errNotModified ends a revalidation the server answered 304: nothing is
+// stored, the cached bytes stay.
+var errNotModified = errors.New("not modified")
+
+// FetchURL is fetch_url: a web address becomes a link ref of the group's
+// chat, fetched through the guard only when its cached bytes are stale,
+// then served like any fetched media (the group's copy, transcripts).
+func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+	if s.o.Web == nil || s.o.Links == nil {
+		return nil, ipc.Errorf(ipc.CodeForbidden, "fetching web pages is turned off on this botd (internet.fetch.enabled)")
+	}
+	cu, err := mediaregistry.CanonicalURL(a.URL)
+	if err != nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+	}
+	key := cu.String()
+	// The guard's verdict comes before any lookup or connection.
+	u, err := s.o.Web.Parse(key)
+	if err != nil {
+		return nil, webError(err)
+	}
+	ref, herr := s.linkRef(ctx, g, key, u)
+	if herr != nil {
+		return nil, herr
+	}
+	unlock := s.linkLocks.Lock(ref.ID)
+	link, herr := s.freshLink(ctx, g, &ref, u)
+	unlock()
+	if herr != nil {
+		return nil, herr
+	}
+	res, herr := s.Fetch(ctx, g, ref.ID)
+	if herr != nil {
+		return nil, herr
+	}
+	out := &ipc.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
+	if link.FinalURL != "" && link.FinalURL != key {
+		out.FinalURL = link.FinalURL
+	}
+	return out, nil
+}
+
+// linkRef finds (or registers) the group's ref of a web address.
+func (s *Service) linkRef(ctx context.Context, g *groups.Group, key string, u *url.URL) (mediaregistry.MediaReference, *ipc.Error) {
+	id := mediaregistry.LinkID(g.Chat, key)
+	ref, err := s.o.Registry.Get(ctx, g, id)
+	switch {
+	case err == nil:
+		return ref, nil
+	case errors.Is(err, mediaregistry.ErrExpired):
+		// Asked for again: the address is as good as newly shared.
+		if err := s.o.Registry.Renew(ctx, id, mediaregistry.Link); err != nil {
+			s.o.Log.Error("fetch_url: renewing the link ref", "ref", id, "err", err)
+			return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be recorded")
+		}
+		if ref, err = s.o.Registry.Get(ctx, g, id); err != nil {
+			s.o.Log.Error("fetch_url: registry after renewing", "ref", id, "err", err)
+			return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be looked up")
+		}
+		return ref, nil
+	case !errors.Is(err, mediaregistry.ErrNotFound):
+		s.o.Log.Error("fetch_url: registry", "ref", id, "err", err)
+		return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be looked up")
+	}
+	ref = mediaregistry.MediaReference{ID: id, Channel: mediaregistry.Link, Chat: g.Chat, Kind: mediaregistry.Document,
+		FileName: linkName(u), Caption: key, Private: []byte(key)}
+	if err := s.o.Registry.Register(ctx, &ref); err != nil {
+		// A concurrent fetch of the same address registered it first.
+		if got, gerr := s.o.Registry.Get(ctx, g, id); gerr == nil {
+			return got, nil
+		}
+		s.o.Log.Error("fetch_url: registering the link ref", "ref", id, "err", err)
+		return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be recorded")
+	}
+	return ref, nil
+}
+
+// linkName is the file name a page is saved under: the last part of its
+// path when it has one, else its host.
+func linkName(u *url.URL) string {
+	if b := path.Base(u.Path); b != "." && b != "/" && b != "" {
+		return b
+	}
+	return u.Hostname()
+}
+
+// freshLink makes sure the ref's cached bytes are fresh: reused while the
+// server's max-age (or internet.fetch.cache_ttl) lasts, revalidated with
+// ETag / Last-Modified after, fetched when there are none. Only a request
+// that reaches the network counts against the group's hourly share.
+func (s *Service) freshLink(ctx context.Context, g *groups.Group, ref *mediaregistry.MediaReference, u *url.URL) (store.WebLink, *ipc.Error) {
+	link, have, err := s.o.Links.WebLink(ctx, ref.ID)
+	if err != nil {
+		s.o.Log.Error("fetch_url: link record", "ref", ref.ID, "err", err)
+		return link, ipc.Errorf(ipc.CodeInternal, "the link's record could not be read")
+	}
+	_, cached, err := s.o.Cache.Lookup(ctx, ref.ID)
+	if err != nil {
+		s.o.Log.Error("fetch_url: media cache", "ref", ref.ID, "err", err)
+		return link, ipc.Errorf(ipc.CodeInternal, "the media cache could not be read")
+	}
+	now := s.o.Registry.Now()
+	if have && cached && now.Before(link.FreshUntil) {
+		return link, nil
+	}
+	if err := s.o.Web.Admit(g.Folder); err != nil {
+		return link, webError(err)
+	}
+	var prev webfetch.Validators
+	if have && cached {
+		prev = webfetch.Validators{ETag: link.ETag, LastModified: link.LastModified}
+	}
+	return s.getLink(ctx, g.Folder, ref, u, prev)
+}
+
+// getLink GETs a link ref's address into the cache (or hears it did not
+// change) and records what the server said.
+func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.MediaReference, u *url.URL, prev webfetch.Validators) (store.WebLink, *ipc.Error) {
+	start := time.Now()
+	var resp webfetch.Response
+	max := s.o.Web.Config().MaxBytes
+	e, err := s.o.Cache.StoreFile(ctx, ref.ID, "", max, func(f mediaregistry.File) error {
+		var gerr error
+		resp, gerr = s.o.Web.Get(ctx, u, prev, f)
+		if gerr == nil && resp.NotModified {
+			return errNotModified
+		}
+		return gerr
+	})
+	host := u.Hostname()
+	switch {
+	case errors.Is(err, errNotModified):
+		s.o.Log.Info("web page not modified", "group", group, "ref", ref.ID, "host", host, "took", time.Since(start).Round(time.Millisecond))
+	case errors.Is(err, mediaregistry.ErrTooLarge):
+		err = webfetch.ErrTooLarge
+		fallthrough
+	case err != nil:
+		s.o.Log.Info("web page not fetched", "group", group, "ref", ref.ID, "host", host, "err", err)
+		return store.WebLink{}, webError(err)
+	default:
+		s.o.Budget.Added(e.Size)
+		if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
+			s.o.Log.Warn("web page download not counted", "ref", ref.ID, "err", err)
+		}
+		if k := mediaregistry.KindOf(e.MIME); k != ref.Kind {
+			if err := s.o.Registry.SetKind(ctx, ref.ID, k); err != nil {
+				s.o.Log.Warn("fetch_url: kind not recorded", "ref", ref.ID, "err", err)
+			}
+			ref.Kind = k
+		}
+		s.o.Log.Info("web page fetched", "group", group, "ref", ref.ID, "host", host, "status", resp.Status,
+			"bytes", e.Size, "mime", e.MIME, "took", time.Since(start).Round(time.Millisecond))
+	}
+	now := s.o.Registry.Now()
+	link := store.WebLink{Ref: ref.ID, URL: string(ref.Private), FinalURL: resp.URL, ContentType: resp.ContentType,
+		ETag: resp.ETag, LastModified: resp.LastModified, Fetched: now, FreshUntil: now.Add(resp.Fresh)}
+	if resp.NotModified {
+		// A 304 may leave out what the 200 said.
+		if old, ok, _ := s.o.Links.WebLink(ctx, ref.ID); ok {
+			link.FinalURL, link.ContentType = old.FinalURL, old.ContentType
+			link.ETag = firstNonEmpty(link.ETag, old.ETag)
+			link.LastModified = firstNonEmpty(link.LastModified, old.LastModified)
+		}
+	}
+	if err := s.o.Links.PutWebLink(ctx, link); err != nil {
+		s.o.Log.Warn("fetch_url: link record not saved; the page will be fetched again next time", "ref", ref.ID, "err", err)
+	}
+	return link, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// downloadLink brings back a link ref's bytes the cache lost (evicted,
+// swept) while its record said they were fresh.
+func (s *Service) downloadLink(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error) {
+	if s.o.Web == nil || s.o.Links == nil {
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeForbidden, "fetching web pages is turned off on this botd (internet.fetch.enabled)")
+	}
+	u, err := s.o.Web.Parse(string(ref.Private))
+	if err != nil {
+		return mediaregistry.Entry{}, webError(err)
+	}
+	if err := s.o.Web.Admit(group); err != nil {
+		return mediaregistry.Entry{}, webError(err)
+	}
+	if _, herr := s.getLink(ctx, group, ref, u, webfetch.Validators{}); herr != nil {
+		return mediaregistry.Entry{}, herr
+	}
+	e, ok, err := s.o.Cache.Lookup(ctx, ref.ID)
+	if err != nil || !ok {
+		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the page was fetched but could not be kept in the media cache")
+	}
+	return e, nil
+}
+
+// webError answers a failed fetch with the tool error codes of the
+// contract: a refused destination is forbidden, before any connection.
+func webError(err error) *ipc.Error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, webfetch.ErrForbidden), errors.Is(err, webfetch.ErrDisabled):
+		return ipc.Errorf(ipc.CodeForbidden, "%s", msg)
+	case errors.Is(err, webfetch.ErrBadURL):
+		return ipc.Errorf(ipc.CodeBadRequest, "%s", msg)
+	case errors.Is(err, webfetch.ErrTooLarge):
+		return ipc.Errorf(ipc.CodeTooLarge, "%s", msg)
+	case errors.Is(err, webfetch.ErrRateLimited):
+		return ipc.Errorf(ipc.CodeRateLimited, "%s", msg)
+	case errors.Is(err, context.Canceled):
+		return ipc.Errorf(ipc.CodeDownloadFailed, "the fetch was cancelled")
+	}
+	return ipc.Errorf(ipc.CodeDownloadFailed, "%s", msg)
+}
+
+// MaxSearchQuery bounds web_search's query.
+const MaxSearchQuery = 400
+
+// WebSearch is web_search: the query goes to the configured provider and
+// each answered query is on the group's bill.
+func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+	if s.o.Search == nil {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "web search is not configured on this botd (internet.search)")
+	}
+	q := strings.TrimSpace(a.Query)
+	if q == "" {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "query is required")
+	}
+	if len(q) > MaxSearchQuery {
+		return nil, ipc.Errorf(ipc.CodeBadRequest, "the query is %d bytes; at most %d", len(q), MaxSearchQuery)
+	}
+	n := a.Count
+	if n <= 0 {
+		n = websearch.DefaultCount
+	}
+	n = min(n, websearch.MaxCount)
+	start := time.Now()
+	results, err := s.o.Search.Search(ctx, q, n)
+	prov := s.o.Search.Provider()
+	rec := store.Generation{Folder: g.Folder, Kind: "search", Provider: prov, Model: prov, Units: 1}
+	if err != nil {
+		s.o.Log.Warn("web search failed", "group", g.Folder, "provider", prov, "err", err)
+		if ctx.Err() == nil {
+			s.record(ctx, &rec, "failed", err.Error())
+		}
+		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s", err.Error())
+	}
+	if s.o.SearchPrice > 0 {
+		// USD per query; a micro-cent is 1e-8 USD.
+		rec.CostMicrocents, rec.CostKnown = int64(s.o.SearchPrice*1e8+0.5), true
+	}
+	s.record(ctx, &rec, "succeeded", "")
+	s.o.Log.Info("web search", "group", g.Folder, "provider", prov, "results", len(results), "took", time.Since(start).Round(time.Millisecond))
+	out := &ipc.WebSearchResult{Provider: prov, Results: make([]ipc.SearchResult, 0, len(results))}
+	for _, r := range results {
+		out.Results = append(out.Results, ipc.SearchResult{Title: r.Title, URL: r.URL, Snippet: r.Snippet, Published: r.Published})
+	}
+	return out, nil
+}
