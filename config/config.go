@@ -28,6 +28,8 @@ import (
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/scheduler"
+	"github.com/botd-dev/botd/webfetch"
+	"github.com/botd-dev/botd/websearch"
 )
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
@@ -47,6 +49,9 @@ type Config struct {
 	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
 	Timezone  string           `yaml:"timezone"`
 	Scheduler scheduler.Config `yaml:"scheduler"`
+	// Internet is what botd may do on the web for the agent: fetch_url
+	// and web_search.
+	Internet Internet `yaml:"internet"`
 
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
@@ -60,6 +65,13 @@ type Channels struct {
 	Slack    slack.Config    `yaml:"slack"`
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 	Web      web.Config      `yaml:"web"`
+}
+
+// Internet holds the web tools' sections; webfetch and websearch define
+// the settings, their defaults and their validation.
+type Internet struct {
+	Fetch  webfetch.Config  `yaml:"fetch"`
+	Search websearch.Config `yaml:"search"`
 }
 
 // Group is one entry of groups (package groups owns it).
@@ -84,6 +96,7 @@ func Defaults() *Config {
 		Agent:     agent.DefaultConfig(),
 		MCP:       mcp.DefaultConfig(),
 		Scheduler: scheduler.DefaultConfig(),
+		Internet:  Internet{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()},
 	}
 }
 

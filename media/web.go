@@ -3,6 +3,7 @@ package media
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"path"
 	"strings"
@@ -20,6 +21,32 @@ import (
 type LinkStore interface {
 	WebLink(ctx context.Context, ref string) (store.WebLink, bool, error)
 	PutWebLink(ctx context.Context, l store.WebLink) error
+	RecordWebRequest(ctx context.Context, r store.WebRequest) error
+}
+
+// logRequest puts one web request on the operator's record (the
+// dashboard's web panel); losing it loses nothing else.
+func (s *Service) logRequest(ctx context.Context, r store.WebRequest) {
+	if s.o.Links == nil {
+		return
+	}
+	r.At = s.o.Registry.Now()
+	if err := s.o.Links.RecordWebRequest(context.WithoutCancel(ctx), r); err != nil {
+		s.o.Log.Warn("web request not recorded", "group", r.Folder, "tool", r.Tool, "err", err)
+	}
+}
+
+// outcomeOf names how a failed web request ended, for the record.
+func outcomeOf(e *ipc.Error) string {
+	switch e.Code {
+	case ipc.CodeForbidden:
+		return "refused"
+	case ipc.CodeRateLimited:
+		return "rate_limited"
+	case ipc.CodeBadRequest:
+		return "bad_request"
+	}
+	return "failed"
 }
 
 // errNotModified ends a revalidation the server answered 304: nothing is
@@ -38,30 +65,40 @@ func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLA
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
 	}
 	key := cu.String()
+	rec := store.WebRequest{Folder: g.Folder, Tool: ipc.TypeFetchURL, Host: cu.Hostname()}
 	// The guard's verdict comes before any lookup or connection.
 	u, err := s.o.Web.Parse(key)
 	if err != nil {
-		return nil, webError(err)
+		herr := webError(err)
+		rec.Outcome, rec.Error = outcomeOf(herr), herr.Message
+		s.logRequest(ctx, rec)
+		return nil, herr
 	}
 	ref, herr := s.linkRef(ctx, g, key, u)
 	if herr != nil {
 		return nil, herr
 	}
 	unlock := s.linkLocks.Lock(ref.ID)
-	link, herr := s.freshLink(ctx, g, &ref, u)
+	link, outcome, herr := s.freshLink(ctx, g, &ref, u)
 	unlock()
-	if herr != nil {
-		return nil, herr
+	if herr == nil {
+		var res *ipc.FetchMediaResult
+		if res, herr = s.Fetch(ctx, g, ref.ID); herr == nil {
+			rec.Outcome, rec.Bytes = outcome, res.Size
+			if outcome != "fetched" {
+				rec.Bytes = 0 // nothing crossed the network
+			}
+			s.logRequest(ctx, rec)
+			out := &ipc.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
+			if link.FinalURL != "" && link.FinalURL != key {
+				out.FinalURL = link.FinalURL
+			}
+			return out, nil
+		}
 	}
-	res, herr := s.Fetch(ctx, g, ref.ID)
-	if herr != nil {
-		return nil, herr
-	}
-	out := &ipc.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
-	if link.FinalURL != "" && link.FinalURL != key {
-		out.FinalURL = link.FinalURL
-	}
-	return out, nil
+	rec.Outcome, rec.Error = outcomeOf(herr), herr.Message
+	s.logRequest(ctx, rec)
+	return nil, herr
 }
 
 // linkRef finds (or registers) the group's ref of a web address.
@@ -112,34 +149,38 @@ func linkName(u *url.URL) string {
 // server's max-age (or internet.fetch.cache_ttl) lasts, revalidated with
 // ETag / Last-Modified after, fetched when there are none. Only a request
 // that reaches the network counts against the group's hourly share.
-func (s *Service) freshLink(ctx context.Context, g *groups.Group, ref *mediaregistry.MediaReference, u *url.URL) (store.WebLink, *ipc.Error) {
+func (s *Service) freshLink(ctx context.Context, g *groups.Group, ref *mediaregistry.MediaReference, u *url.URL) (store.WebLink, string, *ipc.Error) {
 	link, have, err := s.o.Links.WebLink(ctx, ref.ID)
 	if err != nil {
 		s.o.Log.Error("fetch_url: link record", "ref", ref.ID, "err", err)
-		return link, ipc.Errorf(ipc.CodeInternal, "the link's record could not be read")
+		return link, "", ipc.Errorf(ipc.CodeInternal, "the link's record could not be read")
 	}
 	_, cached, err := s.o.Cache.Lookup(ctx, ref.ID)
 	if err != nil {
 		s.o.Log.Error("fetch_url: media cache", "ref", ref.ID, "err", err)
-		return link, ipc.Errorf(ipc.CodeInternal, "the media cache could not be read")
+		return link, "", ipc.Errorf(ipc.CodeInternal, "the media cache could not be read")
 	}
 	now := s.o.Registry.Now()
 	if have && cached && now.Before(link.FreshUntil) {
-		return link, nil
+		return link, "cached", nil
 	}
 	if err := s.o.Web.Admit(g.Folder); err != nil {
-		return link, webError(err)
+		return link, "", webError(err)
 	}
 	var prev webfetch.Validators
 	if have && cached {
 		prev = webfetch.Validators{ETag: link.ETag, LastModified: link.LastModified}
 	}
-	return s.getLink(ctx, g.Folder, ref, u, prev)
+	link, notModified, herr := s.getLink(ctx, g.Folder, ref, u, prev)
+	if notModified {
+		return link, "not_modified", herr
+	}
+	return link, "fetched", herr
 }
 
 // getLink GETs a link ref's address into the cache (or hears it did not
 // change) and records what the server said.
-func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.MediaReference, u *url.URL, prev webfetch.Validators) (store.WebLink, *ipc.Error) {
+func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.MediaReference, u *url.URL, prev webfetch.Validators) (store.WebLink, bool, *ipc.Error) {
 	start := time.Now()
 	var resp webfetch.Response
 	max := s.o.Web.Config().MaxBytes
@@ -160,7 +201,7 @@ func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.
 		fallthrough
 	case err != nil:
 		s.o.Log.Info("web page not fetched", "group", group, "ref", ref.ID, "host", host, "err", err)
-		return store.WebLink{}, webError(err)
+		return store.WebLink{}, false, webError(err)
 	default:
 		s.o.Budget.Added(e.Size)
 		if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
@@ -189,7 +230,7 @@ func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.
 	if err := s.o.Links.PutWebLink(ctx, link); err != nil {
 		s.o.Log.Warn("fetch_url: link record not saved; the page will be fetched again next time", "ref", ref.ID, "err", err)
 	}
-	return link, nil
+	return link, resp.NotModified, nil
 }
 
 func firstNonEmpty(a, b string) string {
@@ -212,7 +253,7 @@ func (s *Service) downloadLink(ctx context.Context, group string, ref *mediaregi
 	if err := s.o.Web.Admit(group); err != nil {
 		return mediaregistry.Entry{}, webError(err)
 	}
-	if _, herr := s.getLink(ctx, group, ref, u, webfetch.Validators{}); herr != nil {
+	if _, _, herr := s.getLink(ctx, group, ref, u, webfetch.Validators{}); herr != nil {
 		return mediaregistry.Entry{}, herr
 	}
 	e, ok, err := s.o.Cache.Lookup(ctx, ref.ID)
@@ -266,13 +307,18 @@ func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearc
 	results, err := s.o.Search.Search(ctx, q, n)
 	prov := s.o.Search.Provider()
 	rec := store.Generation{Folder: g.Folder, Kind: "search", Provider: prov, Model: prov, Units: 1}
+	wr := store.WebRequest{Folder: g.Folder, Tool: ipc.TypeWebSearch, Host: prov}
 	if err != nil {
 		s.o.Log.Warn("web search failed", "group", g.Folder, "provider", prov, "err", err)
 		if ctx.Err() == nil {
 			s.record(ctx, &rec, "failed", err.Error())
 		}
+		wr.Outcome, wr.Error = "failed", err.Error()
+		s.logRequest(ctx, wr)
 		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s", err.Error())
 	}
+	wr.Outcome = fmt.Sprintf("searched (%d results)", len(results))
+	s.logRequest(ctx, wr)
 	if s.o.SearchPrice > 0 {
 		// USD per query; a micro-cent is 1e-8 USD.
 		rec.CostMicrocents, rec.CostKnown = int64(s.o.SearchPrice*1e8+0.5), true

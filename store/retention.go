@@ -21,6 +21,8 @@ func (s *Store) PruneAgentHistory(ctx context.Context, before time.Time) (int64,
 		`DELETE FROM agent_media_notes WHERE created < ?`,
 		`DELETE FROM agent_summaries WHERE created < ?`,
 		`DELETE FROM media_descriptions WHERE created < ?`,
+		`DELETE FROM web_requests WHERE at < ?`,
+		`DELETE FROM web_links WHERE fetched < ?`,
 		`DELETE FROM llm_batches WHERE state = 'answered' AND updated < ?`,
 	} {
 		res, err := s.DB.ExecContext(ctx, q, cut)

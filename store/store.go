@@ -391,7 +391,18 @@ var migrations = []string{
 		last_modified TEXT NOT NULL,
 		fetched INTEGER NOT NULL,
 		fresh_until INTEGER NOT NULL
-	);`,
+	);
+	CREATE TABLE web_requests (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		tool TEXT NOT NULL,
+		host TEXT NOT NULL,
+		bytes INTEGER NOT NULL,
+		outcome TEXT NOT NULL,
+		error TEXT NOT NULL
+	);
+	CREATE INDEX web_requests_at ON web_requests(at);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // WebLink is what the last fetch of a link ref learnt: where the page
@@ -49,4 +51,41 @@ func (s *Store) PutWebLink(ctx context.Context, l WebLink) error {
 		return fmt.Errorf("record web link %s: %w", l.Ref, err)
 	}
 	return nil
+}
+
+// WebRequest is one fetch_url or web_search as the operator sees it: which
+// group, which host (or search provider), how many bytes came, and how it
+// ended. URLs are not kept whole: a path can hold what a member typed.
+type WebRequest struct {
+	Folder  string
+	At      time.Time
+	Tool    string // fetch_url | web_search
+	Host    string
+	Bytes   int64
+	Outcome string // fetched | cached | not_modified | refused | failed | rate_limited | searched
+	Error   string
+}
+
+// RecordWebRequest stores one web request.
+func (s *Store) RecordWebRequest(ctx context.Context, r WebRequest) error {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO web_requests(folder, at, tool, host, bytes, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.Folder, r.At.UnixMilli(), r.Tool, r.Host, r.Bytes, r.Outcome, r.Error)
+	if err != nil {
+		return fmt.Errorf("record %s of %s: %w", r.Tool, r.Folder, err)
+	}
+	return nil
+}
+
+// RecentWebRequests lists the newest web requests of every group.
+func (s *Store) RecentWebRequests(ctx context.Context, limit int) ([]WebRequest, error) {
+	return sqlrows.Query(ctx, s.DB, "recent web requests", func(row sqlrows.Scanner) (WebRequest, error) {
+		var r WebRequest
+		var at int64
+		err := row.Scan(&r.Folder, &at, &r.Tool, &r.Host, &r.Bytes, &r.Outcome, &r.Error)
+		r.At = time.UnixMilli(at)
+		return r, err
+	}, `SELECT folder, at, tool, host, bytes, outcome, error FROM web_requests ORDER BY at DESC, id DESC LIMIT ?`, limit)
 }

@@ -28,6 +28,7 @@ type dashBody struct {
 	Links      []linkRow
 	Runs       []runRow
 	RunsErr    string
+	Web        []webRow
 	CostChart  chart
 	BytesChart chart
 }
@@ -53,6 +54,14 @@ type linkRow struct {
 	Link
 	URL string
 }
+
+// webRow is one fetch_url or web_search.
+type webRow struct {
+	At, Folder, Tool, Host, Bytes, Outcome, Error string
+}
+
+// dashWeb is how many web requests the dashboard lists.
+const dashWeb = 30
 
 type runRow struct {
 	ID, Started, Folder, Trigger, Duration, Model, Tokens, Cost, Tools, Outcome, Error string
@@ -124,6 +133,16 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 		for _, run := range runs {
 			b.Runs = append(b.Runs, runView(run))
 		}
+		if reqs, err := w.o.Store.RecentWebRequests(ctx, dashWeb); err == nil {
+			for _, r := range reqs {
+				row := webRow{At: r.At.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Tool: r.Tool, Host: r.Host,
+					Outcome: r.Outcome, Error: trimTo(r.Error, 200)}
+				if r.Bytes > 0 {
+					row.Bytes = mediaregistry.FormatSize(r.Bytes)
+				}
+				b.Web = append(b.Web, row)
+			}
+		}
 		days, err := w.o.Store.DailyRuns(ctx, since)
 		if err == nil {
 			b.CostChart = costChart(since, days)
@@ -176,7 +195,7 @@ func runView(r store.RunSummary) runRow {
 		}
 	}
 	v.Tools = strings.Join(parts, ", ")
-	v.Fetches = counts["fetch_media"]
+	v.Fetches = counts["fetch_media"] + counts["fetch_url"]
 	return v
 }
 

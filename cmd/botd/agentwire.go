@@ -184,6 +184,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		ContextTokens:  d.cfg.Agent.Context.MaxTokens,
 		Media:          d.caller,
 		Generate:       generateTools(d.cfg),
+		Internet:       internetTools(d.cfg),
 		MaxCostPerDay:  agent.USD(d.cfg.Agent.MaxCostPerDay),
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),

@@ -160,7 +160,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.
 	}
 	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder), tools.IPCTypes())
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: client, Version: version, Links: links, Generate: generateTools(cfg),
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: client, Version: version, Links: links, Generate: generateTools(cfg), Internet: internetTools(cfg),
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
 	if err != nil {
 		client.Close()

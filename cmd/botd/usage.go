@@ -84,6 +84,9 @@ func mediaUnits(r store.UsageRow) string {
 	if r.HeardSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("%.0fs transcribed", r.HeardSeconds))
 	}
+	if r.Searches > 0 {
+		parts = append(parts, fmt.Sprintf("%d web search(es)", r.Searches))
+	}
 	if r.VideoSeconds > 0 {
 		parts = append(parts, fmt.Sprintf("%.0fs video", r.VideoSeconds))
 	}
