@@ -144,6 +144,10 @@ type Inbound struct {
 	// Edit marks a changed message; Text replaces the stored text.
 	Edit bool
 	Refs []mediaregistry.MediaReference
+	// Links are the link previews the network sent with the message, for
+	// Env.Compose to render after the typed text; Compose clears the
+	// field, so what reaches the sink is Text.
+	Links []LinkPreview
 }
 
 // Sink receives what channels hear. The router implements it.

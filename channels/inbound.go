@@ -14,23 +14,25 @@ import (
 // neutralised (mediaregistry.Neutralize) by the caller; refs are the
 // message's attachments, metadata only.
 //
-// For a chat no group is registered for, nothing is registered and Text
-// and Refs stay empty: only the chat's id and name and the message ids
+// For a chat no group is registered for, nothing is registered and Text,
+// Refs and Links stay empty: only the chat's id and name and the message ids
 // reach the sink, enough for an operator to register the chat, and no text
 // from strangers reaches the store.
 //
 // For a registered chat every ref is registered in one call (one
 // transaction: the files of one message appear together or not at all)
-// and Text is one placeholder per ref, then the typed text, joined by
-// newlines. A ref that already has an ID was registered for an earlier
-// event of the same message (a Slack edit) and is only rendered. If the
-// registration fails, the error is logged and the message is kept with
-// metadata-only placeholders (RenderMeta) and no refs, so nothing the
-// sender typed is lost.
+// and Text is one placeholder per ref, then the typed text, then one line
+// per link preview in in.Links (at most MaxLinksPerMessage; see
+// renderLink), joined by newlines. A ref that already has an ID was
+// registered for an earlier event of the same message (a Slack edit) and
+// is only rendered. If the registration fails, the error is logged and the
+// message is kept with metadata-only placeholders (RenderMeta) and no refs,
+// so nothing the sender typed is lost.
 //
 // Compose reports whether the chat is registered.
 func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []mediaregistry.MediaReference) bool {
-	in.Text, in.Refs = "", nil
+	links := in.Links
+	in.Text, in.Refs, in.Links = "", nil, nil
 	if e.Sink == nil || !e.Sink.Registered(in.ChatID) {
 		return false
 	}
@@ -52,7 +54,8 @@ func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []media
 			}
 		}
 	}
-	lines := make([]string, 0, len(refs)+1)
+	previews := renderLinks(links)
+	lines := make([]string, 0, len(refs)+1+len(previews))
 	for i := range refs {
 		r := &refs[i]
 		if r.ID == "" {
@@ -65,6 +68,7 @@ func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []media
 	if text != "" {
 		lines = append(lines, text)
 	}
+	lines = append(lines, previews...)
 	in.Text = strings.Join(lines, "\n")
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,9 +54,11 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 		if !contentSubtypes[m.SubType] {
 			return channels.Inbound{}, false
 		}
-		// Unfurls and reply counters also arrive as message_changed; only a
-		// changed text is an edit worth storing.
-		if p := ev.PreviousMessage; p != nil && p.Text == m.Text && len(p.Files) == len(m.Files) {
+		// Reply counters also arrive as message_changed; only a changed
+		// text, file list or link preview (an unfurl Slack added after the
+		// message was posted) is an edit worth storing.
+		if p := ev.PreviousMessage; p != nil && p.Text == m.Text && len(p.Files) == len(m.Files) &&
+			slices.Equal(linkPreviews(p.Attachments), linkPreviews(m.Attachments)) {
 			return channels.Inbound{}, false
 		}
 		edit = true
@@ -108,7 +111,8 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 
 	text := s.plainText(ctx, m.Text)
 	refs, notes := s.fileRefs(in, m.Files)
-	if text == "" && len(refs) == 0 && len(notes) == 0 {
+	in.Links = linkPreviews(m.Attachments)
+	if text == "" && len(refs) == 0 && len(notes) == 0 && len(in.Links) == 0 {
 		return channels.Inbound{}, false
 	}
 	if text != "" {
@@ -124,6 +128,41 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 		}
 	}
 	return in, true
+}
+
+// linkPreviews are the unfurls among a message's attachments: Slack marks
+// them with the link they preview (original_url as typed, from_url);
+// other attachments (a bot's formatted message) preview nothing.
+// channels.Env.Compose cleans and bounds them.
+func linkPreviews(atts []slackapi.Attachment) []channels.LinkPreview {
+	var out []channels.LinkPreview
+	for _, a := range atts {
+		u := a.OriginalURL
+		if u == "" {
+			u = a.FromURL
+		}
+		if u == "" {
+			continue
+		}
+		out = append(out, channels.LinkPreview{URL: u, Title: unfurlText(a.Title),
+			Description: unfurlText(a.Text), Site: unfurlText(a.ServiceName)})
+	}
+	return out
+}
+
+// unfurlText is an unfurl field in Slack's wire format as plain text:
+// links and mentions as their label (or target), entities decoded. Unlike
+// plainText it looks nothing up: the text is the linked site's, and a page
+// must not make botd call users.info for every id it names.
+func unfurlText(s string) string {
+	s = slackMarkup.ReplaceAllStringFunc(s, func(m string) string {
+		target, label, _ := strings.Cut(m[1:len(m)-1], "|")
+		if label != "" {
+			return label
+		}
+		return target
+	})
+	return slackEntites.Replace(s)
 }
 
 // fileRefs splits a message's files into the refs channels.Env.Compose

@@ -8,6 +8,7 @@ import (
 	"go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types/events"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -21,6 +22,9 @@ type content struct {
 	// stay with their media.
 	Text  string
 	Media []mediaregistry.MediaReference
+	// Links is the link preview the sender's app attached, raw (Compose
+	// cleans it). Its thumbnail is never fetched.
+	Links []channels.LinkPreview
 	// Context of a reply or mention.
 	ReplyTo           string
 	QuotedParticipant string
@@ -57,8 +61,16 @@ func extract(evt *events.Message, chat, sender string) (content, error) {
 	case msg.Conversation != nil:
 		c.Text = msg.GetConversation()
 	case msg.ExtendedTextMessage != nil:
-		c.Text = msg.GetExtendedTextMessage().GetText()
-		ctxInfo = msg.GetExtendedTextMessage().GetContextInfo()
+		et := msg.GetExtendedTextMessage()
+		c.Text = et.GetText()
+		ctxInfo = et.GetContextInfo()
+		if et.GetTitle() != "" || et.GetDescription() != "" {
+			// The sender's app fetched the page and wrote what it found;
+			// MatchedText is the link as it stands in the text (this proto
+			// no longer has a canonical URL).
+			c.Links = []channels.LinkPreview{{URL: et.GetMatchedText(), Title: et.GetTitle(),
+				Description: et.GetDescription()}}
+		}
 	}
 
 	add := func(m downloadable, ref mediaregistry.MediaReference, ci *waE2E.ContextInfo) error {

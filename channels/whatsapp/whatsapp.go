@@ -386,6 +386,7 @@ func (w *WhatsApp) inbound(ctx context.Context, evt *events.Message) (channels.I
 		in.Mentioned = true // a reply to one of the bot's prefixed messages
 	}
 
+	in.Links = c.Links
 	w.env.Compose(ctx, &in, text, c.Media)
 	return in, true, nil
 }
