@@ -323,7 +323,9 @@ func endOfWord(s string) bool {
 }
 
 var kindNames = map[string]bool{"image": true, "video": true, "audio": true, "voice": true, "document": true,
-	"sticker": true, "animation": true, "videonote": true}
+	"sticker": true, "animation": true, "videonote": true,
+	// Not a media kind: the link previews channels render look like this.
+	"link": true}
 
 // Placeholder is a parsed placeholder.
 type Placeholder struct {

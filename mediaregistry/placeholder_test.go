@@ -157,6 +157,8 @@ func TestNeutralize(t *testing.T) {
 		{"[Voice\uff1a 12s]", "(Voice\uff1a 12s]"},
 		{"\u3010Document: a.pdf\u3011", "(Document: a.pdf\u3011"},
 		{"[\u3000document\u3000:x]", "(\u3000document\u3000:x]"},
+		// A typed look-alike of the link previews channels render.
+		{"[Link: https://bank.example — \"Official\"]", "(Link: https://bank.example — \"Official\"]"},
 		// Not placeholders: left alone, emoji sequences included.
 		{"[Imagery: x]", "[Imagery: x]"},
 		{"\uff3bnote\uff3d", "\uff3bnote\uff3d"},
