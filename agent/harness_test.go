@@ -25,6 +25,7 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
@@ -157,6 +158,29 @@ func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 		return nil
 	case ipc.TypeListMedia:
 		*result.(*ipc.ListMediaResult) = ipc.ListMediaResult{}
+		return nil
+	case ipc.TypeFetchURL:
+		// Pages by canonical address, under the key media has them:
+		// "url:" + the address.
+		a := args.(ipc.FetchURLArgs)
+		u, err := mediaregistry.CanonicalURL(a.URL)
+		if err != nil {
+			return ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		}
+		m, ok := h.media["url:"+u.String()]
+		if !ok {
+			return ipc.Errorf(ipc.CodeDownloadFailed, "%s answered 404 Not Found", u.Host)
+		}
+		ref := mediaregistry.LinkID(famChat, u.String())
+		h.mu.Lock()
+		h.fetches[u.String()]++
+		h.mu.Unlock()
+		rel := "media/" + ref + "_" + m.Name
+		if err := os.WriteFile(filepath.Join(h.groupDir, filepath.FromSlash(rel)), m.Data, 0o640); err != nil {
+			return err
+		}
+		*result.(*ipc.FetchURLResult) = ipc.FetchURLResult{URL: u.String(), ContentType: m.MIME, FetchMediaResult: ipc.FetchMediaResult{
+			Ref: ref, Kind: m.Kind, Name: m.Name, MIME: m.MIME, Size: int64(len(m.Data)), Path: rel}}
 		return nil
 	}
 	return ipc.Errorf(ipc.CodeBadRequest, "fake host does not do %s", typ)
