@@ -27,7 +27,9 @@ func (s *searxng) Search(ctx context.Context, query string, count int) ([]Result
 	u := *s.base
 	// An operator who pasted the search page's address means the same
 	// instance.
-	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/search") {
+	if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/search") {
+		u.Path, u.RawPath = p, ""
+	} else {
 		u = *u.JoinPath("search")
 	}
 	v := u.Query()
