@@ -39,16 +39,9 @@ func (b *brave) Search(ctx context.Context, query string, count int) ([]Result, 
 	if resp.StatusCode/100 != 2 {
 		return nil, braveError(resp)
 	}
-	var body struct {
-		Web struct {
-			Results []json.RawMessage `json:"results"`
-		} `json:"web"`
-	}
-	if err := decode(resp, braveWho, &body); err != nil {
-		return nil, err
-	}
 	c := newCleaner(count)
-	for _, raw := range body.Web.Results {
+	err = streamResults(resp, braveWho, []string{"web", "results"}, func(raw json.RawMessage) bool {
+		// One malformed result costs itself, not the search.
 		var r struct {
 			Title       looseString `json:"title"`
 			URL         looseString `json:"url"`
@@ -56,17 +49,17 @@ func (b *brave) Search(ctx context.Context, query string, count int) ([]Result, 
 			Age         looseString `json:"age"`
 			PageAge     looseString `json:"page_age"`
 		}
-		if json.Unmarshal(raw, &r) != nil {
-			continue
+		if json.Unmarshal(raw, &r) == nil {
+			published := r.Age
+			if published == "" {
+				published = r.PageAge
+			}
+			c.add(string(r.Title), string(r.URL), string(r.Description), string(published))
 		}
-		published := r.Age
-		if published == "" {
-			published = r.PageAge
-		}
-		c.add(string(r.Title), string(r.URL), string(r.Description), string(published))
-		if c.full() {
-			break
-		}
+		return !c.full()
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
 	return c.out, nil
 }

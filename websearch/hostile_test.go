@@ -139,20 +139,15 @@ func TestHostileAnswers(t *testing.T) {
 			w.Write([]byte(strings.Repeat("x", 3<<20)))
 			fmt.Fprint(w, `"}],"web":{"results":[]}}`)
 		}, "answered more than 2 MB"},
-		{"endless", "", func(w io.Writer) {
-			fmt.Fprint(w, `{"web":{"results":[`, `{"results":[`)
-			for {
-				// Until the client hangs up, as it must.
-				if _, err := fmt.Fprint(w, `{"url":"https://a.example/","title":"t"},`); err != nil {
-					return
-				}
-			}
-		}, "answered more than 2 MB"},
+		{"searxng endless", "searxng", endless(`{"results":[`), "answered more than 2 MB"},
+		{"brave endless", "brave", endless(`{"web":{"results":[`), "answered more than 2 MB"},
 		{"truncated", "", func(w io.Writer) { fmt.Fprint(w, `{"results":[{"url":`) }, "something other than the JSON expected"},
 		{"empty", "", func(w io.Writer) {}, "something other than the JSON expected"},
 		{"not JSON", "", func(w io.Writer) { fmt.Fprint(w, "<html>hello</html>") }, "something other than the JSON expected"},
 		{"searxng results not a list", "searxng", func(w io.Writer) { fmt.Fprint(w, `{"results":{"url":"https://a.example/"}}`) }, "something other than the JSON expected"},
 		{"brave results not a list", "brave", func(w io.Writer) { fmt.Fprint(w, `{"web":{"results":"https://a.example/"}}`) }, "something other than the JSON expected"},
+		{"a list where the answer's object belongs", "", func(w io.Writer) { fmt.Fprint(w, `[{"url":"https://a.example/"}]`) }, "something other than the JSON expected"},
+		{"brave web not an object", "brave", func(w io.Writer) { fmt.Fprint(w, `{"web":"https://a.example/"}`) }, "something other than the JSON expected"},
 		{"searxng engines all failed", "searxng", func(w io.Writer) {
 			fmt.Fprint(w, `{"results":[],"unresponsive_engines":[["google","timeout"],["duckduckgo","CAPTCHA"],"junk",[7]]}`)
 		}, "its engines did not answer (google: timeout; duckduckgo: CAPTCHA)"},
@@ -183,4 +178,50 @@ func TestSearXNGEnginesFailedButSomeAnswered(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Errorf("Search = %q, %v; want the one result", got, err)
 	}
+}
+
+func TestLongAnswerReadOnlyAsFarAsNeeded(t *testing.T) {
+	for _, provider := range []string{"searxng", "brave"} {
+		t.Run(provider, func(t *testing.T) {
+			// An answer that never ends but whose first results are good:
+			// the search takes what it asked for and hangs up.
+			base := serve(t, func(w io.Writer) {
+				fmt.Fprint(w, map[string]string{"searxng": `{"query":"q","results":[`, "brave": `{"query":{"original":"q"},"web":{"results":[`}[provider])
+				for i := 0; ; i++ {
+					if _, err := fmt.Fprintf(w, `{"url":"https://a.example/%d","title":"t%d"},`, i, i); err != nil {
+						return
+					}
+				}
+			})
+			got, err := newSearcher(t, websearch.Config{Provider: provider, BaseURL: base, APIKey: "k"}).
+				Search(context.Background(), "q", 3)
+			want := []websearch.Result{{Title: "t0", URL: "https://a.example/0"}, {Title: "t1", URL: "https://a.example/1"},
+				{Title: "t2", URL: "https://a.example/2"}}
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("Search = %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}
+
+func TestNullResults(t *testing.T) {
+	for _, tt := range []struct{ provider, body string }{
+		{"searxng", `{"results":null}`}, {"searxng", `{}`}, {"brave", `{"web":null}`}, {"brave", `{"web":{"results":null}}`},
+		{"brave", `{"type":"search","query":{"original":"q"}}`},
+	} {
+		t.Run(tt.provider+tt.body, func(t *testing.T) {
+			base := serve(t, func(w io.Writer) { fmt.Fprint(w, tt.body) })
+			got, err := newSearcher(t, websearch.Config{Provider: tt.provider, BaseURL: base, APIKey: "k"}).
+				Search(context.Background(), "q", 3)
+			if err != nil || got == nil || len(got) != 0 {
+				t.Errorf("Search = %#v, %v; want no results and no error", got, err)
+			}
+		})
+	}
+}
+
+// endless is an answer that never ends, of one result again and again, so
+// that no count of distinct results is ever reached.
+func endless(prefix string) func(w io.Writer) {
+	return endlessOf(prefix, `{"url":"https://a.example/","title":"t"},`)
 }

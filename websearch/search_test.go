@@ -311,7 +311,10 @@ func TestSearXNGBaseURLForms(t *testing.T) {
 }
 
 // serve answers every request with body, for answers no fake would give.
-func serve(t *testing.T, body func(w io.Writer)) string {
+func serve(t *testing.T, body func(w io.Writer)) string { return serveTB(t, body) }
+
+func serveTB(t testing.TB, body func(w io.Writer)) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		body(w)

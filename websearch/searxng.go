@@ -51,15 +51,9 @@ func (s *searxng) Search(ctx context.Context, query string, count int) ([]Result
 		errorBody(resp)
 		return nil, fmt.Errorf("%w: %s", ErrFailed, statusSentence(resp))
 	}
-	var body struct {
-		Results             []json.RawMessage `json:"results"`
-		UnresponsiveEngines []json.RawMessage `json:"unresponsive_engines"`
-	}
-	if err := decode(resp, s.who(), &body); err != nil {
-		return nil, err
-	}
 	c := newCleaner(count)
-	for _, raw := range body.Results {
+	var unresponsiveEngines []json.RawMessage
+	err = streamResults(resp, s.who(), []string{"results"}, func(raw json.RawMessage) bool {
 		// One malformed result costs itself, not the search.
 		var r struct {
 			URL       looseString `json:"url"`
@@ -67,16 +61,20 @@ func (s *searxng) Search(ctx context.Context, query string, count int) ([]Result
 			Content   looseString `json:"content"`
 			Published looseString `json:"publishedDate"`
 		}
-		if json.Unmarshal(raw, &r) != nil {
-			continue
+		if json.Unmarshal(raw, &r) == nil {
+			c.add(string(r.Title), string(r.URL), string(r.Content), string(r.Published))
 		}
-		c.add(string(r.Title), string(r.URL), string(r.Content), string(r.Published))
-		if c.full() {
-			break
+		return !c.full()
+	}, func(key string, raw json.RawMessage) {
+		if key == "unresponsive_engines" {
+			_ = json.Unmarshal(raw, &unresponsiveEngines)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	if len(c.out) == 0 && len(body.UnresponsiveEngines) > 0 {
-		return nil, fmt.Errorf("%w: %s found nothing because its engines did not answer (%s)", ErrFailed, s.who(), unresponsive(body.UnresponsiveEngines))
+	if len(c.out) == 0 && len(unresponsiveEngines) > 0 {
+		return nil, fmt.Errorf("%w: %s found nothing because its engines did not answer (%s)", ErrFailed, s.who(), unresponsive(unresponsiveEngines))
 	}
 	return c.out, nil
 }

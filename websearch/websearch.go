@@ -191,23 +191,100 @@ func errorBody(resp *http.Response) []byte {
 	return b
 }
 
-// decode reads the JSON answer into v under MaxResponseBytes, streaming,
-// so a huge or endless answer costs at most that much.
-func decode(resp *http.Response, who string, v any) error {
+// errShape is an answer whose results are not where, or not what, the
+// provider's API puts them.
+var errShape = errors.New("the results are not a list")
+
+// streamResults reads the JSON object of resp's body under
+// MaxResponseBytes, streaming: each element of the array at path goes to
+// each, one at a time, until each says it has enough; every other
+// top-level member goes to other (when not nil). Memory is bounded by the
+// largest single member, not the answer, and a long answer is read only
+// as far as needed.
+func streamResults(resp *http.Response, who string, path []string, each func(json.RawMessage) (more bool), other func(key string, raw json.RawMessage)) error {
 	lr := &io.LimitedReader{R: resp.Body, N: MaxResponseBytes + 1}
-	err := json.NewDecoder(lr).Decode(v)
+	dec := json.NewDecoder(lr)
+	stopped, err := walkObject(dec, path, each, other)
+	if stopped {
+		// Read on a little so the connection can be reused; a provider
+		// that sends more than asked for is not waited for.
+		_, _ = io.Copy(io.Discard, io.LimitReader(lr, 64<<10))
+		return nil
+	}
 	if lr.N <= 0 {
 		return fmt.Errorf("%w: %s answered more than %d MB", ErrFailed, who, MaxResponseBytes>>20)
 	}
 	if err != nil {
 		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &se) || errors.As(err, &te) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.As(err, &se) || errors.Is(err, errShape) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("%w: %s answered something other than the JSON expected (%s)", ErrFailed, who, textclip.OneLine(err.Error(), 120))
 		}
 		return fmt.Errorf("%w: reading the answer of %s: %w", ErrFailed, who, err)
 	}
 	return nil
+}
+
+// walkObject walks the object dec is at towards path; stopped is each's
+// verdict that it has enough.
+func walkObject(dec *json.Decoder, path []string, each func(json.RawMessage) bool, other func(string, json.RawMessage)) (stopped bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return false, err
+	}
+	if tok == nil {
+		return false, nil // null: no results
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return false, fmt.Errorf("%w: found %v where an object belongs", errShape, tok)
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return false, err
+		}
+		key, _ := kt.(string)
+		switch {
+		case key == path[0] && len(path) == 1:
+			stopped, err = walkArray(dec, each)
+		case key == path[0]:
+			stopped, err = walkObject(dec, path[1:], each, nil)
+		default:
+			var raw json.RawMessage
+			if err = dec.Decode(&raw); err == nil && other != nil {
+				other(key, raw)
+			}
+		}
+		if stopped || err != nil {
+			return stopped, err
+		}
+	}
+	_, err = dec.Token() // the closing brace
+	return false, err
+}
+
+// walkArray hands each element of the array dec is at to each.
+func walkArray(dec *json.Decoder, each func(json.RawMessage) bool) (stopped bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return false, err
+	}
+	if tok == nil {
+		return false, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return false, fmt.Errorf("%w: found %v where a list belongs", errShape, tok)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return false, err
+		}
+		if !each(raw) {
+			return true, nil
+		}
+	}
+	_, err = dec.Token()
+	return false, err
 }
 
 // looseString is a JSON string that tolerates null, numbers and other
