@@ -30,6 +30,9 @@ func TestPeakMemoryOfEndlessAnswer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
+	if raceEnabled {
+		t.Skip("the race detector multiplies memory; run without -race to measure")
+	}
 	for _, tt := range []struct {
 		name, prefix, result string
 	}{
