@@ -1,0 +1,5 @@
+//go:build !race
+
+package websearch_test
+
+const raceEnabled = false
