@@ -153,7 +153,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 	}
 	d.media = media.New(media.Options{
 		Transcriber: tr, Generation: gen, Bill: d.store,
-		Web: fetcher, Links: d.store, Search: searcher, SearchPrice: d.cfg.Internet.Search.PricePerQuery,
+		Web: fetcher, Links: d.store, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
 		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
