@@ -64,26 +64,27 @@ func hasMeta(data []byte) bool {
 	return bytes.Contains(head, []byte("charset"))
 }
 
-// maxDepth is the deepest a page may nest: the HTML parser refuses a page
-// whose stack of open elements passes 512, and a page that deep is either
-// hostile or broken, its text still worth reading.
-const maxDepth = 480
+// flattenDepths are the depths, in tags as written, a page nested deeper
+// than the HTML parser allows (512 open elements) is cut to, tried in
+// turn. A written tag can open up to three elements (a <td> straight in a
+// <table> opens tbody, tr and td), so 160 keeps within the parser's limit;
+// the smaller one is for what that still misses.
+var flattenDepths = []int{160, 40}
 
 // parse builds the page's tree. A page nested deeper than the parser
-// allows is parsed again with the elements past maxDepth dropped (their
+// allows is parsed again with the elements past a depth dropped (their
 // text kept), so a hostile page cannot hide its text behind depth nor
 // make the extractor recurse without end.
 func parse(page []byte) (*html.Node, error) {
 	doc, err := html.Parse(bytes.NewReader(page))
-	if err == nil {
-		return doc, nil
+	for _, depth := range flattenDepths {
+		if err == nil || !strings.Contains(err.Error(), "open stack of elements") {
+			break
+		}
+		doc, err = html.Parse(bytes.NewReader(flatten(page, depth)))
 	}
-	if !strings.Contains(err.Error(), "open stack of elements") {
-		return nil, fmt.Errorf("parsing the page: %w", err)
-	}
-	doc, err = html.Parse(bytes.NewReader(flatten(page, maxDepth)))
 	if err != nil {
-		return nil, fmt.Errorf("parsing the page, too deeply nested: %w", err)
+		return nil, fmt.Errorf("parsing the page: %w", err)
 	}
 	return doc, nil
 }
