@@ -297,7 +297,8 @@ func TestReadDeepNesting(t *testing.T) {
 }
 
 // TestReadAllBoilerplate: a page with nothing but a cookie wall,
-// navigation and a footer reads without error; its Text is no article.
+// navigation and a footer reads without error, and none of it passes for
+// the page's text.
 func TestReadAllBoilerplate(t *testing.T) {
 	page := `<html><head><title>Login</title></head><body>
 <div class="cookie-banner">We use cookies. Accept all cookies or manage your preferences.</div>
@@ -311,8 +312,55 @@ func TestReadAllBoilerplate(t *testing.T) {
 	if a.Title != "Login" {
 		t.Errorf("Title = %q", a.Title)
 	}
-	if n := len(strings.Fields(a.Text)); n > 30 {
-		t.Errorf("Text of an all-boilerplate page is %d words:\n%s", n, a.Text)
+	for _, bad := range []string{"cookies", "Home", "Log in", "Privacy"} {
+		if strings.Contains(a.Text, bad) {
+			t.Errorf("Text holds the boilerplate %q: %q", bad, a.Text)
+		}
+	}
+}
+
+// TestReadShortPageChrome: on a page with little text the extractor
+// takes everything it can find; the chrome is gone before it looks, and
+// what only looks like chrome stays.
+func TestReadShortPageChrome(t *testing.T) {
+	const story = "<p>The ferry to the island leaves at nine every morning and returns at five.</p>"
+	tests := []struct {
+		name, chrome string
+		keep         string // text in the chrome that must stay ("" when it must go)
+	}{
+		{"cookie banner by class", `<div class="site-cookie-banner cookie-banner">Accept all cookies</div>`, ""},
+		{"consent manager by id", `<div id="onetrust-banner-sdk"><p>We value your privacy and use cookies</p></div>`, ""},
+		{"consent dialog", `<div role="dialog" aria-label="Consent"><p>Manage cookie preferences</p></div>`, ""},
+		{"aria modal", `<div aria-modal="true"><p>Subscribe to our newsletter</p></div>`, ""},
+		{"nav", `<nav><a href="/">Home</a> <a href="/news">News</a></nav>`, ""},
+		{"role navigation", `<div role="navigation"><a href="/">Home</a> <a href="/news">News</a></div>`, ""},
+		{"site footer", `<footer>© 2026 Island Ferries Ltd</footer>`, ""},
+		{"site header by role", `<div role="banner"><a href="/">Island Ferries</a> Tickets Timetables</div>`, ""},
+		{"a recipe's cookie list stays", `<ul class="cookie-list"><li>Oat cookies with raisins</li></ul>`,
+			"Oat cookies with raisins"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := "<html><head><title>Ferry</title></head><body>" + tt.chrome + story + "</body></html>"
+			a, err := webpage.Read(strings.NewReader(page), webpage.Options{ContentType: "text/html"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(a.Text, "The ferry to the island leaves at nine") {
+				t.Errorf("the story is lost: %q", a.Text)
+			}
+			if tt.keep != "" {
+				if !strings.Contains(a.Text, tt.keep) {
+					t.Errorf("Text lacks %q: %q", tt.keep, a.Text)
+				}
+				return
+			}
+			for _, bad := range []string{"cookie", "Home", "Ltd", "Subscribe", "Tickets"} {
+				if strings.Contains(a.Text, bad) {
+					t.Errorf("Text holds the chrome's %q: %q", bad, a.Text)
+				}
+			}
+		})
 	}
 }
 

@@ -125,6 +125,7 @@ func Read(r io.Reader, o Options) (Article, error) {
 			return Article{}, fmt.Errorf("the page's URL %q does not parse: %w", textclip.OneLine(o.URL, 200), err)
 		}
 	}
+	stripChrome(doc)
 	p := readability.NewParser()
 	ra, err := p.ParseAndMutate(doc, base)
 	if err != nil {
