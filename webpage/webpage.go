@@ -8,7 +8,10 @@
 // elements; a deeper page is flattened, not refused) and in what it
 // returns (MaxText). It starts no goroutines. The main text is found by
 // go-readability (a port of Firefox's Reader View), chosen over
-// go-trafilatura by measured quality on the saved pages in testdata.
+// go-trafilatura on the saved pages in testdata: as good a main text
+// (word F1 0.954 and 0.955), six times faster, a quarter of the memory on
+// a 10 MB page, and five small modules where trafilatura brings twenty
+// (a WebAssembly regexp engine among them).
 package webpage
 
 import (
@@ -61,9 +64,9 @@ type Options struct {
 	// MaxInput is the most bytes read; a longer page is ErrTooLarge.
 	// Zero means DefaultMaxInput.
 	MaxInput int64
-	// MaxText is the most runes of Text kept; the cut falls at a
-	// paragraph's end and the Text's tail says so. Zero means
-	// DefaultMaxText.
+	// MaxText is the most runes of the page's text kept; the cut falls
+	// at a paragraph's end and a last line after it says how much was
+	// cut. Zero means DefaultMaxText.
 	MaxText int
 }
 
