@@ -210,16 +210,19 @@ func TestFor(t *testing.T) {
 		return out
 	}
 	base := names(tools.Offer{})
-	for _, n := range []string{tools.GenerateImage, tools.Speak, tools.GenerateVideo, tools.CancelVideo, tools.ListVideos} {
+	for _, n := range []string{tools.GenerateImage, tools.Speak, tools.GenerateVideo, tools.CancelVideo, tools.ListVideos, tools.FetchURL, tools.WebSearch} {
 		if slices.Contains(base, n) {
-			t.Errorf("%s offered without its model", n)
+			t.Errorf("%s offered without its model or config", n)
 		}
 	}
 	if got := names(tools.Offer{Generate: tools.Generate{Speech: true}}); !slices.Contains(got, tools.Speak) || slices.Contains(got, tools.GenerateImage) {
 		t.Errorf("speech only: %v", got)
 	}
-	if got := names(tools.Offer{Generate: tools.Generate{Image: true, Speech: true, Video: true}}); len(got) != len(tools.All) {
-		t.Errorf("every model configured: %d tools, want all %d", len(got), len(tools.All))
+	if got := names(tools.Offer{Internet: tools.Internet{Search: true}}); !slices.Contains(got, tools.WebSearch) || slices.Contains(got, tools.FetchURL) {
+		t.Errorf("search only: %v", got)
+	}
+	if got := names(tools.Offer{Generate: tools.Generate{Image: true, Speech: true, Video: true}, Internet: tools.Internet{Fetch: true, Search: true}}); len(got) != len(tools.All) {
+		t.Errorf("everything configured: %d tools, want all %d", len(got), len(tools.All))
 	}
 }
 
