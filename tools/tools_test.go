@@ -63,6 +63,14 @@ func (f *fakeMedia) ListVideos(context.Context, *groups.Group, ipc.ListVideosArg
 	f.hit()
 	return &ipc.ListVideosResult{}, nil
 }
+func (f *fakeMedia) FetchURL(context.Context, *groups.Group, ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+	f.hit()
+	return &ipc.FetchURLResult{}, nil
+}
+func (f *fakeMedia) WebSearch(context.Context, *groups.Group, ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+	f.hit()
+	return &ipc.WebSearchResult{}, nil
+}
 
 type fakeTasks struct {
 	reached
