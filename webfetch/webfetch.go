@@ -518,4 +518,3 @@ func waitText(d time.Duration) string {
 		return fmt.Sprintf("%d minutes", mins)
 	}
 }
-

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,12 +170,18 @@ func TestDefaultUserAgent(t *testing.T) {
 
 func TestTooLarge(t *testing.T) {
 	const limit = 1 << 20
-	zeros := make([]byte, 64<<20)
+	zeros := make([]byte, 16<<20)
 	brBomb, gzBomb := br(zeros), gz(zeros)
 	if len(brBomb) > 64<<10 || len(gzBomb) > limit {
 		t.Fatalf("bombs are %d and %d bytes on the wire; they must be small", len(brBomb), len(gzBomb))
 	}
 	exact, exactBr := page(limit), br(page(limit))
+	// Stored (level 0) gzip of almost the cap: decoded it fits, on the
+	// wire it does not, and the wire is capped too.
+	var stored bytes.Buffer
+	z, _ := gzip.NewWriterLevel(&stored, gzip.NoCompression)
+	z.Write(page(limit - 16))
+	z.Close()
 	endlessDone := make(chan struct{})
 	for _, tt := range []struct {
 		name    string
@@ -188,6 +195,11 @@ func TestTooLarge(t *testing.T) {
 		{"gzip bomb", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
 			w.Write(gzBomb)
+		}, true},
+		{"compressed bytes over the cap", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.(http.Flusher).Flush() // chunked: no Content-Length to refuse early
+			w.Write(stored.Bytes())
 		}, true},
 		{"declared length over the cap", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Length", fmt.Sprint(limit+1))
@@ -390,7 +402,9 @@ func TestDownloadFailures(t *testing.T) {
 			io.WriteString(w, "only part")
 		}
 	})
-	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)
 	_, tport, _ := net.SplitHostPort(tlsSrv.Listener.Addr().String())
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
