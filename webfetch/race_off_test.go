@@ -1,0 +1,5 @@
+//go:build !race
+
+package webfetch
+
+const raceEnabled = false
