@@ -88,6 +88,9 @@ func (m *linkModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.wire.toolCall(w, "fetch_url", fmt.Sprintf(`{"url":%q}`, webURLRe.FindString(req.User)))
 	case strings.Contains(asked, "what does"):
 		u := webURLRe.FindAllString(asked, -1)
+		if len(u) == 0 { // "the article": the link posted before
+			u = webURLRe.FindAllString(req.User, -1)
+		}
 		if len(u) == 0 {
 			m.wire.text(w, "Which link?")
 			return
@@ -195,8 +198,10 @@ func TestLinksAndSearchEndToEnd(t *testing.T) {
 		var got string
 		testwait.Within(t, 60*time.Second, "the answer to "+text, func() bool {
 			for _, s := range tg.Sent()[sent:] {
-				got = s.String()
-				return true
+				if s.Method == "sendMessage" {
+					got = s.Text
+					return true
+				}
 			}
 			return false
 		})
