@@ -90,6 +90,7 @@ func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLA
 			}
 			s.logRequest(ctx, rec)
 			out := &ipc.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
+			out.Cached = outcome != "fetched"
 			if link.FinalURL != "" && link.FinalURL != key {
 				out.FinalURL = link.FinalURL
 			}
