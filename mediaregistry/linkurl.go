@@ -23,6 +23,10 @@ var ErrNotWebURL = errors.New("not an http(s) address")
 // may reach the address is the SSRF guard's to say.
 func CanonicalURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
+	if !strings.Contains(raw, "://") && !strings.Contains(raw, ":") && strings.Contains(strings.SplitN(raw, "/", 2)[0], ".") {
+		// "example.com/a", as people (and models) write addresses.
+		raw = "https://" + raw
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q cannot be read as an address", ErrNotWebURL, clipURL(raw))

@@ -16,6 +16,7 @@ func TestCanonicalURL(t *testing.T) {
 		{"https://bücher.example/x", "https://xn--bcher-kva.example/x"},
 		{"http://[::1]:80/", "http://[::1]/"},
 		{"  https://example.com/a b  ", "https://example.com/a%20b"},
+		{"example.com/a", "https://example.com/a"},
 	} {
 		u, err := mediaregistry.CanonicalURL(tc.in)
 		if err != nil {
@@ -26,7 +27,7 @@ func TestCanonicalURL(t *testing.T) {
 			t.Errorf("%q = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	for _, bad := range []string{"ftp://example.com/", "file:///etc/passwd", "javascript:alert(1)", "example.com/a", "https://", "http://%zz/"} {
+	for _, bad := range []string{"ftp://example.com/", "file:///etc/passwd", "javascript:alert(1)", "/etc/passwd", "localhost/x", "https://", "http://%zz/"} {
 		if u, err := mediaregistry.CanonicalURL(bad); err == nil {
 			t.Errorf("%q accepted as %q", bad, u)
 		}
