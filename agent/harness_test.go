@@ -25,9 +25,9 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
-	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
 

@@ -251,3 +251,60 @@ func TestLinksAndSearchEndToEnd(t *testing.T) {
 		t.Errorf("SearXNG got queries %q, want one: pharmacy hours", q)
 	}
 }
+
+// A page at the size cap (10 MB of HTML) asked about: botd run stays small
+// while a box child reads the page, and the model gets its text.
+func TestWebPagePeakRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 MB page")
+	}
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html><head><title>The long report</title></head><body><nav><a href="/">Home BOILER-NAV-1</a></nav><article><h1>The long report</h1>`)
+	b.WriteString("<p>It begins: MARKER-LONG-1 and then goes on.</p>")
+	para := "<p>" + strings.Repeat("The committee met again and read every line of the plan, word by word. ", 8) + "</p>\n"
+	for b.Len()+len(para) < 9_800_000 {
+		b.WriteString(para)
+	}
+	b.WriteString("</article></body></html>")
+	dir := t.TempDir()
+	tg := telegramtest.New(t)
+	model := newLinkModel(t)
+	web := newSite(t, map[string][2]string{"/long": {"text/html; charset=utf-8", b.String()}})
+	search := searchtest.NewSearXNG(t)
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(webConfig, telegramtest.Token, tg.URL(), model.srv.URL, search.Config().BaseURL))
+	p := startBin(t, plainBotd(t), dir, "run", "--config", "botd.yaml")
+	p.waitLog(t, "botd running")
+	before := vmHWM(t, p.cmd.Process.Pid)
+
+	sent := len(tg.Sent())
+	u := telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(43, "Carol"), 50, "@Andy what does "+web.srv.URL+"/long say?")
+	u.Message.Date = int(time.Now().Unix())
+	tg.Enqueue(u)
+	var got string
+	testwait.Within(t, 120*time.Second, "the answer about the long page", func() bool {
+		for _, s := range tg.Sent()[sent:] {
+			if s.Method == "sendMessage" {
+				got = s.Text
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(got, "Page says: MARKER-LONG-1") {
+		t.Fatalf("answered %q", got)
+	}
+	peak := vmHWM(t, p.cmd.Process.Pid)
+	var child int
+	for _, c := range childPeaks(p.Logs()) {
+		if c.name == "mcp-webpage" {
+			child = c.kb
+		}
+	}
+	t.Logf("a %d MB page: botd run peak RSS %d MB (%d MB before), the page reader's child %d MB", b.Len()>>20, peak>>10, before>>10, child>>10)
+	if child == 0 {
+		t.Errorf("no box child read the page:\n%s", p.Logs())
+	}
+	if peak > peakLimitKB {
+		t.Errorf("botd run peaked at %d MB, over %d MB", peak>>10, peakLimitKB>>10)
+	}
+}
