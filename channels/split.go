@@ -3,6 +3,8 @@ package channels
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/botd-dev/botd/internal/textclip"
 )
 
 // Split cuts text into pieces of at most limit characters (runes),
@@ -15,35 +17,11 @@ func Split(text string, limit int) []string {
 	}
 	var out []string
 	for utf8.RuneCountInString(text) > limit {
-		// Byte offset of the first rune past the limit.
-		cut := len(text)
-		n := 0
-		for i := range text {
-			if n == limit {
-				cut = i
-				break
-			}
-			n++
-		}
-		// One byte past the cut lets a break that sits exactly at the
-		// limit be found; breaks are ASCII, so the byte is whole.
-		window := text[:cut+1]
-		at, skip := -1, 0
-		for _, sep := range []string{"\n\n", "\n", " "} {
-			// A break in the first half would leave a stub of a piece.
-			if i := strings.LastIndex(window, sep); i > 0 && i >= len(window)/2 {
-				at, skip = i, len(sep)
-				break
-			}
-		}
-		if at < 0 {
-			at, skip = cut, 0
-		}
-		piece := strings.TrimRight(text[:at], " \n")
+		var piece string
+		piece, text = textclip.Head(text, limit)
 		if piece != "" {
 			out = append(out, piece)
 		}
-		text = strings.TrimLeft(text[at+skip:], " \n")
 	}
 	if text != "" {
 		out = append(out, text)

@@ -209,29 +209,11 @@ func tidy(s string) string {
 // paragraph (else line, else word) that fits, and says in its tail how
 // much was left out, so the model knows it did not see the whole page.
 func clipText(s string, max int) string {
-	n := utf8.RuneCountInString(s)
-	if n <= max {
+	head, rest := textclip.Head(s, max)
+	if rest == "" {
 		return s
 	}
-	// The byte offset of rune max.
-	cut := len(s)
-	i := 0
-	for j := range s {
-		if i == max {
-			cut = j
-			break
-		}
-		i++
-	}
-	head := s[:cut]
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		// A boundary in the last half is worth waiting for; earlier
-		// than that, a hard cut loses less.
-		if k := strings.LastIndex(head, sep); k > len(head)/2 {
-			head = head[:k]
-			break
-		}
-	}
+	n := utf8.RuneCountInString(s)
 	head = strings.TrimSpace(head)
 	left := n - utf8.RuneCountInString(head)
 	return fmt.Sprintf("%s\n\n[The page's text goes on: %d more characters were cut here.]", head, left)

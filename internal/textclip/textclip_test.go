@@ -52,3 +52,35 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixAndHead(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		max  int
+		want string
+		cut  bool
+	}{
+		{"héllo", 5, "héllo", false}, {"héllo", 2, "hé", true}, {"日本語", 1, "日", true}, {"", 3, "", false}, {"abc", 0, "", true},
+	} {
+		if got, cut := textclip.Prefix(tc.s, tc.max); got != tc.want || cut != tc.cut {
+			t.Errorf("Prefix(%q, %d) = %q, %v", tc.s, tc.max, got, cut)
+		}
+	}
+	for _, tc := range []struct {
+		s          string
+		limit      int
+		head, rest string
+	}{
+		{"one two", 10, "one two", ""},
+		{"first para\n\nsecond para", 15, "first para", "second para"},
+		{"a line\nanother line", 12, "a line", "another line"},
+		{"words and more words", 12, "words and", "more words"},
+		{"abcdefghij", 4, "abcd", "efghij"},       // no break: hard cut
+		{"a bcdefghijkl", 8, "a bcdefg", "hijkl"}, // a break in the first half is a stub: hard cut
+		{"ab cd", 2, "ab", "cd"},                  // a break exactly at the limit
+	} {
+		if h, r := textclip.Head(tc.s, tc.limit); h != tc.head || r != tc.rest {
+			t.Errorf("Head(%q, %d) = %q, %q; want %q, %q", tc.s, tc.limit, h, r, tc.head, tc.rest)
+		}
+	}
+}
