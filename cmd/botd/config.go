@@ -45,5 +45,23 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fail(1, "")
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
+	for _, w := range configWarnings(cfg) {
+		fmt.Fprintln(stdout, "  warning: "+w)
+	}
 	return nil
+}
+
+// configWarnings are what a valid config still gets wrong for a
+// newcomer: botd runs, and would only answer the chat that it cannot.
+func configWarnings(cfg *config.Config) []string {
+	var out []string
+	if len(cfg.LLM.UsableModels()) == 0 {
+		if len(cfg.LLM.Models()) == 0 {
+			out = append(out, "llm.model: no model is configured, so no message can be answered (set llm.model and a provider's api_key)")
+		} else {
+			out = append(out, "llm: no model can answer: every entry of llm.model and llm.fallback names a provider without an "+
+				"api_key (set one, e.g. ANTHROPIC_API_KEY for the example config)")
+		}
+	}
+	return out
 }

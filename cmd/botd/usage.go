@@ -26,6 +26,17 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *group != "" {
+		known := false
+		var folders []string
+		for _, g := range cfg.Groups {
+			known = known || g.Folder == *group
+			folders = append(folders, g.Folder)
+		}
+		if !known {
+			return fail(2, "--group: no group %q in the config (groups: %s)", *group, strings.Join(folders, ", "))
+		}
+	}
 	loc := cfg.Location()
 	from, err := time.ParseInLocation(time.DateOnly, *since, loc)
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"log/slog"
+	"net"
+	"strconv"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
@@ -24,6 +26,9 @@ func (d *daemon) buildWeb(env channels.Env) error {
 	if !c.Enabled {
 		return nil
 	}
+	if c.Listen == web.DefaultListen {
+		c.Listen = d.freeListen(c.Listen)
+	}
 	model, notice := "none", ""
 	if ms := d.cfg.LLM.UsableModels(); len(ms) > 0 {
 		model = ms[0].Provider + "/" + ms[0].Name
@@ -40,4 +45,34 @@ func (d *daemon) buildWeb(env channels.Env) error {
 	}
 	d.chans[w.Name()] = w
 	return nil
+}
+
+// freeListen is addr, or, when something else holds it, the next free
+// port of the same host: a newcomer's `make run` next to another program
+// on 8080 starts anyway, and the URL line it prints names the port. Only
+// the default address moves; one the config names is kept (and fails
+// with a clear error if taken).
+func (d *daemon) freeListen(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	first, err := strconv.Atoi(port)
+	if err != nil {
+		return addr
+	}
+	for p := first; p < first+20 && p <= 65535; p++ {
+		try := net.JoinHostPort(host, strconv.Itoa(p))
+		l, err := net.Listen("tcp", try)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		if p != first {
+			d.log.Warn("web: the default address is taken; using the next free port (set channels.web.listen to choose)",
+				"taken", addr, "listen", try)
+		}
+		return try
+	}
+	return addr
 }
