@@ -61,6 +61,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(1, "cannot run:\n  %s", strings.Join(missing, "\n  "))
 	}
 	log := newLogger(cfg.LogLevel, stderr)
+	// One log format: libraries that log through the standard log package
+	// or slog's default (Slack's socket mode among them) come out as
+	// botd's own lines.
+	slog.SetDefault(log.With("component", "lib"))
 	d, err := newDaemon(cfg, log)
 	if err != nil {
 		return err
