@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -25,17 +28,36 @@ type RunSummary struct {
 
 // RecentRuns lists the newest runs of every group, newest first.
 func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, error) {
-	out, err := sqlrows.Query(ctx, s.DB, "recent runs", func(row sqlrows.Scanner) (RunSummary, error) {
-		var r RunSummary
-		var st, fin int64
-		err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText)
-		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
-		return r, err
-	}, `SELECT r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
-		r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, '')
+	return s.FindRuns(ctx, RunFilter{Limit: limit})
+}
+
+// RunFilter picks runs for the dashboard: of one group and with one
+// outcome (empty: any), a page of Limit after Offset.
+type RunFilter struct {
+	Folder, Outcome string
+	Limit, Offset   int
+}
+
+const runColumns = `r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
+	r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, '')`
+
+func scanRun(row sqlrows.Scanner) (RunSummary, error) {
+	var r RunSummary
+	var st, fin int64
+	err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
+		&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText)
+	r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
+	return r, err
+}
+
+// FindRuns lists the runs f picks, newest first, with the tools each
+// called.
+func (s *Store) FindRuns(ctx context.Context, f RunFilter) ([]RunSummary, error) {
+	out, err := sqlrows.Query(ctx, s.DB, "runs", scanRun, `SELECT `+runColumns+`
 		FROM agent_runs r LEFT JOIN messages m ON m.seq = r.up_to_seq
-		ORDER BY r.started DESC, r.rowid DESC LIMIT ?`, limit)
+		WHERE (? = '' OR r.folder = ?) AND (? = '' OR r.outcome = ?)
+		ORDER BY r.started DESC, r.rowid DESC LIMIT ? OFFSET ?`,
+		f.Folder, f.Folder, f.Outcome, f.Outcome, f.Limit, max(0, f.Offset))
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
@@ -124,4 +146,72 @@ func (s *Store) addGenerationCost(ctx context.Context, since time.Time, days []D
 		days = slices.Insert(days, i, c)
 	}
 	return days, nil
+}
+
+// RunOutcomes are the outcomes runs have ended with, for the dashboard's
+// filter.
+func (s *Store) RunOutcomes(ctx context.Context) ([]string, error) {
+	return sqlrows.Query(ctx, s.DB, "run outcomes", func(r sqlrows.Scanner) (string, error) {
+		var o string
+		err := r.Scan(&o)
+		return o, err
+	}, `SELECT DISTINCT outcome FROM agent_runs WHERE outcome != '' ORDER BY outcome`)
+}
+
+// ErrNoRun is a run id the store does not have (never, or pruned).
+var ErrNoRun = errors.New("no such run")
+
+// RunDetail is one run as its page shows it: the summary, every model
+// call and the transcript.
+type RunDetail struct {
+	RunSummary
+	Transcript []TranscriptEntry
+}
+
+// RunDetail returns the run with id, its model calls and its transcript;
+// ErrNoRun when there is none.
+func (s *Store) RunDetail(ctx context.Context, id string) (RunDetail, error) {
+	var d RunDetail
+	r, err := scanRun(s.DB.QueryRowContext(ctx, `SELECT `+runColumns+`
+		FROM agent_runs r LEFT JOIN messages m ON m.seq = r.up_to_seq WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("run %s: %w", id, ErrNoRun)
+	}
+	if err != nil {
+		return d, fmt.Errorf("run %s: %w", id, err)
+	}
+	d.RunSummary = r
+	d.Attempts, err = sqlrows.Query(ctx, s.DB, "run attempts", func(row sqlrows.Scanner) (Attempt, error) {
+		var a Attempt
+		var at, ms int64
+		err := row.Scan(&at, &a.Provider, &a.Model, &a.Outcome, &a.Input, &a.Output, &a.CacheRead, &a.CacheWrite,
+			&a.Reasoning, &a.CostMicrocents, &a.CostKnown, &ms, &a.Error)
+		a.At, a.Duration = time.UnixMilli(at), time.Duration(ms)*time.Millisecond
+		return a, err
+	}, `SELECT at, provider, model, outcome, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+		reasoning_tokens, cost_microcents, cost_known, duration_ms, error FROM llm_attempts WHERE run_id = ? ORDER BY at, id`, id)
+	if err != nil {
+		return d, err
+	}
+	d.Transcript, err = s.Transcript(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	for _, e := range d.Transcript {
+		var parts []struct {
+			Kind     string `json:"kind"`
+			ToolCall *struct {
+				Name string `json:"name"`
+			} `json:"tool_call"`
+		}
+		if e.Role != "assistant" || json.Unmarshal(e.Parts, &parts) != nil {
+			continue
+		}
+		for _, p := range parts {
+			if p.Kind == "tool_call" && p.ToolCall != nil && p.ToolCall.Name != "" {
+				d.Tools = append(d.Tools, p.ToolCall.Name)
+			}
+		}
+	}
+	return d, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -76,5 +77,83 @@ func TestRecentRunsAndDailyRuns(t *testing.T) {
 	}
 	if !reflect.DeepEqual(days, want) {
 		t.Fatalf("days %+v\nwant %+v", days, want)
+	}
+}
+
+func TestFindRunsAndRunDetail(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	for i, r := range []AgentRun{
+		{ID: "a1", Folder: "main", Started: day, Outcome: "answered", Model: "m"},
+		{ID: "a2", Folder: "team", Started: day.Add(time.Minute), Outcome: "model_failed"},
+		{ID: "a3", Folder: "main", Started: day.Add(2 * time.Minute), Outcome: "model_failed"},
+		{ID: "a4", Folder: "main", Started: day.Add(3 * time.Minute), Outcome: "answered", Model: "m",
+			Attempts: []Attempt{
+				{At: day.Add(3 * time.Minute), Provider: "p", Model: "big", Outcome: "failed", Error: "overloaded", Duration: 2 * time.Second},
+				{At: day.Add(3*time.Minute + 3*time.Second), Provider: "p", Model: "m", Outcome: "ok", Input: 120, Output: 7,
+					CostMicrocents: 9000, CostKnown: true, Duration: 1500 * time.Millisecond},
+			}},
+	} {
+		var entries []TranscriptEntry
+		if i == 3 {
+			entries = []TranscriptEntry{
+				{Role: "user", Parts: json.RawMessage(`[{"kind":"text","text":"what is 2+2"}]`)},
+				{Role: "assistant", Parts: json.RawMessage(`[{"kind":"tool_call","tool_call":{"id":"1","name":"calc","args":{"x":"2+2"}}}]`)},
+				{Role: "tool", Parts: json.RawMessage(`[{"kind":"tool_result","tool_result":{"call_id":"1","content":[{"kind":"text","text":"4"}]}}]`)},
+				{Role: "assistant", Parts: json.RawMessage(`[{"kind":"text","text":"4"}]`)},
+			}
+		}
+		if err := s.SaveRun(ctx, r, entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(rs []RunSummary) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    RunFilter
+		want []string
+	}{
+		{"all", RunFilter{Limit: 10}, []string{"a4", "a3", "a2", "a1"}},
+		{"a page", RunFilter{Limit: 2, Offset: 2}, []string{"a2", "a1"}},
+		{"past the end", RunFilter{Limit: 2, Offset: 4}, nil},
+		{"a group", RunFilter{Folder: "main", Limit: 10}, []string{"a4", "a3", "a1"}},
+		{"an outcome", RunFilter{Outcome: "model_failed", Limit: 10}, []string{"a3", "a2"}},
+		{"both", RunFilter{Folder: "team", Outcome: "answered", Limit: 10}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.FindRuns(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ids(got), tc.want) {
+				t.Fatalf("runs %v, want %v", ids(got), tc.want)
+			}
+		})
+	}
+	outs, err := s.RunOutcomes(ctx)
+	if err != nil || !reflect.DeepEqual(outs, []string{"answered", "model_failed"}) {
+		t.Fatalf("outcomes %v, %v", outs, err)
+	}
+
+	d, err := s.RunDetail(ctx, "a4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Attempts) != 2 || d.Attempts[0].Error != "overloaded" || d.Attempts[1].Input != 120 ||
+		d.Attempts[1].Duration != 1500*time.Millisecond || !d.Attempts[1].CostKnown {
+		t.Fatalf("attempts %+v", d.Attempts)
+	}
+	if len(d.Transcript) != 4 || !reflect.DeepEqual(d.Tools, []string{"calc"}) {
+		t.Fatalf("transcript %d entries, tools %v", len(d.Transcript), d.Tools)
+	}
+	if _, err := s.RunDetail(ctx, "nope"); !errors.Is(err, ErrNoRun) {
+		t.Fatalf("missing run: %v, want ErrNoRun", err)
 	}
 }

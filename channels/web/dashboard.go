@@ -3,7 +3,10 @@ package web
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +15,8 @@ import (
 )
 
 const (
-	// dashRuns is how many recent runs the dashboard lists.
-	dashRuns = 50
+	// dashRuns is how many runs a page of the dashboard lists.
+	dashRuns = 20
 	// chartDays is how far back the charts go, today included.
 	chartDays = 14
 )
@@ -28,6 +31,9 @@ type dashBody struct {
 	Links      []linkRow
 	Runs       []runRow
 	RunsErr    string
+	Filter     runFilter
+	Folders    []string
+	Outcomes   []string
 	Web        []webRow
 	CostChart  chart
 	BytesChart chart
@@ -68,26 +74,87 @@ type runRow struct {
 	Fetches                                                                            int
 }
 
+// runFilter is the dashboard's choice of runs, from its query string.
+type runFilter struct {
+	Group, Outcome string
+	Page           int // from 1
+	More           bool
+}
+
+// Query is the filter as a query string, on page n.
+func (f runFilter) Query(n int) template.URL {
+	v := url.Values{}
+	if f.Group != "" {
+		v.Set("group", f.Group)
+	}
+	if f.Outcome != "" {
+		v.Set("outcome", f.Outcome)
+	}
+	if n > 1 {
+		v.Set("page", strconv.Itoa(n))
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return template.URL("?" + v.Encode())
+}
+
+func (f runFilter) Prev() int { return f.Page - 1 }
+func (f runFilter) Next() int { return f.Page + 1 }
+
+func filterOf(r *http.Request) runFilter {
+	q := r.URL.Query()
+	f := runFilter{Group: q.Get("group"), Outcome: q.Get("outcome")}
+	f.Page, _ = strconv.Atoi(q.Get("page"))
+	f.Page = min(max(f.Page, 1), 10000)
+	return f
+}
+
+// adminSession answers a request without an admin session (the login
+// for a page, 401 or 403) and returns nil then.
+func (w *Web) adminSession(rw http.ResponseWriter, r *http.Request, isPage bool) *session {
+	s := w.auth.session(r)
+	switch {
+	case s == nil && isPage:
+		http.Redirect(rw, r, "/login", http.StatusSeeOther)
+		return nil
+	case s == nil:
+		w.fail(rw, r, http.StatusUnauthorized, "log in first")
+		return nil
+	case !s.Admin():
+		w.fail(rw, r, http.StatusForbidden, "the dashboard is for the admin")
+		return nil
+	}
+	return s
+}
+
 // dashboard is the admin's view of the daemon: channels, groups, runs,
 // media and what the laziness saved, as of this request.
 func (w *Web) dashboard(rw http.ResponseWriter, r *http.Request) {
-	s := w.auth.session(r)
+	s := w.adminSession(rw, r, true)
 	if s == nil {
-		http.Redirect(rw, r, "/login", http.StatusSeeOther)
-		return
-	}
-	if !s.Admin() {
-		w.fail(rw, r, http.StatusForbidden, "the dashboard is for the admin")
 		return
 	}
 	p := w.page("Dashboard", s, "")
-	p.Body = w.dashData(r.Context(), "http://"+r.Host)
+	p.Body = w.dashData(r.Context(), "http://"+r.Host, filterOf(r))
 	w.render(rw, http.StatusOK, "admin.html", p)
 }
 
-func (w *Web) dashData(ctx context.Context, base string) dashBody {
+// dashboardLive is the dashboard's parts that change, which its script
+// fetches every few seconds and swaps in without reloading the page.
+func (w *Web) dashboardLive(rw http.ResponseWriter, r *http.Request) {
+	s := w.adminSession(rw, r, false)
+	if s == nil {
+		return
+	}
+	p := w.page("Dashboard", s, "")
+	p.Body = w.dashData(r.Context(), "http://"+r.Host, filterOf(r))
+	w.render(rw, http.StatusOK, "dashlive", p)
+}
+
+func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 	now := w.now()
-	b := dashBody{Model: w.o.Model, Rooms: w.order}
+	b := dashBody{Model: w.o.Model, Rooms: w.order, Filter: f}
 	if b.Model == "" {
 		b.Model = "none"
 	}
@@ -99,6 +166,7 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 	for _, g := range w.o.Groups.All() {
 		row := groupRow{Folder: g.Folder, Name: g.Name, Chat: g.Chat, Trigger: g.Trigger, Main: g.Main}
 		row.Disabled, _ = w.o.Groups.Disabled(g.Folder)
+		b.Folders = append(b.Folders, g.Folder)
 		if room, ok := RoomOf(g.Chat); ok && w.rooms[room] != nil {
 			row.Room = room
 		}
@@ -126,13 +194,18 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 	var costTotal int64
 	runsToday := 0
 	if w.o.Store != nil {
-		runs, err := w.o.Store.RecentRuns(ctx, dashRuns)
+		runs, err := w.o.Store.FindRuns(ctx, store.RunFilter{Folder: f.Group, Outcome: f.Outcome,
+			Limit: dashRuns + 1, Offset: (f.Page - 1) * dashRuns})
 		if err != nil {
 			b.RunsErr = err.Error()
+		}
+		if len(runs) > dashRuns {
+			runs, b.Filter.More = runs[:dashRuns], true
 		}
 		for _, run := range runs {
 			b.Runs = append(b.Runs, runView(run))
 		}
+		b.Outcomes, _ = w.o.Store.RunOutcomes(ctx)
 		if reqs, err := w.o.Store.RecentWebRequests(ctx, dashWeb); err == nil {
 			for _, r := range reqs {
 				row := webRow{At: r.At.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Tool: r.Tool, Host: r.Host,
@@ -169,7 +242,7 @@ func (w *Web) dashData(ctx context.Context, base string) dashBody {
 }
 
 func runView(r store.RunSummary) runRow {
-	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: r.Outcome, Model: r.Model,
+	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: outcomeText(r), Model: r.Model,
 		Tokens: fmt.Sprintf("%d in / %d out", r.InputTokens, r.OutputTokens), Cost: dollars(r.CostMicrocents, r.CostKnown),
 		Error: trimTo(r.Error, 200)}
 	if !r.Finished.IsZero() && r.Finished.After(r.Started) {
@@ -197,6 +270,16 @@ func runView(r store.RunSummary) runRow {
 	v.Tools = strings.Join(parts, ", ")
 	v.Fetches = counts["fetch_media"] + counts["fetch_url"]
 	return v
+}
+
+// outcomeText is a run's outcome as the dashboard says it: a run that
+// "answered" without a model answered with botd's notice that no model
+// is set, not with a model's answer.
+func outcomeText(r store.RunSummary) string {
+	if r.Outcome == "answered" && r.Model == "" {
+		return "no model configured"
+	}
+	return r.Outcome
 }
 
 // saving is the share of posted bytes never downloaded.

@@ -64,8 +64,14 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("GET /r/{room}", w.roomPage)
 	mux.HandleFunc("GET /r/{room}/events", w.events)
 	mux.HandleFunc("POST /r/{room}/messages", w.post)
+	mux.HandleFunc("POST /r/{room}/stop", w.stop)
 	mux.HandleFunc("GET /r/{room}/files/{id}", w.file)
 	mux.HandleFunc("GET /admin", w.dashboard)
+	mux.HandleFunc("GET /admin/live", w.dashboardLive)
+	mux.HandleFunc("GET /admin/runs/{id}", w.runPage)
+	mux.HandleFunc("GET /favicon.ico", func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, "/static/favicon.svg", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("POST /admin/links", w.createLink)
 	mux.HandleFunc("POST /admin/links/{id}/revoke", w.revokeLink)
 	static, _ := fs.Sub(staticFS, "static")
@@ -360,8 +366,11 @@ func (w *Web) roomPage(rw http.ResponseWriter, r *http.Request) {
 // event stream alike.
 type msgView struct {
 	Message
-	Clock string     `json:"clock"`
-	Files []fileView `json:"files,omitempty"`
+	Clock string `json:"clock"`
+	// HTML is an assistant's text rendered from markdown (render); other
+	// senders' text is shown as written.
+	HTML  template.HTML `json:"html,omitempty"`
+	Files []fileView    `json:"files,omitempty"`
 }
 
 type fileView struct {
@@ -374,6 +383,9 @@ type fileView struct {
 
 func view(room string, m Message) msgView {
 	v := msgView{Message: m, Clock: m.Clock()}
+	if m.Assistant && m.Text != "" {
+		v.HTML = renderHTML(m.Text)
+	}
 	for _, f := range m.Files {
 		v.Files = append(v.Files, fileView{FileInfo: f, URL: "/r/" + room + "/files/" + f.ID,
 			Image: f.Image(), Inline: f.Inline(), SizeText: f.SizeText()})
@@ -405,7 +417,7 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 	if after == 0 {
 		after, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	}
-	sb, backlog := rm.subscribe(after)
+	sb, backlog, drafts := rm.subscribe(after)
 	defer rm.unsubscribe(sb)
 	rc := http.NewResponseController(rw)
 	h := rw.Header()
@@ -423,9 +435,28 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 		_, err := fmt.Fprintf(rw, "id: %d\nevent: message\ndata: %s\n\n", m.Seq, raw)
 		return err
 	}
+	sendJSON := func(name string, v any) error {
+		raw, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(rw, "event: %s\ndata: %s\n\n", name, raw)
+		return err
+	}
 	fmt.Fprint(rw, "retry: 1000\n\n")
 	for _, m := range backlog {
 		if send(m) != nil {
+			return
+		}
+	}
+	// The answers being written now: a page drops any draft it shows that
+	// is not among them (it ended while the page was away).
+	ids := make([]string, 0, len(drafts))
+	for _, d := range drafts {
+		ids = append(ids, d.ID)
+	}
+	if sendJSON("drafts", ids) != nil {
+		return
+	}
+	for _, d := range drafts {
+		if sendJSON("draft", d) != nil {
 			return
 		}
 	}
@@ -453,6 +484,8 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 				err = send(ev.msg)
 			case "typing":
 				_, err = fmt.Fprintf(rw, "event: typing\ndata: {\"on\":%t}\n\n", ev.typing)
+			case "draft", "draft_end":
+				err = sendJSON(ev.kind, ev.draft)
 			}
 		case <-tick.C:
 			if !w.auth.alive(s) {

@@ -290,6 +290,12 @@ func (s *stream) next() (string, string) {
 		line = strings.TrimRight(line, "\n")
 		switch {
 		case line == "":
+			// The list of drafts every connect begins with says nothing
+			// while no answer is being written.
+			if name == "drafts" && data == "[]" {
+				name, data = "", ""
+				continue
+			}
 			if data != "" {
 				return name, data
 			}

@@ -24,6 +24,9 @@ type Message struct {
 	Text      string     `json:"text,omitempty"`
 	Files     []FileInfo `json:"files,omitempty"`
 	ReplyTo   string     `json:"reply_to,omitempty"`
+	// Note marks an answer that did not end as written (stopped,
+	// interrupted by a restart).
+	Note string `json:"note,omitempty"`
 }
 
 // Clock is the time as a page shows it.
@@ -54,6 +57,9 @@ type room struct {
 	msgs  []Message
 	seq   int64
 	subs  map[*sub]struct{}
+	// drafts are answers being written, by id, in the order begun: in
+	// memory only, resent to every page that connects.
+	drafts []draft
 
 	rate roomRate // posts, everyone in the room together
 }
@@ -63,11 +69,13 @@ type sub struct {
 	closed bool
 }
 
-// event is what a page hears: a new message, or the assistant typing.
+// event is what a page hears: a new message, the assistant typing, an
+// answer so far, or a draft removed.
 type event struct {
-	kind   string // "message" | "typing"
+	kind   string // "message" | "typing" | "draft" | "draft_end"
 	msg    Message
 	typing bool
+	draft  draft
 }
 
 // open loads the newest messages of the room's log (<dir>/<room>.jsonl).
@@ -149,6 +157,8 @@ func (r *room) add(m Message) (Message, error) {
 	}
 	r.seq = m.Seq
 	r.msgs = append(r.msgs, m)
+	// The message replaces its draft: pages swap one for the other.
+	r.removeDraftLocked(m.ID)
 	r.lines++
 	if r.lines > maxLogLines {
 		r.msgs = append(r.msgs[:0:0], r.msgs[max(0, len(r.msgs)-keepMessages):]...)
@@ -171,9 +181,56 @@ func (r *room) recent(n int) []Message {
 	return append([]Message(nil), r.msgs[from:]...)
 }
 
-// subscribe returns a new listener and the kept messages after seq, taken
-// together so that nothing falls between them.
-func (r *room) subscribe(after int64) (*sub, []Message) {
+// has reports whether a message with id is kept.
+func (r *room) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// setDraft shows an answer so far on every page.
+func (r *room) setDraft(d draft) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := false
+	for i := range r.drafts {
+		if r.drafts[i].ID == d.ID {
+			r.drafts[i], found = d, true
+		}
+	}
+	if !found {
+		r.drafts = append(r.drafts, d)
+	}
+	r.publishLocked(event{kind: "draft", draft: d})
+}
+
+// dropDraft removes an answer that ended without a message.
+func (r *room) dropDraft(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.removeDraftLocked(id) {
+		r.publishLocked(event{kind: "draft_end", draft: draft{ID: id}})
+	}
+}
+
+func (r *room) removeDraftLocked(id string) bool {
+	for i := range r.drafts {
+		if r.drafts[i].ID == id {
+			r.drafts = append(r.drafts[:i:i], r.drafts[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// subscribe returns a new listener, the kept messages after seq and the
+// drafts, taken together so that nothing falls between them.
+func (r *room) subscribe(after int64) (*sub, []Message, []draft) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &sub{ch: make(chan event, subBuffer)}
@@ -187,7 +244,7 @@ func (r *room) subscribe(after int64) (*sub, []Message) {
 	if len(backlog) > keepMessages {
 		backlog = backlog[len(backlog)-keepMessages:]
 	}
-	return s, backlog
+	return s, backlog, append([]draft(nil), r.drafts...)
 }
 
 func (r *room) unsubscribe(s *sub) {

@@ -114,6 +114,8 @@ type Web struct {
 	ln     net.Listener
 	runCtx context.Context
 	typing map[string]*time.Timer
+	// stopper cancels the run answering a chat (SetStopper).
+	stopper func(chat string) bool
 }
 
 // New builds the channel; nothing is read, created or listened on before

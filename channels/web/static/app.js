@@ -18,6 +18,50 @@
     return;
   }
 
+  // Rendered answers: code blocks get a copy button, links open in a new
+  // tab without handing it this page.
+  function enhance(root) {
+    root.querySelectorAll(".rendered a[href]").forEach((a) => { a.target = "_blank"; a.rel = "noopener noreferrer"; });
+    root.querySelectorAll(".rendered pre").forEach((pre) => {
+      if (pre.querySelector(".copy")) return;
+      const b = document.createElement("button");
+      b.type = "button"; b.className = "copy"; b.textContent = "Copy";
+      b.setAttribute("aria-label", "Copy code");
+      b.addEventListener("click", async () => {
+        const code = pre.querySelector("code") || pre;
+        try { await navigator.clipboard.writeText(code.innerText); b.textContent = "Copied"; }
+        catch (_) { b.textContent = "Select and copy"; }
+        setTimeout(() => { b.textContent = "Copy"; }, 1500);
+      });
+      pre.append(b);
+    });
+  }
+
+  // The dashboard refreshes its changing parts every 10 s from
+  // /admin/live, without reloading (forms and scroll stay as they are).
+  function dashboard() {
+    const main = document.getElementById("dashboard");
+    const note = document.getElementById("refreshed");
+    async function refresh() {
+      try {
+        const res = await fetch(main.dataset.liveUrl, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+        if (!res.ok) { note.textContent = "not updated: " + res.status + " " + res.statusText; return; }
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        doc.querySelectorAll("[data-refresh][id]").forEach((fresh) => {
+          const old = document.getElementById(fresh.id);
+          if (old) old.replaceWith(document.adoptNode(fresh));
+        });
+        main.dataset.refreshes = String(Number(main.dataset.refreshes || 0) + 1);
+        note.textContent = "updated " + new Date().toLocaleTimeString();
+      } catch (err) {
+        note.textContent = "not updated: " + err.message;
+      }
+    }
+    setInterval(refresh, Number(main.dataset.every || 10000));
+  }
+  if (document.getElementById("dashboard")) { dashboard(); return; }
+  if (document.getElementById("run")) { return; }
+
   const chat = document.getElementById("chat");
   if (!chat) return;
   const room = chat.dataset.room;
@@ -28,9 +72,13 @@
   const text = document.getElementById("text");
   const nameInput = document.getElementById("name");
   const fileInput = document.getElementById("file");
+  const attachBtn = document.getElementById("attach");
   const pendingList = document.getElementById("pending");
   const status = document.getElementById("status");
   const typing = document.getElementById("typing");
+  const stopBtn = document.getElementById("stop");
+  const conn = document.getElementById("conn");
+  const progress = document.getElementById("progress");
   const drop = document.getElementById("drop");
   let lastSeq = Number(chat.dataset.lastSeq) || 0;
   let pending = [];
@@ -61,6 +109,24 @@
     });
   }
   brokenImages(list);
+  enhance(list);
+
+  // The Stop button shows while the assistant works or writes.
+  function working() {
+    stopBtn.hidden = typing.hidden && !list.querySelector(".msg.draft");
+  }
+
+  // body fills a message's text: the server's rendered HTML for an
+  // assistant (sanitised there), anything else as plain text.
+  function body(li, html, txt) {
+    if (html) {
+      const d = el("div", "text rendered");
+      d.innerHTML = html;
+      li.append(d);
+    } else if (txt) {
+      li.append(el("div", "text", txt));
+    }
+  }
 
   function render(m) {
     if (document.getElementById("m" + m.seq)) return;
@@ -70,7 +136,8 @@
     const meta = el("div", "meta");
     meta.append(el("span", "from", m.from), " ", el("time", "", m.clock));
     li.append(meta);
-    if (m.text) li.append(el("div", "text", m.text));
+    body(li, m.html, m.text);
+    if (m.note) li.append(el("div", "note", m.note));
     for (const f of m.files || []) {
       const box = el("div", "file");
       if (f.image) {
@@ -91,22 +158,88 @@
       li.append(box);
     }
     brokenImages(li);
-    list.append(li);
+    enhance(li);
+    // A finished answer takes its draft's place.
+    const d = document.getElementById("d" + m.id);
+    if (d) d.replaceWith(li); else list.append(li);
+    working();
     scrollDown();
   }
 
+  function showDraft(d) {
+    let li = document.getElementById("d" + d.id);
+    if (!li) {
+      li = el("li", "msg assistant draft");
+      li.id = "d" + d.id;
+      li.setAttribute("aria-busy", "true");
+      const meta = el("div", "meta");
+      meta.append(el("span", "from", d.from), " ", el("span", "writing", "writing…"));
+      li.append(meta, el("div", "text rendered"));
+      list.append(li);
+    }
+    li.querySelector(".text").innerHTML = d.html;
+    enhance(li);
+    working();
+    scrollDown();
+  }
+
+  function setConn(state, label) { conn.dataset.state = state; conn.textContent = label; chat.dataset.live = state === "live" ? "true" : "false"; }
+
+  // The browser reconnects by itself (with Last-Event-ID) after a
+  // dropped stream; a stream the server refused (an expired session, too
+  // many tabs) is closed for good, so it is opened again here, later.
+  let es = null, retry = 1000;
   function connect() {
-    const es = new EventSource("/r/" + encodeURIComponent(room) + "/events?after=" + lastSeq);
+    setConn("connecting", "connecting…");
+    es = new EventSource("/r/" + encodeURIComponent(room) + "/events?after=" + lastSeq);
     es.addEventListener("message", (e) => {
       const m = JSON.parse(e.data);
       lastSeq = Math.max(lastSeq, m.seq);
       if (m.assistant) typing.hidden = true;
       render(m);
     });
-    es.addEventListener("typing", (e) => { typing.hidden = !JSON.parse(e.data).on; });
-    es.addEventListener("open", () => { chat.dataset.live = "true"; });
-    es.addEventListener("error", () => { chat.dataset.live = "false"; });
+    es.addEventListener("typing", (e) => { typing.hidden = !JSON.parse(e.data).on; working(); });
+    es.addEventListener("draft", (e) => showDraft(JSON.parse(e.data)));
+    es.addEventListener("draft_end", (e) => {
+      const li = document.getElementById("d" + JSON.parse(e.data).id);
+      if (li) li.remove();
+      working();
+    });
+    es.addEventListener("drafts", (e) => {
+      const live = new Set(JSON.parse(e.data).map((id) => "d" + id));
+      list.querySelectorAll(".msg.draft").forEach((li) => { if (!live.has(li.id)) li.remove(); });
+      working();
+    });
+    es.addEventListener("open", () => { retry = 1000; setConn("live", "connected"); });
+    es.addEventListener("error", () => {
+      if (es.readyState === EventSource.CLOSED) {
+        setConn("offline", "offline — reconnecting in " + Math.round(retry / 1000) + " s");
+        setTimeout(connect, retry);
+        retry = Math.min(retry * 2, 30000);
+      } else {
+        setConn("reconnecting", "reconnecting…");
+      }
+    });
   }
+  window.addEventListener("online", () => { if (es && es.readyState === EventSource.CLOSED) connect(); });
+
+  stopBtn.addEventListener("click", async () => {
+    stopBtn.disabled = true;
+    try {
+      const res = await fetch("/r/" + encodeURIComponent(room) + "/stop", {
+        method: "POST", headers: { "X-CSRF-Token": csrf, "Accept": "application/json" }, credentials: "same-origin",
+      });
+      let out = {};
+      try { out = await res.json(); } catch (_) { /* not JSON */ }
+      status.textContent = res.ok && out.stopped ? "" : (out.error || ("Not stopped: " + res.status));
+    } catch (err) {
+      status.textContent = "Not stopped: " + err;
+    } finally {
+      stopBtn.disabled = false;
+    }
+  });
+
+  function total() { return pending.reduce((n, f) => n + f.size, 0); }
 
   function showPending() {
     pendingList.replaceChildren();
@@ -115,6 +248,7 @@
       if (f.type.startsWith("image/")) {
         const img = el("img");
         img.src = URL.createObjectURL(f);
+        img.alt = "";
         img.onload = () => URL.revokeObjectURL(img.src);
         li.append(img);
       }
@@ -122,19 +256,21 @@
       const x = el("button", "remove", "×");
       x.type = "button";
       x.title = "Remove";
+      x.setAttribute("aria-label", "Remove " + f.name);
       x.addEventListener("click", () => { pending.splice(i, 1); showPending(); });
       li.append(x);
       pendingList.append(li);
     });
+    status.textContent = total() > maxUpload ? "Too large: the files of one message may have " + fmtSize(maxUpload) +
+      " together; these have " + fmtSize(total()) + ". Remove some." : "";
   }
 
   function attach(files) {
     for (const f of files) pending.push(f);
-    const total = pending.reduce((n, f) => n + f.size, 0);
-    status.textContent = total > maxUpload ? "Too large: files of one message may have " + fmtSize(maxUpload) + " together." : "";
     showPending();
   }
 
+  attachBtn.addEventListener("click", () => fileInput.click());
   fileInput.addEventListener("change", () => { attach(fileInput.files); fileInput.value = ""; });
   text.addEventListener("paste", (e) => {
     const files = Array.from(e.clipboardData ? e.clipboardData.files : []);
@@ -153,33 +289,55 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); composer.requestSubmit(); }
   });
 
+  // send posts the form with XMLHttpRequest, the one browser API that
+  // reports upload progress.
+  function send(form) {
+    return new Promise((resolve, reject) => {
+      const x = new XMLHttpRequest();
+      x.open("POST", composer.getAttribute("action").split("?")[0]);
+      x.setRequestHeader("X-CSRF-Token", csrf);
+      x.setRequestHeader("Accept", "application/json");
+      x.upload.addEventListener("progress", (e) => {
+        if (!e.lengthComputable) return;
+        const pct = Math.round(100 * e.loaded / e.total);
+        progress.value = pct; progress.textContent = pct + "%";
+        status.textContent = "Uploading… " + pct + "%";
+      });
+      x.addEventListener("load", () => {
+        let out = {};
+        try { out = JSON.parse(x.responseText); } catch (_) { /* not JSON */ }
+        resolve({ ok: x.status >= 200 && x.status < 300, status: x.status, error: out.error });
+      });
+      x.addEventListener("error", () => reject(new Error("the connection to botd failed")));
+      x.send(form);
+    });
+  }
+
   composer.addEventListener("submit", async (e) => {
     e.preventDefault();
     if (!text.value.trim() && pending.length === 0) return;
+    if (total() > maxUpload) { showPending(); return; }
     localStorage.setItem("botd.name", nameInput.value.trim());
-    const body = new FormData();
-    body.append("name", nameInput.value);
-    body.append("text", text.value);
-    for (const f of pending) body.append("file", f, f.name);
+    const form = new FormData();
+    form.append("name", nameInput.value);
+    form.append("text", text.value);
+    for (const f of pending) form.append("file", f, f.name);
+    progress.hidden = pending.length === 0; progress.value = 0;
     status.textContent = pending.length ? "Uploading…" : "";
-    const send = document.getElementById("send");
-    send.disabled = true;
+    const sendBtn = document.getElementById("send");
+    sendBtn.disabled = true;
     try {
-      const res = await fetch(composer.getAttribute("action").split("?")[0], {
-        method: "POST", body, headers: { "X-CSRF-Token": csrf, "Accept": "application/json" },
-        credentials: "same-origin",
-      });
+      const res = await send(form);
       if (!res.ok) {
-        let msg = res.status + " " + res.statusText;
-        try { msg = (await res.json()).error || msg; } catch (_) { /* not JSON */ }
-        status.textContent = msg;
+        status.textContent = res.error || ("Not sent: " + res.status);
         return;
       }
       text.value = ""; pending = []; showPending(); status.textContent = "";
     } catch (err) {
-      status.textContent = "Not sent: " + err;
+      status.textContent = "Not sent: " + err.message;
     } finally {
-      send.disabled = false;
+      sendBtn.disabled = false;
+      progress.hidden = true;
       text.focus();
     }
   });
