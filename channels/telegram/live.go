@@ -140,6 +140,8 @@ type live struct {
 	msgs   []shownMsg
 	ended  bool
 	drafty string // the piece the draft shows
+	// owed: newer text than the last flush read is waiting to be shown.
+	owed bool
 
 	wake     chan struct{}
 	stop     context.CancelFunc
@@ -191,6 +193,7 @@ func (l *live) Update(text string) {
 		return
 	}
 	l.text = text
+	l.owed = true
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -219,6 +222,12 @@ func (l *live) run(ctx context.Context) {
 			return
 		case <-l.wake:
 		}
+		l.mu.Lock()
+		owed := l.owed
+		l.mu.Unlock()
+		if !owed {
+			continue // a nudge for text an earlier flush already took
+		}
 		l.state.Store(loopPacing)
 		for {
 			d := l.t.paceWait(l.chat, l.group)
@@ -239,6 +248,9 @@ func (l *live) run(ctx context.Context) {
 		case err == nil, ctx.Err() != nil:
 		case l.t.backOff(l.chat, err):
 			// The newest text is still owed: try again once allowed.
+			l.mu.Lock()
+			l.owed = true
+			l.mu.Unlock()
 			select {
 			case l.wake <- struct{}{}:
 			default:
@@ -266,6 +278,7 @@ func (l *live) end() {
 func (l *live) flush(ctx context.Context, final bool) error {
 	l.mu.Lock()
 	text := l.text
+	l.owed = false
 	l.mu.Unlock()
 	pieces := l.t.render(text, MaxMessageRunes)
 	if len(pieces) == 0 {

@@ -630,7 +630,6 @@ func atoi(s string) int {
 	return n
 }
 
-
 // Chat builders keep test updates short.
 
 // Group returns a supergroup chat.
