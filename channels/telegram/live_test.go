@@ -427,3 +427,27 @@ func BenchmarkLiveEditsPerMinute(b *testing.B) {
 		})
 	}
 }
+
+func TestTypingRenewalIsFree(t *testing.T) {
+	h := newHarness(t)
+	h.tg.typingEvery = time.Hour // only the first "on" and renewals could call
+	ctx := context.Background()
+	for range 50 {
+		if err := h.tg.SetTyping(ctx, ChatID(groupID), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(sentBy(h.fake, "sendChatAction")); n != 1 {
+		t.Errorf("%d chat actions for one \"on\" and 49 renewals, want 1", n)
+	}
+	if err := h.tg.SetTyping(ctx, ChatID(groupID), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.tg.SetTyping(ctx, ChatID(groupID), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sentBy(h.fake, "sendChatAction")); n != 2 {
+		t.Errorf("%d chat actions after off and on again, want 2", n)
+	}
+	_ = h.tg.SetTyping(ctx, ChatID(groupID), false)
+}
