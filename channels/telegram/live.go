@@ -179,7 +179,15 @@ func (t *Telegram) BeginStream(ctx context.Context, msg channels.OutMessage) (ch
 	// The loop outlives BeginStream's call but not the run it serves.
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	stopWithRun := context.AfterFunc(ctx, stop)
-	l.stop = func() { stopWithRun(); stop() }
+	// Nor the channel: no edit goes out after Start's ctx ended.
+	t.mu.Lock()
+	chanCtx := t.runCtx
+	t.mu.Unlock()
+	stopWithChan := func() bool { return false }
+	if chanCtx != nil {
+		stopWithChan = context.AfterFunc(chanCtx, stop)
+	}
+	l.stop = func() { stopWithRun(); stopWithChan(); stop() }
 	go l.run(loopCtx)
 	return l, nil
 }
