@@ -70,7 +70,7 @@ type harness struct {
 
 // newHarness builds a channel against a fresh fake, a real store and a
 // real registry. mut may adjust the config before New.
-func newHarness(t *testing.T, mut ...func(*Config)) *harness {
+func newHarness(t testing.TB, mut ...func(*Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
 	fake := telegramtest.New(t)
@@ -135,7 +135,7 @@ func (h *harness) waitInbound(t *testing.T, n int) []channels.Inbound {
 }
 
 // check asserts the cross-channel invariants on delivered messages.
-func (h *harness) check(t *testing.T, ins ...channels.Inbound) {
+func (h *harness) check(t testing.TB, ins ...channels.Inbound) {
 	t.Helper()
 	for _, in := range ins {
 		chantest.CheckInbound(t, h.reg, in, h.sink.Registered(in.ChatID))

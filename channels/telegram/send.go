@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -36,34 +37,49 @@ func optInt(s string) int {
 	return n
 }
 
-// Send implements channels.Channel: plain text (no parse mode, so nothing
-// the agent writes can be misread as markup), split at 4096 characters.
+// Send implements channels.Channel: the markdown rendered as Telegram
+// HTML (plain again if Telegram cannot parse it), split at 4096 visible
+// characters.
 func (t *Telegram) Send(ctx context.Context, msg channels.OutMessage) (channels.Delivery, error) {
 	var d channels.Delivery
 	chat, err := nativeChat(msg.Chat)
 	if err != nil {
 		return d, err
 	}
-	pieces := channels.Split(msg.Text, MaxMessageRunes)
+	pieces := t.render(msg.Text, MaxMessageRunes)
 	if len(pieces) == 0 {
 		return d, fmt.Errorf("telegram send to %s: empty message", msg.Chat)
 	}
 	thread, replyTo := optInt(msg.ThreadID), optInt(msg.ReplyTo)
 	for i, p := range pieces {
-		params := &bot.SendMessageParams{Text: p, MessageThreadID: thread}
-		if i == 0 && replyTo != 0 {
-			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
-		}
-		sent, err := t.sendTo(ctx, msg.Chat, &chat, func(id int64) (*models.Message, error) {
-			params.ChatID = id
-			return t.b.SendMessage(ctx, params)
-		})
+		id, err := t.sendPiece(ctx, msg.Chat, &chat, p, thread, map[bool]int{true: replyTo}[i == 0])
 		if err != nil {
 			return d, fmt.Errorf("telegram send to %s (part %d of %d): %w", msg.Chat, i+1, len(pieces), err)
 		}
-		d.MessageIDs = append(d.MessageIDs, strconv.Itoa(sent.ID))
+		d.MessageIDs = append(d.MessageIDs, strconv.Itoa(id))
 	}
 	return d, nil
+}
+
+// sendPiece sends one rendered piece as a new message and returns its id.
+func (t *Telegram) sendPiece(ctx context.Context, chatID string, chat *int64, piece string, thread, replyTo int) (int, error) {
+	var sent *models.Message
+	err := t.formatted(ctx, chatID, piece, func(text string, mode models.ParseMode) error {
+		params := &bot.SendMessageParams{Text: text, ParseMode: mode, MessageThreadID: thread}
+		if replyTo != 0 {
+			params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+		}
+		var err error
+		sent, err = t.sendTo(ctx, chatID, chat, func(id int64) (*models.Message, error) {
+			params.ChatID = id
+			return t.b.SendMessage(ctx, params)
+		})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return sent.ID, nil
 }
 
 // sendTo runs one send with retries on 429 (never on 5xx: a send that got
@@ -157,29 +173,22 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		// not gets it decided the same way here.
 		mt, _ = mediaregistry.FileMIME(m.File)
 	}
-	caption, rest := m.Caption, ""
-	if utf8.RuneCountInString(caption) > maxCaptionRunes {
-		caption, rest = "", m.Caption
+	// A caption that needs more than one piece goes out as text after
+	// the file, whole, rather than cut.
+	caption, rest := "", ""
+	if pieces := t.render(m.Caption, maxCaptionRunes); len(pieces) == 1 {
+		caption = pieces[0]
+	} else if len(pieces) > 1 {
+		rest = m.Caption
 	}
 	thread := optInt(m.ThreadID)
 	how := pickMethod(mt, st.Size(), m.Voice)
 
-	sent, err := t.sendTo(ctx, m.Chat, &chat, func(id int64) (*models.Message, error) {
-		// A reader of its own per attempt: a retried upload starts from
-		// byte 0 and sends no more than was checked.
-		file := &models.InputFileUpload{Filename: name, Data: io.NewSectionReader(m.File, 0, st.Size())}
-		switch how {
-		case asPhoto:
-			return t.b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: id, MessageThreadID: thread, Photo: file, Caption: caption})
-		case asVoice:
-			return t.b.SendVoice(ctx, &bot.SendVoiceParams{ChatID: id, MessageThreadID: thread, Voice: file, Caption: caption})
-		case asVideo:
-			return t.b.SendVideo(ctx, &bot.SendVideoParams{ChatID: id, MessageThreadID: thread, Video: file, Caption: caption, SupportsStreaming: true})
-		case asAudio:
-			return t.b.SendAudio(ctx, &bot.SendAudioParams{ChatID: id, MessageThreadID: thread, Audio: file, Caption: caption})
-		default:
-			return t.b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: id, MessageThreadID: thread, Document: file, Caption: caption})
-		}
+	var sent *models.Message
+	err = t.formatted(ctx, m.Chat, caption, func(caption string, mode models.ParseMode) error {
+		var err error
+		sent, err = t.sendMediaOnce(ctx, m.Chat, &chat, how, name, st.Size(), m.File, thread, caption, mode)
+		return err
 	})
 	if err != nil {
 		return d, fmt.Errorf("telegram send media to %s: %w", m.Chat, err)
@@ -195,18 +204,59 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	return d, nil
 }
 
+// sendMediaOnce uploads the file once (with sendTo's retries), captioned
+// in parse mode mode when caption is set.
+func (t *Telegram) sendMediaOnce(ctx context.Context, chatID string, chat *int64, how method, name string, size int64,
+	f io.ReaderAt, thread int, caption string, mode models.ParseMode) (*models.Message, error) {
+	if caption == "" {
+		mode = ""
+	}
+	return t.sendTo(ctx, chatID, chat, func(id int64) (*models.Message, error) {
+		// A reader of its own per attempt: a retried upload starts from
+		// byte 0 and sends no more than was checked.
+		file := &models.InputFileUpload{Filename: name, Data: io.NewSectionReader(f, 0, size)}
+		switch how {
+		case asPhoto:
+			return t.b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: id, MessageThreadID: thread, Photo: file, Caption: caption, ParseMode: mode})
+		case asVoice:
+			return t.b.SendVoice(ctx, &bot.SendVoiceParams{ChatID: id, MessageThreadID: thread, Voice: file, Caption: caption, ParseMode: mode})
+		case asVideo:
+			return t.b.SendVideo(ctx, &bot.SendVideoParams{ChatID: id, MessageThreadID: thread, Video: file, Caption: caption, ParseMode: mode, SupportsStreaming: true})
+		case asAudio:
+			return t.b.SendAudio(ctx, &bot.SendAudioParams{ChatID: id, MessageThreadID: thread, Audio: file, Caption: caption, ParseMode: mode})
+		default:
+			return t.b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: id, MessageThreadID: thread, Document: file, Caption: caption, ParseMode: mode})
+		}
+	})
+}
+
+// typingLoop keeps "typing…" on in one chat.
+type typingLoop struct {
+	stop context.CancelFunc
+	// renewed is when "on" was last asked (unix nanoseconds): the loop
+	// ends typingMax after it, so a forgotten "off" cannot leave the bot
+	// typing forever while renewals keep a long run's indicator on.
+	renewed atomic.Int64
+}
+
 // SetTyping implements channels.Typer. Telegram shows "typing…" for about
 // five seconds per sendChatAction, so on=true keeps refreshing it until
-// on=false, the channel stops, or typingMax passes (a forgotten "off"
-// must not leave the bot typing forever).
+// on=false, the channel stops, or typingMax passes without a renewal.
+// A renewal (on=true while on) only moves that deadline: no call, no
+// goroutine, so the agent may renew as often as it likes.
 func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 	id, err := nativeChat(chat)
 	if err != nil {
 		return err
 	}
 	t.mu.Lock()
-	if stop, ok := t.typing[chat]; ok {
-		stop()
+	if cur, ok := t.typing[chat]; ok {
+		if on {
+			cur.renewed.Store(time.Now().UnixNano())
+			t.mu.Unlock()
+			return nil
+		}
+		cur.stop()
 		delete(t.typing, chat)
 	}
 	base := t.runCtx
@@ -220,7 +270,9 @@ func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 	if base == nil {
 		base = context.Background()
 	}
-	loop, stop := context.WithTimeout(base, t.typingMax)
+	loopCtx, stop := context.WithCancel(base)
+	loop := &typingLoop{stop: stop}
+	loop.renewed.Store(time.Now().UnixNano())
 	t.mu.Lock()
 	if t.stopped {
 		// Start's ctx ended: the loop would end at once, and Wait may
@@ -230,9 +282,9 @@ func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 		return nil
 	}
 	if old, ok := t.typing[chat]; ok {
-		old() // a concurrent "on" for the same chat
+		old.stop() // a concurrent "on" for the same chat
 	}
-	t.typing[chat] = stop
+	t.typing[chat] = loop
 	// Loops of a started channel end with its ctx, so Wait waits for
 	// them; wg is still held by the receiver here, as stopped is unset.
 	tracked := t.runCtx != nil
@@ -244,9 +296,20 @@ func (t *Telegram) SetTyping(ctx context.Context, chat string, on bool) error {
 		if tracked {
 			defer t.wg.Done()
 		}
-		defer stop()
-		clock.Every(loop, t.typingEvery, func() {
-			if err := t.sendTyping(loop, id); err != nil && loop.Err() == nil {
+		defer func() {
+			stop()
+			t.mu.Lock()
+			if t.typing[chat] == loop {
+				delete(t.typing, chat)
+			}
+			t.mu.Unlock()
+		}()
+		clock.Every(loopCtx, t.typingEvery, func() {
+			if time.Since(time.Unix(0, loop.renewed.Load())) > t.typingMax {
+				stop()
+				return
+			}
+			if err := t.sendTyping(loopCtx, id); err != nil && loopCtx.Err() == nil {
 				t.log.Debug("telegram: typing refresh failed", "chat", chat, "err", err)
 			}
 		})

@@ -22,6 +22,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/clock"
 )
 
 // Name is the channel name and chat id prefix.
@@ -47,6 +48,7 @@ var (
 	_ channels.Waiter          = (*Telegram)(nil)
 	_ channels.Downloader      = (*Telegram)(nil)
 	_ channels.DownloadLimiter = (*Telegram)(nil)
+	_ channels.Streamer        = (*Telegram)(nil)
 )
 
 // Telegram is the Telegram channel.
@@ -70,6 +72,15 @@ type Telegram struct {
 	typingMax      time.Duration
 	pollTimeout    time.Duration
 
+	// render is the package's render, per channel so a test can give
+	// its own without touching the other tests' channels.
+	render func(md string, limit int) []string
+	// clk paces live answers; tests move a clock.Fake.
+	clk clock.Clock
+	// paces holds each chat's budget of live-answer calls.
+	paceMu sync.Mutex
+	paces  map[int64]*chatPace
+
 	// handleMu serialises update handling so an album's messages (and
 	// anything else) reach the sink in the order Telegram sent them.
 	handleMu sync.Mutex
@@ -89,7 +100,7 @@ type Telegram struct {
 	// and no typing loop is started after it.
 	stopped bool
 	runCtx  context.Context
-	typing  map[string]context.CancelFunc
+	typing  map[string]*typingLoop
 	hookLn  net.Listener
 }
 
@@ -130,7 +141,10 @@ func New(cfg Config, env channels.Env) (*Telegram, error) {
 		typingEvery:    4 * time.Second,
 		typingMax:      5 * time.Minute,
 		pollTimeout:    time.Minute,
-		typing:         map[string]context.CancelFunc{},
+		typing:         map[string]*typingLoop{},
+		render:         render,
+		clk:            clock.Real{},
+		paces:          map[int64]*chatPace{},
 		done:           make(chan struct{}),
 		acks:           newAckGate(),
 	}

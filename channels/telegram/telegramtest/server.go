@@ -60,13 +60,17 @@ type Failure struct {
 }
 
 // Sent is one outgoing call the fake recorded (sendMessage, sendPhoto,
-// sendDocument, sendAudio, sendVoice, sendChatAction).
+// sendDocument, sendAudio, sendVoice, sendChatAction, editMessageText,
+// sendMessageDraft, deleteMessage). An edit or a deletion carries the id
+// of the message it changed.
 type Sent struct {
 	Method    string
 	ChatID    int64
 	MessageID int // the id the fake assigned (0 for sendChatAction)
 	Text      string
 	Caption   string
+	ParseMode string // "HTML" when sent in HTML parse mode
+	DraftID   string // sendMessageDraft's draft_id
 	ThreadID  int
 	ReplyTo   int
 	Action    string
@@ -100,7 +104,17 @@ type Server struct {
 	webhookMax   int
 	nextMsgID    int
 	hold         *hold
+	// shown is what each message sent or edited shows now, so an edit
+	// to the same content is refused as Telegram refuses it.
+	shown map[msgKey]shownText
 }
+
+type msgKey struct {
+	chat int64
+	id   int
+}
+
+type shownText struct{ text, parseMode string }
 
 // hold keeps sendChatAction answers back (HoldChatActions).
 type hold struct {
@@ -122,6 +136,7 @@ func New(tb testing.TB) *Server {
 		failures:     map[string][]Failure{},
 		nextUpdateID: 1000,
 		nextMsgID:    5000,
+		shown:        map[msgKey]shownText{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(func() {
@@ -377,6 +392,12 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeResult(w, true)
+	case "editmessagetext":
+		s.editText(w, form)
+	case "sendmessagedraft":
+		s.draft(w, form)
+	case "deletemessage":
+		s.deleteMessage(w, form)
 	case "sendmessage", "sendphoto", "senddocument", "sendaudio", "sendvoice", "sendanimation", "sendvideo":
 		s.send(w, method, form, files)
 	default:
@@ -401,11 +422,12 @@ func (s *Server) send(w http.ResponseWriter, method string, form map[string]stri
 		return
 	}
 	rec := Sent{
-		Method:   canonical[method],
-		ChatID:   chat,
-		Text:     form["text"],
-		Caption:  form["caption"],
-		ThreadID: atoi(form["message_thread_id"]),
+		Method:    canonical[method],
+		ChatID:    chat,
+		Text:      form["text"],
+		Caption:   form["caption"],
+		ParseMode: form["parse_mode"],
+		ThreadID:  atoi(form["message_thread_id"]),
 	}
 	if rp := form["reply_parameters"]; rp != "" {
 		var p models.ReplyParameters
@@ -420,17 +442,24 @@ func (s *Server) send(w http.ResponseWriter, method string, form map[string]stri
 			return
 		}
 		rec.FileField, rec.FileName, rec.Data = field, up.name, up.data
-	} else if strings.TrimSpace(rec.Text) == "" {
-		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: message text is empty"})
+	} else if f, bad := checkText(rec.Text, rec.ParseMode, 4096); bad {
+		writeError(w, f)
 		return
-	} else if utf8Len(rec.Text) > 4096 {
-		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: message is too long"})
-		return
+	}
+	if rec.Caption != "" {
+		if f, bad := checkText(rec.Caption, rec.ParseMode, 1024); bad {
+			f.Description = strings.Replace(f.Description, "message", "message caption", 1)
+			writeError(w, f)
+			return
+		}
 	}
 	s.mu.Lock()
 	s.nextMsgID++
 	rec.MessageID = s.nextMsgID
 	s.sent = append(s.sent, rec)
+	if rec.FileField == "" {
+		s.shown[msgKey{chat, rec.MessageID}] = shownText{rec.Text, rec.ParseMode}
+	}
 	bot := s.Bot
 	s.mu.Unlock()
 	writeResult(w, models.Message{
@@ -600,8 +629,6 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
-
-func utf8Len(s string) int { return len([]rune(s)) }
 
 // Chat builders keep test updates short.
 
