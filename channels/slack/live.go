@@ -104,7 +104,7 @@ func (s *Slack) BeginStream(ctx context.Context, msg channels.OutMessage) (chann
 	if err != nil {
 		return nil, err
 	}
-	l := &liveMessage{s: s, ctx: ctx, chat: msg.Chat, channel: channel, thread: msg.ThreadID,
+	l := &liveMessage{s: s, ctx: ctx, chat: msg.Chat, channel: channel, thread: msg.ThreadID, latest: msg.Text,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if msg.ThreadID != "" && !s.noStream.Load() {
 		l.startStream(ctx, msg.Text)

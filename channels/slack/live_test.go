@@ -374,3 +374,58 @@ func BenchmarkLiveEditsPerMinute(b *testing.B) {
 		})
 	}
 }
+
+// TestLiveStreamPastTheLimit: a streamed answer that grows past TextLimit
+// closes its stream at a paragraph break and goes on in a posted message
+// in the same thread, which later text edits.
+func TestLiveStreamPastTheLimit(t *testing.T) {
+	h := newLiveHarness(t)
+	lm, err := h.sl.BeginStream(h.ctx, channels.OutMessage{Chat: h.chat, ThreadID: h.root, Text: "Intro."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := "Intro.\n\n" + strings.Repeat("x", TextLimit-100)
+	h.paced(t)
+	lm.Update(first + "\n\nMore")
+	lm.Update(first + "\n\n" + strings.Repeat("y", 200))
+	h.clk.Advance(time.Second)
+	testwait.Until(t, "the answer to go on in a posted message", func() bool { return len(lm.IDs()) == 2 })
+	h.paced(t)
+	d, err := lm.Finish(h.ctx, first+"\n\n"+strings.Repeat("y", 200)+" and the end.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := h.fake.Thread(testChannel, h.root)
+	if len(thread) != 2 {
+		t.Fatalf("thread holds %d messages, want 2", len(thread))
+	}
+	if thread[0].Text != first || thread[0].Streaming {
+		t.Errorf("streamed message: %d chars, streaming %v; want the first %d chars, closed", len(thread[0].Text), thread[0].Streaming, len(first))
+	}
+	if want := strings.Repeat("y", 200) + " and the end."; thread[1].Text != want {
+		t.Errorf("posted message = %.40q…", thread[1].Text)
+	}
+	if !slices.Equal(d.MessageIDs, []string{thread[0].TS, thread[1].TS}) {
+		t.Errorf("delivery = %v", d.MessageIDs)
+	}
+	want := []string{"chat.startStream", "chat.appendStream", "chat.stopStream", "chat.postMessage", "chat.update"}
+	if got := methods(h.fake.Log()); !slices.Equal(got, want) {
+		t.Errorf("calls = %v, want %v", got, want)
+	}
+}
+
+// TestLiveCancelBeforeAnyUpdate: a run stopped before its first update
+// keeps the first words and says it was stopped.
+func TestLiveCancelBeforeAnyUpdate(t *testing.T) {
+	h := newLiveHarness(t)
+	lm, err := h.sl.BeginStream(h.ctx, channels.OutMessage{Chat: h.chat, Text: "Let me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lm.Cancel(h.ctx, "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.text(t, lm.IDs()[0]); got != "Let me\n\n_(stopped)_" {
+		t.Errorf("cancelled = %q", got)
+	}
+}
