@@ -118,9 +118,10 @@ func (s *Slack) BeginStream(ctx context.Context, msg channels.OutMessage) (chann
 	return l, nil
 }
 
-// InterruptStream ends each message a live answer had shown before a
-// crash with a note that it was interrupted; text (markdown) is what the
-// answer had shown, and the last message shows its tail.
+// InterruptStream marks the last message a live answer had shown before
+// a crash as interrupted: it closes the stream if it was one and edits the
+// message to the tail of text (markdown, what the answer had shown) plus
+// "_(interrupted)_". Earlier messages were complete pieces and stay.
 func (s *Slack) InterruptStream(ctx context.Context, chat string, ids []string, text string) error {
 	channel, err := nativeID(chat)
 	if err != nil {
