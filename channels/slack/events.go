@@ -97,31 +97,36 @@ func (r *recent) add(key string) bool {
 // refCache remembers the refs registered for the files of a message, so
 // an edit of that message (or an unfurl, which Slack also reports as
 // message_changed) reuses them instead of registering duplicates.
-type refCache struct {
+type refCache = memo[mediaregistry.MediaReference]
+
+func newRefCache(max int) *refCache { return newMemo[mediaregistry.MediaReference](max) }
+
+// memo is a bounded map, oldest key forgotten first.
+type memo[V any] struct {
 	mu    sync.Mutex
 	max   int
 	order []string
-	m     map[string]mediaregistry.MediaReference
+	m     map[string]V
 }
 
-func newRefCache(max int) *refCache {
-	return &refCache{max: max, m: make(map[string]mediaregistry.MediaReference, max)}
+func newMemo[V any](max int) *memo[V] {
+	return &memo[V]{max: max, m: make(map[string]V, max)}
 }
 
-func (c *refCache) get(key string) (mediaregistry.MediaReference, bool) {
+func (c *memo[V]) get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[key]
 	return v, ok
 }
 
-func (c *refCache) put(key string, ref mediaregistry.MediaReference) {
+func (c *memo[V]) put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[key]; !ok {
 		c.order = append(c.order, key)
 	}
-	c.m[key] = ref
+	c.m[key] = v
 	if len(c.order) > c.max {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]

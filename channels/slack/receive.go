@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,6 +96,11 @@ func (s *Slack) inbound(ctx context.Context, ev *slackevents.MessageEvent) (chan
 	}
 	if in.SenderID == "" {
 		in.SenderID = botID
+	}
+	if in.Mentioned && m.User != "" {
+		root := cmp.Or(m.ThreadTimestamp, m.Timestamp)
+		s.askers.put(ev.Channel+"/"+root, asker{user: m.User, team: cmp.Or(m.Team, s.teamID)})
+		s.typingIn.put(chat, in.ThreadID)
 	}
 	switch {
 	case m.User != "":

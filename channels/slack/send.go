@@ -12,26 +12,28 @@ import (
 	"github.com/botd-dev/botd/channels"
 )
 
-// Slack bots have no typing indicator outside the assistant-thread API, so
-// Slack does not implement channels.Typer.
-
-// Send posts text to a chat, split at TextLimit, into msg.ThreadID's thread
-// when set. The text is escaped so the agent cannot ping @channel or forge
-// links with Slack markup.
+// Send posts text to a chat as mrkdwn, formatted and split at TextLimit by
+// render, into msg.ThreadID's thread when set.
 func (s *Slack) Send(ctx context.Context, msg channels.OutMessage) (channels.Delivery, error) {
-	channel, err := nativeID(msg.Chat)
+	return s.postPieces(ctx, msg.Chat, msg.ThreadID, render(msg.Text, TextLimit))
+}
+
+// postPieces posts text render already formatted (and escaped), one
+// message a piece. mrkdwn is left at Slack's default, on.
+func (s *Slack) postPieces(ctx context.Context, chat, thread string, pieces []string) (channels.Delivery, error) {
+	channel, err := nativeID(chat)
 	if err != nil {
 		return channels.Delivery{}, err
 	}
 	var d channels.Delivery
-	for i, piece := range channels.Split(msg.Text, TextLimit) {
-		opts := []slackapi.MsgOption{slackapi.MsgOptionText(piece, true)}
-		if msg.ThreadID != "" {
-			opts = append(opts, slackapi.MsgOptionTS(msg.ThreadID))
+	for i, piece := range pieces {
+		opts := []slackapi.MsgOption{slackapi.MsgOptionText(piece, false)}
+		if thread != "" {
+			opts = append(opts, slackapi.MsgOptionTS(thread))
 		}
 		_, ts, err := s.api.PostMessageContext(ctx, channel, opts...)
 		if err != nil {
-			return d, fmt.Errorf("slack: chat.postMessage to %s (part %d): %w", msg.Chat, i+1, err)
+			return d, fmt.Errorf("slack: chat.postMessage to %s (part %d): %w", chat, i+1, err)
 		}
 		d.MessageIDs = append(d.MessageIDs, ts)
 	}
@@ -60,7 +62,7 @@ func (s *Slack) SendMedia(ctx context.Context, m channels.OutMedia) (channels.De
 	if name == "" {
 		name = filepath.Base(m.File.Name())
 	}
-	caption := channels.Split(m.Caption, TextLimit)
+	caption := render(m.Caption, TextLimit)
 	params := slackapi.UploadFileParameters{
 		Reader:          io.NewSectionReader(m.File, 0, st.Size()),
 		FileSize:        int(st.Size()),
@@ -78,7 +80,7 @@ func (s *Slack) SendMedia(ctx context.Context, m channels.OutMedia) (channels.De
 	}
 	d := channels.Delivery{MessageIDs: []string{sum.ID}}
 	if len(caption) > 1 {
-		rest, err := s.Send(ctx, channels.OutMessage{Chat: m.Chat, ThreadID: m.ThreadID, Text: strings.Join(caption[1:], "\n\n")})
+		rest, err := s.postPieces(ctx, m.Chat, m.ThreadID, caption[1:])
 		d.MessageIDs = append(d.MessageIDs, rest.MessageIDs...)
 		if err != nil {
 			return d, err

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 )
 
 // TextLimit is the length botd splits outgoing text at; Slack truncates
@@ -57,6 +59,21 @@ type Slack struct {
 	// Set by Start from auth.test.
 	botUserID string
 	botID     string
+	teamID    string
+
+	// clock paces live answers' edits, one per editEvery; tests own it.
+	clock     clock.Clock
+	editEvery time.Duration
+	// noStream and noStatus are set once Slack said the workspace has no
+	// chat streaming or assistant status, so botd stops asking.
+	noStream atomic.Bool
+	noStatus atomic.Bool
+	// askers is who addressed the bot in each "channel/thread" (a stream
+	// to a channel names its recipient); typingIn is the thread of each
+	// chat's latest addressed message ("" for a top-level one), where the
+	// assistant status shows.
+	askers   *memo[asker]
+	typingIn *memo[string]
 
 	queue chan slackevents.EventsAPIEvent
 	seen  *recent // event ids already handled (Slack retries deliveries)
@@ -104,6 +121,10 @@ func New(cfg Config, env channels.Env) (*Slack, error) {
 		queue:          make(chan slackevents.EventsAPIEvent, 256),
 		seen:           newRecent(1024),
 		known:          newRefCache(2048),
+		clock:          clock.Real{},
+		editEvery:      time.Second,
+		askers:         newMemo[asker](1024),
+		typingIn:       newMemo[string](1024),
 		users:          map[string]string{},
 		chanName:       map[string]string{},
 	}
@@ -167,7 +188,7 @@ func (s *Slack) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("slack: auth.test failed, check channels.slack.bot_token (SLACK_BOT_TOKEN) and api_url: %w", err)
 	}
-	s.botUserID, s.botID = auth.UserID, auth.BotID
+	s.botUserID, s.botID, s.teamID = auth.UserID, auth.BotID, auth.TeamID
 	s.log.Info("slack authenticated", "team", auth.Team, "bot_user", auth.UserID)
 
 	// runCtx also ends when Start fails, so nothing is left running then.

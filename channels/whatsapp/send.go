@@ -65,7 +65,7 @@ func (w *WhatsApp) Send(ctx context.Context, msg channels.OutMessage) (channels.
 	if err != nil {
 		return d, err
 	}
-	pieces := channels.Split(msg.Text, textLimit-len(w.botPrefix()))
+	pieces := render(msg.Text, textLimit-len(w.botPrefix()))
 	if len(pieces) == 0 {
 		return d, errors.New("whatsapp send: empty message")
 	}
@@ -129,7 +129,7 @@ func (w *WhatsApp) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	if err != nil {
 		return d, fmt.Errorf("whatsapp upload %s: %w", name, err)
 	}
-	caption := w.label(m.Caption)
+	caption := w.label(strings.Join(render(m.Caption, 0), "\n\n"))
 	if caption == "" && w.cfg.SharedNumber {
 		caption = strings.TrimSpace(w.botPrefix())
 	}

@@ -12,11 +12,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -37,6 +39,38 @@ type Post struct {
 	ThreadTS string
 	TS       string // the ts the fake assigned
 }
+
+// Call is one request to a message-writing method (chat.postMessage,
+// chat.update, chat.delete, chat.startStream, chat.appendStream,
+// chat.stopStream, assistant.threads.setStatus), in the order received,
+// answered ok or not.
+type Call struct {
+	Method   string
+	Channel  string
+	TS       string // the message the call was about (assigned, for posts and starts)
+	ThreadTS string
+	Text     string // text (mrkdwn) or markdown_text (streams)
+	Status   string // assistant.threads.setStatus
+	// Mrkdwn is the mrkdwn field as sent ("" when left to Slack's default,
+	// which is true).
+	Mrkdwn        string
+	RecipientUser string
+	RecipientTeam string
+	Error         string // the error answered, "" when ok
+}
+
+// Message is a message as the fake holds it now: its text after every
+// update, append and stop.
+type Message struct {
+	Channel   string
+	TS        string
+	ThreadTS  string
+	Text      string
+	Streaming bool // started by chat.startStream and not stopped yet
+}
+
+// MaxMarkdownText is the longest markdown_text a streaming method takes.
+const MaxMarkdownText = 12000
 
 // Upload is one completed external upload.
 type Upload struct {
@@ -68,6 +102,9 @@ type Server struct {
 	calls       map[string]int
 	posts       []Post
 	postErr     string
+	failing     map[string]string // method -> error code
+	log         []Call
+	messages    map[string]*Message // ts -> message
 	signinFiles bool
 	redirects   map[string]string          // path -> Location
 	files       map[string]hostedFile      // path -> content
@@ -110,6 +147,8 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		calls:     map[string]int{},
+		failing:   map[string]string{},
+		messages:  map[string]*Message{},
 		files:     map[string]hostedFile{},
 		redirects: map[string]string{},
 		fileInfo:  map[string]json.RawMessage{},
@@ -163,6 +202,53 @@ func (s *Server) FailPosts(code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.postErr = code
+}
+
+// FailMethod makes a Web API method answer with the Slack error code, e.g.
+// FailMethod("chat.startStream", "unknown_method") for a workspace without
+// streaming; an empty code makes it work again.
+func (s *Server) FailMethod(method, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if code == "" {
+		delete(s.failing, method)
+		return
+	}
+	s.failing[method] = code
+}
+
+// Log returns the message-writing calls so far, in order.
+func (s *Server) Log() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.log...)
+}
+
+// Message returns the message with ts as it reads now; false once deleted
+// or never posted.
+func (s *Server) Message(ts string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[ts]
+	if !ok {
+		return Message{}, false
+	}
+	return *m, true
+}
+
+// Thread returns the messages in channel's thread under threadTS (every
+// top-level message when threadTS is ""), oldest first.
+func (s *Server) Thread(channel, threadTS string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if m.Channel == channel && m.ThreadTS == threadTS {
+			out = append(out, *m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Message) int { return strings.Compare(a.TS, b.TS) })
+	return out
 }
 
 // SetUser and SetChannel give users.info / conversations.info a name to return.
@@ -394,6 +480,14 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if code, ok := s.failing[method]; ok {
+		s.log = append(s.log, Call{Method: method, Channel: r.FormValue("channel"), TS: r.FormValue("ts"), Error: code})
+		slackErr(w, code)
+		return
+	}
+	if s.chatMethod(w, r, method) {
+		return
+	}
 	switch method {
 	case "auth.test":
 		if s.authError != "" {
@@ -411,6 +505,9 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		p := Post{Channel: r.FormValue("channel"), Text: r.FormValue("text"), ThreadTS: r.FormValue("thread_ts"),
 			TS: fmt.Sprintf("1700000000.%06d", s.seq)}
 		s.posts = append(s.posts, p)
+		s.messages[p.TS] = &Message{Channel: p.Channel, TS: p.TS, ThreadTS: p.ThreadTS, Text: p.Text}
+		s.log = append(s.log, Call{Method: method, Channel: p.Channel, TS: p.TS, ThreadTS: p.ThreadTS,
+			Text: p.Text, Mrkdwn: r.FormValue("mrkdwn")})
 		writeJSON(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS,
 			"message": map[string]any{"text": p.Text, "ts": p.TS}})
 	case "files.info":
@@ -466,6 +563,88 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	default:
 		slackErr(w, "unknown_method")
 	}
+}
+
+// chatMethod answers the methods that edit messages and stream them, as
+// Slack does: an update or append names a message of the channel, a stream
+// lives in a thread and, outside a DM, names its recipient, and an append
+// to a stopped stream is refused. It reports whether method was one of
+// them. s.mu is held.
+func (s *Server) chatMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	c := Call{Method: method, Channel: r.FormValue("channel"), TS: r.FormValue("ts"),
+		ThreadTS: r.FormValue("thread_ts"), Mrkdwn: r.FormValue("mrkdwn"),
+		RecipientUser: r.FormValue("recipient_user_id"), RecipientTeam: r.FormValue("recipient_team_id")}
+	fail := func(code string) bool {
+		c.Error = code
+		s.log = append(s.log, c)
+		slackErr(w, code)
+		return true
+	}
+	ok := func() bool {
+		s.log = append(s.log, c)
+		writeJSON(w, map[string]any{"ok": true, "channel": c.Channel, "ts": c.TS})
+		return true
+	}
+	msg := func() (*Message, bool) {
+		m, found := s.messages[c.TS]
+		return m, found && m.Channel == c.Channel
+	}
+	switch method {
+	case "chat.update":
+		c.Text = r.FormValue("text")
+		m, found := msg()
+		switch {
+		case !found:
+			return fail("message_not_found")
+		case m.Streaming:
+			return fail("cant_update_message")
+		}
+		m.Text = c.Text
+		return ok()
+	case "chat.delete":
+		if _, found := msg(); !found {
+			return fail("message_not_found")
+		}
+		delete(s.messages, c.TS)
+		return ok()
+	case "chat.startStream":
+		c.Text = r.FormValue("markdown_text")
+		switch {
+		case c.ThreadTS == "":
+			return fail("invalid_arguments")
+		case !strings.HasPrefix(c.Channel, "D") && (c.RecipientUser == "" || c.RecipientTeam == ""):
+			return fail("invalid_arguments")
+		case utf8.RuneCountInString(c.Text) > MaxMarkdownText:
+			return fail("msg_too_long")
+		}
+		s.seq++
+		c.TS = fmt.Sprintf("1700000000.%06d", s.seq)
+		s.messages[c.TS] = &Message{Channel: c.Channel, TS: c.TS, ThreadTS: c.ThreadTS, Text: c.Text, Streaming: true}
+		return ok()
+	case "chat.appendStream", "chat.stopStream":
+		c.Text = r.FormValue("markdown_text")
+		m, found := msg()
+		switch {
+		case !found:
+			return fail("message_not_found")
+		case !m.Streaming:
+			return fail("message_not_in_streaming_state")
+		case method == "chat.appendStream" && c.Text == "":
+			return fail("invalid_arguments")
+		case utf8.RuneCountInString(c.Text) > MaxMarkdownText:
+			return fail("msg_too_long")
+		}
+		m.Text += c.Text
+		m.Streaming = method == "chat.appendStream"
+		return ok()
+	case "assistant.threads.setStatus":
+		c.Channel, c.Status = r.FormValue("channel_id"), r.FormValue("status")
+		if c.Channel == "" || c.ThreadTS == "" {
+			return fail("invalid_arguments")
+		}
+		return ok()
+	}
+	return false
 }
 
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
