@@ -34,26 +34,23 @@ type LiveEvent struct {
 // Streaming is a Channel that also shows answers while they are written
 // (channels.Streamer). It records every begin, update, finish, cancel and
 // interrupt in order and shows each update at once: throttling is the
-// real networks' business.
+// real networks' business. Its embedded Channel alone is the same fake
+// without the capability.
 type Streaming struct {
 	*Channel
 
 	mu      sync.Mutex
 	events  []LiveEvent
 	streams int
-	typings map[string]int
 	// beginErr fails BeginStream; finishErr fails Finish.
 	beginErr, finishErr error
 }
 
-var (
-	_ channels.Streamer = (*Streaming)(nil)
-	_ channels.Typer    = (*Streaming)(nil)
-)
+var _ channels.Streamer = (*Streaming)(nil)
 
 // NewStreaming returns a fake channel called name that streams answers.
 func NewStreaming(name string) *Streaming {
-	return &Streaming{Channel: New(name), typings: map[string]int{}}
+	return &Streaming{Channel: New(name)}
 }
 
 // FailBegin makes BeginStream fail with err (nil to recover).
@@ -92,24 +89,6 @@ func (s *Streaming) EventsOf(kind string) []LiveEvent {
 		}
 	}
 	return out
-}
-
-// SetTyping records the state like Channel's and counts each "on", so a
-// test can see the indicator renewed.
-func (s *Streaming) SetTyping(ctx context.Context, chat string, on bool) error {
-	if on {
-		s.mu.Lock()
-		s.typings[chat]++
-		s.mu.Unlock()
-	}
-	return s.Channel.SetTyping(ctx, chat, on)
-}
-
-// TypingShown counts the times typing was switched on (or renewed) in chat.
-func (s *Streaming) TypingShown(chat string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.typings[chat]
 }
 
 func (s *Streaming) BeginStream(ctx context.Context, msg channels.OutMessage) (channels.LiveMessage, error) {
