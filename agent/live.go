@@ -175,6 +175,12 @@ func (lv *liveRun) take() (channels.LiveMessage, int64) {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
 	lm, row := lv.lm, lv.row
+	if row != 0 && lv.shown != "" {
+		// All it shows is written down, for the mark after a crash.
+		if err := lv.a.opts.Store.GrowLive(context.Background(), row, lm.IDs(), lv.shown, lv.a.clk.Now()); err != nil {
+			lv.log.Warn("agent: live answer not recorded", "err", err)
+		}
+	}
 	lv.lm, lv.row, lv.st = nil, 0, nil
 	return lm, row
 }
@@ -300,12 +306,21 @@ func visibleSoFar(raw string) (string, bool) {
 	if strings.Contains(raw, voiceTag) {
 		return "", false
 	}
-	raw = internalBlock.ReplaceAllString(raw, "")
-	if loc := internalOpenTag.FindStringIndex(raw); loc != nil {
-		raw = raw[:loc[0]]
+	// It runs on every delta, over the whole turn so far: the common
+	// text, with no tag and no MEDIA: line, skips the regexps and the
+	// line walk.
+	if strings.Contains(raw, "<") {
+		raw = internalBlock.ReplaceAllString(raw, "")
+		if loc := internalOpenTag.FindStringIndex(raw); loc != nil {
+			raw = raw[:loc[0]]
+		}
 	}
 	raw = holdPartialTag(raw, "<internal>")
 	raw = holdPartialTag(raw, voiceTag)
+	lastLine := strings.TrimSpace(raw[strings.LastIndexByte(raw, '\n')+1:])
+	if !strings.Contains(raw, "MEDIA:") && !strings.Contains(raw, "\n\n\n") && (lastLine == "" || !strings.HasPrefix("MEDIA:", lastLine)) {
+		return strings.TrimSpace(raw), true
+	}
 	lines := strings.Split(raw, "\n")
 	kept := lines[:0]
 	fenced := false

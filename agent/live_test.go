@@ -445,3 +445,84 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 }
 
 var _ channels.Streamer = (*chantest.Streaming)(nil)
+
+// The answer is in the outbox, the live message not finished yet (the
+// network refused the edit), and botd stops: the restart marks what was
+// shown as interrupted and the outbox sends the answer once.
+func TestLiveCrashBeforeFinishSendsTheOutboxAnswerOnce(t *testing.T) {
+	h, stg := newLiveHarness(t, func(n int) []step { return answerSteps("All ", "done.") },
+		func(o *Options) { o.RetryDelay = func(int) time.Duration { return time.Hour } })
+	stg.FailFinish(chantest.ErrBoom)
+	h.start()
+	h.say(famChat, "Alice", "@Andy status?")
+	testwait.Until(t, "the first delivery to fail", func() bool {
+		var attempts int
+		h.st.DB.QueryRow(`SELECT COALESCE(MAX(attempts), 0) FROM agent_outbox`).Scan(&attempts)
+		return attempts == 1
+	})
+	h.stop()
+	pending, err := h.st.PendingOutbox(context.Background(), "family")
+	if err != nil || len(pending) != 1 || !slices.Equal(pending[0].LiveIDs, []string{"live1"}) {
+		t.Fatalf("pending outbox %+v, %v: want the answer naming its live message", pending, err)
+	}
+	stg.FailFinish(nil)
+	h.a = New(h.options(func(o *Options) {
+		o.LLM = &streamLLM{script: func(int) []step { return answerSteps("a second answer must not be made") }}
+		o.Channels["telegram"] = stg
+	}))
+	h.start()
+	h.idle()
+	if in := stg.EventsOf(chantest.LiveInterrupt); len(in) != 1 || in[0].Text != "All done." {
+		t.Errorf("interrupted %+v, want the live answer as shown", in)
+	}
+	if got := sentTexts(stg.Sent()); !slices.Equal(got, []string{"All done."}) {
+		t.Errorf("sent %q, want the outbox's answer once", got)
+	}
+	if fin := stg.EventsOf(chantest.LiveFinish); len(fin) != 0 {
+		t.Errorf("finished %q after the restart", kinds(fin))
+	}
+}
+
+func TestVisibleSoFar(t *testing.T) {
+	for _, tc := range []struct {
+		raw, want string
+		ok        bool
+	}{
+		{"Hello", "Hello", true},
+		{"Hello <", "Hello", true},
+		{"Hello <inter", "Hello", true},
+		{"Hello <internal>plan", "Hello", true},
+		{"Hello <Internal>plan</internal> world", "Hello  world", true},
+		{"a\nMEDIA: x.png\nb", "a\nb", true},
+		{"a\nMED", "a", true},
+		{"a\nMEDIUM rare", "a\nMEDIUM rare", true},
+		{"```\nMEDIA: kept in code\n```", "```\nMEDIA: kept in code\n```", true},
+		{"Say [[audio_", "Say", true},
+		{"Say [[audio_as_voice]] it", "", false},
+		{"a\r\n\r\n\r\nb", "a\n\nb", true},
+	} {
+		got, ok := visibleSoFar(tc.raw)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("visibleSoFar(%q) = %q, %v; want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// BenchmarkLiveDeltas is the agent's cost of relaying a 4 KB answer that
+// arrives in 4-byte deltas: each delta recomputes what may be shown.
+func BenchmarkLiveDeltas(b *testing.B) {
+	para := strings.Repeat("The new rota starts on **Monday**; see [the sheet](https://example.com). ", 8) + "\n\n"
+	answer := strings.Repeat(para, 4096/len(para)+1)[:4096]
+	b.SetBytes(int64(len(answer)))
+	for b.Loop() {
+		var shown string
+		var raw strings.Builder
+		for i := 0; i < len(answer); i += 4 {
+			raw.WriteString(answer[i:min(i+4, len(answer))])
+			shown, _ = visibleSoFar(raw.String())
+		}
+		if len(shown) == 0 {
+			b.Fatal("nothing shown")
+		}
+	}
+}

@@ -235,9 +235,9 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 	return runResult{outcome: outcomeDone}
 }
 
-// setUp shows "typing…" in chat, bounds the run by RunTimeout and opens
-// its tools (nil when unavailable: the run answers without them); done
-// undoes all three.
+// setUp shows "typing…" in chat (renewed every typingEvery until done),
+// bounds the run by RunTimeout and opens its tools (nil when
+// unavailable: the run answers without them); done undoes all three.
 func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *slog.Logger) (runCtx context.Context, tools ToolSession, done func()) {
 	stopTyping := a.keepTyping(ctx, chat)
 	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
