@@ -18,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
@@ -96,6 +97,10 @@ type Options struct {
 	Location *time.Location
 	// Now is the clock of context windows and notes; nil means time.Now.
 	Now func() time.Time
+	// Clock times what a run shows while it works (typing renewals, the
+	// note about a slow tool call, writes of a live answer); nil means the
+	// wall clock.
+	Clock clock.Clock
 
 	// Test hooks.
 
@@ -136,6 +141,11 @@ type Agent struct {
 	budgetTold map[string]string // folder → the day the chat was told its budget is spent (guarded by mu)
 
 	batchKick chan struct{} // wakes the batch loop: a run was handed off
+
+	clk clock.Clock
+	// lives are the live answers the outbox items (by id) finish when
+	// delivered (guarded by mu).
+	lives map[int64]finishing
 }
 
 // groupState is the scheduling state of one group, guarded by Agent.mu.
@@ -210,6 +220,10 @@ func New(opts Options) *Agent {
 		sem: make(chan struct{}, opts.MaxConcurrent),
 	}
 	a.idle = sync.NewCond(&a.mu)
+	a.clk = opts.Clock
+	if a.clk == nil {
+		a.clk = clock.Real{}
+	}
 	if a.opts.Tools == nil {
 		a.opts.Tools = a.defaultTools
 	}
@@ -254,6 +268,11 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.ctx = ctx
 	a.mu.Unlock()
 
+	// Before any answer goes out: what a crash left half-shown is marked
+	// so, and its answer comes again below (the outbox, or a new run).
+	if err := a.interruptLives(ctx); err != nil {
+		return fmt.Errorf("agent start: %w", err)
+	}
 	queue := map[string]bool{}
 	pending, err := a.opts.Store.PendingOutbox(ctx, "")
 	if err != nil {

@@ -281,14 +281,15 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 	}
 	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
 	defer a.saveRun(ctx, &rec, &bill, &req, log)
-	final, stop := a.turns(ctx, runCtx, g, &req, first, ws, tools, caps, &rec, fail, log)
+	// Not streamed: a batch answer comes whole.
+	final, stop := a.turns(ctx, runCtx, g, &req, first, ws, tools, caps, &rec, fail, nil, log)
 	if stop != nil {
 		return *stop
 	}
 	log.Info("agent: batch run finished", "outcome", rec.Outcome, "iterations", rec.Iterations, "from_batch", first != nil,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
 	to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-	return a.answer(ctx, g, ws, final, to, &rec, log, func(it *store.OutboxItem) (int64, error) {
+	return a.answer(ctx, g, ws, final, to, &rec, nil, log, func(it *store.OutboxItem) (int64, error) {
 		return a.opts.Store.AnswerBatch(ctx, b.ID, it)
 	})
 }

@@ -68,6 +68,13 @@ func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
 	}
 	if n >= a.opts.MaxTries {
 		a.log.Error("agent: giving up on an answer that cannot be delivered", "group", it.Folder, "outbox", it.ID, "attempts", n, "err", err)
+		if held, ok := a.heldLive(it.ID); ok {
+			a.dropLive(it.ID)
+			if cerr := held.lm.Cancel(ctx, msgLiveFailed); cerr != nil {
+				a.log.Warn("agent: live answer not cancelled", "outbox", it.ID, "err", cerr)
+			}
+			a.closeLive(ctx, held.row)
+		}
 		if err := a.opts.Store.AbandonOutbox(ctx, it.ID, err.Error()); err != nil {
 			return fmt.Errorf("abandon answer %d: %w", it.ID, err)
 		}
@@ -77,7 +84,10 @@ func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
 }
 
 // send delivers the parts of it after it.PartsDone: the text, then each
-// file. A single file with a short text goes as one captioned file.
+// file. A single file with a short text goes as one captioned file. The
+// text of an answer that was shown while written finishes that live
+// message instead (while this process holds it; after a restart the live
+// message was marked interrupted and the text is sent anew).
 func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 	ch, ok := a.channelFor(it.ChatID)
 	if !ok {
@@ -97,8 +107,9 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		text = strings.TrimSpace(text + "\n\n" + note)
 		files = nil
 	}
+	held, live := a.heldLive(it.ID)
 	caption := ""
-	if len(files) == 1 && text != "" && len([]rune(text)) <= captionMax && !it.Voice {
+	if len(files) == 1 && text != "" && len([]rune(text)) <= captionMax && !it.Voice && !live {
 		caption, text = text, ""
 	}
 
@@ -110,7 +121,9 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 		if it.PartsDone < part {
 			var d channels.Delivery
 			var err error
-			if sent, ok := a.sendVoice(ctx, it, ws, ms, canMedia && gok, text); ok {
+			if live {
+				d, err = held.lm.Finish(ctx, text)
+			} else if sent, ok := a.sendVoice(ctx, it, ws, ms, canMedia && gok, text); ok {
 				d, err = sent, nil
 			} else {
 				d, err = ch.Send(ctx, outMessage(it.ChatID, text, it.ThreadID, it.ReplyTo))
@@ -119,6 +132,10 @@ func (a *Agent) send(ctx context.Context, it *store.OutboxItem) error {
 				return fmt.Errorf("send answer to %s: %w", it.ChatID, err)
 			}
 			// Sent: the bookkeeping outlives a shutdown that began meanwhile.
+			if live {
+				a.dropLive(it.ID)
+				a.closeLive(ctx, held.row)
+			}
 			a.recordOwn(context.WithoutCancel(ctx), it, d, text)
 			a.progress(context.WithoutCancel(ctx), it, part)
 		}

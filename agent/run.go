@@ -137,6 +137,10 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 
 	runCtx, tools, done := a.setUp(ctx, g, trig.ChatID, log)
 	defer done()
+	to := target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
+	if g.NeedsTrigger() {
+		to.replyTo = trig.MessageID // in a busy group, quote the question
+	}
 	req := &llm.Request{
 		Model:     a.opts.Model,
 		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, memory, global, conv.Summary),
@@ -156,18 +160,15 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		return a.handOff(ctx, g, runID, req, trig, upTo, log)
 	}
 
-	final, stop := a.turns(ctx, runCtx, g, req, nil, ws, tools, caps, &rec, fail, log)
+	lv := a.newLive(g.Folder, to, log)
+	final, stop := a.turns(ctx, runCtx, g, req, nil, ws, tools, caps, &rec, fail, lv, log)
 	if stop != nil {
 		return *stop
 	}
 	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
 
-	to := target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
-	if g.NeedsTrigger() {
-		to.replyTo = trig.MessageID // in a busy group, quote the question
-	}
-	return a.answer(ctx, g, ws, final, to, &rec, log, func(it *store.OutboxItem) (int64, error) {
+	return a.answer(ctx, g, ws, final, to, &rec, lv, log, func(it *store.OutboxItem) (int64, error) {
 		if it == nil {
 			// Deciding to stay silent is an answer too: those messages are done.
 			return 0, a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, upTo)
@@ -184,8 +185,12 @@ type target struct {
 
 // answer turns the final text into an outbox item, has queue store it (a
 // nil item: the run stays silent) and delivers it.
+//
+// A live answer (lv, nil for none) is finished by the item's delivery;
+// one that gets no text (a silent or spoken answer, files only) is
+// removed.
 func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace, final string, to target, rec *store.AgentRun,
-	log *slog.Logger, queue func(*store.OutboxItem) (int64, error)) runResult {
+	lv *liveRun, log *slog.Logger, queue func(*store.OutboxItem) (int64, error)) runResult {
 	ans, refused := parseAnswer(final, ws)
 	for _, err := range refused {
 		log.Warn("agent: file in the answer not sent", "err", err)
@@ -196,6 +201,9 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 			return runResult{outcome: outcomeStopped, err: errors.Join(errAbort, err)}
 		}
 	}
+	if ans.Text == "" || ans.Voice {
+		lv.cancel(ctx, "")
+	}
 	if ans.empty() {
 		if _, err := queue(nil); err != nil {
 			return a.storeFailure(ctx, err)
@@ -203,22 +211,35 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 		return runResult{outcome: outcomeDone}
 	}
 	item := store.OutboxItem{Folder: g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media, ThreadID: to.thread, ReplyTo: to.replyTo, Voice: ans.Voice}
+	lm, row := lv.take()
+	if lm != nil {
+		item.LiveIDs = lm.IDs()
+	}
 	id, err := queue(&item)
 	if err != nil {
+		if lm != nil {
+			if cerr := lm.Cancel(context.WithoutCancel(ctx), msgLiveFailed); cerr != nil {
+				log.Warn("agent: live answer not cancelled", "err", cerr)
+			}
+			a.closeLive(ctx, row)
+		}
 		return a.storeFailure(ctx, err)
 	}
 	item.ID = id
+	if lm != nil {
+		a.holdLive(id, lm, row)
+	}
 	if err := a.deliver(ctx, &item); err != nil {
 		return runResult{outcome: outcomeDeliveryFailed, err: err}
 	}
 	return runResult{outcome: outcomeDone}
 }
 
-// setUp shows "typing…" in chat, bounds the run by RunTimeout and opens
-// its tools (nil when unavailable: the run answers without them); done
-// undoes all three.
+// setUp shows "typing…" in chat (renewed every typingEvery until done),
+// bounds the run by RunTimeout and opens its tools (nil when
+// unavailable: the run answers without them); done undoes all three.
 func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *slog.Logger) (runCtx context.Context, tools ToolSession, done func()) {
-	a.typing(ctx, chat, true)
+	stopTyping := a.keepTyping(ctx, chat)
 	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
 	tools, err := a.opts.Tools(runCtx, g)
 	if err != nil {
@@ -229,6 +250,7 @@ func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *sl
 			tools.Close()
 		}
 		cancel()
+		stopTyping()
 		a.typing(context.WithoutCancel(ctx), chat, false)
 	}
 }
@@ -249,13 +271,17 @@ func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts
 // model failed (to be retried; told to fail's chat and thread). A real
 // answer's media notes are kept before it returns.
 func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
-	caps llm.Capabilities, rec *store.AgentRun, fail runResult, log *slog.Logger) (final string, stop *runResult) {
+	caps llm.Capabilities, rec *store.AgentRun, fail runResult, lv *liveRun, log *slog.Logger) (final string, stop *runResult) {
 	var usage llm.Usage
 	answered := false
 	for rec.Iterations < a.opts.MaxIterations {
 		rec.Iterations++
 		res, err := first, error(nil)
-		if first == nil {
+		switch {
+		case first != nil:
+		case lv != nil && caps.Streaming:
+			res, err = a.streamTurn(runCtx, req, lv, log)
+		default:
 			res, err = a.opts.LLM.Generate(runCtx, req)
 		}
 		first = nil
@@ -270,6 +296,7 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 			default:
 				rec.Outcome, rec.Error = "model_failed", err.Error()
 				log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
+				lv.cancel(ctx, msgLiveFailed)
 				return "", &runResult{outcome: outcomeModelFailed, err: err, chat: fail.chat, thread: fail.thread}
 			}
 			break
@@ -288,13 +315,12 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 			rec.Outcome = "answered"
 			break
 		}
-		req.Messages = append(req.Messages, a.callTools(runCtx, ws, tools, calls, caps, log))
+		req.Messages = append(req.Messages, a.callTools(runCtx, ws, tools, calls, caps, lv, log))
 		if runCtx.Err() != nil && ctx.Err() == nil {
 			final = msgTimeout
 			rec.Outcome = "timeout"
 			break
 		}
-		a.typing(ctx, fail.chat, true) // tools can take a while; keep it showing
 	}
 	if final == "" && !answered && rec.Outcome == "" {
 		final = msgIterations
@@ -312,13 +338,16 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 
 // callTools runs the calls of one model turn in parallel and returns the
 // tool message with their results in call order.
-func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, log *slog.Logger) llm.Message {
+//
+// A call still running after slowToolAfter has lv tell the chat, once.
+func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, lv *liveRun, log *slog.Logger) llm.Message {
 	parts := make([]llm.Part, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer lv.watchTool(ctx, c.Name)()
 			if tools == nil {
 				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text("no tools are available right now"))
 				return

@@ -110,7 +110,10 @@ type OutboxItem struct {
 	ReplyTo  string
 	// Voice: the text goes as a voice note ([[audio_as_voice]]), and
 	// audio files as voice notes too.
-	Voice     bool
+	Voice bool
+	// LiveIDs are the messages of the live answer this item finishes
+	// (see channels.Streamer), empty when it was not streamed.
+	LiveIDs   []string
 	Status    string
 	PartsDone int // text (if any) then each media file; resumes here
 	Attempts  int
@@ -132,13 +135,17 @@ func addOutbox(ctx context.Context, db queryer, it OutboxItem) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("add outbox: %w", err)
 	}
+	live, err := json.Marshal(nonNil(it.LiveIDs))
+	if err != nil {
+		return 0, fmt.Errorf("add outbox: %w", err)
+	}
 	if it.Created.IsZero() {
 		it.Created = time.Now()
 	}
 	var id int64
-	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created, voice)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli(), it.Voice).Scan(&id)
+	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created, voice, live_ids)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli(), it.Voice, string(live)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("add outbox for %s: %w", it.Folder, err)
 	}
@@ -152,15 +159,18 @@ func nonNil(s []string) []string {
 	return s
 }
 
-const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created, voice`
+const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created, voice, live_ids`
 
 func scanOutbox(r sqlrows.Scanner) (OutboxItem, error) {
 	var it OutboxItem
-	var media string
+	var media, live string
 	var ms int64
 	if err := r.Scan(&it.ID, &it.Folder, &it.ChatID, &it.UpToSeq, &it.Text, &media, &it.ThreadID, &it.ReplyTo,
-		&it.Status, &it.PartsDone, &it.Attempts, &it.LastError, &ms, &it.Voice); err != nil {
+		&it.Status, &it.PartsDone, &it.Attempts, &it.LastError, &ms, &it.Voice, &live); err != nil {
 		return it, err
+	}
+	if err := json.Unmarshal([]byte(live), &it.LiveIDs); err != nil {
+		return it, fmt.Errorf("outbox %d live ids: %w", it.ID, err)
 	}
 	it.Created = time.UnixMilli(ms)
 	if err := json.Unmarshal([]byte(media), &it.Media); err != nil {

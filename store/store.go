@@ -403,6 +403,20 @@ var migrations = []string{
 		error TEXT NOT NULL
 	);
 	CREATE INDEX web_requests_at ON web_requests(at);`,
+	// 15: live answers. A row per answer being shown while the model
+	// writes it, kept until it is finished or cancelled, so a start-up
+	// after a crash marks what it showed as interrupted; the outbox item
+	// that finishes a live answer names its messages.
+	`CREATE TABLE live_messages (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		folder TEXT NOT NULL,
+		chat_id TEXT NOT NULL,
+		ids TEXT NOT NULL,
+		text TEXT NOT NULL,
+		opened INTEGER NOT NULL,
+		updated INTEGER NOT NULL
+	);
+	ALTER TABLE agent_outbox ADD COLUMN live_ids TEXT NOT NULL DEFAULT '[]';`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -27,6 +27,7 @@ type Channel struct {
 	sent    []channels.OutMessage
 	files   []SentFile
 	typing  map[string]bool
+	typings map[string]int // times typing was switched on, by chat
 	sendErr error
 
 	downloads atomic.Int64
@@ -67,7 +68,7 @@ var (
 
 // New returns a fake channel called name ("telegram", "slack", ...).
 func New(name string) *Channel {
-	return &Channel{name: name, media: map[string]Media{}, typing: map[string]bool{}}
+	return &Channel{name: name, media: map[string]Media{}, typing: map[string]bool{}, typings: map[string]int{}}
 }
 
 func (c *Channel) Name() string                    { return c.name }
@@ -155,7 +156,18 @@ func (c *Channel) SetTyping(ctx context.Context, chat string, on bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.typing[chat] = on
+	if on {
+		c.typings[chat]++
+	}
 	return nil
+}
+
+// TypingShown counts the times typing was switched on in chat: a renewal
+// of an indicator that lapses counts again.
+func (c *Channel) TypingShown(chat string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.typings[chat]
 }
 
 // Sent returns the text messages sent so far.

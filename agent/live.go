@@ -1,0 +1,401 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/store"
+)
+
+const (
+	// typingEvery renews "typing…" before it lapses: Telegram shows it for
+	// five seconds.
+	typingEvery = 4 * time.Second
+	// slowToolAfter is how long a tool call runs before the chat is told
+	// the assistant is still at it.
+	slowToolAfter = 15 * time.Second
+	// livePersistEvery bounds the writes of a growing live answer: a
+	// crash loses at most this much of what the interrupted mark shows.
+	livePersistEvery = 2 * time.Second
+)
+
+// Notes the chat sees about a live answer that did not end in one.
+const (
+	msgLiveFailed = "(This answer was cut short. I'll try again.)"
+)
+
+// toolNotes say, by tool, what a run waiting on a slow tool call is doing.
+var toolNotes = map[string]string{
+	"fetch_media":    "Still working on it: reading the file…",
+	"fetch_url":      "Still working on it: reading the page…",
+	"web_search":     "Still working on it: searching the web…",
+	"generate_image": "Still working on it: making the picture…",
+	"generate_video": "Still working on it: making the video…",
+	"speak":          "Still working on it: recording the voice note…",
+}
+
+func toolNote(name string) string {
+	if n, ok := toolNotes[name]; ok {
+		return n
+	}
+	return "Still working on it…"
+}
+
+// liveRun is the live answer of one run: nothing until the model writes
+// text the chat may see, then one LiveMessage that each model turn's text
+// replaces, finished by the outbox with the final answer. On a channel
+// without channels.Streamer it only carries the long-tool note, sent
+// plainly.
+type liveRun struct {
+	a      *Agent
+	folder string
+	msg    channels.OutMessage // where, with ReplyTo and ThreadID
+	ch     channels.Channel
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	st        channels.Streamer // nil: show nothing before the answer
+	lm        channels.LiveMessage
+	row       int64  // its live_messages row, 0 when not stored
+	shown     string // what lm shows
+	persisted time.Time
+	voice     bool            // the answer is to be spoken: not streamed
+	turn      strings.Builder // the current model turn's raw text
+	noted     bool            // the long-tool note was given
+}
+
+func (a *Agent) newLive(folder string, to target, log *slog.Logger) *liveRun {
+	lv := &liveRun{a: a, folder: folder, msg: outMessage(to.chat, "", to.thread, to.replyTo), log: log}
+	ch, ok := a.channelFor(to.chat)
+	if !ok {
+		return lv
+	}
+	lv.ch = ch
+	lv.st, _ = ch.(channels.Streamer)
+	return lv
+}
+
+// startTurn begins a model turn (or a retry of one): its text replaces
+// what the previous one showed.
+func (lv *liveRun) startTurn() {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	lv.turn.Reset()
+	lv.voice = false
+}
+
+// delta adds text the model wrote and shows what of it the chat may see.
+func (lv *liveRun) delta(ctx context.Context, s string) {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	lv.turn.WriteString(s)
+	if lv.st == nil || lv.voice {
+		return
+	}
+	vis, ok := visibleSoFar(lv.turn.String())
+	if !ok {
+		lv.voice = true // the outbox speaks it; what shows is removed then
+		return
+	}
+	lv.showLocked(ctx, vis)
+}
+
+// showLocked puts text in the live message, beginning it if need be.
+func (lv *liveRun) showLocked(ctx context.Context, text string) {
+	if text == "" || text == lv.shown {
+		return
+	}
+	now := lv.a.clk.Now()
+	if lv.lm == nil {
+		m := lv.msg
+		m.Text = text
+		lm, err := lv.st.BeginStream(ctx, m)
+		if err != nil {
+			// One final send still delivers the answer.
+			lv.log.Warn("agent: live answer not begun; the answer comes when done", "err", err)
+			lv.st = nil
+			return
+		}
+		lv.lm, lv.shown, lv.persisted = lm, text, now
+		row, err := lv.a.opts.Store.OpenLive(context.WithoutCancel(ctx), store.LiveMessage{Folder: lv.folder, ChatID: lv.msg.Chat,
+			IDs: lm.IDs(), Text: text, Opened: now})
+		if err != nil {
+			lv.log.Warn("agent: live answer not recorded; a crash now would leave it unmarked", "err", err)
+		}
+		lv.row = row
+		return
+	}
+	lv.lm.Update(text)
+	lv.shown = text
+	if lv.row != 0 && now.Sub(lv.persisted) >= livePersistEvery {
+		lv.persisted = now
+		if err := lv.a.opts.Store.GrowLive(context.WithoutCancel(ctx), lv.row, lv.lm.IDs(), text, now); err != nil {
+			lv.log.Warn("agent: live answer not recorded", "err", err)
+		}
+	}
+}
+
+// note tells the chat, once per run, that a tool call is taking long. In
+// a live message the answer replaces it; elsewhere it stays.
+func (lv *liveRun) note(ctx context.Context, text string) {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.noted || lv.ch == nil {
+		return
+	}
+	lv.noted = true
+	if lv.st != nil && !lv.voice {
+		lv.showLocked(ctx, text)
+		if lv.lm != nil {
+			return
+		}
+	}
+	m := lv.msg
+	m.Text = text
+	if _, err := lv.ch.Send(ctx, m); err != nil {
+		lv.log.Warn("agent: could not say the run is still working", "err", err)
+	}
+}
+
+// take hands the live message to the outbox item that finishes it; nil
+// when there is none.
+func (lv *liveRun) take() (channels.LiveMessage, int64) {
+	if lv == nil {
+		return nil, 0
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	lm, row := lv.lm, lv.row
+	if row != 0 && lv.shown != "" {
+		// All it shows is written down, for the mark after a crash.
+		if err := lv.a.opts.Store.GrowLive(context.Background(), row, lm.IDs(), lv.shown, lv.a.clk.Now()); err != nil {
+			lv.log.Warn("agent: live answer not recorded", "err", err)
+		}
+	}
+	lv.lm, lv.row, lv.st = nil, 0, nil
+	return lm, row
+}
+
+// cancel ends a live answer that gets no answer in it (the run failed, or
+// the answer is silent or spoken); note says why, "" removes it.
+func (lv *liveRun) cancel(ctx context.Context, note string) {
+	lm, row := lv.take()
+	if lm == nil {
+		return
+	}
+	if err := lm.Cancel(context.WithoutCancel(ctx), note); err != nil {
+		lv.log.Warn("agent: live answer not cancelled", "err", err)
+	}
+	lv.a.closeLive(ctx, row)
+}
+
+func (a *Agent) closeLive(ctx context.Context, row int64) {
+	if row == 0 {
+		return
+	}
+	if err := a.opts.Store.CloseLive(context.WithoutCancel(ctx), row); err != nil {
+		a.log.Warn("agent: live answer record not closed", "err", err)
+	}
+}
+
+// finishing is a live message an outbox item finishes, with its row.
+type finishing struct {
+	lm  channels.LiveMessage
+	row int64
+}
+
+// holdLive keeps lm for the outbox item id until its delivery finishes it.
+func (a *Agent) holdLive(id int64, lm channels.LiveMessage, row int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lives == nil {
+		a.lives = map[int64]finishing{}
+	}
+	a.lives[id] = finishing{lm, row}
+}
+
+func (a *Agent) heldLive(id int64) (finishing, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, ok := a.lives[id]
+	return f, ok
+}
+
+func (a *Agent) dropLive(id int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.lives, id)
+}
+
+// interruptLives marks every live answer a crash left open as
+// interrupted and forgets it; the outbox or a new run answers again.
+func (a *Agent) interruptLives(ctx context.Context) error {
+	open, err := a.opts.Store.OpenLives(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range open {
+		ch, ok := a.channelFor(m.ChatID)
+		if st, can := ch.(channels.Streamer); ok && can {
+			if err := st.InterruptStream(ctx, m.ChatID, m.IDs, m.Text); err != nil {
+				// The answer still comes; only the mark is missing.
+				a.log.Warn("agent: interrupted live answer not marked", "chat", m.ChatID, "err", err)
+			}
+		}
+		a.closeLive(ctx, m.ID)
+	}
+	return nil
+}
+
+// watchTool gives the long-tool note if the call named name is still
+// running after slowToolAfter; stop ends the watch.
+func (lv *liveRun) watchTool(ctx context.Context, name string) (stop func()) {
+	if lv == nil {
+		return func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t := lv.a.clk.NewTimer(slowToolAfter)
+	go func() {
+		defer close(done)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			lv.note(ctx, toolNote(name))
+		case <-wctx.Done():
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// keepTyping shows "typing…" in chat and renews it until stop.
+func (a *Agent) keepTyping(ctx context.Context, chat string) (stop func()) {
+	a.typing(ctx, chat, true)
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for clock.Wait(tctx, a.clk, typingEvery, nil) {
+			a.typing(tctx, chat, true)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+var (
+	// internalOpenTag hides everything from an internal note that is not
+	// closed yet; the model may still close it.
+	internalOpenTag = regexp.MustCompile(`(?i)<internal`)
+)
+
+// visibleSoFar is what of a turn's text so far the chat may see, as
+// parseAnswer would make of it: internal notes (closed or not) and
+// MEDIA: lines removed, a tag still being written held back. ok is false
+// once the answer asks to be spoken: it is not streamed.
+func visibleSoFar(raw string) (string, bool) {
+	raw = newlines(raw)
+	if strings.Contains(raw, voiceTag) {
+		return "", false
+	}
+	// It runs on every delta, over the whole turn so far: the common
+	// text, with no tag and no MEDIA: line, skips the regexps and the
+	// line walk.
+	if strings.Contains(raw, "<") {
+		raw = internalBlock.ReplaceAllString(raw, "")
+		if loc := internalOpenTag.FindStringIndex(raw); loc != nil {
+			raw = raw[:loc[0]]
+		}
+	}
+	raw = holdPartialTag(raw, "<internal>")
+	raw = holdPartialTag(raw, voiceTag)
+	lastLine := strings.TrimSpace(raw[strings.LastIndexByte(raw, '\n')+1:])
+	if !strings.Contains(raw, "MEDIA:") && !strings.Contains(raw, "\n\n\n") && (lastLine == "" || !strings.HasPrefix("MEDIA:", lastLine)) {
+		return strings.TrimSpace(raw), true
+	}
+	lines := strings.Split(raw, "\n")
+	kept := lines[:0]
+	fenced := false
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			fenced = !fenced
+		}
+		last := i == len(lines)-1
+		if !fenced && (strings.HasPrefix(trimmed, "MEDIA:") || (last && trimmed != "" && strings.HasPrefix("MEDIA:", trimmed))) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.TrimSpace(collapseBlankLines(strings.Join(kept, "\n"))), true
+}
+
+// holdPartialTag drops the end of s when it is the start of tag (case
+// aside), so "<inter" is not shown a moment before it hides the rest.
+func holdPartialTag(s, tag string) string {
+	for n := min(len(tag)-1, len(s)); n > 0; n-- {
+		if strings.EqualFold(s[len(s)-n:], tag[:n]) {
+			return s[:len(s)-n]
+		}
+	}
+	return s
+}
+
+// streamTurn asks the model for one turn through its stream, showing the
+// text as it comes. A stream that breaks after showing text is asked once
+// more (the chain may fall back to another model); the new text replaces
+// what was shown.
+func (a *Agent) streamTurn(ctx context.Context, req *llm.Request, lv *liveRun, log *slog.Logger) (*llm.Result, error) {
+	for try := 1; ; try++ {
+		lv.startTurn()
+		res, wrote, err := a.streamOnce(ctx, req, lv)
+		if err == nil {
+			return res, nil
+		}
+		if !wrote || try > 1 || ctx.Err() != nil || !llm.IsRetryable(err) {
+			return nil, err
+		}
+		log.Warn("agent: model stream broke mid-answer; asking again", "kind", llm.KindOf(err), "err", err)
+	}
+}
+
+// streamOnce folds one stream into a Result (llm.Folder, as Generate's
+// callers get), relaying text deltas to lv. wrote reports whether any
+// content arrived before an error.
+func (a *Agent) streamOnce(ctx context.Context, req *llm.Request, lv *liveRun) (res *llm.Result, wrote bool, err error) {
+	s, err := a.opts.LLM.Stream(ctx, req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.Close()
+	f := llm.NewFolder()
+	for {
+		c, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, wrote, llm.FromTransport("", ctx.Err())
+			}
+			return nil, wrote, err
+		}
+		if err := f.Add(c); err != nil {
+			return nil, wrote, err
+		}
+		wrote = wrote || c.IsContent()
+		if c.Kind == llm.ChunkText {
+			lv.delta(ctx, c.Text)
+		}
+	}
+	res, err = f.Result()
+	return res, wrote, err
+}

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestLiveMessagesSurviveAReopenUntilClosed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "botd.db")
+	s := open(t, path)
+	at := time.UnixMilli(1_700_000_000_000)
+	a, err := s.OpenLive(ctx, LiveMessage{Folder: "family", ChatID: "telegram:-1", Text: "The rota", Opened: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.OpenLive(ctx, LiveMessage{Folder: "work", ChatID: "slack:C1", IDs: []string{"9"}, Text: "Hi", Opened: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GrowLive(ctx, a, []string{"11", "12"}, "The rota changes on Monday", at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CloseLive(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = open(t, path)
+	got, err := s.OpenLives(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("open live messages = %+v, want only the one not closed", got)
+	}
+	m := got[0]
+	if m.ID != a || m.Folder != "family" || m.ChatID != "telegram:-1" || !slices.Equal(m.IDs, []string{"11", "12"}) ||
+		m.Text != "The rota changes on Monday" || !m.Updated.Equal(at.Add(time.Second)) || !m.Opened.Equal(at) {
+		t.Errorf("live message = %+v", m)
+	}
+}
+
+func TestOutboxKeepsLiveIDs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	for _, ids := range [][]string{nil, {"5", "6"}} {
+		id, err := s.AddOutbox(ctx, OutboxItem{Folder: "family", ChatID: "telegram:-1", Text: "answer", LiveIDs: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := s.Outbox(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(it.LiveIDs) != len(ids) || (len(ids) > 0 && !slices.Equal(it.LiveIDs, ids)) {
+			t.Errorf("live ids = %q, want %q", it.LiveIDs, ids)
+		}
+	}
+}
