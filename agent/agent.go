@@ -155,6 +155,9 @@ type groupState struct {
 	timer    *time.Timer // a retry is scheduled
 	tries    int         // failed runs in the current streak
 	notified bool        // the chat was told about this streak's failure
+	// stop ends the group's run in flight (the web room's Stop button);
+	// nil when none is.
+	stop context.CancelCauseFunc
 }
 
 var _ channels.Sink = (*Agent)(nil)
@@ -600,5 +603,46 @@ func (a *Agent) waitIdle(ctx context.Context) error {
 			return err
 		}
 		a.idle.Wait()
+	}
+}
+
+// errStoppedByUser ends a run someone stopped from the chat.
+var errStoppedByUser = errors.New("stopped from the chat")
+
+// StopRun stops the run in flight of the group whose chat is chat (the
+// web room's Stop button): what was shown stays, marked stopped, and the
+// messages it answered count as answered. It reports whether a run was
+// going.
+func (a *Agent) StopRun(chat string) bool {
+	a.gmu.RLock()
+	g, ok := a.opts.Groups.ByChat(chat)
+	a.gmu.RUnlock()
+	if !ok {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.state[g.Folder]
+	if st == nil || st.stop == nil {
+		return false
+	}
+	st.stop(errStoppedByUser)
+	return true
+}
+
+// stoppable records the cancel of g's run for StopRun; the returned func
+// forgets it.
+func (a *Agent) stoppable(folder string, cancel context.CancelCauseFunc) func() {
+	a.mu.Lock()
+	if st := a.state[folder]; st != nil {
+		st.stop = cancel
+	}
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		if st := a.state[folder]; st != nil {
+			st.stop = nil
+		}
+		a.mu.Unlock()
 	}
 }

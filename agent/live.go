@@ -30,7 +30,8 @@ const (
 
 // Notes the chat sees about a live answer that did not end in one.
 const (
-	msgLiveFailed = "(This answer was cut short. I'll try again.)"
+	msgLiveFailed  = "(This answer was cut short. I'll try again.)"
+	msgLiveStopped = "(Stopped.)"
 )
 
 // toolNotes say, by tool, what a run waiting on a slow tool call is doing.

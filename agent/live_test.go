@@ -526,3 +526,39 @@ func BenchmarkLiveDeltas(b *testing.B) {
 		}
 	}
 }
+
+// Stop from the chat (the web room's button) ends the run in flight: what
+// was shown stays, marked stopped, nothing else is sent, and the question
+// counts as answered (the next message does not bring it back).
+func TestStopRunEndsTheLiveAnswer(t *testing.T) {
+	gate := make(chan struct{}) // never opened: the model writes until stopped
+	h, stg := newLiveHarness(t, func(n int) []step {
+		if n == 1 {
+			return append(deltas("Let me explain"), step{gate: gate})
+		}
+		return answerSteps("Hello again.")
+	}, nil)
+	if h.a.StopRun(famChat) {
+		t.Fatal("StopRun stopped something before any run")
+	}
+	h.start()
+	h.say(famChat, "Alice", "@Andy explain everything")
+	testwait.Until(t, "the live answer to begin", func() bool { return len(stg.EventsOf(chantest.LiveBegin)) == 1 })
+	if !h.a.StopRun(famChat) {
+		t.Fatal("StopRun found no run going")
+	}
+	h.idle()
+	want := []string{"begin:Let me explain", "cancel:" + msgLiveStopped}
+	if got := kinds(stg.Events()); !slices.Equal(got, want) {
+		t.Errorf("live events = %q\nwant %q", got, want)
+	}
+	if s := stg.Sent(); len(s) != 0 {
+		t.Errorf("a stopped run sent %q", sentTexts(s))
+	}
+	if h.cursor("family") != h.lastSeq(famChat) {
+		t.Error("the stopped question would be answered again")
+	}
+	if h.a.StopRun("telegram:-999") {
+		t.Error("StopRun of an unknown chat stopped something")
+	}
+}

@@ -240,7 +240,14 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 // unavailable: the run answers without them); done undoes all three.
 func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *slog.Logger) (runCtx context.Context, tools ToolSession, done func()) {
 	stopTyping := a.keepTyping(ctx, chat)
-	runCtx, cancel := context.WithTimeout(ctx, a.opts.RunTimeout)
+	stopCtx, stop := context.WithCancelCause(ctx)
+	forget := a.stoppable(g.Folder, stop)
+	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.RunTimeout)
+	cancel := func() {
+		forget()
+		cancelTimeout()
+		stop(nil)
+	}
 	tools, err := a.opts.Tools(runCtx, g)
 	if err != nil {
 		log.Warn("agent: tools unavailable; answering without them", "err", err)
@@ -290,6 +297,10 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 			case ctx.Err() != nil:
 				rec.Outcome, rec.Error = "stopped", err.Error()
 				return "", &runResult{outcome: outcomeStopped, err: err}
+			case stoppedByUser(runCtx):
+				final, answered = "", true
+				rec.Outcome = "stopped_by_user"
+				lv.cancel(ctx, msgLiveStopped)
 			case runCtx.Err() != nil:
 				final = msgTimeout
 				rec.Outcome, rec.Error = "timeout", err.Error()
@@ -316,6 +327,12 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 			break
 		}
 		req.Messages = append(req.Messages, a.callTools(runCtx, ws, tools, calls, caps, lv, log))
+		if stoppedByUser(runCtx) && ctx.Err() == nil {
+			final, answered = "", true
+			rec.Outcome = "stopped_by_user"
+			lv.cancel(ctx, msgLiveStopped)
+			break
+		}
 		if runCtx.Err() != nil && ctx.Err() == nil {
 			final = msgTimeout
 			rec.Outcome = "timeout"
@@ -330,10 +347,15 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 		rec.Outcome = "stopped"
 		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
-	if answered {
+	if answered && final != "" {
 		a.recordNotes(context.WithoutCancel(ctx), g, rec.ID, req.Messages, final)
 	}
 	return final, nil
+}
+
+// stoppedByUser reports a run someone stopped from the chat (StopRun).
+func stoppedByUser(runCtx context.Context) bool {
+	return runCtx.Err() != nil && errors.Is(context.Cause(runCtx), errStoppedByUser)
 }
 
 // callTools runs the calls of one model turn in parallel and returns the

@@ -198,6 +198,10 @@ func (d *daemon) addChannelsToAgent() error {
 		if err := d.agent.AddChannel(ch); err != nil {
 			return err
 		}
+		// A room's Stop button stops its group's run.
+		if s, ok := ch.(interface{ SetStopper(func(string) bool) }); ok {
+			s.SetStopper(d.agent.StopRun)
+		}
 	}
 	return nil
 }
