@@ -56,7 +56,7 @@ func Render(markdown string, network Network, limit int) []string {
 	nw := networkFor(network)
 	src := []byte(markdown)
 	doc := md.Parser().Parse(text.NewReader(src))
-	w := &walker{nw: nw, src: src, atLineStart: true}
+	w := &walker{nw: nw, src: src, atLineStart: true, units: make([]unit, 0, len(src)/4+8)}
 	w.block(doc)
 	return nw.split(w.units, limit)
 }
@@ -99,7 +99,8 @@ func (w *walker) flush() {
 	if w.atLineStart {
 		w.atLineStart = false
 		if p := w.curPrefix(); p != "" && !w.nw.html {
-			w.units = append(w.units, unit{kind: kAtom, out: p, n: w.nw.markup(p)})
+			// a prefix is visible text (an indent) or counted markup ("> "): its runes either way
+			w.units = append(w.units, unit{kind: kAtom, out: p, n: runes(p)})
 		}
 	}
 	w.wrote = true
