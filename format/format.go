@@ -235,7 +235,7 @@ func (w *walker) block(n ast.Node) {
 		w.heading(n)
 	case *ast.ThematicBreak:
 		if nw.html {
-			w.atom("", "<hr>")
+			w.atom("─", "<hr>") // counted as one character, so a piece of only a rule is kept
 		} else {
 			const rule = "──────────"
 			w.atom(rule, nw.escape(rule))
@@ -324,7 +324,10 @@ func (w *walker) pre(lang, s string) {
 			w.open("<pre>", "</pre>")
 		}
 	case Slack:
-		w.open("```\n", "\n```")
+		// The fence's own line break carries the prefix, so a block in a
+		// quote or a list item stays inside it.
+		p := w.curPrefix()
+		w.open("```\n"+p, "\n"+p+"```")
 	case WhatsApp:
 		w.open("```", "```")
 	default:
@@ -654,6 +657,11 @@ func (w *walker) linkTo(url string, n ast.Node, label string) {
 		labelOf()
 		w.close()
 	case Slack:
+		if n == nil && label == url {
+			// a bare address shows as itself
+			w.atom(url, "<"+slackURL(url)+">")
+			return
+		}
 		w.open("<"+slackURL(url)+"|", ">")
 		labelOf()
 		w.close()

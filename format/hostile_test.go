@@ -63,6 +63,12 @@ func TestHostile(t *testing.T) {
 			[]string{"<https://x.example/?a=1&amp;b=2%7C3|a&lt;b>"}, nil},
 		{"heading level web", "# one\n###### six", Web,
 			[]string{"<h3>one</h3>", "<h6>six</h6>"}, []string{"<h1>", "<h2>"}},
+		{"slack code in quote", "> quote\n>\n> ```\n> code\n> more\n> ```", Slack,
+			[]string{"> quote\n>\n> ```\n> code\n> more\n> ```"}, nil},
+		{"slack bare link", "see https://x.example/a", Slack,
+			[]string{"see <https://x.example/a>"}, nil},
+		{"unknown network is plain", "**b**", Network("irc"),
+			[]string{"b"}, []string{"*"}},
 		{"code lang hostile", "```go\" onclick=\"x\nfmt\n```", Web,
 			[]string{"<pre><code>fmt</code></pre>"}, []string{"onclick"}},
 	} {
