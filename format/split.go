@@ -123,34 +123,21 @@ func (nw *network) split(units []unit, limit int) []string {
 			best[k].at = -1
 		}
 		j := i
-		cut := -1 // where the piece ends: a break to drop, or a unit to start the next piece
-		var cutStack *frame
 		for ; j < len(units); j++ {
 			u := &units[j]
+			need := length + u.n + stack.closeLen() // the piece with u, closed
 			switch u.kind {
 			case kSpace, kLine, kPara:
 				best[u.kind] = cand{at: j, length: length, visible: visible, stack: stack}
-				if length+u.n+stack.closeLen() > limit {
-					cut = -2
-				}
 			case kOpen:
-				if length+u.n+stack.closeLen()+u.nc > limit {
-					cut = -2
-				}
+				need += u.nc
 			case kClose:
-				// closing only moves length from the reserve to the piece
-			default:
-				if length+u.n+stack.closeLen() > limit {
-					cut = -2
-				}
+				need = 0 // closing only moves length from the reserve to the piece
 			}
-			if cut == -2 {
-				if j > i || u.kind == kText {
-					break
-				}
-				// A piece always takes its first unit, or a limit smaller
-				// than some markup would loop forever.
-				cut = -1
+			// A piece always takes its first unit unless it is text to
+			// cut, or a limit smaller than some markup would loop forever.
+			if need > limit && (j > i || u.kind == kText) {
+				break
 			}
 			length += u.n
 			switch u.kind {
@@ -177,13 +164,15 @@ func (nw *network) split(units []unit, limit int) []string {
 				break
 			}
 		}
-		next := 0
+		// The next piece starts at next with the entities of cutStack
+		// reopened.
+		next, cutStack := j, stack
 		switch {
 		case pick != nil:
 			writeUnits(&b, units[i:pick.at])
 			visible = pick.visible
-			cut, cutStack = pick.at, pick.stack
-			next = skipBreaks(units, cut+1)
+			cutStack = pick.stack
+			next = skipBreaks(units, pick.at+1)
 		case units[j].kind == kText:
 			u := units[j]
 			head, rest := nw.cutText(u.vis, limit-length-stack.closeLen(), j == i)
@@ -192,10 +181,8 @@ func (nw *network) split(units []unit, limit int) []string {
 			visible += nw.count(head)
 			// the rest of the cut text becomes the unit the next piece starts at
 			units[j] = nw.textUnit(rest)
-			cut, cutStack, next = j, stack, j
 		default:
 			writeUnits(&b, units[i:j])
-			cut, cutStack, next = j, stack, j
 		}
 		b.WriteString(cutStack.closes())
 		if visible > 0 {
