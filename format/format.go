@@ -56,7 +56,7 @@ func Render(markdown string, network Network, limit int) []string {
 	nw := networkFor(network)
 	src := []byte(markdown)
 	doc := md.Parser().Parse(text.NewReader(src))
-	w := &walker{nw: nw, src: src, atLineStart: true, units: make([]unit, 0, len(src)/4+8)}
+	w := &walker{nw: nw, src: src, atLineStart: true, units: make([]unit, 0, len(src)/3+8)}
 	w.block(doc)
 	return nw.split(w.units, limit)
 }
@@ -689,10 +689,10 @@ func visibleOf(us []unit) string {
 }
 
 // slackURL escapes what would end Slack's <url|label> early.
-func slackURL(u string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C").Replace(u)
-}
+func slackURL(u string) string { return slackURLEscaper.Replace(u) }
 
-func escapeAttr(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
-}
+var slackURLEscaper = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")
+
+func escapeAttr(s string) string { return attrEscaper.Replace(s) }
+
+var attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
