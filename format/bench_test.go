@@ -1,0 +1,59 @@
+package format
+
+import (
+	"strings"
+	"testing"
+)
+
+// answer4KB is a realistic answer of about 4 KB: headings, lists, code,
+// links and bold, as a model writes them.
+func answer4KB(b *testing.B) string {
+	b.Helper()
+	part := `## Step %d
+
+The **rota** for this week is below; swaps go through [the form](https://example.com/rota?w=1&team=a).
+Remember that _nobody_ covers two days in a row, and ~~Friday~~ is now optional.
+
+- **Mon**: Anna, backup ` + "`ben`" + `
+- **Tue**: Ben
+  - needs the keys from Anna
+1. Check the list.
+2. Reply "swap".
+
+` + "```python\ndef turn(people, day):\n    return people[day % len(people)]  # 0 <= day\n```\n\n"
+	var sb strings.Builder
+	for i := 0; sb.Len() < 4096; i++ {
+		sb.WriteString(strings.Replace(part, "%d", string(rune('1'+i%9)), 1))
+	}
+	return sb.String()
+}
+
+func BenchmarkRender4KB(b *testing.B) {
+	md := answer4KB(b)
+	for _, tc := range []struct {
+		network Network
+		limit   int
+	}{{Telegram, TelegramLimit}, {Slack, SlackLimit}, {WhatsApp, WhatsAppLimit}, {Web, 0}, {Plain, 0}} {
+		b.Run(string(tc.network), func(b *testing.B) {
+			b.SetBytes(int64(len(md)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(Render(md, tc.network, tc.limit)) == 0 {
+					b.Fatal("nothing rendered")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRenderCut4KB is the same answer cut into Telegram pieces of 1000.
+func BenchmarkRenderCut4KB(b *testing.B) {
+	md := answer4KB(b)
+	b.SetBytes(int64(len(md)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Render(md, Telegram, 1000)) < 4 {
+			b.Fatal("not cut")
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package format
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// kind tells the splitter what a unit is: markup it may close and reopen
+// across a cut, text it may cut only when nothing better is in reach, or a
+// break where a reader expects a cut (and which the cut then drops).
+type kind uint8
+
+const (
+	kText  kind = iota // visible text; cut inside only as a last resort
+	kAtom              // visible text never cut inside (a bullet, a line prefix)
+	kOpen              // markup opening an entity
+	kClose             // markup closing the innermost open entity
+	kSpace             // a space between words
+	kLine              // a line break
+	kPara              // a blank line between blocks
+)
+
+// unit is one indivisible step of a rendered answer. n is what it adds to
+// the piece's length as its network counts.
+type unit struct {
+	kind  kind
+	out   string // the bytes written
+	vis   string // kText: the visible text out was made from (to re-escape halves)
+	n     int
+	close string // kOpen: the markup that closes it
+	nc    int    // kOpen: the length the closing markup adds
+}
+
+// frame is one open entity; frames form an immutable stack so the
+// splitter can remember the stack at every cut candidate for free.
+type frame struct {
+	open   *unit
+	parent *frame
+	closeN int // the length of closing this frame and all below it
+}
+
+func (f *frame) closes() string {
+	var b strings.Builder
+	for ; f != nil; f = f.parent {
+		b.WriteString(f.open.close)
+	}
+	return b.String()
+}
+
+func (f *frame) reopen(b *strings.Builder) int {
+	if f == nil {
+		return 0
+	}
+	n := f.parent.reopen(b)
+	b.WriteString(f.open.out)
+	return n + f.open.n
+}
+
+func (f *frame) closeLen() int {
+	if f == nil {
+		return 0
+	}
+	return f.closeN
+}
+
+func push(f *frame, u *unit) *frame {
+	return &frame{open: u, parent: f, closeN: f.closeLen() + u.nc}
+}
+
+func (f *frame) pop() *frame {
+	if f == nil {
+		return nil
+	}
+	return f.parent
+}
+
+// counter measures text the way a network measures a message.
+type counter func(s string) int
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+func zero(string) int { return 0 }
+
+// utf16Len is how Telegram counts: UTF-16 code units, so an emoji outside
+// the Basic Multilingual Plane is two.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if l := utf16.RuneLen(r); l > 0 {
+			n += l
+		} else {
+			n++ // invalid UTF-8 becomes U+FFFD, one unit
+		}
+	}
+	return n
+}
+
+// split cuts units into pieces of at most limit (0: one piece), at the
+// best break in the second half of a piece, never inside an entity: the
+// entities open at a cut are closed at the end of one piece and reopened at
+// the start of the next. Pieces without visible text are left out.
+func (nw *network) split(units []unit, limit int) []string {
+	if limit <= 0 {
+		limit = int(^uint(0) >> 1)
+	}
+	var pieces []string
+	var carry *frame
+	i := skipBreaks(units, 0)
+	for i < len(units) {
+		var b strings.Builder
+		length := carry.reopen(&b)
+		stack := carry
+		visible := 0
+		// best cut per break kind: the unit index of the break, the stack
+		// and the length before it, and the visible text so far.
+		type cand struct {
+			at, length, visible int
+			stack               *frame
+		}
+		var best [kPara + 1]cand
+		for k := range best {
+			best[k].at = -1
+		}
+		j := i
+		for ; j < len(units); j++ {
+			u := &units[j]
+			need := length + u.n + stack.closeLen() // the piece with u, closed
+			switch u.kind {
+			case kSpace, kLine, kPara:
+				best[u.kind] = cand{at: j, length: length, visible: visible, stack: stack}
+			case kOpen:
+				need += u.nc
+			case kClose:
+				need = 0 // closing only moves length from the reserve to the piece
+			}
+			// A piece always takes its first unit unless it is text to
+			// cut, or a limit smaller than some markup would loop forever.
+			if need > limit && (j > i || u.kind == kText) {
+				break
+			}
+			length += u.n
+			switch u.kind {
+			case kOpen:
+				stack = push(stack, u)
+			case kClose:
+				stack = stack.pop()
+			case kText, kAtom:
+				visible += u.n
+			}
+		}
+		if j == len(units) {
+			writeUnits(&b, units[i:j])
+			if visible > 0 {
+				pieces = append(pieces, b.String())
+			}
+			break
+		}
+		// Prefer the strongest break in the second half of the piece.
+		var pick *cand
+		for k := kPara; k >= kSpace; k-- {
+			if c := &best[k]; c.at >= 0 && c.length*2 >= limit && c.visible > 0 {
+				pick = c
+				break
+			}
+		}
+		// The next piece starts at next with the entities of cutStack
+		// reopened.
+		next, cutStack := j, stack
+		switch {
+		case pick != nil:
+			writeUnits(&b, units[i:pick.at])
+			visible = pick.visible
+			cutStack = pick.stack
+			next = skipBreaks(units, pick.at+1)
+		case units[j].kind == kText:
+			u := units[j]
+			head, rest := nw.cutText(u.vis, limit-length-stack.closeLen(), j == i)
+			writeUnits(&b, units[i:j])
+			b.WriteString(nw.escape(head))
+			visible += nw.count(head)
+			// the rest of the cut text becomes the unit the next piece starts at
+			units[j] = nw.textUnit(rest)
+		default:
+			writeUnits(&b, units[i:j])
+		}
+		b.WriteString(cutStack.closes())
+		if visible > 0 {
+			pieces = append(pieces, b.String())
+		}
+		carry = cutStack
+		i = next
+	}
+	return pieces
+}
+
+func writeUnits(b *strings.Builder, us []unit) {
+	for k := range us {
+		b.WriteString(us[k].out)
+	}
+}
+
+func skipBreaks(units []unit, i int) int {
+	for i < len(units) && (units[i].kind == kSpace || units[i].kind == kLine || units[i].kind == kPara) {
+		i++
+	}
+	return i
+}
+
+// cutText splits visible text so the head measures at most max, never
+// inside a rune (nor, for Telegram, inside a surrogate pair).
+// With force the head is at least one rune, so a piece always advances.
+func (nw *network) cutText(s string, max int, force bool) (head, rest string) {
+	n := 0
+	for k, r := range s {
+		w := nw.count(string(r))
+		if n+w > max && (k > 0 || !force) {
+			return s[:k], s[k:]
+		}
+		n += w
+	}
+	return s, ""
+}
