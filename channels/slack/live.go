@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/format"
 	"github.com/botd-dev/botd/internal/textclip"
 )
 
@@ -21,24 +22,9 @@ var (
 )
 
 // render formats an answer's markdown as Slack mrkdwn cut at limit
-// characters (0: no cut). The lead points it at format.Render(md,
-// format.Slack, limit); until then it is plain text split by
-// channels.Split. Either way &, < and > reach Slack escaped, so the model
-// cannot ping @channel or forge a link with Slack markup.
-var render = func(md string, limit int) []string {
-	var pieces []string
-	if limit <= 0 {
-		if s := strings.TrimSpace(md); s != "" {
-			pieces = []string{s}
-		}
-	} else {
-		pieces = channels.Split(md, limit)
-	}
-	for i, p := range pieces {
-		pieces[i] = slackutilsx.EscapeMessage(p)
-	}
-	return pieces
-}
+// characters (0: no cut). format escapes &, < and > in the text, so the
+// model cannot ping @channel or forge a link with Slack markup.
+var render = func(md string, limit int) []string { return format.Render(md, format.Slack, limit) }
 
 // interruptedNote ends what a live answer had shown when botd stopped
 // before finishing it.

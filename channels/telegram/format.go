@@ -9,21 +9,13 @@ import (
 	"github.com/go-telegram/bot/models"
 	"golang.org/x/net/html"
 
-	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/format"
 )
 
 // render formats markdown as Telegram HTML (parse mode HTML) and cuts it
 // into pieces of at most limit visible characters, never inside an
-// entity. The lead points it at format.Render(md, format.Telegram,
-// limit); until then the markdown goes out as it is, split by
-// channels.Split and escaped, so it shows exactly as plain text would.
-var render = func(md string, limit int) []string {
-	pieces := channels.Split(md, limit)
-	for i, p := range pieces {
-		pieces[i] = escapeHTML(p)
-	}
-	return pieces
-}
+// entity. A variable so tests can show what a refused piece does.
+var render = func(md string, limit int) []string { return format.Render(md, format.Telegram, limit) }
 
 // Telegram asks for exactly these three to be escaped outside tags;
 // quotes stay readable in the Bot API's own logs and in the fake's.

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"html"
 	"html/template"
 	"net/http"
 	"strings"
@@ -11,19 +10,18 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/format"
 )
 
 var _ channels.Streamer = (*Web)(nil)
 
-// render turns an assistant's markdown into the HTML a room shows. It
-// must return sanitised HTML: raw HTML from the model never passes. The
-// daemon points it at format.Render(md, format.Web, 0)[0]; until then a
-// message is shown as escaped text.
-var render = plainHTML
-
-// plainHTML shows text as it was written: escaped, line breaks kept.
-func plainHTML(md string) string {
-	return strings.ReplaceAll(html.EscapeString(md), "\n", "<br>")
+// render turns an assistant's markdown into the HTML a room shows:
+// sanitised by format, so raw HTML from the model never passes.
+var render = func(md string) string {
+	if p := format.Render(md, format.Web, 0); len(p) > 0 {
+		return p[0]
+	}
+	return ""
 }
 
 // renderHTML is render's answer as the one value templates insert

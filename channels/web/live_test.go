@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ func TestStreamDraftsThenMessage(t *testing.T) {
 		t.Fatalf("delivery %v, draft %s", d.MessageIDs, first.ID)
 	}
 	m := ev.message()
-	if m.ID != first.ID || !m.Assistant || m.Text != "The rota works **in turns**." || string(m.HTML) != plainHTML(m.Text) {
+	if m.ID != first.ID || !m.Assistant || m.Text != "The rota works **in turns**." || string(m.HTML) != "<p>The rota works <strong>in turns</strong>.</p>" {
 		t.Fatalf("final message %+v", m)
 	}
 	if _, err := live.Finish(ctx, "again"); err == nil {
@@ -75,7 +76,7 @@ func TestStreamDraftsThenMessage(t *testing.T) {
 	}
 	// The room page renders the answer, and keeps it in its log.
 	_, page := h.get(c, "/r/main")
-	if !strings.Contains(page, `<div class="text rendered">The rota works **in turns**.</div>`) {
+	if !strings.Contains(page, `<div class="text rendered"><p>The rota works <strong>in turns</strong>.</p></div>`) {
 		t.Fatalf("room page does not show the rendered answer:\n%s", page)
 	}
 }
@@ -101,15 +102,42 @@ func (s *stream) nextAny() (string, string) {
 	}
 }
 
-// Raw HTML from the model is never markup in the room, whatever render
-// does with markdown.
+// Raw HTML from the model is never markup in the room: it shows as the
+// characters the model wrote, while its markdown is rendered.
 func TestAssistantHTMLIsText(t *testing.T) {
-	for _, in := range []string{`<script>alert(1)</script>`, `<img src=x onerror=alert(1)>`, "a & b < c\n**x"} {
-		out := renderHTML(in)
-		if strings.ContainsAny(strings.ReplaceAll(string(out), "<br>", ""), "<>") {
-			t.Errorf("render(%q) = %q: markup passed", in, out)
+	for _, tc := range []struct{ in, shown string }{
+		{`<script>alert(1)</script>`, `<script>alert(1)</script>`},
+		{`<img src=x onerror=alert(1)>`, `<img src=x onerror=alert(1)>`},
+		{"a & b < c\n**x", "a & b < c\n**x"},
+		{"<b>not bold</b> but **bold**", "<b>not bold</b> but bold"},
+	} {
+		out := string(renderHTML(tc.in))
+		for _, tag := range []string{"<script", "<img", "<b>"} {
+			if strings.Contains(out, tag) {
+				t.Errorf("render(%q) = %q: %s passed as markup", tc.in, out, tag)
+			}
+		}
+		if got := html.UnescapeString(stripTags(out)); got != tc.shown {
+			t.Errorf("render(%q) shows %q, want %q", tc.in, got, tc.shown)
 		}
 	}
+}
+
+// stripTags drops the tags of sanitised HTML (no '<' or '>' in text).
+func stripTags(s string) string {
+	var b strings.Builder
+	in := false
+	for _, r := range s {
+		switch {
+		case r == '<':
+			in = true
+		case r == '>':
+			in = false
+		case !in:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Cancel keeps what was shown, marked; an empty draft just goes.

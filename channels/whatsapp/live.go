@@ -2,29 +2,19 @@ package whatsapp
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"go.mau.fi/whatsmeow/types"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/format"
 )
 
 var _ channels.Streamer = (*WhatsApp)(nil)
 
-// render formats an answer's markdown for WhatsApp and cuts it at limit
-// characters (0: no cut). The lead points it at format.Render(md,
-// format.WhatsApp, limit); until then it is plain text split by
-// channels.Split.
-var render = func(md string, limit int) []string {
-	if limit <= 0 {
-		if s := strings.TrimSpace(md); s != "" {
-			return []string{s}
-		}
-		return nil
-	}
-	return channels.Split(md, limit)
-}
+// render formats an answer's markdown for WhatsApp (*bold*, _italic_,
+// ~strike~, monospace) and cuts it at limit characters (0: no cut).
+var render = func(md string, limit int) []string { return format.Render(md, format.WhatsApp, limit) }
 
 // BeginStream shows nothing: edits of a growing WhatsApp message notify
 // and jump on every phone, so the answer goes out whole at Finish and the

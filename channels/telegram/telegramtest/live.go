@@ -1,114 +1,19 @@
 package telegramtest
 
 import (
-	"fmt"
-	"html"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"unicode/utf16"
+
+	"github.com/botd-dev/botd/format"
 )
 
-// ValidateHTML checks text sent with parse_mode=HTML the way Telegram
-// parses it; an error makes the fake answer 400 "can't parse entities".
-// The lead points it at the format package's own checker; the default
-// below knows Telegram's tag subset, its entities and nesting.
-var ValidateHTML func(string) error = checkTelegramHTML
-
-// telegramTags is Telegram's HTML subset (core.telegram.org/bots/api#html-style).
-var telegramTags = map[string]bool{
-	"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true,
-	"s": true, "strike": true, "del": true, "span": true, "tg-spoiler": true,
-	"a": true, "tg-emoji": true, "code": true, "pre": true, "blockquote": true,
-}
-
-// checkTelegramHTML walks text as Telegram's parser does: every '<'
-// opens a supported tag or closes the innermost open one, every '&'
-// starts one of the four named entities or a numeric one, and nothing
-// is left open at the end.
-func checkTelegramHTML(text string) error {
-	var open []string
-	for i := 0; i < len(text); {
-		switch text[i] {
-		case '&':
-			end := strings.IndexByte(text[i:], ';')
-			if end < 0 {
-				return fmt.Errorf("unclosed entity at byte offset %d", i)
-			}
-			name := text[i+1 : i+end]
-			if !knownEntity(name) {
-				return fmt.Errorf("unsupported HTML entity %q at byte offset %d", "&"+name+";", i)
-			}
-			i += end + 1
-		case '<':
-			end := strings.IndexByte(text[i:], '>')
-			if end < 0 {
-				return fmt.Errorf("unclosed start tag at byte offset %d", i)
-			}
-			tag := text[i+1 : i+end]
-			if name, ok := strings.CutPrefix(tag, "/"); ok {
-				name = strings.TrimSpace(name)
-				if len(open) == 0 || open[len(open)-1] != name {
-					return fmt.Errorf("unexpected end tag at byte offset %d", i)
-				}
-				open = open[:len(open)-1]
-			} else {
-				name, _, _ := strings.Cut(tag, " ")
-				if !telegramTags[name] {
-					return fmt.Errorf("unsupported start tag %q at byte offset %d", name, i)
-				}
-				open = append(open, name)
-			}
-			i += end + 1
-		case '>':
-			// Telegram tolerates a bare '>' but botd always escapes it;
-			// a bare one means something skipped escaping.
-			return fmt.Errorf("unescaped '>' at byte offset %d", i)
-		default:
-			i++
-		}
-	}
-	if len(open) > 0 {
-		return fmt.Errorf("can't find end tag corresponding to start tag %q", open[len(open)-1])
-	}
-	return nil
-}
-
-func knownEntity(name string) bool {
-	switch name {
-	case "lt", "gt", "amp", "quot":
-		return true
-	}
-	if n, ok := strings.CutPrefix(name, "#"); ok && n != "" {
-		if h, ok := strings.CutPrefix(strings.ToLower(n), "x"); ok {
-			_, err := strconv.ParseUint(h, 16, 32)
-			return err == nil
-		}
-		_, err := strconv.ParseUint(n, 10, 32)
-		return err == nil
-	}
-	return false
-}
-
-// visibleHTML is the text a valid HTML message shows: tags dropped,
-// entities decoded. Length limits count it, not the markup.
-func visibleHTML(text string) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(text, '<')
-		if i < 0 {
-			b.WriteString(text)
-			break
-		}
-		b.WriteString(text[:i])
-		j := strings.IndexByte(text[i:], '>')
-		if j < 0 {
-			break
-		}
-		text = text[i+j+1:]
-	}
-	return html.UnescapeString(b.String())
-}
+// ValidateHTML checks text sent with parse_mode=HTML the way Telegram's
+// parser does and returns the text it shows; an error (worded like the
+// Bot API's "Bad Request: can't parse entities: …") makes the fake
+// answer 400. A variable so a test can refuse what Telegram would accept.
+var ValidateHTML = format.TelegramText
 
 // checkText applies Telegram's checks to a text or caption: not empty,
 // well-formed in its parse mode, at most limit visible characters.
@@ -118,15 +23,16 @@ func checkText(text, parseMode string, limit int) (Failure, bool) {
 	}
 	visible := text
 	if strings.EqualFold(parseMode, "HTML") {
-		if err := ValidateHTML(text); err != nil {
-			return bad("can't parse entities: " + err.Error())
+		shown, err := ValidateHTML(text)
+		if err != nil {
+			return Failure{Status: http.StatusBadRequest, Description: err.Error()}, true
 		}
-		visible = visibleHTML(text)
+		visible = shown
 	}
 	switch {
 	case strings.TrimSpace(visible) == "":
 		return bad("message text is empty")
-	case utf8.RuneCountInString(visible) > limit:
+	case len(utf16.Encode([]rune(visible))) > limit: // Telegram counts UTF-16 units
 		return bad("message is too long")
 	}
 	return Failure{}, false
@@ -172,7 +78,9 @@ func (s *Server) editText(w http.ResponseWriter, form map[string]string) {
 
 func visibleOf(m Sent) string {
 	if strings.EqualFold(m.ParseMode, "HTML") {
-		return visibleHTML(m.Text)
+		if shown, err := format.TelegramText(m.Text); err == nil {
+			return shown
+		}
 	}
 	return m.Text
 }
