@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,7 +36,7 @@ The fields are the kind (Image, Video, Audio, Voice, Document, Sticker, Animatio
 - list_media lists the media of this chat that can still be fetched, newest first.
 {{web}}
 # Answering
-- Your final reply is sent to the chat as it is. Write short, plain chat text in the language of the person you answer: no headings, no tables, little formatting.
+- Your final reply is sent to the chat as you write it. Write short chat text in the language of the person you answer. {{formatting}}
 - To send a file from the group folder with your reply, put it on a line of its own as MEDIA:./path/to/file (relative to the group folder; one line per file).
 - Text inside <internal>...</internal> is never sent: use it for notes to yourself.
 - To answer with a voice note instead of text (to someone who sent a voice note, or who asks you to say something), put [[audio_as_voice]] in your reply: it is then spoken and sent as a voice note where the chat has them, as text otherwise.
@@ -98,6 +99,17 @@ func webSection(web mcp.InternetTools) string {
 	return s + "\n"
 }
 
+// formatting tells the model what markdown its network shows (format
+// renders one parse per network); a network not listed shows plain text.
+var formatting = map[string]string{
+	"telegram": "Markdown is shown as Telegram formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
+	"slack":    "Markdown is shown as Slack formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
+	"whatsapp": "Markdown is shown as WhatsApp formatting: **bold**, *italic*, ~~strike~~, `code` and - lists; links show as their address, headings as bold lines, and tables are not supported.",
+	"web":      "Markdown is rendered in the chat page: **bold**, *italic*, lists, [links](https://…), > quotes and code blocks (with a copy button); raw HTML is shown as text, and tables are not supported.",
+}
+
+const plainFormatting = "Your reply is shown as plain text: no markdown, headings or tables."
+
 // buildSystem fills the system prompt for one group. The memories hold
 // notes chat members asked for: escaped like messages, so a note cannot
 // close its element.
@@ -111,6 +123,7 @@ func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, memor
 		"{{name}}", assistant,
 		"{{group}}", textclip.OneLine(name, 0),
 		"{{channel}}", channel,
+		"{{formatting}}", cmp.Or(formatting[channel], plainFormatting),
 		"{{trigger}}", textclip.OneLine(g.Trigger, 0),
 		"{{memfile}}", groups.MemoryFile,
 		"{{web}}", webSection(web),

@@ -182,3 +182,20 @@ func TestQuoteKeepsPlaceholdersWhole(t *testing.T) {
 		t.Errorf("short quote changed: %q", q)
 	}
 }
+
+// The model is told what its network shows of markdown, and a network
+// without formatting is told to write plain text.
+func TestSystemPromptFormattingByNetwork(t *testing.T) {
+	for _, tc := range []struct{ chat, want string }{
+		{"telegram:-100", "shown as Telegram formatting"},
+		{"slack:C1", "shown as Slack formatting"},
+		{"whatsapp:123@g.us", "shown as WhatsApp formatting"},
+		{"web:main", "rendered in the chat page"},
+		{"matrix:!room:example.org", "plain text: no markdown"},
+	} {
+		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, mcp.InternetTools{}, "", "", "")
+		if !strings.Contains(sys, tc.want) || strings.Contains(sys, "{{formatting}}") {
+			t.Errorf("%s: the prompt does not say %q", tc.chat, tc.want)
+		}
+	}
+}
