@@ -146,7 +146,8 @@ func (lv *liveRun) showLocked(ctx context.Context, text string) {
 }
 
 // note tells the chat, once per run, that a tool call is taking long. In
-// a live message the answer replaces it; elsewhere it stays.
+// a live message the answer replaces it; elsewhere (no Streamer, or one
+// that shows nothing before Finish) it is a message of its own and stays.
 func (lv *liveRun) note(ctx context.Context, text string) {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
@@ -154,7 +155,9 @@ func (lv *liveRun) note(ctx context.Context, text string) {
 		return
 	}
 	lv.noted = true
-	if lv.st != nil && !lv.voice {
+	if w, ok := lv.st.(channels.WholeAtFinish); ok && w.WholeAtFinish() {
+		// Its live message would keep the note to itself.
+	} else if lv.st != nil && !lv.voice {
 		lv.showLocked(ctx, text)
 		if lv.lm != nil {
 			return

@@ -362,12 +362,12 @@ func waitTimer(t *testing.T, clk *clock.Fake, at time.Time) {
 }
 
 func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
-	for _, streaming := range []bool{true, false} {
-		name := "live"
-		if !streaming {
-			name = "plain"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		streaming, whole bool
+	}{{"live", true, false}, {"plain", false, false}, {"whole at finish", true, true}} {
+		streaming := tc.streaming
+		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Date(2025, 3, 1, 15, 0, 0, 0, time.UTC)
 			clk := clock.NewFake(t0)
 			gt := &gateTools{name: "fetch_url", gate: make(chan struct{}), started: make(chan struct{}, 2)}
@@ -382,6 +382,8 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 				if !streaming {
 					// The same fake, without Streamer.
 					o.Channels["telegram"] = o.Channels["telegram"].(*chantest.Streaming).Channel
+				} else {
+					o.Channels["telegram"].(*chantest.Streaming).SetWholeAtFinish(tc.whole)
 				}
 			})
 			h.start()
@@ -426,7 +428,15 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 			if n := said(); n != 1 {
 				t.Errorf("note said %d times", n)
 			}
-			if streaming {
+			if tc.whole {
+				// The note is a message; the answer a live one of its own.
+				if got := sentTexts(stg.Sent()); !slices.Equal(got, []string{note}) {
+					t.Errorf("sent %q, want the note alone", got)
+				}
+				if f := stg.EventsOf(chantest.LiveFinish); len(f) != 1 || f[0].Text != "The rota is on the page." {
+					t.Errorf("finished %+v", f)
+				}
+			} else if streaming {
 				want := []string{"begin:" + note, "update:The rota is on the page.", "finish:The rota is on the page."}
 				if got := kinds(stg.Events()); !slices.Equal(got, want) {
 					t.Errorf("live events = %q\nwant %q", got, want)

@@ -40,3 +40,11 @@ type LiveMessage interface {
 	// failed): what was shown is edited to say so, or removed.
 	Cancel(ctx context.Context, note string) error
 }
+
+// WholeAtFinish is a Streamer whose live answers show nothing before
+// Finish (a WhatsApp answer goes out whole): a note the chat should see
+// while a run works goes out as a message of its own there.
+type WholeAtFinish interface {
+	Streamer
+	WholeAtFinish() bool
+}

@@ -44,9 +44,25 @@ type Streaming struct {
 	streams int
 	// beginErr fails BeginStream; finishErr fails Finish.
 	beginErr, finishErr error
+	whole               bool
 }
 
-var _ channels.Streamer = (*Streaming)(nil)
+// SetWholeAtFinish makes the fake say, as WhatsApp does, that its live
+// answers show nothing before Finish (channels.WholeAtFinish).
+func (s *Streaming) SetWholeAtFinish(v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.whole = v
+}
+
+// WholeAtFinish implements channels.WholeAtFinish.
+func (s *Streaming) WholeAtFinish() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.whole
+}
+
+var _ channels.WholeAtFinish = (*Streaming)(nil)
 
 // NewStreaming returns a fake channel called name that streams answers.
 func NewStreaming(name string) *Streaming {

@@ -10,7 +10,13 @@ import (
 	"github.com/botd-dev/botd/format"
 )
 
-var _ channels.Streamer = (*WhatsApp)(nil)
+var (
+	_ channels.Streamer      = (*WhatsApp)(nil)
+	_ channels.WholeAtFinish = (*WhatsApp)(nil)
+)
+
+// WholeAtFinish is true: BeginStream shows nothing (see there).
+func (w *WhatsApp) WholeAtFinish() bool { return true }
 
 // render formats an answer's markdown for WhatsApp (*bold*, _italic_,
 // ~strike~, monospace) and cuts it at limit characters (0: no cut).
