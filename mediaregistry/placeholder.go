@@ -87,7 +87,7 @@ var (
 	sizeRe     = regexp.MustCompile(`^\d+(\.\d)?(B|KB|MB|GB)$`)
 	durationRe = regexp.MustCompile(`^(\d+h\d{2}m\d{2}s|\d+m\d{2}s|\d+s)$`)
 	mimeRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$`)
-	refIDRe    = regexp.MustCompile(`^(wa|tg|sl|wb|gn|ln)_[0-9A-Za-z]{10,64}$`)
+	refIDRe    = regexp.MustCompile(`^(wa|tg|sl|wb|dc|mx|gn|ln)_[0-9A-Za-z]{10,64}$`)
 )
 
 // CleanMIME lowercases a declared MIME type and drops parameters; anything
@@ -339,7 +339,7 @@ type Placeholder struct {
 	Start, End int
 }
 
-var placeholderRe = regexp.MustCompile(`\[(Image|Video|Audio|Voice|Document|Sticker|Animation|VideoNote): ([^\[\]\n]*?)ref:((?:wa|tg|sl|wb|gn)_[0-9A-Za-z]{10,64})\]`)
+var placeholderRe = regexp.MustCompile(`\[(Image|Video|Audio|Voice|Document|Sticker|Animation|VideoNote): ([^\[\]\n]*?)ref:((?:wa|tg|sl|wb|dc|mx|gn)_[0-9A-Za-z]{10,64})\]`)
 
 // Parse finds every placeholder in text, in order. Fields are read from the
 // right (mime, size, duration), so whatever is left is the name.

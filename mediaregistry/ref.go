@@ -91,7 +91,7 @@ const Generated = "generated"
 const Link = "link"
 
 // Prefix is the ref id prefix of each channel.
-var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", Generated: "gn", Link: "ln"}
+var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", "discord": "dc", "matrix": "mx", Generated: "gn", Link: "ln"}
 
 const (
 	idRandLen = 12
