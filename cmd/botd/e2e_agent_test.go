@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -235,52 +236,100 @@ func TestAgentAnswersAboutAPhotoEndToEnd(t *testing.T) {
 	}
 }
 
-// Kill botd after the model answered but before the answer reached
-// Telegram; after a restart the answer is delivered exactly once and the
-// model is not asked again.
+// Kill botd while the answer is on its way to Telegram; after a restart
+// it is delivered exactly once.
+//   - In a private chat the answer is shown as drafts while written, so
+//     when the final sendMessage hangs the answer is in the outbox: the
+//     restart delivers it and the model is not asked again.
+//   - In a group the first words go out as the message that grows; when
+//     that sendMessage hangs nothing was answered yet (the outbox is
+//     written after the live message began): the restart asks the model
+//     once more and answers once.
 func TestAgentAnswerSurvivesACrash(t *testing.T) {
 	const answer = "Crash-proof hello."
-	r := newAgentRig(t, "openai", answer)
-	r.proxy.holdMethod("sendMessage")
-	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
-	host.waitLog(t, "botd running")
-	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 1, "@Andy say hello"))
-	testwait.Within(t, 60*time.Second, "r.proxy.held() > 0", func() bool { return r.proxy.held() > 0 })
-	host.kill()
-	calls := len(r.model.Requests())
-	if len(r.answers(answer)) != 0 {
-		t.Fatal("the answer reached Telegram before the crash")
-	}
-	r.proxy.release()
+	ann := telegramtest.Person(42, "Ann")
+	for _, tc := range []struct {
+		name      string
+		chat      models.Chat
+		question  string
+		askedMore int // model requests about the question after the restart
+	}{
+		{"private chat, answer in the outbox", telegramtest.Private(ann), "say hello", 0},
+		{"group, live message not begun", telegramtest.Group(-100, "Family"), "@Andy say hello", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newAgentRig(t, "openai", answer)
+			cfg, err := os.ReadFile(filepath.Join(r.dir, "botd.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(r.dir, "botd.yaml"), string(cfg)+
+				`  - {folder: ann, name: Ann, chat: "telegram:42", requires_trigger: false}`+"\n")
+			sent := func(text string) int {
+				n := 0
+				for _, s := range r.tg.Sent() {
+					if s.Method == "sendMessage" && s.ChatID == tc.chat.ID && strings.Contains(s.Text, text) {
+						n++
+					}
+				}
+				return n
+			}
+			r.proxy.holdMethod("sendMessage")
+			host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+			host.waitLog(t, "botd running")
+			r.tg.Enqueue(telegramtest.Text(tc.chat, ann, 1, tc.question))
+			testwait.Within(t, 60*time.Second, "r.proxy.held() > 0", func() bool { return r.proxy.held() > 0 })
+			host.kill()
+			calls := len(r.model.Requests())
+			if sent(answer) != 0 {
+				t.Fatal("the answer reached Telegram before the crash")
+			}
+			r.proxy.release()
 
-	host2 := startBotd(t, r.dir, "run", "--config", "botd.yaml")
-	host2.waitLog(t, "botd running")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("telegram saw: %v; sendMessage calls %d", r.tg.Sent(), r.tg.Calls("sendMessage"))
-		}
-	})
-	testwait.Within(t, 60*time.Second, "len(r.answers(answer)) > 0", func() bool { return len(r.answers(answer)) > 0 })
-	// Instead of waiting "long enough" for a wrong second delivery, ask a
-	// marker question and wait for its answer: the group's runs are
-	// serial and each first delivers what the outbox owes, so a resend or
-	// a second run for "say hello" would have happened before it.
-	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 2, "@Andy "+markerQuestion))
-	testwait.Within(t, 60*time.Second, "len(r.answers(markerAnswer)) > 0", func() bool { return len(r.answers(markerAnswer)) > 0 })
-	if n := len(r.answers(answer)); n != 1 {
-		t.Errorf("answer delivered %d times, want 1", n)
+			host2 := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+			host2.waitLog(t, "botd running")
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("telegram saw: %v; sendMessage calls %d", r.tg.Sent(), r.tg.Calls("sendMessage"))
+				}
+			})
+			testwait.Within(t, 60*time.Second, "the answer sent", func() bool { return sent(answer) > 0 })
+			// Instead of waiting "long enough" for a wrong second delivery,
+			// ask a marker question and wait for its answer: the chat's
+			// runs are serial and each first delivers what the outbox
+			// owes, so a resend or another run for the question would
+			// have happened before it.
+			marker := markerQuestion
+			if tc.chat.ID < 0 {
+				marker = "@Andy " + marker
+			}
+			r.tg.Enqueue(telegramtest.Text(tc.chat, ann, 2, marker))
+			testwait.Within(t, 60*time.Second, "the marker answered", func() bool { return sent(markerAnswer) > 0 })
+			if n := sent(answer); n != 1 {
+				t.Errorf("answer delivered %d times, want 1", n)
+			}
+			if n := sent(markerAnswer); n != 1 {
+				t.Errorf("marker answered %d times, want 1", n)
+			}
+			// The marker's run sees only messages past the cursor: the
+			// question in it would mean the delivered answer did not move
+			// the cursor.
+			asked := 0
+			for _, req := range r.model.Requests()[calls:] {
+				conv := req[strings.Index(req, "<messages"):]
+				switch {
+				case !strings.Contains(conv, markerQuestion):
+					asked++
+				case strings.Contains(conv, tc.question+"</message>"):
+					t.Errorf("the marker's run was asked the answered question again:\n%.600s", conv)
+				}
+			}
+			if asked != tc.askedMore {
+				t.Errorf("after the restart the model was asked the question %d times, want %d", asked, tc.askedMore)
+			}
+			host2.stop(t)
+		})
 	}
-	// The marker's run sees only messages past the cursor: "say hello"
-	// in it would mean the delivered answer did not move the cursor.
-	for _, req := range r.model.Requests()[calls:] {
-		if !strings.Contains(req, markerQuestion) || strings.Contains(req, "say hello") {
-			t.Errorf("model asked again about the answered question after the restart:\n%.400s", req)
-		}
-	}
-	if n := len(r.answers(markerAnswer)); n != 1 {
-		t.Errorf("marker answered %d times, want 1", n)
-	}
-	host2.stop(t)
 }
 
 // A photo whose caption starts with the trigger is a question about that

@@ -151,7 +151,7 @@ func TestSlackThreadQuestionAboutAnOldImage(t *testing.T) {
 	host.waitLog(t, "botd running")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("slack posts: %+v", fake.Posts())
+			t.Logf("slack calls: %+v", fake.Log())
 			for i, r := range model.Requests() {
 				t.Logf("model request %d:\n%.4000s", i, r)
 			}
@@ -167,11 +167,13 @@ func TestSlackThreadQuestionAboutAnOldImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	answered := func() []slackfake.Post {
-		var out []slackfake.Post
-		for _, p := range fake.Posts() {
-			if strings.Contains(p.Text, answer) {
-				out = append(out, p)
+	// The answer grows in the thread (a stream, or a posted message
+	// edited), so it is read from the thread as it shows now.
+	answered := func() []slackfake.Message {
+		var out []slackfake.Message
+		for _, m := range fake.Thread(channel, rootTS) {
+			if strings.Contains(m.Text, answer) && !m.Streaming {
+				out = append(out, m)
 			}
 		}
 		return out

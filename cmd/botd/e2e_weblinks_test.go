@@ -16,6 +16,7 @@ import (
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/doctext/doctexttest"
+	"github.com/botd-dev/botd/format"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/websearch"
 	"github.com/botd-dev/botd/websearch/searchtest"
@@ -196,11 +197,14 @@ func TestLinksAndSearchEndToEnd(t *testing.T) {
 		before, sent := len(model.snapshot()), len(tg.Sent())
 		say(carol, text)
 		var got string
+		// The answer is one message (grown by edits while written), in
+		// Telegram's HTML: what it shows is what counts.
 		testwait.Within(t, 60*time.Second, "the answer to "+text, func() bool {
 			for _, s := range tg.Sent()[sent:] {
 				if s.Method == "sendMessage" {
-					got = s.Text
-					return true
+					html, _, _ := tg.Shown(s.ChatID, s.MessageID)
+					got, _ = format.TelegramText(html)
+					return strings.Contains(got, want)
 				}
 			}
 			return false
