@@ -84,3 +84,57 @@ func TestXLSXNumberFormats(t *testing.T) {
 		t.Errorf("1904 system: %q", got)
 	}
 }
+
+func TestODSValueTypes(t *testing.T) {
+	cell := func(attrs, text string) string {
+		if text != "" {
+			text = "<text:p>" + doctexttest.X(text) + "</text:p>"
+		}
+		return `<table:table-cell ` + attrs + `>` + text + `</table:table-cell>`
+	}
+	ns := `xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" ` +
+		`xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:calcext="urn:org:documentfoundation:names:experimental:calc:xmlns:calcext:1.0"`
+	rows := [][]string{
+		{ // LibreOffice: the text is the value as shown
+			cell(`office:value-type="date" office:date-value="1947-01-08" calcext:value-type="date"`, "08/01/47"),
+			cell(`office:value-type="percentage" office:value="0.125"`, "12.50%"),
+			cell(`office:value-type="currency" office:currency="EUR" office:value="3.5"`, "3,50 €"),
+			cell(`office:value-type="boolean" office:boolean-value="true"`, "TRUE"),
+		},
+		{ // writers that leave the text out, or write 1/0 for a boolean
+			cell(`office:value-type="date" office:date-value="1947-01-08"`, ""),
+			cell(`office:value-type="date" office:date-value="2024-03-01T14:30:00"`, ""),
+			cell(`office:value-type="time" office:time-value="PT12H30M05S"`, ""),
+			cell(`office:value-type="percentage" office:value="0.125"`, ""),
+			cell(`office:value-type="currency" office:currency="USD" office:value="1234.5"`, ""),
+			cell(`office:value-type="boolean" office:boolean-value="false"`, "0"),
+			cell(`office:value-type="boolean" office:boolean-value="true"`, "1"),
+		},
+		{ // float noise written as the text; a float without text
+			cell(`office:value-type="float" office:value="1.0999999999999996"`, "1.0999999999999996"),
+			cell(`office:value-type="float" office:value="0.30000000000000004"`, ""),
+			cell(`office:value-type="float" office:value="2.5"`, "2.50"),
+			cell(`office:value-type="string"`, "plain"),
+		},
+	}
+	var b strings.Builder
+	b.WriteString(`<office:spreadsheet><table:table table:name="Types">`)
+	for _, r := range rows {
+		b.WriteString("<table:table-row>" + strings.Join(r, "") + "</table:table-row>")
+	}
+	b.WriteString(`</table:table></office:spreadsheet>`)
+	mime := "application/vnd.oasis.opendocument.spreadsheet"
+	data := doctexttest.Zip(doctexttest.File{Name: "mimetype", Body: mime, Store: true},
+		doctexttest.File{Name: "content.xml", Body: `<office:document-content ` + ns + `><office:body>` + b.String() + `</office:body></office:document-content>`})
+	res, err := extract(t, data, "types.ods", "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "## Sheet: Types\n" +
+		"| 08/01/47 | 12.50% | 3,50 € | TRUE |\n" +
+		"| 1947-01-08 | 2024-03-01 14:30:00 | 12:30:05 | 12.5% | 1234.5 USD | FALSE | TRUE |\n" +
+		"| 1.1 | 0.3 | 2.50 | plain |"
+	if got := body(t, res); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
