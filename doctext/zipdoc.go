@@ -32,6 +32,8 @@ type zipDoc struct {
 	ctx context.Context
 	// cut is set when a run of text longer than maxTextRun was cut short.
 	cut bool
+	// depth counts the documents this one is embedded in (see embeds).
+	depth int
 }
 
 // openZip checks the directory's claims before archive/zip reads them:
