@@ -25,7 +25,7 @@ func wordDoc(body, numbering string, embedded map[string][]byte) []byte {
 	rels := `<Relationships ` + relNS + `>`
 	for id, b := range embedded {
 		rels += `<Relationship Id="` + id + `" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/package" Target="embeddings/` + id + `.bin"/>`
-		files = append(files, doctexttest.File{Name: "word/embeddings/" + id + ".bin", Body: string(b), Store: true})
+		files = append(files, doctexttest.File{Name: "word/embeddings/" + id + ".bin", Body: string(b)})
 	}
 	files = append(files, doctexttest.File{Name: "word/_rels/document.xml.rels", Body: rels + `</Relationships>`})
 	return doctexttest.Zip(files...)

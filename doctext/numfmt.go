@@ -745,18 +745,37 @@ func (sec *fmtSection) formatFraction(v float64) string {
 	return b.String()
 }
 
-// bestFraction is the fraction nearest x (0 ≤ x < 1, or more when there
-// is no whole part) with a denominator of at most maxDen.
+// bestFraction is the fraction nearest x ≥ 0 with a denominator of at
+// most maxDen: the best of the continued fraction's convergents and their
+// semiconvergents, in a few steps whatever maxDen is.
 func bestFraction(x float64, maxDen int) (int, int) {
 	maxDen = max(maxDen, 1)
-	bn, bd, best := int(math.Round(x)), 1, math.Abs(x-math.Round(x))
-	for d := 2; d <= maxDen; d++ {
-		n := math.Round(x * float64(d))
-		if e := math.Abs(x - n/float64(d)); e < best-1e-12 {
-			bn, bd, best = int(n), d, e
-		}
+	if x >= 1<<40 || x < 0 {
+		return int(math.Round(x)), 1
 	}
-	return bn, bd
+	// p0/q0 and p1/q1: the last two convergents.
+	p0, q0, p1, q1 := 0, 1, 1, 0
+	r := x
+	for i := 0; i < 64; i++ {
+		a := int(math.Floor(r))
+		if q1 != 0 && a > (maxDen-q0)/q1 {
+			// The next convergent is too fine: the best semiconvergent
+			// within the bound, or the last convergent.
+			k := (maxDen - q0) / q1
+			ps, qs := p0+k*p1, q0+k*q1
+			if math.Abs(x-float64(ps)/float64(qs)) < math.Abs(x-float64(p1)/float64(q1)) {
+				return ps, qs
+			}
+			return p1, q1
+		}
+		p0, q0, p1, q1 = p1, q1, a*p1+p0, a*q1+q0
+		f := r - float64(a)
+		if f < 1e-12 {
+			break
+		}
+		r = 1 / f
+	}
+	return p1, q1
 }
 
 // formatDate shows a serial day (with the time as its fraction).

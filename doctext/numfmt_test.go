@@ -103,3 +103,28 @@ func TestNumFmtDate1904(t *testing.T) {
 		t.Errorf("1904 day 0: %q", got)
 	}
 }
+
+func TestBestFraction(t *testing.T) {
+	cases := []struct {
+		x        float64
+		max      int
+		num, den int
+	}{
+		{0.5, 9, 1, 2}, {0.14159, 99, 14, 99}, {0.14159265, 999, 16, 113}, {0.333, 9, 1, 3},
+		{0.75, 4, 3, 4}, {0, 9, 0, 1}, {0.999, 9, 1, 1}, {0.3, 9, 2, 7},
+	}
+	for _, tc := range cases {
+		// Against the search it replaces.
+		bn, bd, best := 0, 1, tc.x
+		for d := 1; d <= tc.max; d++ {
+			n := int(tc.x*float64(d) + 0.5)
+			if e := tc.x - float64(n)/float64(d); e*e < best*best-1e-18 {
+				bn, bd, best = n, d, max(e, -e)
+			}
+		}
+		n, d := bestFraction(tc.x, tc.max)
+		if n*bd != bn*d || n*tc.den != tc.num*d {
+			t.Errorf("%v (≤%d): got %d/%d, search %d/%d, want %d/%d", tc.x, tc.max, n, d, bn, bd, tc.num, tc.den)
+		}
+	}
+}
