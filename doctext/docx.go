@@ -170,7 +170,7 @@ func (d *doc) docx(p *parts) error {
 	tb := table{lineAround: true}
 	prefix := ""
 	numID, ilvl := "", 0
-	inNumPr, inChange := false, 0
+	inNumPr, inChange, inTabs := false, 0, false
 	return d.walkText(part, p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
@@ -181,8 +181,10 @@ func (d *doc) docx(p *parts) error {
 					err = tb.write(p, prefix)
 					prefix = ""
 				}
+			case "tabs":
+				inTabs = true // tab stops of the paragraph, not tabs in its text
 			case "tab":
-				if e.Name.Space == "w" {
+				if e.Name.Space == "w" && !inTabs {
 					err = tb.write(p, "\t")
 				}
 			case "br", "cr":
@@ -224,6 +226,8 @@ func (d *doc) docx(p *parts) error {
 				inChange = max(0, inChange-1)
 			case "numPr":
 				inNumPr = false
+			case "tabs":
+				inTabs = false
 			case "pPr":
 				// numId 0 takes a paragraph out of the list its style is in.
 				if inChange == 0 && numID != "" && numID != "0" && prefix == "" {

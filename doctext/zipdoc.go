@@ -86,7 +86,9 @@ func (z *zipDoc) kind() (string, error) {
 		b, err := z.readSmall("mimetype", 256)
 		if err == nil {
 			switch strings.TrimSpace(string(b)) {
-			case "application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template":
+			case "application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template",
+				// Writer/Web's and master documents' text is an ODT's
+				"application/vnd.oasis.opendocument.text-web", "application/vnd.oasis.opendocument.text-master":
 				return "odt", z.odfEncrypted()
 			case "application/vnd.oasis.opendocument.spreadsheet", "application/vnd.oasis.opendocument.spreadsheet-template":
 				return "ods", z.odfEncrypted()
