@@ -171,14 +171,30 @@ func (z *zipDoc) readSmall(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
+	// One allocation of the size the entry declares (archive/zip fails
+	// an entry that runs past it), not ReadAll's doublings: a 16 MiB
+	// embedded file would cost twice that.
+	n := min(int64(z.files[name].UncompressedSize64), limit)
+	b := make([]byte, n+1)
+	k, err := io.ReadFull(rc, b)
+	switch {
+	case int64(k) > limit:
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, name, limit)
+	case err == nil:
+		// The entry is longer than it said: read on to the limit, and
+		// let archive/zip's check answer.
+		rest, err := io.ReadAll(io.LimitReader(rc, limit+1-int64(k)))
+		if err != nil {
+			return nil, err
+		}
+		if b = append(b, rest...); int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, name, limit)
+		}
+		return b, nil
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return b[:k], nil
 	}
-	return b, nil
+	return nil, err
 }
 
 // resolve turns a target relative to the part base (as relationships and
