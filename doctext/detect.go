@@ -6,6 +6,14 @@ import (
 	"io"
 )
 
+// Format names the format Extract reads a file of this name and type as,
+// before it looks at the bytes ("pdf", "docx", "html", "csv", "text"…;
+// see Result.Format), or "" when it cannot read it. Supported is
+// Format(name, mime) != "".
+func Format(name, mime string) string {
+	return byName(name, mime)
+}
+
 // detect decides the format: by the bytes for PDF and the zip-based
 // formats (whose MIME type the host often only knows as application/zip),
 // by name and type for the text formats.

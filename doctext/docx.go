@@ -1,7 +1,9 @@
 package doctext
 
 import (
+	"bytes"
 	"encoding/xml"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +21,11 @@ type table struct {
 	// inText is set inside a text run (t) whose characters count; the
 	// format's own walker decides at its start.
 	inText bool
+	// lead, when set, is asked for a paragraph's prefix (a bullet, a
+	// number) at its first text that is not blank: an empty paragraph
+	// neither shows nor counts a number. led says it was asked.
+	lead func() string
+	led  bool
 }
 
 // walkText walks a part of a Word or PowerPoint file: tb follows the
@@ -38,6 +45,14 @@ func (t *table) token(p *parts, tok xml.Token) (handled bool, err error) {
 	switch e := tok.(type) {
 	case xml.CharData:
 		if t.inText {
+			if t.lead != nil && !t.led && len(bytes.TrimSpace(e)) > 0 {
+				t.led = true
+				if pre := t.lead(); pre != "" {
+					if err = t.write(p, pre); err != nil {
+						break
+					}
+				}
+			}
 			err = t.write(p, string(e))
 		}
 	case xml.StartElement:
@@ -143,11 +158,20 @@ func (t *table) write(p *parts, s string) error {
 }
 
 // docx reads word/document.xml: paragraphs (headings marked with #,
-// list items with -), tabs and breaks, tables as rows.
+// list items with their numbers or •), tabs and breaks, tables as rows,
+// and the text of spreadsheets and documents embedded in it.
 func (d *doc) docx(p *parts) error {
+	lists, err := d.wordLists()
+	if err != nil {
+		return err
+	}
+	const part = "word/document.xml"
+	emb := d.embeds(part)
 	tb := table{lineAround: true}
 	prefix := ""
-	return d.walkText("word/document.xml", p, &tb, func(t xml.Token) (err error) {
+	numID, ilvl := "", 0
+	inNumPr, inChange, inTabs := false, 0, false
+	return d.walkText(part, p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
 			switch e.Name.Local {
@@ -157,8 +181,10 @@ func (d *doc) docx(p *parts) error {
 					err = tb.write(p, prefix)
 					prefix = ""
 				}
+			case "tabs":
+				inTabs = true // tab stops of the paragraph, not tabs in its text
 			case "tab":
-				if e.Name.Space == "w" {
+				if e.Name.Space == "w" && !inTabs {
 					err = tb.write(p, "\t")
 				}
 			case "br", "cr":
@@ -171,16 +197,42 @@ func (d *doc) docx(p *parts) error {
 				} else if strings.EqualFold(v, "Title") {
 					prefix = "# "
 				}
+			case "pPrChange", "numberingChange":
+				inChange++ // what the paragraph was before a tracked change
 			case "numPr":
-				if prefix == "" {
-					prefix = "- "
+				inNumPr = inChange == 0
+			case "numId":
+				if inNumPr {
+					numID = attr(e, "val")
+				}
+			case "ilvl":
+				if inNumPr {
+					ilvl, _ = strconv.Atoi(attr(e, "val"))
 				}
 			case "p":
-				prefix = ""
+				prefix, numID, ilvl = "", "", 0
+			case "OLEObject":
+				if tb.depth == 0 {
+					err = emb.read(p, attrNS(e, "r", "id"))
+				}
 			}
 		case xml.EndElement:
-			if e.Name.Local == "p" && e.Name.Space == "w" {
-				err = tb.endPara(p)
+			switch e.Name.Local {
+			case "p":
+				if e.Name.Space == "w" {
+					err = tb.endPara(p)
+				}
+			case "pPrChange", "numberingChange":
+				inChange = max(0, inChange-1)
+			case "numPr":
+				inNumPr = false
+			case "tabs":
+				inTabs = false
+			case "pPr":
+				// numId 0 takes a paragraph out of the list its style is in.
+				if inChange == 0 && numID != "" && numID != "0" && prefix == "" {
+					prefix = lists.label(numID, ilvl)
+				}
 			}
 		}
 		return err

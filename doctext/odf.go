@@ -2,6 +2,8 @@ package doctext
 
 import (
 	"encoding/xml"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -21,6 +23,7 @@ func (d *doc) odf(p *parts) error {
 		cellRep   int
 		pending   int // empty cells waiting for a non-empty one after them
 		listDepth int
+		cell      odfCell // the value of the cell being read
 	)
 	write := func(s string) error {
 		if !inBody || skip > 0 {
@@ -54,6 +57,10 @@ func (d *doc) odf(p *parts) error {
 			case "table-cell", "covered-table-cell":
 				cellRep = repeat(attr(e, "number-columns-repeated"))
 				tb.startCell()
+				if tb.depth == 1 {
+					cell = odfCell{typ: attr(e, "value-type"), value: attr(e, "value"), date: attr(e, "date-value"),
+						time: attr(e, "time-value"), boolean: attr(e, "boolean-value"), currency: attr(e, "currency")}
+				}
 			case "h":
 				if tb.depth == 0 {
 					lvl, _ := strconv.Atoi(attr(e, "outline-level"))
@@ -88,6 +95,10 @@ func (d *doc) odf(p *parts) error {
 			case "table-cell", "covered-table-cell":
 				if tb.depth != 1 {
 					break
+				}
+				if v, ok := cell.text(tb.cell.String()); ok {
+					tb.cell.Reset()
+					tb.cell.WriteString(v)
 				}
 				tb.endCell()
 				// A repeated cell is written as often as it repeats, up to a
@@ -147,4 +158,92 @@ func repeat(s string) int {
 		return 1
 	}
 	return min(n, 1<<20)
+}
+
+// odfCell is a spreadsheet cell's typed value, from its attributes. The
+// text of the cell (text:p) is the value as the program that wrote it
+// showed it, formats applied; the attributes speak when it is missing,
+// and a boolean is TRUE or FALSE whatever its text says.
+type odfCell struct {
+	typ, value, date, time, boolean, currency string
+}
+
+// text is what replaces the cell's text, if anything.
+func (c odfCell) text(shown string) (string, bool) {
+	shown = strings.TrimSpace(shown)
+	if c.typ == "boolean" {
+		switch strings.ToLower(strings.TrimSpace(c.boolean)) {
+		case "true", "1":
+			return "TRUE", true
+		case "false", "0":
+			return "FALSE", true
+		}
+		return "", false
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(c.value), 64)
+	numeric := err == nil
+	if shown != "" {
+		// A producer that wrote the raw binary value as the text
+		// (1.0999999999999996) meant the number.
+		if numeric && c.typ == "float" && shown == strings.TrimSpace(c.value) {
+			return generalNumber(v), true
+		}
+		return "", false
+	}
+	switch c.typ {
+	case "float":
+		if numeric {
+			return generalNumber(v), true
+		}
+	case "percentage":
+		if numeric {
+			return generalNumber(v*100) + "%", true
+		}
+	case "currency":
+		if numeric {
+			return strings.TrimSpace(generalNumber(v) + " " + c.currency), true
+		}
+	case "date":
+		if d := strings.TrimSpace(c.date); d != "" {
+			d = strings.TrimSuffix(strings.Replace(d, "T", " ", 1), " 00:00:00")
+			return d, true
+		}
+	case "time":
+		if t, ok := isoDuration(c.time); ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// isoDuration turns an ODF time value (PT12H30M00S) into 12:30:00.
+func isoDuration(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	rest, ok := strings.CutPrefix(s, "PT")
+	if !ok || len(rest) > 64 {
+		return "", false
+	}
+	var h, m int
+	var sec float64
+	for rest != "" {
+		i := strings.IndexAny(rest, "HMS")
+		if i <= 0 {
+			return "", false
+		}
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || n < 0 || n > 1e7 {
+			return "", false
+		}
+		switch rest[i] {
+		case 'H':
+			h = int(n)
+		case 'M':
+			m = int(n)
+		case 'S':
+			sec = n
+		}
+		rest = rest[i+1:]
+	}
+	total := int(math.Round(sec)) + m*60 + h*3600
+	return fmt.Sprintf("%02d:%02d:%02d", total/3600, total/60%60, total%60), true
 }

@@ -2,7 +2,6 @@ package doctext
 
 import (
 	"encoding/xml"
-	"fmt"
 	"path"
 	"sort"
 	"strconv"
@@ -18,7 +17,10 @@ func (d *doc) pptx() (Result, error) {
 		return Result{}, err
 	}
 	if len(slides) == 0 {
-		return Result{}, fmt.Errorf("%w: a presentation without slides", ErrCorrupt)
+		// A deck saved before its first slide was made is a deck, not
+		// a damaged file.
+		return Result{Format: d.format, Unit: "slide", Shown: "",
+			Text: wrap(d.name, d.mime, []string{"slides", "0"}, "", []string{"The presentation has no slides."})}, nil
 	}
 	res, _, err := d.paged(len(slides), "slide", func(i, budget int) (unitText, error) {
 		p := newParts(budget, 1)
@@ -68,9 +70,15 @@ func (d *doc) slideParts() ([]string, error) {
 	return out, nil
 }
 
-// slideText reads one slide: its paragraphs, and tables as rows.
+// slideText reads one slide: its paragraphs (numbered and bulleted as
+// the slide says), tables as rows, and the text of objects embedded in it.
 func (d *doc) slideText(p *parts, part string) error {
 	var tb table
+	var lists slideLists
+	emb := d.embeds(part)
+	// The paragraph's bullet, from its a:pPr; counted at its first text.
+	lvl, kind, typ, start := 0, "", "", 1
+	tb.lead = func() string { return lists.label(lvl, kind, typ, start) }
 	return d.walkText(part, p, &tb, func(t xml.Token) (err error) {
 		switch e := t.(type) {
 		case xml.StartElement:
@@ -79,6 +87,28 @@ func (d *doc) slideText(p *parts, part string) error {
 				tb.inText = true
 			case "br":
 				err = tb.write(p, "\n")
+			case "txBody":
+				lists = slideLists{}
+			case "p":
+				lvl, kind, typ, start = 0, "", "", 1
+				tb.led = false
+			case "pPr":
+				if e.Name.Space == "a" {
+					lvl, _ = strconv.Atoi(attr(e, "lvl"))
+				}
+			case "buAutoNum":
+				kind, typ = "auto", attr(e, "type")
+				if n, err := strconv.Atoi(attr(e, "startAt")); err == nil && n >= 1 && n < 1<<16 {
+					start = n
+				}
+			case "buChar", "buBlip":
+				kind = "char"
+			case "buNone":
+				kind = ""
+			case "oleObj":
+				if tb.depth == 0 {
+					err = emb.read(p, attrNS(e, "r", "id"))
+				}
 			}
 		case xml.EndElement:
 			if e.Name.Local == "p" {

@@ -32,6 +32,8 @@ type zipDoc struct {
 	ctx context.Context
 	// cut is set when a run of text longer than maxTextRun was cut short.
 	cut bool
+	// depth counts the documents this one is embedded in (see embeds).
+	depth int
 }
 
 // openZip checks the directory's claims before archive/zip reads them:
@@ -84,7 +86,9 @@ func (z *zipDoc) kind() (string, error) {
 		b, err := z.readSmall("mimetype", 256)
 		if err == nil {
 			switch strings.TrimSpace(string(b)) {
-			case "application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template":
+			case "application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.text-template",
+				// Writer/Web's and master documents' text is an ODT's
+				"application/vnd.oasis.opendocument.text-web", "application/vnd.oasis.opendocument.text-master":
 				return "odt", z.odfEncrypted()
 			case "application/vnd.oasis.opendocument.spreadsheet", "application/vnd.oasis.opendocument.spreadsheet-template":
 				return "ods", z.odfEncrypted()
@@ -167,14 +171,30 @@ func (z *zipDoc) readSmall(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
+	// One allocation of the size the entry declares (archive/zip fails
+	// an entry that runs past it), not ReadAll's doublings: a 16 MiB
+	// embedded file would cost twice that.
+	n := min(int64(z.files[name].UncompressedSize64), limit)
+	b := make([]byte, n+1)
+	k, err := io.ReadFull(rc, b)
+	switch {
+	case int64(k) > limit:
 		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, name, limit)
+	case err == nil:
+		// The entry is longer than it said: read on to the limit, and
+		// let archive/zip's check answer.
+		rest, err := io.ReadAll(io.LimitReader(rc, limit+1-int64(k)))
+		if err != nil {
+			return nil, err
+		}
+		if b = append(b, rest...); int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, name, limit)
+		}
+		return b, nil
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return b[:k], nil
 	}
-	return b, nil
+	return nil, err
 }
 
 // resolve turns a target relative to the part base (as relationships and

@@ -120,10 +120,20 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages
 }
 
 // readAsText reports documents the model gets as text: PDFs, office and
-// e-book formats, and text too long to attach whole.
+// e-book formats, HTML and CSV whatever their size (markup and separators
+// are the model's to wade through otherwise, and a page's scripts and
+// styles cost tokens and say nothing), and other text too long to attach
+// whole.
 func readAsText(m *mediaInfo, inlineMax int64) bool {
-	if !doctext.Supported(m.res.Name, m.mime) && !doctext.Supported(m.rel, m.mime) {
+	format := doctext.Format(m.res.Name, m.mime)
+	if format == "" {
+		format = doctext.Format(m.rel, m.mime)
+	}
+	switch format {
+	case "":
 		return false
+	case "html", "csv":
+		return true
 	}
 	return !isTextMIME(m.mime) || m.size > inlineMax
 }

@@ -193,7 +193,12 @@ func TestFetchDocuments(t *testing.T) {
 		wantNote string
 	}{
 		{"pdf", "Document", "application/pdf", "media/tg_PdfDocument1_report.pdf", pdf, "blob", "embedded resource"},
-		{"csv", "Document", "text/csv; charset=utf-8", "media/tg_CsvDocument1_sums.csv", text, "text", "embedded resource"},
+		// CSV and HTML of any size are read as text: a table, a page
+		// without its markup. Other small text comes whole, as it is.
+		{"csv", "Document", "text/csv; charset=utf-8", "media/tg_CsvDocument1_sums.csv", text, "", "<document name=\"tg_CsvDocument1_sums.csv\" mime=\"text/csv\">\n| name | amount |\n| Alice | 3 |\n| Bob | 4 |\n</document>"},
+		{"html", "Document", "text/html", "media/tg_HtmlDocument_page.html", []byte("<html><head><title>Minutes</title><style>p{color:red}</style></head><body><h1>Budget</h1><p>Approved &amp; signed.</p><script>track()</script></body></html>"),
+			"", "<document name=\"tg_HtmlDocument_page.html\" mime=\"text/html\">\n# Minutes\n# Budget\nApproved &amp; signed.\n</document>"},
+		{"plain text", "Document", "text/plain", "media/tg_TxtDocument1_notes.txt", text, "text", "embedded resource"},
 		{"pdf over the limit", "Document", "application/pdf", "media/tg_PdfDocument2_big.pdf", bigPDF, "", ""},
 		{"voice", "Voice", "audio/ogg", "media/tg_VoiceNote01.ogg", []byte("OggS\x00\x02voice"), "", ""},
 		{"video", "Video", "video/mp4", "media/tg_VideoClip01.mp4", []byte("\x00\x00\x00\x18ftypmp42"), "", ""},
@@ -243,7 +248,7 @@ func TestFetchDocuments(t *testing.T) {
 				if !ok {
 					t.Fatalf("resource is %T, want text", emb[0].Resource)
 				}
-				if r.Text != string(tc.data) || r.MIMEType != "text/csv" {
+				if r.Text != string(tc.data) || r.MIMEType != tc.mime {
 					t.Errorf("text resource %q %s", r.Text, r.MIMEType)
 				}
 			}

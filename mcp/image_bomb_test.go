@@ -233,22 +233,24 @@ func TestFetchImageBombs(t *testing.T) {
 // TestFetchActiveContentIsPlainText: SVG and HTML can carry scripts, and
 // MCP clients render some types (MCP-UI renders text/html and
 // text/uri-list resources). What a stranger sent reaches the client as
-// plain text or not at all, never under a type that renders.
+// plain text or not at all, never under a type that renders; HTML comes
+// as the text of the page, its scripts left out.
 func TestFetchActiveContentIsPlainText(t *testing.T) {
 	svg := `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(document.cookie)</script><rect width="10" height="10"/></svg>`
 	tests := []struct {
 		name, mime, rel string
 		data            string
 		wantText        bool // the source comes along as a text/plain resource
+		wantDoc         bool // the text of the page, without its script
 	}{
-		{"svg", "image/svg+xml", "media/tg_SvgDrawing01.svg", svg, true},
-		{"svg with xml prolog", "text/xml", "media/tg_SvgDrawing02.svg", `<?xml version="1.0"?>` + svg, true},
-		{"svg declared as png", "image/svg+xml", "media/tg_SvgDrawing03.png", svg, true},
-		{"svg not utf-8", "image/svg+xml", "media/tg_SvgDrawing04.svg", strings.Replace(svg, "rect", "r\xe9ct", 1), false},
-		{"html", "text/html", "media/tg_HtmlPage0001.html.txt", "<html><body><script>alert(1)</script></body></html>", true},
-		{"xhtml", "application/xhtml+xml", "media/tg_XhtmlPage001.bin", "<html xmlns=\"http://www.w3.org/1999/xhtml\"><script>alert(1)</script></html>", true},
-		{"uri list", "text/uri-list", "media/tg_UriList00001.bin", "https://example.com/phish\n", true},
-		{"html not utf-8", "text/html", "media/tg_HtmlPage0002.html.txt", "<html><script>alert('\xe9')</script></html>", false},
+		{"svg", "image/svg+xml", "media/tg_SvgDrawing01.svg", svg, true, false},
+		{"svg with xml prolog", "text/xml", "media/tg_SvgDrawing02.svg", `<?xml version="1.0"?>` + svg, true, false},
+		{"svg declared as png", "image/svg+xml", "media/tg_SvgDrawing03.png", svg, true, false},
+		{"svg not utf-8", "image/svg+xml", "media/tg_SvgDrawing04.svg", strings.Replace(svg, "rect", "r\xe9ct", 1), false, false},
+		{"html", "text/html", "media/tg_HtmlPage0001.html.txt", "<html><body><script>alert(1)</script>hello</body></html>", false, true},
+		{"xhtml", "application/xhtml+xml", "media/tg_XhtmlPage001.bin", "<html xmlns=\"http://www.w3.org/1999/xhtml\"><script>alert(1)</script>hello</html>", false, true},
+		{"uri list", "text/uri-list", "media/tg_UriList00001.bin", "https://example.com/phish\n", true, false},
+		{"html not utf-8", "text/html", "media/tg_HtmlPage0002.html.txt", "<html><script>alert('\xe9')</script>caf\xe9</html>", false, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,6 +279,10 @@ func TestFetchActiveContentIsPlainText(t *testing.T) {
 				default:
 					t.Errorf("resource %T", e.Resource)
 				}
+			}
+			if tc.wantDoc && (!strings.Contains(texts[0], "<document ") || !strings.Contains(texts[0], "caf") && !strings.Contains(texts[0], "hello") ||
+				strings.Contains(texts[0], "alert")) {
+				t.Errorf("want the page's text without its script:\n%s", texts[0])
 			}
 			if tc.wantText {
 				if len(emb) != 1 {
