@@ -208,3 +208,12 @@ func IsUnique(err error) bool {
 	}
 	return false
 }
+
+// ParseDSN reports whether dsn is a connection string pgx accepts,
+// without dialling; the error never repeats a password.
+func ParseDSN(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("not a Postgres connection string: %w", err)
+	}
+	return nil
+}
