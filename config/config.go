@@ -37,18 +37,18 @@ import (
 type Duration = settings.Duration
 
 type Config struct {
-	AssistantName string           `yaml:"assistant_name"`
-	DataDir       string           `yaml:"data_dir"`
-	GroupsDir     string           `yaml:"groups_dir"`
-	LogLevel      string           `yaml:"log_level"`
+	AssistantName string `yaml:"assistant_name"`
+	DataDir       string `yaml:"data_dir"`
+	GroupsDir     string `yaml:"groups_dir"`
+	LogLevel      string `yaml:"log_level"`
 	// Database is where botd's tables live (package store owns it).
-	Database store.Config `yaml:"database"`
-	Media         media.Config     `yaml:"media"`
-	Channels      Channels         `yaml:"channels"`
-	LLM           providers.Config `yaml:"llm"`
-	Agent         agent.Config     `yaml:"agent"`
-	MCP           mcp.Config       `yaml:"mcp"`
-	Groups        []Group          `yaml:"groups"`
+	Database store.Config     `yaml:"database"`
+	Media    media.Config     `yaml:"media"`
+	Channels Channels         `yaml:"channels"`
+	LLM      providers.Config `yaml:"llm"`
+	Agent    agent.Config     `yaml:"agent"`
+	MCP      mcp.Config       `yaml:"mcp"`
+	Groups   []Group          `yaml:"groups"`
 	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
 	Timezone  string           `yaml:"timezone"`
 	Scheduler scheduler.Config `yaml:"scheduler"`
