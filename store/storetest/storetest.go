@@ -57,3 +57,12 @@ func EachB(b *testing.B, bench func(b *testing.B, c store.Config)) {
 		b.Run(string(d), func(b *testing.B) { bench(b, Config(b, d)) })
 	}
 }
+
+// EachDialect runs test once per driver, for tests that make their
+// databases themselves (Config, several per test).
+func EachDialect(t *testing.T, test func(t *testing.T, d sqldialect.Dialect)) {
+	t.Helper()
+	for _, d := range Drivers {
+		t.Run(string(d), func(t *testing.T) { test(t, d) })
+	}
+}
