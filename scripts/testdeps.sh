@@ -7,6 +7,8 @@
 #   chromium (the browser tests)          apt-get, when root with apt
 #   ffmpeg, ffprobe, pdftoppm (the tests  apt-get, when root with apt
 #     of the boxed converters)
+#   initdb, postgres (the tests on         apt-get, when root with apt
+#     Postgres, internal/pgtest)
 #
 # BOTD_SKIP_BROWSER=1 leaves Chromium out (the browser tests then skip).
 set -euo pipefail
@@ -32,6 +34,11 @@ missing=()
 for prog in "${!pkg[@]}"; do
 	command -v "$prog" >/dev/null || missing+=("${pkg[$prog]}")
 done
+# Debian keeps the server's programs off PATH, in /usr/lib/postgresql/<major>/bin
+# (internal/pgtest looks there too).
+if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	missing+=(postgresql)
+fi
 ((${#missing[@]})) || exit 0
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 cmd="apt-get install -y ${missing[*]}"
