@@ -212,13 +212,17 @@ type harness struct {
 // channels and an in-process botd MCP server per run. mod adjusts options.
 func newHarness(t testing.TB, f *fakeLLM, mod func(*Options)) *harness {
 	t.Helper()
-	return newHarnessOn(t, store.Config{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "botd.db")}, f, mod)
+	return newHarnessOn(t, store.Config{Driver: "sqlite"}, f, mod)
 }
 
-// newHarnessOn is newHarness over the database db names.
+// newHarnessOn is newHarness over the database db names; an SQLite one
+// without a DSN is botd.db in the harness's folder, as botd keeps it.
 func newHarnessOn(t testing.TB, db store.Config, f *fakeLLM, mod func(*Options)) *harness {
 	t.Helper()
 	dir := t.TempDir()
+	if db.Driver == "sqlite" && db.DSN == "" {
+		db.DSN = filepath.Join(dir, "botd.db")
+	}
 	st := storetest.Open(t, db)
 	var err error
 	h := &harness{t: t, st: st, groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram"), sl: chantest.New("slack"),
