@@ -11,10 +11,10 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/botd ./cmd/botd
 
 # testdeps installs what the tests run besides Go (versitygw into .tools/bin,
-# Chromium, ffmpeg and poppler through apt) or stops naming the command.
-# The S3 tests are required here: they fail rather than skip.
+# Chromium, ffmpeg, poppler and postgresql through apt) or stops naming the command.
+# The S3 and Postgres tests are required here: they fail rather than skip.
 test: testdeps
-	PATH="$(CURDIR)/.tools/bin:$$PATH" BOTD_REQUIRE_S3=1 $(GO) test -race -timeout 20m ./...
+	PATH="$(CURDIR)/.tools/bin:$$PATH" BOTD_REQUIRE_S3=1 BOTD_REQUIRE_PG=1 $(GO) test -race -timeout 20m ./...
 
 testdeps:
 	@GO=$(GO) scripts/testdeps.sh

@@ -68,7 +68,8 @@ func CachedDescribe(d Describe, db *sql.DB, model string) Describe {
 		if err != nil {
 			return "", err
 		}
-		db.ExecContext(context.WithoutCancel(ctx), `INSERT OR REPLACE INTO media_descriptions(sha256, model, text, created) VALUES (?, ?, ?, ?)`,
+		db.ExecContext(context.WithoutCancel(ctx), `INSERT INTO media_descriptions(sha256, model, text, created) VALUES (?, ?, ?, ?)
+			ON CONFLICT(sha256, model) DO UPDATE SET text = excluded.text, created = excluded.created`,
 			sum, model, text, time.Now().UnixMilli())
 		return text, nil
 	}

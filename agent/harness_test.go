@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/botd-dev/botd/store/storetest"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -210,12 +212,19 @@ type harness struct {
 // channels and an in-process botd MCP server per run. mod adjusts options.
 func newHarness(t testing.TB, f *fakeLLM, mod func(*Options)) *harness {
 	t.Helper()
+	return newHarnessOn(t, store.Config{Driver: "sqlite"}, f, mod)
+}
+
+// newHarnessOn is newHarness over the database db names; an SQLite one
+// without a DSN is botd.db in the harness's folder, as botd keeps it.
+func newHarnessOn(t testing.TB, db store.Config, f *fakeLLM, mod func(*Options)) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
-	if err != nil {
-		t.Fatal(err)
+	if db.Driver == "sqlite" && db.DSN == "" {
+		db.DSN = filepath.Join(dir, "botd.db")
 	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, db)
+	var err error
 	h := &harness{t: t, st: st, groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram"), sl: chantest.New("slack"),
 		llm: f, hosts: map[string]*fakeHost{}, media: map[string]fakeMedia{}}
 	h.gs, err = groups.NewSet("Andy", defaultGroups())

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/botd-dev/botd/store/storetest"
+
 	"context"
 	"fmt"
 	"image/color"
@@ -216,9 +218,11 @@ func TestMediaNotesAreEscaped(t *testing.T) {
 // messages over the last day: the window of handled messages (26-50), ten
 // new ones, their quotes and the notes on the refs they mention, then the
 // prompt XML. Under the token budget, as most runs are.
-func BenchmarkContext10k(b *testing.B) {
+func BenchmarkContext10k(b *testing.B) { storetest.EachB(b, benchmarkContext10k) }
+
+func benchmarkContext10k(b *testing.B, db store.Config) {
 	now := time.Date(2025, 3, 2, 12, 0, 0, 0, time.UTC)
-	h := newHarness(b, newFakeLLM(nil), func(o *Options) {
+	h := newHarnessOn(b, db, newFakeLLM(nil), func(o *Options) {
 		o.Now = func() time.Time { return now }
 		o.ContextTokens = 1 << 20
 	})

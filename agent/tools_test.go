@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/botd-dev/botd/store/storetest"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 		serveFakeMCP()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(storetest.Main(m))
 }
 
 // serveFakeMCP exposes whoami (its argv and one env var), echo and a tool

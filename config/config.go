@@ -28,6 +28,7 @@ import (
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/scheduler"
+	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/webfetch"
 	"github.com/botd-dev/botd/websearch"
 )
@@ -36,16 +37,18 @@ import (
 type Duration = settings.Duration
 
 type Config struct {
-	AssistantName string           `yaml:"assistant_name"`
-	DataDir       string           `yaml:"data_dir"`
-	GroupsDir     string           `yaml:"groups_dir"`
-	LogLevel      string           `yaml:"log_level"`
-	Media         media.Config     `yaml:"media"`
-	Channels      Channels         `yaml:"channels"`
-	LLM           providers.Config `yaml:"llm"`
-	Agent         agent.Config     `yaml:"agent"`
-	MCP           mcp.Config       `yaml:"mcp"`
-	Groups        []Group          `yaml:"groups"`
+	AssistantName string `yaml:"assistant_name"`
+	DataDir       string `yaml:"data_dir"`
+	GroupsDir     string `yaml:"groups_dir"`
+	LogLevel      string `yaml:"log_level"`
+	// Database is where botd's tables live (package store owns it).
+	Database store.Config     `yaml:"database"`
+	Media    media.Config     `yaml:"media"`
+	Channels Channels         `yaml:"channels"`
+	LLM      providers.Config `yaml:"llm"`
+	Agent    agent.Config     `yaml:"agent"`
+	MCP      mcp.Config       `yaml:"mcp"`
+	Groups   []Group          `yaml:"groups"`
 	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
 	Timezone  string           `yaml:"timezone"`
 	Scheduler scheduler.Config `yaml:"scheduler"`
@@ -85,6 +88,7 @@ func Defaults() *Config {
 		DataDir:       "./data",
 		GroupsDir:     "./groups",
 		LogLevel:      "info",
+		Database:      store.DefaultConfig(),
 		Media:         media.DefaultConfig(),
 		Channels: Channels{
 			Telegram: telegram.DefaultConfig(),
@@ -125,7 +129,11 @@ func Load(path string) (*Config, error) {
 // Desktop starts `botd mcp` from its own working directory, and it must
 // find the same data/ipc folder as `botd run`.
 func (c *Config) resolvePaths(base string) {
-	for _, p := range []*string{&c.DataDir, &c.GroupsDir, &c.Channels.WhatsApp.SessionDB} {
+	paths := []*string{&c.DataDir, &c.GroupsDir, &c.Channels.WhatsApp.SessionDB}
+	if c.Database.Driver == "sqlite" {
+		paths = append(paths, &c.Database.DSN) // a file; a Postgres DSN is not a path
+	}
+	for _, p := range paths {
 		if *p != "" && !filepath.IsAbs(*p) {
 			if abs, err := filepath.Abs(filepath.Join(base, *p)); err == nil {
 				*p = abs

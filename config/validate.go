@@ -37,6 +37,7 @@ func (c *Config) Validate() error {
 	}
 	folders := map[string]int{}
 	for _, err := range []error{
+		c.Database.Validate(),
 		c.Media.Validate(providers),
 		c.Channels.Telegram.Validate(),
 		c.Channels.Slack.Validate(),

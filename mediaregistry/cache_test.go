@@ -7,6 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,10 +19,11 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-func openCache(t *testing.T) (*mediaregistry.Cache, string) {
+// openCache opens a cache on a new database of cfg's driver.
+func openCache(t *testing.T, cfg store.Config) (*mediaregistry.Cache, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st := openStore(t, filepath.Join(dir, "botd.db"))
+	st := openStore(t, storetest.Config(t, sqldialect.Dialect(cfg.Driver)))
 	c, err := mediaregistry.OpenCache(filepath.Join(dir, "media"), st.DB, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +42,10 @@ func assertTmpEmpty(t *testing.T, dir string) {
 // A channel that writes into the cache file directly (WhatsApp decrypts in
 // place) is held to the cap by every kind of write, not only Write.
 func TestStoreFileCapHoldsForEveryWrite(t *testing.T) {
+	storetest.Each(t, testStoreFileCapHoldsForEveryWrite)
+}
+
+func testStoreFileCapHoldsForEveryWrite(t *testing.T, db store.Config) {
 	const max = 100
 	tests := []struct {
 		name string
@@ -68,7 +76,7 @@ func TestStoreFileCapHoldsForEveryWrite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, dir := openCache(t)
+			c, dir := openCache(t, db)
 			_, err := c.StoreFile(context.Background(), "wa_x", "", max, tt.fill)
 			if !errors.Is(err, mediaregistry.ErrTooLarge) {
 				t.Fatalf("err = %v, want ErrTooLarge", err)
@@ -85,7 +93,11 @@ func TestStoreFileCapHoldsForEveryWrite(t *testing.T) {
 // truncating (download encrypted, decrypt in place) is what is hashed,
 // sniffed and kept.
 func TestStoreFileKeepsWhatTheChannelLeft(t *testing.T) {
-	c, _ := openCache(t)
+	storetest.Each(t, testStoreFileKeepsWhatTheChannelLeft)
+}
+
+func testStoreFileKeepsWhatTheChannelLeft(t *testing.T, db store.Config) {
+	c, _ := openCache(t, db)
 	want := []byte("%PDF-1.4 final bytes")
 	e, err := c.StoreFile(context.Background(), "wa_y", "application/pdf", 64, func(f mediaregistry.File) error {
 		if _, err := f.Write(bytes.Repeat([]byte{0xAA}, 60)); err != nil { // "ciphertext"
@@ -113,7 +125,11 @@ func TestStoreFileKeepsWhatTheChannelLeft(t *testing.T) {
 }
 
 func TestStoreFileChannelFailureKeepsNothing(t *testing.T) {
-	c, dir := openCache(t)
+	storetest.Each(t, testStoreFileChannelFailureKeepsNothing)
+}
+
+func testStoreFileChannelFailureKeepsNothing(t *testing.T, db store.Config) {
+	c, dir := openCache(t, db)
 	boom := errors.New("network gone")
 	_, err := c.StoreFile(context.Background(), "wa_z", "", 100, func(f mediaregistry.File) error {
 		f.Write([]byte("half"))
@@ -129,6 +145,10 @@ func TestStoreFileChannelFailureKeepsNothing(t *testing.T) {
 // channel declares as a generic type is cached as the document it is,
 // whether it streams in (Store) or is written in place (StoreFile).
 func TestCachedOfficeFileKeepsItsType(t *testing.T) {
+	storetest.Each(t, testCachedOfficeFileKeepsItsType)
+}
+
+func testCachedOfficeFileKeepsItsType(t *testing.T, db store.Config) {
 	const xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
@@ -140,7 +160,7 @@ func TestCachedOfficeFileKeepsItsType(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
-	c, _ := openCache(t)
+	c, _ := openCache(t, db)
 	ctx := context.Background()
 	cases := []struct {
 		name, ref, declared string

@@ -2,7 +2,8 @@ package mediaregistry_test
 
 import (
 	"context"
-	"path/filepath"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
 	"testing"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 
 // What every chat posted per day, and what of it was downloaded: the
 // picture of what lazy fetching saves.
-func TestDaily(t *testing.T) {
+func TestDaily(t *testing.T) { storetest.Each(t, testDaily) }
+
+func testDaily(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	st := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	st := openStore(t, db)
 	reg := mediaregistry.New(st.DB, 0)
 	day1 := time.Date(2026, 11, 20, 23, 30, 0, 0, time.UTC)
 	day2 := day1.Add(time.Hour) // just past midnight UTC

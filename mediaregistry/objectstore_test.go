@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
 	"io"
 	"log/slog"
 	"os"
@@ -174,8 +176,12 @@ func TestLocalStoreRefusesLinks(t *testing.T) {
 // store is down the blob waits (and eviction must keep it), and once it is
 // back the retry uploads it. An evicted copy then comes back from the store.
 func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
+	storetest.Each(t, testCacheUploadsRetriesAndMaterialises)
+}
+
+func testCacheUploadsRetriesAndMaterialises(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	c, dir := openCache(t)
+	c, dir := openCache(t, db)
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
 	c.SetClock(fake.Now)
 	remote := newMemStore()
@@ -242,9 +248,11 @@ func TestCacheUploadsRetriesAndMaterialises(t *testing.T) {
 
 // A store that returns other bytes than the digest names is refused: the
 // local copy is not replaced by them.
-func TestMaterialiseVerifiesDigest(t *testing.T) {
+func TestMaterialiseVerifiesDigest(t *testing.T) { storetest.Each(t, testMaterialiseVerifiesDigest) }
+
+func testMaterialiseVerifiesDigest(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	c, dir := openCache(t)
+	c, dir := openCache(t, db)
 	remote := newMemStore()
 	c.UseStore(remote)
 	data := []byte("the real bytes")

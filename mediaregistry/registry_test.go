@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/store/storetest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,20 +14,21 @@ import (
 	"github.com/botd-dev/botd/store"
 )
 
-func openStore(t testing.TB, path string) *store.Store {
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// openStore opens (migrating) the database c names; again is a restart.
+func openStore(t testing.TB, c store.Config) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Open(t, c)
 }
 
 func TestRegistryScopeExpirySweepAndRestart(t *testing.T) {
+	storetest.Each(t, testRegistryScopeExpirySweepAndRestart)
+}
+
+func testRegistryScopeExpirySweepAndRestart(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "botd.db")
-	s := openStore(t, path)
+	s := openStore(t, db)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	reg := mediaregistry.New(s.DB, 30*time.Minute)
 	reg.SetClock(func() time.Time { return now })
@@ -90,7 +92,7 @@ func TestRegistryScopeExpirySweepAndRestart(t *testing.T) {
 
 	// Restart: close and reopen; the fresh ref is still there.
 	s.Close()
-	s2 := openStore(t, path)
+	s2 := openStore(t, db)
 	reg2 := mediaregistry.New(s2.DB, 30*time.Minute)
 	reg2.SetClock(func() time.Time { return now })
 	if got, err := reg2.Get(ctx, family, fresh.ID); err != nil || got.Kind != mediaregistry.Voice {
@@ -98,9 +100,11 @@ func TestRegistryScopeExpirySweepAndRestart(t *testing.T) {
 	}
 }
 
-func TestListNewestFirstAndFilter(t *testing.T) {
+func TestListNewestFirstAndFilter(t *testing.T) { storetest.Each(t, testListNewestFirstAndFilter) }
+
+func testListNewestFirstAndFilter(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := openStore(t, db)
 	reg := mediaregistry.New(s.DB, time.Hour)
 	base := time.Now()
 	kinds := []mediaregistry.Kind{mediaregistry.Image, mediaregistry.Voice, mediaregistry.Image, mediaregistry.Document}
@@ -127,15 +131,16 @@ func TestListNewestFirstAndFilter(t *testing.T) {
 // BenchmarkRegistry measures registry operations on a database already
 // holding 100k and 1M refs of one group: registering one more, looking one
 // up, listing the newest page, and the database bytes each ref costs.
-func BenchmarkRegistry(b *testing.B) {
+func BenchmarkRegistry(b *testing.B) { storetest.EachB(b, benchmarkRegistry) }
+
+func benchmarkRegistry(b *testing.B, c store.Config) {
 	for _, n := range []int{100_000, 1_000_000} {
 		ctx := context.Background()
-		dir := b.TempDir()
-		s := openStore(b, filepath.Join(dir, "botd.db"))
+		c := storetest.Config(b, sqldialect.Dialect(c.Driver))
+		s := openStore(b, c)
 		reg := mediaregistry.New(s.DB, time.Hour)
 		ids := fill(b, ctx, reg, n)
-		s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-		fi, _ := os.Stat(filepath.Join(dir, "botd.db"))
+		size := dbSize(b, s, c)
 		scope := mediaregistry.Chats{"telegram:-100"}
 		b.Run(fmt.Sprintf("register/%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -143,7 +148,7 @@ func BenchmarkRegistry(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(fi.Size())/float64(n), "dbbytes/ref")
+			b.ReportMetric(float64(size)/float64(n), "dbbytes/ref")
 		})
 		b.Run(fmt.Sprintf("get/%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -161,6 +166,25 @@ func BenchmarkRegistry(b *testing.B) {
 			}
 		})
 	}
+}
+
+// dbSize is the bytes the database takes on disk: the SQLite file after a
+// checkpoint, or what Postgres reports for the database.
+func dbSize(b *testing.B, s *store.Store, c store.Config) int64 {
+	ctx := context.Background()
+	if s.Dialect == sqldialect.Postgres {
+		var n int64
+		if err := s.DB.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	fi, err := os.Stat(c.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
 }
 
 func benchRef(i int) *mediaregistry.MediaReference {
@@ -211,9 +235,11 @@ func BenchmarkPlaceholder(b *testing.B) {
 
 // Without media.ref_ttl a ref lives as long as its network can serve it;
 // with it, every ref lives that long.
-func TestRefLifetimePerChannel(t *testing.T) {
+func TestRefLifetimePerChannel(t *testing.T) { storetest.Each(t, testRefLifetimePerChannel) }
+
+func testRefLifetimePerChannel(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	st := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	st := openStore(t, db)
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	tests := []struct {
 		ttl     time.Duration

@@ -2,7 +2,8 @@ package mediaregistry_test
 
 import (
 	"context"
-	"path/filepath"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,11 @@ import (
 
 // Web refs are refs like any other: their own prefix, a month's life,
 // and placeholders that parse.
-func TestWebRefs(t *testing.T) {
+func TestWebRefs(t *testing.T) { storetest.Each(t, testWebRefs) }
+
+func testWebRefs(t *testing.T, db store.Config) {
 	ctx := context.Background()
-	st := openStore(t, filepath.Join(t.TempDir(), "botd.db"))
+	st := openStore(t, db)
 	reg := mediaregistry.New(st.DB, 0)
 	ref := &mediaregistry.MediaReference{Channel: "web", Chat: "web:main", Kind: mediaregistry.Image, FileName: "a.png", Private: []byte("f")}
 	if err := reg.Register(ctx, ref); err != nil {

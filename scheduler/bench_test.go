@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/store/storetest"
 	"testing"
 	"time"
 )
@@ -11,7 +13,13 @@ import (
 // checks (grace, previous run answered, hourly cap), the delivery (the
 // fake agent stores the message) and the claim transaction.
 func BenchmarkRunDue10k(b *testing.B) {
-	r := newRig(b, utc("2026-05-01T10:00:00Z"), func(o *Options) { o.MaxTasksPerGroup = 5000; o.MaxRunsPerHour = 1 << 30 })
+	for _, d := range storetest.Drivers {
+		b.Run(string(d), func(b *testing.B) { benchmarkRunDue10k(b, d) })
+	}
+}
+
+func benchmarkRunDue10k(b *testing.B, d sqldialect.Dialect) {
+	r := newRig(b, d, utc("2026-05-01T10:00:00Z"), func(o *Options) { o.MaxTasksPerGroup = 5000; o.MaxRunsPerHour = 1 << 30 })
 	ctx := context.Background()
 	folders := []string{"family", "main", "work"}
 	for i := range 10_000 {

@@ -3,10 +3,11 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/store/storetest"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,15 +37,7 @@ func testGroups(t testing.TB) *groups.Set {
 	return gs
 }
 
-func openStore(t testing.TB, dir string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "botd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // fakeAgent stands in for agent.DeliverTask: it stores the run's message
 // (upserted by id, as the agent does) and, while answering is on, moves
@@ -133,10 +126,11 @@ func (l *logBuf) String() string {
 	return l.b.String()
 }
 
-func newRig(t testing.TB, start time.Time, mod func(*Options)) *rig {
+// newRig makes a rig on a new database of d.
+func newRig(t testing.TB, d sqldialect.Dialect, start time.Time, mod func(*Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), gs: testGroups(t), clock: clock.NewFake(start), logs: &logBuf{}, mod: mod}
-	r.st = openStore(t, r.dir)
+	r.st = storetest.Open(t, storetest.Config(t, d))
 	r.agent = &fakeAgent{st: r.st}
 	r.s = New(r.options())
 	return r

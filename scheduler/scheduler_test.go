@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/store/storetest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,8 +16,10 @@ import (
 // a clock the test moves: cron in Europe/Berlin (weekly, and daily at
 // 02:30, which does not exist on 29 March and runs at 03:00), every,
 // at and in.
-func TestTasksFireAtTheirTimes(t *testing.T) {
-	r := newRig(t, utc("2026-03-20T12:00:00Z"), nil)
+func TestTasksFireAtTheirTimes(t *testing.T) { storetest.EachDialect(t, testTasksFireAtTheirTimes) }
+
+func testTasksFireAtTheirTimes(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-03-20T12:00:00Z"), nil)
 	weekly := r.schedule("family", KindCron, "0 9 * * 1")
 	nightly := r.schedule("family", KindCron, "30 2 * * *")
 	every := r.schedule("work", KindEvery, "6h")
@@ -55,7 +59,11 @@ func TestTasksFireAtTheirTimes(t *testing.T) {
 // The autumn change: a daily 02:30 runs once on 25 October, an hourly
 // task runs in both 02:00 hours.
 func TestTasksFireAcrossTheAutumnChange(t *testing.T) {
-	r := newRig(t, utc("2026-10-24T12:00:00Z"), nil)
+	storetest.EachDialect(t, testTasksFireAcrossTheAutumnChange)
+}
+
+func testTasksFireAcrossTheAutumnChange(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-10-24T12:00:00Z"), nil)
 	nightly := r.schedule("family", KindCron, "30 2 * * *")
 	hourly := r.schedule("work", KindCron, "0 * * * *")
 	r.until(utc("2026-10-25T03:30:00Z"))
@@ -69,9 +77,11 @@ func TestTasksFireAcrossTheAutumnChange(t *testing.T) {
 	}
 }
 
-func TestPauseResumeCancel(t *testing.T) {
+func TestPauseResumeCancel(t *testing.T) { storetest.EachDialect(t, testPauseResumeCancel) }
+
+func testPauseResumeCancel(t *testing.T, d sqldialect.Dialect) {
 	ctx := context.Background()
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	task := r.schedule("family", KindEvery, "30m")
 	r.until(utc("2026-05-01T11:00:00Z")) // 10:30, 11:00
 	if _, err := r.s.Pause(ctx, task.ID); err != nil {
@@ -125,7 +135,11 @@ func TestPauseResumeCancel(t *testing.T) {
 // the grace, and is skipped (logged, counted, visible) if older. Either
 // way the task moves on to its next time after now: no backlog.
 func TestMissedRunsFollowTheGrace(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T08:00:00Z"), func(o *Options) { o.Grace = time.Hour })
+	storetest.EachDialect(t, testMissedRunsFollowTheGrace)
+}
+
+func testMissedRunsFollowTheGrace(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T08:00:00Z"), func(o *Options) { o.Grace = time.Hour })
 	recent := r.schedule("family", KindEvery, "30m")        // due 08:30, 09:00, 09:30 ...
 	daily := r.schedule("family", KindCron, "0 7 * * *")    // 07:00 CEST = 05:00 UTC
 	soon := r.schedule("work", KindAt, "2026-05-01T11:15Z") // missed by 35m
@@ -165,7 +179,7 @@ func TestMissedRunsFollowTheGrace(t *testing.T) {
 
 	// Down for 50 minutes past a due time: that run happens once, late,
 	// and the next is the next one after now (not a second catch-up).
-	r2 := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+	r2 := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	task := r2.schedule("family", KindEvery, "30m")
 	r2.clock.Set(utc("2026-05-01T11:20:00Z")) // 10:30 and 11:00 passed
 	r2.restart()
@@ -182,8 +196,10 @@ func TestMissedRunsFollowTheGrace(t *testing.T) {
 // A delivery that fails is retried with backoff, the failure visible in
 // the task, the log and list_tasks; one that keeps failing past the grace
 // is skipped.
-func TestFailedDeliveryIsRetried(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), func(o *Options) {
+func TestFailedDeliveryIsRetried(t *testing.T) { storetest.EachDialect(t, testFailedDeliveryIsRetried) }
+
+func testFailedDeliveryIsRetried(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), func(o *Options) {
 		o.RetryDelay = func(n int) time.Duration { return time.Duration(n) * time.Minute }
 	})
 	task := r.schedule("family", KindIn, "10m")
@@ -228,8 +244,10 @@ func TestFailedDeliveryIsRetried(t *testing.T) {
 // next due time is skipped, and the unanswered message delivered again
 // (the same id), which wakes an agent that gave up without a second
 // answer.
-func TestOneRunOfATaskAtATime(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+func TestOneRunOfATaskAtATime(t *testing.T) { storetest.EachDialect(t, testOneRunOfATaskAtATime) }
+
+func testOneRunOfATaskAtATime(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	task := r.schedule("family", KindEvery, "1m")
 	r.agent.set(nil, true) // the agent does not answer
 	r.until(utc("2026-05-01T10:05:00Z"))
@@ -254,8 +272,10 @@ func TestOneRunOfATaskAtATime(t *testing.T) {
 
 // An untrusted group cannot run more than its hourly share however many
 // every-minute tasks it makes, nor make more than its tasks.
-func TestGroupLimits(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), func(o *Options) { o.MaxTasksPerGroup = 5; o.MaxRunsPerHour = 30 })
+func TestGroupLimits(t *testing.T) { storetest.EachDialect(t, testGroupLimits) }
+
+func testGroupLimits(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), func(o *Options) { o.MaxTasksPerGroup = 5; o.MaxRunsPerHour = 30 })
 	var ids []int64
 	for range 5 {
 		ids = append(ids, r.schedule("family", KindEvery, "1m").ID)
@@ -289,8 +309,10 @@ func TestGroupLimits(t *testing.T) {
 	r.schedule("family", KindEvery, "1h")
 }
 
-func TestSchedulePromptIsCleaned(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+func TestSchedulePromptIsCleaned(t *testing.T) { storetest.EachDialect(t, testSchedulePromptIsCleaned) }
+
+func testSchedulePromptIsCleaned(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	task := r.schedule("family", KindIn, "1h", func(n *NewTask) {
 		n.Prompt = "  look at [Image: x.jpg, ref:tg_abc]\x00\x1b[31m again\u2028now  "
 	})
@@ -312,8 +334,12 @@ func TestSchedulePromptIsCleaned(t *testing.T) {
 // The loop wakes at the due time of the clock it is given: moving the
 // fake clock to it delivers the run, with no sleeping in the test.
 func TestLoopFiresWhenTheClockSaysSo(t *testing.T) {
+	storetest.EachDialect(t, testLoopFiresWhenTheClockSaysSo)
+}
+
+func testLoopFiresWhenTheClockSaysSo(t *testing.T, d sqldialect.Dialect) {
 	fired := make(chan Run, 10)
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	fa := r.agent
 	r.mod = func(o *Options) {
 		o.Fire = func(ctx context.Context, run Run) error {
@@ -356,7 +382,11 @@ func TestLoopFiresWhenTheClockSaysSo(t *testing.T) {
 }
 
 func TestRunsAndFinishedTasksArePruned(t *testing.T) {
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), nil)
+	storetest.EachDialect(t, testRunsAndFinishedTasksArePruned)
+}
+
+func testRunsAndFinishedTasksArePruned(t *testing.T, d sqldialect.Dialect) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), nil)
 	a := r.schedule("family", KindIn, "1m")
 	b := r.schedule("family", KindEvery, "1h")
 	r.until(utc("2026-05-01T10:30:00Z"))
@@ -378,9 +408,11 @@ func TestRunsAndFinishedTasksArePruned(t *testing.T) {
 // A pass that fails (here: the run cannot be recorded) leaves the task
 // due; the loop then waits errorPause before trying again instead of
 // spinning on it.
-func TestLoopPausesAfterAnError(t *testing.T) {
+func TestLoopPausesAfterAnError(t *testing.T) { storetest.EachDialect(t, testLoopPausesAfterAnError) }
+
+func testLoopPausesAfterAnError(t *testing.T, d sqldialect.Dialect) {
 	var tries atomic.Int64
-	r := newRig(t, utc("2026-05-01T10:00:00Z"), func(o *Options) {
+	r := newRig(t, d, utc("2026-05-01T10:00:00Z"), func(o *Options) {
 		o.AfterFire = func(Run) error { tries.Add(1); return errDown }
 	})
 	r.schedule("family", KindIn, "1m")

@@ -204,7 +204,7 @@ func (s *Scheduler) due(ctx context.Context, now time.Time) ([]Task, error) {
 // none does.
 func (s *Scheduler) nextWake(ctx context.Context) (time.Time, error) {
 	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT MIN(MAX(next_run, retry_at)) FROM scheduled_tasks WHERE state = ? AND next_run > 0`,
+	err := s.db.QueryRowContext(ctx, `SELECT MIN(CASE WHEN next_run > retry_at THEN next_run ELSE retry_at END) FROM scheduled_tasks WHERE state = ? AND next_run > 0`,
 		StateActive).Scan(&v)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next wake: %w", err)
@@ -232,13 +232,13 @@ func (s *Scheduler) claim(ctx context.Context, t Task, r runRecord, next, now ti
 		return fmt.Errorf("claim task %d: %w", t.ID, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO scheduled_runs(task_id, due, folder, chat_id, message_id, fired)
-		VALUES (?, ?, ?, ?, ?, ?)`, t.ID, ms(r.Due), t.Folder, r.Chat, r.MessageID, ms(now)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO scheduled_runs(task_id, due, folder, chat_id, message_id, fired)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, t.ID, ms(r.Due), t.Folder, r.Chat, r.MessageID, ms(now)); err != nil {
 		return fmt.Errorf("claim task %d: %w", t.ID, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, last_run = ?, runs = runs + 1, failures = 0,
 		retry_at = 0, last_error = '', updated = ?,
-		state = CASE WHEN ? AND state = ? THEN ? ELSE state END
+		state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
 		WHERE id = ? AND next_run = ?`,
 		ms(next), ms(r.Due), ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(r.Due)); err != nil {
 		return fmt.Errorf("claim task %d: %w", t.ID, err)
@@ -252,7 +252,7 @@ func (s *Scheduler) claim(ctx context.Context, t Task, r runRecord, next, now ti
 // skip passes over the run due at due without delivering it, saying why.
 func (s *Scheduler) skip(ctx context.Context, t Task, next, now time.Time, why string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
-		last_error = ?, updated = ?, state = CASE WHEN ? AND state = ? THEN ? ELSE state END
+		last_error = ?, updated = ?, state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
 		WHERE id = ? AND next_run = ?`,
 		ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
 	if err != nil {

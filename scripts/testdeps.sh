@@ -10,6 +10,8 @@
 #   soffice (doctext's LibreOffice        apt-get, when root with apt: the -nogui
 #     corpus test)                          packages without recommends, 102 MB
 #                                           to download, 320 MB installed
+#   initdb, postgres (the tests on         apt-get, when root with apt
+#     Postgres, internal/pgtest)
 #
 # BOTD_SKIP_BROWSER=1 leaves Chromium out (the browser tests then skip).
 set -euo pipefail
@@ -35,6 +37,11 @@ missing=()
 for prog in "${!pkg[@]}"; do
 	command -v "$prog" >/dev/null || missing+=("${pkg[$prog]}")
 done
+# Debian keeps the server's programs off PATH, in /usr/lib/postgresql/<major>/bin
+# (internal/pgtest looks there too).
+if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	missing+=(postgresql)
+fi
 # LibreOffice without its recommends (Java, fonts, help): not needed.
 office=()
 command -v soffice >/dev/null || office=(libreoffice-calc-nogui libreoffice-writer-nogui libreoffice-impress-nogui)

@@ -32,7 +32,7 @@ func (s *Store) AgentCursor(ctx context.Context, folder string) (int64, error) {
 // raiseCursor moves a numeric cursor forward only, so a late or replayed
 // completion can never rewind a group and make it answer twice.
 const raiseCursor = `INSERT INTO cursors(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET
-	value = CASE WHEN CAST(excluded.value AS INTEGER) > CAST(cursors.value AS INTEGER) THEN excluded.value ELSE cursors.value END`
+	value = CASE WHEN CAST(excluded.value AS BIGINT) > CAST(cursors.value AS BIGINT) THEN excluded.value ELSE cursors.value END`
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -202,7 +202,7 @@ func (s *Store) Outbox(ctx context.Context, id int64) (OutboxItem, error) {
 // OutboxProgress records that the first parts of an item were delivered,
 // so a crash mid-way resends only the rest.
 func (s *Store) OutboxProgress(ctx context.Context, id int64, partsDone int) error {
-	if _, err := s.DB.ExecContext(ctx, `UPDATE agent_outbox SET parts_done = MAX(parts_done, ?) WHERE id = ?`, partsDone, id); err != nil {
+	if _, err := s.DB.ExecContext(ctx, `UPDATE agent_outbox SET parts_done = CASE WHEN parts_done > ? THEN parts_done ELSE ? END WHERE id = ?`, partsDone, partsDone, id); err != nil {
 		return fmt.Errorf("outbox %d progress: %w", id, err)
 	}
 	return nil

@@ -3,15 +3,16 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 )
 
-func TestAgentCursorOnlyMovesForward(t *testing.T) {
+func TestAgentCursorOnlyMovesForward(t *testing.T) { drivers(t, testAgentCursorOnlyMovesForward) }
+
+func testAgentCursorOnlyMovesForward(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	if c, err := s.AgentCursor(ctx, "fam"); err != nil || c != 0 {
 		t.Fatalf("fresh cursor = %d, %v", c, err)
 	}
@@ -25,9 +26,11 @@ func TestAgentCursorOnlyMovesForward(t *testing.T) {
 	}
 }
 
-func TestTriggerKeepsNewest(t *testing.T) {
+func TestTriggerKeepsNewest(t *testing.T) { drivers(t, testTriggerKeepsNewest) }
+
+func testTriggerKeepsNewest(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	if _, ok, err := s.LastTrigger(ctx, "fam"); ok || err != nil {
 		t.Fatalf("fresh trigger ok=%v err=%v", ok, err)
 	}
@@ -40,9 +43,11 @@ func TestTriggerKeepsNewest(t *testing.T) {
 	}
 }
 
-func TestOutboxLifecycle(t *testing.T) {
+func TestOutboxLifecycle(t *testing.T) { drivers(t, testOutboxLifecycle) }
+
+func testOutboxLifecycle(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	id, err := s.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 9, Text: "hi", Media: []string{"media/a.png"}, ThreadID: "th"})
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +91,11 @@ func TestOutboxLifecycle(t *testing.T) {
 	}
 }
 
-func TestSaveRunAndTranscript(t *testing.T) {
+func TestSaveRunAndTranscript(t *testing.T) { drivers(t, testSaveRunAndTranscript) }
+
+func testSaveRunAndTranscript(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	r := AgentRun{ID: "r1", Folder: "fam", Started: time.UnixMilli(1000), Finished: time.UnixMilli(2000), Outcome: "answered",
 		UpToSeq: 4, Iterations: 2, InputTokens: 10, OutputTokens: 5, CostMicrocents: 7, CostKnown: true}
 	es := []TranscriptEntry{{Role: "user", Parts: json.RawMessage(`[{"kind":"text","text":"a"}]`)}, {Role: "assistant", Parts: json.RawMessage(`[]`)}}

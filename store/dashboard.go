@@ -68,28 +68,43 @@ func (s *Store) FindRuns(ctx context.Context, f RunFilter) ([]RunSummary, error)
 		at[r.ID] = i
 		args = append(args, r.ID)
 	}
+	// The parts are decoded here rather than with the database's JSON
+	// functions, which SQLite and Postgres spell differently.
 	calls, err := sqlrows.Query(ctx, s.DB, "recent runs' tools", func(r sqlrows.Scanner) (toolCall, error) {
 		var c toolCall
-		err := r.Scan(&c.run, &c.name)
+		err := r.Scan(&c.run, &c.parts)
 		return c, err
-	}, `SELECT t.run_id, COALESCE(json_extract(j.value, '$.tool_call.name'), '')
-		FROM agent_transcripts t, json_each(t.parts) j
+	}, `SELECT t.run_id, t.parts FROM agent_transcripts t
 		WHERE t.run_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(args)), ",")+`) AND t.role = 'assistant'
-			AND json_extract(j.value, '$.kind') = 'tool_call'
-		ORDER BY t.run_id, t.idx, CAST(j.key AS INTEGER)`, args...)
+		ORDER BY t.run_id, t.idx`, args...)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range calls {
-		if i, ok := at[c.run]; ok && c.name != "" {
-			out[i].Tools = append(out[i].Tools, c.name)
+		i, ok := at[c.run]
+		if !ok {
+			continue
+		}
+		var parts []struct {
+			Kind     string `json:"kind"`
+			ToolCall struct {
+				Name string `json:"name"`
+			} `json:"tool_call"`
+		}
+		if json.Unmarshal([]byte(c.parts), &parts) != nil {
+			continue // a transcript this build cannot read lists no tools
+		}
+		for _, p := range parts {
+			if p.Kind == "tool_call" && p.ToolCall.Name != "" {
+				out[i].Tools = append(out[i].Tools, p.ToolCall.Name)
+			}
 		}
 	}
 	return out, nil
 }
 
-// toolCall is one tool a run called, by name.
-type toolCall struct{ run, name string }
+// toolCall is one assistant turn of a run: its parts, as JSON.
+type toolCall struct{ run, parts string }
 
 // DayRuns is what the runs of one UTC day cost.
 type DayRuns struct {
@@ -116,7 +131,7 @@ func (s *Store) DailyRuns(ctx context.Context, since time.Time) ([]DayRuns, erro
 		d.InputTokens, d.OutputTokens, d.CostMicrocents = in.Int64, outTok.Int64, cost.Int64
 		return d, err
 	}, `SELECT started / 86400000 AS day, COUNT(*), SUM(input_tokens), SUM(output_tokens),
-		SUM(CASE WHEN cost_known THEN cost_microcents ELSE 0 END), SUM(CASE WHEN cost_known THEN 0 ELSE 1 END)
+		SUM(CASE WHEN cost_known != 0 THEN cost_microcents ELSE 0 END), SUM(CASE WHEN cost_known != 0 THEN 0 ELSE 1 END)
 		FROM agent_runs WHERE started >= ? GROUP BY day ORDER BY day`, since.UnixMilli())
 	if err != nil {
 		return nil, err

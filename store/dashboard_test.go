@@ -4,15 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 )
 
-func TestRecentRunsAndDailyRuns(t *testing.T) {
+func TestRecentRunsAndDailyRuns(t *testing.T) { drivers(t, testRecentRunsAndDailyRuns) }
+
+func testRecentRunsAndDailyRuns(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	if err := s.UpsertChat(ctx, Chat{ID: "web:main", Name: "Main"}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,11 @@ func TestRecentRunsAndDailyRuns(t *testing.T) {
 	}
 }
 
-func TestFindRunsAndRunDetail(t *testing.T) {
+func TestFindRunsAndRunDetail(t *testing.T) { drivers(t, testFindRunsAndRunDetail) }
+
+func testFindRunsAndRunDetail(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	for i, r := range []AgentRun{
 		{ID: "a1", Folder: "main", Started: day, Outcome: "answered", Model: "m"},

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +10,12 @@ import (
 // Media generation counts in the daily bill beside model calls, and shows
 // in usage with its units.
 func TestGenerationCountsInUsageAndBudget(t *testing.T) {
+	drivers(t, testGenerationCountsInUsageAndBudget)
+}
+
+func testGenerationCountsInUsageAndBudget(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	now := time.Now()
 	day := now.Add(-time.Hour)
 	if err := s.SaveRun(ctx, AgentRun{ID: "r1", Folder: "family", Started: now, Finished: now, Outcome: "answered",
@@ -73,9 +76,11 @@ func TestGenerationCountsInUsageAndBudget(t *testing.T) {
 
 // A job's state moves only from the state its writer saw: a cancel and a
 // finishing poll cannot both win.
-func TestMediaJobStateGuard(t *testing.T) {
+func TestMediaJobStateGuard(t *testing.T) { drivers(t, testMediaJobStateGuard) }
+
+func testMediaJobStateGuard(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	now := time.Now()
 	id, err := s.AddMediaJob(ctx, MediaJob{Folder: "family", ChatID: "telegram:-100", Provider: "p", Model: "sora-2",
 		RemoteID: "video_1", Prompt: "a cat", Seconds: 4, NextPoll: now, Deadline: now.Add(time.Hour)})
@@ -105,9 +110,11 @@ func TestMediaJobStateGuard(t *testing.T) {
 
 // RecentMediaJobs lists one group's jobs since a time, newest first,
 // capped; Created is the caller's.
-func TestRecentMediaJobs(t *testing.T) {
+func TestRecentMediaJobs(t *testing.T) { drivers(t, testRecentMediaJobs) }
+
+func testRecentMediaJobs(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	add := func(folder, prompt string, created time.Time) {
 		t.Helper()

@@ -21,7 +21,7 @@ func (s *Store) History(ctx context.Context, chats []string, after, upTo int64, 
 	where, args := historyWhere(chats, after, upTo, since)
 	return sqlrows.Query(ctx, s.DB, fmt.Sprintf("history %d..%d", after, upTo), scanMessage,
 		`SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE `+where+`
-		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, append(args, limit)...)
+		ORDER BY seq DESC LIMIT ?) AS newest ORDER BY seq`, append(args, limit)...)
 }
 
 // historyWhere is the condition History and CountHistory share.

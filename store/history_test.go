@@ -2,14 +2,15 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
-func TestSummariesKeepOnlyTheNewest(t *testing.T) {
+func TestSummariesKeepOnlyTheNewest(t *testing.T) { drivers(t, testSummariesKeepOnlyTheNewest) }
+
+func testSummariesKeepOnlyTheNewest(t *testing.T, c Config) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "botd.db"))
+	s, err := Connect(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}

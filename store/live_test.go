@@ -2,16 +2,18 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 )
 
 func TestLiveMessagesSurviveAReopenUntilClosed(t *testing.T) {
+	drivers(t, testLiveMessagesSurviveAReopenUntilClosed)
+}
+
+func testLiveMessagesSurviveAReopenUntilClosed(t *testing.T, c Config) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "botd.db")
-	s := open(t, path)
+	s := open(t, c)
 	at := time.UnixMilli(1_700_000_000_000)
 	a, err := s.OpenLive(ctx, LiveMessage{Folder: "family", ChatID: "telegram:-1", Text: "The rota", Opened: at})
 	if err != nil {
@@ -29,7 +31,7 @@ func TestLiveMessagesSurviveAReopenUntilClosed(t *testing.T) {
 	}
 	s.Close()
 
-	s = open(t, path)
+	s = open(t, c)
 	got, err := s.OpenLives(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +46,11 @@ func TestLiveMessagesSurviveAReopenUntilClosed(t *testing.T) {
 	}
 }
 
-func TestOutboxKeepsLiveIDs(t *testing.T) {
+func TestOutboxKeepsLiveIDs(t *testing.T) { drivers(t, testOutboxKeepsLiveIDs) }
+
+func testOutboxKeepsLiveIDs(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	for _, ids := range [][]string{nil, {"5", "6"}} {
 		id, err := s.AddOutbox(ctx, OutboxItem{Folder: "family", ChatID: "telegram:-1", Text: "answer", LiveIDs: ids})
 		if err != nil {

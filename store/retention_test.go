@@ -2,14 +2,15 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
-func TestPruneAgentHistory(t *testing.T) {
+func TestPruneAgentHistory(t *testing.T) { drivers(t, testPruneAgentHistory) }
+
+func testPruneAgentHistory(t *testing.T, c Config) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "botd.db"))
+	s, err := Connect(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}

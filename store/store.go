@@ -1,5 +1,7 @@
-// Package store is botd's SQLite database: one *sql.DB per process, WAL,
-// numbered migrations, chats, messages, router cursors and media refs.
+// Package store is botd's database: one *sql.DB per process on SQLite (one
+// file, WAL; the default) or PostgreSQL (shared by instances), numbered
+// migrations, chats, messages, router cursors and media refs. The SQL is
+// written once for both; package sqldialect holds what differs.
 package store
 
 import (
@@ -15,12 +17,15 @@ import (
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
 // Store wraps the shared database handle.
 type Store struct {
 	DB *sql.DB
+	// Dialect is the database DB talks to, for the few queries that differ.
+	Dialect sqldialect.Dialect
 }
 
 // DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:
@@ -35,7 +40,8 @@ func DSN(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// Open opens (creating if needed) the database at path and migrates it.
+// Open opens (creating if needed) the SQLite database at path and migrates
+// it.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -52,7 +58,30 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{DB: db}
+	s := &Store{DB: db, Dialect: sqldialect.SQLite}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenPostgres connects to the Postgres database dsn names and migrates it
+// (under an advisory lock, so two instances starting at once migrate it
+// once).
+func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
+	db, err := sqldialect.OpenPostgres(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// Two instances share the server's connection limit (100 by default).
+	db.SetMaxOpenConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store: postgres: %w", err)
+	}
+	s := &Store{DB: db, Dialect: sqldialect.Postgres}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -422,23 +451,41 @@ var migrations = []string{
 // SchemaVersion is the number of migrations this build knows.
 var SchemaVersion = len(migrations)
 
+// migrateLock is the Postgres advisory lock key migrations run under
+// ("botd" in ASCII).
+const migrateLock = 0x626f7464
+
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL)`); err != nil {
+	// One connection for the whole migration: on Postgres it holds the
+	// advisory lock, so a second instance starting at the same moment
+	// waits and then finds the schema current.
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if s.Dialect == sqldialect.Postgres {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, migrateLock); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, migrateLock)
+	}
+	if _, err := conn.ExecContext(ctx, s.Dialect.Schema(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied INTEGER NOT NULL);`)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var have int
-	if err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if have > len(migrations) {
 		return fmt.Errorf("database schema version %d is newer than this botd (%d): upgrade botd", have, len(migrations))
 	}
 	for v := have + 1; v <= len(migrations); v++ {
-		tx, err := s.DB.BeginTx(ctx, nil)
+		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("migrate to %d: %w", v, err)
 		}
-		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+		if _, err := tx.ExecContext(ctx, s.Dialect.Schema(migrations[v-1])); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate to %d: %w", v, err)
 		}
@@ -481,7 +528,8 @@ func (s *Store) UpsertChat(ctx context.Context, c Chat) error {
 		ON CONFLICT(id) DO UPDATE SET
 			name = CASE WHEN excluded.name != '' THEN excluded.name ELSE chats.name END,
 			is_group = excluded.is_group,
-			last_message_at = MAX(chats.last_message_at, excluded.last_message_at)`,
+			last_message_at = CASE WHEN excluded.last_message_at > chats.last_message_at
+				THEN excluded.last_message_at ELSE chats.last_message_at END`,
 		c.ID, Channel(c.ID), c.Name, c.IsGroup, c.LastMessageAt.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("upsert chat %s: %w", c.ID, err)
@@ -544,7 +592,7 @@ func (s *Store) PutMessage(ctx context.Context, m Message) (int64, error) {
 		RETURNING seq`,
 		m.ChatID, m.ID, m.SenderID, m.SenderName, m.Text, m.Time.UnixMilli(), m.FromMe, m.IsBot, m.ReplyTo, m.ThreadID).Scan(&seq)
 	if err != nil {
-		if strings.Contains(err.Error(), "FOREIGN KEY") {
+		if sqldialect.IsForeignKey(err) {
 			return 0, fmt.Errorf("put message %s/%s: %w", m.ChatID, m.ID, ErrNoChat)
 		}
 		return 0, fmt.Errorf("put message %s/%s: %w", m.ChatID, m.ID, err)
@@ -596,7 +644,7 @@ func (s *Store) MessagesAfter(ctx context.Context, chats []string, after int64, 
 	args = append(args, after, limit)
 	return sqlrows.Query(ctx, s.DB, fmt.Sprintf("messages after %d", after), scanMessage,
 		`SELECT * FROM (SELECT `+msgCols+` FROM messages WHERE chat_id IN (`+ph+`) AND seq > ?
-		ORDER BY seq DESC LIMIT ?) ORDER BY seq`, args...)
+		ORDER BY seq DESC LIMIT ?) AS newest ORDER BY seq`, args...)
 }
 
 // Cursor reads a named router cursor; a missing cursor is "".

@@ -3,40 +3,34 @@ package store
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/internal/sqldialect"
 )
 
-func open(t *testing.T, path string) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
+func TestMigrationsApplyOnceAndPragmas(t *testing.T) { drivers(t, testMigrationsApplyOnceAndPragmas) }
 
-func TestMigrationsApplyOnceAndPragmas(t *testing.T) {
+func testMigrationsApplyOnceAndPragmas(t *testing.T, c Config) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "botd.db")
-	s := open(t, path)
+	s := open(t, c)
 	v, err := s.Version(ctx)
 	if err != nil || v != SchemaVersion {
 		t.Fatalf("version = %d, %v; want %d", v, err, SchemaVersion)
 	}
-	var mode string
-	var fk, busy int
-	s.DB.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
-	s.DB.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk)
-	s.DB.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy)
-	if mode != "wal" || fk != 1 || busy < 1000 {
-		t.Errorf("pragmas: journal_mode=%s foreign_keys=%d busy_timeout=%d", mode, fk, busy)
+	if s.Dialect == sqldialect.SQLite {
+		var mode string
+		var fk, busy int
+		s.DB.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+		s.DB.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk)
+		s.DB.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy)
+		if mode != "wal" || fk != 1 || busy < 1000 {
+			t.Errorf("pragmas: journal_mode=%s foreign_keys=%d busy_timeout=%d", mode, fk, busy)
+		}
 	}
 	s.Close()
 	// Reopening must not re-run migration 1 (it would fail on CREATE TABLE).
-	s2 := open(t, path)
+	s2 := open(t, c)
 	var n int
 	s2.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n)
 	if n != SchemaVersion {
@@ -44,22 +38,25 @@ func TestMigrationsApplyOnceAndPragmas(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaRefused(t *testing.T) {
+func TestNewerSchemaRefused(t *testing.T) { drivers(t, testNewerSchemaRefused) }
+
+func testNewerSchemaRefused(t *testing.T, c Config) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "botd.db")
-	s := open(t, path)
-	if _, err := s.DB.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (999, 0)`); err != nil {
+	s := open(t, c)
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied) VALUES (999, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(ctx, path); err == nil {
+	if _, err := Connect(ctx, c, ""); err == nil {
 		t.Fatal("opened a database from a newer botd")
 	}
 }
 
-func TestMessagesUpsertAndCursor(t *testing.T) {
+func TestMessagesUpsertAndCursor(t *testing.T) { drivers(t, testMessagesUpsertAndCursor) }
+
+func testMessagesUpsertAndCursor(t *testing.T, c Config) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "botd.db"))
+	s := open(t, c)
 	if _, err := s.PutMessage(ctx, Message{ChatID: "telegram:9", ID: "1", Time: time.Now()}); !errors.Is(err, ErrNoChat) {
 		t.Fatalf("message for unknown chat: %v", err)
 	}

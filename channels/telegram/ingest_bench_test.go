@@ -1,6 +1,8 @@
 package telegram_test
 
 import (
+	"github.com/botd-dev/botd/store/storetest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,18 +26,16 @@ import (
 
 // BenchmarkIngest is the receive path of a busy group: update (JSON, as
 // the Bot API sends it) → extractor → media refs registered → the agent's
-// router stores chat and message in SQLite. It enters through the webhook
+// router stores chat and message (SQLite, then Postgres). It enters through the webhook
 // handler, the one entry point outside package telegram. Three in ten
 // messages carry a photo. Reports messages per second.
-func BenchmarkIngest(b *testing.B) {
+func BenchmarkIngest(b *testing.B) { storetest.EachB(b, benchmarkIngest) }
+
+func benchmarkIngest(b *testing.B, db store.Config) {
 	const secret = "bench-secret"
 	ctx := context.Background()
 	dir := b.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "botd.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st := storetest.Open(b, db)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set, err := groups.NewSet("Andy", []groups.Group{{Folder: "family", Chat: "telegram:-100", RequiresTrigger: true}})
 	if err != nil {

@@ -69,7 +69,7 @@ func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }
 // open does the start-up work: the database, the registry, the cache and
 // the group workspaces.
 func (d *daemon) open(ctx context.Context) error {
-	st, err := store.Open(ctx, filepath.Join(d.cfg.DataDir, "botd.db"))
+	st, err := store.Connect(ctx, d.cfg.Database, d.cfg.DataDir)
 	if err != nil {
 		return err
 	}

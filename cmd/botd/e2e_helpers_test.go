@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/botd-dev/botd/internal/pgtest"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -48,6 +49,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,11 +62,10 @@ func openMedia(ctx context.Context, cfgFlag string) (*mediaEnv, error) {
 	if err != nil {
 		return nil, fail(1, "groups: %v", err)
 	}
-	db := filepath.Join(cfg.DataDir, "botd.db")
-	if _, err := os.Stat(db); err != nil {
-		return nil, fail(1, "no media yet: %s does not exist (has `botd run` run with data_dir %s?)", db, cfg.DataDir)
+	if err := databaseExists(cfg, "no media yet"); err != nil {
+		return nil, err
 	}
-	st, err := store.Open(ctx, db)
+	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
 	if err != nil {
 		return nil, fail(1, "%v", err)
 	}

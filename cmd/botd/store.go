@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/botd-dev/botd/config"
@@ -77,4 +78,18 @@ func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
 		return b.PresignGet(ctx, sha, name, mime, ttl)
 	}
 	return l, nil
+}
+
+// databaseExists fails with what+": …" when the config's SQLite database
+// was never made (a command that only reads should not create it); a
+// Postgres database is the operator's to make.
+func databaseExists(cfg *config.Config, what string) error {
+	if cfg.Database.Driver != "sqlite" {
+		return nil
+	}
+	db := cfg.Database.Path(cfg.DataDir)
+	if _, err := os.Stat(db); err != nil {
+		return fail(1, "%s: %s does not exist (has `botd run` run with data_dir %s?)", what, db, cfg.DataDir)
+	}
+	return nil
 }

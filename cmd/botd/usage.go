@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,11 +44,10 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		from = time.Now().Add(-d)
 	}
-	db := filepath.Join(cfg.DataDir, "botd.db")
-	if _, err := os.Stat(db); err != nil {
-		return fail(1, "no usage yet: %s does not exist (has `botd run` run with data_dir %s?)", db, cfg.DataDir)
+	if err := databaseExists(cfg, "no usage yet"); err != nil {
+		return err
 	}
-	st, err := store.Open(ctx, db)
+	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
 	if err != nil {
 		return fail(1, "%v", err)
 	}

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/botd-dev/botd/internal/settings"
+	"github.com/botd-dev/botd/internal/sqldialect"
+)
+
+// Config is the database section of botd's config file: which database
+// keeps botd's tables.
+type Config struct {
+	// Driver is sqlite (one file, one instance; the default) or postgres
+	// (what two instances share).
+	Driver string `yaml:"driver"`
+	// DSN is, for sqlite, the database file (empty: <data_dir>/botd.db);
+	// for postgres, a libpq connection string or postgres:// URL, required.
+	DSN string `yaml:"dsn"`
+}
+
+// DefaultConfig is SQLite at <data_dir>/botd.db.
+func DefaultConfig() Config { return Config{Driver: string(sqldialect.SQLite)} }
+
+// Validate reports every problem of the section with its key path.
+func (c Config) Validate() error {
+	var ps settings.Problems
+	switch sqldialect.Dialect(c.Driver) {
+	case sqldialect.SQLite:
+	case sqldialect.Postgres:
+		if c.DSN == "" {
+			ps.AddSecret("database.dsn", "required with driver postgres (host=… user=… dbname=… or postgres://…)", settings.SetHint)
+		} else if err := sqldialect.ParseDSN(c.DSN); err != nil {
+			ps.Add("database.dsn", "%v", err)
+		}
+	default:
+		ps.Add("database.driver", "must be sqlite or postgres, not %q", c.Driver)
+	}
+	return ps.Err()
+}
+
+// Path is where an SQLite database lives: the DSN, or <dataDir>/botd.db.
+func (c Config) Path(dataDir string) string {
+	if c.DSN != "" {
+		return c.DSN
+	}
+	return filepath.Join(dataDir, "botd.db")
+}
+
+// Connect opens the database c names and migrates it.
+func Connect(ctx context.Context, c Config, dataDir string) (*Store, error) {
+	if sqldialect.Dialect(c.Driver) == sqldialect.Postgres {
+		return OpenPostgres(ctx, c.DSN)
+	}
+	return Open(ctx, c.Path(dataDir))
+}
