@@ -313,6 +313,11 @@ func (m *Matrix) inbound(r id.RoomID, evt *event.Event) (channels.Inbound, strin
 		c.RelatesTo = rel // RemoveReplyFallback needs to know it is a reply
 	}
 	c.RemoveReplyFallback()
+	if rel.GetReplyTo() != "" {
+		// Older clients quote the message replied to in the body too,
+		// without HTML to tell by.
+		c.Body = event.TrimReplyFallbackText(c.Body)
+	}
 	// m.notice is what bots post: it never addresses the assistant, so
 	// two bots in a room cannot answer each other forever.
 	in.IsBot = in.FromMe || c.MsgType == event.MsgNotice

@@ -331,4 +331,3 @@ func (m *Matrix) SetTyping(ctx context.Context, chat string, on bool) error {
 	}()
 	return nil
 }
-
