@@ -24,6 +24,19 @@ var (
 	mediaIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 )
 
+// parseMXC reads an mxc:// URI and checks both halves against the spec's
+// grammar.
+func parseMXC(s string) (id.ContentURI, error) {
+	mxc, err := id.ParseContentURI(s)
+	if err != nil {
+		return mxc, err
+	}
+	if !serverNameRe.MatchString(mxc.Homeserver) || !mediaIDRe.MatchString(mxc.FileID) {
+		return mxc, id.ErrInvalidContentURI
+	}
+	return mxc, nil
+}
+
 // Download implements channels.Downloader. Nothing is fetched before it
 // is called. The authenticated endpoint (/_matrix/client/v1/media/
 // download, with the token) comes first; a homeserver that does not know
@@ -37,8 +50,8 @@ func (m *Matrix) Download(ctx context.Context, ref *mediaregistry.MediaReference
 	if err != nil {
 		return nil, 0, fmt.Errorf("matrix download %s: unreadable handle: %w", ref.ID, channels.ErrUnavailable)
 	}
-	mxc, err := id.ParseContentURI(h.MXC)
-	if err != nil || !serverNameRe.MatchString(mxc.Homeserver) || !mediaIDRe.MatchString(mxc.FileID) {
+	mxc, err := parseMXC(h.MXC)
+	if err != nil {
 		return nil, 0, fmt.Errorf("matrix download %s: %q is not a valid mxc:// URI: %w", ref.ID, h.MXC, channels.ErrUnavailable)
 	}
 	var ef *attachment.EncryptedFile

@@ -7,7 +7,6 @@ import (
 
 	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/id"
 
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -40,7 +39,7 @@ func extract(chat string, evt *event.Event, c *event.MessageEventContent, kind m
 		ef := c.File.EncryptedFile
 		h = mediaHandle{MXC: string(c.File.URL), File: &ef}
 	}
-	if _, err := id.ParseContentURI(h.MXC); err != nil || h.MXC == "" {
+	if _, err := parseMXC(h.MXC); err != nil {
 		return nil
 	}
 	if kind == "" {

@@ -89,8 +89,8 @@ func (m *Matrix) handleSync(ctx context.Context, resp *mautrix.RespSync, initial
 			m.applyState(ctx, r, evt)
 		}
 		for _, evt := range jr.Timeline.Events {
-			if evt == nil {
-				continue
+			if evt == nil || evt.ID == "" || evt.Sender == "" {
+				continue // not an event a homeserver serves
 			}
 			evt.RoomID = r
 			if evt.StateKey != nil {
