@@ -82,6 +82,7 @@ type Server struct {
 	logins   int
 	noAuthV1 bool
 	failSend int // sends stored and then answered 502
+	failSync int // syncs answered 503
 	dl       map[string]int
 	nextID   int
 }
@@ -320,8 +321,16 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	timeout, _ := strconv.Atoi(r.URL.Query().Get("timeout"))
 	s.mu.Lock()
 	s.syncs = append(s.syncs, since)
+	fail := s.failSync > 0
+	if fail {
+		s.failSync--
+	}
 	s.bump()
 	s.mu.Unlock()
+	if fail {
+		writeErr(w, http.StatusServiceUnavailable, "M_UNKNOWN", "homeserver restarting")
+		return
+	}
 	deadline := time.NewTimer(time.Duration(max(timeout, 0)) * time.Millisecond)
 	defer deadline.Stop()
 	for {
@@ -401,6 +410,14 @@ func (s *Server) Position() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return "s" + strconv.Itoa(len(s.events))
+}
+
+// FailSyncs makes the next n syncs answer 503, as a restarting
+// homeserver does.
+func (s *Server) FailSyncs(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failSync = n
 }
 
 // FailSends makes the next n sends store their event and then answer
