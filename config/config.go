@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/channels/matrix"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
@@ -65,6 +66,7 @@ type Channels struct {
 	Slack    slack.Config    `yaml:"slack"`
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 	Web      web.Config      `yaml:"web"`
+	Matrix   matrix.Config   `yaml:"matrix"`
 }
 
 // Internet holds the web tools' sections; webfetch and websearch define
@@ -91,6 +93,7 @@ func Defaults() *Config {
 			Slack:    slack.DefaultConfig(),
 			WhatsApp: whatsapp.DefaultConfig(),
 			Web:      web.DefaultConfig(),
+			Matrix:   matrix.DefaultConfig(),
 		},
 		LLM:       providers.DefaultConfig(),
 		Agent:     agent.DefaultConfig(),
