@@ -291,7 +291,7 @@ func (d *Discord) open(ctx context.Context, timeout time.Duration) error {
 	case <-timer.C:
 		d.cutGateway()
 		<-done
-		return fmt.Errorf("discord: no READY from the gateway at %s within %s: %w", d.cfg.GatewayURL, timeout, channels.ErrUnavailable)
+		return fmt.Errorf("discord: no READY from the gateway at %s within %s", d.cfg.GatewayURL, timeout)
 	}
 	if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 		return nil
@@ -312,9 +312,9 @@ func (d *Discord) openError(err error) error {
 		case 4013:
 			return fmt.Errorf("discord: the gateway refused botd's intents (%d %s)", ce.Code, ce.Text)
 		}
-		return fmt.Errorf("discord: gateway closed (%d %s): %w", ce.Code, ce.Text, channels.ErrUnavailable)
+		return fmt.Errorf("discord: gateway closed (%d %s)", ce.Code, ce.Text)
 	}
-	return fmt.Errorf("discord: gateway at %s: %s: %w", d.cfg.GatewayURL, redact(err.Error(), d.cfg.Token), channels.ErrUnavailable)
+	return fmt.Errorf("discord: gateway at %s: %s", d.cfg.GatewayURL, redact(err.Error(), d.cfg.Token))
 }
 
 // supervise reconnects after the gateway dropped (a read error, missed

@@ -478,7 +478,7 @@ func apiErr(w http.ResponseWriter, status, code int, msg string) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case r.URL.Path == "/gateway":
+	case r.URL.Path == "/gateway" || r.URL.Path == "/gateway/":
 		s.gateway(w, r)
 	case strings.HasPrefix(r.URL.Path, "/cdn/"):
 		s.cdn(w, r)
