@@ -159,3 +159,13 @@ func waitCtx(t *testing.T) context.Context {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func outMessage(chat, text string) channels.OutMessage { return channels.OutMessage{Chat: chat, Text: text} }
+
+func newRegistry(t *testing.T) *mediaregistry.Registry {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return mediaregistry.New(st.DB, time.Hour)
+}
