@@ -112,6 +112,16 @@ func (l *liveMessage) IDs() []string {
 func (l *liveMessage) pace() {
 	defer close(l.done)
 	for {
+		t := l.d.clock.NewTimer(l.d.editEvery)
+		select {
+		case <-t.C():
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-l.ctx.Done():
+			t.Stop()
+			return
+		}
 		select {
 		case <-l.wake:
 		case <-l.stop:
@@ -123,20 +133,11 @@ func (l *liveMessage) pace() {
 		text, dirty := l.latest, l.dirty
 		l.dirty = false
 		l.mu.Unlock()
-		if dirty {
-			if err := l.show(l.ctx, text, false); err != nil && l.ctx.Err() == nil {
-				l.d.log.Warn("discord: live answer edit failed; the final answer still comes", "chat", l.chat, "err", err)
-			}
+		if !dirty {
+			continue
 		}
-		t := l.d.clock.NewTimer(l.d.editEvery)
-		select {
-		case <-t.C():
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
+		if err := l.show(l.ctx, text, false); err != nil && l.ctx.Err() == nil {
+			l.d.log.Warn("discord: live answer edit failed; the final answer still comes", "chat", l.chat, "err", err)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/discord/discordfake"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 func TestSendReplyEscapesMentions(t *testing.T) {
@@ -149,15 +150,8 @@ func TestTypingRenewed(t *testing.T) {
 	if err := h.dc.SetTyping(h.ctx, chatChannel, true); err != nil {
 		t.Fatal(err)
 	}
-	// Renewed until switched off: wait for the loop's third call.
-	ctx := waitCtx(t)
-	for h.fake.Typing(discordfake.Channel) < 3 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("typing sent %d times", h.fake.Typing(discordfake.Channel))
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	// Renewed until switched off: the loop's third call comes.
+	testwait.Until(t, "typing renewed twice", func() bool { return h.fake.Typing(discordfake.Channel) >= 3 })
 	if err := h.dc.SetTyping(h.ctx, chatChannel, false); err != nil {
 		t.Fatal(err)
 	}

@@ -490,7 +490,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cdn(w http.ResponseWriter, r *http.Request) {
-	p := strings.TrimPrefix(r.URL.Path, "/cdn")
+	p := strings.TrimPrefix(r.URL.EscapedPath(), "/cdn")
 	q := r.URL.Query()
 	ex, is, hm := q.Get("ex"), q.Get("is"), q.Get("hm")
 	s.mu.Lock()
@@ -498,7 +498,7 @@ func (s *Server) cdn(w http.ResponseWriter, r *http.Request) {
 	now := s.now().Add(s.skew)
 	good := ok && hmac.Equal([]byte(hm), []byte(s.mac(p, ex, is)))
 	exp, _ := strconv.ParseInt(ex, 16, 64)
-	if good && now.Unix() < exp {
+	if good && now.Unix() < exp && r.Header.Get("Authorization") == "" {
 		s.cdnHits[a.id]++
 	}
 	s.mu.Unlock()
@@ -619,7 +619,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) int {
 		if err != nil {
 			continue
 		}
-		a, ok := s.attachments[strings.TrimPrefix(u.Path, "/cdn")]
+		a, ok := s.attachments[strings.TrimPrefix(u.EscapedPath(), "/cdn")]
 		if !ok {
 			continue
 		}
