@@ -169,3 +169,13 @@ func newRegistry(t *testing.T) *mediaregistry.Registry {
 	t.Cleanup(func() { _ = st.Close() })
 	return mediaregistry.New(st.DB, time.Hour)
 }
+
+func newFuzzRegistry(f *testing.F) *mediaregistry.Registry {
+	f.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(f.TempDir(), "botd.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	return mediaregistry.New(st.DB, time.Hour)
+}
