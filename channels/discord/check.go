@@ -75,7 +75,7 @@ func checkGet(ctx context.Context, c *http.Client, cfg Config, path string, out 
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("Discord rejected channels.discord.token (401 on %s): reset it in Developer Portal → your application → Bot and set DISCORD_BOT_TOKEN", path)
+		return fmt.Errorf("discord rejected channels.discord.token (401 on %s): reset it in Developer Portal → your application → Bot and set DISCORD_BOT_TOKEN", path)
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("GET %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(redact(string(body[:min(len(body), 300)]), cfg.Token)))
 	}
