@@ -158,7 +158,9 @@ func waitCtx(t *testing.T) context.Context {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func outMessage(chat, text string) channels.OutMessage { return channels.OutMessage{Chat: chat, Text: text} }
+func outMessage(chat, text string) channels.OutMessage {
+	return channels.OutMessage{Chat: chat, Text: text}
+}
 
 func newRegistry(t *testing.T) *mediaregistry.Registry {
 	t.Helper()
