@@ -330,6 +330,10 @@ func (d *Discord) supervise(ctx context.Context) {
 			return
 		case <-d.dropped:
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("discord gateway connection lost; reconnecting")
 		for attempt := 0; ; attempt++ {
 			if ctx.Err() != nil {
 				return
@@ -391,7 +395,7 @@ func (d *Discord) isStopped() bool {
 	return d.stopped
 }
 
-func (d *Discord) ctx() context.Context {
+func (d *Discord) runContext() context.Context {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.runCtx == nil {

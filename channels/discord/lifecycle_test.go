@@ -13,6 +13,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/channels/discord/discordfake"
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // TestReconnectResumes: a dropped gateway is reconnected with a RESUME,
@@ -186,5 +187,61 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReconnectReidentifies: a session Discord no longer resumes (op 9)
+// is begun anew on the same connection, and receiving goes on.
+func TestReconnectReidentifies(t *testing.T) {
+	h := newHarness(t)
+	h.start(t)
+	h.fake.InvalidateSession()
+	h.fake.DropConnection()
+	if err := h.fake.WaitReady(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	if h.fake.Identifies() != 2 || h.fake.Resumes() != 0 {
+		t.Fatalf("identifies %d, resumes %d", h.fake.Identifies(), h.fake.Resumes())
+	}
+	if in, _ := h.post(t, discordfake.Message{Content: "after"}); in.Text != "after" {
+		t.Fatalf("got %q", in.Text)
+	}
+}
+
+// TestZombieConnectionReconnects: heartbeats go out at HELLO's interval,
+// and a gateway that stops acknowledging them is left for a new
+// connection.
+func TestZombieConnectionReconnects(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetHeartbeatInterval(20 * time.Millisecond)
+	h.start(t)
+	testwait.Until(t, "heartbeats", func() bool { return h.fake.Heartbeats() >= 3 })
+	h.fake.StopHeartbeatAcks(true)
+	testwait.Until(t, "a second connection", func() bool { return h.fake.Connections() >= 2 })
+	h.fake.StopHeartbeatAcks(false)
+	if err := h.fake.WaitReady(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := h.post(t, discordfake.Message{Content: "still here"}); in.Text != "still here" {
+		t.Fatalf("got %q", in.Text)
+	}
+}
+
+// TestTokenStaysOnTheAPI: the session's client refuses any URL but the
+// API's, so the token cannot be sent elsewhere.
+func TestTokenStaysOnTheAPI(t *testing.T) {
+	h := newHarness(t)
+	got := make(chan string, 1)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+	}))
+	defer elsewhere.Close()
+	if _, err := h.dc.s.Request(http.MethodGet, elsewhere.URL+"/x", nil); err == nil || strings.Contains(err.Error(), discordfake.Token) {
+		t.Fatalf("request elsewhere: %v", err)
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("a request reached another host with Authorization %q", a)
+	default:
 	}
 }

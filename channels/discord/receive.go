@@ -21,7 +21,7 @@ func (d *Discord) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCrea
 	if m == nil || m.Message == nil {
 		return
 	}
-	d.handle(d.ctx(), m.Message, false)
+	d.handle(d.runContext(), m.Message, false)
 }
 
 // onMessageUpdate handles edits. Discord also sends MESSAGE_UPDATE when it
@@ -31,7 +31,7 @@ func (d *Discord) onMessageUpdate(_ *discordgo.Session, m *discordgo.MessageUpda
 	if m == nil || m.Message == nil || m.Author == nil || m.EditedTimestamp == nil {
 		return
 	}
-	d.handle(d.ctx(), m.Message, true)
+	d.handle(d.runContext(), m.Message, true)
 }
 
 // handle is the single entry point for a message the gateway delivered.

@@ -131,6 +131,7 @@ type Server struct {
 	lastIntents    int64
 	connections    int
 	heartbeatsSeen int
+	noAcks         bool
 }
 
 type wsConn struct {
@@ -231,6 +232,22 @@ func (s *Server) RateLimitOnce(prefix string, after time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimitNext[prefix] = after.Seconds()
+}
+
+// InvalidateSession makes the current session unresumable: the next
+// RESUME is answered with op 9 and the client has to IDENTIFY again.
+func (s *Server) InvalidateSession() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessionID = ""
+}
+
+// StopHeartbeatAcks leaves heartbeats unanswered, as a zombied
+// connection does; the client should give up on it and reconnect.
+func (s *Server) StopHeartbeatAcks(stop bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAcks = stop
 }
 
 // Requests returns every REST call so far.
@@ -809,8 +826,11 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		case 1:
 			s.mu.Lock()
 			s.heartbeatsSeen++
+			ack := !s.noAcks
 			s.mu.Unlock()
-			_ = conn.writeJSON(map[string]any{"op": 11})
+			if ack {
+				_ = conn.writeJSON(map[string]any{"op": 11})
+			}
 		case 2:
 			if !s.identify(conn, p.D) {
 				return
