@@ -2,6 +2,7 @@ package discord
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,6 +141,20 @@ func TestSendMedia(t *testing.T) {
 	sent = h.fake.SentMessages()[1:]
 	if len(sent) != 3 || sent[0].Content != "" || len(sent[0].Files) != 1 || len(d.MessageIDs) != 3 {
 		t.Fatalf("long caption: %d messages, first content %q", len(sent), sent[0].Content)
+	}
+}
+
+func TestSendMediaTooLarge(t *testing.T) {
+	h := newHarness(t)
+	h.start(t)
+	h.fake.SetUploadLimit(1024)
+	path := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(path, make([]byte, 2048), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.dc.SendMedia(h.ctx, channels.OutMedia{Chat: chatChannel, File: chantest.OpenFile(t, path)})
+	if !errors.Is(err, channels.ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
 }
 

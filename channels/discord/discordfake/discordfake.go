@@ -132,6 +132,7 @@ type Server struct {
 	connections    int
 	heartbeatsSeen int
 	noAcks         bool
+	uploadLimit    int
 }
 
 type wsConn struct {
@@ -158,6 +159,7 @@ func New(t testing.TB) *Server {
 		rateLimitNext: map[string]float64{},
 		contentIntent: true,
 		heartbeatMS:   45000,
+		uploadLimit:   10 << 20,
 		connCh:        make(chan struct{}),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -232,6 +234,14 @@ func (s *Server) RateLimitOnce(prefix string, after time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimitNext[prefix] = after.Seconds()
+}
+
+// SetUploadLimit sets the largest file a message may carry (10 MiB by
+// default, as in a server without boosts); a larger one is answered 413.
+func (s *Server) SetUploadLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uploadLimit = n
 }
 
 // InvalidateSession makes the current session unresumable: the next
@@ -746,6 +756,15 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, channel string) 
 	} else if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil {
 		apiErr(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 		return http.StatusBadRequest
+	}
+	s.mu.Lock()
+	limit := s.uploadLimit
+	s.mu.Unlock()
+	for _, f := range files {
+		if len(f.Body) > limit {
+			apiErr(w, http.StatusRequestEntityTooLarge, 40005, "Request entity too large")
+			return http.StatusRequestEntityTooLarge
+		}
 	}
 	if len([]rune(body.Content)) > 2000 {
 		apiErr(w, http.StatusBadRequest, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
