@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/channels/discord"
 	"github.com/botd-dev/botd/channels/matrix"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
@@ -67,6 +68,7 @@ type Channels struct {
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 	Web      web.Config      `yaml:"web"`
 	Matrix   matrix.Config   `yaml:"matrix"`
+	Discord  discord.Config  `yaml:"discord"`
 }
 
 // Internet holds the web tools' sections; webfetch and websearch define
@@ -94,6 +96,7 @@ func Defaults() *Config {
 			WhatsApp: whatsapp.DefaultConfig(),
 			Web:      web.DefaultConfig(),
 			Matrix:   matrix.DefaultConfig(),
+			Discord:  discord.DefaultConfig(),
 		},
 		LLM:       providers.DefaultConfig(),
 		Agent:     agent.DefaultConfig(),

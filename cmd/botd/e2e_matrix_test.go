@@ -39,13 +39,12 @@ groups:
   - {folder: family, name: Family, chat: "matrix:%s", requires_trigger: true}
 `
 
-// matrixRef is the newest Matrix attachment in a question's new messages.
-var matrixRef = regexp.MustCompile(`ref:(mx_[0-9A-Za-z]+)\]`)
-
-// newMatrixModel asks for the newest mx_ placeholder with fetch_media and,
-// once the tool result is there, answers with what it got: "saw an
-// image" when the result carries one, else the tool's words.
-func newMatrixModel(t *testing.T) *fakeModel {
+// newRefModel asks for the newest placeholder whose ref starts with
+// prefix (mx, dc) with fetch_media and, once the tool result is there,
+// answers with what it got: "saw the image" when the result carries
+// one, else that the file could not be read.
+func newRefModel(t *testing.T, prefix string) *fakeModel {
+	refRe := regexp.MustCompile(`ref:(` + prefix + `_[0-9A-Za-z]+)\]`)
 	m := &fakeModel{t: t, wire: "openai"}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -55,15 +54,15 @@ func newMatrixModel(t *testing.T) *fakeModel {
 		w.Header().Set("Content-Type", "text/event-stream")
 		if strings.Contains(string(body), `"tool_call_id"`) {
 			if strings.Contains(string(body), "image_url") {
-				m.text(w, "Matrix answer: I saw the image.")
+				m.text(w, "Answer: I saw the image.")
 			} else {
-				m.text(w, "Matrix answer: the file could not be read.")
+				m.text(w, "Answer: the file could not be read.")
 			}
 			return
 		}
-		refs := matrixRef.FindAllStringSubmatch(newText(body), -1)
+		refs := refRe.FindAllStringSubmatch(newText(body), -1)
 		if len(refs) == 0 {
-			m.text(w, "Matrix answer: nothing to look at.")
+			m.text(w, "Answer: nothing to look at.")
 			return
 		}
 		m.toolCall(w, "fetch_media", fmt.Sprintf(`{"mediaRef":%q}`, refs[len(refs)-1][1]))
@@ -81,7 +80,7 @@ func TestMatrixEndToEnd(t *testing.T) {
 	const ann = "@ann:fake.local"
 	fake := matrixfake.New(t)
 	fake.Join(room, "Family", map[string]string{ann: "Ann"})
-	model := newMatrixModel(t)
+	model := newRefModel(t, "mx")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(matrixConfig, fake.URL(), matrixfake.UserID,
 		matrixfake.Token, model.srv.URL, room))
@@ -147,8 +146,8 @@ func TestMatrixEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(reply.Content, &content); err != nil {
 		t.Fatal(err)
 	}
-	if content.Body != "Matrix answer: I saw the image." || content.Format != "org.matrix.custom.html" ||
-		!strings.Contains(content.FormattedBody, "Matrix answer: I saw the image.") {
+	if content.Body != "Answer: I saw the image." || content.Format != "org.matrix.custom.html" ||
+		!strings.Contains(content.FormattedBody, "Answer: I saw the image.") {
 		t.Errorf("reply %+v", content)
 	}
 	if v1, v3 := fake.Downloads("v1"), fake.Downloads("v3"); v1 != 1 || v3 != 0 {
@@ -190,7 +189,7 @@ func TestMatrixEndToEnd(t *testing.T) {
 		"info": map[string]any{"mimetype": "image/png", "size": len(other)}})
 	reply = ask("and the last one?")
 	json.Unmarshal(reply.Content, &content)
-	if content.Body != "Matrix answer: the file could not be read." {
+	if content.Body != "Answer: the file could not be read." {
 		t.Errorf("a tampered attachment was answered %q", content.Body)
 	}
 	host.stop(t)
