@@ -105,6 +105,8 @@ var formatting = map[string]string{
 	"telegram": "Markdown is shown as Telegram formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
 	"slack":    "Markdown is shown as Slack formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
 	"whatsapp": "Markdown is shown as WhatsApp formatting: **bold**, *italic*, ~~strike~~, `code` and - lists; links show as their address, headings as bold lines, and tables are not supported.",
+	"discord":  "Markdown is shown as Discord renders it: **bold**, *italic*, ~~strike~~, `code`, code blocks with a language, [links](https://…), > quotes, - lists and # headings; tables are not supported. Mentions you write ping nobody.",
+	"matrix":   "Markdown is shown as Matrix formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; tables are not supported.",
 	"web":      "Markdown is rendered in the chat page: **bold**, *italic*, lists, [links](https://…), > quotes and code blocks (with a copy button); raw HTML is shown as text, and tables are not supported.",
 }
 

@@ -191,7 +191,8 @@ func TestSystemPromptFormattingByNetwork(t *testing.T) {
 		{"slack:C1", "shown as Slack formatting"},
 		{"whatsapp:123@g.us", "shown as WhatsApp formatting"},
 		{"web:main", "rendered in the chat page"},
-		{"matrix:!room:example.org", "plain text: no markdown"},
+		{"matrix:!room:example.org", "shown as Matrix formatting"},
+		{"irc:#botd", "plain text: no markdown"},
 	} {
 		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, mcp.InternetTools{}, "", "", "")
 		if !strings.Contains(sys, tc.want) || strings.Contains(sys, "{{formatting}}") {

@@ -18,6 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/channels/discord"
+	"github.com/botd-dev/botd/channels/matrix"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
@@ -68,6 +70,8 @@ type Channels struct {
 	Slack    slack.Config    `yaml:"slack"`
 	WhatsApp whatsapp.Config `yaml:"whatsapp"`
 	Web      web.Config      `yaml:"web"`
+	Matrix   matrix.Config   `yaml:"matrix"`
+	Discord  discord.Config  `yaml:"discord"`
 }
 
 // Internet holds the web tools' sections; webfetch and websearch define
@@ -95,6 +99,8 @@ func Defaults() *Config {
 			Slack:    slack.DefaultConfig(),
 			WhatsApp: whatsapp.DefaultConfig(),
 			Web:      web.DefaultConfig(),
+			Matrix:   matrix.DefaultConfig(),
+			Discord:  discord.DefaultConfig(),
 		},
 		LLM:       providers.DefaultConfig(),
 		Agent:     agent.DefaultConfig(),

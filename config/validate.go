@@ -41,6 +41,8 @@ func (c *Config) Validate() error {
 		c.Media.Validate(providers),
 		c.Channels.Telegram.Validate(),
 		c.Channels.Slack.Validate(),
+		c.Channels.Matrix.Validate(),
+		c.Channels.Discord.Validate(),
 		c.Channels.WhatsApp.Validate(),
 		c.Channels.Web.Validate(),
 		c.LLM.Validate(),
@@ -105,11 +107,13 @@ func (c *Config) GroupList() []groups.Group {
 func (c *Config) RunReadiness() []string {
 	var out []string
 	ch := c.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled && !ch.Web.Enabled {
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled && !ch.Web.Enabled && !ch.Matrix.Enabled && !ch.Discord.Enabled {
 		out = append(out, "no channel is enabled: set channels.web.enabled: true for the local web rooms, "+
 			"or channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN, "+
 			"or channels.slack.enabled: true with SLACK_BOT_TOKEN and SLACK_APP_TOKEN, "+
-			"or channels.whatsapp.enabled: true and run `botd whatsapp login`")
+			"or channels.whatsapp.enabled: true and run `botd whatsapp login`, "+
+			"or channels.matrix.enabled: true with MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_ACCESS_TOKEN, "+
+			"or channels.discord.enabled: true and DISCORD_BOT_TOKEN")
 	}
 	if msg := c.MissingLLM(); msg != "" && !ch.Web.Enabled {
 		out = append(out, msg)

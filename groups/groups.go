@@ -38,7 +38,7 @@ func ValidateFolder(name string) error {
 }
 
 // Channels botd knows; a chat id is "<channel>:<native id>".
-var Channels = []string{"telegram", "slack", "whatsapp", "web"}
+var Channels = []string{"telegram", "slack", "whatsapp", "web", "discord", "matrix"}
 
 // ValidateChatID checks the "<channel>:<native id>" shape.
 func ValidateChatID(id string) error {

@@ -57,8 +57,12 @@ var DefaultRefTTL = map[string]time.Duration{
 	"telegram": 30 * 24 * time.Hour,
 	"slack":    30 * 24 * time.Hour,
 	"whatsapp": 14 * 24 * time.Hour,
-	"web":      30 * 24 * time.Hour,
-	Link:       30 * 24 * time.Hour,
+	// Matrix media stays on the homeserver until its retention removes it;
+	// Discord refs refresh their signed CDN link at each fetch.
+	"matrix":  30 * 24 * time.Hour,
+	"discord": 30 * 24 * time.Hour,
+	"web":     30 * 24 * time.Hour,
+	Link:      30 * 24 * time.Hour,
 }
 
 // fallbackRefTTL is for a network without a DefaultRefTTL entry.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/botd-dev/botd/channels/discord"
 	"github.com/botd-dev/botd/config"
 )
 
@@ -43,6 +44,14 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkStore(ctx, cfg); err != nil {
 		fmt.Fprintf(stdout, "%s: 1 problem(s)\n  media.store: %v\n", path, err)
 		return fail(1, "")
+	}
+	// A valid-looking token can still be revoked, or lack the Message
+	// Content intent: ask Discord now rather than at the first message.
+	if cfg.Channels.Discord.Enabled {
+		if err := discord.Check(ctx, cfg.Channels.Discord); err != nil {
+			fmt.Fprintf(stdout, "%s: 1 problem(s)\n  channels.discord: %v\n", path, err)
+			return fail(1, "")
+		}
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
 	for _, w := range configWarnings(cfg) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/discord"
+	"github.com/botd-dev/botd/channels/matrix"
 	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
@@ -132,6 +134,20 @@ func (d *daemon) buildChannels() error {
 			return fail(1, "whatsapp: %v", err)
 		}
 		d.chans[wa.Name()] = wa
+	}
+	if c.Discord.Enabled {
+		dc, err := discord.New(c.Discord, env)
+		if err != nil {
+			return fail(1, "discord: %v", err)
+		}
+		d.chans[dc.Name()] = dc
+	}
+	if c.Matrix.Enabled {
+		mx, err := matrix.New(c.Matrix, d.cfg.DataDir, env)
+		if err != nil {
+			return fail(1, "matrix: %v", err)
+		}
+		d.chans[mx.Name()] = mx
 	}
 	return d.buildWeb(env)
 }

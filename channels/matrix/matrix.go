@@ -1,0 +1,344 @@
+// Package matrix connects botd to a Matrix homeserver through
+// maunium.net/go/mautrix: a bot account with an access token, a /sync
+// loop whose position survives restarts, rooms as chats
+// ("matrix:!room:server"), attachments as metadata-only refs fetched
+// lazily through the authenticated media endpoints (encrypted
+// attachments decrypted while they stream into the cache), and answers
+// as replies with an HTML formatted body.
+//
+// End-to-end encrypted rooms are not read: mautrix's pure-Go olm (the
+// goolm build tag) builds without cgo, but botd does not yet keep the
+// device keys and sessions E2EE needs. Such a room is logged once and
+// listed by EncryptedRooms for the dashboard.
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/internal/backoff"
+)
+
+// Name is the channel name and chat id prefix.
+const Name = "matrix"
+
+// Interface guards.
+var (
+	_ channels.Channel     = (*Matrix)(nil)
+	_ channels.MediaSender = (*Matrix)(nil)
+	_ channels.Typer       = (*Matrix)(nil)
+	_ channels.Waiter      = (*Matrix)(nil)
+	_ channels.Downloader  = (*Matrix)(nil)
+)
+
+// syncFilter is sent inline with every /sync: no presence, a bounded
+// timeline per room, and only the members of senders (lazy loading).
+const syncFilter = `{"presence":{"types":[]},"account_data":{"types":[]},` +
+	`"room":{"timeline":{"limit":50},"state":{"lazy_load_members":true},"ephemeral":{"types":[]},"account_data":{"types":[]}}}`
+
+// Matrix is one bot account on one homeserver.
+type Matrix struct {
+	cfg       Config
+	env       channels.Env
+	log       *slog.Logger
+	statePath string
+	cli       *mautrix.Client
+
+	// Tuning; tests shrink them.
+	pollTimeout   time.Duration // the /sync long-poll
+	syncBackoff   backoff.Schedule
+	typingTimeout time.Duration // how long one typing notice lasts
+	typingEvery   time.Duration // renewed this often while on
+	typingMax     time.Duration // and never longer than this without a renewal
+
+	render func(md string, limit int) []string
+
+	once channels.StartOnce
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	st      state
+	me      id.UserID
+	stopped bool
+	runCtx  context.Context
+	rooms   map[id.RoomID]*room
+	invites map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
+	sent    *recent                 // event ids botd sent, so a reply to one addresses it
+	typing  map[string]*typingLoop
+}
+
+// New builds the channel without touching the network. dataDir holds
+// the state file (StatePath).
+func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("matrix: %w", err)
+	}
+	if cfg.Homeserver == "" || cfg.UserID == "" || (cfg.AccessToken == "" && cfg.Password == "") {
+		return nil, errors.New("matrix: set channels.matrix.homeserver, user_id and access_token (or password)")
+	}
+	if env.Registry == nil || env.Sink == nil {
+		return nil, errors.New("matrix: env needs a media registry and a sink")
+	}
+	if dataDir == "" {
+		return nil, errors.New("matrix: no data dir for the sync state")
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	// Named once here; channels.Env.Compose logs through env.Log too.
+	env.Log = log.With("channel", Name)
+	cli, err := mautrix.NewClient(cfg.Homeserver, id.UserID(cfg.UserID), cfg.AccessToken)
+	if err != nil {
+		return nil, fmt.Errorf("matrix: channels.matrix.homeserver %q: %w", cfg.Homeserver, err)
+	}
+	m := &Matrix{
+		cfg:           cfg,
+		env:           env,
+		log:           env.Log,
+		statePath:     StatePath(dataDir),
+		cli:           cli,
+		pollTimeout:   30 * time.Second,
+		syncBackoff:   backoff.Schedule{Initial: time.Second, Max: 2 * time.Minute},
+		typingTimeout: 30 * time.Second,
+		typingEvery:   20 * time.Second,
+		typingMax:     5 * time.Minute,
+		render:        render,
+		rooms:         map[id.RoomID]*room{},
+		invites:       map[id.RoomID]id.UserID{},
+		sent:          newRecent(4096),
+		typing:        map[string]*typingLoop{},
+	}
+	m.setHTTP(time.Second)
+	return m, nil
+}
+
+// setHTTP gives the client botd's transport and mautrix's own retries
+// (network errors, 429, 502-504; the same request again, so a send keeps
+// its transaction id) with a first backoff of base.
+func (m *Matrix) setHTTP(base time.Duration) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// A /sync answers within pollTimeout; anything slower is a dead
+	// connection. No overall timeout: a large download must not be cut
+	// off, the caller's ctx bounds it.
+	tr.ResponseHeaderTimeout = m.pollTimeout + 15*time.Second
+	m.cli.Client = &http.Client{Transport: tr}
+	m.cli.DefaultHTTPRetries = 3
+	m.cli.DefaultHTTPBackoff = base
+	m.cli.MaxHTTPBackoff = time.Minute
+	m.cli.UserAgent = "botd"
+}
+
+// Name implements channels.Channel.
+func (m *Matrix) Name() string { return Name }
+
+// Wait implements channels.Waiter: it returns once the sync loop and
+// every typing loop returned after Start's ctx ended. No message reaches
+// the sink after it returned.
+func (m *Matrix) Wait() { m.wg.Wait() }
+
+// Me is the bot account as the homeserver confirmed it in Start.
+func (m *Matrix) Me() id.UserID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.me
+}
+
+// Start checks the token with /account/whoami (after a password login,
+// the first time, when only a password is configured), then syncs in the
+// background until ctx ends.
+func (m *Matrix) Start(ctx context.Context) error {
+	if err := m.once.Begin(Name); err != nil {
+		return err
+	}
+	st, err := loadState(m.statePath)
+	if err != nil {
+		return fmt.Errorf("matrix: %w", err)
+	}
+	if st.Homeserver != m.cfg.Homeserver || st.UserID != m.cfg.UserID {
+		// Another account's position and token are no use to this one.
+		st = state{Homeserver: m.cfg.Homeserver, UserID: m.cfg.UserID}
+	}
+	m.mu.Lock()
+	m.st = st
+	m.mu.Unlock()
+
+	who, err := m.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.me = who.UserID
+	m.cli.DeviceID = who.DeviceID
+	for _, r := range m.st.Invites {
+		m.invites[id.RoomID(r)] = ""
+	}
+	m.mu.Unlock()
+	m.log.Info("matrix connected", "user", who.UserID, "device", who.DeviceID, "resuming", m.st.Since != "")
+
+	m.mu.Lock()
+	m.runCtx = ctx
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.syncLoop(ctx)
+		m.mu.Lock()
+		m.stopped = true
+		m.mu.Unlock()
+	}()
+	return nil
+}
+
+// authenticate settles the access token (the configured one, or the one
+// a password login got and the state file kept) and checks it.
+func (m *Matrix) authenticate(ctx context.Context) (*mautrix.RespWhoami, error) {
+	token := m.cfg.AccessToken
+	fromState := false
+	if token == "" {
+		m.mu.Lock()
+		token = m.st.AccessToken
+		m.mu.Unlock()
+		fromState = token != ""
+	}
+	if token == "" {
+		var err error
+		if token, err = m.login(ctx); err != nil {
+			return nil, err
+		}
+	}
+	m.cli.AccessToken = token
+	who, err := m.cli.Whoami(ctx)
+	if errors.Is(err, mautrix.MUnknownToken) && fromState {
+		// The kept token was logged out: log in again, once.
+		m.log.Warn("matrix: the token from the password login was rejected; logging in again")
+		if token, err = m.login(ctx); err != nil {
+			return nil, err
+		}
+		m.cli.AccessToken = token
+		who, err = m.cli.Whoami(ctx)
+	}
+	switch {
+	case errors.Is(err, mautrix.MUnknownToken), errors.Is(err, mautrix.MMissingToken), errors.Is(err, mautrix.MForbidden):
+		return nil, fmt.Errorf("matrix: the homeserver rejected the access token (%s); check channels.matrix.access_token (MATRIX_ACCESS_TOKEN)", m.redact(err.Error()))
+	case err != nil:
+		return nil, fmt.Errorf("matrix: whoami at %s (channels.matrix.homeserver): %s: %w", m.cfg.Homeserver, m.redact(err.Error()), channels.ErrUnavailable)
+	}
+	if who.UserID != id.UserID(m.cfg.UserID) {
+		return nil, fmt.Errorf("matrix: the access token belongs to %s, not to channels.matrix.user_id %s", who.UserID, m.cfg.UserID)
+	}
+	return who, nil
+}
+
+// login exchanges channels.matrix.password for a token and keeps it in
+// the state file, so the password is sent once, not at every start.
+func (m *Matrix) login(ctx context.Context) (string, error) {
+	if m.cfg.Password == "" {
+		return "", errors.New("matrix: no access token: set channels.matrix.access_token (or password)")
+	}
+	resp, err := m.cli.Login(ctx, &mautrix.ReqLogin{
+		Type:                     mautrix.AuthTypePassword,
+		Identifier:               mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: m.cfg.UserID},
+		Password:                 m.cfg.Password,
+		InitialDeviceDisplayName: "botd",
+	})
+	if err != nil {
+		return "", fmt.Errorf("matrix: password login as %s failed (check channels.matrix.password): %s", m.cfg.UserID, m.redact(err.Error()))
+	}
+	m.mu.Lock()
+	m.st.AccessToken, m.st.DeviceID = resp.AccessToken, resp.DeviceID.String()
+	st := m.st
+	m.mu.Unlock()
+	if err := saveState(m.statePath, st); err != nil {
+		return "", fmt.Errorf("matrix: keeping the token of the password login: %w", err)
+	}
+	m.log.Info("matrix: logged in with the password; the token is kept in the state file", "device", resp.DeviceID)
+	return resp.AccessToken, nil
+}
+
+// syncLoop long-polls /sync until ctx ends. Failures back off (capped,
+// jittered) and the loop carries on from the same position, so a lost
+// connection or a restarted homeserver costs nothing. The position is
+// saved after a batch was handed to the sink: a crash in between hands
+// the batch out again, and the store's upsert absorbs that.
+func (m *Matrix) syncLoop(ctx context.Context) {
+	m.mu.Lock()
+	since := m.st.Since
+	m.mu.Unlock()
+	failures := 0
+	for ctx.Err() == nil {
+		resp, err := m.cli.FullSyncRequest(ctx, mautrix.ReqSync{
+			Since: since, Timeout: int(m.pollTimeout / time.Millisecond), FilterID: syncFilter,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait := m.syncBackoff.Wait(failures)
+			failures++
+			msg := "matrix sync failed; retrying"
+			if errors.Is(err, mautrix.MUnknownToken) {
+				msg = "matrix sync: the homeserver rejected the access token (logged out?); check channels.matrix.access_token; retrying"
+			}
+			m.log.Warn(msg, "err", m.redact(err.Error()), "attempt", failures, "wait", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		if failures > 0 {
+			m.log.Info("matrix sync recovered", "after_failures", failures)
+			failures = 0
+		}
+		m.handleSync(ctx, resp, since == "")
+		if resp.NextBatch != "" && resp.NextBatch != since {
+			since = resp.NextBatch
+			m.saveSince(since)
+		}
+	}
+}
+
+func (m *Matrix) saveSince(since string) {
+	m.mu.Lock()
+	m.st.Since = since
+	m.st.Invites = m.st.Invites[:0]
+	for r := range m.invites {
+		m.st.Invites = append(m.st.Invites, string(r))
+	}
+	st := m.st
+	m.mu.Unlock()
+	if err := saveState(m.statePath, st); err != nil {
+		// The loop goes on; a restart replays from the last saved position.
+		m.log.Warn("matrix: saving the sync position failed", "err", err)
+	}
+}
+
+// redact hides the access token and password in s.
+func (m *Matrix) redact(s string) string {
+	for _, secret := range []string{m.cli.AccessToken, m.cfg.AccessToken, m.cfg.Password} {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "<secret>")
+		}
+	}
+	return s
+}
+
+func (m *Matrix) isStopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopped
+}
