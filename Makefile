@@ -30,7 +30,7 @@ FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:Fuz
 	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
 	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle \
 	./scheduler:FuzzParse ./doctext:FuzzExtract ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./channels/web:FuzzUploadName \
-	./netguard:FuzzCheckURL ./channels:FuzzRenderLink
+	./netguard:FuzzCheckURL ./channels:FuzzRenderLink ./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$pkg $$fn ($(FUZZTIME))"; \
@@ -40,7 +40,8 @@ fuzz:
 # runs on every submission (a few minutes in all).
 FUZZ_CI_TIME ?= 20s
 FUZZ_CI_TARGETS := ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./doctext:FuzzExtract ./channels/web:FuzzUploadName \
-	./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip ./agent:FuzzParseAnswer ./netguard:FuzzCheckURL
+	./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip ./agent:FuzzParseAnswer ./netguard:FuzzCheckURL \
+	./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_TARGETS="$(FUZZ_CI_TARGETS)" FUZZTIME=$(FUZZ_CI_TIME)
 
