@@ -64,7 +64,7 @@ func (m *voiceModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	asked := newText(body)
-	if ref := regexp.MustCompile(`\[Voice: [^\]]*ref:(tg_[0-9A-Za-z]+)\]`).FindAllStringSubmatch(string(body), -1); ref != nil &&
+	if ref := regexp.MustCompile(`\[Voice: [^\]]*ref:((?:tg|dc|mx)_[0-9A-Za-z]+)\]`).FindAllStringSubmatch(string(body), -1); ref != nil &&
 		strings.Contains(asked, "voice note") {
 		m.wire.toolCall(w, "fetch_media", fmt.Sprintf(`{"mediaRef":%q}`, ref[len(ref)-1][1]))
 		return
