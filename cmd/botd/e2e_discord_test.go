@@ -95,3 +95,24 @@ func TestDiscordEndToEnd(t *testing.T) {
 	}
 	host.stop(t)
 }
+
+// `botd config check` asks Discord whether the token works and the
+// Message Content intent is on, and names the switch when it is off.
+func TestDiscordConfigCheck(t *testing.T) {
+	fake := discordfake.New(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(discordConfig, discordfake.Token, fake.APIURL(),
+		fake.GatewayURL(), "http://127.0.0.1:9", discordfake.Channel))
+	out, code := runCLI(t, dir, "config", "check", "--config", "botd.yaml")
+	if code != 0 || !strings.Contains(out, "botd.yaml: OK") {
+		t.Fatalf("with the intent on: exit %d\n%s", code, out)
+	}
+	fake.SetMessageContentIntent(false)
+	out, code = runCLI(t, dir, "config", "check", "--config", "botd.yaml")
+	if code != 1 || !strings.Contains(out, "channels.discord: ") || !strings.Contains(out, "Message Content") {
+		t.Fatalf("with the intent off: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, discordfake.Token) {
+		t.Errorf("the token is in the output:\n%s", out)
+	}
+}
