@@ -3,6 +3,7 @@ package pdf
 import (
 	"io"
 	"iter"
+	"sort"
 	"strings"
 	"unicode/utf16"
 
@@ -18,16 +19,26 @@ const (
 
 // font turns the bytes of a shown string into codes, text and widths.
 type font struct {
-	cid     bool      // Type0: multi-byte codes, widths by CID
-	spaces  []csRange // code lengths (Type0; a ToUnicode map may name them too)
-	toUni   map[uint32]string
-	ranges  []uniRange   // large bfranges, kept unexpanded
-	simple  *[256]string // simple fonts: code → text by the font's encoding
-	ucs2    bool         // a Type0 font whose codes are UTF-16 themselves
-	widths  map[uint32]float64
-	dw      float64 // width of codes without one
-	scale   float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
-	unicode bool    // any way to get text at all
+	cid    bool      // Type0: multi-byte codes, widths by CID
+	spaces []csRange // code lengths (Type0; a ToUnicode map may name them too)
+	toUni  map[uint32]string
+	ranges []uniRange   // large bfranges, kept unexpanded
+	simple *[256]string // simple fonts: code → text by the font's encoding
+	ucs2   bool         // a Type0 font whose codes are UTF-16 themselves
+	// enc maps codes to CIDs (a predefined CMap); cids does for an
+	// embedded one; neither: the code is the CID (Identity).
+	enc  *cmapTable
+	cids []cidRange
+	// cidText gives the text of a CID by the font's character collection
+	// (Adobe-Japan1…), for fonts without a ToUnicode map.
+	cidText  *cmapTable
+	vertical bool    // written top to bottom (WMode 1)
+	vadv     float64 // vertical advance, glyph units (negative: down)
+	usecmap  string  // the predefined CMap an embedded one builds on
+	widths   map[uint32]float64
+	dw       float64 // width of codes without one
+	scale    float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
+	unicode  bool    // any way to get text at all
 }
 
 type csRange struct {
@@ -41,9 +52,16 @@ type uniRange struct {
 	arr    []string // or one string per code
 }
 
+// cidRange maps codes lo…hi of n bytes to CIDs from cid on.
+type cidRange struct {
+	n           int
+	lo, hi, cid uint32
+}
+
 // glyph is one code of a shown string.
 type glyph struct {
 	code  uint32
+	cid   uint32
 	n     int // bytes
 	text  string
 	width float64 // in text space units per unit of font size
@@ -57,14 +75,36 @@ func (f *font) glyphs(s string, each func(g glyph)) {
 			code = code<<8 | uint32(c)
 		}
 		i += n
-		g := glyph{code: code, n: n, text: f.text(code, n)}
-		w, ok := f.widths[code]
+		cid := f.cidOf(code, n)
+		g := glyph{code: code, cid: cid, n: n, text: f.text(code, n, cid)}
+		w, ok := f.widths[cid]
 		if !ok {
 			w = f.dw
 		}
 		g.width = w * f.scale
 		each(g)
 	}
+}
+
+// cidOf is the CID of a code (for simple fonts, the code itself).
+func (f *font) cidOf(code uint32, n int) uint32 {
+	if len(f.cids) > 0 {
+		// Sorted by length and start when read: a search, as an embedded
+		// CMap may hold many thousand ranges.
+		rs := f.cids
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].n > n || (rs[i].n == n && rs[i].hi >= code) })
+		if i < len(rs) && rs[i].n == n && rs[i].lo <= code {
+			return rs[i].cid + code - rs[i].lo
+		}
+	}
+	if f.enc != nil {
+		c, _ := f.enc.lookup(code, n)
+		return c
+	}
+	if len(f.cids) > 0 {
+		return 0
+	}
+	return code
 }
 
 func (f *font) codeLen(s string) int {
@@ -91,8 +131,8 @@ func (f *font) codeLen(s string) int {
 	return max(1, min(n, len(s)))
 }
 
-func (f *font) text(code uint32, n int) string {
-	if t, ok := f.toUni[code]; ok {
+func (f *font) text(code uint32, n int, cid uint32) string {
+	if t, ok := f.toUni[code]; ok && t != "" {
 		return t
 	}
 	for _, r := range f.ranges {
@@ -105,6 +145,9 @@ func (f *font) text(code uint32, n int) string {
 			return string(utf16.Decode([]uint16{uint16(code)}))
 		}
 		return ""
+	}
+	if f.cidText != nil {
+		return f.cidText.text(cid)
 	}
 	if f.simple != nil && code < 256 {
 		return f.simple[code]
@@ -163,27 +206,55 @@ func (d *Doc) parseFont(fd dict) *font {
 	}
 	if sub == "Type0" {
 		f.cid = true
+		f.vadv = -1000
+		coll := ""
 		switch enc := d.resolve(fd["Encoding"]).(type) {
 		case name:
-			e := string(enc)
-			if strings.Contains(e, "UCS2") || strings.Contains(e, "UTF16") {
-				f.ucs2 = true
-				f.unicode = true
-			}
+			d.predefinedEncoding(f, string(enc), &coll)
 		case *stream:
-			// An embedded CMap: only its code lengths matter here.
+			// An embedded CMap: its code lengths, its CIDs, its writing
+			// mode, and the predefined CMap it builds on.
 			tmp := &font{}
 			d.readCMap(tmp, enc)
-			if len(f.spaces) == 0 {
+			if tmp.usecmap != "" {
+				d.predefinedEncoding(f, tmp.usecmap, &coll)
+			}
+			if len(tmp.spaces) > 0 {
 				f.spaces = tmp.spaces
 			}
+			f.cids = tmp.cids
+			sort.Slice(f.cids, func(i, j int) bool {
+				a, b := f.cids[i], f.cids[j]
+				return a.n < b.n || (a.n == b.n && a.lo < b.lo)
+			})
+			if len(f.cids) > 0 {
+				f.ucs2 = false // its codes are its own, not the Unicode of the one it builds on
+			}
+			f.vertical = f.vertical || tmp.vertical
 		}
 		if ds, _ := d.resolve(fd["DescendantFonts"]).(array); len(ds) > 0 {
 			df := d.dictOf(ds[0])
 			if df != nil {
 				f.dw = d.numOf(df["DW"], 1000)
 				d.cidWidths(f, df["W"])
+				if dw2, _ := d.resolve(df["DW2"]).(array); len(dw2) == 2 {
+					if v := d.numOf(dw2[1], -1000); v < 0 {
+						f.vadv = v
+					}
+				}
+				info := d.dictOf(df["CIDSystemInfo"])
+				reg, _ := d.resolve(info["Registry"]).(string)
+				ord, _ := d.resolve(info["Ordering"]).(string)
+				if t := collectionToUnicode(reg, ord); t != nil {
+					f.cidText = t
+				}
 			}
+		}
+		if f.cidText == nil && coll != "" {
+			f.cidText = predefinedCMap(coll + "-UCS2")
+		}
+		if f.cidText != nil {
+			f.unicode = true
 		}
 		return f
 	}
@@ -211,6 +282,30 @@ func (d *Doc) parseFont(fd dict) *font {
 		}
 	}
 	return f
+}
+
+// predefinedEncoding sets a Type0 font's encoding from the name of a
+// predefined CMap, and coll to its character collection.
+func (d *Doc) predefinedEncoding(f *font, e string, coll *string) {
+	switch e {
+	case "Identity-H":
+		return
+	case "Identity-V":
+		f.vertical = true
+		return
+	}
+	if strings.Contains(e, "UCS2") || strings.Contains(e, "UTF16") {
+		f.ucs2 = true
+		f.unicode = true
+	}
+	if t := predefinedCMap(e); t != nil && !t.toUni {
+		f.enc = t
+		f.spaces = t.spaces
+		f.vertical = t.vertical
+		*coll = t.coll
+	} else if strings.HasSuffix(e, "-V") {
+		f.vertical = true
+	}
 }
 
 // standardWidth guesses an average width for a font without /Widths (the
@@ -356,6 +451,7 @@ func (d *Doc) readCMap(f *font, s *stream) {
 			}
 		}
 	}
+	var prev, prev2 object
 	for entries < maxFontEntries {
 		t, err := l.object(0)
 		if err != nil {
@@ -363,9 +459,40 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		}
 		k, ok := t.(keyword)
 		if !ok {
+			prev2, prev = prev, t
 			continue
 		}
 		switch k {
+		case "usecmap":
+			if n, ok := prev.(name); ok {
+				f.usecmap = string(n)
+			}
+		case "def":
+			if prev2 == name("WMode") && prev == int64(1) {
+				f.vertical = true
+			}
+		case "begincidrange", "begincidchar":
+			per, end := 3, keyword("endcidrange")
+			if k == "begincidchar" {
+				per, end = 2, "endcidchar"
+			}
+			for e := range section(end, per) {
+				if entries >= maxFontEntries || len(f.cids) >= maxFontEntries {
+					break
+				}
+				lo, n, ok1 := code(e[0])
+				hi, cidObj := lo, e[1]
+				ok2 := true
+				if per == 3 {
+					hi, _, ok2 = code(e[1])
+					cidObj = e[2]
+				}
+				cid, ok3 := cidObj.(int64)
+				if ok1 && ok2 && ok3 && hi >= lo && cid >= 0 && cid <= 0xFFFF {
+					f.cids = append(f.cids, cidRange{n: n, lo: lo, hi: hi, cid: uint32(cid)})
+					entries++
+				}
+			}
 		case "begincodespacerange":
 			for e := range section("endcodespacerange", 2) {
 				lo, n, ok1 := code(e[0])
@@ -428,6 +555,7 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		if broken {
 			return
 		}
+		prev2, prev = prev, k
 	}
 }
 

@@ -143,6 +143,15 @@ type textState struct {
 	tm, tlm                  matrix
 }
 
+// kern is the move of a number in a TJ array: back along the line, or
+// down a column in vertical writing.
+func (ts *textState) kern(v float64) matrix {
+	if ts.font != nil && ts.font.vertical {
+		return translate(0, -v/1000*ts.size)
+	}
+	return translate(-v/1000*ts.size*ts.th, 0)
+}
+
 func (in *interp) run(r io.Reader, res dict, ctm matrix, depth int) error {
 	d := in.d
 	l := newLexer(r, 0, false)
@@ -260,9 +269,9 @@ func (in *interp) run(r io.Reader, res dict, ctm matrix, depth int) error {
 							return err
 						}
 					case int64:
-						ts.tm = translate(-float64(v)/1000*ts.size*ts.th, 0).mul(ts.tm)
+						ts.tm = ts.kern(float64(v)).mul(ts.tm)
 					case float64:
-						ts.tm = translate(-v/1000*ts.size*ts.th, 0).mul(ts.tm)
+						ts.tm = ts.kern(v).mul(ts.tm)
 					}
 				}
 			}
@@ -394,14 +403,20 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 	f := ts.font
 	trm := ts.tm.mul(ctm)
 	x0, y0 := trm[4], trm[5]
-	// The direction of the baseline and the height of the text on the page.
+	// The direction of writing and the height of a line on the page:
+	// along the baseline, or down for vertical writing, where a "line" is
+	// a column as wide as the font's size.
 	dx, dy := trm[0], trm[1]
+	hx, hy := trm[2], trm[3]
+	if f.vertical {
+		dx, dy, hx, hy = -trm[2], -trm[3], trm[0], trm[1]
+	}
 	norm := math.Hypot(dx, dy)
 	if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
 		dx, dy, norm = 1, 0, 1
 	}
 	dx, dy = dx/norm, dy/norm
-	h := math.Abs(ts.size) * math.Hypot(trm[2], trm[3])
+	h := math.Abs(ts.size) * math.Hypot(hx, hy)
 	var text strings.Builder
 	var gaps []int // where spacing opens a word gap
 	visible := ts.tm
@@ -414,7 +429,11 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 		if g.n == 1 && g.code == ' ' {
 			extra += ts.tw
 		}
-		adv := g.width*ts.size + extra
+		w := g.width
+		if f.vertical {
+			w = -f.vadv * f.scale
+		}
+		adv := w*ts.size + extra
 		// A space whose advance word spacing takes back is no space
 		// (some producers kern that way); a gap opened inside a string by
 		// character spacing alone is one.
@@ -427,7 +446,12 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 		}
 		// Where the glyph ends on the page: spacing after the last one
 		// moves the pen, not the text.
-		visible = translate(g.width*ts.size*ts.th, 0).mul(ts.tm)
+		if f.vertical {
+			visible = translate(0, -w*ts.size).mul(ts.tm)
+			ts.tm = translate(0, -adv).mul(ts.tm)
+			return
+		}
+		visible = translate(w*ts.size*ts.th, 0).mul(ts.tm)
 		ts.tm = translate(adv*ts.th, 0).mul(ts.tm)
 	})
 	str := text.String()
