@@ -484,9 +484,18 @@ type textOut struct {
 	ldx, ldy       float64 // its direction
 	lastSpace      bool
 	pendingNewline bool
+	// fwd and back count the strings of the line being written placed
+	// after the last one and before it; logical marks the lines written
+	// so far that went backwards (right-to-left text placed glyph by
+	// glyph, already in logical order).
+	fwd, back int
+	logical   []bool
 }
 
-func (o *textOut) String() string { return strings.TrimSpace(o.b.String()) }
+func (o *textOut) String() string {
+	lines := append(o.logical, o.back > o.fwd)
+	return logicalOrder(strings.TrimSpace(o.b.String()), func(i int) bool { return i < len(lines) && lines[i] })
+}
 
 func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 	if o.full {
@@ -507,6 +516,11 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 			if !o.lastSpace {
 				o.write(" ")
 			}
+		}
+		if along > 0.01*lh {
+			o.fwd++
+		} else if along < -0.01*lh && along > -3*lh {
+			o.back++
 		}
 	}
 	if s != "" || !o.have {
@@ -547,6 +561,10 @@ func (o *textOut) write(s string) {
 	if o.runes >= o.max {
 		o.full = true
 		return
+	}
+	if s == "\n" {
+		o.logical = append(o.logical, o.back > o.fwd)
+		o.fwd, o.back = 0, 0
 	}
 	o.b.WriteString(s)
 	o.runes += utf8.RuneCountInString(s)
