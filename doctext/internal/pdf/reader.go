@@ -89,20 +89,25 @@ func Open(ctx context.Context, f io.ReaderAt, size int64) (*Doc, error) {
 	if err == nil {
 		err = d.readXrefChain(start)
 	}
-	if err != nil || !d.catalogOK(d.trailer) {
-		if err != nil && !d.looksBroken(err) {
+	if err != nil {
+		if !d.looksBroken(err) {
 			return nil, err
 		}
 		if e := d.repair(); e != nil {
-			if err == nil || errors.Is(e, ErrTooLarge) || d.stopped() != nil {
-				err = e
+			if errors.Is(e, ErrTooLarge) || d.stopped() != nil {
+				return nil, e
 			}
 			return nil, err
 		}
 	}
-	if d.trailer["Encrypt"] != nil {
+	if d.trailer["Encrypt"] != nil && d.crypt == nil {
 		if d.crypt, err = d.openCrypt(); err != nil {
 			return nil, err
+		}
+	}
+	if !d.catalogOK(d.trailer) && !d.repaired {
+		if e := d.repair(); e != nil && (errors.Is(e, ErrTooLarge) || d.stopped() != nil) {
+			return nil, e
 		}
 	}
 	err = d.loadPages()

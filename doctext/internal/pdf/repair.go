@@ -213,7 +213,42 @@ func (d *Doc) rebuild() error {
 		}
 	}
 	clear(d.objs)
+	// The trailers found, newest first: the one read from the table,
+	// the "trailer" dictionaries, the cross-reference streams'.
+	cands := []dict{d.trailer}
+	for i := len(trailers) - 1; i >= 0; i-- {
+		l := newLexer(io.NewSectionReader(d.f, trailers[i], d.size-trailers[i]), trailers[i], true)
+		l.parsed = &d.parsed
+		if t, err := l.object(0); err == nil {
+			if td, ok := t.(dict); ok {
+				cands = append(cands, td)
+			}
+		}
+	}
+	for i := len(xrefs) - 1; i >= 0; i-- {
+		if s, ok := d.resolve(ref{xrefs[i], found[xrefs[i]].gen}).(*stream); ok {
+			cands = append(cands, s.d)
+		}
+	}
+	// An encrypted file's object streams need its key.
+	if d.crypt == nil {
+		for _, t := range cands {
+			if t == nil || t["Encrypt"] == nil {
+				continue
+			}
+			old := d.trailer
+			d.trailer = t
+			c, err := d.openCrypt()
+			d.trailer = old
+			if err == nil {
+				d.crypt = c
+				break
+			}
+		}
+	}
 	// The objects kept in object streams: those the scan cannot see.
+	d.objstms, d.stmOrder, d.stmBytes = map[int32]*objStm{}, nil, 0
+	clear(d.objs)
 	for _, stm := range objstms {
 		if d.stopped() != nil {
 			return d.stopped()
@@ -223,46 +258,21 @@ func (d *Doc) rebuild() error {
 		}
 		if os := d.objstms[stm]; os != nil {
 			for idx, num := range os.nums {
-				if _, ok := d.xref[num]; !ok && int64(len(d.xref)) < d.maxEntries() {
+				if _, ok := d.xref[num]; !ok && num >= 0 && int64(len(d.xref)) < d.maxEntries() {
 					d.xref[num] = xent{typ: 2, stm: stm, idx: int32(idx)}
 				}
 			}
 		}
 	}
-	// The trailer: the one read from the table if its catalog is there,
-	// else the last one found that names a catalog, else the last cross-
-	// reference stream's dictionary, else the catalog itself.
-	if d.catalogOK(d.trailer) {
-		return nil
-	}
-	for i := len(trailers) - 1; i >= 0; i-- {
-		l := newLexer(io.NewSectionReader(d.f, trailers[i], d.size-trailers[i]), trailers[i], true)
-		l.parsed = &d.parsed
-		if t, err := l.object(0); err == nil {
-			if td, ok := t.(dict); ok && d.catalogOK(td) {
-				d.trailer = td
-				return nil
-			}
-		}
-	}
-	for i := len(xrefs) - 1; i >= 0; i-- {
-		if s, ok := d.resolve(ref{xrefs[i], found[xrefs[i]].gen}).(*stream); ok && d.catalogOK(s.d) {
-			d.trailer = s.d
+	// The trailer: the newest whose catalog can be read, else the last
+	// catalog found, else one inside an object stream.
+	for _, t := range cands {
+		if d.useTrailer(t) {
 			return nil
 		}
 	}
 	for i := len(catalogs) - 1; i >= 0; i-- {
-		r := ref{catalogs[i], found[catalogs[i]].gen}
-		td := dict{"Root": r}
-		if d.trailer != nil {
-			for _, k := range []name{"Encrypt", "ID", "Info"} {
-				if v, ok := d.trailer[k]; ok {
-					td[k] = v
-				}
-			}
-		}
-		if d.catalogOK(td) {
-			d.trailer = td
+		if d.useTrailer(withRoot(d.trailer, ref{catalogs[i], found[catalogs[i]].gen})) {
 			return nil
 		}
 	}
@@ -276,8 +286,7 @@ func (d *Doc) rebuild() error {
 			break
 		}
 		r := ref{num, 0}
-		if cat := d.dictOf(r); cat != nil && cat["Type"] == name("Catalog") && d.catalogOK(dict{"Root": r}) {
-			d.trailer = dict{"Root": r}
+		if cat := d.dictOf(r); cat != nil && cat["Type"] == name("Catalog") && d.useTrailer(withRoot(d.trailer, r)) {
 			return nil
 		}
 	}
@@ -291,6 +300,39 @@ func (d *Doc) catalogOK(t dict) bool {
 	}
 	root := d.dictOf(t["Root"])
 	return root != nil && root["Pages"] != nil
+}
+
+// useTrailer takes t as the trailer if its catalog can be read, with its
+// encryption (a catalog in an encrypted object stream needs the key).
+func (d *Doc) useTrailer(t dict) bool {
+	if t == nil || t["Root"] == nil {
+		return false
+	}
+	old, oldCrypt := d.trailer, d.crypt
+	d.trailer = t
+	if t["Encrypt"] != nil && d.crypt == nil {
+		if c, err := d.openCrypt(); err == nil {
+			d.crypt = c
+		}
+	}
+	if d.catalogOK(t) {
+		return true
+	}
+	d.trailer, d.crypt = old, oldCrypt
+	clear(d.objs)
+	return false
+}
+
+// withRoot is a trailer for catalog r, with the encryption and file
+// identifier of trailer t.
+func withRoot(t dict, r ref) dict {
+	td := dict{"Root": r}
+	for _, k := range []name{"Encrypt", "ID", "Info"} {
+		if v, ok := t[k]; ok {
+			td[k] = v
+		}
+	}
+	return td
 }
 
 // looksBroken is whether err is the file's fault in a way a rebuilt

@@ -41,6 +41,9 @@ func TestRepair(t *testing.T) {
 		{"object streams, xref stream cut off", cut(streams, "endobj\n")},
 		{"object streams, startxref wrong", replace(streams, `startxref\n\d+`, "startxref\n40")},
 		{"an incremental update with a broken table", update(plain)},
+		{"encrypted, object streams, startxref wrong", replace(doc(doctexttest.PDFOptions{ObjStreams: true, Compress: true, Encrypt: "aes256"}),
+			`startxref\n\d+`, "startxref\n40")},
+		{"encrypted, no startxref", cut(doc(doctexttest.PDFOptions{Encrypt: "rc4-128"}), "startxref")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
