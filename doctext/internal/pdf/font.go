@@ -3,6 +3,7 @@ package pdf
 import (
 	"io"
 	"iter"
+	"math"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -38,7 +39,11 @@ type font struct {
 	widths   map[uint32]float64
 	dw       float64 // width of codes without one
 	scale    float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
-	unicode  bool    // any way to get text at all
+	// em is a Type3 font's size in text space per unit of font size,
+	// guessed from its glyphs (1 for other fonts, whose glyph space is
+	// a thousandth of the size).
+	em      float64
+	unicode bool // any way to get text at all
 }
 
 type csRange struct {
@@ -192,7 +197,7 @@ func (d *Doc) loadFont(o object) *font {
 }
 
 func (d *Doc) parseFont(fd dict) *font {
-	f := &font{dw: 1000, scale: 0.001, widths: map[uint32]float64{}}
+	f := &font{dw: 1000, scale: 0.001, em: 1, widths: map[uint32]float64{}}
 	if fd == nil {
 		f.simple = &winAnsi
 		f.unicode = true
@@ -281,7 +286,60 @@ func (d *Doc) parseFont(fd dict) *font {
 			f.widths[uint32(first)+uint32(i)] = d.numOf(w, f.dw)
 		}
 	}
+	if sub == "Type3" {
+		f.em = type3Em(f, d.resolve(fd["FontMatrix"]))
+	}
 	return f
+}
+
+// type3Em guesses how large a Type3 font is: its glyph space is the
+// font's own, so the size set by Tf says little. As pdftotext does, the
+// width of an "m" is taken as 0.6 of the size (or any letter's as 0.5),
+// corrected by the matrix's aspect.
+func type3Em(f *font, fm object) float64 {
+	em := 0.0
+	var letter, anyW float64
+	for code := range 256 {
+		w := f.widths[uint32(code)] * f.scale
+		if w <= 0 {
+			continue
+		}
+		t := f.simple[code]
+		switch {
+		case t == "m":
+			em = w / 0.6
+		case letter == 0 && len(t) == 1 && (t[0]|0x20 >= 'a' && t[0]|0x20 <= 'z'):
+			letter = w
+		case anyW == 0:
+			anyW = w
+		}
+	}
+	switch {
+	case em > 0:
+	case letter > 0:
+		em = letter / 0.5
+	case anyW > 0:
+		em = anyW / 0.5
+	default:
+		return 1
+	}
+	if m, _ := fm.(array); len(m) == 6 {
+		a, _ := m[0].(float64)
+		dd, _ := m[3].(float64)
+		if ai, ok := m[0].(int64); ok {
+			a = float64(ai)
+		}
+		if di, ok := m[3].(int64); ok {
+			dd = float64(di)
+		}
+		if a != 0 && dd != 0 {
+			em *= math.Abs(dd / a)
+		}
+	}
+	if em <= 0 || math.IsNaN(em) || math.IsInf(em, 0) {
+		return 1
+	}
+	return em
 }
 
 // predefinedEncoding sets a Type0 font's encoding from the name of a

@@ -416,7 +416,7 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 		dx, dy, norm = 1, 0, 1
 	}
 	dx, dy = dx/norm, dy/norm
-	h := math.Abs(ts.size) * math.Hypot(hx, hy)
+	h := math.Abs(ts.size) * math.Hypot(hx, hy) * f.em
 	var text strings.Builder
 	var gaps []int // where spacing opens a word gap
 	visible := ts.tm
@@ -437,11 +437,11 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 		// A space whose advance word spacing takes back is no space
 		// (some producers kern that way); a gap opened inside a string by
 		// character spacing alone is one.
-		if g.text == " " && adv < 0.1*math.Abs(ts.size) {
+		if g.text == " " && adv < 0.1*math.Abs(ts.size)*f.em {
 			g.text = ""
 		}
 		text.WriteString(g.text)
-		if extra > 0.18*math.Abs(ts.size) && g.text != " " {
+		if extra > 0.18*math.Abs(ts.size)*f.em && g.text != " " {
 			gaps = append(gaps, text.Len())
 		}
 		// Where the glyph ends on the page: spacing after the last one
