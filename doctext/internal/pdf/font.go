@@ -258,6 +258,10 @@ func (d *Doc) parseFont(fd dict) *font {
 		if f.cidText == nil && coll != "" {
 			f.cidText = predefinedCMap(coll + "-UCS2")
 		}
+		d.seen.cid = true
+		if f.cidText != nil && f.toUni == nil {
+			d.seen.cidByCollection = true
+		}
 		if f.cidText != nil {
 			f.unicode = true
 		}
@@ -288,6 +292,7 @@ func (d *Doc) parseFont(fd dict) *font {
 	}
 	if sub == "Type3" {
 		f.em = type3Em(f, d.resolve(fd["FontMatrix"]))
+		d.seen.type3 = true
 	}
 	return f
 }

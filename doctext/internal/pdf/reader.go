@@ -63,7 +63,11 @@ type Doc struct {
 	// with repairErr the outcome.
 	repaired  bool
 	repairErr error
+	// seen records the kinds of fonts met, for the corpus test's figures.
+	seen fontKinds
 }
+
+type fontKinds struct{ cid, cidByCollection, type3 bool }
 
 type objStm struct {
 	data  []byte
