@@ -52,8 +52,8 @@ mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 cmd="apt-get install -y ${missing[*]}"
 if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 	say "installing ${missing[*]} (apt-get)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 	fi
 	exit 0
 fi
