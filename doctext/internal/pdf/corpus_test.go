@@ -29,8 +29,8 @@ import (
 // corpusGlobs are where the packages put their PDFs.
 var corpusGlobs = []string{
 	"/usr/share/debian-reference/debian-reference.*.pdf", // debian-reference-{en,fr,ja,zh-cn,zh-tw}
-	"/usr/share/doc/libtasn1-doc/*.pdf",                 // libtasn1-doc
-	"/usr/share/doc/shared-mime-info/*.pdf",             // shared-mime-info
+	"/usr/share/doc/libtasn1-doc/*.pdf",                  // libtasn1-doc
+	"/usr/share/doc/shared-mime-info/*.pdf",              // shared-mime-info
 }
 
 type corpusFile struct {
@@ -208,7 +208,7 @@ func rtlDocument(t *testing.T, dir string) (corpusFile, bool) {
 const type3PS = `%%!PS
 /BitmapFont 8 dict begin
 /FontType 3 def
-/FontMatrix [0.01 0 0 0.01 0 0] def
+/FontMatrix [0.001 0 0 0.001 0 0] def
 /FontBBox [0 0 100 100] def
 /Encoding StandardEncoding def
 /BuildChar {
@@ -221,7 +221,7 @@ const type3PS = `%%!PS
 } def
 currentdict end
 /Bitmap exch definefont pop
-/Bitmap findfont 10 scalefont setfont
+/Bitmap findfont 100 scalefont setfont
 /y 740 def
 /x 72 def
 /s (%s) def

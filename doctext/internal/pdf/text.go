@@ -47,6 +47,11 @@ func translate(x, y float64) matrix { return matrix{1, 0, 0, 1, x, y} }
 
 var errFull = errors.New("page text budget reached")
 
+// wordGap is the gap between glyphs, in ems, that separates words: a
+// tenth, as pdftotext has it (justified lines shrink spaces to a sixth of
+// an em; kerning moves glyphs by a few hundredths).
+const wordGap = 0.1
+
 // PageText reads the text of page n (1-based), at most maxRunes runes.
 func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	if n < 1 || n > len(d.pages) {
@@ -441,7 +446,7 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 			g.text = ""
 		}
 		text.WriteString(g.text)
-		if extra > 0.18*math.Abs(ts.size)*f.em && g.text != " " {
+		if extra > wordGap*math.Abs(ts.size)*f.em && g.text != " " {
 			gaps = append(gaps, text.Len())
 		}
 		// Where the glyph ends on the page: spacing after the last one
@@ -476,7 +481,7 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 // drawn: a string further along the same baseline is a new word, one on
 // another baseline a new line.
 type textOut struct {
-	b              strings.Builder
+	b              []byte
 	runes, max     int
 	full           bool
 	have           bool
@@ -494,7 +499,7 @@ type textOut struct {
 
 func (o *textOut) String() string {
 	lines := append(o.logical, o.back > o.fwd)
-	return logicalOrder(strings.TrimSpace(o.b.String()), func(i int) bool { return i < len(lines) && lines[i] })
+	return logicalOrder(strings.TrimSpace(string(o.b)), func(i int) bool { return i < len(lines) && lines[i] })
 }
 
 func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
@@ -512,7 +517,7 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		switch {
 		case math.Abs(dx-o.ldx) > 0.01 || math.Abs(dy-o.ldy) > 0.01, math.Abs(across) > 0.6*lh:
 			o.pendingNewline = true
-		case along > 0.18*lh, along < -lh:
+		case along > wordGap*lh, along < -lh:
 			if !o.lastSpace {
 				o.write(" ")
 			}
@@ -536,7 +541,10 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		}
 		if o.pendingNewline {
 			o.pendingNewline = false
-			if o.b.Len() > 0 {
+			switch {
+			case unicode.IsLower(r) && o.dehyphenate():
+				// A word broken at the end of a line is one word.
+			case len(o.b) > 0:
 				o.write("\n")
 			}
 			if unicode.IsSpace(r) {
@@ -566,7 +574,23 @@ func (o *textOut) write(s string) {
 		o.logical = append(o.logical, o.back > o.fwd)
 		o.fwd, o.back = 0, 0
 	}
-	o.b.WriteString(s)
+	o.b = append(o.b, s...)
 	o.runes += utf8.RuneCountInString(s)
 	o.lastSpace = s == " " || s == "\n"
+}
+
+// dehyphenate takes back the hyphen that ends the text when a letter
+// comes before it (a word broken across lines), as pdftotext does.
+func (o *textOut) dehyphenate() bool {
+	last, n := utf8.DecodeLastRune(o.b)
+	if last != '-' && last != '\u00ad' {
+		return false
+	}
+	before, _ := utf8.DecodeLastRune(o.b[:len(o.b)-n])
+	if !unicode.IsLetter(before) {
+		return false
+	}
+	o.b = o.b[:len(o.b)-n]
+	o.runes--
+	return true
 }
