@@ -24,7 +24,11 @@ func TestPredefinedCMaps(t *testing.T) {
 		}
 		total += tb.size
 	}
+	// Every table decoded at once is the most the tables can take.
 	t.Logf("%d tables, %d KB decoded", len(names)-1, total>>10)
+	if total > 8<<20 {
+		t.Errorf("the tables take %d KB decoded", total>>10)
+	}
 	cases := []struct {
 		table string
 		code  uint32

@@ -185,7 +185,7 @@ func (d *Doc) loadFont(o object) *font {
 		}
 	}
 	f := d.parseFont(d.dictOf(o))
-	d.fontEntries += len(f.toUni) + len(f.widths)
+	d.fontEntries += len(f.toUni) + len(f.widths) + len(f.cids)
 	if isRef {
 		if len(d.fonts) >= maxFonts || d.fontEntries > maxFontsEntries {
 			clear(d.fonts)

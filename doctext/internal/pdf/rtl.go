@@ -2,6 +2,7 @@ package pdf
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/bidi"
 	"golang.org/x/text/unicode/norm"
@@ -118,13 +119,15 @@ func isMark(r rune) bool {
 // everything else (full-width CJK punctuation, ligatures of Latin) as
 // it is.
 func presentationForms(s string) string {
-	var b strings.Builder
-	for _, r := range s {
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if isPresentationForm(r) {
-			b.WriteString(norm.NFKC.String(string(r)))
-			continue
+			b = norm.NFKC.AppendString(b, s[i:i+n])
+		} else {
+			b = append(b, s[i:i+n]...)
 		}
-		b.WriteRune(r)
+		i += n
 	}
-	return b.String()
+	return string(b)
 }
