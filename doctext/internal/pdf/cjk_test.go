@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/botd-dev/botd/doctext/doctexttest"
 	"golang.org/x/text/encoding/japanese"
 	"golang.org/x/text/encoding/simplifiedchinese"
 )
@@ -129,4 +130,37 @@ func appendObject(t *testing.T, data []byte, num int, body string) []byte {
 	fmt.Fprintf(&b, "xref\n%d 1\n%010d 00000 n \ntrailer\n<< /Size %d /Root %d 0 R /Prev %d >>\nstartxref\n%d\n%%%%EOF\n",
 		num, off, num+1, root, prev, x)
 	return b.Bytes()
+}
+
+// TestEmbeddedCMapBounded: an embedded encoding CMap of 300,000 ranges
+// keeps at most maxFontEntries of them, and the page still reads.
+func TestEmbeddedCMapBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("/CIDInit /ProcSet findresource begin begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange\n")
+	for i := range 3000 {
+		b.WriteString("100 begincidrange\n")
+		for j := range 100 {
+			c := (i*100 + j) % 0xFFFF
+			fmt.Fprintf(&b, "<%04X> <%04X> %d\n", c, c, 843)
+		}
+		b.WriteString("endcidrange\n")
+	}
+	b.WriteString("endcmap")
+	font := strings.Replace(cidFont("X", "Japan1"), "/Encoding /X", "/Encoding 9 0 R", 1)
+	data := onePageFont([]byte("BT /F1 12 Tf 72 700 Td <00410042> Tj ET"), "", font, nil)
+	data = appendObject(t, data, 9, fmt.Sprintf("<< /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream",
+		len(doctexttest.Deflate([]byte(b.String()))), doctexttest.Deflate([]byte(b.String()))))
+	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.PageText(context.Background(), 1, 100)
+	if err != nil || info.Text != "ああ" {
+		t.Errorf("%q %v", info.Text, err)
+	}
+	for _, f := range d.fonts {
+		if len(f.cids) > maxFontEntries {
+			t.Errorf("%d ranges kept", len(f.cids))
+		}
+	}
 }
