@@ -1,10 +1,13 @@
 package pdf
 
 import (
+	"bytes"
 	"io"
 	"iter"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 
@@ -418,14 +421,23 @@ func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
 		table = &standard // close enough for the ASCII range; the rest is pictures
 	}
 	var diffs array
-	switch e := d.resolve(fd["Encoding"]).(type) {
+	enc := d.resolve(fd["Encoding"])
+	switch e := enc.(type) {
 	case name:
 		table = namedEncoding(e, table)
 	case dict:
 		if b, ok := d.resolve(e["BaseEncoding"]).(name); ok {
 			table = namedEncoding(b, table)
+		} else if bt := d.builtinEncoding(fd); bt != nil {
+			table = bt
 		}
 		diffs, _ = d.resolve(e["Differences"]).(array)
+	case nil:
+		// No encoding named: the font program's own (TeX's fonts put
+		// "fi" at 12 and dashes at 123, which WinAnsi would lose).
+		if bt := d.builtinEncoding(fd); bt != nil {
+			table = bt
+		}
 	}
 	if len(diffs) == 0 {
 		return table
@@ -444,6 +456,57 @@ func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
 			}
 			code++
 		}
+	}
+	return &t
+}
+
+// maxFontProgram bounds what is read of an embedded Type1 program for its
+// encoding, which comes first, in its clear-text part.
+const maxFontProgram = 64 << 10
+
+var type1Dup = regexp.MustCompile(`dup\s+(\d{1,3})\s*/([^\s/\[\]{}()<>%]+)\s+put`)
+
+// builtinEncoding is the encoding an embedded Type1 font program
+// declares, or nil.
+func (d *Doc) builtinEncoding(fd dict) *[256]string {
+	s, ok := d.resolve(d.dictOf(fd["FontDescriptor"])["FontFile"]).(*stream)
+	if !ok {
+		return nil
+	}
+	r, err := d.streamReader(s)
+	if err != nil {
+		return nil
+	}
+	n := int64(maxFontProgram)
+	if l1, ok := d.intOf(s.d["Length1"]); ok && l1 > 0 && l1 < n {
+		n = l1
+	}
+	text, _ := io.ReadAll(io.LimitReader(r, n))
+	i := bytes.Index(text, []byte("/Encoding"))
+	if i < 0 {
+		return nil
+	}
+	text = text[i:]
+	if bytes.HasPrefix(bytes.TrimSpace(text[len("/Encoding"):]), []byte("StandardEncoding")) {
+		return &standard
+	}
+	if end := bytes.Index(text, []byte("readonly def")); end > 0 {
+		text = text[:end]
+	} else if end := bytes.Index(text, []byte("currentfile eexec")); end > 0 {
+		text = text[:end]
+	}
+	var t [256]string
+	found := false
+	for _, m := range type1Dup.FindAllSubmatch(text, 256) {
+		code, err := strconv.Atoi(string(m[1]))
+		if err != nil || code > 255 {
+			continue
+		}
+		t[code] = glyphText(string(m[2]))
+		found = true
+	}
+	if !found {
+		return nil
 	}
 	return &t
 }

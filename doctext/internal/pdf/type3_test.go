@@ -66,3 +66,30 @@ func TestType3Spacing(t *testing.T) {
 		})
 	}
 }
+
+// TestType1BuiltinEncoding: a Type1 font that names no encoding is read
+// by the one its program declares (TeX's fonts: "fi" at 12, the en dash
+// at 123), not by WinAnsi.
+func TestType1BuiltinEncoding(t *testing.T) {
+	program := "%!PS-AdobeFont-1.0: CMR10 003.002\n/FontName /CMR10 def\n/Encoding 256 array\n" +
+		"0 1 255 {1 index exch /.notdef put} for\ndup 12 /fi put\ndup 65 /A put\ndup 66 /B put\ndup 100 /d put\n" +
+		"dup 110 /n put\ndup 123 /endash put\nreadonly def\ncurrentfile eexec\n\x8a\x01\xff binary"
+	cases := []struct{ name, font, want string }{
+		{"no encoding", "<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FontDescriptor 9 0 R >>", "find A – B"},
+		{"Differences over the program's", "<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FontDescriptor 9 0 R " +
+			"/Encoding << /Differences [66 /C] >> >>", "find A – C"},
+		{"a named encoding wins", "<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FontDescriptor 9 0 R " +
+			"/Encoding /WinAnsiEncoding >>", "nd A { B"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := onePageFont([]byte("BT /F1 10 Tf 72 700 Td [(\\014nd) -333 (A) -333 (\\173) -333 (B)] TJ ET"), "", tc.font, nil)
+			data = appendObject(t, data, 9, fmt.Sprintf("<< /Type /FontDescriptor /FontName /CMR10 /FontFile 10 0 R >>"))
+			data = appendObject(t, data, 10, fmt.Sprintf("<< /Length1 %d /Length %d >>\nstream\n%s\nendstream",
+				strings.Index(program, "\x8a"), len(program), program))
+			if info := pageText(t, data); info.Text != tc.want {
+				t.Errorf("%q, want %q", info.Text, tc.want)
+			}
+		})
+	}
+}
