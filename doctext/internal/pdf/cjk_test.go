@@ -76,6 +76,8 @@ func TestCJKWithoutToUnicode(t *testing.T) {
 			"BT /F1 12 Tf 72 700 Td " + hexOf(gbk) + " Tj ET", "中文文本", 0},
 		{"UniJIS-UCS2-H: the codes are the text", cidFont("UniJIS-UCS2-H", "Japan1"),
 			"BT /F1 12 Tf 72 700 Td <65E5672C> Tj ET", "日本", 0},
+		{"UniJIS-UTF16-H: surrogate pairs too", cidFont("UniJIS-UTF16-H", "Japan1"),
+			"BT /F1 12 Tf 72 700 Td <65E5D842DFB7> Tj ET", "日𠮷", 0},
 		// Two columns, right to left, a glyph at a time as many producers
 		// place them; the second column also with TJ.
 		{"vertical, Identity-V", cidFont("Identity-V", "Japan1"),

@@ -149,8 +149,11 @@ func (f *font) text(code uint32, n int, cid uint32) string {
 		}
 	}
 	if f.ucs2 {
-		if n == 2 {
+		switch n {
+		case 2:
 			return string(utf16.Decode([]uint16{uint16(code)}))
+		case 4: // a surrogate pair (the UTF-16 CMaps)
+			return string(utf16.Decode([]uint16{uint16(code >> 16), uint16(code)}))
 		}
 		return ""
 	}
