@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -47,6 +48,7 @@ type corpusResult struct {
 	err             error
 	refErr          bool // pdftotext could not read the original
 	refCannot       bool // pdftotext cannot read this very file
+	producer        string
 	ours, reference time.Duration
 	pages           int
 }
@@ -303,6 +305,7 @@ func readCorpusFile(t *testing.T, f corpusFile) corpusResult {
 		}
 	}
 	r.script = scriptOf(string(ref))
+	r.producer = producerOf(ctx, f.ref)
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +354,25 @@ func readCorpusFile(t *testing.T, f corpusFile) corpusResult {
 	r.file = f
 	r.recall = recall(string(ref), text.String())
 	return r
+}
+
+var producerName = regexp.MustCompile(`^[A-Za-z][A-Za-z ]*[A-Za-z]`)
+
+// producerOf is the program that wrote the file (its Info's /Producer
+// as pdfinfo reads it, without the version).
+func producerOf(ctx context.Context, path string) string {
+	out, err := exec.CommandContext(ctx, "pdfinfo", path).Output()
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if p, ok := strings.CutPrefix(line, "Producer:"); ok {
+			if n := producerName.FindString(strings.TrimSpace(p)); n != "" {
+				return n
+			}
+		}
+	}
+	return "unknown"
 }
 
 // bidiControls are the marks pdftotext puts around right-to-left text.
@@ -436,6 +458,7 @@ func report(t *testing.T, results []corpusResult) {
 		}
 		groups["all"] = append(groups["all"], r)
 		groups[r.script] = append(groups[r.script], r)
+		groups["producer: "+r.producer] = append(groups["producer: "+r.producer], r)
 		for _, f := range r.file.features {
 			groups[f] = append(groups[f], r)
 		}
@@ -455,7 +478,7 @@ func report(t *testing.T, results []corpusResult) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	t.Logf("%-22s %5s %11s %11s %7s", "group", "files", "mean recall", "min recall", "errors")
+	t.Logf("%-28s %5s %11s %11s %7s", "group", "files", "mean recall", "min recall", "errors")
 	for _, k := range names {
 		g := groups[k]
 		sum, lo, errs := 0.0, 1.0, 0
@@ -467,7 +490,7 @@ func report(t *testing.T, results []corpusResult) {
 			}
 		}
 		mean := sum / float64(len(g))
-		t.Logf("%-22s %5d %11.3f %11.3f %7d", k, len(g), mean, lo, errs)
+		t.Logf("%-28s %5d %11.3f %11.3f %7d", k, len(g), mean, lo, errs)
 		if floor, ok := corpusFloors[k]; ok && mean < floor {
 			t.Errorf("%s: mean recall %.3f under the floor %.2f", k, mean, floor)
 		}
