@@ -35,7 +35,10 @@ type font struct {
 	cids []cidRange
 	// cidText gives the text of a CID by the font's character collection
 	// (Adobe-Japan1…), for fonts without a ToUnicode map.
-	cidText  *cmapTable
+	cidText *cmapTable
+	// glyphs gives the text of a CID by its TrueType program's cmap, for
+	// an Identity font without ToUnicode.
+	byGlyph  *glyphMap
 	vertical bool    // written top to bottom (WMode 1)
 	vadv     float64 // vertical advance, glyph units (negative: down)
 	usecmap  string  // the predefined CMap an embedded one builds on
@@ -160,6 +163,9 @@ func (f *font) text(code uint32, n int, cid uint32) string {
 	if f.cidText != nil {
 		return f.cidText.text(cid)
 	}
+	if f.byGlyph != nil {
+		return f.byGlyph.textOf(cid)
+	}
 	if f.simple != nil && code < 256 {
 		return f.simple[code]
 	}
@@ -192,6 +198,9 @@ func (d *Doc) loadFont(o object) *font {
 	}
 	f := d.parseFont(d.dictOf(o))
 	d.fontEntries += len(f.toUni) + len(f.widths) + len(f.cids)
+	if f.byGlyph != nil {
+		d.fontEntries += len(f.byGlyph.text)
+	}
 	if isRef {
 		if len(d.fonts) >= maxFonts || d.fontEntries > maxFontsEntries {
 			clear(d.fonts)
@@ -258,6 +267,8 @@ func (d *Doc) parseFont(fd dict) *font {
 				ord, _ := d.resolve(info["Ordering"]).(string)
 				if t := collectionToUnicode(reg, ord); t != nil {
 					f.cidText = t
+				} else if f.toUni == nil && !f.ucs2 {
+					f.byGlyph = d.trueTypeText(df)
 				}
 			}
 		}
@@ -268,7 +279,7 @@ func (d *Doc) parseFont(fd dict) *font {
 		if f.cidText != nil && f.toUni == nil {
 			d.seen.cidByCollection = true
 		}
-		if f.cidText != nil {
+		if f.cidText != nil || f.byGlyph != nil {
 			f.unicode = true
 		}
 		return f

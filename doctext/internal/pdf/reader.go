@@ -65,6 +65,8 @@ type Doc struct {
 	repairErr error
 	// seen records the kinds of fonts met, for the corpus test's figures.
 	seen fontKinds
+	// trueTypeMaps counts the TrueType programs read for their cmap.
+	trueTypeMaps int
 }
 
 type fontKinds struct{ cid, cidByCollection, type3 bool }
