@@ -475,7 +475,10 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		}
 		data, err := d.streamBytes(s, maxObjStm)
 		if err != nil {
-			if errors.Is(err, ErrTooLarge) {
+			// A stream that does not decode is not decoded again for each
+			// object in it (the repair may ask for many); a deadline is
+			// no fault of the stream's.
+			if d.ctx.Err() == nil {
 				if d.badStm == nil {
 					d.badStm = map[int32]error{}
 				}

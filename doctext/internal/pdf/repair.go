@@ -247,7 +247,7 @@ func (d *Doc) rebuild() error {
 		}
 	}
 	// The objects kept in object streams: those the scan cannot see.
-	d.objstms, d.stmOrder, d.stmBytes = map[int32]*objStm{}, nil, 0
+	d.objstms, d.stmOrder, d.stmBytes, d.badStm = map[int32]*objStm{}, nil, 0, nil
 	clear(d.objs)
 	for _, stm := range objstms {
 		if d.stopped() != nil {
@@ -317,6 +317,10 @@ func (d *Doc) useTrailer(t dict) bool {
 	}
 	if d.catalogOK(t) {
 		return true
+	}
+	if d.crypt != oldCrypt {
+		// What was decoded with another key is no good.
+		d.objstms, d.stmOrder, d.stmBytes, d.badStm = map[int32]*objStm{}, nil, 0, nil
 	}
 	d.trailer, d.crypt = old, oldCrypt
 	clear(d.objs)
