@@ -29,7 +29,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip \
 	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
 	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle \
-	./scheduler:FuzzParse ./doctext:FuzzExtract ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./channels/web:FuzzUploadName \
+	./scheduler:FuzzParse ./doctext:FuzzExtract ./doctext:FuzzPDF ./doctext/internal/pdf:FuzzRead ./doctext:FuzzZipDocs ./channels/web:FuzzUploadName \
 	./netguard:FuzzCheckURL ./channels:FuzzRenderLink ./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

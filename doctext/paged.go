@@ -14,6 +14,9 @@ type unitText struct {
 	text  string
 	cut   bool   // it had more than the budget left
 	empty string // said in place of the text when there is none
+	// glyphs drawn, and of those the ones whose letters are unknown (PDF
+	// fonts that do not say what they show).
+	glyphs, unmapped int
 }
 
 // paged reads the units asked for (pages, slides) one by one while the
@@ -71,6 +74,10 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 	}
 	shown := span{want.from, next - 1}
 	res := Result{Format: d.format, Unit: unit, Pages: total, Shown: shown.String()}
+	attrs := []string{unit + "s", fmt.Sprintf("%s of %d", shown, total)}
+	if u := unreadable(got, want.from, unit); u != "" {
+		attrs = append(attrs, "unreadable", u)
+	}
 	var note string
 	if next <= want.to {
 		ask := span{next, min(want.to, next+len(got)-1)}
@@ -85,9 +92,39 @@ func (d *doc) paged(total int, unit string, get func(i, budget int) (unitText, e
 		notes = append(notes, note)
 	}
 	notes = append(notes, d.cutNote()...)
-	res.Text = wrap(d.name, d.mime, []string{unit + "s", fmt.Sprintf("%s of %d", shown, total)},
-		strings.TrimSpace(body.String()), notes)
+	res.Text = wrap(d.name, d.mime, attrs, strings.TrimSpace(body.String()), notes)
 	return res, got, nil
+}
+
+// unreadable says how many of the characters of the units shown could
+// not be read, and where, or "" when all could: text lost to fonts that
+// do not say which letters they draw is never dropped silently.
+func unreadable(got []unitText, from int, unit string) string {
+	var glyphs, unmapped int
+	first, last := 0, 0
+	for i, u := range got {
+		if u.unmapped == 0 {
+			continue
+		}
+		if first == 0 {
+			first = from + i
+		}
+		last = from + i
+		glyphs += u.glyphs
+		unmapped += u.unmapped
+	}
+	if unmapped == 0 || glyphs == 0 {
+		return ""
+	}
+	pct := fmt.Sprintf("%d %%", unmapped*100/glyphs)
+	if unmapped*100 < glyphs {
+		pct = "under 1 %"
+	}
+	where := fmt.Sprintf("on %s %d", unit, first)
+	if last != first {
+		where = fmt.Sprintf("on %ss %d–%d", unit, first, last)
+	}
+	return fmt.Sprintf("%s of the characters %s could not be read (fonts that do not say which letters they show)", pct, where)
 }
 
 // tooLargeReason is the sentence of a limit error, without the prefix of
@@ -126,7 +163,7 @@ func (d *doc) pdf() (Result, error) {
 			}
 			return unitText{empty: fmt.Sprintf("(page %d could not be read: %v)", i, err)}, nil
 		}
-		u := unitText{text: info.Text, cut: info.Cut}
+		u := unitText{text: info.Text, cut: info.Cut, glyphs: info.Glyphs, unmapped: info.Unmapped}
 		switch {
 		case info.Text != "":
 		case info.Glyphs > 0 && info.Unmapped == info.Glyphs:

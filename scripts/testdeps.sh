@@ -12,6 +12,9 @@
 #                                           to download, 320 MB installed
 #   initdb, postgres (the tests on         apt-get, when root with apt
 #     Postgres, internal/pgtest)
+#   pdftotext, qpdf, gs and the PDFs of   apt-get, when root with apt
+#     Debian's manuals (the PDF corpus
+#     test, doctext/internal/pdf; ~25 MB)
 #
 # BOTD_SKIP_BROWSER=1 leaves Chromium out (the browser tests then skip).
 set -euo pipefail
@@ -29,7 +32,7 @@ if [[ ! -x $TOOLS/versitygw ]]; then
 fi
 
 # Debian package for each program the tests run.
-declare -A pkg=([ffmpeg]=ffmpeg [ffprobe]=ffmpeg [pdftoppm]=poppler-utils)
+declare -A pkg=([ffmpeg]=ffmpeg [ffprobe]=ffmpeg [pdftoppm]=poppler-utils [pdftotext]=poppler-utils [qpdf]=qpdf [gs]=ghostscript)
 if [[ ${BOTD_SKIP_BROWSER:-} != 1 ]] && [[ -z ${BOTD_CHROMIUM:-} ]]; then
 	pkg[chromium]=chromium
 fi
@@ -42,6 +45,18 @@ done
 if ! command -v initdb >/dev/null && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 	missing+=(postgresql)
 fi
+# Files the tests read, by the package that installs them.
+declare -A files=(
+	[/usr/share/debian-reference/debian-reference.en.pdf]=debian-reference-en
+	[/usr/share/debian-reference/debian-reference.fr.pdf]=debian-reference-fr
+	[/usr/share/debian-reference/debian-reference.ja.pdf]=debian-reference-ja
+	[/usr/share/debian-reference/debian-reference.zh-cn.pdf]=debian-reference-zh-cn
+	[/usr/share/debian-reference/debian-reference.zh-tw.pdf]=debian-reference-zh-tw
+	[/usr/share/doc/libtasn1-doc/libtasn1.pdf]=libtasn1-doc
+)
+for f in "${!files[@]}"; do
+	[[ -e $f ]] || missing+=("${files[$f]}")
+done
 # LibreOffice without its recommends (Java, fonts, help): not needed.
 office=()
 command -v soffice >/dev/null || office=(libreoffice-calc-nogui libreoffice-writer-nogui libreoffice-impress-nogui)

@@ -64,7 +64,11 @@ func (d *Doc) openCrypt() (*crypt, error) {
 	}
 	if r >= 5 {
 		ue, _ := d.resolve(e["UE"]).(string)
+		oe, _ := d.resolve(e["OE"]).(string)
 		key, ok := aes256Key(r, []byte(u), []byte(ue))
+		if !ok {
+			key, ok = aes256OwnerKey(r, []byte(o), []byte(oe), []byte(u))
+		}
 		if !ok {
 			return nil, encrypted("the PDF needs a password to open")
 		}
@@ -76,6 +80,9 @@ func (d *Doc) openCrypt() (*crypt, error) {
 		bits, ok := d.intOf(e["Length"])
 		if !ok {
 			bits = 40
+		}
+		if bits >= 5 && bits <= 16 {
+			bits *= 8 // a length in bytes, as some writers put it
 		}
 		if bits < 40 || bits > 128 || bits%8 != 0 {
 			return nil, malformed("bad key length %d", bits)
@@ -94,48 +101,92 @@ func (d *Doc) openCrypt() (*crypt, error) {
 	if b, ok := d.resolve(e["EncryptMetadata"]).(bool); ok {
 		encMeta = b
 	}
-	// Algorithm 2: the key from the (empty) password.
+	k := legacyKey{r: r, n: n, o: []byte(o), u: []byte(u), p: p, id: id, encMeta: encMeta}
+	// The empty user password; else the empty owner password, which
+	// readers try too: it unlocks the user password, whatever it is.
+	if key, ok := k.fileKey(padding); ok {
+		c.key = key
+		return c, nil
+	}
+	if key, ok := k.fileKey(k.userFromOwner(nil)); ok {
+		c.key = key
+		return c, nil
+	}
+	return nil, encrypted("the PDF needs a password to open")
+}
+
+// legacyKey holds what the file keys of revisions 2 to 4 derive from.
+type legacyKey struct {
+	r, p    int64
+	n       int
+	o, u    []byte
+	id      []byte
+	encMeta bool
+}
+
+// fileKey is the key of a padded user password, if it makes U
+// (algorithms 2, 4 and 5).
+func (k legacyKey) fileKey(pw []byte) ([]byte, bool) {
 	h := md5.New()
-	h.Write(padding)
-	h.Write([]byte(o))
+	h.Write(pw)
+	h.Write(k.o)
 	var pb [4]byte
-	binary.LittleEndian.PutUint32(pb[:], uint32(p))
+	binary.LittleEndian.PutUint32(pb[:], uint32(k.p))
 	h.Write(pb[:])
-	h.Write(id)
-	if r >= 4 && !encMeta {
+	h.Write(k.id)
+	if k.r >= 4 && !k.encMeta {
 		h.Write([]byte{0xff, 0xff, 0xff, 0xff})
 	}
 	key := h.Sum(nil)
-	if r >= 3 {
+	if k.r >= 3 {
 		for range 50 {
-			s := md5.Sum(key[:n])
+			s := md5.Sum(key[:k.n])
 			key = s[:]
 		}
 	}
-	key = key[:n]
-	// Algorithms 4 and 5: the key is right if it makes U.
-	var check []byte
-	if r == 2 {
-		check = rc4Crypt(key, padding)
-		if !bytes.Equal(check, []byte(u)) {
-			return nil, encrypted("the PDF needs a password to open")
-		}
-	} else {
-		h := md5.Sum(append(append([]byte(nil), padding...), id...))
-		check = h[:]
-		for i := range 20 {
-			k := make([]byte, len(key))
-			for j := range key {
-				k[j] = key[j] ^ byte(i)
-			}
-			check = rc4Crypt(k, check)
-		}
-		if len(u) < 16 || !bytes.Equal(check, []byte(u)[:16]) {
-			return nil, encrypted("the PDF needs a password to open")
+	key = key[:k.n]
+	if k.r == 2 {
+		return key, bytes.Equal(rc4Crypt(key, padding), k.u)
+	}
+	h2 := md5.Sum(append(append([]byte(nil), padding...), k.id...))
+	check := h2[:]
+	for i := range 20 {
+		check = rc4Crypt(xorKey(key, byte(i)), check)
+	}
+	return key, len(k.u) >= 16 && bytes.Equal(check, k.u[:16])
+}
+
+// userFromOwner is the padded user password O holds, decrypted with the
+// owner password (algorithm 7).
+func (k legacyKey) userFromOwner(owner []byte) []byte {
+	h := md5.Sum(append(append([]byte(nil), owner...), padding...)[:32])
+	key := h[:]
+	if k.r >= 3 {
+		for range 50 {
+			s := md5.Sum(key[:k.n])
+			key = s[:]
 		}
 	}
-	c.key = key
-	return c, nil
+	key = key[:k.n]
+	if len(k.o) < 32 {
+		return nil
+	}
+	user := k.o[:32]
+	if k.r == 2 {
+		return rc4Crypt(key, user)
+	}
+	for i := 19; i >= 0; i-- {
+		user = rc4Crypt(xorKey(key, byte(i)), user)
+	}
+	return user
+}
+
+func xorKey(key []byte, b byte) []byte {
+	k := make([]byte, len(key))
+	for j := range key {
+		k[j] = key[j] ^ b
+	}
+	return k
 }
 
 // streamFilter is the method of the crypt filter streams use (V4, V5).
@@ -173,10 +224,10 @@ func aes256Key(r int64, u, ue []byte) ([]byte, bool) {
 		return nil, false
 	}
 	valSalt, keySalt := u[32:40], u[40:48]
-	if !bytes.Equal(hash2B(r, nil, valSalt), u[:32]) {
+	if !bytes.Equal(hash2B(r, nil, valSalt, nil), u[:32]) {
 		return nil, false
 	}
-	block, err := aes.NewCipher(hash2B(r, nil, keySalt))
+	block, err := aes.NewCipher(hash2B(r, nil, keySalt, nil))
 	if err != nil {
 		return nil, false
 	}
@@ -185,16 +236,35 @@ func aes256Key(r int64, u, ue []byte) ([]byte, bool) {
 	return key, true
 }
 
+// aes256OwnerKey checks the empty owner password against O and unwraps
+// the file key from OE; the owner's hashes take in U.
+func aes256OwnerKey(r int64, o, oe, u []byte) ([]byte, bool) {
+	if len(o) < 48 || len(oe) < 32 || len(u) < 48 {
+		return nil, false
+	}
+	valSalt, keySalt := o[32:40], o[40:48]
+	if !bytes.Equal(hash2B(r, nil, valSalt, u[:48]), o[:32]) {
+		return nil, false
+	}
+	block, err := aes.NewCipher(hash2B(r, nil, keySalt, u[:48]))
+	if err != nil {
+		return nil, false
+	}
+	key := make([]byte, 32)
+	cipher.NewCBCDecrypter(block, make([]byte, 16)).CryptBlocks(key, oe[:32])
+	return key, true
+}
+
 // hash2B is the password hash of revision 6 (plain SHA-256 in the
-// withdrawn revision 5).
-func hash2B(r int64, password, salt []byte) []byte {
-	sum := sha256.Sum256(append(append([]byte(nil), password...), salt...))
+// withdrawn revision 5); udata is U for the owner password.
+func hash2B(r int64, password, salt, udata []byte) []byte {
+	sum := sha256.Sum256(append(append(append([]byte(nil), password...), salt...), udata...))
 	k := sum[:]
 	if r < 6 {
 		return k
 	}
 	for i := 0; ; i++ {
-		k1 := bytes.Repeat(append(append([]byte(nil), password...), k...), 64)
+		k1 := bytes.Repeat(append(append(append([]byte(nil), password...), k...), udata...), 64)
 		block, _ := aes.NewCipher(k[:16])
 		e := make([]byte, len(k1))
 		cipher.NewCBCEncrypter(block, k[16:32]).CryptBlocks(e, k1)

@@ -1,8 +1,13 @@
 package pdf
 
 import (
+	"bytes"
 	"io"
 	"iter"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 
@@ -18,16 +23,33 @@ const (
 
 // font turns the bytes of a shown string into codes, text and widths.
 type font struct {
-	cid     bool      // Type0: multi-byte codes, widths by CID
-	spaces  []csRange // code lengths (Type0; a ToUnicode map may name them too)
-	toUni   map[uint32]string
-	ranges  []uniRange   // large bfranges, kept unexpanded
-	simple  *[256]string // simple fonts: code → text by the font's encoding
-	ucs2    bool         // a Type0 font whose codes are UTF-16 themselves
-	widths  map[uint32]float64
-	dw      float64 // width of codes without one
-	scale   float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
-	unicode bool    // any way to get text at all
+	cid    bool      // Type0: multi-byte codes, widths by CID
+	spaces []csRange // code lengths (Type0; a ToUnicode map may name them too)
+	toUni  map[uint32]string
+	ranges []uniRange   // large bfranges, kept unexpanded
+	simple *[256]string // simple fonts: code → text by the font's encoding
+	ucs2   bool         // a Type0 font whose codes are UTF-16 themselves
+	// enc maps codes to CIDs (a predefined CMap); cids does for an
+	// embedded one; neither: the code is the CID (Identity).
+	enc  *cmapTable
+	cids []cidRange
+	// cidText gives the text of a CID by the font's character collection
+	// (Adobe-Japan1…), for fonts without a ToUnicode map.
+	cidText *cmapTable
+	// glyphs gives the text of a CID by its TrueType program's cmap, for
+	// an Identity font without ToUnicode.
+	byGlyph  *glyphMap
+	vertical bool    // written top to bottom (WMode 1)
+	vadv     float64 // vertical advance, glyph units (negative: down)
+	usecmap  string  // the predefined CMap an embedded one builds on
+	widths   map[uint32]float64
+	dw       float64 // width of codes without one
+	scale    float64 // glyph space to text space (1/1000, or a Type3 FontMatrix)
+	// em is a Type3 font's size in text space per unit of font size,
+	// guessed from its glyphs (1 for other fonts, whose glyph space is
+	// a thousandth of the size).
+	em      float64
+	unicode bool // any way to get text at all
 }
 
 type csRange struct {
@@ -41,9 +63,16 @@ type uniRange struct {
 	arr    []string // or one string per code
 }
 
+// cidRange maps codes lo…hi of n bytes to CIDs from cid on.
+type cidRange struct {
+	n           int
+	lo, hi, cid uint32
+}
+
 // glyph is one code of a shown string.
 type glyph struct {
 	code  uint32
+	cid   uint32
 	n     int // bytes
 	text  string
 	width float64 // in text space units per unit of font size
@@ -57,14 +86,36 @@ func (f *font) glyphs(s string, each func(g glyph)) {
 			code = code<<8 | uint32(c)
 		}
 		i += n
-		g := glyph{code: code, n: n, text: f.text(code, n)}
-		w, ok := f.widths[code]
+		cid := f.cidOf(code, n)
+		g := glyph{code: code, cid: cid, n: n, text: f.text(code, n, cid)}
+		w, ok := f.widths[cid]
 		if !ok {
 			w = f.dw
 		}
 		g.width = w * f.scale
 		each(g)
 	}
+}
+
+// cidOf is the CID of a code (for simple fonts, the code itself).
+func (f *font) cidOf(code uint32, n int) uint32 {
+	if len(f.cids) > 0 {
+		// Sorted by length and start when read: a search, as an embedded
+		// CMap may hold many thousand ranges.
+		rs := f.cids
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].n > n || (rs[i].n == n && rs[i].hi >= code) })
+		if i < len(rs) && rs[i].n == n && rs[i].lo <= code {
+			return rs[i].cid + code - rs[i].lo
+		}
+	}
+	if f.enc != nil {
+		c, _ := f.enc.lookup(code, n)
+		return c
+	}
+	if len(f.cids) > 0 {
+		return 0
+	}
+	return code
 }
 
 func (f *font) codeLen(s string) int {
@@ -91,8 +142,8 @@ func (f *font) codeLen(s string) int {
 	return max(1, min(n, len(s)))
 }
 
-func (f *font) text(code uint32, n int) string {
-	if t, ok := f.toUni[code]; ok {
+func (f *font) text(code uint32, n int, cid uint32) string {
+	if t, ok := f.toUni[code]; ok && t != "" {
 		return t
 	}
 	for _, r := range f.ranges {
@@ -101,10 +152,19 @@ func (f *font) text(code uint32, n int) string {
 		}
 	}
 	if f.ucs2 {
-		if n == 2 {
+		switch n {
+		case 2:
 			return string(utf16.Decode([]uint16{uint16(code)}))
+		case 4: // a surrogate pair (the UTF-16 CMaps)
+			return string(utf16.Decode([]uint16{uint16(code >> 16), uint16(code)}))
 		}
 		return ""
+	}
+	if f.cidText != nil {
+		return f.cidText.text(cid)
+	}
+	if f.byGlyph != nil {
+		return f.byGlyph.textOf(cid)
 	}
 	if f.simple != nil && code < 256 {
 		return f.simple[code]
@@ -137,7 +197,10 @@ func (d *Doc) loadFont(o object) *font {
 		}
 	}
 	f := d.parseFont(d.dictOf(o))
-	d.fontEntries += len(f.toUni) + len(f.widths)
+	d.fontEntries += len(f.toUni) + len(f.widths) + len(f.cids)
+	if f.byGlyph != nil {
+		d.fontEntries += len(f.byGlyph.text)
+	}
 	if isRef {
 		if len(d.fonts) >= maxFonts || d.fontEntries > maxFontsEntries {
 			clear(d.fonts)
@@ -149,7 +212,7 @@ func (d *Doc) loadFont(o object) *font {
 }
 
 func (d *Doc) parseFont(fd dict) *font {
-	f := &font{dw: 1000, scale: 0.001, widths: map[uint32]float64{}}
+	f := &font{dw: 1000, scale: 0.001, em: 1, widths: map[uint32]float64{}}
 	if fd == nil {
 		f.simple = &winAnsi
 		f.unicode = true
@@ -163,27 +226,61 @@ func (d *Doc) parseFont(fd dict) *font {
 	}
 	if sub == "Type0" {
 		f.cid = true
+		f.vadv = -1000
+		coll := ""
 		switch enc := d.resolve(fd["Encoding"]).(type) {
 		case name:
-			e := string(enc)
-			if strings.Contains(e, "UCS2") || strings.Contains(e, "UTF16") {
-				f.ucs2 = true
-				f.unicode = true
-			}
+			d.predefinedEncoding(f, string(enc), &coll)
 		case *stream:
-			// An embedded CMap: only its code lengths matter here.
+			// An embedded CMap: its code lengths, its CIDs, its writing
+			// mode, and the predefined CMap it builds on.
 			tmp := &font{}
 			d.readCMap(tmp, enc)
-			if len(f.spaces) == 0 {
+			if tmp.usecmap != "" {
+				d.predefinedEncoding(f, tmp.usecmap, &coll)
+			}
+			if len(tmp.spaces) > 0 {
 				f.spaces = tmp.spaces
 			}
+			f.cids = tmp.cids
+			sort.Slice(f.cids, func(i, j int) bool {
+				a, b := f.cids[i], f.cids[j]
+				return a.n < b.n || (a.n == b.n && a.lo < b.lo)
+			})
+			if len(f.cids) > 0 {
+				f.ucs2 = false // its codes are its own, not the Unicode of the one it builds on
+			}
+			f.vertical = f.vertical || tmp.vertical
 		}
 		if ds, _ := d.resolve(fd["DescendantFonts"]).(array); len(ds) > 0 {
 			df := d.dictOf(ds[0])
 			if df != nil {
 				f.dw = d.numOf(df["DW"], 1000)
 				d.cidWidths(f, df["W"])
+				if dw2, _ := d.resolve(df["DW2"]).(array); len(dw2) == 2 {
+					if v := d.numOf(dw2[1], -1000); v < 0 {
+						f.vadv = v
+					}
+				}
+				info := d.dictOf(df["CIDSystemInfo"])
+				reg, _ := d.resolve(info["Registry"]).(string)
+				ord, _ := d.resolve(info["Ordering"]).(string)
+				if t := collectionToUnicode(reg, ord); t != nil {
+					f.cidText = t
+				} else if f.toUni == nil && !f.ucs2 {
+					f.byGlyph = d.trueTypeText(df)
+				}
 			}
+		}
+		if f.cidText == nil && coll != "" {
+			f.cidText = predefinedCMap(coll + "-UCS2")
+		}
+		d.seen.cid = true
+		if f.cidText != nil && f.toUni == nil {
+			d.seen.cidByCollection = true
+		}
+		if f.cidText != nil || f.byGlyph != nil {
+			f.unicode = true
 		}
 		return f
 	}
@@ -210,7 +307,85 @@ func (d *Doc) parseFont(fd dict) *font {
 			f.widths[uint32(first)+uint32(i)] = d.numOf(w, f.dw)
 		}
 	}
+	if sub == "Type3" {
+		f.em = type3Em(f, d.resolve(fd["FontMatrix"]))
+		d.seen.type3 = true
+	}
 	return f
+}
+
+// type3Em guesses how large a Type3 font is: its glyph space is the
+// font's own, so the size set by Tf says little. As pdftotext does, the
+// width of an "m" is taken as 0.6 of the size (or any letter's as 0.5),
+// corrected by the matrix's aspect.
+func type3Em(f *font, fm object) float64 {
+	em := 0.0
+	var letter, anyW float64
+	for code := range 256 {
+		w := f.widths[uint32(code)] * f.scale
+		if w <= 0 {
+			continue
+		}
+		t := f.simple[code]
+		switch {
+		case t == "m":
+			em = w / 0.6
+		case letter == 0 && len(t) == 1 && (t[0]|0x20 >= 'a' && t[0]|0x20 <= 'z'):
+			letter = w
+		case anyW == 0:
+			anyW = w
+		}
+	}
+	switch {
+	case em > 0:
+	case letter > 0:
+		em = letter / 0.5
+	case anyW > 0:
+		em = anyW / 0.5
+	default:
+		return 1
+	}
+	if m, _ := fm.(array); len(m) == 6 {
+		a, _ := m[0].(float64)
+		dd, _ := m[3].(float64)
+		if ai, ok := m[0].(int64); ok {
+			a = float64(ai)
+		}
+		if di, ok := m[3].(int64); ok {
+			dd = float64(di)
+		}
+		if a != 0 && dd != 0 {
+			em *= math.Abs(dd / a)
+		}
+	}
+	if em <= 0 || math.IsNaN(em) || math.IsInf(em, 0) {
+		return 1
+	}
+	return em
+}
+
+// predefinedEncoding sets a Type0 font's encoding from the name of a
+// predefined CMap, and coll to its character collection.
+func (d *Doc) predefinedEncoding(f *font, e string, coll *string) {
+	switch e {
+	case "Identity-H":
+		return
+	case "Identity-V":
+		f.vertical = true
+		return
+	}
+	if strings.Contains(e, "UCS2") || strings.Contains(e, "UTF16") {
+		f.ucs2 = true
+		f.unicode = true
+	}
+	if t := predefinedCMap(e); t != nil && !t.toUni {
+		f.enc = t
+		f.spaces = t.spaces
+		f.vertical = t.vertical
+		*coll = t.coll
+	} else if strings.HasSuffix(e, "-V") {
+		f.vertical = true
+	}
 }
 
 // standardWidth guesses an average width for a font without /Widths (the
@@ -260,14 +435,23 @@ func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
 		table = &standard // close enough for the ASCII range; the rest is pictures
 	}
 	var diffs array
-	switch e := d.resolve(fd["Encoding"]).(type) {
+	enc := d.resolve(fd["Encoding"])
+	switch e := enc.(type) {
 	case name:
 		table = namedEncoding(e, table)
 	case dict:
 		if b, ok := d.resolve(e["BaseEncoding"]).(name); ok {
 			table = namedEncoding(b, table)
+		} else if bt := d.builtinEncoding(fd); bt != nil {
+			table = bt
 		}
 		diffs, _ = d.resolve(e["Differences"]).(array)
+	case nil:
+		// No encoding named: the font program's own (TeX's fonts put
+		// "fi" at 12 and dashes at 123, which WinAnsi would lose).
+		if bt := d.builtinEncoding(fd); bt != nil {
+			table = bt
+		}
 	}
 	if len(diffs) == 0 {
 		return table
@@ -286,6 +470,57 @@ func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
 			}
 			code++
 		}
+	}
+	return &t
+}
+
+// maxFontProgram bounds what is read of an embedded Type1 program for its
+// encoding, which comes first, in its clear-text part.
+const maxFontProgram = 64 << 10
+
+var type1Dup = regexp.MustCompile(`dup\s+(\d{1,3})\s*/([^\s/\[\]{}()<>%]+)\s+put`)
+
+// builtinEncoding is the encoding an embedded Type1 font program
+// declares, or nil.
+func (d *Doc) builtinEncoding(fd dict) *[256]string {
+	s, ok := d.resolve(d.dictOf(fd["FontDescriptor"])["FontFile"]).(*stream)
+	if !ok {
+		return nil
+	}
+	r, err := d.streamReader(s)
+	if err != nil {
+		return nil
+	}
+	n := int64(maxFontProgram)
+	if l1, ok := d.intOf(s.d["Length1"]); ok && l1 > 0 && l1 < n {
+		n = l1
+	}
+	text, _ := io.ReadAll(io.LimitReader(r, n))
+	i := bytes.Index(text, []byte("/Encoding"))
+	if i < 0 {
+		return nil
+	}
+	text = text[i:]
+	if bytes.HasPrefix(bytes.TrimSpace(text[len("/Encoding"):]), []byte("StandardEncoding")) {
+		return &standard
+	}
+	if end := bytes.Index(text, []byte("readonly def")); end > 0 {
+		text = text[:end]
+	} else if end := bytes.Index(text, []byte("currentfile eexec")); end > 0 {
+		text = text[:end]
+	}
+	var t [256]string
+	found := false
+	for _, m := range type1Dup.FindAllSubmatch(text, 256) {
+		code, err := strconv.Atoi(string(m[1]))
+		if err != nil || code > 255 {
+			continue
+		}
+		t[code] = glyphText(string(m[2]))
+		found = true
+	}
+	if !found {
+		return nil
 	}
 	return &t
 }
@@ -356,6 +591,7 @@ func (d *Doc) readCMap(f *font, s *stream) {
 			}
 		}
 	}
+	var prev, prev2 object
 	for entries < maxFontEntries {
 		t, err := l.object(0)
 		if err != nil {
@@ -363,9 +599,40 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		}
 		k, ok := t.(keyword)
 		if !ok {
+			prev2, prev = prev, t
 			continue
 		}
 		switch k {
+		case "usecmap":
+			if n, ok := prev.(name); ok {
+				f.usecmap = string(n)
+			}
+		case "def":
+			if prev2 == name("WMode") && prev == int64(1) {
+				f.vertical = true
+			}
+		case "begincidrange", "begincidchar":
+			per, end := 3, keyword("endcidrange")
+			if k == "begincidchar" {
+				per, end = 2, "endcidchar"
+			}
+			for e := range section(end, per) {
+				if entries >= maxFontEntries || len(f.cids) >= maxFontEntries {
+					break
+				}
+				lo, n, ok1 := code(e[0])
+				hi, cidObj := lo, e[1]
+				ok2 := true
+				if per == 3 {
+					hi, _, ok2 = code(e[1])
+					cidObj = e[2]
+				}
+				cid, ok3 := cidObj.(int64)
+				if ok1 && ok2 && ok3 && hi >= lo && cid >= 0 && cid <= 0xFFFF {
+					f.cids = append(f.cids, cidRange{n: n, lo: lo, hi: hi, cid: uint32(cid)})
+					entries++
+				}
+			}
 		case "begincodespacerange":
 			for e := range section("endcodespacerange", 2) {
 				lo, n, ok1 := code(e[0])
@@ -428,6 +695,7 @@ func (d *Doc) readCMap(f *font, s *stream) {
 		if broken {
 			return
 		}
+		prev2, prev = prev, k
 	}
 }
 

@@ -59,12 +59,23 @@ type Doc struct {
 	// streams refused, not decoded again for each object in them.
 	limitErr error
 	badStm   map[int32]error
+	// repaired: the table was rebuilt by scanning the file (see repair),
+	// with repairErr the outcome.
+	repaired  bool
+	repairErr error
+	// seen records the kinds of fonts met, for the corpus test's figures.
+	seen fontKinds
+	// trueTypeMaps counts the TrueType programs read for their cmap.
+	trueTypeMaps int
 }
+
+type fontKinds struct{ cid, cidByCollection, type3 bool }
 
 type objStm struct {
 	data  []byte
 	first int64
 	offs  map[int32]int64
+	nums  []int32 // the object numbers, by index
 }
 
 // Open reads the file structure and the page tree. It reads no page
@@ -81,18 +92,36 @@ func Open(ctx context.Context, f io.ReaderAt, size int64) (*Doc, error) {
 		return nil, malformed("no %%PDF- header")
 	}
 	start, err := d.startxref()
+	if err == nil {
+		err = d.readXrefChain(start)
+	}
 	if err != nil {
-		return nil, err
+		if !d.looksBroken(err) {
+			return nil, err
+		}
+		if e := d.repair(); e != nil {
+			if errors.Is(e, ErrTooLarge) || d.stopped() != nil {
+				return nil, e
+			}
+			return nil, err
+		}
 	}
-	if err := d.readXrefChain(start); err != nil {
-		return nil, err
-	}
-	if d.trailer["Encrypt"] != nil {
+	if d.trailer["Encrypt"] != nil && d.crypt == nil {
 		if d.crypt, err = d.openCrypt(); err != nil {
 			return nil, err
 		}
 	}
-	if err := d.loadPages(); err != nil {
+	if !d.catalogOK(d.trailer) && !d.repaired {
+		if e := d.repair(); e != nil && (errors.Is(e, ErrTooLarge) || d.stopped() != nil) {
+			return nil, e
+		}
+	}
+	err = d.loadPages()
+	if d.looksBroken(err) && d.repair() == nil {
+		d.pages = d.pages[:0]
+		err = d.loadPages()
+	}
+	if err != nil {
 		// Past a limit or the deadline, a page tree cut short is not the
 		// file's fault: say what stopped it.
 		if e := d.ctx.Err(); e != nil {
@@ -350,15 +379,15 @@ func (d *Doc) readXrefStream(s *stream) error {
 func (d *Doc) readIndirect(l *lexer, want int32) (object, error) {
 	t1, t2, t3, err := l.tokens3()
 	if err != nil {
-		return nil, malformed("object header: %v", err)
+		return nil, fmt.Errorf("%w: %w: object header: %v", ErrMalformed, errNeedsRepair, err)
 	}
 	num, ok1 := t1.(int64)
 	gen, ok2 := t2.(int64)
 	if !ok1 || !ok2 || t3 != keyword("obj") || num < 0 || num > 1<<31-1 || gen < 0 || gen > 1<<31-1 {
-		return nil, malformed("no object at offset")
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, errNeedsRepair)
 	}
 	if want >= 0 && num != int64(want) {
-		return nil, malformed("object %d found where %d was expected", num, want)
+		return nil, fmt.Errorf("%w: %w: object %d found where %d was expected", ErrMalformed, errNeedsRepair, num, want)
 	}
 	obj, err := l.object(0)
 	if err != nil {
@@ -398,6 +427,10 @@ func (d *Doc) get(r ref) (object, error) {
 		l := newLexer(io.NewSectionReader(d.f, e.off, d.size-e.off), e.off, true)
 		l.parsed = &d.parsed
 		obj, err = d.readIndirect(l, r.num)
+		// Not where the table says: the table is wrong, rebuild it once.
+		if errors.Is(err, errNeedsRepair) && d.looksBroken(err) && d.repair() == nil {
+			return d.get(r)
+		}
 	case 2:
 		obj, err = d.fromObjStm(e)
 	}
@@ -442,7 +475,10 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 		}
 		data, err := d.streamBytes(s, maxObjStm)
 		if err != nil {
-			if errors.Is(err, ErrTooLarge) {
+			// A stream that does not decode is not decoded again for each
+			// object in it (the repair may ask for many); a deadline is
+			// no fault of the stream's.
+			if d.ctx.Err() == nil {
 				if d.badStm == nil {
 					d.badStm = map[int32]error{}
 				}
@@ -467,6 +503,9 @@ func (d *Doc) fromObjStm(e xent) (object, error) {
 			}
 			if num >= 0 && num <= 1<<31-1 && off >= 0 && first+off < int64(len(data)) {
 				os.offs[int32(i)] = first + off
+				os.nums = append(os.nums, int32(num))
+			} else {
+				os.nums = append(os.nums, -1)
 			}
 		}
 		d.cacheObjStm(e.stm, os)

@@ -47,6 +47,11 @@ func translate(x, y float64) matrix { return matrix{1, 0, 0, 1, x, y} }
 
 var errFull = errors.New("page text budget reached")
 
+// wordGap is the gap between glyphs, in ems, that separates words: a
+// tenth, as pdftotext has it (justified lines shrink spaces to a sixth of
+// an em; kerning moves glyphs by a few hundredths).
+const wordGap = 0.1
+
 // PageText reads the text of page n (1-based), at most maxRunes runes.
 func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	if n < 1 || n > len(d.pages) {
@@ -141,6 +146,15 @@ type textState struct {
 	font                     *font
 	size, tc, tw, th, tl, ts float64
 	tm, tlm                  matrix
+}
+
+// kern is the move of a number in a TJ array: back along the line, or
+// down a column in vertical writing.
+func (ts *textState) kern(v float64) matrix {
+	if ts.font != nil && ts.font.vertical {
+		return translate(0, -v/1000*ts.size)
+	}
+	return translate(-v/1000*ts.size*ts.th, 0)
 }
 
 func (in *interp) run(r io.Reader, res dict, ctm matrix, depth int) error {
@@ -260,9 +274,9 @@ func (in *interp) run(r io.Reader, res dict, ctm matrix, depth int) error {
 							return err
 						}
 					case int64:
-						ts.tm = translate(-float64(v)/1000*ts.size*ts.th, 0).mul(ts.tm)
+						ts.tm = ts.kern(float64(v)).mul(ts.tm)
 					case float64:
-						ts.tm = translate(-v/1000*ts.size*ts.th, 0).mul(ts.tm)
+						ts.tm = ts.kern(v).mul(ts.tm)
 					}
 				}
 			}
@@ -394,14 +408,20 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 	f := ts.font
 	trm := ts.tm.mul(ctm)
 	x0, y0 := trm[4], trm[5]
-	// The direction of the baseline and the height of the text on the page.
+	// The direction of writing and the height of a line on the page:
+	// along the baseline, or down for vertical writing, where a "line" is
+	// a column as wide as the font's size.
 	dx, dy := trm[0], trm[1]
+	hx, hy := trm[2], trm[3]
+	if f.vertical {
+		dx, dy, hx, hy = -trm[2], -trm[3], trm[0], trm[1]
+	}
 	norm := math.Hypot(dx, dy)
 	if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
 		dx, dy, norm = 1, 0, 1
 	}
 	dx, dy = dx/norm, dy/norm
-	h := math.Abs(ts.size) * math.Hypot(trm[2], trm[3])
+	h := math.Abs(ts.size) * math.Hypot(hx, hy) * f.em
 	var text strings.Builder
 	var gaps []int // where spacing opens a word gap
 	visible := ts.tm
@@ -414,20 +434,29 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 		if g.n == 1 && g.code == ' ' {
 			extra += ts.tw
 		}
-		adv := g.width*ts.size + extra
+		w := g.width
+		if f.vertical {
+			w = -f.vadv * f.scale
+		}
+		adv := w*ts.size + extra
 		// A space whose advance word spacing takes back is no space
 		// (some producers kern that way); a gap opened inside a string by
 		// character spacing alone is one.
-		if g.text == " " && adv < 0.1*math.Abs(ts.size) {
+		if g.text == " " && adv < 0.1*math.Abs(ts.size)*f.em {
 			g.text = ""
 		}
 		text.WriteString(g.text)
-		if extra > 0.18*math.Abs(ts.size) && g.text != " " {
+		if extra > wordGap*math.Abs(ts.size)*f.em && g.text != " " {
 			gaps = append(gaps, text.Len())
 		}
 		// Where the glyph ends on the page: spacing after the last one
 		// moves the pen, not the text.
-		visible = translate(g.width*ts.size*ts.th, 0).mul(ts.tm)
+		if f.vertical {
+			visible = translate(0, -w*ts.size).mul(ts.tm)
+			ts.tm = translate(0, -adv).mul(ts.tm)
+			return
+		}
+		visible = translate(w*ts.size*ts.th, 0).mul(ts.tm)
 		ts.tm = translate(adv*ts.th, 0).mul(ts.tm)
 	})
 	str := text.String()
@@ -452,7 +481,7 @@ func (in *interp) show(ts *textState, ctm matrix, s string) error {
 // drawn: a string further along the same baseline is a new word, one on
 // another baseline a new line.
 type textOut struct {
-	b              strings.Builder
+	b              []byte
 	runes, max     int
 	full           bool
 	have           bool
@@ -460,9 +489,18 @@ type textOut struct {
 	ldx, ldy       float64 // its direction
 	lastSpace      bool
 	pendingNewline bool
+	// fwd and back count the strings of the line being written placed
+	// after the last one and before it; logical marks the lines written
+	// so far that went backwards (right-to-left text placed glyph by
+	// glyph, already in logical order).
+	fwd, back int
+	logical   []bool
 }
 
-func (o *textOut) String() string { return strings.TrimSpace(o.b.String()) }
+func (o *textOut) String() string {
+	lines := append(o.logical, o.back > o.fwd)
+	return logicalOrder(strings.TrimSpace(string(o.b)), func(i int) bool { return i < len(lines) && lines[i] })
+}
 
 func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 	if o.full {
@@ -479,10 +517,15 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		switch {
 		case math.Abs(dx-o.ldx) > 0.01 || math.Abs(dy-o.ldy) > 0.01, math.Abs(across) > 0.6*lh:
 			o.pendingNewline = true
-		case along > 0.18*lh, along < -lh:
+		case along > wordGap*lh, along < -lh:
 			if !o.lastSpace {
 				o.write(" ")
 			}
+		}
+		if along > 0.01*lh {
+			o.fwd++
+		} else if along < -0.01*lh && along > -3*lh {
+			o.back++
 		}
 	}
 	if s != "" || !o.have {
@@ -498,7 +541,10 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		}
 		if o.pendingNewline {
 			o.pendingNewline = false
-			if o.b.Len() > 0 {
+			switch {
+			case unicode.IsLower(r) && o.dehyphenate():
+				// A word broken at the end of a line is one word.
+			case len(o.b) > 0:
 				o.write("\n")
 			}
 			if unicode.IsSpace(r) {
@@ -524,7 +570,27 @@ func (o *textOut) write(s string) {
 		o.full = true
 		return
 	}
-	o.b.WriteString(s)
+	if s == "\n" {
+		o.logical = append(o.logical, o.back > o.fwd)
+		o.fwd, o.back = 0, 0
+	}
+	o.b = append(o.b, s...)
 	o.runes += utf8.RuneCountInString(s)
 	o.lastSpace = s == " " || s == "\n"
+}
+
+// dehyphenate takes back the hyphen that ends the text when a letter
+// comes before it (a word broken across lines), as pdftotext does.
+func (o *textOut) dehyphenate() bool {
+	last, n := utf8.DecodeLastRune(o.b)
+	if last != '-' && last != '\u00ad' {
+		return false
+	}
+	before, _ := utf8.DecodeLastRune(o.b[:len(o.b)-n])
+	if !unicode.IsLetter(before) {
+		return false
+	}
+	o.b = o.b[:len(o.b)-n]
+	o.runes--
+	return true
 }

@@ -31,6 +31,9 @@ func TestLayout(t *testing.T) {
 		{"MacRoman", "<< /Type /Font /Subtype /Type1 /BaseFont /X /Encoding /MacRomanEncoding >>", "BT /F1 10 Tf (caf\\216) Tj ET", "café", 0},
 		{"WinAnsi by default", helv, "BT /F1 10 Tf (caf\\351 \\200) Tj ET", "café €", 0},
 		{"control characters dropped", helv, "BT /F1 10 Tf (a\\001b) Tj ET", "ab", 0},
+		{"a justified line's narrow spaces are spaces", helv, "BT /F1 10 Tf [(If) -166 (you) -166 (are)] TJ ET", "If you are", 0},
+		{"a word broken at the end of a line is one word", helv,
+			"BT /F1 10 Tf 12 TL 72 700 Td (a sec-) Tj T* (tion and a well-) Tj T* (Known) Tj ET", "a section and a well-\nKnown", 0},
 		{"a bad token loses itself only", helv, "BT /F1 10 Tf (one) Tj ) > 0 -12 Td (two) Tj ET", "one\ntwo", 0},
 	}
 	for _, tc := range cases {

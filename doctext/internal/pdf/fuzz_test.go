@@ -1,0 +1,50 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/doctext/doctexttest"
+)
+
+// FuzzRead varies files that take the reader's newer paths (CID fonts
+// read through Adobe's collections and predefined CMaps, vertical
+// writing, right-to-left lines, tables rebuilt by scanning, RC4 and
+// revision 5 encryption, Type3 fonts): whatever the bytes, it answers
+// text or an error, never a panic, and counts no more unreadable glyphs
+// than glyphs.
+func FuzzRead(f *testing.F) {
+	t := &testing.T{}
+	jp := cids(t, "UniJIS-UCS2-H", "日本語")
+	seeds := [][]byte{
+		onePageFont([]byte("BT /F1 12 Tf 72 700 Td "+jp+" Tj ET"), "", cidFont("Identity-H", "Japan1"), nil),
+		onePageFont([]byte("BT /F1 12 Tf 1 0 0 1 500 700 Tm "+jp+" Tj ET"), "", cidFont("Identity-V", "Japan1"), nil),
+		onePageFont([]byte("BT /F1 12 Tf 72 700 Td <93FA967B8CEA41> Tj ET"), "", cidFont("90ms-RKSJ-V", "Japan1"), nil),
+		onePageFont([]byte("BT /F1 100 Tf 72 700 Td [(Transfer) -40 (high-rate)] TJ ET"), "", type3Font("[0.001 0 0 0.001 0 0]"), nil),
+		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"ملاعلاب ابحرم", "םלוע םולש"}}}, doctexttest.PDFOptions{Unicode: true}),
+		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"rc4"}}}, doctexttest.PDFOptions{Encrypt: "rc4-40"}),
+		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"r5"}}}, doctexttest.PDFOptions{ObjStreams: true, Encrypt: "aes256-r5-owner"}),
+	}
+	plain := doctexttest.PDF([]doctexttest.Page{{Lines: []string{"one"}}, {Lines: []string{"two"}}}, doctexttest.PDFOptions{})
+	seeds = append(seeds, plain[:bytes.LastIndex(plain, []byte("xref"))],
+		bytes.Replace(plain, []byte("%PDF-1.7\n"), []byte("%PDF-1.7\n%moved\n"), 1))
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		d, err := Open(ctx, bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		for i := 1; i <= min(d.NumPages(), 4); i++ {
+			info, err := d.PageText(ctx, i, 2000)
+			if err == nil && info.Unmapped > info.Glyphs {
+				t.Fatalf("page %d: %d unmapped of %d glyphs", i, info.Unmapped, info.Glyphs)
+			}
+		}
+	})
+}
