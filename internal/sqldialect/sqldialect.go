@@ -217,3 +217,15 @@ func ParseDSN(dsn string) error {
 	}
 	return nil
 }
+
+// ForShare is the clause that makes a SELECT inside a transaction hold
+// the rows it read until the transaction ends, so a concurrent UPDATE of
+// them waits for it: FOR SHARE on Postgres. SQLite needs none: botd's
+// transactions there begin IMMEDIATE, holding the database's one write
+// lock from the start.
+func (d Dialect) ForShare() string {
+	if d == Postgres {
+		return " FOR SHARE"
+	}
+	return ""
+}
