@@ -41,6 +41,11 @@ func (l Lease) Live(now time.Time) bool { return now.Before(l.Expires) }
 // commands on a single instance), fenced writes are not fenced.
 func (s *Store) RequireLease() { s.fence.CompareAndSwap(0, fenceNone) }
 
+// DropLease refuses s's fenced writes until it acquires the lease again:
+// what an active that stopped because it could not renew does, whether or
+// not the database still names it.
+func (s *Store) DropLease() { s.fence.Store(fenceNone) }
+
 // FenceEpoch is the epoch s's fenced writes carry: 0 unfenced, -1 when the
 // lease is required but not held.
 func (s *Store) FenceEpoch() int64 { return s.fence.Load() }
