@@ -247,11 +247,16 @@ func (s *Scheduler) claim(ctx context.Context, t Task, r runRecord, next, now ti
 }
 
 // skip passes over the run due at due without delivering it, saying why.
+// Fenced like claim: a stale instance must not pass over a run its
+// successor is to deliver.
 func (s *Scheduler) skip(ctx context.Context, t Task, next, now time.Time, why string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
-		last_error = ?, updated = ?, state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
-		WHERE id = ? AND next_run = ?`,
-		ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
+	err := s.opts.Store.Fenced(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
+			last_error = ?, updated = ?, state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
+			WHERE id = ? AND next_run = ?`,
+			ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("skip run of task %d: %w", t.ID, err)
 	}
