@@ -49,6 +49,11 @@ type Options struct {
 	// after a failed renewal.
 	TTL, RenewEvery, GiveUp, TryEvery, RetryRenew time.Duration
 	Log                                           *slog.Logger
+	// TakeAtStart takes the lease at the first try whoever holds it
+	// (store.TakeLease): the one instance on SQLite, which must not wait
+	// for a crashed predecessor's lease to lapse. Later tries (after a
+	// loss) wait like any standby.
+	TakeAtStart bool
 }
 
 // Role is what a Keeper is doing.
@@ -156,7 +161,15 @@ func (k *Keeper) Run(ctx context.Context, active func(ctx context.Context) error
 // acquire tries every TryEvery until it takes the lease or ctx ends.
 func (k *Keeper) acquire(ctx context.Context) (store.Lease, error) {
 	for {
-		l, ok, err := k.opts.Store.TryAcquireLease(ctx, k.opts.Holder, k.clk.Now(), k.opts.TTL)
+		var l store.Lease
+		var ok bool
+		var err error
+		if k.opts.TakeAtStart && k.Status().Role == Starting {
+			l, err = k.opts.Store.TakeLease(ctx, k.opts.Holder, k.clk.Now(), k.opts.TTL)
+			ok = err == nil
+		} else {
+			l, ok, err = k.opts.Store.TryAcquireLease(ctx, k.opts.Holder, k.clk.Now(), k.opts.TTL)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			k.log.Warn("lease: cannot try the lease", "err", err)

@@ -40,10 +40,14 @@ type instance struct {
 	cancel  context.CancelFunc
 }
 
-func newInstance(t *testing.T, name string, c store.Config, clk *clock.Fake) *instance {
+func newInstance(t *testing.T, name string, c store.Config, clk *clock.Fake, mods ...func(*lease.Options)) *instance {
 	t.Helper()
 	in := &instance{name: name, st: storetest.Open(t, c), clk: clk, runErr: make(chan error, 1)}
-	k, err := lease.New(lease.Options{Store: in.st, Holder: name, Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	o := lease.Options{Store: in.st, Holder: name, Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mods {
+		m(&o)
+	}
+	k, err := lease.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +292,29 @@ func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
 		}
 		if cur, _ := a.st.AgentCursor(ctx, "g"); cur != seq {
 			t.Errorf("cursor = %d, want %d (every refused write left it)", cur, seq)
+		}
+	})
+}
+
+// TestTakeAtStart: the one instance on SQLite, restarted after a crash,
+// takes the lease at once (a new epoch fencing out the old process)
+// instead of waiting for the crashed one's lease to lapse.
+func TestTakeAtStart(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		clk := clock.NewFake(t0)
+		old := newInstance(t, "old", c, clk)
+		if _, ok, err := old.st.TryAcquireLease(context.Background(), "old", t0, lease.DefaultTTL); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		clk.Set(t0.Add(time.Second))
+		in := newInstance(t, "new", c, clk, func(o *lease.Options) { o.TakeAtStart = true })
+		in.start(t)
+		testwait.Until(t, "the restarted instance active", in.isRunning)
+		if l := in.k.Status().Lease; l.Epoch != 2 || !l.Acquired.Equal(t0.Add(time.Second)) {
+			t.Errorf("lease = %+v, want epoch 2 taken at once", l)
+		}
+		if err := old.st.AdvanceAgentCursor(context.Background(), "g", 1); !errors.Is(err, store.ErrFenced) {
+			t.Errorf("the old process's write: %v, want ErrFenced", err)
 		}
 	})
 }

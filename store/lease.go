@@ -58,12 +58,25 @@ func (s *Store) FenceEpoch() int64 { return s.fence.Load() }
 // expiry with their own clocks, which must agree to well within the gap
 // between giving up (15 s) and lapsing (30 s).
 func (s *Store) TryAcquireLease(ctx context.Context, holder string, now time.Time, ttl time.Duration) (l Lease, ok bool, err error) {
+	return s.acquireLease(ctx, holder, now, ttl, false)
+}
+
+// TakeLease takes the lease for holder whoever holds it, raising its
+// epoch: a single instance's start on SQLite, where a second process on
+// the same file is a mistake and the new epoch fences the old one out,
+// instead of waiting for a crashed predecessor's lease to lapse.
+func (s *Store) TakeLease(ctx context.Context, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	l, _, err := s.acquireLease(ctx, holder, now, ttl, true)
+	return l, err
+}
+
+func (s *Store) acquireLease(ctx context.Context, holder string, now time.Time, ttl time.Duration, force bool) (l Lease, ok bool, err error) {
 	at, exp := now.UnixMilli(), now.Add(ttl).UnixMilli()
 	// One statement each, so two instances racing settle in the database:
 	// Postgres re-checks the WHERE against a row another transaction just
 	// changed, and SQLite has one writer.
 	row := s.DB.QueryRowContext(ctx, `UPDATE leases SET holder = ?, epoch = epoch + 1, acquired = ?, renewed = ?, expires = ?
-		WHERE name = ? AND (expires <= ? OR holder = ?) RETURNING `+leaseCols, holder, at, at, exp, LeaseName, at, holder)
+		WHERE name = ? AND (expires <= ? OR holder = ? OR ? = 1) RETURNING `+leaseCols, holder, at, at, exp, LeaseName, at, holder, force)
 	l, err = scanLease(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		row = s.DB.QueryRowContext(ctx, `INSERT INTO leases(name, holder, epoch, acquired, renewed, expires) VALUES (?, ?, 1, ?, ?, ?)

@@ -75,11 +75,27 @@ func testLeaseAcquireRenewLapseTakeover(t *testing.T, c Config) {
 	if la, ok, err = a.TryAcquireLease(ctx, "A", t0.Add(51*time.Second), ttl); err != nil || !ok || la.Epoch != 4 {
 		t.Fatalf("acquire after release = %+v, %v, %v", la, ok, err)
 	}
+	// A single instance's start takes it whoever holds it.
+	if lb, err = b.TakeLease(ctx, "B2", t0.Add(52*time.Second), ttl); err != nil || lb.Epoch != 5 || lb.Holder != "B2" {
+		t.Fatalf("take = %+v, %v", lb, err)
+	}
+	if _, err := a.RenewLease(ctx, "A", 4, t0.Add(53*time.Second), ttl); !errors.Is(err, ErrFenced) {
+		t.Errorf("renew after a take: %v", err)
+	}
+	if la, ok, err = a.TryAcquireLease(ctx, "A", t0.Add(54*time.Second), ttl); err != nil || ok {
+		t.Fatalf("acquire of a taken lease = %+v, %v, %v", la, ok, err)
+	}
+	if err := b.ReleaseLease(ctx, "B2", 5, t0.Add(55*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if la, ok, err = a.TryAcquireLease(ctx, "A", t0.Add(56*time.Second), ttl); err != nil || !ok || la.Epoch != 6 {
+		t.Fatalf("acquire after release = %+v, %v, %v", la, ok, err)
+	}
 	// A stale release (B at epoch 3) leaves A's lease alone.
 	if err := b.ReleaseLease(ctx, "B", 3, t0.Add(52*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _, _ := a.CurrentLease(ctx); !cur.Expires.Equal(t0.Add(81 * time.Second)) {
+	if cur, _, _ := a.CurrentLease(ctx); !cur.Expires.Equal(t0.Add(86 * time.Second)) {
 		t.Errorf("a stale release moved the lease: %+v", cur)
 	}
 }
