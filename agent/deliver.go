@@ -37,7 +37,7 @@ func (a *Agent) drainOutbox(ctx context.Context, folder string) (runResult, bool
 	for i := range items {
 		it := &items[i]
 		if err := a.deliver(ctx, it); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
 				return runResult{outcome: outcomeStopped, err: err}, false
 			}
 			return runResult{outcome: outcomeDeliveryFailed, err: err}, false
