@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func (a *Agent) drainOutbox(ctx context.Context, folder string) (runResult, bool
 	for i := range items {
 		it := &items[i]
 		if err := a.deliver(ctx, it); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
 				return runResult{outcome: outcomeStopped, err: err}, false
 			}
 			return runResult{outcome: outcomeDeliveryFailed, err: err}, false
@@ -49,7 +50,17 @@ func (a *Agent) drainOutbox(ctx context.Context, folder string) (runResult, bool
 // then marks it sent and advances the cursor in one transaction. After
 // MaxTries failed attempts the item is abandoned, leaving the cursor for
 // the next trigger to answer afresh.
+//
+// The claim before sending is fenced: an instance that lost the lease
+// (store.ErrFenced) sends nothing and counts no failed attempt, and an
+// item its successor finished meanwhile is skipped.
 func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
+	if err := a.opts.Store.ClaimOutbox(ctx, it.ID); err != nil {
+		if errors.Is(err, store.ErrOutboxDone) {
+			return nil
+		}
+		return fmt.Errorf("deliver answer %d: %w", it.ID, err)
+	}
 	err := a.send(ctx, it)
 	if err == nil {
 		// Written down even when shutdown began meanwhile: what the network
@@ -59,7 +70,7 @@ func (a *Agent) deliver(ctx context.Context, it *store.OutboxItem) error {
 		}
 		return nil
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
 		return err
 	}
 	n, ferr := a.opts.Store.OutboxAttemptFailed(ctx, it.ID, err.Error())

@@ -77,7 +77,9 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 }
 
 func (a *Agent) storeFailure(ctx context.Context, err error) runResult {
-	if ctx.Err() != nil {
+	// Fenced: this instance lost the lease; its successor answers, and
+	// the daemon is stopping this one.
+	if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
 		return runResult{outcome: outcomeStopped, err: err}
 	}
 	// The database is local; treat a failure like a delivery failure:

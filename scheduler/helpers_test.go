@@ -129,8 +129,14 @@ func (l *logBuf) String() string {
 // newRig makes a rig on a new database of d.
 func newRig(t testing.TB, d sqldialect.Dialect, start time.Time, mod func(*Options)) *rig {
 	t.Helper()
+	return newRigOn(t, storetest.Config(t, d), start, mod)
+}
+
+// newRigOn makes a rig on the database c names.
+func newRigOn(t testing.TB, c store.Config, start time.Time, mod func(*Options)) *rig {
+	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), gs: testGroups(t), clock: clock.NewFake(start), logs: &logBuf{}, mod: mod}
-	r.st = storetest.Open(t, storetest.Config(t, d))
+	r.st = storetest.Open(t, c)
 	r.agent = &fakeAgent{st: r.st}
 	r.s = New(r.options())
 	return r

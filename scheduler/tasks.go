@@ -225,36 +225,38 @@ type runRecord struct {
 // delivery: a crash in between leaves next_run at due, and the run is
 // delivered again under the same message id, which the agent answers
 // once. The WHERE on next_run makes a second claim of one due time a
-// no-op. A paused or cancelled task keeps its state.
+// no-op. A paused or cancelled task keeps its state. The claim is fenced:
+// an instance that lost the lease gets store.ErrFenced and records nothing.
 func (s *Scheduler) claim(ctx context.Context, t Task, r runRecord, next, now time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := s.opts.Store.Fenced(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO scheduled_runs(task_id, due, folder, chat_id, message_id, fired)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, t.ID, ms(r.Due), t.Folder, r.Chat, r.MessageID, ms(now)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, last_run = ?, runs = runs + 1, failures = 0,
+			retry_at = 0, last_error = '', updated = ?,
+			state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
+			WHERE id = ? AND next_run = ?`,
+			ms(next), ms(r.Due), ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(r.Due))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("claim task %d: %w", t.ID, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO scheduled_runs(task_id, due, folder, chat_id, message_id, fired)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, t.ID, ms(r.Due), t.Folder, r.Chat, r.MessageID, ms(now)); err != nil {
-		return fmt.Errorf("claim task %d: %w", t.ID, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, last_run = ?, runs = runs + 1, failures = 0,
-		retry_at = 0, last_error = '', updated = ?,
-		state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
-		WHERE id = ? AND next_run = ?`,
-		ms(next), ms(r.Due), ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(r.Due)); err != nil {
-		return fmt.Errorf("claim task %d: %w", t.ID, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("claim task %d: %w", t.ID, err)
 	}
 	return nil
 }
 
 // skip passes over the run due at due without delivering it, saying why.
+// Fenced like claim: a stale instance must not pass over a run its
+// successor is to deliver.
 func (s *Scheduler) skip(ctx context.Context, t Task, next, now time.Time, why string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
-		last_error = ?, updated = ?, state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
-		WHERE id = ? AND next_run = ?`,
-		ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
+	err := s.opts.Store.Fenced(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE scheduled_tasks SET next_run = ?, skipped = skipped + 1, failures = 0, retry_at = 0,
+			last_error = ?, updated = ?, state = CASE WHEN ? = 1 AND state = ? THEN ? ELSE state END
+			WHERE id = ? AND next_run = ?`,
+			ms(next), why, ms(now), next.IsZero(), StateActive, StateDone, t.ID, ms(t.NextRun))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("skip run of task %d: %w", t.ID, err)
 	}

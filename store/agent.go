@@ -45,9 +45,10 @@ func raise(ctx context.Context, db execer, folder string, seq int64) error {
 	return nil
 }
 
-// AdvanceAgentCursor moves a group's cursor forward to seq (never back).
+// AdvanceAgentCursor moves a group's cursor forward to seq (never back);
+// fenced (ErrFenced when this instance no longer holds the lease).
 func (s *Store) AdvanceAgentCursor(ctx context.Context, folder string, seq int64) error {
-	return raise(ctx, s.DB, folder, seq)
+	return s.Fenced(ctx, func(tx *sql.Tx) error { return raise(ctx, tx, folder, seq) })
 }
 
 // Trigger is the newest message that asked a group for an answer.
@@ -199,10 +200,39 @@ func (s *Store) Outbox(ctx context.Context, id int64) (OutboxItem, error) {
 	return it, nil
 }
 
+// ErrOutboxDone: the item is no longer pending (sent or given up,
+// perhaps by the instance that held the lease before).
+var ErrOutboxDone = errors.New("outbox item is no longer pending")
+
+// ClaimOutbox is the fenced claim made before an item's parts are sent:
+// it records the lease epoch sending it and fails with ErrFenced when this
+// instance no longer holds the lease, or ErrOutboxDone when the item was
+// finished meanwhile, so a stale instance sends nothing.
+func (s *Store) ClaimOutbox(ctx context.Context, id int64) error {
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE agent_outbox SET claimed_epoch = ? WHERE id = ? AND status = ?`, max(s.fence.Load(), 0), id, OutboxPending)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrOutboxDone
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("claim outbox %d: %w", id, err)
+	}
+	return nil
+}
+
 // OutboxProgress records that the first parts of an item were delivered,
-// so a crash mid-way resends only the rest.
+// so a crash mid-way resends only the rest (fenced).
 func (s *Store) OutboxProgress(ctx context.Context, id int64, partsDone int) error {
-	if _, err := s.DB.ExecContext(ctx, `UPDATE agent_outbox SET parts_done = CASE WHEN parts_done > ? THEN parts_done ELSE ? END WHERE id = ?`, partsDone, partsDone, id); err != nil {
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE agent_outbox SET parts_done = CASE WHEN parts_done > ? THEN parts_done ELSE ? END WHERE id = ?`, partsDone, partsDone, id)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("outbox %d progress: %w", id, err)
 	}
 	return nil
@@ -221,24 +251,20 @@ func (s *Store) OutboxAttemptFailed(ctx context.Context, id int64, reason string
 
 // CompleteOutbox marks an item sent and advances its group's cursor in one
 // transaction: either both happen or neither, so a crash cannot leave a
-// sent answer whose messages would be answered again.
+// sent answer whose messages would be answered again. It is fenced:
+// ErrFenced when this instance no longer holds the lease.
 func (s *Store) CompleteOutbox(ctx context.Context, id int64) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		var folder string
+		var seq int64
+		err := tx.QueryRowContext(ctx, `UPDATE agent_outbox SET status = ?, finished = ? WHERE id = ? AND status = ? RETURNING folder, up_to_seq`,
+			OutboxSent, time.Now().UnixMilli(), id, OutboxPending).Scan(&folder, &seq)
+		if err != nil {
+			return err
+		}
+		return raise(ctx, tx, folder, seq)
+	})
 	if err != nil {
-		return fmt.Errorf("complete outbox %d: %w", id, err)
-	}
-	defer tx.Rollback()
-	var folder string
-	var seq int64
-	err = tx.QueryRowContext(ctx, `UPDATE agent_outbox SET status = ?, finished = ? WHERE id = ? AND status = ? RETURNING folder, up_to_seq`,
-		OutboxSent, time.Now().UnixMilli(), id, OutboxPending).Scan(&folder, &seq)
-	if err != nil {
-		return fmt.Errorf("complete outbox %d: %w", id, err)
-	}
-	if err := raise(ctx, tx, folder, seq); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("complete outbox %d: %w", id, err)
 	}
 	return nil

@@ -56,21 +56,16 @@ func scanBatch(r sqlrows.Scanner) (Batch, error) {
 // while the batch runs, and a crash cannot leave the task both handed
 // off and still due.
 func (s *Store) HandOffBatch(ctx context.Context, b Batch) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		now := time.Now().UnixMilli()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO llm_batches(id, folder, chat_id, thread_id, reply_to, up_to_seq, provider, model, request, state, next_poll, created, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+			b.ID, b.Folder, b.ChatID, b.ThreadID, b.ReplyTo, b.UpToSeq, b.Provider, b.Model, b.Request, BatchPending, now, now); err != nil {
+			return err
+		}
+		return raise(ctx, tx, b.Folder, b.UpToSeq)
+	})
 	if err != nil {
-		return fmt.Errorf("hand off batch %s: %w", b.ID, err)
-	}
-	defer tx.Rollback()
-	now := time.Now().UnixMilli()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO llm_batches(id, folder, chat_id, thread_id, reply_to, up_to_seq, provider, model, request, state, next_poll, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
-		b.ID, b.Folder, b.ChatID, b.ThreadID, b.ReplyTo, b.UpToSeq, b.Provider, b.Model, b.Request, BatchPending, now, now); err != nil {
-		return fmt.Errorf("hand off batch %s: %w", b.ID, err)
-	}
-	if err := raise(ctx, tx, b.Folder, b.UpToSeq); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("hand off batch %s: %w", b.ID, err)
 	}
 	return nil
@@ -116,9 +111,11 @@ func (s *Store) BatchPolled(ctx context.Context, id string, nextPoll time.Time) 
 // BatchEnded stores the result (or why there is none) of a pending or
 // submitted batch.
 func (s *Store) BatchEnded(ctx context.Context, id, result, errMsg string) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE llm_batches SET state = ?, result = ?, error = ?, updated = ? WHERE id = ? AND state IN (?, ?)`,
-		BatchEnded, result, errMsg, time.Now().UnixMilli(), id, BatchPending, BatchSubmitted)
-	return batchChanged(id, res, err)
+	return s.Fenced(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE llm_batches SET state = ?, result = ?, error = ?, updated = ? WHERE id = ? AND state IN (?, ?)`,
+			BatchEnded, result, errMsg, time.Now().UnixMilli(), id, BatchPending, BatchSubmitted)
+		return batchChanged(id, res, err)
+	})
 }
 
 // AnswerBatch puts the answer of an ended batch in the outbox and marks
@@ -126,22 +123,18 @@ func (s *Store) BatchEnded(ctx context.Context, id, result, errMsg string) error
 // it.Text empty and no media: the run decided to stay silent; nothing is
 // queued. It returns the outbox id (0 when nothing was queued).
 func (s *Store) AnswerBatch(ctx context.Context, id string, it *OutboxItem) (int64, error) {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("answer batch %s: %w", id, err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE llm_batches SET state = ?, updated = ? WHERE id = ? AND state = ?`, BatchAnswered, time.Now().UnixMilli(), id, BatchEnded)
-	if err := batchChanged(id, res, err); err != nil {
-		return 0, err
-	}
 	var outbox int64
-	if it != nil {
-		if outbox, err = addOutbox(ctx, tx, *it); err != nil {
-			return 0, err
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE llm_batches SET state = ?, updated = ? WHERE id = ? AND state = ?`, BatchAnswered, time.Now().UnixMilli(), id, BatchEnded)
+		if err := batchChanged(id, res, err); err != nil {
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
+		if it != nil {
+			outbox, err = addOutbox(ctx, tx, *it)
+		}
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("answer batch %s: %w", id, err)
 	}
 	return outbox, nil
@@ -149,8 +142,10 @@ func (s *Store) AnswerBatch(ctx context.Context, id string, it *OutboxItem) (int
 
 func (s *Store) batchUpdate(ctx context.Context, id, from, set string, args ...any) error {
 	args = append(args, time.Now().UnixMilli(), id, from)
-	res, err := s.DB.ExecContext(ctx, `UPDATE llm_batches SET `+set+`, updated = ? WHERE id = ? AND state = ?`, args...)
-	return batchChanged(id, res, err)
+	return s.Fenced(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE llm_batches SET `+set+`, updated = ? WHERE id = ? AND state = ?`, args...)
+		return batchChanged(id, res, err)
+	})
 }
 
 // ErrBatchState means the batch was not in the state the change needs

@@ -17,6 +17,11 @@ type Config struct {
 	// DSN is, for sqlite, the database file (empty: <data_dir>/botd.db);
 	// for postgres, a libpq connection string or postgres:// URL, required.
 	DSN string `yaml:"dsn"`
+	// InstanceID names this instance in the lease (botd status shows it);
+	// empty: hostname, pid and a random suffix. Unique per running process:
+	// an instance starting under the id of the lease's holder takes it
+	// at once, as a restart of that holder.
+	InstanceID string `yaml:"instance_id"`
 }
 
 // DefaultConfig is SQLite at <data_dir>/botd.db.

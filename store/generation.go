@@ -148,14 +148,24 @@ func (s *Store) MediaJob(ctx context.Context, folder string, id int64) (MediaJob
 // UpdateMediaJob writes a job's state, progress, poll count and times.
 // It changes only a job still in state from, and reports whether it did:
 // a cancel and a poll that race settle on one outcome.
+//
+// It is fenced (ErrFenced when this instance no longer holds the lease):
+// the move to sending is what decides which instance sends the video.
 func (s *Store) UpdateMediaJob(ctx context.Context, from string, j MediaJob) (bool, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE media_jobs SET state = ?, progress = ?, polls = ?, next_poll = ?, ref_id = ?, error = ?,
-		updated = ? WHERE id = ? AND state = ?`, j.State, j.Progress, j.Polls, j.NextPoll.UnixMilli(), j.Ref, j.Error,
-		time.Now().UnixMilli(), j.ID, from)
+	var n int64
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE media_jobs SET state = ?, progress = ?, polls = ?, next_poll = ?, ref_id = ?, error = ?,
+			updated = ? WHERE id = ? AND state = ?`, j.State, j.Progress, j.Polls, j.NextPoll.UnixMilli(), j.Ref, j.Error,
+			time.Now().UnixMilli(), j.ID, from)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("update video job %d: %w", j.ID, err)
 	}
-	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
 

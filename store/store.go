@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -26,6 +27,11 @@ type Store struct {
 	DB *sql.DB
 	// Dialect is the database DB talks to, for the few queries that differ.
 	Dialect sqldialect.Dialect
+
+	// fence is the lease epoch this process's fenced writes carry (see
+	// lease.go): 0 while no lease is in use (unfenced), fenceNone once one
+	// is required but not held.
+	fence atomic.Int64
 }
 
 // DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:
@@ -446,6 +452,18 @@ var migrations = []string{
 		updated INTEGER NOT NULL
 	);
 	ALTER TABLE agent_outbox ADD COLUMN live_ids TEXT NOT NULL DEFAULT '[]';`,
+	// 16: leases with fencing (lease.go): who is the active instance, from
+	// when, until when, and the epoch every fenced write carries; and the
+	// epoch under which an outbox item was last claimed for sending.
+	`CREATE TABLE leases (
+		name TEXT PRIMARY KEY,
+		holder TEXT NOT NULL,
+		epoch INTEGER NOT NULL,
+		acquired INTEGER NOT NULL,
+		renewed INTEGER NOT NULL,
+		expires INTEGER NOT NULL
+	);
+	ALTER TABLE agent_outbox ADD COLUMN claimed_epoch INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.
@@ -660,9 +678,13 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
 	return v, nil
 }
 
-// SetCursor writes a named router cursor.
+// SetCursor writes a named router cursor (fenced: ErrFenced when this
+// instance no longer holds the lease).
 func (s *Store) SetCursor(ctx context.Context, name, value string) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO cursors(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value`, name, value)
+	err := s.Fenced(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO cursors(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value`, name, value)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set cursor %s: %w", name, err)
 	}

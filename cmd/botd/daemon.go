@@ -266,12 +266,22 @@ func (d *daemon) startChannels(ctx context.Context) error {
 // loses nothing: intake first (channels stop receiving and are waited
 // for, so every message they took is stored), then the agent's runs, then
 // the IPC host and the sweepers, and the store last.
+//
+// Everything but the database waits for the lease (lease.go): a standby
+// opens the database and waits; the active instance serves until ctx
+// ends or the lease may be lost.
 func (d *daemon) run(ctx context.Context) error {
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return fmt.Errorf("start: %w", err)
 	}
 	defer d.close()
+	return d.whileActive(ctx, d.serve)
+}
+
+// serve runs the channels, the agent, the scheduler, the host and the
+// sweepers until ctx ends, then stops them in order.
+func (d *daemon) serve(ctx context.Context) error {
 	hostCtx, stopHost := context.WithCancel(context.WithoutCancel(ctx))
 	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
 	intakeCtx, stopIntake := context.WithCancel(ctx)

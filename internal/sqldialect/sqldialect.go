@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -42,6 +44,14 @@ func OpenPostgres(dsn string) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres dsn: %w", err)
+	}
+	// A cancelled context cancels the statement on the server too (pgx's
+	// default only drops the connection, and the server would finish the
+	// statement on its own: a lease take given up as blocked would land
+	// when the lock is released). The deadline only bounds a server that
+	// does not answer the cancel.
+	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 5 * time.Second}
 	}
 	return sql.OpenDB(connector{stdlib.GetConnector(*cfg)}), nil
 }
@@ -216,4 +226,16 @@ func ParseDSN(dsn string) error {
 		return fmt.Errorf("not a Postgres connection string: %w", err)
 	}
 	return nil
+}
+
+// ForShare is the clause that makes a SELECT inside a transaction hold
+// the rows it read until the transaction ends, so a concurrent UPDATE of
+// them waits for it: FOR SHARE on Postgres. SQLite needs none: botd's
+// transactions there begin IMMEDIATE, holding the database's one write
+// lock from the start.
+func (d Dialect) ForShare() string {
+	if d == Postgres {
+		return " FOR SHARE"
+	}
+	return ""
 }

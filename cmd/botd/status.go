@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/botd-dev/botd/store"
+)
+
+const statusLine = "botd status [--config FILE]"
+
+// cmdStatus says which instance is active, from the lease in the database
+// (any instance, or none running, can ask): exit 0 when one is, 3 when
+// none is.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", statusLine,
+		"Print which botd instance is active on the config's database: its instance id, since when, the lease's epoch "+
+			"and when it was last renewed. Exit status 3 when no instance holds the lease.", stderr)
+	cfgFlag := configFlag(fs)
+	cfg, err := parseAndLoad(fs, args, cfgFlag)
+	if err != nil {
+		return err
+	}
+	if err := databaseExists(cfg, "botd has not run here"); err != nil {
+		return err
+	}
+	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer st.Close()
+	l, found, err := st.CurrentLease(ctx)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	now := time.Now()
+	loc := cfg.Location()
+	at := func(t time.Time) string { return t.In(loc).Format("2006-01-02 15:04:05 MST") }
+	fmt.Fprintf(stdout, "database: %s\n", cfg.Database.Driver)
+	switch {
+	case !found:
+		fmt.Fprintln(stdout, "active: none (no instance has held the lease yet)")
+		return fail(3, "")
+	case !l.Live(now):
+		fmt.Fprintf(stdout, "active: none (the lease of %s, epoch %d, lapsed at %s, %s ago)\n", l.Holder, l.Epoch, at(l.Expires), ago(now.Sub(l.Expires)))
+		return fail(3, "")
+	}
+	fmt.Fprintf(stdout, "active: %s\nsince: %s (%s ago)\nepoch: %d\nrenewed: %s ago; lapses in %s without a renewal\n",
+		l.Holder, at(l.Acquired), ago(now.Sub(l.Acquired)), l.Epoch, ago(now.Sub(l.Renewed)), ago(l.Expires.Sub(now)))
+	return nil
+}
+
+// ago rounds a span for a person: seconds under a minute, then minutes.
+func ago(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}

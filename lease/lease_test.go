@@ -1,0 +1,345 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/sqldialect"
+	"github.com/botd-dev/botd/internal/testwait"
+	"github.com/botd-dev/botd/lease"
+	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+var t0 = time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+
+// instance is one botd instance as far as the lease goes: its own
+// database handle and clock, a Keeper, and an active part that records
+// when it ran, on the instance's clock.
+type instance struct {
+	name string
+	st   *store.Store
+	clk  *clock.Fake
+	k    *lease.Keeper
+
+	mu      sync.Mutex
+	running bool
+	starts  []time.Time
+	stops   []time.Time
+	runErr  chan error
+	cancel  context.CancelFunc
+}
+
+func newInstance(t *testing.T, name string, c store.Config, clk *clock.Fake, mods ...func(*lease.Options)) *instance {
+	t.Helper()
+	in := &instance{name: name, st: storetest.Open(t, c), clk: clk, runErr: make(chan error, 1)}
+	o := lease.Options{Store: in.st, Holder: name, Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mods {
+		m(&o)
+	}
+	k, err := lease.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.k = k
+	return in
+}
+
+func (in *instance) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	go func() {
+		in.runErr <- in.k.Run(ctx, func(ctx context.Context) error {
+			in.mu.Lock()
+			in.running = true
+			in.starts = append(in.starts, in.clk.Now())
+			in.mu.Unlock()
+			<-ctx.Done()
+			in.mu.Lock()
+			in.running = false
+			in.stops = append(in.stops, in.clk.Now())
+			in.mu.Unlock()
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-in.runErr
+	})
+}
+
+func (in *instance) isRunning() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.running
+}
+
+func (in *instance) stopsAt() []time.Time {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.stops)
+}
+
+func (in *instance) role() lease.Role { return in.k.Status().Role }
+
+// drive moves clk to its next timer, each time one is pending, until
+// cond holds: a standby's tries, one by one, each at the moment it was
+// due (its goroutine re-arms the timer after each try, so nothing is
+// skipped however slowly it runs).
+func drive(t *testing.T, clk *clock.Fake, what string, cond func() bool) {
+	t.Helper()
+	testwait.Until(t, what, func() bool {
+		if cond() {
+			return true
+		}
+		if w := clk.Waiting(); len(w) > 0 {
+			clk.Set(slices.MinFunc(w, time.Time.Compare))
+		}
+		return false
+	})
+}
+
+func pending(clk *clock.Fake, at time.Time) bool {
+	return slices.ContainsFunc(clk.Waiting(), at.Equal)
+}
+
+func TestKeeperRenewsAndReleases(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		clk := clock.NewFake(t0)
+		a := newInstance(t, "A", c, clk)
+		a.start(t)
+		testwait.Until(t, "A active", a.isRunning)
+		b := newInstance(t, "B", c, clk)
+		b.start(t)
+		testwait.Until(t, "B standing by", func() bool { return b.role() == lease.Standby && b.k.Status().Lease.Holder == "A" })
+
+		// A renews every 10 s; B, trying every 5 s, never gets it.
+		for _, at := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second} {
+			testwait.Until(t, "A's renewal armed", func() bool { return pending(clk, t0.Add(at)) })
+			clk.Set(t0.Add(at - 5*time.Second))
+			clk.Set(t0.Add(at))
+			testwait.Until(t, "A renewed", func() bool { return a.k.Status().Lease.Renewed.Equal(t0.Add(at)) })
+		}
+		if b.isRunning() || b.role() != lease.Standby {
+			t.Fatal("B became active while A renewed")
+		}
+		if l := a.k.Status().Lease; l.Epoch != 1 || !l.Expires.Equal(t0.Add(70*time.Second)) {
+			t.Errorf("A's lease = %+v", l)
+		}
+		// A stops cleanly: it releases, and B takes over at its next try.
+		a.cancel()
+		if err := <-a.runErr; err != nil {
+			t.Fatal(err)
+		}
+		a.runErr <- nil // for the cleanup
+		drive(t, clk, "B active", b.isRunning)
+		if l := b.k.Status().Lease; l.Holder != "B" || l.Epoch != 2 || l.Acquired.Before(t0.Add(40*time.Second)) || l.Acquired.After(t0.Add(45*time.Second)) {
+			t.Errorf("B's lease after A's release = %+v (want epoch 2, taken at B's next try after +40s)", l)
+		}
+	})
+}
+
+// TestActiveThatCannotRenewStops: the active's database calls fail (its
+// handle is closed) or block (another transaction holds the lease row): it
+// stops its active part 15 s after its last renewal, and the standby takes
+// over only when the lease lapses, 30 s after it.
+func TestActiveThatCannotRenewStops(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		t.Run("fail", func(t *testing.T) {
+			testCannotRenew(t, c, func(t *testing.T, a *instance) func() {
+				a.st.DB.Close()
+				return func() {}
+			})
+		})
+	})
+	t.Run("blocked", func(t *testing.T) {
+		c := storetest.Config(t, sqldialect.Postgres)
+		testCannotRenew(t, c, func(t *testing.T, a *instance) func() {
+			lock := storetest.Open(t, c)
+			tx, err := lock.DB.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(`SELECT epoch FROM leases FOR UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tx.Rollback() })
+			return func() {
+				// A, stopped, stands by with its try blocked too; once the
+				// lock goes it would take its own lease back (a new epoch)
+				// before the lapse, so it goes away first, as a dead one.
+				a.cancel()
+				<-a.runErr
+				a.runErr <- nil
+				tx.Rollback()
+			}
+		})
+	})
+}
+
+func testCannotRenew(t *testing.T, c store.Config, breakIt func(*testing.T, *instance) (mend func())) {
+	clk := clock.NewFake(t0)
+	a := newInstance(t, "A", c, clk)
+	a.start(t)
+	testwait.Until(t, "A active", a.isRunning)
+	// The standby watches through its own handle and clock, stepped with
+	// A's below.
+	bclk := clock.NewFake(t0)
+	b := newInstance(t, "B", c, bclk)
+	b.start(t)
+	testwait.Until(t, "B standing by", func() bool { return b.role() == lease.Standby })
+
+	mend := breakIt(t, a)
+	for _, at := range []time.Duration{10 * time.Second, 12 * time.Second, 14 * time.Second} {
+		clk.Set(t0.Add(at))
+	}
+	if !pending(clk, t0.Add(15*time.Second)) || !a.isRunning() {
+		t.Fatalf("A stopped before 15 s without a renewal (give-up pending: %v)", pending(clk, t0.Add(15*time.Second)))
+	}
+	clk.Set(t0.Add(15 * time.Second))
+	testwait.Until(t, "A stopped", func() bool { return !a.isRunning() })
+	if stops := a.stopsAt(); len(stops) != 1 || !stops[0].Equal(t0.Add(15*time.Second)) {
+		t.Errorf("A stopped at %v, want once at +15s", stops)
+	}
+	if err := a.st.AdvanceAgentCursor(context.Background(), "g", 1); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("A's cursor move after it stopped: %v, want ErrFenced", err)
+	}
+	mend()
+	// The standby: nothing before the lapse at +30 s, then the lease.
+	drive(t, bclk, "B active", b.isRunning)
+	l := b.k.Status().Lease
+	if l.Holder != "B" || l.Epoch != 2 || !l.Acquired.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("B's takeover = %+v; want epoch 2 at +30s, its first try after the lapse", l)
+	}
+	if stops := a.stopsAt(); len(stops) != 1 || !l.Acquired.After(stops[0]) {
+		t.Errorf("A stopped at %v, B took over at %v", stops, l.Acquired)
+	}
+}
+
+// TestTakeoversKeepOneEffectiveHolder: two keepers started at once on one
+// database, then takeovers back and forth, each time the active frozen
+// (its clock stopped, as SIGSTOP does) while the standby's clock runs past
+// the lapse. Exactly one takes each epoch; the frozen one's fenced writes
+// are refused while its successor's go through; thawed, it stops and
+// stands by.
+func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		ctx := context.Background()
+		a := newInstance(t, "A", c, clock.NewFake(t0))
+		b := newInstance(t, "B", c, clock.NewFake(t0))
+		a.start(t)
+		b.start(t)
+		testwait.Until(t, "one active, one standing by", func() bool {
+			return (a.isRunning() && b.role() == lease.Standby) || (b.isRunning() && a.role() == lease.Standby)
+		})
+		if a.isRunning() && b.isRunning() {
+			t.Fatal("both active")
+		}
+		h, s := a, b
+		if b.isRunning() {
+			h, s = b, a
+		}
+		epoch := h.k.Status().Lease.Epoch
+		if epoch != 1 {
+			t.Fatalf("first epoch = %d", epoch)
+		}
+		seq := int64(0)
+		write := func(in *instance) error {
+			seq++
+			return in.st.AdvanceAgentCursor(ctx, "g", seq)
+		}
+		if err := write(h); err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 4; round++ {
+			// h freezes; s's clock runs until it takes over.
+			drive(t, s.clk, "standby takes over", s.isRunning)
+			epoch++
+			if l := s.k.Status().Lease; l.Epoch != epoch || l.Holder != s.name {
+				t.Fatalf("round %d: takeover = %+v, want %s at epoch %d", round, l, s.name, epoch)
+			}
+			if cur, _, _ := s.st.CurrentLease(ctx); cur.Holder != s.name || cur.Epoch != epoch {
+				t.Fatalf("round %d: the database says %+v", round, cur)
+			}
+			// Frozen, h still believes it is active; its writes are refused.
+			if !h.isRunning() || h.role() != lease.Active {
+				t.Fatalf("round %d: the frozen active stopped on its own", round)
+			}
+			if err := write(h); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("round %d: the frozen active's write: %v, want ErrFenced", round, err)
+			}
+			if err := write(s); err != nil {
+				t.Fatalf("round %d: the new active's write: %v", round, err)
+			}
+			// h thaws: its clock catches up and it stops.
+			h.clk.Set(s.clk.Now())
+			testwait.Until(t, "thawed active stands by", func() bool { return !h.isRunning() && h.role() == lease.Standby })
+			if !s.isRunning() {
+				t.Fatalf("round %d: the new active stopped", round)
+			}
+			h, s = s, h
+		}
+		if cur, _ := a.st.AgentCursor(ctx, "g"); cur != seq {
+			t.Errorf("cursor = %d, want %d (every refused write left it)", cur, seq)
+		}
+	})
+}
+
+// TestTakeAtStart: the one instance on SQLite, restarted after a crash,
+// takes the lease at once (a new epoch fencing out the old process)
+// instead of waiting for the crashed one's lease to lapse.
+func TestTakeAtStart(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		clk := clock.NewFake(t0)
+		old := newInstance(t, "old", c, clk)
+		if _, ok, err := old.st.TryAcquireLease(context.Background(), "old", t0, lease.DefaultTTL); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		clk.Set(t0.Add(time.Second))
+		in := newInstance(t, "new", c, clk, func(o *lease.Options) { o.TakeAtStart = true })
+		in.start(t)
+		testwait.Until(t, "the restarted instance active", in.isRunning)
+		if l := in.k.Status().Lease; l.Epoch != 2 || !l.Acquired.Equal(t0.Add(time.Second)) {
+			t.Errorf("lease = %+v, want epoch 2 taken at once", l)
+		}
+		if err := old.st.AdvanceAgentCursor(context.Background(), "g", 1); !errors.Is(err, store.ErrFenced) {
+			t.Errorf("the old process's write: %v, want ErrFenced", err)
+		}
+	})
+}
+
+func TestInstanceID(t *testing.T) {
+	if got := lease.InstanceID("botd-1"); got != "botd-1" {
+		t.Errorf("configured id = %q", got)
+	}
+	x, y := lease.InstanceID(""), lease.InstanceID("")
+	if x == y || x == "" {
+		t.Errorf("generated ids %q and %q are not distinct", x, y)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	c := storetest.Config(t, sqldialect.SQLite)
+	st := storetest.Open(t, c)
+	for _, o := range []lease.Options{
+		{Holder: "A"},
+		{Store: st},
+		{Store: st, Holder: "A", GiveUp: 30 * time.Second},
+		{Store: st, Holder: "A", RenewEvery: 20 * time.Second},
+	} {
+		if _, err := lease.New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
