@@ -123,8 +123,7 @@ func TestLibreOfficeCorpus(t *testing.T) {
 		{"data-xlsx.xlsx", "csv:data-xlsx.csv", 1},
 		{"data-ods.ods", "csv:data-ods.csv", 1},
 		{"doc-docx.docx", "txt:doc-docx.txt", 1},
-		// ODT lists come out as "- item": their numbers are not read yet.
-		{"doc-odt.odt", "txt:doc-odt.txt", 0.85},
+		{"doc-odt.odt", "txt:doc-odt.txt", 1},
 		{"deck.pptx", "", 1},
 	}
 	for _, tc := range cases {
