@@ -50,9 +50,10 @@ type odfText struct {
 	// cells waiting for a non-empty one after them.
 	rowRepeat, cellRep, pending int
 	cell                        odfCell // the value of the cell being read
-	// before is written ahead of the next text that is not blank: a list
-	// item's label, so that an empty paragraph shows none.
-	before string
+	// lead and before are written ahead of the next text that is not
+	// blank: a heading of the part (speaker notes) and a list item's
+	// label, so that an empty paragraph shows none.
+	lead, before string
 }
 
 func (r *odfText) write(s string) error {
@@ -187,11 +188,11 @@ func (r *odfText) token(t xml.Token) (err error) {
 			tb.depth = max(0, tb.depth-1)
 		}
 	case xml.CharData:
-		if r.before != "" && len(bytes.TrimSpace(e)) > 0 {
-			if err = r.write(r.before); err != nil {
+		if r.lead+r.before != "" && len(bytes.TrimSpace(e)) > 0 {
+			if err = r.write(r.lead + r.before); err != nil {
 				break
 			}
-			r.before = ""
+			r.lead, r.before = "", ""
 		}
 		err = r.write(string(e))
 	}
