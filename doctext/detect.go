@@ -47,7 +47,7 @@ func detect(f io.ReaderAt, size int64, name, mime string) (string, *zipDoc, erro
 			"saved as .docx, .xlsx, .pptx or PDF it can", ErrUnsupported)
 	}
 	switch claimed {
-	case "", "pdf", "docx", "xlsx", "pptx", "odt", "ods", "epub":
+	case "", "pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "epub":
 		if claimed != "" {
 			return "", nil, fmt.Errorf("%w: called %s but its content is not one", ErrCorrupt, claimed)
 		}

@@ -1,5 +1,5 @@
 // Package doctext turns a document into text a model can read: PDF (page
-// by page), DOCX, XLSX, ODS, ODT, PPTX, EPUB, HTML, CSV and plain text.
+// by page), DOCX, XLSX, ODS, ODT, PPTX, ODP, EPUB, HTML, CSV and plain text.
 //
 // Documents come from chat members, so they are hostile input: every
 // read is bounded (bytes a zip may expand to, entries, XML nesting and
@@ -36,7 +36,7 @@ var (
 
 // Options choose what part of a document to read.
 type Options struct {
-	// Pages selects pages (PDF), slides (PPTX) or parts (anything else,
+	// Pages selects pages (PDF), slides (PPTX, ODP) or parts (anything else,
 	// when it is longer than MaxChars): "7", "3-5", "3-" or "" for the
 	// start. Pages are numbered from 1.
 	Pages string
@@ -51,7 +51,7 @@ type Result struct {
 	// botd (what is shown, how to ask for more, why a page is empty):
 	//   <document name="r.pdf" mime="application/pdf" pages="1-12 of 300">…</document>
 	Text   string
-	Format string // "pdf", "docx", "xlsx", "ods", "odt", "pptx", "epub", "html", "csv", "text"
+	Format string // "pdf", "docx", "xlsx", "ods", "odt", "pptx", "odp", "epub", "html", "csv", "text"
 	Unit   string // what Pages counts: "page", "slide" or "part"
 	Pages  int    // how many there are; 0 when not known (reading stopped early)
 	Shown  string // which are in Text: "3-5"
@@ -93,6 +93,8 @@ func Extract(ctx context.Context, f io.ReaderAt, size int64, name, mime string, 
 		return d.pdf()
 	case "pptx":
 		return d.pptx()
+	case "odp":
+		return d.odp()
 	}
 	var read func(*parts) error
 	switch format {
@@ -134,6 +136,7 @@ var (
 		"application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
 		"application/vnd.oasis.opendocument.text":                                   "odt",
 		"application/vnd.oasis.opendocument.spreadsheet":                            "ods",
+		"application/vnd.oasis.opendocument.presentation":                           "odp",
 		"application/epub+zip":      "epub",
 		"text/html":                 "html",
 		"application/xhtml+xml":     "html",
@@ -145,7 +148,7 @@ var (
 		"application/yaml":          "text",
 	}
 	extFormats = map[string]string{
-		".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx", ".pptx": "pptx", ".odt": "odt", ".ods": "ods",
+		".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx", ".pptx": "pptx", ".odt": "odt", ".ods": "ods", ".odp": "odp",
 		".epub": "epub", ".html": "html", ".htm": "html", ".xhtml": "html", ".csv": "csv", ".tsv": "csv",
 		".txt": "text", ".md": "text", ".markdown": "text", ".json": "text", ".xml": "text", ".yaml": "text",
 		".yml": "text", ".log": "text", ".rst": "text", ".tex": "text", ".ini": "text", ".toml": "text",

@@ -50,7 +50,7 @@ func TestExtractFormats(t *testing.T) {
 			doctexttest.ODT(`<text:h text:outline-level="2">Dear Ann</text:h><text:p>First<text:tab/>line<text:line-break/>second</text:p>` +
 				`<text:list><text:list-item><text:p>item</text:p></text:list-item></text:list>` +
 				`<table:table><table:table-row><table:table-cell><text:p>x</text:p></table:table-cell><table:table-cell><text:p>y</text:p></table:table-cell></table:table-row></table:table>`),
-			"odt", "part", "## Dear Ann\nFirst\tline\nsecond\n- item\n| x | y |"},
+			"odt", "part", "## Dear Ann\nFirst\tline\nsecond\n• item\n| x | y |"},
 		{"epub in spine order", "book.epub", "application/epub+zip",
 			doctexttest.EPUB("<h1>One</h1><p>first chapter</p>", "<p>second <b>chapter</b></p><script>steal()</script>"),
 			"epub", "part", "# One\nfirst chapter\n\nsecond chapter"},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -124,7 +125,24 @@ func zipTargets() []struct {
 		{doctexttest.ODT(`<text:h text:outline-level="2">h</text:h><text:p>p<text:s text:c="3"/>q</text:p>`), "content.xml"},
 		{doctexttest.ODS(doctexttest.Sheet{Name: "S", Rows: [][]string{{"a", "b"}}}), "content.xml"},
 		{doctexttest.EPUB("<h1>c</h1><p>text</p>", "<p>two</p>"), "OEBPS/content.opf"},
+		{odfListsSeed("application/vnd.oasis.opendocument.text", "<office:text>%s</office:text>"), "content.xml"},
+		{odfListsSeed("application/vnd.oasis.opendocument.presentation",
+			`<office:presentation><draw:page><draw:frame><draw:text-box>%s</draw:text-box></draw:frame>`+
+				`<presentation:notes><draw:frame><draw:text-box><text:p>n</text:p></draw:text-box></draw:frame></presentation:notes></draw:page>`+
+				`<draw:page/></office:presentation>`), "content.xml"},
 	}
+}
+
+// odfListsSeed is an OpenDocument file whose body (a format with one %s)
+// holds numbered, nested and continued lists.
+func odfListsSeed(mime, body string) []byte {
+	style := `<text:list-style style:name="L1"><text:list-level-style-number text:level="1" style:num-format="1" style:num-suffix="."/>` +
+		`<text:list-level-style-number text:level="2" style:num-format="a" style:num-prefix="(" style:num-suffix=")" text:display-levels="2"/></text:list-style>` +
+		`<style:style style:name="P1" style:family="paragraph" style:list-style-name="L1"/>`
+	lists := `<text:list text:style-name="L1" xml:id="a"><text:list-header><text:p>h</text:p></text:list-header>` +
+		`<text:list-item><text:p>one</text:p><text:list><text:list-item><text:p>sub</text:p></text:list-item></text:list></text:list-item></text:list>` +
+		`<text:list text:continue-list="a"><text:list-item text:start-value="5"><text:p text:style-name="P1">five</text:p></text:list-item></text:list>`
+	return doctexttest.ODF(mime, style, fmt.Sprintf(body, lists), "")
 }
 
 // repack is doc with part's body replaced.
@@ -159,7 +177,7 @@ func repack(t testing.TB, doc []byte, part string, body []byte) []byte {
 }
 
 // FuzzZipDocs feeds office files and books (DOCX, XLSX, PPTX, ODT, ODS,
-// EPUB) whose main part is mutated XML to Extract: the zip around it is
+// ODP, EPUB) whose main part is mutated XML to Extract: the zip around it is
 // sound, so the mutations reach the XML readers (FuzzExtract mutates the
 // zips themselves). Seeds are each format's generated part, and the red
 // team's one huge run shrunk.

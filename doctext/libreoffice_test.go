@@ -98,6 +98,7 @@ func TestLibreOfficeCorpus(t *testing.T) {
 	convert("docx:MS Word 2007 XML", "", "doc.html")
 	convert("odt:writer8", "", "doc.html")
 	convert("pptx", "", "deck.fodp")
+	convert("odp", "", "deck.fodp")
 	// The references: LibreOffice's exports of the files it made.
 	for _, f := range []string{"data.xlsx", "data.ods", "doc.docx", "doc.odt"} {
 		ext := filepath.Ext(f)
@@ -123,9 +124,9 @@ func TestLibreOfficeCorpus(t *testing.T) {
 		{"data-xlsx.xlsx", "csv:data-xlsx.csv", 1},
 		{"data-ods.ods", "csv:data-ods.csv", 1},
 		{"doc-docx.docx", "txt:doc-docx.txt", 1},
-		// ODT lists come out as "- item": their numbers are not read yet.
-		{"doc-odt.odt", "txt:doc-odt.txt", 0.85},
+		{"doc-odt.odt", "txt:doc-odt.txt", 1},
 		{"deck.pptx", "", 1},
+		{"deck.odp", "", 1},
 	}
 	for _, tc := range cases {
 		var ref []string

@@ -92,6 +92,8 @@ func (z *zipDoc) kind() (string, error) {
 				return "odt", z.odfEncrypted()
 			case "application/vnd.oasis.opendocument.spreadsheet", "application/vnd.oasis.opendocument.spreadsheet-template":
 				return "ods", z.odfEncrypted()
+			case "application/vnd.oasis.opendocument.presentation", "application/vnd.oasis.opendocument.presentation-template":
+				return "odp", z.odfEncrypted()
 			case "application/epub+zip":
 				return "epub", nil
 			}

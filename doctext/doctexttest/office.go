@@ -179,15 +179,28 @@ func PPTX(slides ...[]string) []byte {
 }
 
 const odfNS = `xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" ` +
-	`xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"`
+	`xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" ` +
+	`xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" ` +
+	`xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"`
 
-func odf(mime, body string) []byte {
-	return Zip(
-		File{Name: "mimetype", Body: mime, Store: true},
-		File{Name: "META-INF/manifest.xml", Body: xmlHead + `<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">` +
+func odf(mime, body string) []byte { return ODF(mime, "", body, "") }
+
+// ODF is an OpenDocument package of the given type: content.xml holds
+// the automatic styles autoStyles and the office:body contents body;
+// styles.xml, when styles is not empty, holds the office:styles styles.
+func ODF(mime, autoStyles, body, styles string) []byte {
+	files := []File{
+		{Name: "mimetype", Body: mime, Store: true},
+		{Name: "META-INF/manifest.xml", Body: xmlHead + `<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">` +
 			`<manifest:file-entry manifest:full-path="/" manifest:media-type="` + mime + `"/></manifest:manifest>`},
-		File{Name: "content.xml", Body: xmlHead + `<office:document-content ` + odfNS + `><office:body>` + body + `</office:body></office:document-content>`},
-	)
+		{Name: "content.xml", Body: xmlHead + `<office:document-content ` + odfNS + `><office:automatic-styles>` + autoStyles +
+			`</office:automatic-styles><office:body>` + body + `</office:body></office:document-content>`},
+	}
+	if styles != "" {
+		files = append(files, File{Name: "styles.xml", Body: xmlHead + `<office:document-styles ` + odfNS + `><office:styles>` + styles +
+			`</office:styles></office:document-styles>`})
+	}
+	return Zip(files...)
 }
 
 // ODT is an OpenDocument text whose office:text holds body.
