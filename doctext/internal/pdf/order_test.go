@@ -1,0 +1,235 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/doctext/doctexttest"
+)
+
+// layoutPDF is a one-page document in Helvetica whose page dictionary
+// has extra entries (a /Rotate) and whose content is as given.
+func layoutPDF(content, pageExtra string) []byte {
+	w := doctexttest.NewPDF(false)
+	cat, tree, pg, c, font := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
+	w.Obj(font, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+	w.Stream(c, "", []byte(content))
+	w.Obj(pg, fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] %s /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>",
+		tree, pageExtra, c, font))
+	w.Obj(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", pg))
+	w.Obj(cat, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+	return w.Finish(cat, "")
+}
+
+// column is the text of one column of n lines, every line as wide as
+// the others in 9-point Helvetica (about 190 points): its words name the
+// column and the line, so that any line out of place shows. Line 4 ends
+// in a word broken by a hyphen.
+func column(name string, n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("%s%02d quick brown foxes jump over dogs", name, i)
+	}
+	if n > 5 {
+		lines[4] += " hyph-"
+		lines[5] = "enated " + lines[5]
+	}
+	return lines
+}
+
+// show draws s at (x, y) with text matrix a b c d.
+func show(b *strings.Builder, a, bb, c, d, x, y float64, s string) {
+	fmt.Fprintf(b, "%g %g %g %g %g %g Tm (%s) Tj\n", a, bb, c, d, x, y, s)
+}
+
+// expected is how the columns read: left, then right, the broken word
+// made whole.
+func expected(cols ...[]string) string {
+	var all []string
+	for _, c := range cols {
+		all = append(all, c...)
+	}
+	return strings.ReplaceAll(strings.Join(all, "\n"), "hyph-\nenated", "hyphenated")
+}
+
+func TestReadingOrder(t *testing.T) {
+	left, right := column("left", 20), column("right", 20)
+	// two columns in the page frame, drawn by draw(line, column, x, y)
+	twoCols := func(interleaved, rightFirst bool, top float64, draw func(b *strings.Builder, x, y float64, s string)) string {
+		var b strings.Builder
+		b.WriteString("BT /F1 9 Tf\n")
+		switch {
+		case interleaved:
+			for i := range left {
+				draw(&b, 72, top-11*float64(i), left[i])
+				draw(&b, 320, top-11*float64(i), right[i])
+			}
+		case rightFirst:
+			for i := range right {
+				draw(&b, 320, top-11*float64(i), right[i])
+			}
+			for i := range left {
+				draw(&b, 72, top-11*float64(i), left[i])
+			}
+		}
+		b.WriteString("ET\n")
+		return b.String()
+	}
+	upright := func(b *strings.Builder, x, y float64, s string) { show(b, 1, 0, 0, 1, x, y, s) }
+	title := "A title set across the whole width of the page above both columns"
+	footer := "The footer, centred under both columns - page 1"
+	table := [][]string{{"Name", "Age", "City"}, {"Alice", "30", "London"}, {"Bob", "41", "Paris"}, {"Carol", "27", "Berlin"},
+		{"Dave", "35", "Madrid"}, {"Eve", "52", "Rome"}, {"Frank", "19", "Oslo"}}
+	var tableText []string
+	var tableDraw strings.Builder
+	tableDraw.WriteString("BT /F1 10 Tf\n")
+	for i, row := range table {
+		for j, cell := range row {
+			show(&tableDraw, 1, 0, 0, 1, 72+float64(j)*150, 700-14*float64(i), cell)
+		}
+		tableText = append(tableText, strings.Join(row, " "))
+	}
+	tableDraw.WriteString("ET\n")
+	// Text turned a quarter (the page turned back by /Rotate 90 or not):
+	// the baseline goes up the page, lines follow each other rightwards,
+	// the second column is higher up.
+	quarter := func(b *strings.Builder, x, y float64, s string) { show(b, 0, 1, -1, 0, 792-y, x, s) }
+	// Upside down, as on a page turned by /Rotate 180.
+	half := func(b *strings.Builder, x, y float64, s string) { show(b, -1, 0, 0, -1, 612-x, 792-y, s) }
+
+	cases := []struct {
+		name, content, page string
+		want                string
+		pdftotext           bool // compare with pdftotext too
+	}{
+		{"two columns drawn line by line across", twoCols(true, false, 700, upright), "", expected(left, right), true},
+		{"right column drawn first", twoCols(false, true, 700, upright), "", expected(left, right), true},
+		{"title over two columns and a footer under them",
+			"BT /F1 14 Tf 1 0 0 1 72 740 Tm (" + title + ") Tj ET\n" + twoCols(true, false, 700, upright) +
+				"BT /F1 9 Tf 1 0 0 1 210 440 Tm (" + footer + ") Tj ET\n",
+			"", title + "\n" + expected(left, right) + "\n" + footer, true},
+		{"footer drawn first, then the columns, then the title",
+			"BT /F1 9 Tf 1 0 0 1 210 440 Tm (" + footer + ") Tj ET\n" + twoCols(false, true, 700, upright) +
+				"BT /F1 14 Tf 1 0 0 1 72 740 Tm (" + title + ") Tj ET\n",
+			"", title + "\n" + expected(left, right) + "\n" + footer, true},
+		{"page turned by /Rotate 90, columns drawn line by line", twoCols(true, false, 700, quarter), "/Rotate 90", expected(left, right), true},
+		{"text turned a quarter on an upright page", twoCols(false, true, 700, quarter), "", expected(left, right), true},
+		{"page turned by /Rotate 180", twoCols(true, false, 700, half), "/Rotate 180", expected(left, right), true},
+		{"a table keeps its rows", tableDraw.String(), "", strings.Join(tableText, "\n"), false},
+		{"one column keeps its order",
+			twoCols(false, true, 700, func(b *strings.Builder, x, y float64, s string) {
+				if x < 100 {
+					upright(b, x, y, s)
+				}
+			}), "", expected(left), true},
+	}
+	pdftotext, _ := exec.LookPath("pdftotext")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := layoutPDF(tc.content, tc.page)
+			d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := d.PageText(context.Background(), 1, 100000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Text != tc.want {
+				t.Errorf("read\n%s\nwant\n%s", info.Text, tc.want)
+			}
+			if !tc.pdftotext || pdftotext == "" {
+				return
+			}
+			ref := runPdftotext(t, pdftotext, data)
+			if sim := orderSimilarity(ref, info.Text); sim < 0.95 {
+				t.Errorf("word order similarity with pdftotext %.3f < 0.95; pdftotext reads\n%s", sim, ref)
+			}
+		})
+	}
+}
+
+func runPdftotext(t *testing.T, bin string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "page.pdf")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-enc", "UTF-8", p, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	return string(out)
+}
+
+// orderSimilarity is the longest common subsequence of the words of a
+// and b over the number of words of a: 1 when b reads a's words in a's
+// order.
+func orderSimilarity(a, b string) float64 {
+	wa, wb := strings.Fields(a), strings.Fields(b)
+	if len(wa) == 0 {
+		return 1
+	}
+	prev, cur := make([]int, len(wb)+1), make([]int, len(wb)+1)
+	for i := range wa {
+		for j := range wb {
+			if wa[i] == wb[j] {
+				cur[j+1] = prev[j] + 1
+			} else {
+				cur[j+1] = max(cur[j], prev[j+1])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return float64(prev[len(wb)]) / float64(len(wa))
+}
+
+func TestOrderSimilarity(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want float64
+	}{
+		{"a b c d", "a b c d", 1},
+		{"a b c d", "c d a b", 0.5},
+		{"a b c d", "", 0},
+		{"", "x", 1},
+	}
+	for _, tc := range cases {
+		if got := orderSimilarity(tc.a, tc.b); got != tc.want {
+			t.Errorf("orderSimilarity(%q, %q) = %g, want %g", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkTwoColumns: a page of two columns of 60 lines drawn line by
+// line across, put back in reading order.
+func BenchmarkTwoColumns(b *testing.B) {
+	left, right := column("left", 60), column("right", 60)
+	var c strings.Builder
+	c.WriteString("BT /F1 9 Tf\n")
+	for i := range left {
+		show(&c, 1, 0, 0, 1, 72, 750-11*float64(i), left[i])
+		show(&c, 1, 0, 0, 1, 320, 750-11*float64(i), right[i])
+	}
+	c.WriteString("ET\n")
+	data := layoutPDF(c.String(), "")
+	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info, err := d.PageText(context.Background(), 1, 1<<20); err != nil || !strings.HasPrefix(info.Text, left[0]+"\n"+left[1]) {
+		b.Fatalf("%v %.80q", err, info.Text)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.PageText(context.Background(), 1, 1<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
