@@ -233,3 +233,29 @@ func BenchmarkTwoColumns(b *testing.B) {
 		}
 	}
 }
+
+// TestReadingOrderCap: a page of more lines than are worth ordering
+// keeps its drawing order (and holds no pieces for it).
+func TestReadingOrderCap(t *testing.T) {
+	n := maxOrderPieces/2 + 10
+	var b strings.Builder
+	b.WriteString("BT /F1 1 Tf\n")
+	for i := range n {
+		y := 780 - 1.2*float64(i)
+		show(&b, 1, 0, 0, 1, 72, y, fmt.Sprintf("left%04d quick brown foxes jump over dogs", i))
+		show(&b, 1, 0, 0, 1, 320, y, fmt.Sprintf("right%04d quick brown foxes jump over dogs", i))
+	}
+	b.WriteString("ET\n")
+	data := layoutPDF(b.String(), "")
+	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.PageText(context.Background(), 1, 1<<22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(info.Text, "left0000 quick brown foxes jump over dogs right0000") || d.reorderedPages != 0 {
+		t.Errorf("%d pages reordered, text %.120q", d.reorderedPages, info.Text)
+	}
+}

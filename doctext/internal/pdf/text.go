@@ -83,7 +83,11 @@ func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	if err == nil {
 		err = in.annotations(p)
 	}
-	info := PageInfo{Text: in.out.String(), Cut: in.out.full, Glyphs: in.glyphs,
+	text := in.out.String()
+	if in.out.reorderedDone {
+		d.reorderedPages++
+	}
+	info := PageInfo{Text: text, Cut: in.out.full, Glyphs: in.glyphs,
 		Unmapped: in.unmapped, Images: in.images}
 	if errors.Is(err, errFull) {
 		err = nil
@@ -499,15 +503,17 @@ type textOut struct {
 	// they stand, for putting columns drawn out of order back in reading
 	// order (order.go). A new piece starts on a new line and after a gap
 	// on a line wide enough to be a gutter.
-	pieces       []piece
-	sepAt        int    // where the separator before the next piece begins in b
-	hyph         string // the hyphen taken back before the next piece
-	pendingPiece bool
-	tooMany      bool // more pieces than are worth ordering
+	pieces        []piece
+	sepAt         int    // where the separator before the next piece begins in b
+	hyph          string // the hyphen taken back before the next piece
+	pendingPiece  bool
+	tooMany       bool // more pieces than are worth ordering
+	reorderedDone bool // String put the pieces in another order
 }
 
 func (o *textOut) String() string {
 	if s, ok := o.reordered(); ok {
+		o.reorderedDone = true
 		return s
 	}
 	lines := append(o.logical, o.back > o.fwd)
