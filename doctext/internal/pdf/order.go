@@ -84,15 +84,40 @@ func (o *textOut) place(x0, y0, x1, y1, h, dx, dy float64) {
 // reordered is the page's text in reading order when its drawing order
 // is not that; ok is false when the drawing order stands.
 func (o *textOut) reordered() (string, bool) {
-	if o.tooMany || len(o.pieces) < 4 || bytes.ContainsFunc(o.b, isRTL) {
+	if o.tooMany || len(o.pieces) < 4 {
 		return "", false
 	}
+	// Right-to-left text: each piece is put in logical order as its
+	// line would be; on a page mostly right to left, columns and pieces
+	// on a line are read right to left.
+	rtl, rtlPage := bytes.ContainsFunc(o.b, isRTL), false
+	var lineOf []int
+	if rtl {
+		var r2l, l2r int
+		for _, r := range string(o.b) {
+			switch {
+			case isRTL(r):
+				r2l++
+			case unicode.IsLetter(r):
+				l2r++
+			}
+		}
+		rtlPage = r2l > l2r
+		lineOf = make([]int, len(o.pieces))
+		line, at := 0, 0
+		for i, p := range o.pieces {
+			line += bytes.Count(o.b[at:p.start], []byte{'\n'})
+			at = p.start
+			lineOf[i] = line
+		}
+	}
+	lines := append(o.logical, o.back > o.fwd)
 	for _, p := range o.pieces {
 		if math.IsNaN(p.x0+p.x1+p.y0+p.y1) || math.IsInf(p.x0+p.x1+p.y0+p.y1, 0) {
 			return "", false
 		}
 	}
-	order := readingOrder(o.pieces, func(i int) int { return len(o.text(i)) })
+	order, sameLine := readingOrder(o.pieces, func(i int) int { return len(o.text(i)) }, rtlPage)
 	if order == nil {
 		return "", false
 	}
@@ -104,11 +129,17 @@ func (o *textOut) reordered() (string, bool) {
 		if i+1 < len(o.pieces) && o.pieces[i+1].hyph != "" && (k+1 >= len(order) || order[k+1] != i+1) {
 			t += o.pieces[i+1].hyph
 		}
+		if rtl {
+			keep := lineOf[i] < len(lines) && lines[lineOf[i]]
+			t = logicalOrder(t, func(int) bool { return keep })
+		}
 		switch {
 		case k == 0:
 			t = strings.TrimLeftFunc(t, unicode.IsSpace)
 		case order[k-1] == i-1:
 			b.Write(o.b[o.pieces[i].sep:o.pieces[i].start])
+		case sameLine[k]:
+			b.WriteByte(' ')
 		default:
 			if r, _ := utf8.DecodeRuneInString(t); !unicode.IsLower(r) || !dehyphenated(&b) {
 				b.WriteByte('\n')
@@ -151,12 +182,15 @@ func dehyphenated(b *strings.Builder) bool {
 type frameBox struct {
 	u0, u1, v0, v1, h float64
 	i                 int
+	sameLine          bool // on the line of the box read before it
 }
 
 // readingOrder is the order to read the pieces in, or nil when drawing
-// order is reading order or the page does not look like columns of text.
-// size(i) weighs piece i. The cost is O(n log n) in pieces.
-func readingOrder(ps []piece, size func(i int) int) []int {
+// order is reading order or the page does not look like columns of text;
+// sameLine[k] says the k-th piece read is on the line of the one before.
+// size(i) weighs piece i; rtl reads columns and lines right to left. The
+// cost is O(n log n) in pieces.
+func readingOrder(ps []piece, size func(i int) int, rtl bool) (order []int, sameLine []bool) {
 	// The main direction: the one most of the text is written in, of the
 	// four a page can be turned to.
 	var weight [4]int
@@ -183,7 +217,7 @@ func readingOrder(ps []piece, size func(i int) int) []int {
 		}
 	}
 	if total == 0 || weight[dom]*10 < total*9 {
-		return nil // text in several directions: leave it be
+		return nil, nil // text in several directions: leave it be
 	}
 	cx, cy := rotations[dom][0], rotations[dom][1]
 	var boxes []frameBox
@@ -201,9 +235,9 @@ func readingOrder(ps []piece, size func(i int) int) []int {
 		}
 		boxes = append(boxes, b)
 	}
-	sorted := columnOrder(boxes)
+	sorted := columnOrder(boxes, rtl)
 	if sorted == nil {
-		return nil
+		return nil, nil
 	}
 	// Pieces in another direction (a word set sideways in a margin) stay
 	// after the piece they were drawn after.
@@ -216,18 +250,25 @@ func readingOrder(ps []piece, size func(i int) int) []int {
 		}
 		after[last+1] = append(after[last+1], i)
 	}
-	order := make([]int, 0, len(ps))
-	order = append(order, after[0]...)
+	order = make([]int, 0, len(ps))
+	sameLine = make([]bool, 0, len(ps))
+	add := func(is []int) {
+		order = append(order, is...)
+		for range is {
+			sameLine = append(sameLine, false)
+		}
+	}
+	add(after[0])
 	for _, b := range sorted {
-		order = append(order, b.i)
-		order = append(order, after[b.i+1]...)
+		order, sameLine = append(order, b.i), append(sameLine, b.sameLine)
+		add(after[b.i+1])
 	}
 	for k, i := range order {
 		if k != i {
-			return order
+			return order, sameLine
 		}
 	}
-	return nil // drawn in reading order already
+	return nil, nil // drawn in reading order already
 }
 
 // rotations are the directions of writing on a page turned by 0, 90, 180
@@ -236,7 +277,7 @@ var rotations = [4][2]float64{{1, 0}, {0, 1}, {-1, 0}, {0, -1}}
 
 // columnOrder sorts the boxes of a page in the reading order of its
 // columns, or answers nil when it has no columns of text.
-func columnOrder(boxes []frameBox) []frameBox {
+func columnOrder(boxes []frameBox, rtl bool) []frameBox {
 	n := len(boxes)
 	if n < 4 {
 		return nil
@@ -364,8 +405,11 @@ func columnOrder(boxes []frameBox) []frameBox {
 	}
 	out := make([]frameBox, 0, n)
 	for s := range groups {
+		if rtl {
+			slices.Reverse(groups[s])
+		}
 		for _, col := range groups[s] {
-			out = append(out, linesDown(col)...)
+			out = append(out, linesDown(col, rtl)...)
 		}
 		if s < len(spans) {
 			out = append(out, spans[s])
@@ -375,8 +419,8 @@ func columnOrder(boxes []frameBox) []frameBox {
 }
 
 // linesDown sorts the pieces of a column top to bottom, those on one
-// line left to right.
-func linesDown(bs []frameBox) []frameBox {
+// line left to right (right to left if rtl).
+func linesDown(bs []frameBox, rtl bool) []frameBox {
 	slices.SortStableFunc(bs, func(a, b frameBox) int {
 		switch {
 		case a.v0 > b.v0:
@@ -393,13 +437,16 @@ func linesDown(bs []frameBox) []frameBox {
 		}
 		slices.SortStableFunc(bs[i:j], func(a, b frameBox) int {
 			switch {
-			case a.u0 < b.u0:
+			case a.u0 < b.u0 != rtl && a.u0 != b.u0:
 				return -1
-			case a.u0 > b.u0:
+			case a.u0 != b.u0:
 				return 1
 			}
 			return 0
 		})
+		for k := i + 1; k < j; k++ {
+			bs[k].sameLine = true
+		}
 		i = j
 	}
 	return bs

@@ -121,6 +121,8 @@ func TestReadingOrder(t *testing.T) {
 		{"page turned by /Rotate 90, columns drawn line by line", twoCols(true, false, 700, quarter), "/Rotate 90", expected(left, right), true},
 		{"text turned a quarter on an upright page", twoCols(false, true, 700, quarter), "", expected(left, right), true},
 		{"page turned by /Rotate 180", twoCols(true, false, 700, half), "/Rotate 180", expected(left, right), true},
+		// pdftotext reads this table column by column (Name Alice Bob …
+		// Age 30 41 …); a reader of a table wants its rows.
 		{"a table keeps its rows", tableDraw.String(), "", strings.Join(tableText, "\n"), false},
 		{"one column keeps its order",
 			twoCols(false, true, 700, func(b *strings.Builder, x, y float64, s string) {
@@ -172,7 +174,14 @@ func runPdftotext(t *testing.T, bin string, data []byte) string {
 // and b over the number of words of a: 1 when b reads a's words in a's
 // order.
 func orderSimilarity(a, b string) float64 {
-	wa, wb := strings.Fields(a), strings.Fields(b)
+	// pdftotext marks right-to-left lines with embedding controls.
+	bidiMarks := func(r rune) rune {
+		if r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 {
+			return -1
+		}
+		return r
+	}
+	wa, wb := strings.Fields(strings.Map(bidiMarks, a)), strings.Fields(strings.Map(bidiMarks, b))
 	if len(wa) == 0 {
 		return 1
 	}
@@ -199,6 +208,7 @@ func TestOrderSimilarity(t *testing.T) {
 		{"a b c d", "c d a b", 0.5},
 		{"a b c d", "", 0},
 		{"", "x", 1},
+		{"\u202bשלום עולם\u202c", "שלום עולם", 1},
 	}
 	for _, tc := range cases {
 		if got := orderSimilarity(tc.a, tc.b); got != tc.want {
@@ -257,5 +267,77 @@ func TestReadingOrderCap(t *testing.T) {
 	}
 	if !strings.HasPrefix(info.Text, "left0000 quick brown foxes jump over dogs right0000") || d.reorderedPages != 0 {
 		t.Errorf("%d pages reordered, text %.120q", d.reorderedPages, info.Text)
+	}
+}
+
+// unicodePDF is a one-page document whose font F1 draws every rune of
+// lines as one 500-unit glyph, its ToUnicode map saying which; draw
+// places line i of the strings given at (x, y).
+func unicodePDF(lines []string, at func(i int) (x, y float64)) []byte {
+	codes := map[rune]int{}
+	var cmap strings.Builder
+	var content strings.Builder
+	content.WriteString("BT /F1 9 Tf\n")
+	for i, l := range lines {
+		x, y := at(i)
+		fmt.Fprintf(&content, "1 0 0 1 %g %g Tm <", x, y)
+		for _, r := range l {
+			c, ok := codes[r]
+			if !ok {
+				c = len(codes) + 1
+				codes[r] = c
+				fmt.Fprintf(&cmap, "<%04X> <%04X>\n", c, r)
+			}
+			fmt.Fprintf(&content, "%04X", c)
+		}
+		content.WriteString("> Tj\n")
+	}
+	content.WriteString("ET\n")
+	w := doctexttest.NewPDF(false)
+	cat, tree, pg, c, font, desc, tu := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
+	w.Obj(font, fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /Test /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R >>", desc, tu))
+	w.Obj(desc, "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /Test /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 >>")
+	w.Stream(tu, "", []byte(fmt.Sprintf("/CIDInit /ProcSet findresource begin 12 dict begin begincmap 1 begincodespacerange <0000> <FFFF> endcodespacerange\n"+
+		"%d beginbfchar\n%sendbfchar endcmap", len(codes), cmap.String())))
+	w.Stream(c, "", []byte(content.String()))
+	w.Obj(pg, fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>", tree, c, font))
+	w.Obj(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", pg))
+	w.Obj(cat, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+	return w.Finish(cat, "")
+}
+
+// TestReadingOrderRightToLeft: a Hebrew page of two columns drawn line
+// by line across reads the right column first, each line in logical
+// order.
+func TestReadingOrderRightToLeft(t *testing.T) {
+	labels := []string{"אלף", "בית", "גימל", "דלת", "הא", "וו", "זין", "חית", "טית", "יוד", "כף", "למד"}
+	var right, left, drawn []string
+	for _, l := range labels {
+		right = append(right, "ימין "+l+" שורה של טקסט בעברית כאן")
+		left = append(left, "שמאל "+l+" שורה של טקסט בעברית כאן")
+	}
+	for i := range labels {
+		// Drawn left to right as the page shows it: visual order.
+		drawn = append(drawn, reverseRunes(left[i]), reverseRunes(right[i]))
+	}
+	data := unicodePDF(drawn, func(i int) (float64, float64) {
+		return 72 + 248*float64(i%2), 700 - 11*float64(i/2)
+	})
+	d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.PageText(context.Background(), 1, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(append(right, left...), "\n"); info.Text != want {
+		t.Errorf("read\n%s\nwant\n%s", info.Text, want)
+	}
+	if pdftotext, _ := exec.LookPath("pdftotext"); pdftotext != "" {
+		ref := runPdftotext(t, pdftotext, data)
+		if sim := orderSimilarity(ref, info.Text); sim < 0.95 {
+			t.Errorf("word order similarity with pdftotext %.3f < 0.95; pdftotext reads\n%s", sim, ref)
+		}
 	}
 }
