@@ -330,16 +330,20 @@ func columnOrder(boxes []frameBox, rtl bool) []frameBox {
 	if len(gutters) == 0 || len(gutters) > 8 {
 		return nil
 	}
-	// Each piece is in the column its middle is in, or crosses a gutter.
+	// Each piece is in the column its middle is in, or crosses a gutter
+	// or stands in one (a page number centred under the columns), or is
+	// a running header or footer.
+	margins := headerFooter(boxes, medH)
 	cols := make([][]frameBox, len(gutters)+1)
 	var spans []frameBox
-	for _, b := range boxes {
-		c, crosses := 0, false
+	for k, b := range boxes {
+		c, crosses := 0, margins[k]
+		mid := (b.u0 + b.u1) / 2
 		for _, g := range gutters {
-			if b.u0 < g.u0 && b.u1 > g.u1 {
+			if b.u0 < g.u0 && b.u1 > g.u1 || mid >= g.u0 && mid <= g.u1 {
 				crosses = true
 			}
-			if (b.u0+b.u1)/2 > g.u1 {
+			if mid > g.u1 {
 				c++
 			}
 		}
@@ -353,8 +357,9 @@ func columnOrder(boxes []frameBox, rtl bool) []frameBox {
 		return nil
 	}
 	// Columns of text: several lines each, wide, most lines filling
-	// them; columns side by side, not one under the other. A table's
-	// columns are narrow or its cells short: it keeps its rows.
+	// them (ragged text fills nine tenths and more, justified text all);
+	// columns side by side, not one under the other. A table's columns
+	// are narrow or its cells of many lengths: it keeps its rows.
 	var top, bottom float64 = math.Inf(-1), math.Inf(1)
 	for _, c := range cols {
 		if len(c) < 2 {
@@ -369,7 +374,7 @@ func columnOrder(boxes []frameBox, rtl bool) []frameBox {
 			v0, v1 = min(v0, b.v0), max(v1, b.v1)
 		}
 		slices.Sort(ws)
-		if c1-c0 < 8*medH || ws[len(ws)/2] < 0.6*(c1-c0) {
+		if c1-c0 < 8*medH || ws[len(ws)/2] < 0.8*(c1-c0) {
 			return nil
 		}
 		top, bottom = max(top, v0), min(bottom, v1)
@@ -450,4 +455,50 @@ func linesDown(bs []frameBox, rtl bool) []frameBox {
 		i = j
 	}
 	return bs
+}
+
+// headerFooter marks the pieces of a running header and footer: at most
+// three pieces above (below) the rest of the page, set apart from it by
+// a blank line's height.
+func headerFooter(boxes []frameBox, medH float64) []bool {
+	marks := make([]bool, len(boxes))
+	idx := make([]int, len(boxes))
+	for i := range idx {
+		idx[i] = i
+	}
+	for _, down := range []bool{true, false} {
+		// down: from the top, by tops; else from the bottom, by bottoms.
+		slices.SortFunc(idx, func(a, b int) int {
+			x, y := boxes[a].v1, boxes[b].v1
+			if !down {
+				x, y = -boxes[a].v0, -boxes[b].v0
+			}
+			switch {
+			case x > y:
+				return -1
+			case x < y:
+				return 1
+			}
+			return 0
+		})
+		edge := math.Inf(1)
+		for k, i := range idx {
+			if k > 3 {
+				break
+			}
+			b := boxes[i]
+			if k > 0 && (down && b.v1 < edge-0.8*medH || !down && b.v0 > -edge+0.8*medH) {
+				for _, j := range idx[:k] {
+					marks[j] = true
+				}
+				break
+			}
+			if down {
+				edge = min(edge, b.v0)
+			} else {
+				edge = min(edge, -b.v1)
+			}
+		}
+	}
+	return marks
 }

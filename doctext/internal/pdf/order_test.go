@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +97,38 @@ func TestReadingOrder(t *testing.T) {
 		tableText = append(tableText, strings.Join(row, " "))
 	}
 	tableDraw.WriteString("ET\n")
+	// A table of commands and what they do, cells wrapped, drawn row by
+	// row (as debian-reference draws its tables).
+	wrapped := [][2][]string{
+		{{"apt-get install package"}, {"install a package and what it depends on"}},
+		{{"dpkg -L package"}, {"list the files a package installed"}},
+		{{"apt-cache policy binary", "package name"}, {"show which version would be installed", "and from where"}},
+		{{"dpkg --audit"}, {"find packages half installed"}},
+		{{"apt-get source package"}, {"fetch the source of a package"}},
+		{{"dpkg-source -x package_version", "debian revision.dsc"}, {"unpack a source package"}},
+		{{"debuild binary"}, {"build the binary packages"}},
+		{{"echo package hold | dpkg", "--set-selections"}, {"hold a package at its version"}},
+	}
+	var wrappedText []string
+	var wrappedDraw strings.Builder
+	wrappedDraw.WriteString("BT /F1 10 Tf\n")
+	y := 700.0
+	for _, row := range wrapped {
+		for j, cell := range row {
+			for k, l := range cell {
+				show(&wrappedDraw, 1, 0, 0, 1, 72+float64(j)*200, y-12*float64(k), l)
+			}
+		}
+		// Drawn in this order, a cell of one line shares its line with
+		// the next cell's first.
+		lines := slices.Concat(row[0], row[1])
+		if len(row[0]) == 1 {
+			lines = slices.Concat([]string{row[0][0] + " " + row[1][0]}, row[1][1:])
+		}
+		wrappedText = append(wrappedText, lines...)
+		y -= 12*float64(max(len(row[0]), len(row[1]))) + 6
+	}
+	wrappedDraw.WriteString("ET\n")
 	// Text turned a quarter (the page turned back by /Rotate 90 or not):
 	// the baseline goes up the page, lines follow each other rightwards,
 	// the second column is higher up.
@@ -118,12 +151,16 @@ func TestReadingOrder(t *testing.T) {
 			"BT /F1 9 Tf 1 0 0 1 210 440 Tm (" + footer + ") Tj ET\n" + twoCols(false, true, 700, upright) +
 				"BT /F1 14 Tf 1 0 0 1 72 740 Tm (" + title + ") Tj ET\n",
 			"", title + "\n" + expected(left, right) + "\n" + footer, true},
+		{"a running header over the right column, drawn last",
+			twoCols(false, true, 700, upright) + "BT /F1 9 Tf 1 0 0 1 500 760 Tm (Chapter 3 page 33) Tj ET\n",
+			"", "Chapter 3 page 33\n" + expected(left, right), true},
 		{"page turned by /Rotate 90, columns drawn line by line", twoCols(true, false, 700, quarter), "/Rotate 90", expected(left, right), true},
 		{"text turned a quarter on an upright page", twoCols(false, true, 700, quarter), "", expected(left, right), true},
 		{"page turned by /Rotate 180", twoCols(true, false, 700, half), "/Rotate 180", expected(left, right), true},
 		// pdftotext reads this table column by column (Name Alice Bob …
 		// Age 30 41 …); a reader of a table wants its rows.
 		{"a table keeps its rows", tableDraw.String(), "", strings.Join(tableText, "\n"), false},
+		{"a table of wrapped cells keeps its rows", wrappedDraw.String(), "", strings.Join(wrappedText, "\n"), false},
 		{"one column keeps its order",
 			twoCols(false, true, 700, func(b *strings.Builder, x, y float64, s string) {
 				if x < 100 {
