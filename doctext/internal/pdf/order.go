@@ -117,7 +117,7 @@ func (o *textOut) reordered() (string, bool) {
 			return "", false
 		}
 	}
-	order, sameLine := readingOrder(o.pieces, func(i int) int { return len(o.text(i)) }, rtlPage)
+	order, sameLine := readingOrder(o.pieces, func(i int) int { return o.end(i) - o.pieces[i].start }, rtlPage)
 	if order == nil {
 		return "", false
 	}
@@ -152,12 +152,17 @@ func (o *textOut) reordered() (string, bool) {
 
 // text is piece i's text, without the spaces and new lines around it.
 func (o *textOut) text(i int) string {
-	end := len(o.b)
-	if i+1 < len(o.pieces) {
-		end = o.pieces[i+1].sep
-	}
+	end := o.end(i)
 	start := min(o.pieces[i].start, end)
 	return strings.TrimRightFunc(string(o.b[start:end]), unicode.IsSpace)
+}
+
+// end is where piece i's text ends in b.
+func (o *textOut) end(i int) int {
+	if i+1 < len(o.pieces) {
+		return max(o.pieces[i+1].sep, o.pieces[i].start)
+	}
+	return len(o.b)
 }
 
 // dehyphenated takes back the hyphen ending b after a letter, as
@@ -220,7 +225,7 @@ func readingOrder(ps []piece, size func(i int) int, rtl bool) (order []int, same
 		return nil, nil // text in several directions: leave it be
 	}
 	cx, cy := rotations[dom][0], rotations[dom][1]
-	var boxes []frameBox
+	boxes := make([]frameBox, 0, len(ps))
 	for i, p := range ps {
 		if dirOf[i] != dom {
 			continue
@@ -303,11 +308,14 @@ func columnOrder(boxes []frameBox, rtl bool) []frameBox {
 		evs = append(evs, event{b.u0, 1}, event{b.u1, -1})
 		lo, hi = min(lo, b.u0), max(hi, b.u1)
 	}
-	sort.Slice(evs, func(i, j int) bool {
-		if evs[i].u != evs[j].u {
-			return evs[i].u < evs[j].u
+	slices.SortFunc(evs, func(a, b event) int {
+		switch {
+		case a.u < b.u:
+			return -1
+		case a.u > b.u:
+			return 1
 		}
-		return evs[i].delta > evs[j].delta // touching boxes leave no gap
+		return b.delta - a.delta // touching boxes leave no gap
 	})
 	crossing := max(1, n/10)
 	type band struct{ u0, u1 float64 }
