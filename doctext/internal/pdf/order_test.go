@@ -378,3 +378,46 @@ func TestReadingOrderRightToLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestReadingOrderHostileGeometry: pieces at infinite, vast or equal
+// places, of no height, keep every word and the drawing order.
+func TestReadingOrderHostileGeometry(t *testing.T) {
+	// PDF writes numbers without exponents (and a token is at most 255
+	// bytes): 10^200 times 10^200 is more than a float holds.
+	e200 := "1" + strings.Repeat("0", 200)
+	cases := map[string]string{
+		"overflowing":  fmt.Sprintf("ET q %s 0 0 %s 0 0 cm BT /F1 9 Tf 1 0 0 1 %s %s Tm (%%s) Tj ET Q BT /F1 9 Tf", e200, e200, e200, e200),
+		"vast":         fmt.Sprintf("1 0 0 1 %s -%s Tm (%%s) Tj", e200, e200),
+		"no height":    "0 0 0 0 100 100 Tm (%s) Tj",
+		"all in place": "1 0 0 1 72 700 Tm (%s) Tj",
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("BT /F1 9 Tf\n")
+			var words []string
+			for i := range 12 {
+				w := fmt.Sprintf("w%02d", i)
+				words = append(words, w)
+				if i%3 == 0 {
+					fmt.Fprintf(&b, m+"\n", w)
+				} else {
+					fmt.Fprintf(&b, "1 0 0 1 %d %d Tm (%s) Tj\n", 72+248*(i%2), 700-11*i, w)
+				}
+			}
+			b.WriteString("ET\n")
+			data := layoutPDF(b.String(), "")
+			d, err := Open(context.Background(), bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := d.PageText(context.Background(), 1, 10000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Fields(info.Text); !slices.Equal(got, words) {
+				t.Errorf("%q, want the words in drawing order", info.Text)
+			}
+		})
+	}
+}
