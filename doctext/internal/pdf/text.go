@@ -534,8 +534,9 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		lh := max(h, o.lh)
 		switch {
 		case math.Abs(dx-o.ldx) > 0.01 || math.Abs(dy-o.ldy) > 0.01, math.Abs(across) > 0.6*lh,
-			math.IsNaN(along+across) || math.IsInf(along+across, 0): // drawn past where a float reaches
-
+			math.IsNaN(along+across) || math.IsInf(along+across, 0):
+			// Another direction, another line, or drawn past where a
+			// float reaches.
 			o.pendingNewline = true
 		case along > wordGap*lh, along < -lh:
 			if along > pieceGap*lh || along < -lh {
