@@ -133,6 +133,9 @@ func TestReadingOrder(t *testing.T) {
 	// the baseline goes up the page, lines follow each other rightwards,
 	// the second column is higher up.
 	quarter := func(b *strings.Builder, x, y float64, s string) { show(b, 0, 1, -1, 0, 792-y, x, s) }
+	// Turned three quarters (/Rotate 270): the baseline goes down the
+	// page, lines follow each other leftwards.
+	threeQuarters := func(b *strings.Builder, x, y float64, s string) { show(b, 0, -1, 1, 0, y, 792-x, s) }
 	// Upside down, as on a page turned by /Rotate 180.
 	half := func(b *strings.Builder, x, y float64, s string) { show(b, -1, 0, 0, -1, 612-x, 792-y, s) }
 
@@ -156,6 +159,10 @@ func TestReadingOrder(t *testing.T) {
 			"", "Chapter 3 page 33\n" + expected(left, right), true},
 		{"page turned by /Rotate 90, columns drawn line by line", twoCols(true, false, 700, quarter), "/Rotate 90", expected(left, right), true},
 		{"text turned a quarter on an upright page", twoCols(false, true, 700, quarter), "", expected(left, right), true},
+		{"page turned by /Rotate 270", twoCols(false, true, 700, threeQuarters), "/Rotate 270", expected(left, right), true},
+		{"a stamp up the margin, then columns drawn across",
+			"BT /F1 8 Tf 0 1 -1 0 30 300 Tm (arXiv:2611.01234v1 [cs.CL] 28 Nov 2026) Tj ET\n" + twoCols(true, false, 700, upright),
+			"", "arXiv:2611.01234v1 [cs.CL] 28 Nov 2026\n" + expected(left, right), true},
 		{"page turned by /Rotate 180", twoCols(true, false, 700, half), "/Rotate 180", expected(left, right), true},
 		// pdftotext reads this table column by column (Name Alice Bob …
 		// Age 30 41 …); a reader of a table wants its rows.
