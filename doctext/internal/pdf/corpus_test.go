@@ -51,6 +51,7 @@ type corpusResult struct {
 	producer        string
 	ours, reference time.Duration
 	pages           int
+	reordered       int // pages read out of drawing order
 }
 
 func TestCorpus(t *testing.T) {
@@ -93,8 +94,8 @@ func TestCorpus(t *testing.T) {
 		if r.err != nil {
 			status = r.err.Error()
 		}
-		t.Logf("%-44s %-5s %4d pages recall %.3f  %6.0f ms (pdftotext %5.0f ms) %v %s", f.name, r.script, r.pages, r.recall,
-			ms(r.ours), ms(r.reference), r.file.features, status)
+		t.Logf("%-44s %-5s %4d pages (%d reordered) recall %.3f  %6.0f ms (pdftotext %5.0f ms) %v %s", f.name, r.script, r.pages,
+			r.reordered, r.recall, ms(r.ours), ms(r.reference), r.file.features, status)
 	}
 	report(t, results)
 }
@@ -344,6 +345,7 @@ func readCorpusFile(t *testing.T, f corpusFile) corpusResult {
 		if d.seen.cidByCollection {
 			f.features = append(f.features, "CID without ToUnicode")
 		}
+		r.reordered = d.reorderedPages
 		if d.seen.type3 {
 			f.features = append(f.features, "Type3")
 		}

@@ -3,6 +3,7 @@ package pdf
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // FuzzRead varies files that take the reader's newer paths (CID fonts
 // read through Adobe's collections and predefined CMaps, vertical
 // writing, right-to-left lines, tables rebuilt by scanning, RC4 and
-// revision 5 encryption, Type3 fonts): whatever the bytes, it answers
+// revision 5 encryption, Type3 fonts, columns put in reading order): whatever the bytes, it answers
 // text or an error, never a panic, and counts no more unreadable glyphs
 // than glyphs.
 func FuzzRead(f *testing.F) {
@@ -27,6 +28,16 @@ func FuzzRead(f *testing.F) {
 		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"rc4"}}}, doctexttest.PDFOptions{Encrypt: "rc4-40"}),
 		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"r5"}}}, doctexttest.PDFOptions{ObjStreams: true, Encrypt: "aes256-r5-owner"}),
 	}
+	// Two columns drawn line by line across, a title over them, put back
+	// in reading order.
+	var cols bytes.Buffer
+	cols.WriteString("BT /F1 14 Tf 1 0 0 1 72 740 Tm (A title over both columns of the page) Tj /F1 9 Tf\n")
+	for i := range 8 {
+		fmt.Fprintf(&cols, "1 0 0 1 72 %d Tm (left%d quick brown foxes jump over dogs) Tj 1 0 0 1 320 %d Tm (right%d quick brown foxes jump over dogs) Tj\n",
+			700-11*i, i, 700-11*i, i)
+	}
+	cols.WriteString("ET")
+	seeds = append(seeds, layoutPDF(cols.String(), "/Rotate 90"))
 	plain := doctexttest.PDF([]doctexttest.Page{{Lines: []string{"one"}}, {Lines: []string{"two"}}}, doctexttest.PDFOptions{})
 	seeds = append(seeds, plain[:bytes.LastIndex(plain, []byte("xref"))],
 		bytes.Replace(plain, []byte("%PDF-1.7\n"), []byte("%PDF-1.7\n%moved\n"), 1))

@@ -65,6 +65,9 @@ type Doc struct {
 	repairErr error
 	// seen records the kinds of fonts met, for the corpus test's figures.
 	seen fontKinds
+	// reorderedPages counts the pages read out of drawing order, for the
+	// corpus test's figures.
+	reorderedPages int
 	// trueTypeMaps counts the TrueType programs read for their cmap.
 	trueTypeMaps int
 }

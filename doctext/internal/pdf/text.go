@@ -83,7 +83,11 @@ func (d *Doc) PageText(ctx context.Context, n, maxRunes int) (PageInfo, error) {
 	if err == nil {
 		err = in.annotations(p)
 	}
-	info := PageInfo{Text: in.out.String(), Cut: in.out.full, Glyphs: in.glyphs,
+	text := in.out.String()
+	if in.out.reorderedDone {
+		d.reorderedPages++
+	}
+	info := PageInfo{Text: text, Cut: in.out.full, Glyphs: in.glyphs,
 		Unmapped: in.unmapped, Images: in.images}
 	if errors.Is(err, errFull) {
 		err = nil
@@ -495,9 +499,23 @@ type textOut struct {
 	// glyph, already in logical order).
 	fwd, back int
 	logical   []bool
+	// pieces are the runs of text the page was written in, with where
+	// they stand, for putting columns drawn out of order back in reading
+	// order (order.go). A new piece starts on a new line and after a gap
+	// on a line wide enough to be a gutter.
+	pieces        []piece
+	sepAt         int    // where the separator before the next piece begins in b
+	hyph          string // the hyphen taken back before the next piece
+	pendingPiece  bool
+	tooMany       bool // more pieces than are worth ordering
+	reorderedDone bool // String put the pieces in another order
 }
 
 func (o *textOut) String() string {
+	if s, ok := o.reordered(); ok {
+		o.reorderedDone = true
+		return s
+	}
 	lines := append(o.logical, o.back > o.fwd)
 	return logicalOrder(strings.TrimSpace(string(o.b)), func(i int) bool { return i < len(lines) && lines[i] })
 }
@@ -515,9 +533,15 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 		across := -ex*dy + ey*dx
 		lh := max(h, o.lh)
 		switch {
-		case math.Abs(dx-o.ldx) > 0.01 || math.Abs(dy-o.ldy) > 0.01, math.Abs(across) > 0.6*lh:
+		case math.Abs(dx-o.ldx) > 0.01 || math.Abs(dy-o.ldy) > 0.01, math.Abs(across) > 0.6*lh,
+			math.IsNaN(along+across) || math.IsInf(along+across, 0):
+			// Another direction, another line, or drawn past where a
+			// float reaches.
 			o.pendingNewline = true
 		case along > wordGap*lh, along < -lh:
+			if along > pieceGap*lh || along < -lh {
+				o.pendingPiece, o.sepAt, o.hyph = true, len(o.b), ""
+			}
 			if !o.lastSpace {
 				o.write(" ")
 			}
@@ -535,15 +559,18 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 	if strings.TrimSpace(s) == "" && s != "" && o.pendingNewline {
 		return nil
 	}
+	wrote := false
 	for _, r := range s {
 		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\t') {
 			continue
 		}
 		if o.pendingNewline {
 			o.pendingNewline = false
+			o.pendingPiece, o.sepAt, o.hyph = true, len(o.b), ""
 			switch {
 			case unicode.IsLower(r) && o.dehyphenate():
 				// A word broken at the end of a line is one word.
+				o.sepAt = len(o.b)
 			case len(o.b) > 0:
 				o.write("\n")
 			}
@@ -556,11 +583,17 @@ func (o *textOut) emit(s string, x0, y0, x1, y1, h, dx, dy float64) error {
 				continue
 			}
 			r = ' '
+		} else if o.pendingPiece || len(o.pieces) == 0 && !o.tooMany {
+			o.startPiece()
 		}
 		o.write(string(r))
 		if o.full {
 			return errFull
 		}
+		wrote = true
+	}
+	if wrote && strings.TrimSpace(s) != "" {
+		o.place(x0, y0, x1, y1, h, dx, dy)
 	}
 	return nil
 }
@@ -590,6 +623,7 @@ func (o *textOut) dehyphenate() bool {
 	if !unicode.IsLetter(before) {
 		return false
 	}
+	o.hyph = string(o.b[len(o.b)-n:])
 	o.b = o.b[:len(o.b)-n]
 	o.runes--
 	return true
