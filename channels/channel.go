@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,24 @@ type OutMedia struct {
 	// Voice asks for a voice note where the network has them (Telegram
 	// sendVoice, WhatsApp push-to-talk); elsewhere audio goes as a file.
 	Voice bool
+}
+
+// Upload is what a network needs of m's file before it sends it: the
+// name to show (the file's own when FileName is empty), made safe, and
+// its size. Anything but a regular file is refused.
+func (m OutMedia) Upload() (name string, size int64, err error) {
+	st, err := m.File.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("%s is not a regular file", m.FileName)
+	}
+	name = m.FileName
+	if name == "" {
+		name = filepath.Base(m.File.Name())
+	}
+	return mediaregistry.SafeName(name), st.Size(), nil
 }
 
 // Delivery is what the network said about a send.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -152,18 +151,10 @@ func (d *Discord) SendMedia(ctx context.Context, m channels.OutMedia) (channels.
 	if err != nil {
 		return out, err
 	}
-	st, err := m.File.Stat()
+	name, size, err := m.Upload()
 	if err != nil {
 		return out, fmt.Errorf("discord send media to %s: %w", m.Chat, err)
 	}
-	if !st.Mode().IsRegular() {
-		return out, fmt.Errorf("discord send media to %s: %s is not a regular file", m.Chat, m.FileName)
-	}
-	name := m.FileName
-	if name == "" {
-		name = filepath.Base(m.File.Name())
-	}
-	name = mediaregistry.SafeName(name)
 	mt := m.MIME
 	if mt == "" {
 		mt, _ = mediaregistry.FileMIME(m.File)
@@ -175,7 +166,7 @@ func (d *Discord) SendMedia(ctx context.Context, m channels.OutMedia) (channels.
 		rest = m.Caption
 	}
 	// A reader of its own: only the bytes checked are sent.
-	file := &discordgo.File{Name: name, ContentType: mt, Reader: io.NewSectionReader(m.File, 0, st.Size())}
+	file := &discordgo.File{Name: name, ContentType: mt, Reader: io.NewSectionReader(m.File, 0, size)}
 	id, err := d.post(ctx, ch, &discordgo.MessageSend{Content: caption, Files: []*discordgo.File{file}}, "")
 	if err != nil {
 		return out, fmt.Errorf("discord send media to %s: %w", m.Chat, err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -185,24 +184,16 @@ func (m *Matrix) SendMedia(ctx context.Context, om channels.OutMedia) (channels.
 	if err != nil {
 		return d, err
 	}
-	st, err := om.File.Stat()
+	name, size, err := om.Upload()
 	if err != nil {
 		return d, fmt.Errorf("matrix send media to %s: %w", om.Chat, err)
 	}
-	if !st.Mode().IsRegular() {
-		return d, fmt.Errorf("matrix send media to %s: %s is not a regular file", om.Chat, om.FileName)
-	}
-	name := om.FileName
-	if name == "" {
-		name = filepath.Base(om.File.Name())
-	}
-	name = mediaregistry.SafeName(name)
 	mt := mediaregistry.CleanMIME(om.MIME)
 	if mt == "" {
 		mt, _ = mediaregistry.FileMIME(om.File)
 	}
 	up, err := m.cli.UploadMedia(ctx, mautrix.ReqUploadMedia{
-		Content: io.NewSectionReader(om.File, 0, st.Size()), ContentLength: st.Size(), ContentType: mt, FileName: name,
+		Content: io.NewSectionReader(om.File, 0, size), ContentLength: size, ContentType: mt, FileName: name,
 	})
 	if err != nil {
 		return d, fmt.Errorf("matrix upload %s to %s: %w", name, om.Chat, m.sendError(err))
@@ -212,7 +203,7 @@ func (m *Matrix) SendMedia(ctx context.Context, om channels.OutMedia) (channels.
 		Body:     name,
 		FileName: name,
 		URL:      up.ContentURI.CUString(),
-		Info:     &event.FileInfo{MimeType: mt, Size: int(st.Size())},
+		Info:     &event.FileInfo{MimeType: mt, Size: int(size)},
 		Mentions: &event.Mentions{},
 	}
 	if om.Voice && c.MsgType == event.MsgAudio {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -151,22 +150,14 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 	if err != nil {
 		return d, err
 	}
-	st, err := m.File.Stat()
+	name, size, err := m.Upload()
 	if err != nil {
 		return d, fmt.Errorf("telegram send media to %s: %w", m.Chat, err)
 	}
-	if !st.Mode().IsRegular() {
-		return d, fmt.Errorf("telegram send media to %s: %s is not a regular file", m.Chat, m.FileName)
-	}
-	if t.apiURL == DefaultAPIURL && st.Size() > cloudUploadLimit {
+	if t.apiURL == DefaultAPIURL && size > cloudUploadLimit {
 		return d, fmt.Errorf("telegram send media to %s: %s is over the Bot API upload limit of %s: %w",
-			m.Chat, mediaregistry.FormatSize(st.Size()), mediaregistry.FormatSize(cloudUploadLimit), channels.ErrTooLarge)
+			m.Chat, mediaregistry.FormatSize(size), mediaregistry.FormatSize(cloudUploadLimit), channels.ErrTooLarge)
 	}
-	name := m.FileName
-	if name == "" {
-		name = filepath.Base(m.File.Name())
-	}
-	name = mediaregistry.SafeName(name)
 	mt := m.MIME
 	if mt == "" {
 		// Callers decide the type with mediaregistry.FileMIME; one that did
@@ -182,12 +173,12 @@ func (t *Telegram) SendMedia(ctx context.Context, m channels.OutMedia) (channels
 		rest = m.Caption
 	}
 	thread := optInt(m.ThreadID)
-	how := pickMethod(mt, st.Size(), m.Voice)
+	how := pickMethod(mt, size, m.Voice)
 
 	var sent *models.Message
 	err = t.formatted(ctx, m.Chat, caption, func(caption string, mode models.ParseMode) error {
 		var err error
-		sent, err = t.sendMediaOnce(ctx, m.Chat, &chat, how, name, st.Size(), m.File, thread, caption, mode)
+		sent, err = t.sendMediaOnce(ctx, m.Chat, &chat, how, name, size, m.File, thread, caption, mode)
 		return err
 	})
 	if err != nil {
