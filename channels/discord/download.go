@@ -44,7 +44,7 @@ func stripQuery(raw string) string {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return ""
 	}
-	u.RawQuery, u.Fragment = "", ""
+	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
 	return u.String()
 }
 

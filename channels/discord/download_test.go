@@ -166,3 +166,20 @@ func TestFetchSizeCap(t *testing.T) {
 		t.Fatalf("fetch of 64 KB with a 16 KB cap: %v", ierr)
 	}
 }
+
+// A ref keeps the bare address: no signature, no empty query (a link
+// ending in "?" once kept it, found by FuzzReceiveMessage), no fragment.
+func TestStripQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://cdn.discordapp.com/attachments/1/2/a.png?ex=1&is=2&hm=3": "https://cdn.discordapp.com/attachments/1/2/a.png",
+		"https://cdn.discordapp.com/attachments/1/2/a.png?":               "https://cdn.discordapp.com/attachments/1/2/a.png",
+		"http://&?":                      "http://&",
+		"https://cdn.example/a.png#frag": "https://cdn.example/a.png",
+		"ftp://cdn.example/a.png":        "",
+		"/relative/a.png":                "",
+	} {
+		if got := stripQuery(in); got != want {
+			t.Errorf("stripQuery(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
