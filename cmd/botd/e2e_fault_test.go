@@ -461,11 +461,41 @@ func TestSIGKILLDuringMediaTraffic(t *testing.T) {
 	if len(resent) > 0 {
 		t.Logf("%d answers resent because a kill landed between the send and its record: %v", len(resent), resent)
 	}
+	// A live answer opens its message before anything is recorded (the
+	// network gives the message id only then): a kill in that window
+	// leaves a message no outbox row ever held, and the next run answers
+	// its questions again, with any that came meanwhile. Such a message
+	// never reached the outbox, and a kill came before its successor,
+	// which covers every question it answered; anything else is a bug.
+	unrecorded := map[string]bool{}
+	for i, a := range sends {
+		if outboxRows[a.text] != 0 || !strings.HasPrefix(a.text, "ANS ") {
+			continue
+		}
+		for _, b := range sends[i+1:] {
+			killed := slices.ContainsFunc(killedAt, func(k time.Time) bool { return k.After(a.at) && k.Before(b.at) })
+			covers := true
+			for _, q := range strings.Fields(a.text)[1:] {
+				if strings.HasPrefix(q, "q") && !slices.Contains(strings.Fields(b.text), q) {
+					covers = false
+				}
+			}
+			if killed && covers && outboxRows[b.text] == 1 {
+				unrecorded[a.text] = true
+				break
+			}
+		}
+	}
+	if len(unrecorded) > 0 {
+		t.Logf("%d live answers begun and never recorded because a kill landed right after their first send: %v", len(unrecorded), unrecorded)
+	}
 	imgs := 0
 	for _, m := range triggers {
-		got := slices.Compact(cov[m.trigger])
-		if len(got) == 1 && len(cov[m.trigger]) > 1 && !resent[got[0].text] {
-			got = cov[m.trigger]
+		got := slices.DeleteFunc(slices.Clone(cov[m.trigger]), func(a answer) bool { return unrecorded[a.text] && len(cov[m.trigger]) > 1 })
+		all := got
+		got = slices.Compact(slices.Clone(got))
+		if len(got) == 1 && len(all) > 1 && !resent[got[0].text] {
+			got = all
 		}
 		if len(got) != 1 {
 			t.Errorf("trigger %s (chat %d msg %d) covered by %d answers, want 1: %v", m.trigger, m.chat, m.id, len(got), got)
