@@ -103,10 +103,17 @@ func drive(t *testing.T, clk *clock.Fake, what string, cond func() bool) {
 		if cond() {
 			return true
 		}
-		if w := clk.Waiting(); len(w) > 0 {
-			clk.Set(slices.MinFunc(w, time.Time.Compare))
+		w := clk.Waiting()
+		if len(w) == 0 {
+			return false
 		}
-		return false
+		clk.Set(slices.MinFunc(w, time.Time.Compare))
+		// The clock moves on only once what the step woke has run: a
+		// keeper re-arms its timer when its step (a database call) is
+		// done. Moving on sooner would let a renewal's deadline pass
+		// before the renewal ran, which no real clock does.
+		testwait.Until(t, what+": the step done", func() bool { return cond() || len(clk.Waiting()) >= len(w) })
+		return cond()
 	})
 }
 

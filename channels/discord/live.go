@@ -25,13 +25,11 @@ func (d *Discord) BeginStream(ctx context.Context, msg channels.OutMessage) (cha
 	if err != nil {
 		return nil, err
 	}
-	l := &liveMessage{d: d, ctx: ctx, chat: msg.Chat, channel: ch, replyTo: msg.ReplyTo,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &liveMessage{Pacer: channels.NewPacer(msg.Text), d: d, ctx: ctx, chat: msg.Chat, channel: ch, replyTo: msg.ReplyTo}
 	if strings.TrimSpace(msg.Text) != "" {
 		if err := l.show(ctx, msg.Text, false); err != nil {
 			return nil, err
 		}
-		l.latest = msg.Text
 	}
 	go l.pace()
 	return l, nil
@@ -78,27 +76,11 @@ type liveMessage struct {
 	channel string
 	replyTo string
 
-	mu     sync.Mutex
-	latest string
-	dirty  bool
-	ended  bool
-	ids    []string
-	shown  []string // what each message in ids shows
+	*channels.Pacer
 
-	wake     chan struct{}
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-}
-
-func (l *liveMessage) Update(text string) {
-	l.mu.Lock()
-	l.latest, l.dirty = text, true
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	mu    sync.Mutex
+	ids   []string
+	shown []string // what each message in ids shows
 }
 
 func (l *liveMessage) IDs() []string {
@@ -107,55 +89,18 @@ func (l *liveMessage) IDs() []string {
 	return append([]string(nil), l.ids...)
 }
 
-// pace shows the newest text, then waits editEvery before showing again:
-// a fast model costs one edit a second however many tokens it writes.
+// pace runs the Pacer with this answer's edits.
 func (l *liveMessage) pace() {
-	defer close(l.done)
-	for {
-		t := l.d.clock.NewTimer(l.d.editEvery)
-		select {
-		case <-t.C():
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		}
-		select {
-		case <-l.wake:
-		case <-l.stop:
-			return
-		case <-l.ctx.Done():
-			return
-		}
-		l.mu.Lock()
-		text, dirty := l.latest, l.dirty
-		l.dirty = false
-		l.mu.Unlock()
-		if !dirty {
-			continue
-		}
+	l.Run(l.ctx, l.d.clock, l.d.editEvery, func(text string) {
 		if err := l.show(l.ctx, text, false); err != nil && l.ctx.Err() == nil {
 			l.d.log.Warn("discord: live answer edit failed; the final answer still comes", "chat", l.chat, "err", err)
 		}
-	}
-}
-
-// halt stops the pacing goroutine and waits for it, so Finish and Cancel
-// never race an edit in flight.
-func (l *liveMessage) halt() {
-	l.stopOnce.Do(func() { close(l.stop) })
-	<-l.done
+	})
 }
 
 func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Delivery, error) {
-	l.halt()
-	l.mu.Lock()
-	ended := l.ended
-	l.ended = true
-	l.mu.Unlock()
-	if ended {
+	l.Halt()
+	if ended, _ := l.End(); ended {
 		return channels.Delivery{MessageIDs: l.IDs()}, nil
 	}
 	err := l.show(ctx, text, true)
@@ -163,11 +108,8 @@ func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Deliver
 }
 
 func (l *liveMessage) Cancel(ctx context.Context, note string) error {
-	l.halt()
-	l.mu.Lock()
-	ended, text := l.ended, l.latest
-	l.ended = true
-	l.mu.Unlock()
+	l.Halt()
+	ended, text := l.End()
 	if ended || len(l.IDs()) == 0 {
 		return nil
 	}

@@ -90,8 +90,7 @@ func (s *Slack) BeginStream(ctx context.Context, msg channels.OutMessage) (chann
 	if err != nil {
 		return nil, err
 	}
-	l := &liveMessage{s: s, ctx: ctx, chat: msg.Chat, channel: channel, thread: msg.ThreadID, latest: msg.Text,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &liveMessage{Pacer: channels.NewPacer(msg.Text), s: s, ctx: ctx, chat: msg.Chat, channel: channel, thread: msg.ThreadID}
 	if msg.ThreadID != "" && !s.noStream.Load() {
 		l.startStream(ctx, msg.Text)
 	}
@@ -147,16 +146,10 @@ type liveMessage struct {
 	channel string
 	thread  string
 
-	mu     sync.Mutex
-	latest string // the newest text from Update
-	dirty  bool   // latest not shown yet
-	ids    []string
-	ended  bool
+	*channels.Pacer
 
-	wake     chan struct{}
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	mu  sync.Mutex
+	ids []string
 
 	// The stream (chat.startStream) shows text[:len(streamed)]; the
 	// posted messages show text[base:], cut by render.
@@ -168,72 +161,24 @@ type liveMessage struct {
 	shown     []string
 }
 
-func (l *liveMessage) Update(text string) {
-	l.mu.Lock()
-	l.latest, l.dirty = text, true
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
 func (l *liveMessage) IDs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.ids...)
 }
 
-// pace shows the newest text, then waits s.editEvery before showing
-// again, so a fast model costs one edit a second however many tokens it
-// writes; the updates in between are never sent.
+// pace runs the Pacer with this answer's edits.
 func (l *liveMessage) pace() {
-	defer close(l.done)
-	for {
-		t := l.s.clock.NewTimer(l.s.editEvery)
-		select {
-		case <-t.C():
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		}
-		select {
-		case <-l.wake:
-		case <-l.stop:
-			return
-		case <-l.ctx.Done():
-			return
-		}
-		l.mu.Lock()
-		text, dirty := l.latest, l.dirty
-		l.dirty = false
-		l.mu.Unlock()
-		if !dirty {
-			continue
-		}
-		if err := l.show(l.ctx, text, false); err != nil {
+	l.Run(l.ctx, l.s.clock, l.s.editEvery, func(text string) {
+		if err := l.show(l.ctx, text, false); err != nil && l.ctx.Err() == nil {
 			l.s.log.Warn("slack: live answer edit failed; the final answer still comes", "chat", l.chat, "err", err)
 		}
-	}
-}
-
-// halt stops the pacing goroutine and waits for it, so Finish and Cancel
-// never race an edit in flight.
-func (l *liveMessage) halt() {
-	l.stopOnce.Do(func() { close(l.stop) })
-	<-l.done
+	})
 }
 
 func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Delivery, error) {
-	l.halt()
-	l.mu.Lock()
-	ended := l.ended
-	l.ended = true
-	l.mu.Unlock()
-	if ended {
+	l.Halt()
+	if ended, _ := l.End(); ended {
 		return channels.Delivery{MessageIDs: l.IDs()}, nil
 	}
 	err := l.show(ctx, text, true)
@@ -241,11 +186,8 @@ func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Deliver
 }
 
 func (l *liveMessage) Cancel(ctx context.Context, note string) error {
-	l.halt()
-	l.mu.Lock()
-	ended, text := l.ended, l.latest
-	l.ended = true
-	l.mu.Unlock()
+	l.Halt()
+	ended, text := l.End()
 	if ended {
 		return nil
 	}

@@ -413,3 +413,52 @@ func scannedPDF(jpeg []byte, w, h int) []byte {
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offs)+1, xref)
 	return b.Bytes()
 }
+
+// The readers this round added, at their worst: a "PDF" of 19 MB of
+// object headers and no catalog, which only the xref rebuild scans; a
+// DOCX embedding four DOCX that each embed four DOCX with a 15 MiB text
+// run (240 MiB of text two levels down, in 70 KB); and a presentation of
+// 100,000 nested lists.
+func TestRedTeamNewReaders(t *testing.T) {
+	headers := objectHeadersPDF(19 << 20)
+	run := doctexttest.RunDOCX(15 << 20)
+	middle := doctexttest.EmbeddingDOCX(run, run, run, run)
+	nested := doctexttest.EmbeddingDOCX(middle, middle, middle, middle)
+	lists := doctexttest.ODF("application/vnd.oasis.opendocument.presentation", "",
+		`<office:presentation><draw:page draw:name="deep"><draw:frame><draw:text-box>`+
+			strings.Repeat("<text:list><text:list-item>", 100000)+"<text:p>deep</text:p>"+
+			strings.Repeat("</text:list-item></text:list>", 100000)+
+			`</draw:text-box></draw:frame></draw:page></office:presentation>`, "")
+	t.Logf("headers PDF %d MB, nested DOCX %d KB, lists ODP %d KB", len(headers)>>20, len(nested)>>10, len(lists)>>10)
+	attack(t, []hostileFile{
+		{"headers.pdf", "application/pdf", headers, regexp.MustCompile(`(?i)damaged|could not|cannot`)},
+		{"nested.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", nested,
+			regexp.MustCompile(`<document |(?i)more than botd|too large`)},
+		{"lists.odp", "application/vnd.oasis.opendocument.presentation", lists, regexp.MustCompile(`<document |(?i)too deep|nest`)},
+	})
+}
+
+// Four of the object-header PDFs asked about at once, the costliest of
+// these readers (a rebuild holds every header it finds): the children
+// share the parse pool, so neither botd run's peak nor a child's grows
+// with their number.
+func TestRedTeamRebuildFourAtOnce(t *testing.T) {
+	headers := objectHeadersPDF(19 << 20)
+	var files []hostileFile
+	for i := 1; i <= 4; i++ {
+		files = append(files, hostileFile{fmt.Sprintf("headers%d.pdf", i), "application/pdf", headers,
+			regexp.MustCompile(`(?i)damaged|could not|cannot`)})
+	}
+	attack(t, files)
+}
+
+// objectHeadersPDF is size bytes of "N 0 obj" lines after a PDF header:
+// no catalog, no xref, so only the rebuild scan reads it.
+func objectHeadersPDF(size int) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.7\n")
+	for i := 1; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "%d 0 obj\n", i)
+	}
+	return b.Bytes()
+}

@@ -277,3 +277,26 @@ func RunDOCX(runBytes int64) []byte {
 	}
 	return b.Bytes()
 }
+
+// EmbeddingDOCX is a Word document embedding each of objects as Word
+// stores an embedded workbook or document (an OLE object whose package
+// part is the file), between paragraphs naming them.
+func EmbeddingDOCX(objects ...[]byte) []byte {
+	const ns = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" ` +
+		`xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" ` +
+		`xmlns:o="urn:schemas-microsoft-com:office:office" xmlns:v="urn:schemas-microsoft-com:vml"`
+	var body, rels strings.Builder
+	var files []File
+	for i, obj := range objects {
+		id := fmt.Sprintf("rIdObj%d", i)
+		fmt.Fprintf(&body, `<w:p><w:r><w:t>object %d</w:t></w:r></w:p><w:p><w:r><w:object><v:shape id="s%d"/>`+
+			`<o:OLEObject Type="Embed" ProgID="Word.Document.12" ShapeID="s%d" r:id="%s"/></w:object></w:r></w:p>`, i, i, i, id)
+		fmt.Fprintf(&rels, `<Relationship Id="%s" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/package" Target="embeddings/%s.docx"/>`, id, id)
+		files = append(files, File{Name: "word/embeddings/" + id + ".docx", Body: string(obj)})
+	}
+	files = append(files,
+		File{Name: "word/document.xml", Body: xmlHead + `<w:document ` + ns + `><w:body>` + body.String() + `</w:body></w:document>`},
+		File{Name: "word/_rels/document.xml.rels", Body: xmlHead + `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+			rels.String() + `</Relationships>`})
+	return Zip(files...)
+}
