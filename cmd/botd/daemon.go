@@ -85,11 +85,7 @@ func (d *daemon) open(ctx context.Context) error {
 		return err
 	}
 	for _, g := range d.groups.All() {
-		ws, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g)
-		if err == nil {
-			err = ws.CleanTemp()
-		}
-		if err != nil {
+		if _, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g); err != nil {
 			d.disable(g.Folder, err)
 		}
 	}
@@ -189,6 +185,24 @@ func (d *daemon) startHost(ctx context.Context) error {
 		d.disable(folder, err)
 	}
 	return nil
+}
+
+// cleanTemp removes the half-copied media a crash left in the groups'
+// folders. Only the active instance does: a standby sharing groups_dir
+// with it (docs/scaling.md) must not remove the files it is copying.
+func (d *daemon) cleanTemp() {
+	for _, g := range d.groups.All() {
+		if _, off := d.groups.Disabled(g.Folder); off {
+			continue
+		}
+		ws, err := groups.EnsureWorkspace(d.cfg.GroupsDir, g)
+		if err == nil {
+			err = ws.CleanTemp()
+		}
+		if err != nil {
+			d.disable(g.Folder, err)
+		}
+	}
 }
 
 // disable leaves one group out whose folder was refused at start: its
@@ -293,6 +307,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	defer d.waitChannels()
 	defer d.waitScheduler()
 	defer stopIntake()
+	d.cleanTemp()
 	if err := d.startAgent(agentCtx); err != nil {
 		return err
 	}
