@@ -69,6 +69,10 @@ const (
 	// had no free slot for it by the deadline; the client withdrew it, so
 	// it was not carried out.
 	CodeBusy = "busy"
+	// CodeStandby: the botd answering is a standby (docs/scaling.md):
+	// it serves reads, and refuses what only the active instance may do.
+	// The message names the active one.
+	CodeStandby = "standby"
 )
 
 // MaxRequestAge is how old a request may be when the host claims it.

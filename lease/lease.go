@@ -54,6 +54,10 @@ type Options struct {
 	// for a crashed predecessor's lease to lapse. Later tries (after a
 	// loss) wait like any standby.
 	TakeAtStart bool
+	// StandingBy, when set, is called once, from Run, the first time this
+	// instance stands by (the lease is another's, or cannot be tried):
+	// where the instance starts what a standby serves. It must not block.
+	StandingBy func()
 }
 
 // Role is what a Keeper is doing.
@@ -80,6 +84,8 @@ type Keeper struct {
 
 	mu     sync.Mutex
 	status Status
+	// stoodBy: Options.StandingBy was called (Run's goroutine only).
+	stoodBy bool
 }
 
 // New returns a Keeper; nothing happens until Run.
@@ -158,6 +164,16 @@ func (k *Keeper) Run(ctx context.Context, active func(ctx context.Context) error
 	}
 }
 
+// standBy records the standby role and, the first time, tells
+// Options.StandingBy.
+func (k *Keeper) standBy(l store.Lease) {
+	k.set(Standby, l)
+	if k.opts.StandingBy != nil && !k.stoodBy {
+		k.stoodBy = true
+		k.opts.StandingBy()
+	}
+}
+
 // acquire tries every TryEvery until it takes the lease or ctx ends.
 func (k *Keeper) acquire(ctx context.Context) (store.Lease, error) {
 	for {
@@ -173,13 +189,13 @@ func (k *Keeper) acquire(ctx context.Context) (store.Lease, error) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			k.log.Warn("lease: cannot try the lease", "err", err)
-			k.set(Standby, k.Status().Lease)
+			k.standBy(k.Status().Lease)
 		case err == nil && ok:
 			k.set(Active, l)
 			k.log.Info("lease: this instance is active", "holder", k.opts.Holder, "epoch", l.Epoch)
 			return l, nil
 		case err == nil:
-			k.set(Standby, l)
+			k.standBy(l)
 		}
 		if !clock.Wait(ctx, k.clk, k.opts.TryEvery, nil) {
 			return store.Lease{}, ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,10 +125,11 @@ func pending(clk *clock.Fake, at time.Time) bool {
 func TestKeeperRenewsAndReleases(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, c store.Config) {
 		clk := clock.NewFake(t0)
-		a := newInstance(t, "A", c, clk)
+		var aStoodBy, bStoodBy atomic.Int32
+		a := newInstance(t, "A", c, clk, func(o *lease.Options) { o.StandingBy = func() { aStoodBy.Add(1) } })
 		a.start(t)
 		testwait.Until(t, "A active", a.isRunning)
-		b := newInstance(t, "B", c, clk)
+		b := newInstance(t, "B", c, clk, func(o *lease.Options) { o.StandingBy = func() { bStoodBy.Add(1) } })
 		b.start(t)
 		testwait.Until(t, "B standing by", func() bool { return b.role() == lease.Standby && b.k.Status().Lease.Holder == "A" })
 
@@ -140,6 +142,11 @@ func TestKeeperRenewsAndReleases(t *testing.T) {
 		}
 		if b.isRunning() || b.role() != lease.Standby {
 			t.Fatal("B became active while A renewed")
+		}
+		// B was told once that it stands by, through eight refused tries;
+		// A, active from its first, never.
+		if n, m := aStoodBy.Load(), bStoodBy.Load(); n != 0 || m != 1 {
+			t.Errorf("StandingBy calls: A %d, B %d; want 0 and 1", n, m)
 		}
 		if l := a.k.Status().Lease; l.Epoch != 1 || !l.Expires.Equal(t0.Add(70*time.Second)) {
 			t.Errorf("A's lease = %+v", l)

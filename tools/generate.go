@@ -94,7 +94,7 @@ var cancelVideo = Spec{
 }
 
 var listVideos = Spec{
-	Name: ListVideos, Service: Media, Offered: videoConfigured, Repeatable: true, MCP: listVideosMCP,
+	Name: ListVideos, Service: Media, Offered: videoConfigured, Repeatable: true, Standby: true, MCP: listVideosMCP,
 	Host: bind(MediaHost.ListVideos),
 	Def: fixed(ListVideos,
 		mcpgo.WithDescription("List this group's video jobs of the last 7 days, newest first (at most 20): id, whether "+

@@ -55,7 +55,7 @@ func KindNames() []string {
 }
 
 var listMedia = Spec{
-	Name: ListMedia, Service: Media, Repeatable: true, MCP: listMediaMCP,
+	Name: ListMedia, Service: Media, Repeatable: true, Standby: true, MCP: listMediaMCP,
 	Host: bind(MediaHost.List),
 	Def: fixed(ListMedia,
 		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
@@ -72,7 +72,7 @@ var listMedia = Spec{
 }
 
 var fetchMedia = Spec{
-	Name: FetchMedia, Service: Media, Repeatable: true, MCP: Env.FetchMedia,
+	Name: FetchMedia, Service: Media, Repeatable: true, Standby: true, MCP: Env.FetchMedia,
 	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),

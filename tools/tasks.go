@@ -87,7 +87,7 @@ var scheduleTask = Spec{
 }
 
 var listTasks = Spec{
-	Name: ListTasks, Service: Tasks, Repeatable: true, MCP: listTasksMCP,
+	Name: ListTasks, Service: Tasks, Repeatable: true, Standby: true, MCP: listTasksMCP,
 	Host: bind(TasksHost.ServeList),
 	Def: func(o Offer) mcpgo.Tool {
 		opts := []mcpgo.ToolOption{

@@ -105,6 +105,11 @@ type Spec struct {
 	// harmless (a read, or keyed by the request id). A request that is
 	// not, caught by a crash, is answered send_unknown and never repeated.
 	Repeatable bool
+	// Standby: an instance standing by answers it (docs/scaling.md) — it
+	// reads the shared database, the media store or the web, and sends
+	// nothing to a chat nor changes what the active instance runs. Other
+	// host tools are refused there with ipc.CodeStandby.
+	Standby bool
 	// Host answers the request on the host (nil for Local tools).
 	Host HostFunc
 	// MCP is the tool's MCP half: the model's arguments into the request,

@@ -122,6 +122,12 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("Lookup(%q) = %v, %v", s.Name, got, ok)
 			}
 			_, known := tools.IPCTypes()[s.Name]
+			// A standby answers reads only: a tool it answers is a host's,
+			// repeatable, and not one that sends or changes tasks.
+			if s.Standby && (s.Service == tools.Local || !s.Repeatable || !strings.HasPrefix(s.Name, "list_") &&
+				!slices.Contains([]string{tools.FetchMedia, tools.FetchURL, tools.WebSearch}, s.Name)) {
+				t.Errorf("answered on a standby, but it is not a read of the host")
+			}
 			switch {
 			case s.Service == tools.Local && (s.Host != nil || known):
 				t.Fatalf("a Local tool has a host handler (%v) or an IPC type (%v)", s.Host != nil, known)

@@ -38,7 +38,7 @@ const (
 )
 
 var fetchURL = Spec{
-	Name: FetchURL, Service: Media, Repeatable: true, MCP: Env.FetchURL,
+	Name: FetchURL, Service: Media, Repeatable: true, Standby: true, MCP: Env.FetchURL,
 	Offered: func(o Offer) bool { return o.Internet.Fetch },
 	Host:    bind(MediaHost.FetchURL),
 	Def: fixed(FetchURL,
@@ -55,7 +55,7 @@ var fetchURL = Spec{
 }
 
 var webSearch = Spec{
-	Name: WebSearch, Service: Media, Repeatable: true, MCP: webSearchMCP,
+	Name: WebSearch, Service: Media, Repeatable: true, Standby: true, MCP: webSearchMCP,
 	Offered: func(o Offer) bool { return o.Internet.Search },
 	Host:    bind(MediaHost.WebSearch),
 	Def: fixed(WebSearch,

@@ -37,6 +37,14 @@ type dashBody struct {
 	Web        []webRow
 	CostChart  chart
 	BytesChart chart
+	// Instance is the lease's view (nil: one instance).
+	Instance *instanceRow
+}
+
+// instanceRow says which instance is active and what this one does.
+type instanceRow struct {
+	LeaseView
+	Role, SinceText string
 }
 
 type tile struct{ Big, Small string }
@@ -157,6 +165,14 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 	b := dashBody{Model: w.o.Model, Rooms: w.order, Filter: f}
 	if b.Model == "" {
 		b.Model = "none"
+	}
+	if w.o.Lease != nil {
+		v := w.o.Lease()
+		row := &instanceRow{LeaseView: v, Role: "active", SinceText: ago(now, v.Since)}
+		if w.o.Standby {
+			row.Role = "standing by"
+		}
+		b.Instance = row
 	}
 	for _, st := range w.o.Monitor.States() {
 		b.Channels = append(b.Channels, channelRow{ChannelState: st, SinceText: ago(now, st.Since),

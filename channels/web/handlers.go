@@ -76,7 +76,46 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("POST /admin/links/{id}/revoke", w.revokeLink)
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	if w.o.Standby {
+		return w.guard(w.standbyGuard(mux))
+	}
 	return w.guard(mux)
+}
+
+// standbyGuard refuses, on an instance standing by, every request that
+// would reach the assistant or change the rooms: another instance
+// answers, and this one's channels are not running. Logging in and out
+// works, so the dashboard can be read.
+func (w *Web) standbyGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login", "/logout", "/join":
+		default:
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				rw.Header().Set("Retry-After", "5")
+				w.fail(rw, r, http.StatusServiceUnavailable, w.standbyNotice()+" Nothing was posted.")
+				return
+			}
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// standbyNotice says that this instance stands by and which one answers.
+func (w *Web) standbyNotice() string {
+	var v LeaseView
+	if w.o.Lease != nil {
+		v = w.o.Lease()
+	}
+	this := "This botd instance"
+	if v.This != "" {
+		this += " (" + v.This + ")"
+	}
+	if v.Active == "" || v.Active == v.This {
+		return this + " is standing by and no instance answers right now; it takes over when the lease stays free."
+	}
+	return fmt.Sprintf("%s is standing by: %s answers, active since %s (lease epoch %d). Post on its web room, or here once this one takes over.",
+		this, v.Active, v.Since.UTC().Format("2006-01-02 15:04:05 UTC"), v.Epoch)
 }
 
 // guard applies what holds for every request: the page may only be
@@ -167,6 +206,9 @@ type roomLink struct {
 
 func (w *Web) page(title string, s *session, current string) page {
 	p := page{Title: title, Notice: w.o.Notice, Session: s, Assistant: w.env.AssistantName}
+	if w.o.Standby {
+		p.Notice = strings.TrimSpace(w.standbyNotice() + " " + p.Notice)
+	}
 	if s != nil {
 		p.CSRF = w.auth.csrf(s)
 		for _, name := range w.order {

@@ -78,11 +78,29 @@ type Options struct {
 	// reported to it, and a room's uploads are refused past its group's
 	// share. Nil: no share is enforced.
 	Budget *diskbudget.Budget
+	// Lease says which botd instance is active (docs/scaling.md), for the
+	// dashboard; nil (one instance) shows nothing.
+	Lease func() LeaseView
+	// Standby makes this the server of an instance standing by: every
+	// page says so, with Lease's view, and what would reach the assistant
+	// or change the rooms (posts, stops, room links) is refused with 503,
+	// since another instance answers. Reading rooms and the dashboard
+	// works.
+	Standby bool
 
 	// heartbeat replaces the event streams' ping interval, and now the
 	// clock (tests).
 	heartbeat time.Duration
 	now       func() time.Time
+}
+
+// LeaseView is the lease as the dashboard shows it.
+type LeaseView struct {
+	// This is this instance's id; Active the holder's, empty when no
+	// instance holds a live lease.
+	This, Active string
+	Since        time.Time
+	Epoch        int64
 }
 
 // maxTextRunes bounds what one posted message may say.

@@ -22,6 +22,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/llm/uploads"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -54,6 +55,9 @@ type daemon struct {
 	// watches the channels for the web dashboard (nil without it).
 	out io.Writer
 	mon *web.Monitor
+	// instance is this process's id in the lease; keeper holds it.
+	instance string
+	keeper   *lease.Keeper
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -151,33 +155,12 @@ func (d *daemon) buildChannels() error {
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude
 // Desktop, any external MCP client), in-process to the built-in agent.
 func (d *daemon) startHost(ctx context.Context) error {
-	tr, err := d.transcriber()
+	ms, err := d.newMedia(d.chans)
 	if err != nil {
 		return err
 	}
-	gen, err := d.generation()
-	if err != nil {
-		return err
-	}
-	fetcher, searcher, err := d.web()
-	if err != nil {
-		return err
-	}
-	d.media = media.New(media.Options{
-		Transcriber: tr, Generation: gen, Bill: d.store,
-		Web: fetcher, Links: d.store, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
-		Registry: d.reg, Cache: d.cache, Channels: d.chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
-		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
-		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Log: d.log.With("component", "media"),
-	})
-	var folders []string
-	for _, g := range d.groups.All() {
-		if _, off := d.groups.Disabled(g.Folder); !off {
-			folders = append(folders, g.Folder)
-		}
-	}
-	d.host = ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: hostHandler{d}, Types: tools.IPCTypes(), Log: d.log.With("component", "ipc")})
+	d.media = ms
+	d.host = d.newHost(hostHandler{d}, d.log)
 	if err := d.host.Start(ctx); err != nil {
 		return err
 	}
@@ -185,6 +168,42 @@ func (d *daemon) startHost(ctx context.Context) error {
 		d.disable(folder, err)
 	}
 	return nil
+}
+
+// newMedia builds the media service over chans (none on a standby: what
+// is held can be read, nothing downloaded).
+func (d *daemon) newMedia(chans map[string]channels.Channel) (*media.Service, error) {
+	tr, err := d.transcriber()
+	if err != nil {
+		return nil, err
+	}
+	gen, err := d.generation()
+	if err != nil {
+		return nil, err
+	}
+	fetcher, searcher, err := d.web()
+	if err != nil {
+		return nil, err
+	}
+	return media.New(media.Options{
+		Transcriber: tr, Generation: gen, Bill: d.store,
+		Web: fetcher, Links: d.store, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
+		Registry: d.reg, Cache: d.cache, Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
+		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
+		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
+		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Log: d.log.With("component", "media"),
+	}), nil
+}
+
+// newHost is the IPC host of the groups that run, answering with h.
+func (d *daemon) newHost(h ipc.Handler, log *slog.Logger) *ipc.Host {
+	var folders []string
+	for _, g := range d.groups.All() {
+		if _, off := d.groups.Disabled(g.Folder); !off {
+			folders = append(folders, g.Folder)
+		}
+	}
+	return ipc.NewHost(ipc.HostOptions{Root: d.ipcRoot(), Groups: folders, Handler: h, Types: tools.IPCTypes(), Log: log.With("component", "ipc")})
 }
 
 // cleanTemp removes the half-copied media a crash left in the groups'

@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"html"
+	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +61,8 @@ func TestTwoInstancesOneLease(t *testing.T) {
 	a.waitLog(t, "botd running")
 	status(0, "database: postgres", "active: alpha", "epoch: 1")
 	b := start("beta")
+	b.waitLog(t, "standing by: serving the dashboard")
+	checkStandby(t, dirs["beta"], b, "alpha")
 
 	// SIGKILL: the lease lapses 30 s after alpha's last renewal.
 	if strings.Contains(b.Logs(), "botd running") {
@@ -93,4 +99,43 @@ func TestTwoInstancesOneLease(t *testing.T) {
 	status(0, "active: beta", "epoch: 4")
 	b.stop(t)
 	status(3, "active: none")
+}
+
+var webListening = regexp.MustCompile(`web channel listening.* addr=(\S+)`)
+
+// checkStandby checks what an instance standing by serves: its dashboard
+// and rooms say so and name the active instance, a post is refused and
+// nothing reaches the model; `botd mcp` reads are answered, a send is
+// refused with the active instance's name.
+func checkStandby(t *testing.T, dir string, p *proc, active string) {
+	t.Helper()
+	ms := webListening.FindAllStringSubmatch(p.Logs(), -1)
+	if len(ms) == 0 {
+		t.Fatalf("the standby's web server is not listening:\n%s", p.Logs())
+	}
+	token, err := os.ReadFile(filepath.Join(dir, "data", "web", "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := webLogin(t, "http://"+ms[len(ms)-1][1], strings.TrimSpace(string(token)))
+	page := html.UnescapeString(s.get("/admin"))
+	for _, w := range []string{"is standing by", "Active: <b>" + active + "</b>"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("the standby's dashboard lacks %q", w)
+		}
+	}
+	if code, body := s.uploadWith(s.csrf("main"), "main", "note.txt", []byte("hello")); code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, active+" answers") {
+		t.Errorf("a post to the standby's room: %d %s; want 503 naming %s", code, body, active)
+	}
+
+	c := mcpStdio(t, dir, "botd.yaml", "main")
+	initMCP(t, c)
+	if res := callTool(t, c, "list_media", map[string]any{}); res.IsError {
+		t.Errorf("list_media on a standby: %s", resultText(res))
+	}
+	res := callTool(t, c, "send_message", map[string]any{"text": "hello from the standby"})
+	if txt := resultText(res); !res.IsError || !strings.Contains(txt, "standing by: "+active+" is active") {
+		t.Errorf("send_message on a standby: error %v, %q; want a refusal naming %s", res.IsError, txt, active)
+	}
 }

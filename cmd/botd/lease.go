@@ -16,15 +16,31 @@ import (
 func (d *daemon) whileActive(ctx context.Context, serve func(context.Context) error) error {
 	id := lease.InstanceID(d.cfg.Database.InstanceID)
 	log := d.log.With("component", "lease", "instance", id)
-	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: d.cfg.Database.Driver == "sqlite"})
+	// stopStandby is set and called on Run's goroutine only: StandingBy
+	// runs there, and active after it in the goroutine Run starts.
+	var stopStandby func()
+	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: d.cfg.Database.Driver == "sqlite",
+		StandingBy: func() { stopStandby = d.standBy(ctx) }})
 	if err != nil {
 		return err
 	}
+	d.instance, d.keeper = id, k
 	log.Info("taking the lease (standing by while another instance holds it)")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer func() {
+		if stopStandby != nil {
+			stopStandby()
+		}
+	}()
 	lost := false
 	err = k.Run(runCtx, func(actx context.Context) error {
+		if stopStandby != nil {
+			// The active services take the standby's IPC folder and
+			// web address.
+			stopStandby()
+			stopStandby = nil
+		}
 		err := serve(actx)
 		if actx.Err() != nil && ctx.Err() == nil {
 			lost = true

@@ -22,10 +22,21 @@ func (d *daemon) observe() {
 // buildWeb constructs channels.web when it is enabled: the rooms, their
 // uploads and the dashboard, on one server.
 func (d *daemon) buildWeb(env channels.Env) error {
-	c := d.cfg.Channels.Web
-	if !c.Enabled {
+	if !d.cfg.Channels.Web.Enabled {
 		return nil
 	}
+	w, err := d.newWeb(env, false)
+	if err != nil {
+		return err
+	}
+	d.chans[w.Name()] = w
+	return nil
+}
+
+// newWeb is the web channel; a standby's (standby) shows the rooms and
+// the dashboard and refuses posts.
+func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
+	c := d.cfg.Channels.Web
 	if c.Listen == web.DefaultListen {
 		c.Listen = d.freeListen(c.Listen)
 	}
@@ -36,15 +47,21 @@ func (d *daemon) buildWeb(env channels.Env) error {
 		notice = "The assistant cannot answer yet: no LLM API key is set. " + d.cfg.LLMSetup()
 		d.log.Warn("no LLM model can answer yet; the web pages say what to set", "problem", d.cfg.MissingLLM())
 	}
-	w, err := web.New(c, env, web.Options{
+	o := web.Options{
 		DataDir: d.cfg.DataDir, MaxUploadBytes: d.cfg.Media.MaxDownloadBytes,
 		Groups: d.groups, Store: d.store, Monitor: d.mon, Model: model, Notice: notice, Out: d.out, Budget: d.budget,
-	})
-	if err != nil {
-		return fail(1, "%v", err)
+		Standby: standby,
 	}
-	d.chans[w.Name()] = w
-	return nil
+	if d.cfg.Database.Driver == "postgres" {
+		// Instances share this database (docs/scaling.md): the dashboard
+		// says which one answers.
+		o.Lease = d.leaseView
+	}
+	w, err := web.New(c, env, o)
+	if err != nil {
+		return nil, fail(1, "%v", err)
+	}
+	return w, nil
 }
 
 // freeListen is addr, or, when something else holds it, the next free
