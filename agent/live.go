@@ -155,9 +155,11 @@ func (lv *liveRun) note(ctx context.Context, text string) {
 		return
 	}
 	lv.noted = true
-	if w, ok := lv.st.(channels.WholeAtFinish); ok && w.WholeAtFinish() {
-		// Its live message would keep the note to itself.
-	} else if lv.st != nil && !lv.voice {
+	// A network that shows a live answer only when it is finished would
+	// keep the note to itself: it goes as a message of its own.
+	w, ok := lv.st.(channels.WholeAtFinish)
+	whole := ok && w.WholeAtFinish()
+	if !whole && lv.st != nil && !lv.voice {
 		lv.showLocked(ctx, text)
 		if lv.lm != nil {
 			return
