@@ -6,14 +6,6 @@ import (
 	"io"
 )
 
-// Format names the format Extract reads a file of this name and type as,
-// before it looks at the bytes ("pdf", "docx", "html", "csv", "text"…;
-// see Result.Format), or "" when it cannot read it. Supported is
-// Format(name, mime) != "".
-func Format(name, mime string) string {
-	return byName(name, mime)
-}
-
 // detect decides the format: by the bytes for PDF and the zip-based
 // formats (whose MIME type the host often only knows as application/zip),
 // by name and type for the text formats.
@@ -24,7 +16,7 @@ func detect(f io.ReaderAt, size int64, name, mime string) (string, *zipDoc, erro
 		return "", nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	head = head[:n]
-	claimed := byName(name, mime)
+	claimed := Format(name, mime)
 	switch {
 	case bytes.HasPrefix(head, []byte("%PDF-")):
 		return "pdf", nil, nil

@@ -159,10 +159,13 @@ var (
 // Supported tells, from name and mime alone, whether Extract can read
 // the document.
 func Supported(name, mime string) bool {
-	return byName(name, mime) != ""
+	return Format(name, mime) != ""
 }
 
-func byName(name, mime string) string {
+// Format names the format Extract reads a file of this name and type as,
+// before it looks at the bytes ("pdf", "docx", "html", "csv", "text"…;
+// see Result.Format), or "" when it cannot read it.
+func Format(name, mime string) string {
 	mime = strings.ToLower(strings.TrimSpace(strings.Split(mime, ";")[0]))
 	ext := strings.ToLower(path.Ext(name))
 	if strings.HasSuffix(ext, ".txt") && strings.HasSuffix(strings.ToLower(name), ".html.txt") {
