@@ -164,9 +164,7 @@ func openAuth(ctx context.Context, dir string, st *store.Store, now func() time.
 	if len(tok) < 32 {
 		return nil, false, fmt.Errorf("admin token %s is shorter than 32 characters; remove it and restart for a new one", p)
 	}
-	mac := hmac.New(sha256.New, []byte(tok))
-	mac.Write([]byte("botd web session key v1"))
-	key := mac.Sum(nil)
+	key := sessionKey(tok)
 	id := hmac.New(sha256.New, key)
 	id.Write([]byte("key id"))
 	a := &auth{dir: dir, token: tok, key: key, keyID: hex.EncodeToString(id.Sum(nil)[:8]), now: now, st: st, log: log,
@@ -183,6 +181,14 @@ func openAuth(ctx context.Context, dir string, st *store.Store, now func() time.
 			"sessions", n, "token", p)
 	}
 	return a, created, nil
+}
+
+// sessionKey is the key that signs sessions, derived from the admin
+// token: instances given the same token sign alike.
+func sessionKey(tok string) []byte {
+	mac := hmac.New(sha256.New, []byte(tok))
+	mac.Write([]byte("botd web session key v1"))
+	return mac.Sum(nil)
 }
 
 // others counts the sessions of keys not signed with key.
