@@ -401,7 +401,7 @@ func view(room string, m Message) msgView {
 // heartbeat keeps an idle event stream open through proxies and finds
 // a page that went away. A session's end needs no heartbeat: logout and
 // a revoked link close the session's done channel and the stream ends at
-// once.
+// once; ended on another instance, within sessionCheck (auth.watch).
 const heartbeat = 20 * time.Second
 
 // events streams a room to a page: what it missed (after Last-Event-ID,
