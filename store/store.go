@@ -464,6 +464,34 @@ var migrations = []string{
 		expires INTEGER NOT NULL
 	);
 	ALTER TABLE agent_outbox ADD COLUMN claimed_epoch INTEGER NOT NULL DEFAULT 0;`,
+	// 17: the web channel's room links and live sessions (websessions.go),
+	// shared by the instances on one database so a login or a revoked link
+	// holds on both. A link's token is kept to show its URL on the
+	// dashboard; it is looked up by its SHA-256. Revoked links and ended
+	// sessions stay (the latter a while) so an old file imported late
+	// cannot bring them back.
+	`CREATE TABLE web_room_links (
+		id TEXT PRIMARY KEY,
+		room TEXT NOT NULL,
+		token TEXT NOT NULL,
+		token_sha256 TEXT NOT NULL UNIQUE,
+		created INTEGER NOT NULL,
+		revoked INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE web_sessions (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		nonce TEXT NOT NULL UNIQUE,
+		role TEXT NOT NULL,
+		room TEXT NOT NULL DEFAULT '',
+		link_id TEXT NOT NULL DEFAULT '',
+		key_id TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		expires INTEGER NOT NULL,
+		ended INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX web_sessions_ended ON web_sessions(ended, id);
+	CREATE INDEX web_sessions_link ON web_sessions(link_id);
+	CREATE INDEX web_sessions_expires ON web_sessions(expires);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,29 +12,38 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/internal/atomicfile"
+	"github.com/botd-dev/botd/store"
 )
 
 const (
 	// adminTokenFile holds the admin token, created on the first start.
 	// Deleting it (and restarting) makes a new token and ends every
-	// session and room link session.
+	// session and room link session signed with the old one. Instances
+	// sharing a database need the same file to accept each other's
+	// sessions.
 	adminTokenFile = "admin-token"
-	linksFile      = "links.json"
-	// sessionsFile is the server's table of live sessions: a cookie whose
-	// session is not in it (logged out, its link revoked) is refused
-	// however well signed.
-	sessionsFile = "sessions.json"
-	// maxSessions bounds the table; past it the oldest session ends.
+	// maxSessions bounds the live sessions in the database; past it the
+	// oldest ends.
 	maxSessions = 1000
+	// maxKnown bounds the sessions an instance remembers (the cache of
+	// database reads, with each one's open streams and post bucket).
+	maxKnown = 2 * maxSessions
+
+	// sessionCheck is how long an instance trusts what it read of a
+	// session before reading it again, and how often it re-reads the
+	// sessions whose event streams it holds open: a logout or a revoked
+	// link on another instance sharing the database is refused here
+	// within this time. Ended on this instance, a session is refused at
+	// once.
+	sessionCheck = 5 * time.Second
 
 	sessionCookie = "botd_session"
 	// preCSRFCookie protects the login and join forms, posted before
@@ -53,29 +63,30 @@ const (
 )
 
 // auth is the channel's access control: the admin token, signed session
-// cookies backed by the server's table of live sessions (saved, so both
-// survive a restart) and room links.
+// cookies backed by the live sessions in botd's database, and room links
+// (in the database too). Instances sharing the database, with the same
+// admin token, accept each other's sessions.
 type auth struct {
 	dir   string
 	token string
 	key   []byte // signs sessions; derived from the token
+	keyID string // names key in the database without revealing it
 	now   func() time.Time
+	st    *store.Store
+	log   *slog.Logger
+	check time.Duration // sessionCheck; 0 reads the database every time (tests)
 
-	mu       sync.Mutex
-	links    []Link
-	sessions map[string]*liveSession // by session nonce
+	mu    sync.Mutex
+	known map[string]*liveSession // by session nonce
 }
 
-// liveSession is a session the server knows, as sessionsFile keeps it,
-// and what it holds open.
+// liveSession is what this instance knows of a session: its row as last
+// read, and what it holds open here.
 type liveSession struct {
-	Role    string `json:"r"`
-	Room    string `json:"room,omitempty"`
-	Link    string `json:"link,omitempty"`
-	Expires int64  `json:"exp"`
-	Issued  int64  `json:"iat"`
-
-	// done is closed when the session ends: its event streams end at once.
+	row   store.WebSession
+	read  time.Time // when row was read; an ended session is never re-read
+	ended bool
+	// done is closed when the session ends: its event streams here end.
 	done    chan struct{}
 	streams int
 	posts   bucket
@@ -100,8 +111,10 @@ type session struct {
 	Nonce string `json:"n"`
 	// raw is the cookie value, from which the CSRF token is derived.
 	raw string
-	// done is closed when the server ends the session.
+	// done is closed when the session ends.
 	done <-chan struct{}
+	// live is what this instance holds of the session.
+	live *liveSession
 }
 
 func (s *session) Admin() bool { return s != nil && s.Role == roleAdmin }
@@ -113,8 +126,9 @@ func (s *session) canUse(room string) bool {
 
 // openAuth reads the admin token from dir, creating it (0600) when there
 // is none; created reports that, so the token is shown once. A token file
-// others can read is refused: it is the key to every room.
-func openAuth(dir string, now func() time.Time) (*auth, bool, error) {
+// others can read is refused: it is the key to every room. Room links and
+// sessions of an older botd (files in dir) are imported into st once.
+func openAuth(ctx context.Context, dir string, st *store.Store, now func() time.Time, log *slog.Logger) (*auth, bool, error) {
 	p := filepath.Join(dir, adminTokenFile)
 	created := false
 	raw, err := os.ReadFile(p)
@@ -136,30 +150,56 @@ func openAuth(dir string, now func() time.Time) (*auth, bool, error) {
 	} else if err != nil {
 		return nil, false, fmt.Errorf("read admin token: %w", err)
 	}
-	st, err := os.Lstat(p)
+	st2, err := os.Lstat(p)
 	if err != nil {
 		return nil, false, fmt.Errorf("admin token: %w", err)
 	}
-	if !st.Mode().IsRegular() {
+	if !st2.Mode().IsRegular() {
 		return nil, false, fmt.Errorf("admin token %s is not a regular file; remove it and restart for a new one", p)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, st.Mode().Perm())
+	if st2.Mode().Perm()&0o077 != 0 {
+		return nil, false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, st2.Mode().Perm())
 	}
 	tok := strings.TrimSpace(string(raw))
 	if len(tok) < 32 {
 		return nil, false, fmt.Errorf("admin token %s is shorter than 32 characters; remove it and restart for a new one", p)
 	}
-	mac := hmac.New(sha256.New, []byte(tok))
-	mac.Write([]byte("botd web session key v1"))
-	a := &auth{dir: dir, token: tok, key: mac.Sum(nil), now: now, sessions: map[string]*liveSession{}}
-	if err := a.loadLinks(); err != nil {
+	key := sessionKey(tok)
+	id := hmac.New(sha256.New, key)
+	id.Write([]byte("key id"))
+	a := &auth{dir: dir, token: tok, key: key, keyID: hex.EncodeToString(id.Sum(nil)[:8]), now: now, st: st, log: log,
+		check: sessionCheck, known: map[string]*liveSession{}}
+	if err := a.importFiles(ctx); err != nil {
 		return nil, false, err
 	}
-	if err := a.loadSessions(); err != nil {
-		return nil, false, err
+	// Sessions signed with another token are refused here: say so once,
+	// for the instance that was given a token of its own.
+	if keys, err := st.LiveWebSessionKeys(ctx, now()); err != nil {
+		return nil, false, fmt.Errorf("web sessions: %w", err)
+	} else if n := others(keys, a.keyID); n > 0 {
+		log.Warn("live web sessions were signed with another admin token and are refused here; if another instance shares this database, give both the same "+adminTokenFile,
+			"sessions", n, "token", p)
 	}
 	return a, created, nil
+}
+
+// sessionKey is the key that signs sessions, derived from the admin
+// token: instances given the same token sign alike.
+func sessionKey(tok string) []byte {
+	mac := hmac.New(sha256.New, []byte(tok))
+	mac.Write([]byte("botd web session key v1"))
+	return mac.Sum(nil)
+}
+
+// others counts the sessions of keys not signed with key.
+func others(keys map[string]int, key string) int {
+	n := 0
+	for k, c := range keys {
+		if k != key {
+			n += c
+		}
+	}
+	return n
 }
 
 func (a *auth) adminToken() string { return a.token }
@@ -178,150 +218,86 @@ func equal(a, b string) bool {
 // checkAdmin reports whether tok is the admin token.
 func (a *auth) checkAdmin(tok string) bool { return equal(strings.TrimSpace(tok), a.token) }
 
-// linkByToken finds the live link whose URL carried tok.
-func (a *auth) linkByToken(tok string) (Link, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func linkOf(l store.RoomLink) Link {
+	return Link{ID: l.ID, Room: l.Room, Token: l.Token, Created: l.Created}
+}
+
+// linkByToken finds the working link whose URL carried tok.
+func (a *auth) linkByToken(ctx context.Context, tok string) (Link, bool, error) {
 	tok = strings.TrimSpace(tok)
-	for _, l := range a.links {
-		if equal(tok, l.Token) {
-			return l, true
-		}
+	if tok == "" {
+		return Link{}, false, nil
 	}
-	return Link{}, false
+	l, ok, err := a.st.RoomLinkByToken(ctx, tok)
+	if err != nil || !ok || !equal(tok, l.Token) {
+		return Link{}, false, err
+	}
+	return linkOf(l), true, nil
 }
 
-func (a *auth) linkAlive(id, room string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.ContainsFunc(a.links, func(l Link) bool { return l.ID == id && l.Room == room })
+// Links lists the working room links, oldest first.
+func (a *auth) Links(ctx context.Context) ([]Link, error) {
+	ls, err := a.st.RoomLinks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Link, len(ls))
+	for i, l := range ls {
+		out[i] = linkOf(l)
+	}
+	return out, nil
 }
 
-// Links lists the live room links, oldest first.
-func (a *auth) Links() []Link {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.links)
-}
-
-// createLink makes a new link into room and saves the list.
-func (a *auth) createLink(room string) (Link, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := Link{ID: newID()[:12], Room: room, Token: randomToken(), Created: a.now().UTC()}
-	links := append(slices.Clone(a.links), l)
-	if err := a.saveLinks(links); err != nil {
+// createLink makes a new link into room.
+func (a *auth) createLink(ctx context.Context, room string) (Link, error) {
+	l := store.RoomLink{ID: newID()[:12], Room: room, Token: randomToken(), Created: a.now().UTC()}
+	if err := a.st.CreateRoomLink(ctx, l); err != nil {
 		return Link{}, err
 	}
-	a.links = links
-	return l, nil
+	return linkOf(l), nil
 }
 
-// revokeLink removes a link and ends the sessions opened through it at
-// once, open event streams included.
-func (a *auth) revokeLink(id string) (bool, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	links := slices.DeleteFunc(slices.Clone(a.links), func(l Link) bool { return l.ID == id })
-	if len(links) == len(a.links) {
-		return false, nil
-	}
-	if err := a.saveLinks(links); err != nil {
+// revokeLink revokes a link and ends the sessions opened through it: at
+// once here, open event streams included; on another instance within
+// sessionCheck.
+func (a *auth) revokeLink(ctx context.Context, id string) (bool, error) {
+	found, ended, err := a.st.RevokeRoomLink(ctx, id, a.now())
+	if err != nil || !found {
 		return false, err
 	}
-	a.links = links
-	for nonce, ls := range a.sessions {
-		if ls.Role == roleGuest && ls.Link == id {
-			a.endLocked(nonce)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, nonce := range ended {
+		if ls := a.known[nonce]; ls != nil {
+			a.endLocked(ls)
 		}
-	}
-	if err := a.saveSessionsLocked(); err != nil {
-		return true, err
 	}
 	return true, nil
 }
 
-// end ends the session s on the server: its cookie no longer works and
-// its event streams stop.
-func (a *auth) end(s *session) error {
+// end ends the session s: its cookie no longer works, here at once, and
+// its event streams here stop; another instance refuses it within
+// sessionCheck.
+func (a *auth) end(ctx context.Context, s *session) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.sessions[s.Nonce] == nil {
-		return nil
+	if ls := a.known[s.Nonce]; ls != nil {
+		a.endLocked(ls)
 	}
-	a.endLocked(s.Nonce)
-	return a.saveSessionsLocked()
+	if s.live != nil {
+		a.endLocked(s.live)
+	}
+	a.mu.Unlock()
+	if _, err := a.st.EndWebSession(ctx, s.Nonce, a.now()); err != nil {
+		return err
+	}
+	return nil
 }
 
-func (a *auth) endLocked(nonce string) {
-	if ls := a.sessions[nonce]; ls != nil {
+func (a *auth) endLocked(ls *liveSession) {
+	if !ls.ended {
+		ls.ended = true
 		close(ls.done)
-		delete(a.sessions, nonce)
 	}
-}
-
-func (a *auth) loadSessions() error {
-	p := filepath.Join(a.dir, sessionsFile)
-	raw, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("web sessions: %w", err)
-	}
-	var m map[string]*liveSession
-	if err := json.Unmarshal(raw, &m); err != nil {
-		// Losing the table only logs everyone out; refusing to start
-		// would lose the channel.
-		return nil
-	}
-	now := a.now().Unix()
-	for nonce, ls := range m {
-		if ls != nil && ls.Expires > now {
-			ls.done = make(chan struct{})
-			a.sessions[nonce] = ls
-		}
-	}
-	return nil
-}
-
-// saveSessionsLocked writes the table (temp file + rename).
-func (a *auth) saveSessionsLocked() error {
-	raw, err := json.Marshal(a.sessions)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(a.dir, sessionsFile), raw, 0o600); err != nil {
-		return fmt.Errorf("save web sessions: %w", err)
-	}
-	return nil
-}
-
-func (a *auth) loadLinks() error {
-	raw, err := os.ReadFile(filepath.Join(a.dir, linksFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("room links: %w", err)
-	}
-	if err := json.Unmarshal(raw, &a.links); err != nil {
-		return fmt.Errorf("room links %s: %w", filepath.Join(a.dir, linksFile), err)
-	}
-	return nil
-}
-
-// saveLinks writes the list to a temp file and renames it into place, so
-// a crash leaves the old list or the new one.
-func (a *auth) saveLinks(links []Link) error {
-	raw, err := json.MarshalIndent(links, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(a.dir, linksFile), raw, 0o600); err != nil {
-		return fmt.Errorf("save room links: %w", err)
-	}
-	return nil
 }
 
 func (a *auth) sign(payload string) string {
@@ -330,37 +306,27 @@ func (a *auth) sign(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// issue records s in the table of live sessions and sets its cookie.
-// Past maxSessions, or with sessions expired, the oldest end first.
+// issue records s in the database's live sessions and sets its cookie.
+// Past maxSessions the oldest end first (at once here, on another
+// instance within sessionCheck).
 func (a *auth) issue(w http.ResponseWriter, r *http.Request, s session) error {
 	now := a.now()
 	s.Expires = now.Add(sessionLifetime).Unix()
 	s.Nonce = newID()[:16]
-	a.mu.Lock()
-	for nonce, ls := range a.sessions {
-		if ls.Expires <= now.Unix() {
-			a.endLocked(nonce)
-		}
-	}
-	for len(a.sessions) >= maxSessions {
-		oldest := ""
-		for nonce, ls := range a.sessions {
-			if oldest == "" || ls.Issued < a.sessions[oldest].Issued {
-				oldest = nonce
-			}
-		}
-		a.endLocked(oldest)
-	}
-	a.sessions[s.Nonce] = &liveSession{Role: s.Role, Room: s.Room, Link: s.Link, Expires: s.Expires, Issued: now.UnixNano(),
-		done: make(chan struct{})}
-	err := a.saveSessionsLocked()
-	if err != nil {
-		delete(a.sessions, s.Nonce)
-	}
-	a.mu.Unlock()
+	row := store.WebSession{Nonce: s.Nonce, Role: s.Role, Room: s.Room, Link: s.Link, KeyID: a.keyID,
+		Created: now, Expires: time.Unix(s.Expires, 0)}
+	ended, err := a.st.CreateWebSession(r.Context(), row, maxSessions, now)
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	for _, nonce := range ended {
+		if ls := a.known[nonce]; ls != nil {
+			a.endLocked(ls)
+		}
+	}
+	a.rememberLocked(s.Nonce, &liveSession{row: row, read: now, done: make(chan struct{})})
+	a.mu.Unlock()
 	raw, _ := json.Marshal(s)
 	payload := base64.RawURLEncoding.EncodeToString(raw)
 	http.SetCookie(w, &http.Cookie{
@@ -370,9 +336,68 @@ func (a *auth) issue(w http.ResponseWriter, r *http.Request, s session) error {
 	return nil
 }
 
+// rememberLocked keeps ls as what this instance knows of nonce. At
+// maxKnown it first forgets ended sessions, then sessions not read within
+// sessionCheck; never one with an open stream (its count and done channel
+// are in use). A forgotten live session is read again at its next request.
+func (a *auth) rememberLocked(nonce string, ls *liveSession) {
+	if len(a.known) >= maxKnown {
+		now := a.now()
+		for n, k := range a.known {
+			if k.streams == 0 && k.ended {
+				delete(a.known, n)
+			}
+		}
+		for n, k := range a.known {
+			if len(a.known) < maxKnown*3/4 {
+				break
+			}
+			if k.streams == 0 && now.Sub(k.read) >= a.check {
+				delete(a.known, n)
+			}
+		}
+	}
+	a.known[nonce] = ls
+}
+
+// lookup returns what this instance knows of the session nonce names,
+// reading it from the database when it was not read within sessionCheck.
+// An ended session is final: it is never read again.
+func (a *auth) lookup(ctx context.Context, nonce string) (*liveSession, error) {
+	now := a.now()
+	a.mu.Lock()
+	ls := a.known[nonce]
+	if ls != nil && (ls.ended || now.Sub(ls.read) < a.check) {
+		a.mu.Unlock()
+		return ls, nil
+	}
+	a.mu.Unlock()
+	row, ok, err := a.st.WebSession(ctx, nonce)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ls = a.known[nonce]; ls == nil {
+		ls = &liveSession{done: make(chan struct{})}
+		a.rememberLocked(nonce, ls)
+	}
+	if ls.ended {
+		return ls, nil // ended here while the database was read
+	}
+	// A nonce the database does not have is final too: a cookie is only
+	// set once its session is recorded.
+	ls.row, ls.read = row, now
+	if !ok || !row.Live(now) {
+		a.endLocked(ls)
+	}
+	return ls, nil
+}
+
 // session returns the request's valid session, or nil: no cookie, a
-// signature that does not match, an expired one, one the server ended
-// (logout, a revoked link), or a revoked link.
+// signature that does not match, an expired one, one that was ended
+// (logout, a revoked link, the bound on sessions) here or on another
+// instance, or the database could not be read.
 func (a *auth) session(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -387,31 +412,31 @@ func (a *auth) session(r *http.Request) *session {
 		return nil
 	}
 	var s session
-	if json.Unmarshal(raw, &s) != nil || a.now().Unix() >= s.Expires {
+	if json.Unmarshal(raw, &s) != nil || a.now().Unix() >= s.Expires || s.Nonce == "" {
 		return nil
 	}
-	switch s.Role {
-	case roleAdmin:
-	case roleGuest:
-		if !a.linkAlive(s.Link, s.Room) {
-			return nil
-		}
-	default:
+	if s.Role != roleAdmin && s.Role != roleGuest {
+		return nil
+	}
+	ls, err := a.lookup(r.Context(), s.Nonce)
+	if err != nil {
+		// Refused rather than trusted unread: the page asks to log in
+		// again, the cookie works once the database answers.
+		a.log.Warn("web session not read", "err", err)
 		return nil
 	}
 	a.mu.Lock()
-	ls := a.sessions[s.Nonce]
-	if ls == nil || ls.Role != s.Role || ls.Room != s.Room || ls.Link != s.Link {
-		a.mu.Unlock()
+	defer a.mu.Unlock()
+	if ls.ended || ls.row.Role != s.Role || ls.row.Room != s.Room || ls.row.Link != s.Link {
 		return nil
 	}
-	s.done = ls.done
-	a.mu.Unlock()
-	s.raw = c.Value
+	s.done, s.live, s.raw = ls.done, ls, c.Value
 	return &s
 }
 
-// alive reports whether the server has not ended s.
+// alive reports whether s has not ended: read from memory, never the
+// database, so an event stream checks it at every event for free (the
+// watch loop ends the sessions ended elsewhere).
 func (a *auth) alive(s *session) bool {
 	select {
 	case <-s.done:
@@ -421,33 +446,92 @@ func (a *auth) alive(s *session) bool {
 	}
 }
 
-// openStream counts an event stream of s; false when s already holds max.
+// watch re-reads, every sessionCheck until ctx ends, the sessions this
+// instance holds event streams of, and ends those ended on another
+// instance: one query per sessionCheck, however many streams are open.
+func (a *auth) watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.recheck(ctx); err != nil && ctx.Err() == nil {
+			// The streams stay open; the next round tries again.
+			a.log.Warn("web sessions not re-read", "err", err)
+		}
+	}
+}
+
+// recheck reads the sessions with open streams here and ends those no
+// longer live.
+func (a *auth) recheck(ctx context.Context) error {
+	a.mu.Lock()
+	var nonces []string
+	for n, ls := range a.known {
+		if ls.streams > 0 && !ls.ended {
+			nonces = append(nonces, n)
+		}
+	}
+	a.mu.Unlock()
+	if len(nonces) == 0 {
+		return nil
+	}
+	rows, err := a.st.WebSessions(ctx, nonces)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, n := range nonces {
+		ls := a.known[n]
+		if ls == nil || ls.ended {
+			continue
+		}
+		row, ok := rows[n]
+		ls.row, ls.read = row, now
+		if !ok || !row.Live(now) {
+			a.endLocked(ls)
+		}
+	}
+	return nil
+}
+
+// openStream counts an event stream of s; false when s already holds max
+// or has ended.
 func (a *auth) openStream(s *session, max int) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ls := a.sessions[s.Nonce]
-	if ls == nil || ls.streams >= max {
+	ls := s.live
+	if ls == nil || ls.ended || ls.streams >= max {
 		return false
 	}
 	ls.streams++
+	if a.known[s.Nonce] == nil {
+		a.known[s.Nonce] = ls // forgotten since session(): the watch loop must see it
+	}
 	return true
 }
 
 func (a *auth) closeStream(s *session) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ls := a.sessions[s.Nonce]; ls != nil && ls.streams > 0 {
+	if ls := s.live; ls != nil && ls.streams > 0 {
 		ls.streams--
 	}
 }
 
 // takePost spends one of the session's posts; when none is left it says
-// how long until one is.
+// how long until one is. The bucket is this instance's: two instances
+// serving one session would each allow the rate.
 func (a *auth) takePost(s *session, perMinute, burst int) (bool, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ls := a.sessions[s.Nonce]
-	if ls == nil {
+	ls := s.live
+	if ls == nil || ls.ended {
 		return false, time.Minute
 	}
 	return ls.posts.take(a.now(), perMinute, burst)

@@ -31,6 +31,7 @@ type dashBody struct {
 	Links      []linkRow
 	Runs       []runRow
 	RunsErr    string
+	LinksErr   string
 	Filter     runFilter
 	Folders    []string
 	Outcomes   []string
@@ -202,7 +203,11 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 		}
 		b.Groups = append(b.Groups, row)
 	}
-	for _, l := range w.auth.Links() {
+	links, err := w.auth.Links(ctx)
+	if err != nil {
+		b.LinksErr = err.Error()
+	}
+	for _, l := range links {
 		b.Links = append(b.Links, linkRow{Link: l, URL: base + "/join#link=" + l.Token})
 	}
 
@@ -360,7 +365,7 @@ func (w *Web) createLink(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, http.StatusBadRequest, "no such room")
 		return
 	}
-	l, err := w.auth.createLink(room)
+	l, err := w.auth.createLink(r.Context(), room)
 	if err != nil {
 		w.fail(rw, r, http.StatusInternalServerError, err.Error())
 		return
@@ -377,7 +382,7 @@ func (w *Web) revokeLink(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	found, err := w.auth.revokeLink(id)
+	found, err := w.auth.revokeLink(r.Context(), id)
 	switch {
 	case err != nil:
 		w.fail(rw, r, http.StatusInternalServerError, err.Error())

@@ -94,7 +94,7 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// Only the admin sees it.
-	guestLink, err := h.w.auth.createLink("main")
+	guestLink, err := h.w.auth.createLink(context.Background(), "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -321,7 +321,12 @@ func (w *Web) join(rw http.ResponseWriter, r *http.Request) {
 		w.loginFailed(rw, r, http.StatusForbidden, "/join", "link", "The form expired; open the room link again.")
 		return
 	}
-	l, ok := w.auth.linkByToken(r.PostFormValue("link"))
+	l, ok, err := w.auth.linkByToken(r.Context(), r.PostFormValue("link"))
+	if err != nil {
+		w.log.Error("web join: room links not read", "err", err)
+		w.loginFailed(rw, r, http.StatusInternalServerError, "/join", "link", "botd could not read its room links; try again.")
+		return
+	}
 	if !ok || w.rooms[l.Room] == nil {
 		w.log.Warn("web join with an unknown or revoked room link", "remote", r.RemoteAddr)
 		w.loginFailed(rw, r, http.StatusUnauthorized, "/join", "link", "This room link is not valid (any more). Ask for a new one.")
@@ -342,10 +347,10 @@ func (w *Web) logout(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s != nil {
-		// The cookie alone must not work again: the server forgets the
-		// session, and its open pages stop listening at once.
-		if err := w.auth.end(s); err != nil {
-			w.log.Warn("web logout: the session table was not saved", "err", err)
+		// The cookie alone must not work again: the session ends in the
+		// database, and its open pages here stop listening at once.
+		if err := w.auth.end(r.Context(), s); err != nil {
+			w.log.Warn("web logout: the session's end was not saved; another instance may accept it", "err", err)
 		}
 	}
 	connlimit.Refuse(rw)
@@ -438,7 +443,7 @@ func view(room string, m Message) msgView {
 // heartbeat keeps an idle event stream open through proxies and finds
 // a page that went away. A session's end needs no heartbeat: logout and
 // a revoked link close the session's done channel and the stream ends at
-// once.
+// once; ended on another instance, within sessionCheck (auth.watch).
 const heartbeat = 20 * time.Second
 
 // events streams a room to a page: what it missed (after Last-Event-ID,

@@ -86,6 +86,17 @@ func testGroups(t testing.TB) *groups.Set {
 	return set
 }
 
+// openStore opens the SQLite database at path, closed when t ends.
+func openStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	t.Helper()
 	dir := t.TempDir()
@@ -96,11 +107,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 func startHarness(t *testing.T, dir string, opts ...harnessOpt) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "botd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, filepath.Join(dir, "botd.db"))
 	reg := mediaregistry.New(st.DB, 0)
 	sink := chantest.NewSink("web:main", "web:team")
 	// Tests post as fast as they can; the rate tests set their own.

@@ -40,7 +40,7 @@ func withBudget(b *diskbudget.Budget) harnessOpt {
 // guest makes a room link into room and joins through it.
 func (h *harness) guest(admin *http.Client, room string) (*http.Client, Link) {
 	h.t.Helper()
-	l, err := h.w.auth.createLink(room)
+	l, err := h.w.auth.createLink(context.Background(), room)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -28,8 +29,8 @@ func TestRoomLinks(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the dashboard shows no link:\n%s", page)
 	}
-	links := h.w.auth.Links()
-	if len(links) != 1 || links[0].Room != "main" {
+	links, err := h.w.auth.Links(context.Background())
+	if err != nil || len(links) != 1 || links[0].Room != "main" {
 		t.Fatalf("links %+v", links)
 	}
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -67,7 +68,7 @@ func TestStandbyServesReadsAndRefusesPosts(t *testing.T) {
 	if n := h.sink.Total(); n != 0 {
 		t.Errorf("a standby delivered %d messages", n)
 	}
-	if links := h.w.auth.Links(); len(links) != 0 {
+	if links, err := h.w.auth.Links(context.Background()); err != nil || len(links) != 0 {
 		t.Errorf("a standby created room links: %+v", links)
 	}
 }

@@ -50,8 +50,8 @@ var (
 
 // Options are what the channel needs besides its config section.
 type Options struct {
-	// DataDir is botd's data_dir; the channel keeps everything of its own
-	// in DataDir/web: the admin token, room links, room logs and files.
+	// DataDir is botd's data_dir; the channel keeps its files in
+	// DataDir/web: the admin token, room logs and uploads.
 	DataDir string
 	// MaxUploadBytes caps the files of one posted message together
 	// (media.max_download_bytes: nothing larger could be fetched anyway).
@@ -59,7 +59,9 @@ type Options struct {
 	// Groups are botd's groups: those whose chat is web:<room> are the
 	// rooms; the dashboard lists them all.
 	Groups *groups.Set
-	// Store gives the dashboard its runs; nil leaves them out.
+	// Store is botd's database: it holds the channel's room links and
+	// live sessions (shared by the instances on one database) and gives
+	// the dashboard its runs. Required.
 	Store *store.Store
 	// Monitor gives the dashboard the channels' states; nil leaves them out.
 	Monitor *Monitor
@@ -88,10 +90,13 @@ type Options struct {
 	// works.
 	Standby bool
 
-	// heartbeat replaces the event streams' ping interval, and now the
-	// clock (tests).
-	heartbeat time.Duration
-	now       func() time.Time
+	// heartbeat replaces the event streams' ping interval, sessionCheck
+	// how long a session read from the database is trusted (negative: not
+	// at all) and how often open streams' sessions are re-read, and now
+	// the clock (tests).
+	heartbeat    time.Duration
+	sessionCheck time.Duration
+	now          func() time.Time
 }
 
 // LeaseView is the lease as the dashboard shows it.
@@ -148,6 +153,9 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("web: options need the data_dir")
 	}
+	if o.Store == nil {
+		return nil, errors.New("web: options need the store (room links and sessions live in it)")
+	}
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = media.DefaultConfig().MaxDownloadBytes
 	}
@@ -156,6 +164,12 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	}
 	if o.heartbeat <= 0 {
 		o.heartbeat = heartbeat
+	}
+	switch {
+	case o.sessionCheck == 0:
+		o.sessionCheck = sessionCheck
+	case o.sessionCheck < 0:
+		o.sessionCheck = 0
 	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = time.Hour
@@ -253,10 +267,11 @@ func (w *Web) Start(ctx context.Context) error {
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	a, created, err := openAuth(w.dir, w.now)
+	a, created, err := openAuth(ctx, w.dir, w.o.Store, w.now, w.log)
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
+	a.check = w.o.sessionCheck
 	w.auth = a
 	fs, err := openFileStore(filepath.Join(w.dir, "files"))
 	if err != nil {
@@ -281,7 +296,11 @@ func (w *Web) Start(ctx context.Context) error {
 			"listen", ln.Addr().String())
 	}
 	srv := connlimit.Server{MaxConns: w.cfg.MaxConns, What: "web", Log: w.log, ErrorLevel: slog.LevelDebug}.New(ctx, w.Handler())
-	w.wg.Add(2)
+	w.wg.Add(3)
+	go func() {
+		defer w.wg.Done()
+		w.auth.watch(ctx, max(w.o.sessionCheck, 10*time.Millisecond))
+	}()
 	go func() {
 		defer w.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
