@@ -501,7 +501,7 @@ func (s *waSession) writeNode(n waBinary.Node) error {
 // not connected yet.
 func newRealClient(t *testing.T, env *testEnv) *whatsmeow.Client {
 	t.Helper()
-	container, err := openContainer(context.Background(), filepath.Join(env.dbDir, "whatsapp.db"), nil)
+	container, err := openContainer(context.Background(), Session{Path: filepath.Join(env.dbDir, "whatsapp.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
