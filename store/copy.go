@@ -20,6 +20,8 @@ const copyBatch = 500
 // TableCount is one table's rows in the database copied from and in the
 // one copied to.
 type TableCount struct {
+	// Source is whose table it is: "botd", or the Attached's Name.
+	Source   string
 	Table    string
 	From, To int64
 }
@@ -99,7 +101,7 @@ func (s *Store) CopyTo(ctx context.Context, to *Store, also ...Attached) ([]Tabl
 			}
 		}
 		for _, t := range src.Tables {
-			c := TableCount{Table: t}
+			c := TableCount{Source: src.Name, Table: t}
 			if err := src.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+t).Scan(&c.From); err != nil {
 				return nil, fmt.Errorf("copy: count %s: %w", t, err)
 			}
