@@ -82,6 +82,9 @@ type WhatsApp struct {
 	startWait    time.Duration // how long Start waits for the first login
 	jitter       func() float64
 	sleep        func(ctx context.Context, d time.Duration) bool
+	// prepare, when set, adjusts the client Start made before it
+	// connects: tests point it at a fake WhatsApp.
+	prepare func(*whatsmeow.Client)
 
 	retries retryWaiters
 	sent    recentIDs
@@ -174,6 +177,9 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 	// Our loop reconnects with jittered, capped backoff; whatsmeow's own
 	// retries linearly forever and would race it.
 	wm.EnableAutoReconnect = false
+	if w.prepare != nil {
+		w.prepare(wm)
+	}
 	wm.AddEventHandler(w.handleEvent)
 
 	w.mu.Lock()
