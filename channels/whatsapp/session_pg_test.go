@@ -14,6 +14,7 @@ import (
 
 	"go.mau.fi/whatsmeow"
 	waBinary "go.mau.fi/whatsmeow/binary"
+	wastore "go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 
@@ -144,4 +145,85 @@ func TestStartOnPostgresAfterMigration(t *testing.T) {
 	if err := watest.SameDevice(got, want); err != nil {
 		t.Errorf("the device on postgres after the login: %v", err)
 	}
+}
+
+// BenchmarkSessionCopy times `botd database migrate`'s copy of a session
+// store the size of a busy account's (5,000 contacts with their Signal
+// sessions and identity keys, 20,000 app state MACs, the LID map) into an
+// empty Postgres database, with the schema upgrade before it.
+func BenchmarkSessionCopy(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	path := filepath.Join(dir, "whatsapp.db")
+	c, err := openContainer(ctx, Session{Path: path}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dev := watest.PairedDevice(b, c)
+	const people, macs = 5000, 20000
+	contacts := make([]wastore.ContactEntry, people)
+	sessions := make(map[string][]byte, people)
+	lids := make([]wastore.LIDMapping, people)
+	for i := range people {
+		jid := types.NewJID(strconv.Itoa(4917000000000+i), types.DefaultUserServer)
+		contacts[i] = wastore.ContactEntry{JID: jid, FirstName: "P" + strconv.Itoa(i), FullName: "Person " + strconv.Itoa(i)}
+		sessions[jid.User+".0"] = make([]byte, 1500) // a Signal session record's size
+		lids[i] = wastore.LIDMapping{LID: types.NewJID(strconv.Itoa(100000000000000+i), types.HiddenUserServer), PN: jid}
+		if err := dev.Identities.PutIdentity(ctx, jid.User+".0", [32]byte{byte(i), byte(i >> 8), 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mutations := make([]wastore.AppStateMutationMAC, macs)
+	for i := range mutations {
+		idx := make([]byte, 32)
+		copy(idx, strconv.Itoa(i))
+		mutations[i] = wastore.AppStateMutationMAC{IndexMAC: idx, ValueMAC: make([]byte, 32)}
+	}
+	for _, err := range []error{
+		dev.Contacts.PutAllContactNames(ctx, contacts),
+		dev.Sessions.PutManySessions(ctx, sessions),
+		dev.LIDs.PutManyLIDMappings(ctx, lids),
+		dev.AppState.PutAppStateMutationMACs(ctx, "regular_high", 7, mutations),
+	} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.Close()
+	from, err := store.Open(ctx, filepath.Join(dir, "botd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer from.Close()
+
+	var rows int64
+	for b.Loop() {
+		b.StopTimer()
+		dsn := pgtest.DSN(b)
+		to, err := store.OpenPostgres(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		att, err := SessionCopy(ctx, path, dsn, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		counts, err := from.CopyTo(ctx, to, att)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		att.DB.Close()
+		to.Close()
+		rows = 0
+		for _, c := range counts {
+			if c.Source == att.Name {
+				rows += c.To
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(rows), "session-rows")
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
