@@ -111,9 +111,10 @@ func OpenPostgresDB(ctx context.Context, dsn string) (*sql.DB, error) {
 		return nil, fmt.Errorf("whatsapp session store: postgres dsn: %w", err)
 	}
 	db := stdlib.OpenDB(*cfg)
-	// One client's worth: the share of the server's connections botd's
-	// own pool (16) leaves.
-	db.SetMaxOpenConns(4)
+	// Bounded beside botd's own pool (16) under the server's limit (100
+	// by default, two instances), and wide enough for whatsmeow's
+	// decryptions, each a transaction, running beside its other queries.
+	db.SetMaxOpenConns(8)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
