@@ -3,8 +3,10 @@ package whatsapp
 // Config is channels.whatsapp in botd's config file.
 type Config struct {
 	Enabled bool `yaml:"enabled"`
-	// SessionDB is the whatsmeow device store; empty means
-	// <data_dir>/whatsapp.db (SessionPath).
+	// SessionDB is the whatsmeow device store on SQLite; empty means
+	// <data_dir>/whatsapp.db (SessionPath). With database.driver postgres
+	// the session lives in that database (SessionFor), and this file is
+	// only what `botd database migrate` copies from.
 	SessionDB string `yaml:"session_db"`
 	// SharedNumber prefixes outbound text with the assistant name, for a
 	// bot running on its owner's own number.

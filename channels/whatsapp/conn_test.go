@@ -13,6 +13,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/store"
 )
 
 // fakeConn scripts ConnectContext results and reports each connect.
@@ -191,7 +192,7 @@ func TestBackoff(t *testing.T) {
 
 func TestStartWithoutDevice(t *testing.T) {
 	env := newTestChannel(t, Config{})
-	w, err := New(Config{}, env.dbDir, env.w.env)
+	w, err := New(Config{}, SessionFor(Config{}, store.DefaultConfig(), env.dbDir), env.w.env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +207,13 @@ func TestNewHasNoSideEffects(t *testing.T) {
 	dir := t.TempDir()
 	sink := chantest.NewSink()
 	env := newTestChannel(t, Config{})
-	if _, err := New(Config{SessionDB: filepath.Join(dir, "sub", "wa.db")}, dir, channels.Env{Registry: env.reg, Sink: sink}); err != nil {
+	if _, err := New(Config{}, Session{Path: filepath.Join(dir, "sub", "wa.db")}, channels.Env{Registry: env.reg, Sink: sink}); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
 		t.Errorf("New created %v", m)
 	}
-	if _, err := New(Config{}, dir, channels.Env{}); err == nil {
+	if _, err := New(Config{}, Session{Path: filepath.Join(dir, "wa.db")}, channels.Env{}); err == nil {
 		t.Error("New without a sink succeeded")
 	}
 }

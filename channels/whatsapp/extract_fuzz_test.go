@@ -38,7 +38,7 @@ func fuzzChannel(tb testing.TB) *testEnv {
 	tb.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, time.Hour)
 	sink := chantest.NewSink(groupID, "whatsapp:4917012345678@s.whatsapp.net")
-	w, err := New(Config{Enabled: true}, dir, channels.Env{
+	w, err := New(Config{Enabled: true}, Session{Path: filepath.Join(dir, "whatsapp.db")}, channels.Env{
 		Registry: reg, Sink: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AssistantName: "Andy",
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -241,17 +242,47 @@ func (f *fakeWhatsApp) serve(w http.ResponseWriter, r *http.Request) {
 		if node.Tag != "iq" {
 			continue
 		}
-		if _, ok := node.GetOptionalChildByTag("media_conn"); !ok {
+		var answer waBinary.Node
+		if _, ok := node.GetOptionalChildByTag("media_conn"); ok {
+			f.mediaConns.Add(1)
+			answer = f.mediaConnAnswer(node)
+		} else if a, ok := loginAnswer(node); ok {
+			answer = a
+		} else {
 			continue
 		}
-		f.mediaConns.Add(1)
-		if err := s.writeNode(f.mediaConnAnswer(node)); err != nil {
+		if err := s.writeNode(answer); err != nil {
 			if !errors.Is(err, errConnClosed) {
 				f.fail(err)
 			}
 			return
 		}
 	}
+}
+
+// serverPreKeys is how many pre-keys the fake says it holds for a logged
+// in device: enough that the client uploads none.
+const serverPreKeys = 50
+
+// loginAnswer answers the two queries a client sends after <success>
+// before it reports itself connected: the server's pre-key count and
+// going active.
+func loginAnswer(query *waBinary.Node) (waBinary.Node, bool) {
+	ag := query.AttrGetter()
+	result := waBinary.Node{
+		Tag:   "iq",
+		Attrs: waBinary.Attrs{"id": ag.String("id"), "type": "result", "from": types.ServerJID},
+	}
+	switch {
+	case ag.OptionalString("xmlns") == "passive":
+		return result, true
+	case ag.OptionalString("xmlns") == "encrypt":
+		if _, ok := query.GetOptionalChildByTag("count"); ok {
+			result.Content = []waBinary.Node{{Tag: "count", Attrs: waBinary.Attrs{"value": strconv.Itoa(serverPreKeys)}}}
+			return result, true
+		}
+	}
+	return waBinary.Node{}, false
 }
 
 func (f *fakeWhatsApp) mediaConnAnswer(query *waBinary.Node) waBinary.Node {
@@ -287,6 +318,11 @@ type waSession struct {
 	hash, salt []byte
 	key        cipher.AEAD
 	counter    uint32
+
+	// What the client presented: its Noise static key (the device's noise
+	// key once paired) and its login payload.
+	clientStatic []byte
+	payload      *waWa6.ClientPayload
 
 	// Transport keys once the handshake is done.
 	readKey, writeKey     cipher.AEAD
@@ -456,9 +492,11 @@ func (s *waSession) handshake(static *keys.KeyPair, certChain []byte) error {
 	if err != nil {
 		return fmt.Errorf("client finish: payload not readable: %w", err)
 	}
-	if err := proto.Unmarshal(payload, &waWa6.ClientPayload{}); err != nil {
+	s.payload = &waWa6.ClientPayload{}
+	if err := proto.Unmarshal(payload, s.payload); err != nil {
 		return fmt.Errorf("client payload: %w", err)
 	}
+	s.clientStatic = clientStatic
 	clientToServer, serverToClient := s.split(nil)
 	s.readKey, s.writeKey = newGCM(clientToServer), newGCM(serverToClient)
 	return nil
@@ -501,7 +539,7 @@ func (s *waSession) writeNode(n waBinary.Node) error {
 // not connected yet.
 func newRealClient(t *testing.T, env *testEnv) *whatsmeow.Client {
 	t.Helper()
-	container, err := openContainer(context.Background(), filepath.Join(env.dbDir, "whatsapp.db"), nil)
+	container, err := openContainer(context.Background(), Session{Path: filepath.Join(env.dbDir, "whatsapp.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

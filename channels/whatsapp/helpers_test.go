@@ -161,7 +161,7 @@ func newTestChannel(t *testing.T, cfg Config) *testEnv {
 	t.Cleanup(func() { st.Close() })
 	reg := mediaregistry.New(st.DB, 30*time.Minute)
 	sink := chantest.NewSink(groupID, "whatsapp:4917012345678@s.whatsapp.net")
-	w, err := New(cfg, dir, channels.Env{
+	w, err := New(cfg, SessionFor(cfg, store.DefaultConfig(), dir), channels.Env{
 		Registry:      reg,
 		Sink:          sink,
 		Log:           slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -19,9 +19,9 @@ import (
 
 // LoginOptions configures Login.
 type LoginOptions struct {
-	// SessionDB is the session store path; use SessionPath(cfg.SessionDB,
-	// cfg.DataDir) so the daemon finds the device later.
-	SessionDB string
+	// Session is the session store; use SessionFor with botd's config so
+	// the daemon finds the device later.
+	Session Session
 	// Phone, as "+<country><number>", asks for an 8-character pairing code
 	// to type on the phone instead of a QR code.
 	Phone string
@@ -50,8 +50,8 @@ func Login(ctx context.Context, opts LoginOptions) error {
 	if out == nil {
 		out = io.Discard
 	}
-	if opts.SessionDB == "" {
-		return errors.New("whatsapp login: no session store path")
+	if opts.Session == (Session{}) {
+		return errors.New("whatsapp login: no session store")
 	}
 	phone, err := normalisePhone(opts.Phone)
 	if err != nil {
@@ -66,18 +66,18 @@ func Login(ctx context.Context, opts LoginOptions) error {
 		connectTimeout = 30 * time.Second
 	}
 
-	container, err := openContainer(ctx, opts.SessionDB, opts.Log)
+	container, err := openContainer(ctx, opts.Session, opts.Log)
 	if err != nil {
 		return fmt.Errorf("whatsapp login: %w", err)
 	}
 	defer container.Close()
 	dev, err := container.GetFirstDevice(ctx)
 	if err != nil {
-		return fmt.Errorf("whatsapp login: read session %s: %w", opts.SessionDB, err)
+		return fmt.Errorf("whatsapp login: read session in %s: %w", opts.Session, err)
 	}
 	if dev.ID != nil {
 		fmt.Fprintf(out, "Already paired as %s (session %s).\nTo pair again, remove this linked device on the phone (Settings → Linked devices) and run the login again.\n",
-			dev.ID.ToNonAD(), opts.SessionDB)
+			dev.ID.ToNonAD(), opts.Session)
 		return nil
 	}
 

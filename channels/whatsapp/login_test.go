@@ -66,7 +66,7 @@ func TestLoginWithoutNetwork(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
-			opts.SessionDB = filepath.Join(t.TempDir(), "whatsapp.db")
+			opts.Session = Session{Path: filepath.Join(t.TempDir(), "whatsapp.db")}
 			var out bytes.Buffer
 			opts.Out = &out
 			var dials atomic.Int32
@@ -99,8 +99,8 @@ func TestLoginWithoutNetwork(t *testing.T) {
 func TestLoginRejectsBadPhoneBeforeConnecting(t *testing.T) {
 	for _, p := range []string{"0171234567", "+0171234", "+49abc1234567", "+123"} {
 		err := Login(context.Background(), LoginOptions{
-			SessionDB: filepath.Join(t.TempDir(), "wa.db"),
-			Phone:     p,
+			Session: Session{Path: filepath.Join(t.TempDir(), "wa.db")},
+			Phone:   p,
 			dial: func(context.Context, string, string) (net.Conn, error) {
 				t.Errorf("%s: dialled", p)
 				return nil, net.ErrClosed
@@ -162,7 +162,7 @@ func TestLoginPasskeyRequest(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Login(t.Context(), LoginOptions{
-			SessionDB: filepath.Join(t.TempDir(), "whatsapp.db"),
+			Session:   Session{Path: filepath.Join(t.TempDir(), "whatsapp.db")},
 			Out:       out,
 			dial:      tr.DialContext,
 			tlsConfig: tr.TLSClientConfig,

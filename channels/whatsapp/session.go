@@ -2,20 +2,25 @@ package whatsapp
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"go.mau.fi/whatsmeow/store/sqlstore"
 	waLog "go.mau.fi/whatsmeow/util/log"
 
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/store"
 )
 
-// SessionPath is where the whatsmeow device store lives: the configured
-// session_db, else <dataDir>/whatsapp.db. The CLI's login command and the
-// daemon must agree on it, so both call this.
+// SessionPath is where the whatsmeow device store lives on SQLite: the
+// configured session_db, else <dataDir>/whatsapp.db. The CLI's login and
+// migrate commands and the daemon must agree on it, so all call this.
 func SessionPath(sessionDB, dataDir string) string {
 	if sessionDB != "" {
 		return sessionDB
@@ -23,10 +28,51 @@ func SessionPath(sessionDB, dataDir string) string {
 	return filepath.Join(dataDir, "whatsapp.db")
 }
 
-// openContainer opens (creating and migrating) the whatsmeow session store.
-// It is a separate SQLite file from botd's own database because whatsmeow
-// owns its schema and migrations.
-func openContainer(ctx context.Context, path string, log *slog.Logger) (*sqlstore.Container, error) {
+// Session is where whatsmeow keeps the linked device (its keys, Signal
+// sessions, app state): an SQLite file of its own, or the Postgres
+// database botd's tables are in, so that a standby instance takes the
+// number over with the lease.
+type Session struct {
+	// Path is the SQLite file; used when PostgresDSN is empty.
+	Path string
+	// PostgresDSN is the Postgres database (botd's database.dsn).
+	// whatsmeow's tables there are its own, named whatsmeow_*, with their
+	// own schema version (whatsmeow_version).
+	PostgresDSN string
+}
+
+// SessionFor is where the session lives under botd's config: in the
+// Postgres database when botd's tables are there, else the SQLite file
+// SessionPath names (session_db then only says what `botd database
+// migrate` copies from).
+func SessionFor(cfg Config, db store.Config, dataDir string) Session {
+	if sqldialect.Dialect(db.Driver) == sqldialect.Postgres {
+		return Session{PostgresDSN: db.DSN}
+	}
+	return Session{Path: SessionPath(cfg.SessionDB, dataDir)}
+}
+
+// String names the store in messages; never the DSN, which may hold a
+// password.
+func (s Session) String() string {
+	if s.PostgresDSN != "" {
+		return "the postgres database (database.dsn)"
+	}
+	return s.Path
+}
+
+// openContainer opens (creating and migrating) the whatsmeow session
+// store. On SQLite it is a file apart from botd's database because
+// whatsmeow owns its schema and migrations; on Postgres its tables sit
+// beside botd's under their whatsmeow_ prefix.
+func openContainer(ctx context.Context, s Session, log *slog.Logger) (*sqlstore.Container, error) {
+	if s.PostgresDSN != "" {
+		return openPostgresContainer(ctx, s.PostgresDSN, log)
+	}
+	path := s.Path
+	if path == "" {
+		return nil, fmt.Errorf("whatsapp session store: no path")
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("whatsapp session store: %w", err)
 	}
@@ -37,6 +83,44 @@ func openContainer(ctx context.Context, path string, log *slog.Logger) (*sqlstor
 	// The session holds the account's keys.
 	_ = os.Chmod(path, 0o600)
 	return c, nil
+}
+
+// openPostgresContainer opens whatsmeow's store on pgx's plain
+// database/sql driver: whatsmeow writes Postgres SQL itself ($n
+// placeholders, real booleans), so the rewriting handle botd's own tables
+// use (internal/sqldialect) would break it.
+func openPostgresContainer(ctx context.Context, dsn string, log *slog.Logger) (*sqlstore.Container, error) {
+	db, err := OpenPostgresDB(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	c := sqlstore.NewWithDB(db, "postgres", newWALogger(log, "Store"))
+	if err := c.Upgrade(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("whatsapp session store in postgres: upgrade: %w", err)
+	}
+	return c, nil
+}
+
+// OpenPostgresDB is a plain pgx handle on dsn, checked with a ping, for
+// whatsmeow's tables (the session store and `botd database migrate`'s copy
+// of it).
+func OpenPostgresDB(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("whatsapp session store: postgres dsn: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	// Bounded beside botd's own pool (16) under the server's limit (100
+	// by default, two instances), and wide enough for whatsmeow's
+	// decryptions, each a transaction, running beside its other queries.
+	db.SetMaxOpenConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("whatsapp session store in postgres: %w", err)
+	}
+	return db, nil
 }
 
 // waLogger adapts whatsmeow's printf logger to slog. whatsmeow's debug

@@ -35,7 +35,7 @@ func TestSessionStoreUpgrade(t *testing.T) {
 	alice := types.NewJID("111222333444555", types.HiddenUserServer)
 	// The second open finds the schema current and changes nothing.
 	for _, pushName := range []string{"botd", "Andy"} {
-		c, err := openContainer(ctx, path, nil)
+		c, err := openContainer(ctx, Session{Path: path}, nil)
 		if err != nil {
 			t.Fatalf("open the old store: %v", err)
 		}

@@ -70,10 +70,10 @@ var ErrLoggedOut = errors.New("whatsapp device is logged out; run `botd whatsapp
 
 // WhatsApp is the channel.
 type WhatsApp struct {
-	cfg       Config
-	sessionDB string
-	env       channels.Env
-	log       *slog.Logger
+	cfg     Config
+	session Session
+	env     channels.Env
+	log     *slog.Logger
 
 	// Tunables; tests shorten them.
 	retryTimeout time.Duration // waiting for the phone to re-upload media
@@ -82,6 +82,9 @@ type WhatsApp struct {
 	startWait    time.Duration // how long Start waits for the first login
 	jitter       func() float64
 	sleep        func(ctx context.Context, d time.Duration) bool
+	// prepare, when set, adjusts the client Start made before it
+	// connects: tests point it at a fake WhatsApp.
+	prepare func(*whatsmeow.Client)
 
 	retries retryWaiters
 	sent    recentIDs
@@ -104,8 +107,9 @@ type WhatsApp struct {
 	stopErr error
 }
 
-// New builds the channel; nothing is opened or connected until Start.
-func New(cfg Config, dataDir string, env channels.Env) (*WhatsApp, error) {
+// New builds the channel over the session store session names
+// (SessionFor); nothing is opened or connected until Start.
+func New(cfg Config, session Session, env channels.Env) (*WhatsApp, error) {
 	if env.Sink == nil || env.Registry == nil {
 		return nil, errors.New("whatsapp: env needs a Sink and a Registry")
 	}
@@ -117,7 +121,7 @@ func New(cfg Config, dataDir string, env channels.Env) (*WhatsApp, error) {
 	env.Log = log.With("channel", channelName)
 	return &WhatsApp{
 		cfg:          cfg,
-		sessionDB:    SessionPath(cfg.SessionDB, dataDir),
+		session:      session,
 		env:          env,
 		log:          env.Log,
 		retryTimeout: 45 * time.Second,
@@ -156,23 +160,26 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 		return err
 	}
 
-	container, err := openContainer(ctx, w.sessionDB, w.log)
+	container, err := openContainer(ctx, w.session, w.log)
 	if err != nil {
 		return err
 	}
 	dev, err := container.GetFirstDevice(ctx)
 	if err != nil {
 		container.Close()
-		return fmt.Errorf("whatsapp: read session %s: %w", w.sessionDB, err)
+		return fmt.Errorf("whatsapp: read session in %s: %w", w.session, err)
 	}
 	if dev.ID == nil {
 		container.Close()
-		return fmt.Errorf("whatsapp: no paired device in %s: run `botd whatsapp login` first", w.sessionDB)
+		return fmt.Errorf("whatsapp: no paired device in %s: run `botd whatsapp login` first", w.session)
 	}
 	wm := whatsmeow.NewClient(dev, newWALogger(w.log, "Client"))
 	// Our loop reconnects with jittered, capped backoff; whatsmeow's own
 	// retries linearly forever and would race it.
 	wm.EnableAutoReconnect = false
+	if w.prepare != nil {
+		w.prepare(wm)
+	}
 	wm.AddEventHandler(w.handleEvent)
 
 	w.mu.Lock()

@@ -129,7 +129,7 @@ func (d *daemon) buildChannels() error {
 		d.chans[sl.Name()] = sl
 	}
 	if c.WhatsApp.Enabled {
-		wa, err := whatsapp.New(c.WhatsApp, d.cfg.DataDir, env)
+		wa, err := whatsapp.New(c.WhatsApp, whatsapp.SessionFor(c.WhatsApp, d.cfg.Database, d.cfg.DataDir), env)
 		if err != nil {
 			return fail(1, "whatsapp: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/store"
@@ -20,6 +21,7 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fs := newFlags("database migrate", databaseMigrateLine,
 		"Copy botd's SQLite database (database.dsn, or <data_dir>/botd.db) into an empty Postgres database, every table, "+
+			"with the WhatsApp session (channels.whatsapp.session_db, or <data_dir>/whatsapp.db) when there is one, in one transaction, "+
 			"and check each table's row count. Stop botd first. Then set database.driver: postgres and database.dsn.", stderr)
 	to := fs.String("to", "", "the database to copy to: postgres")
 	dsn := fs.String("dsn", "", "the Postgres database (host=… dbname=… or postgres://…); default database.dsn when the config already names postgres")
@@ -60,23 +62,42 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fail(1, "%v", err)
 	}
 	defer dst.Close()
-	counts, err := src.CopyTo(ctx, dst)
+	// The WhatsApp session goes along when there is one, in the same
+	// transaction: a standby on Postgres takes the number over with it.
+	var also []store.Attached
+	waPath := whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir)
+	if _, err := os.Stat(waPath); err == nil {
+		wa, err := whatsapp.SessionCopy(ctx, waPath, *dsn, newLogger("warn", stderr))
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		defer wa.DB.Close()
+		also = append(also, wa)
+	}
+	start := time.Now()
+	counts, err := src.CopyTo(ctx, dst, also...)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
+	took := time.Since(start)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "table\tsqlite\tpostgres\t")
-	var rows int64
+	rows, tables := map[string]int64{}, map[string]int{}
 	for _, c := range counts {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", c.Table, c.From, c.To)
-		rows += c.To
+		rows[c.Source] += c.To
+		tables[c.Source]++
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "copied %d rows of %d tables from %s; every count matches.\n", rows, len(counts), path)
+	fmt.Fprintf(stdout, "copied %d rows of %d tables from %s", rows["botd"], tables["botd"], path)
+	for _, a := range also {
+		fmt.Fprintf(stdout, " and %d rows of %d tables from %s", rows[a.Name], tables[a.Name], waPath)
+	}
+	fmt.Fprintf(stdout, " in %s; every count matches.\n", took.Round(time.Millisecond))
 	fmt.Fprintln(stdout, "Now set database.driver: postgres and database.dsn in the config, and start botd.")
-	if cfg.Channels.WhatsApp.Enabled {
-		fmt.Fprintf(stdout, "The WhatsApp session is not in this database: it stays in %s (channels.whatsapp.session_db).\n",
-			whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir))
+	if len(also) > 0 {
+		fmt.Fprintf(stdout, "The WhatsApp session is in Postgres now, and botd on Postgres uses it there. Keep %s only as a backup: "+
+			"never start a botd on it again (its keys would go stale, and two clients of one device push each other off).\n", waPath)
 	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mau.fi/whatsmeow/store/sqlstore"
+
+	"github.com/botd-dev/botd/channels/whatsapp/watest"
 	"github.com/botd-dev/botd/internal/pgtest"
 	"github.com/botd-dev/botd/store"
 )
@@ -71,5 +74,77 @@ func TestDatabaseMigrateToPostgres(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.want) || strings.Contains(out, "hunter2") {
 			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, tc.code, tc.want, out)
 		}
+	}
+}
+
+// The WhatsApp session goes along: whatsmeow on Postgres reads the device
+// paired on SQLite (same JID, same keys) and every row its client wrote;
+// a Postgres database that holds a session already is refused.
+func TestDatabaseMigrateWhatsAppSession(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), "data_dir: ./data\nchannels: {whatsapp: {enabled: true}}\n")
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "data", "botd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.UpsertChat(ctx, store.Chat{ID: "whatsapp:" + watest.Group.String(), Name: "Family", IsGroup: true})
+	st.Close()
+	wa, err := sqlstore.New(ctx, "sqlite", store.DSN(filepath.Join(dir, "data", "whatsapp.db")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := watest.PairedDevice(t, wa)
+	wa.Close()
+
+	out, code := runCLI(t, dir, "database", "migrate", "--to", "postgres", "--dsn", dsn, "--config", "botd.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, w := range []string{"chats 1 1", "whatsmeow_device 1 1", "whatsmeow_pre_keys 12 12", "whatsmeow_sessions 1 1",
+		"whatsmeow_chat_settings 2 2", "whatsmeow_app_state_mutation_macs 1 1", "whatsmeow_lid_map 1 1", "whatsmeow_event_buffer 1 1",
+		"28 rows of 16 tables from " + filepath.Join(dir, "data", "whatsapp.db"), "every count matches", "The WhatsApp session is in Postgres now"} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "whatsmeow_version") {
+		t.Errorf("whatsmeow's version row was copied (postgres keeps its own):\n%s", out)
+	}
+	pg, err := sqlstore.New(ctx, "pgx", dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pg.GetFirstDevice(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watest.SameDevice(got, want); err != nil {
+		t.Errorf("the device on postgres: %v", err)
+	}
+	pg.Close()
+
+	// A second database holding a session but no botd data: refused, and
+	// botd's tables stay empty.
+	dsn2 := pgtest.DSN(t)
+	pg, err = sqlstore.New(ctx, "pgx", dsn2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watest.PairedDevice(t, pg)
+	pg.Close()
+	out, code = runCLI(t, dir, "database", "migrate", "--to", "postgres", "--dsn", dsn2, "--config", "botd.yaml")
+	if code != 1 || !strings.Contains(out, "already holds whatsapp session data") {
+		t.Fatalf("copy into a database with a session: exit %d:\n%s", code, out)
+	}
+	dst, err := store.Connect(ctx, store.Config{Driver: "postgres", DSN: dsn2}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if chats, err := dst.Chats(ctx); err != nil || len(chats) != 0 {
+		t.Errorf("chats after a refused copy: %v, %v", chats, err)
 	}
 }

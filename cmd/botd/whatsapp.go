@@ -26,10 +26,10 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	err = whatsapp.Login(ctx, whatsapp.LoginOptions{
-		SessionDB: whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir),
-		Phone:     *phone,
-		Out:       stdout,
-		Log:       newLogger("warn", stderr),
+		Session: whatsapp.SessionFor(cfg.Channels.WhatsApp, cfg.Database, cfg.DataDir),
+		Phone:   *phone,
+		Out:     stdout,
+		Log:     newLogger("warn", stderr),
 	})
 	if err != nil {
 		return fail(1, "%v", err)
