@@ -30,6 +30,8 @@ const (
 	// sharing a database need the same file to accept each other's
 	// sessions.
 	adminTokenFile = "admin-token"
+	// minTokenLen is the shortest admin token accepted.
+	minTokenLen = 32
 	// maxSessions bounds the live sessions in the database; past it the
 	// oldest ends.
 	maxSessions = 1000
@@ -124,45 +126,15 @@ func (s *session) canUse(room string) bool {
 	return s != nil && (s.Role == roleAdmin || (s.Role == roleGuest && s.Room == room))
 }
 
-// openAuth reads the admin token from dir, creating it (0600) when there
-// is none; created reports that, so the token is shown once. A token file
-// others can read is refused: it is the key to every room. Room links and
+// openAuth takes the admin token from the config or from dir, creating it
+// (0600) when there is none; created reports that, so the token is shown
+// once. A token file others can read is refused: it is the key to every
+// room. Room links and
 // sessions of an older botd (files in dir) are imported into st once.
-func openAuth(ctx context.Context, dir string, st *store.Store, now func() time.Time, log *slog.Logger) (*auth, bool, error) {
-	p := filepath.Join(dir, adminTokenFile)
-	created := false
-	raw, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		tok := randomToken()
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, false, fmt.Errorf("create admin token: %w", err)
-		}
-		_, err = f.WriteString(tok + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(p)
-			return nil, false, fmt.Errorf("create admin token: %w", err)
-		}
-		raw, created = []byte(tok), true
-	} else if err != nil {
-		return nil, false, fmt.Errorf("read admin token: %w", err)
-	}
-	st2, err := os.Lstat(p)
+func openAuth(ctx context.Context, dir, configured string, st *store.Store, now func() time.Time, log *slog.Logger) (*auth, bool, error) {
+	tok, created, err := adminToken(dir, configured)
 	if err != nil {
-		return nil, false, fmt.Errorf("admin token: %w", err)
-	}
-	if !st2.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("admin token %s is not a regular file; remove it and restart for a new one", p)
-	}
-	if st2.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, st2.Mode().Perm())
-	}
-	tok := strings.TrimSpace(string(raw))
-	if len(tok) < 32 {
-		return nil, false, fmt.Errorf("admin token %s is shorter than 32 characters; remove it and restart for a new one", p)
+		return nil, false, err
 	}
 	key := sessionKey(tok)
 	id := hmac.New(sha256.New, key)
@@ -177,8 +149,8 @@ func openAuth(ctx context.Context, dir string, st *store.Store, now func() time.
 	if keys, err := st.LiveWebSessionKeys(ctx, now()); err != nil {
 		return nil, false, fmt.Errorf("web sessions: %w", err)
 	} else if n := others(keys, a.keyID); n > 0 {
-		log.Warn("live web sessions were signed with another admin token and are refused here; if another instance shares this database, give both the same "+adminTokenFile,
-			"sessions", n, "token", p)
+		log.Warn("live web sessions were signed with another admin token and are refused here; if another instance shares this database, "+
+			"give both the same channels.web.admin_token (or the same data/web/"+adminTokenFile+")", "sessions", n)
 	}
 	return a, created, nil
 }
@@ -200,6 +172,49 @@ func others(keys map[string]int, key string) int {
 		}
 	}
 	return n
+}
+
+// adminToken is channels.web.admin_token when set, else the token of
+// dir's admin-token file, made at the first start (created).
+func adminToken(dir, configured string) (tok string, created bool, err error) {
+	if configured != "" {
+		return strings.TrimSpace(configured), false, nil
+	}
+	p := filepath.Join(dir, adminTokenFile)
+	raw, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		tok := randomToken()
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", false, fmt.Errorf("create admin token: %w", err)
+		}
+		_, err = f.WriteString(tok + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+			return "", false, fmt.Errorf("create admin token: %w", err)
+		}
+		raw, created = []byte(tok), true
+	} else if err != nil {
+		return "", false, fmt.Errorf("read admin token: %w", err)
+	}
+	st2, err := os.Lstat(p)
+	if err != nil {
+		return "", false, fmt.Errorf("admin token: %w", err)
+	}
+	if !st2.Mode().IsRegular() {
+		return "", false, fmt.Errorf("admin token %s is not a regular file; remove it and restart for a new one", p)
+	}
+	if st2.Mode().Perm()&0o077 != 0 {
+		return "", false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, st2.Mode().Perm())
+	}
+	tok = strings.TrimSpace(string(raw))
+	if len(tok) < minTokenLen {
+		return "", false, fmt.Errorf("admin token %s is shorter than 32 characters; remove it and restart for a new one", p)
+	}
+	return tok, created, nil
 }
 
 func (a *auth) adminToken() string { return a.token }

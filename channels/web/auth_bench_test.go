@@ -19,7 +19,7 @@ import (
 func BenchmarkAuthenticate(b *testing.B) {
 	storetest.EachB(b, func(b *testing.B, c store.Config) {
 		st := storetest.Open(b, c)
-		a, _, err := openAuth(context.Background(), b.TempDir(), st, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		a, _, err := openAuth(context.Background(), b.TempDir(), "", st, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			b.Fatal(err)
 		}

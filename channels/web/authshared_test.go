@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -44,21 +46,22 @@ func withClock(now func() time.Time) harnessOpt {
 // opts say otherwise for b.
 func pair(t *testing.T, c store.Config, bOpts ...harnessOpt) (a, b *harness) {
 	t.Helper()
-	a = newHarness(t, withStore(storetest.Open(t, c)), withSessionCheck(-1))
-	dirB := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dirB, "web"), 0o700); err != nil {
-		t.Fatal(err)
+	// Both are given the same channels.web.admin_token, as a deployment
+	// of two instances does; neither makes a token file.
+	tok := withAdminToken(randomToken())
+	a = newHarness(t, withStore(storetest.Open(t, c)), withSessionCheck(-1), tok)
+	opts := append([]harnessOpt{withStore(storetest.Open(t, c)), withSessionCheck(-1), tok}, bOpts...)
+	b = newHarness(t, opts...)
+	for _, h := range []*harness{a, b} {
+		if _, err := os.Stat(filepath.Join(h.dir, "web", adminTokenFile)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("an instance given channels.web.admin_token made a token file (%v)", err)
+		}
 	}
-	tok, err := os.ReadFile(filepath.Join(a.dir, "web", adminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dirB, "web", adminTokenFile), tok, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts := append([]harnessOpt{withStore(storetest.Open(t, c)), withSessionCheck(-1)}, bOpts...)
-	b = startHarness(t, dirB, opts...)
 	return a, b
+}
+
+func withAdminToken(tok string) harnessOpt {
+	return func(c *Config, _ *Options) { c.AdminToken = tok }
 }
 
 // A browser's cookies for 127.0.0.1 go to both instances (ports do not

@@ -32,6 +32,12 @@ type Config struct {
 	// room's (everyone in it together); past either, 429.
 	PostsPerMinute     int `yaml:"posts_per_minute"`
 	RoomPostsPerMinute int `yaml:"room_posts_per_minute"`
+	// AdminToken, when set, is the admin token instead of the one botd
+	// makes in data/web/admin-token: how instances sharing a database get
+	// the same one (it also derives the key that signs session cookies),
+	// and how a deployment keeps it with its other secrets
+	// (${BOTD_WEB_ADMIN_TOKEN}).
+	AdminToken string `yaml:"admin_token"`
 }
 
 // DefaultConfig is the section a config file is decoded over.
@@ -60,6 +66,9 @@ func (c Config) Validate() error {
 		if l.v < 0 {
 			ps.Add(sec+l.key, "must be positive (0 takes the default), got %d", l.v)
 		}
+	}
+	if t := strings.TrimSpace(c.AdminToken); c.AdminToken != "" && len(t) < minTokenLen {
+		ps.Add(sec+"admin_token", "must be at least %d characters (e.g. from `openssl rand -base64 32`), got %d", minTokenLen, len(t))
 	}
 	return ps.Err()
 }

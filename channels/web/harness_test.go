@@ -132,6 +132,9 @@ func startHarness(t *testing.T, dir string, opts ...harnessOpt) *harness {
 	if m := tokenLine.FindStringSubmatch(out.String()); m != nil {
 		h.token = m[2]
 	}
+	if cfg.AdminToken != "" {
+		h.token = cfg.AdminToken
+	}
 	t.Cleanup(func() {
 		stop()
 		chantest.WaitReturns(t, w)

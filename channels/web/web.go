@@ -267,7 +267,7 @@ func (w *Web) Start(ctx context.Context) error {
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	a, created, err := openAuth(ctx, w.dir, w.o.Store, w.now, w.log)
+	a, created, err := openAuth(ctx, w.dir, w.cfg.AdminToken, w.o.Store, w.now, w.log)
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
@@ -327,7 +327,11 @@ func (w *Web) Start(ctx context.Context) error {
 	if created {
 		fmt.Fprintf(w.o.Out, "botd web: open %s/login#token=%s\n", w.BaseURL(), a.adminToken())
 	} else {
-		fmt.Fprintf(w.o.Out, "botd web: open %s/ (admin token: %s)\n", w.BaseURL(), filepath.Join(w.dir, adminTokenFile))
+		where := filepath.Join(w.dir, adminTokenFile)
+		if w.cfg.AdminToken != "" {
+			where = "channels.web.admin_token"
+		}
+		fmt.Fprintf(w.o.Out, "botd web: open %s/ (admin token: %s)\n", w.BaseURL(), where)
 	}
 	w.log.Info("web channel listening", "addr", ln.Addr().String(), "rooms", len(w.order))
 	return nil

@@ -37,6 +37,8 @@ func TestConfigValidate(t *testing.T) {
 		{"lan address allowed", Config{Listen: "192.168.1.5:8080", AllowRemote: true}, true},
 		{"every interface allowed", Config{Listen: ":8080", AllowRemote: true}, true},
 		{"no port", Config{Listen: "127.0.0.1"}, false},
+		{"admin token", Config{Listen: DefaultListen, AdminToken: strings.Repeat("k", 32)}, true},
+		{"short admin token", Config{Listen: DefaultListen, AdminToken: " " + strings.Repeat("k", 31) + "\n"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := settings.Of(tc.cfg.Validate())
@@ -44,6 +46,9 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate(%+v) = %v", tc.cfg, ps)
 			}
 			for _, p := range ps {
+				if p.Path == "channels.web.admin_token" && strings.Contains(p.Msg, "at least 32 characters") {
+					continue
+				}
 				if p.Path != "channels.web.listen" || (!strings.Contains(p.Msg, "allow_remote") && !strings.Contains(p.Msg, "host:port")) {
 					t.Errorf("problem %+v does not say what to do", p)
 				}
