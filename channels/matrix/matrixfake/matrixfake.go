@@ -108,13 +108,14 @@ type Server struct {
 	tokens   map[string]account
 	keys     map[string]*deviceKeys // "user|device"
 	toDevTxn map[string]bool        // "sender|txn" of sendToDevice calls done
+	hold     map[string][]Event     // to-device events held back per user
 }
 
 // New starts a fake homeserver on loopback, stopped when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{changed: make(chan struct{}), joined: map[string]bool{}, txns: map[string]string{},
 		media: map[string]media{}, dl: map[string]int{}, tokens: map[string]account{Token: {UserID, DeviceID}},
-		keys: map[string]*deviceKeys{}, toDevTxn: map[string]bool{}}
+		keys: map[string]*deviceKeys{}, toDevTxn: map[string]bool{}, hold: map[string][]Event{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_matrix/client/versions", s.versions)
 	mux.HandleFunc("GET /_matrix/client/v3/account/whoami", s.auth(s.whoami))
@@ -852,12 +853,41 @@ func (s *Server) sendToDevice(w http.ResponseWriter, r *http.Request) {
 		s.toDevTxn[txn] = true
 		for user, devices := range req.Messages {
 			for dev, content := range devices {
-				s.add(Event{Type: r.PathValue("type"), Sender: me.user, ToUser: user, ToDevice: dev, Content: content})
+				e := Event{Type: r.PathValue("type"), Sender: me.user, ToUser: user, ToDevice: dev, Content: content}
+				if held, ok := s.hold[user]; ok {
+					s.hold[user] = append(held, e)
+					continue
+				}
+				s.add(e)
 			}
 		}
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{})
+}
+
+// HoldToDevice holds back the to-device events sent to user from now
+// on, as a slow federation would: the room events they belong with
+// arrive first. ReleaseToDevice delivers them.
+func (s *Server) HoldToDevice(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hold[user]; !ok {
+		s.hold[user] = []Event{}
+	}
+}
+
+// ReleaseToDevice delivers the to-device events held for user and stops
+// holding them; it returns how many there were.
+func (s *Server) ReleaseToDevice(user string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.hold[user]
+	delete(s.hold, user)
+	for _, e := range held {
+		s.add(e)
+	}
+	return len(held)
 }
 
 // ToDevice lists the to-device events of type typ sent to user so far.
