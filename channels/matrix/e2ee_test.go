@@ -352,3 +352,35 @@ func TestCryptoRestartKeepsTheDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageWhoseKeyNeverComes: a message waits for its room key as
+// long as keyWait, then is given up on with a log line, and a key
+// arriving after that delivers nothing.
+func TestMessageWhoseKeyNeverComes(t *testing.T) {
+	h := newHarness(t)
+	h.mx.keyWait = 0 // given up on at the first retry
+	h.fake.SetState(family, "m.room.encryption", ann, "", obj{"algorithm": "m.megolm.v1.aes-sha2"})
+	h.start(t, h.mx)
+	p := newPeer(t, h.fake, ann, "ANNPHONE")
+	h.fake.HoldToDevice(matrixfake.UserID)
+	p.share(matrixfake.UserID, ann)
+	lost := p.post(&event.MessageEventContent{MsgType: event.MsgText, Body: "too late"})
+	// Two plaintext markers, the second posted after the first arrived:
+	// it comes in a later sync than the lost message, whose retry runs
+	// before that sync's rooms.
+	for _, body := range []string{"one", "two"} {
+		h.fake.Post(family, ann, obj{"msgtype": "m.text", "body": body})
+		if in := h.sink.Next(t); in.Text != body {
+			t.Fatalf("got %+v, want %q", in, body)
+		}
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "gave up on an encrypted message: its room key never came") || !strings.Contains(logs, "id="+lost) {
+		t.Fatalf("giving up was not logged:\n%s", logs)
+	}
+	h.fake.ReleaseToDevice(matrixfake.UserID)
+	h.fake.Post(family, ann, obj{"msgtype": "m.text", "body": "three"})
+	if in := h.sink.Next(t); in.Text != "three" {
+		t.Fatalf("got %+v after the key came late; the message given up on must stay undelivered", in)
+	}
+}

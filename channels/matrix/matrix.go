@@ -63,6 +63,7 @@ type Matrix struct {
 	typingTimeout time.Duration // how long one typing notice lasts
 	typingEvery   time.Duration // renewed this often while on
 	typingMax     time.Duration // and never longer than this without a renewal
+	keyWait       time.Duration // how long an encrypted message waits for its room key
 
 	render func(md string, limit int) []string
 
@@ -124,6 +125,7 @@ func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
 		typingTimeout: 30 * time.Second,
 		typingEvery:   20 * time.Second,
 		typingMax:     5 * time.Minute,
+		keyWait:       10 * time.Minute,
 		render:        render,
 		rooms:         map[id.RoomID]*room{},
 		invites:       map[id.RoomID]id.UserID{},

@@ -515,12 +515,9 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) == len(prefix) || !wordRune(r)
 }
 
-// Encrypted messages whose room key has not come are kept this long
-// (and at most this many), retried after every sync, then given up on.
-const (
-	pendingMaxAge = 10 * time.Minute
-	maxPending    = 256
-)
+// Encrypted messages whose room key has not come are kept at most this
+// many (and Matrix.keyWait long), retried after every sync.
+const maxPending = 256
 
 // pendingEvent is an encrypted message waiting for its room key.
 type pendingEvent struct {
@@ -567,11 +564,11 @@ func (m *Matrix) retryPending(ctx context.Context, eng cryptoEngine) {
 		switch {
 		case err == nil:
 			m.handleDecrypted(ctx, p.room, dec)
-		case errors.Is(err, errNoSession) && time.Since(p.since) < pendingMaxAge:
+		case errors.Is(err, errNoSession) && time.Since(p.since) < m.keyWait:
 			m.pending = append(m.pending, p)
 		case errors.Is(err, errNoSession):
 			m.log.Warn("matrix: gave up on an encrypted message: its room key never came",
-				"chat", ChatID(p.room), "id", p.evt.ID, "sender", p.evt.Sender, "waited", pendingMaxAge)
+				"chat", ChatID(p.room), "id", p.evt.ID, "sender", p.evt.Sender, "waited", m.keyWait)
 		default:
 			m.log.Warn("matrix: cannot decrypt a message; it is dropped",
 				"chat", ChatID(p.room), "id", p.evt.ID, "sender", p.evt.Sender, "err", err)
