@@ -339,6 +339,24 @@ func TestCryptoRestartKeepsTheDevice(t *testing.T) {
 	if in := h.sink.Next(t); in.ID != second || in.Text != "after" {
 		t.Fatalf("after the restart: %+v", in)
 	}
+	// The room is known as encrypted from the store (its state event came
+	// before the saved position): the answer is encrypted.
+	d, err := m2.Send(context.Background(), chatMsg("still **private**"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := h.fake.Events(family, "m.room.encrypted")
+	last := evs[len(evs)-1]
+	if last.ID != d.MessageIDs[0] {
+		t.Fatalf("the answer after the restart is not encrypted: %+v", h.fake.Sends())
+	}
+	if n := h.fake.StateGets(); n != 0 {
+		t.Errorf("asked the homeserver %d times; the store knows the room is encrypted", n)
+	}
+	p.sync()
+	if mc, err := p.open(last); err != nil || mc.Body != "still **private**" {
+		t.Fatalf("Ann reads %+v, %v", mc, err)
+	}
 	for _, path := range []string{CryptoPath(h.dataDir), pickleKeyPath(h.dataDir)} {
 		st, err := os.Stat(path)
 		if err != nil {

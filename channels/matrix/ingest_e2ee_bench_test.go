@@ -68,7 +68,7 @@ func BenchmarkIngestEncrypted(b *testing.B) {
 			content = obj{"msgtype": "m.image", "body": "look at this one", "filename": "IMG_2041.jpg",
 				"file": obj{"v": "v2", "url": "mxc://matrix.example.org/AbCdEfGhIjKlMnOpQrStUvWx",
 					"key": obj{"kty": "oct", "alg": "A256CTR", "ext": true, "key_ops": []string{"encrypt", "decrypt"}, "k": "qcHVMSgYg-71CauWBezXI5qkaRb0LuIy-Wx5kIaHMIA"},
-					"iv": "X85+XgHN+HEAAAAAAAAAAA", "hashes": obj{"sha256": "5qG4fFnbbVdlAB1Q72JDKwCagV6Dbkx9uds4rSak37c"}},
+					"iv":  "X85+XgHN+HEAAAAAAAAAAA", "hashes": obj{"sha256": "5qG4fFnbbVdlAB1Q72JDKwCagV6Dbkx9uds4rSak37c"}},
 				"info": obj{"mimetype": "image/jpeg", "size": 240000, "w": 1280, "h": 960}}
 		}
 		plain, err := json.Marshal(obj{"room_id": family, "type": "m.room.message", "content": content})
@@ -83,7 +83,7 @@ func BenchmarkIngestEncrypted(b *testing.B) {
 			"origin_server_ts": time.Now().UnixMilli(), "content": obj{"algorithm": "m.megolm.v1.aes-sha2",
 				"sender_key": senderKey, "device_id": "ANNPHONE", "session_id": ogs.ID(), "ciphertext": string(ct)}}
 		bodies[i], err = json.Marshal(obj{"next_batch": fmt.Sprintf("s%d", i+1),
-			"rooms": obj{"join": obj{family: obj{"timeline": obj{"events": []obj{ev}}}}},
+			"rooms":                      obj{"join": obj{family: obj{"timeline": obj{"events": []obj{ev}}}}},
 			"device_one_time_keys_count": obj{"signed_curve25519": 50}})
 		if err != nil {
 			b.Fatal(err)

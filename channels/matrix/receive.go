@@ -32,6 +32,9 @@ type room struct {
 	members   map[id.UserID]string
 	encrypted bool // end-to-end encrypted
 	refused   bool // encrypted while botd's encryption is off: logged once
+	// stateChecked: the homeserver was asked this run whether the room
+	// is encrypted (before a send into a room whose state botd had not seen).
+	stateChecked bool
 }
 
 func (m *Matrix) roomLocked(r id.RoomID) *room {
@@ -200,16 +203,40 @@ func (m *Matrix) markEncrypted(r id.RoomID) {
 	}
 }
 
-// roomEncrypted reports whether botd knows room r as end-to-end
-// encrypted: from this run's sync, or from the crypto store, which
-// keeps the rooms' encryption across restarts.
-func (m *Matrix) roomEncrypted(ctx context.Context, r id.RoomID) bool {
+// roomEncrypted reports whether room r is end-to-end encrypted: known
+// from this run's sync or from the crypto store (which keeps it across
+// restarts), else asked of the homeserver once per room and run, so
+// nothing goes in the clear into a room whose state botd has not seen
+// (one encrypted before this version kept a crypto store, or while its
+// encryption is off after a restart).
+func (m *Matrix) roomEncrypted(ctx context.Context, r id.RoomID) (bool, error) {
 	m.mu.Lock()
-	rm := m.rooms[r]
-	known := rm != nil && rm.encrypted
+	rm := m.roomLocked(r)
+	known, checked := rm.encrypted, rm.stateChecked
 	eng := m.crypto
 	m.mu.Unlock()
-	return known || (eng != nil && eng.isEncrypted(ctx, r))
+	if known || (eng != nil && eng.isEncrypted(ctx, r)) {
+		return true, nil
+	}
+	if checked {
+		return false, nil
+	}
+	var c event.EncryptionEventContent
+	err := m.cli.StateEvent(ctx, r, event.StateEncryption, "", &c)
+	switch {
+	case errors.Is(err, mautrix.MNotFound):
+	case err != nil:
+		return false, fmt.Errorf("matrix: checking whether %s is end-to-end encrypted: %s", ChatID(r), m.redact(err.Error()))
+	}
+	m.mu.Lock()
+	rm.stateChecked = true
+	m.mu.Unlock()
+	if err != nil || c.Algorithm == "" {
+		return false, nil
+	}
+	empty := ""
+	m.applyState(ctx, r, &event.Event{Type: event.StateEncryption, StateKey: &empty, RoomID: r, Content: event.Content{Parsed: &c}})
+	return true, nil
 }
 
 // noteInvite remembers an invite. botd joins only rooms a group has

@@ -342,3 +342,41 @@ func TestSyncRetriesAfterFailures(t *testing.T) {
 		t.Errorf("no recovery logged, or %d deliveries", h.sink.Total())
 	}
 }
+
+// TestNothingInTheClearAfterARestart: a second instance that resumes
+// after the room's encryption state (so its sync never shows it) and
+// runs without encryption (a damaged store here; no goolm tag alike)
+// asks the homeserver before its first send, and refuses.
+func TestNothingInTheClearAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetState(family, "m.room.encryption", ann, "", obj{"algorithm": "m.megolm.v1.aes-sha2"})
+	stop := h.start(t, h.mx)
+	h.fake.Post(family, ann, obj{"msgtype": "m.text", "body": "marker"})
+	h.sink.Next(t)
+	stop()
+	for _, p := range []string{CryptoPath(h.dataDir) + "-wal", CryptoPath(h.dataDir) + "-shm"} {
+		_ = os.Remove(p)
+	}
+	if err := os.WriteFile(CryptoPath(h.dataDir), []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2 := h.build(t)
+	h.start(t, m2)
+	if m2.CryptoOff() == nil {
+		t.Fatal("encryption is on with a damaged store")
+	}
+	before := len(h.fake.Sends())
+	_, err := m2.Send(context.Background(), chatMsg("not in the clear"))
+	if !errors.Is(err, channels.ErrForbidden) {
+		t.Fatalf("Send: %v, want a refusal", err)
+	}
+	if h.fake.StateGets() == 0 {
+		t.Error("the homeserver was not asked about the room's encryption")
+	}
+	if n := len(h.fake.Sends()); n != before {
+		t.Errorf("%d events were sent into the encrypted room", n-before)
+	}
+	if got := m2.EncryptedRooms(); len(got) != 1 || got[0] != ChatID(family) {
+		t.Errorf("EncryptedRooms = %v", got)
+	}
+}

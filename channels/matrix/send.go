@@ -178,8 +178,8 @@ func (m *Matrix) sendEvent(ctx context.Context, r id.RoomID, t event.Type, c any
 // a room in the clear. An encrypted room while botd's encryption is off
 // is an error: nothing goes there in the clear.
 func (m *Matrix) encryptionFor(ctx context.Context, r id.RoomID) (cryptoEngine, error) {
-	if !m.roomEncrypted(ctx, r) {
-		return nil, nil
+	if enc, err := m.roomEncrypted(ctx, r); err != nil || !enc {
+		return nil, err
 	}
 	eng, off := m.cryptoState()
 	if eng == nil {

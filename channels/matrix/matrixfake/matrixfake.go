@@ -89,26 +89,27 @@ type media struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever anything is recorded
-	events   []Event
-	joined   map[string]bool
-	txns     map[string]string // txn → event id
-	sends    []Send
-	typing   []Typing
-	media    map[string]media // "server/id"
-	uploads  int
-	syncs    []string // since of every /sync, "" for an initial one
-	logins   int
-	noAuthV1 bool
-	failSend int // sends stored and then answered 502
-	failSync int // syncs answered 503
-	dl       map[string]int
-	nextID   int
-	tokens   map[string]account
-	keys     map[string]*deviceKeys // "user|device"
-	toDevTxn map[string]bool        // "sender|txn" of sendToDevice calls done
-	hold     map[string][]Event     // to-device events held back per user
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced whenever anything is recorded
+	events    []Event
+	joined    map[string]bool
+	txns      map[string]string // txn → event id
+	sends     []Send
+	typing    []Typing
+	media     map[string]media // "server/id"
+	uploads   int
+	syncs     []string // since of every /sync, "" for an initial one
+	logins    int
+	noAuthV1  bool
+	failSend  int // sends stored and then answered 502
+	failSync  int // syncs answered 503
+	dl        map[string]int
+	nextID    int
+	tokens    map[string]account
+	keys      map[string]*deviceKeys // "user|device"
+	toDevTxn  map[string]bool        // "sender|txn" of sendToDevice calls done
+	hold      map[string][]Event     // to-device events held back per user
+	stateGets int
 }
 
 // New starts a fake homeserver on loopback, stopped when the test ends.
@@ -133,6 +134,8 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /_matrix/client/v3/keys/claim", s.auth(s.keysClaim))
 	mux.HandleFunc("PUT /_matrix/client/v3/sendToDevice/{type}/{txn}", s.auth(s.sendToDevice))
 	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/members", s.auth(s.members))
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/state/{type}/{key...}", s.auth(s.stateEvent))
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/state/{type}", s.auth(s.stateEvent))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "M_UNRECOGNIZED", "unrecognized request")
 	})
@@ -953,4 +956,36 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 		chunk = append(chunk, ev)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"chunk": chunk})
+}
+
+// stateEvent answers the content of a room's current state event of a
+// type and state key, or 404 M_NOT_FOUND.
+func (s *Server) stateEvent(w http.ResponseWriter, r *http.Request) {
+	room, typ, key := r.PathValue("room"), r.PathValue("type"), r.PathValue("key")
+	s.mu.Lock()
+	s.stateGets++
+	joined := s.joined[room]
+	var content json.RawMessage
+	for _, e := range s.events {
+		if e.Room == room && e.Type == typ && e.State != nil && *e.State == key && !e.Invite {
+			content = e.Content
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case !joined:
+		writeErr(w, http.StatusForbidden, "M_FORBIDDEN", "not in room")
+	case content == nil:
+		writeErr(w, http.StatusNotFound, "M_NOT_FOUND", "event not found")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(content)
+	}
+}
+
+// StateGets counts the state event reads.
+func (s *Server) StateGets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateGets
 }
