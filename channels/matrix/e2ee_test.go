@@ -402,3 +402,24 @@ func TestMessageWhoseKeyNeverComes(t *testing.T) {
 		t.Fatalf("got %+v after the key came late; the message given up on must stay undelivered", in)
 	}
 }
+
+// TestTokenOfAnotherClientsDevice: an access token copied from Element
+// belongs to a device whose keys Element uploaded; botd cannot hold
+// that device's keys, says so, and leaves encryption off rather than
+// upload keys over Element's.
+func TestTokenOfAnotherClientsDevice(t *testing.T) {
+	h := newHarness(t)
+	newPeer(t, h.fake, matrixfake.UserID, matrixfake.DeviceID) // "Element" on the bot's device
+	keys, _ := h.fake.DeviceKeys(matrixfake.UserID, matrixfake.DeviceID)
+	h.start(t, h.mx)
+	err := h.mx.CryptoOff()
+	if err == nil || !strings.Contains(err.Error(), "already has keys on the homeserver that are not in botd's store") {
+		t.Fatalf("CryptoOff = %v", err)
+	}
+	if again, n := h.fake.DeviceKeys(matrixfake.UserID, matrixfake.DeviceID); n != 1 || !bytes.Equal(again, keys) {
+		t.Errorf("botd uploaded keys over the other client's (%d uploads)", n)
+	}
+	if !strings.Contains(h.logs.String(), "end-to-end encryption is off; encrypted rooms are refused") {
+		t.Errorf("not logged:\n%s", h.logs.String())
+	}
+}
