@@ -43,6 +43,7 @@ var labels = map[string]string{
 	"BenchmarkPlaceholder/render":                                   "placeholder render",
 	"BenchmarkPlaceholder/parse":                                    "placeholder parse",
 	"BenchmarkIngest":                                               "Telegram ingest: extractor → refs → SQLite",
+	"BenchmarkIngestEncrypted":                                      "Matrix ingest in an encrypted room: Megolm decrypt → parser → refs → SQLite",
 	"BenchmarkRenderConversation30":                                 "prompt XML for 30 messages",
 	"BenchmarkLoadAndRender30":                                      "load 30 messages from SQLite + prompt XML",
 	"BenchmarkFetchMediaInline10KB":                                 "fetch_media tool handler only, 10 KB image",

@@ -109,11 +109,12 @@ func (h *harness) build(t testing.TB) *Matrix {
 func (h *harness) start(t *testing.T, m *Matrix) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pos := h.fake.Position()
 	if err := m.Start(ctx); err != nil {
 		cancel()
 		t.Fatalf("Start: %v", err)
 	}
+	// After Start: uploading the device's keys moves the stream on.
+	pos := h.fake.Position()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

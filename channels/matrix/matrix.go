@@ -6,10 +6,12 @@
 // attachments decrypted while they stream into the cache), and answers
 // as replies with an HTML formatted body.
 //
-// End-to-end encrypted rooms are not read: mautrix's pure-Go olm (the
-// goolm build tag) builds without cgo, but botd does not yet keep the
-// device keys and sessions E2EE needs. Such a room is logged once and
-// listed by EncryptedRooms for the dashboard.
+// End-to-end encrypted rooms are read and answered through mautrix's
+// pure-Go Olm (the goolm build tag, which make adds to every build): the
+// bot's device keys and sessions live in a SQLite store in the data dir
+// (CryptoPath). A build without the tag, or a crypto store that cannot
+// be opened, refuses encrypted rooms instead: logged once per room with
+// the reason and listed by EncryptedRooms for the dashboard.
 package matrix
 
 import (
@@ -51,6 +53,7 @@ type Matrix struct {
 	cfg       Config
 	env       channels.Env
 	log       *slog.Logger
+	dataDir   string
 	statePath string
 	cli       *mautrix.Client
 
@@ -60,6 +63,7 @@ type Matrix struct {
 	typingTimeout time.Duration // how long one typing notice lasts
 	typingEvery   time.Duration // renewed this often while on
 	typingMax     time.Duration // and never longer than this without a renewal
+	keyWait       time.Duration // how long an encrypted message waits for its room key
 
 	render func(md string, limit int) []string
 
@@ -75,6 +79,13 @@ type Matrix struct {
 	invites map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
 	sent    *recent                 // event ids botd sent, so a reply to one addresses it
 	typing  map[string]*typingLoop
+	// crypto is end-to-end encryption, nil when it is off; cryptoOff
+	// then says why.
+	crypto    cryptoEngine
+	cryptoOff error
+	// pending are encrypted messages waiting for their room key; only
+	// the sync loop touches them.
+	pending []pendingEvent
 }
 
 // New builds the channel without touching the network. dataDir holds
@@ -106,6 +117,7 @@ func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
 		cfg:           cfg,
 		env:           env,
 		log:           env.Log,
+		dataDir:       dataDir,
 		statePath:     StatePath(dataDir),
 		cli:           cli,
 		pollTimeout:   30 * time.Second,
@@ -113,6 +125,7 @@ func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
 		typingTimeout: 30 * time.Second,
 		typingEvery:   20 * time.Second,
 		typingMax:     5 * time.Minute,
+		keyWait:       10 * time.Minute,
 		render:        render,
 		rooms:         map[id.RoomID]*room{},
 		invites:       map[id.RoomID]id.UserID{},
@@ -185,6 +198,7 @@ func (m *Matrix) Start(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	m.log.Info("matrix connected", "user", who.UserID, "device", who.DeviceID, "resuming", m.st.Since != "")
+	m.startCrypto(ctx)
 
 	m.mu.Lock()
 	m.runCtx = ctx
@@ -195,9 +209,58 @@ func (m *Matrix) Start(ctx context.Context) error {
 		m.syncLoop(ctx)
 		m.mu.Lock()
 		m.stopped = true
+		eng := m.crypto
 		m.mu.Unlock()
+		if eng != nil {
+			if err := eng.close(); err != nil {
+				m.log.Warn("matrix: closing the crypto store", "err", err)
+			}
+		}
 	}()
 	return nil
+}
+
+// startCrypto turns end-to-end encryption on, or leaves it off with the
+// reason logged: the channel runs either way, and encrypted rooms are
+// then refused as they are without the goolm build tag.
+func (m *Matrix) startCrypto(ctx context.Context) {
+	if m.cli.DeviceID == "" {
+		m.setCrypto(nil, errors.New("the homeserver named no device for the access token"))
+		return
+	}
+	eng, err := m.openCrypto(ctx)
+	m.setCrypto(eng, err)
+}
+
+func (m *Matrix) setCrypto(eng cryptoEngine, err error) {
+	if err != nil {
+		err = errors.New(m.redact(err.Error()))
+	}
+	m.mu.Lock()
+	m.crypto, m.cryptoOff = eng, err
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn("matrix: end-to-end encryption is off; encrypted rooms are refused", "reason", err)
+		return
+	}
+	m.log.Info("matrix: end-to-end encryption on", "device", m.cli.DeviceID, "ed25519", eng.deviceKey(), "store", CryptoPath(m.dataDir))
+}
+
+// cryptoState is the crypto engine, or nil and why it is off.
+func (m *Matrix) cryptoState() (cryptoEngine, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crypto == nil && m.cryptoOff == nil {
+		return nil, errors.New("the channel has not started")
+	}
+	return m.crypto, m.cryptoOff
+}
+
+// CryptoOff says why end-to-end encryption is off (nil while it is on):
+// for the dashboard beside EncryptedRooms.
+func (m *Matrix) CryptoOff() error {
+	_, err := m.cryptoState()
+	return err
 }
 
 // authenticate settles the access token (the configured one, or the one

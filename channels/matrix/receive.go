@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -29,7 +30,11 @@ type room struct {
 	alias     string
 	joined    int // members, from the sync summary; 0 when not told
 	members   map[id.UserID]string
-	encrypted bool
+	encrypted bool // end-to-end encrypted
+	refused   bool // encrypted while botd's encryption is off: logged once
+	// stateChecked: the homeserver was asked this run whether the room
+	// is encrypted (before a send into a room whose state botd had not seen).
+	stateChecked bool
 }
 
 func (m *Matrix) roomLocked(r id.RoomID) *room {
@@ -41,14 +46,15 @@ func (m *Matrix) roomLocked(r id.RoomID) *room {
 	return rm
 }
 
-// EncryptedRooms lists the chats botd is in that are end-to-end
-// encrypted, which it cannot read: for the dashboard to show.
+// EncryptedRooms lists the end-to-end encrypted chats botd is in and
+// cannot read because its encryption is off (CryptoOff says why): for
+// the dashboard to show. Empty while encryption is on.
 func (m *Matrix) EncryptedRooms() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
 	for r, rm := range m.rooms {
-		if rm.encrypted {
+		if rm.refused {
 			out = append(out, ChatID(r))
 		}
 	}
@@ -62,6 +68,15 @@ func (m *Matrix) EncryptedRooms() []string {
 func (m *Matrix) handleSync(ctx context.Context, resp *mautrix.RespSync, initial bool) {
 	if resp == nil {
 		return
+	}
+	eng, _ := m.cryptoState()
+	if eng != nil {
+		// Room keys first: a key sent with its message is there when the
+		// message is decrypted below.
+		if err := safely(func() { eng.processSync(ctx, resp) }); err != nil {
+			m.log.Warn("matrix: processing the sync's encryption keys failed", "err", err)
+		}
+		m.retryPending(ctx, eng)
 	}
 	for r, inv := range resp.Rooms.Invite {
 		if inv != nil {
@@ -100,6 +115,14 @@ func (m *Matrix) handleSync(ctx context.Context, resp *mautrix.RespSync, initial
 			switch evt.Type {
 			case event.EventEncrypted:
 				m.markEncrypted(r)
+				if eng == nil {
+					continue
+				}
+				if initial {
+					skipped++
+					continue
+				}
+				m.handleEncrypted(ctx, eng, r, evt)
 			case event.EventMessage, event.EventSticker:
 				if initial {
 					skipped++
@@ -121,13 +144,19 @@ func (m *Matrix) applyState(ctx context.Context, r id.RoomID, evt *event.Event) 
 		return
 	}
 	switch evt.Type {
-	case event.StateRoomName, event.StateCanonicalAlias, event.StateMember, event.StateEncryption:
+	case event.StateRoomName, event.StateCanonicalAlias, event.StateMember, event.StateEncryption, event.StateHistoryVisibility:
 	default:
 		return
 	}
 	if evt.Content.Parsed == nil {
 		if err := evt.Content.ParseRaw(evt.Type); err != nil {
 			return
+		}
+	}
+	evt.RoomID = r
+	if eng, _ := m.cryptoState(); eng != nil {
+		if err := safely(func() { eng.updateState(ctx, evt) }); err != nil {
+			m.log.Warn("matrix: keeping a room's encryption state failed", "chat", ChatID(r), "err", err)
 		}
 	}
 	if evt.Type == event.StateEncryption {
@@ -155,17 +184,59 @@ func (m *Matrix) applyState(ctx context.Context, r id.RoomID, evt *event.Event) 
 	}
 }
 
-// markEncrypted records an end-to-end encrypted room and says so once.
+// markEncrypted records an end-to-end encrypted room; with botd's
+// encryption off it says once that the room is refused, and why.
 func (m *Matrix) markEncrypted(r id.RoomID) {
 	m.mu.Lock()
 	rm := m.roomLocked(r)
-	first := !rm.encrypted
 	rm.encrypted = true
+	refuse := m.crypto == nil && !rm.refused
+	rm.refused = rm.refused || m.crypto == nil
+	reason := m.cryptoOff
 	m.mu.Unlock()
-	if first {
-		m.log.Warn("matrix room is end-to-end encrypted; botd cannot read it (end-to-end encryption is not enabled in botd)",
+	if refuse {
+		if reason == nil {
+			reason = errors.New("end-to-end encryption is not running")
+		}
+		m.log.Warn("matrix room is end-to-end encrypted; botd cannot read it (end-to-end encryption is off: "+reason.Error()+")",
 			"chat", ChatID(r))
 	}
+}
+
+// roomEncrypted reports whether room r is end-to-end encrypted: known
+// from this run's sync or from the crypto store (which keeps it across
+// restarts), else asked of the homeserver once per room and run, so
+// nothing goes in the clear into a room whose state botd has not seen
+// (one encrypted before this version kept a crypto store, or while its
+// encryption is off after a restart).
+func (m *Matrix) roomEncrypted(ctx context.Context, r id.RoomID) (bool, error) {
+	m.mu.Lock()
+	rm := m.roomLocked(r)
+	known, checked := rm.encrypted, rm.stateChecked
+	eng := m.crypto
+	m.mu.Unlock()
+	if known || (eng != nil && eng.isEncrypted(ctx, r)) {
+		return true, nil
+	}
+	if checked {
+		return false, nil
+	}
+	var c event.EncryptionEventContent
+	err := m.cli.StateEvent(ctx, r, event.StateEncryption, "", &c)
+	switch {
+	case errors.Is(err, mautrix.MNotFound):
+	case err != nil:
+		return false, fmt.Errorf("matrix: checking whether %s is end-to-end encrypted: %s", ChatID(r), m.redact(err.Error()))
+	}
+	m.mu.Lock()
+	rm.stateChecked = true
+	m.mu.Unlock()
+	if err != nil || c.Algorithm == "" {
+		return false, nil
+	}
+	empty := ""
+	m.applyState(ctx, r, &event.Event{Type: event.StateEncryption, StateKey: &empty, RoomID: r, Content: event.Content{Parsed: &c}})
+	return true, nil
 }
 
 // noteInvite remembers an invite. botd joins only rooms a group has
@@ -469,4 +540,102 @@ func hasPrefixFold(s, prefix string) bool {
 	}
 	r, _ := utf8.DecodeRuneInString(s[len(prefix):])
 	return len(s) == len(prefix) || !wordRune(r)
+}
+
+// Encrypted messages whose room key has not come are kept at most this
+// many (and Matrix.keyWait long), retried after every sync.
+const maxPending = 256
+
+// pendingEvent is an encrypted message waiting for its room key.
+type pendingEvent struct {
+	room  id.RoomID
+	evt   *event.Event
+	since time.Time
+}
+
+// handleEncrypted decrypts an m.room.encrypted event and handles what
+// it holds exactly as the same event in the clear. What cannot be
+// decrypted is logged and never delivered: a missing key is waited for,
+// anything else (a tampered or damaged ciphertext) is dropped.
+func (m *Matrix) handleEncrypted(ctx context.Context, eng cryptoEngine, r id.RoomID, evt *event.Event) {
+	dec, err := m.decrypt(ctx, eng, evt)
+	switch {
+	case err == nil:
+		m.handleDecrypted(ctx, r, dec)
+	case errors.Is(err, errNoSession):
+		m.log.Info("matrix: cannot decrypt a message yet: no room key from the sender's device; waiting for it",
+			"chat", ChatID(r), "id", evt.ID, "sender", evt.Sender)
+		if len(m.pending) >= maxPending {
+			old := m.pending[0]
+			m.log.Warn("matrix: gave up on an encrypted message: too many wait for their room key",
+				"chat", ChatID(old.room), "id", old.evt.ID, "sender", old.evt.Sender)
+			m.pending = m.pending[1:]
+		}
+		m.pending = append(m.pending, pendingEvent{room: r, evt: evt, since: time.Now()})
+	default:
+		m.log.Warn("matrix: cannot decrypt a message; it is dropped",
+			"chat", ChatID(r), "id", evt.ID, "sender", evt.Sender, "err", err)
+	}
+}
+
+// retryPending tries the messages waiting for their room key again
+// after a sync brought keys.
+func (m *Matrix) retryPending(ctx context.Context, eng cryptoEngine) {
+	if len(m.pending) == 0 {
+		return
+	}
+	waiting := m.pending
+	m.pending = nil
+	for _, p := range waiting {
+		dec, err := m.decrypt(ctx, eng, p.evt)
+		switch {
+		case err == nil:
+			m.handleDecrypted(ctx, p.room, dec)
+		case errors.Is(err, errNoSession) && time.Since(p.since) < m.keyWait:
+			m.pending = append(m.pending, p)
+		case errors.Is(err, errNoSession):
+			m.log.Warn("matrix: gave up on an encrypted message: its room key never came",
+				"chat", ChatID(p.room), "id", p.evt.ID, "sender", p.evt.Sender, "waited", m.keyWait)
+		default:
+			m.log.Warn("matrix: cannot decrypt a message; it is dropped",
+				"chat", ChatID(p.room), "id", p.evt.ID, "sender", p.evt.Sender, "err", err)
+		}
+	}
+}
+
+// decrypt opens one event; a panic of the crypto library on hostile
+// bytes is an error, not a crash.
+func (m *Matrix) decrypt(ctx context.Context, eng cryptoEngine, evt *event.Event) (dec *event.Event, err error) {
+	if perr := safely(func() { dec, err = eng.decrypt(ctx, evt) }); perr != nil {
+		return nil, perr
+	}
+	if err == nil && dec == nil {
+		err = errors.New("the crypto library returned nothing")
+	}
+	return dec, err
+}
+
+// handleDecrypted handles a decrypted message or sticker like one sent
+// in the clear; other event types inside the encryption are ignored, as
+// they are outside it.
+func (m *Matrix) handleDecrypted(ctx context.Context, r id.RoomID, dec *event.Event) {
+	dec.RoomID = r
+	if dec.ID == "" || dec.Sender == "" || dec.StateKey != nil {
+		return
+	}
+	switch dec.Type {
+	case event.EventMessage, event.EventSticker:
+		m.handleMessage(ctx, r, dec)
+	}
+}
+
+// safely runs f and turns a panic into an error.
+func safely(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the crypto library failed: %v", p)
+		}
+	}()
+	f()
+	return nil
 }

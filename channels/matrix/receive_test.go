@@ -1,11 +1,15 @@
 package matrix
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/matrix/matrixfake"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -178,9 +182,30 @@ func TestInvitesJoinedOnlyForRegisteredRooms(t *testing.T) {
 	}
 }
 
+// TestEncryptedRoomRefusedClearly: with botd's encryption off (a build
+// without the goolm tag, or a crypto store that cannot be opened: here
+// a damaged one, which a tagged build meets), the channel still runs,
+// an encrypted room is refused once in the log with the reason and
+// listed for the dashboard, and nothing is sent into it in the clear.
 func TestEncryptedRoomRefusedClearly(t *testing.T) {
 	h := newHarness(t)
+	if err := os.MkdirAll(filepath.Dir(CryptoPath(h.dataDir)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(CryptoPath(h.dataDir), []byte("this is not a SQLite database, it was damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pickleKeyPath(h.dataDir), bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	h.start(t, h.mx)
+	reason := "-tags goolm"
+	if CryptoBuilt {
+		reason = "crypto store " + CryptoPath(h.dataDir)
+	}
+	if err := h.mx.CryptoOff(); err == nil || !strings.Contains(err.Error(), reason) {
+		t.Fatalf("CryptoOff = %v, want the reason naming %q", err, reason)
+	}
 	h.fake.SetState(family, "m.room.encryption", ann, "", obj{"algorithm": "m.megolm.v1.aes-sha2"})
 	h.fake.PostType(family, "m.room.encrypted", ann, obj{"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgA", "session_id": "s"})
 	h.fake.PostType(family, "m.room.encrypted", ann, obj{"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgB", "session_id": "s"})
@@ -191,8 +216,21 @@ func TestEncryptedRoomRefusedClearly(t *testing.T) {
 	if got := h.mx.EncryptedRooms(); len(got) != 1 || got[0] != ChatID(family) {
 		t.Errorf("EncryptedRooms = %v", got)
 	}
-	if n := strings.Count(h.logs.String(), "room is end-to-end encrypted; botd cannot read it"); n != 1 {
-		t.Errorf("logged the refusal %d times, want once:\n%s", n, h.logs.String())
+	logs := h.logs.String()
+	if n := strings.Count(logs, "room is end-to-end encrypted; botd cannot read it (end-to-end encryption is off: "); n != 1 {
+		t.Errorf("logged the refusal %d times, want once:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "end-to-end encryption is off; encrypted rooms are refused") || !strings.Contains(logs, reason) {
+		t.Errorf("the reason encryption is off was not logged:\n%s", logs)
+	}
+	_, err := h.mx.Send(context.Background(), chatMsg("not in the clear"))
+	if !errors.Is(err, channels.ErrForbidden) {
+		t.Errorf("Send into the encrypted room: %v, want a refusal", err)
+	}
+	for _, sd := range h.fake.Sends() {
+		if sd.Room == family {
+			t.Errorf("something was sent into the encrypted room: %s %s", sd.Type, sd.Content)
+		}
 	}
 }
 
@@ -302,5 +340,43 @@ func TestSyncRetriesAfterFailures(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "matrix sync recovered") || h.sink.Total() != 2 {
 		t.Errorf("no recovery logged, or %d deliveries", h.sink.Total())
+	}
+}
+
+// TestNothingInTheClearAfterARestart: a second instance that resumes
+// after the room's encryption state (so its sync never shows it) and
+// runs without encryption (a damaged store here; no goolm tag alike)
+// asks the homeserver before its first send, and refuses.
+func TestNothingInTheClearAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetState(family, "m.room.encryption", ann, "", obj{"algorithm": "m.megolm.v1.aes-sha2"})
+	stop := h.start(t, h.mx)
+	h.fake.Post(family, ann, obj{"msgtype": "m.text", "body": "marker"})
+	h.sink.Next(t)
+	stop()
+	for _, p := range []string{CryptoPath(h.dataDir) + "-wal", CryptoPath(h.dataDir) + "-shm"} {
+		_ = os.Remove(p)
+	}
+	if err := os.WriteFile(CryptoPath(h.dataDir), []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2 := h.build(t)
+	h.start(t, m2)
+	if m2.CryptoOff() == nil {
+		t.Fatal("encryption is on with a damaged store")
+	}
+	before := len(h.fake.Sends())
+	_, err := m2.Send(context.Background(), chatMsg("not in the clear"))
+	if !errors.Is(err, channels.ErrForbidden) {
+		t.Fatalf("Send: %v, want a refusal", err)
+	}
+	if h.fake.StateGets() == 0 {
+		t.Error("the homeserver was not asked about the room's encryption")
+	}
+	if n := len(h.fake.Sends()); n != before {
+		t.Errorf("%d events were sent into the encrypted room", n-before)
+	}
+	if got := m2.EncryptedRooms(); len(got) != 1 || got[0] != ChatID(family) {
+		t.Errorf("EncryptedRooms = %v", got)
 	}
 }

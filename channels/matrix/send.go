@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -153,14 +154,39 @@ func (m *Matrix) Send(ctx context.Context, msg channels.OutMessage) (channels.De
 }
 
 // sendEvent PUTs one event under a transaction id of its own; mautrix's
-// retries (network errors, 429, 502-504) repeat the same PUT.
+// retries (network errors, 429, 502-504) repeat the same PUT. In an
+// end-to-end encrypted room the event goes as m.room.encrypted.
 func (m *Matrix) sendEvent(ctx context.Context, r id.RoomID, t event.Type, c any) (string, error) {
+	if eng, err := m.encryptionFor(ctx, r); err != nil {
+		return "", err
+	} else if eng != nil {
+		enc, err := eng.encrypt(ctx, r, t, c)
+		if err != nil {
+			return "", fmt.Errorf("matrix: encrypting for %s: %s", ChatID(r), m.redact(err.Error()))
+		}
+		t, c = event.EventEncrypted, enc
+	}
 	resp, err := m.cli.SendMessageEvent(ctx, r, t, c, mautrix.ReqSendEvent{TransactionID: txnID()})
 	if err != nil {
 		return "", m.sendError(err)
 	}
 	m.sent.add(string(resp.EventID))
 	return string(resp.EventID), nil
+}
+
+// encryptionFor is the engine to seal a message to room r with, nil for
+// a room in the clear. An encrypted room while botd's encryption is off
+// is an error: nothing goes there in the clear.
+func (m *Matrix) encryptionFor(ctx context.Context, r id.RoomID) (cryptoEngine, error) {
+	if enc, err := m.roomEncrypted(ctx, r); err != nil || !enc {
+		return nil, err
+	}
+	eng, off := m.cryptoState()
+	if eng == nil {
+		return nil, fmt.Errorf("matrix: %s is end-to-end encrypted and botd's encryption is off (%v); nothing is sent there in the clear: %w",
+			ChatID(r), off, channels.ErrForbidden)
+	}
+	return eng, nil
 }
 
 func (m *Matrix) sendError(err error) error {
@@ -192,9 +218,23 @@ func (m *Matrix) SendMedia(ctx context.Context, om channels.OutMedia) (channels.
 	if mt == "" {
 		mt, _ = mediaregistry.FileMIME(om.File)
 	}
-	up, err := m.cli.UploadMedia(ctx, mautrix.ReqUploadMedia{
+	eng, err := m.encryptionFor(ctx, r)
+	if err != nil {
+		return d, err
+	}
+	req := mautrix.ReqUploadMedia{
 		Content: io.NewSectionReader(om.File, 0, size), ContentLength: size, ContentType: mt, FileName: name,
-	})
+	}
+	var ef *attachment.EncryptedFile
+	if eng != nil {
+		// An encrypted room's file is uploaded encrypted (AES-CTR: as long
+		// as the plaintext); its key and hash go in the encrypted event.
+		// The stream rewinds for a retry, and its hash is final at Close.
+		ef = attachment.NewEncryptedFile()
+		req.Content = ef.EncryptStream(req.Content)
+		req.ContentType, req.FileName = "application/octet-stream", ""
+	}
+	up, err := m.cli.UploadMedia(ctx, req)
 	if err != nil {
 		return d, fmt.Errorf("matrix upload %s to %s: %w", name, om.Chat, m.sendError(err))
 	}
@@ -205,6 +245,13 @@ func (m *Matrix) SendMedia(ctx context.Context, om channels.OutMedia) (channels.
 		URL:      up.ContentURI.CUString(),
 		Info:     &event.FileInfo{MimeType: mt, Size: int(size)},
 		Mentions: &event.Mentions{},
+	}
+	if ef != nil {
+		if err := req.Content.(io.Closer).Close(); err != nil {
+			return d, fmt.Errorf("matrix upload %s to %s: %w", name, om.Chat, err)
+		}
+		c.URL = ""
+		c.File = &event.EncryptedFileInfo{EncryptedFile: *ef, URL: up.ContentURI.CUString()}
 	}
 	if om.Voice && c.MsgType == event.MsgAudio {
 		c.MSC3245Voice = &event.MSC3245Voice{}

@@ -3,7 +3,10 @@
 // /account/whoami, /login, a long-polling /sync with next_batch tokens,
 // sending events (idempotent by transaction id, as the spec asks),
 // typing, joining, the authenticated and legacy media downloads and
-// uploads. It records what it was sent so tests assert on real HTTP
+// uploads, and what end-to-end encryption needs: more users with their
+// own tokens and devices, /keys/upload, /keys/query, /keys/claim,
+// /sendToDevice, to-device events, device_lists and one-time key counts
+// in /sync, and a room's /members. It records what it was sent so tests assert on real HTTP
 // traffic driven by the real mautrix client. Exported so end-to-end
 // tests elsewhere in botd can reuse it.
 package matrixfake
@@ -43,6 +46,23 @@ type Event struct {
 	TS      int64
 	// Invite marks a stripped invite for the bot rather than a room event.
 	Invite bool
+	// ToUser and ToDevice address a to-device event (Room is empty);
+	// ToDevice "*" is every device of ToUser.
+	ToUser, ToDevice string
+	// KeysChanged marks a change of that user's device keys: /sync
+	// reports it in device_lists.changed.
+	KeysChanged string
+}
+
+// account is who a token belongs to.
+type account struct{ user, device string }
+
+// deviceKeys is what one device uploaded to /keys/upload.
+type deviceKeys struct {
+	keys     json.RawMessage            // the signed device_keys object
+	otks     map[string]json.RawMessage // "signed_curve25519:AAAAAQ" → the key object
+	fallback map[string]json.RawMessage
+	uploads  int // uploads that carried device_keys
 }
 
 // Send is one PUT /send the fake accepted (retries of a transaction
@@ -69,28 +89,34 @@ type media struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever anything is recorded
-	events   []Event
-	joined   map[string]bool
-	txns     map[string]string // txn → event id
-	sends    []Send
-	typing   []Typing
-	media    map[string]media // "server/id"
-	uploads  int
-	syncs    []string // since of every /sync, "" for an initial one
-	logins   int
-	noAuthV1 bool
-	failSend int // sends stored and then answered 502
-	failSync int // syncs answered 503
-	dl       map[string]int
-	nextID   int
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced whenever anything is recorded
+	events    []Event
+	joined    map[string]bool
+	txns      map[string]string // txn → event id
+	sends     []Send
+	typing    []Typing
+	media     map[string]media // "server/id"
+	uploads   int
+	syncs     []string // since of every /sync, "" for an initial one
+	logins    int
+	noAuthV1  bool
+	failSend  int // sends stored and then answered 502
+	failSync  int // syncs answered 503
+	dl        map[string]int
+	nextID    int
+	tokens    map[string]account
+	keys      map[string]*deviceKeys // "user|device"
+	toDevTxn  map[string]bool        // "sender|txn" of sendToDevice calls done
+	hold      map[string][]Event     // to-device events held back per user
+	stateGets int
 }
 
 // New starts a fake homeserver on loopback, stopped when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{changed: make(chan struct{}), joined: map[string]bool{}, txns: map[string]string{},
-		media: map[string]media{}, dl: map[string]int{}}
+		media: map[string]media{}, dl: map[string]int{}, tokens: map[string]account{Token: {UserID, DeviceID}},
+		keys: map[string]*deviceKeys{}, toDevTxn: map[string]bool{}, hold: map[string][]Event{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_matrix/client/versions", s.versions)
 	mux.HandleFunc("GET /_matrix/client/v3/account/whoami", s.auth(s.whoami))
@@ -103,6 +129,13 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /_matrix/client/v1/media/download/{server}/{id}", s.downloadV1)
 	mux.HandleFunc("GET /_matrix/media/v3/download/{server}/{id}", s.downloadV3)
 	mux.HandleFunc("POST /_matrix/media/v3/upload", s.auth(s.upload))
+	mux.HandleFunc("POST /_matrix/client/v3/keys/upload", s.auth(s.keysUpload))
+	mux.HandleFunc("POST /_matrix/client/v3/keys/query", s.auth(s.keysQuery))
+	mux.HandleFunc("POST /_matrix/client/v3/keys/claim", s.auth(s.keysClaim))
+	mux.HandleFunc("PUT /_matrix/client/v3/sendToDevice/{type}/{txn}", s.auth(s.sendToDevice))
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/members", s.auth(s.members))
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/state/{type}/{key...}", s.auth(s.stateEvent))
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/state/{type}", s.auth(s.stateEvent))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "M_UNRECOGNIZED", "unrecognized request")
 	})
@@ -162,7 +195,30 @@ func writeErr(w http.ResponseWriter, code int, errcode, msg string) {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	return r.Header.Get("Authorization") == "Bearer "+Token
+	_, ok := s.who(r)
+	return ok
+}
+
+// who is the account of the request's token.
+func (s *Server) who(r *http.Request) (account, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return account{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.tokens[tok]
+	return a, ok
+}
+
+// AddUser gives another user (the other side of an encrypted chat, say)
+// an access token for device, and returns it.
+func (s *Server) AddUser(user, device string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok := fmt.Sprintf("syt_fake_%d_%s", len(s.tokens), device)
+	s.tokens[tok] = account{user, device}
+	return tok
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
@@ -183,8 +239,9 @@ func (s *Server) versions(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"versions": []string{"v1.11", "v1.12"}})
 }
 
-func (s *Server) whoami(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"user_id": UserID, "device_id": DeviceID})
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	a, _ := s.who(r)
+	writeJSON(w, http.StatusOK, map[string]string{"user_id": a.user, "device_id": a.device})
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -305,8 +362,11 @@ func (e Event) wire() map[string]any {
 }
 
 // sync answers /sync: every event after since (all of them for an
-// initial sync), rooms the bot joined, invites pending. With nothing new
-// it holds the request up to the timeout parameter.
+// initial sync), rooms the bot joined, invites pending, the to-device
+// events addressed to the caller's device, the users whose device keys
+// changed, and the device's count of one-time keys left. Users other
+// than the bot see no rooms (their tests read the stream with Events).
+// With nothing new it holds the request up to the timeout parameter.
 func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	since := r.URL.Query().Get("since")
 	from := 0
@@ -318,10 +378,13 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		}
 		from = n
 	}
+	me, _ := s.who(r)
 	timeout, _ := strconv.Atoi(r.URL.Query().Get("timeout"))
 	s.mu.Lock()
-	s.syncs = append(s.syncs, since)
-	fail := s.failSync > 0
+	if me.user == UserID {
+		s.syncs = append(s.syncs, since)
+	}
+	fail := s.failSync > 0 && me.user == UserID
 	if fail {
 		s.failSync--
 	}
@@ -338,19 +401,25 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 		ch := s.changed
 		evs := append([]Event(nil), s.events[min(from, len(s.events)):]...)
 		joined := make(map[string]bool, len(s.joined))
-		for k, v := range s.joined {
-			joined[k] = v
+		if me.user == UserID {
+			for k, v := range s.joined {
+				joined[k] = v
+			}
+		}
+		otks := 0
+		if dk := s.keys[me.user+"|"+me.device]; dk != nil {
+			otks = len(dk.otks)
 		}
 		pos := len(s.events)
 		s.mu.Unlock()
 		if len(evs) > 0 || timeout <= 0 {
-			writeJSON(w, http.StatusOK, syncBody(pos, evs, joined))
+			writeJSON(w, http.StatusOK, syncBody(me, pos, evs, joined, otks))
 			return
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			writeJSON(w, http.StatusOK, syncBody(pos, nil, joined))
+			writeJSON(w, http.StatusOK, syncBody(me, pos, nil, joined, otks))
 			return
 		case <-r.Context().Done():
 			return
@@ -358,14 +427,26 @@ func (s *Server) sync(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func syncBody(pos int, evs []Event, joined map[string]bool) map[string]any {
+func syncBody(me account, pos int, evs []Event, joined map[string]bool, otks int) map[string]any {
 	join := map[string]any{}
 	invite := map[string]any{}
 	type roomEvents struct{ timeline []any }
 	rooms := map[string]*roomEvents{}
+	toDevice := []any{}
+	changed := []string{}
 	for _, e := range evs {
+		switch {
+		case e.KeysChanged != "":
+			changed = append(changed, e.KeysChanged)
+			continue
+		case e.ToUser != "":
+			if e.ToUser == me.user && (e.ToDevice == me.device || e.ToDevice == "*") {
+				toDevice = append(toDevice, map[string]any{"type": e.Type, "sender": e.Sender, "content": e.Content})
+			}
+			continue
+		}
 		if e.Invite {
-			if !joined[e.Room] {
+			if me.user == UserID && !joined[e.Room] {
 				invite[e.Room] = map[string]any{"invite_state": map[string]any{"events": []any{e.wire()}}}
 			}
 			continue
@@ -383,7 +464,13 @@ func syncBody(pos int, evs []Event, joined map[string]bool) map[string]any {
 	for room, re := range rooms {
 		join[room] = map[string]any{"timeline": map[string]any{"events": re.timeline}}
 	}
-	return map[string]any{"next_batch": "s" + strconv.Itoa(pos), "rooms": map[string]any{"join": join, "invite": invite}}
+	return map[string]any{
+		"next_batch":                 "s" + strconv.Itoa(pos),
+		"rooms":                      map[string]any{"join": join, "invite": invite},
+		"to_device":                  map[string]any{"events": toDevice},
+		"device_lists":               map[string]any{"changed": changed},
+		"device_one_time_keys_count": map[string]int{"signed_curve25519": otks},
+	}
 }
 
 // Syncs lists the since parameter of every /sync so far.
@@ -627,4 +714,278 @@ func (s *Server) Uploads() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.uploads
+}
+
+// keysUpload stores the caller's device keys, one-time keys and
+// fallback keys, and answers how many one-time keys it holds. New or
+// changed device keys are reported to every syncing client in
+// device_lists.changed.
+func (s *Server) keysUpload(w http.ResponseWriter, r *http.Request) {
+	me, _ := s.who(r)
+	var req struct {
+		DeviceKeys   json.RawMessage            `json:"device_keys"`
+		OneTimeKeys  map[string]json.RawMessage `json:"one_time_keys"`
+		FallbackKeys map[string]json.RawMessage `json:"fallback_keys"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "M_BAD_JSON", "bad keys upload")
+		return
+	}
+	s.mu.Lock()
+	k := me.user + "|" + me.device
+	dk := s.keys[k]
+	if dk == nil {
+		dk = &deviceKeys{otks: map[string]json.RawMessage{}, fallback: map[string]json.RawMessage{}}
+		s.keys[k] = dk
+	}
+	if len(req.DeviceKeys) > 0 && string(req.DeviceKeys) != "null" {
+		dk.keys = req.DeviceKeys
+		dk.uploads++
+		s.add(Event{KeysChanged: me.user, Type: "keys_changed"})
+	}
+	for id, v := range req.OneTimeKeys {
+		dk.otks[id] = v
+	}
+	if len(req.FallbackKeys) > 0 {
+		dk.fallback = req.FallbackKeys
+	}
+	n := len(dk.otks)
+	s.bump()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"one_time_key_counts": map[string]int{"signed_curve25519": n}})
+}
+
+// keysQuery answers the device keys of the users asked for (every
+// device when the list is empty).
+func (s *Server) keysQuery(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		DeviceKeys map[string][]string `json:"device_keys"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "M_BAD_JSON", "bad keys query")
+		return
+	}
+	out := map[string]map[string]json.RawMessage{}
+	s.mu.Lock()
+	for user, devices := range req.DeviceKeys {
+		out[user] = map[string]json.RawMessage{}
+		for k, dk := range s.keys {
+			u, dev, _ := strings.Cut(k, "|")
+			if u != user || dk.keys == nil || (len(devices) > 0 && !contains(devices, dev)) {
+				continue
+			}
+			out[user][dev] = dk.keys
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"device_keys": out, "failures": map[string]any{}})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// keysClaim hands out one one-time key per device asked for, each once,
+// and the device's fallback key when none is left.
+func (s *Server) keysClaim(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		OneTimeKeys map[string]map[string]string `json:"one_time_keys"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "M_BAD_JSON", "bad keys claim")
+		return
+	}
+	out := map[string]map[string]map[string]json.RawMessage{}
+	s.mu.Lock()
+	for user, devices := range req.OneTimeKeys {
+		for dev, alg := range devices {
+			dk := s.keys[user+"|"+dev]
+			if dk == nil {
+				continue
+			}
+			id, key := pick(dk.otks, alg)
+			if id != "" {
+				delete(dk.otks, id)
+			} else if id, key = pick(dk.fallback, alg); id == "" {
+				continue
+			}
+			if out[user] == nil {
+				out[user] = map[string]map[string]json.RawMessage{}
+			}
+			out[user][dev] = map[string]json.RawMessage{id: key}
+		}
+	}
+	s.bump()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"one_time_keys": out, "failures": map[string]any{}})
+}
+
+// pick is the first key (in key id order) of algorithm alg.
+func pick(keys map[string]json.RawMessage, alg string) (string, json.RawMessage) {
+	best := ""
+	for id := range keys {
+		if strings.HasPrefix(id, alg+":") && (best == "" || id < best) {
+			best = id
+		}
+	}
+	if best == "" {
+		return "", nil
+	}
+	return best, keys[best]
+}
+
+// sendToDevice queues the messages for the devices they are addressed
+// to, once per transaction id.
+func (s *Server) sendToDevice(w http.ResponseWriter, r *http.Request) {
+	me, _ := s.who(r)
+	var req struct {
+		Messages map[string]map[string]json.RawMessage `json:"messages"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "M_BAD_JSON", "bad sendToDevice body")
+		return
+	}
+	s.mu.Lock()
+	txn := me.user + "|" + r.PathValue("txn")
+	if !s.toDevTxn[txn] {
+		s.toDevTxn[txn] = true
+		for user, devices := range req.Messages {
+			for dev, content := range devices {
+				e := Event{Type: r.PathValue("type"), Sender: me.user, ToUser: user, ToDevice: dev, Content: content}
+				if held, ok := s.hold[user]; ok {
+					s.hold[user] = append(held, e)
+					continue
+				}
+				s.add(e)
+			}
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{})
+}
+
+// HoldToDevice holds back the to-device events sent to user from now
+// on, as a slow federation would: the room events they belong with
+// arrive first. ReleaseToDevice delivers them.
+func (s *Server) HoldToDevice(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hold[user]; !ok {
+		s.hold[user] = []Event{}
+	}
+}
+
+// ReleaseToDevice delivers the to-device events held for user and stops
+// holding them; it returns how many there were.
+func (s *Server) ReleaseToDevice(user string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.hold[user]
+	delete(s.hold, user)
+	for _, e := range held {
+		s.add(e)
+	}
+	return len(held)
+}
+
+// ToDevice lists the to-device events of type typ sent to user so far.
+func (s *Server) ToDevice(user, typ string) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Event
+	for _, e := range s.events {
+		if e.ToUser == user && e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DeviceKeys returns the device keys user's device uploaded (nil before
+// any) and how many uploads carried device keys.
+func (s *Server) DeviceKeys(user, device string) (json.RawMessage, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dk := s.keys[user+"|"+device]
+	if dk == nil {
+		return nil, 0
+	}
+	return dk.keys, dk.uploads
+}
+
+// OneTimeKeys counts the one-time keys user's device has on the server.
+func (s *Server) OneTimeKeys(user, device string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dk := s.keys[user+"|"+device]; dk != nil {
+		return len(dk.otks)
+	}
+	return 0
+}
+
+// members answers a room's member events, the latest per user.
+func (s *Server) members(w http.ResponseWriter, r *http.Request) {
+	room := r.PathValue("room")
+	s.mu.Lock()
+	latest := map[string]Event{}
+	var order []string
+	for _, e := range s.events {
+		if e.Room != room || e.Type != "m.room.member" || e.State == nil || e.Invite {
+			continue
+		}
+		if _, ok := latest[*e.State]; !ok {
+			order = append(order, *e.State)
+		}
+		latest[*e.State] = e
+	}
+	joined := s.joined[room]
+	s.mu.Unlock()
+	if !joined {
+		writeErr(w, http.StatusForbidden, "M_FORBIDDEN", "not in room")
+		return
+	}
+	chunk := make([]any, 0, len(order))
+	for _, u := range order {
+		ev := latest[u].wire()
+		ev["room_id"] = room
+		chunk = append(chunk, ev)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"chunk": chunk})
+}
+
+// stateEvent answers the content of a room's current state event of a
+// type and state key, or 404 M_NOT_FOUND.
+func (s *Server) stateEvent(w http.ResponseWriter, r *http.Request) {
+	room, typ, key := r.PathValue("room"), r.PathValue("type"), r.PathValue("key")
+	s.mu.Lock()
+	s.stateGets++
+	joined := s.joined[room]
+	var content json.RawMessage
+	for _, e := range s.events {
+		if e.Room == room && e.Type == typ && e.State != nil && *e.State == key && !e.Invite {
+			content = e.Content
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case !joined:
+		writeErr(w, http.StatusForbidden, "M_FORBIDDEN", "not in room")
+	case content == nil:
+		writeErr(w, http.StatusNotFound, "M_NOT_FOUND", "event not found")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(content)
+	}
+}
+
+// StateGets counts the state event reads.
+func (s *Server) StateGets() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateGets
 }
