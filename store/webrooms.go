@@ -106,41 +106,61 @@ func (s *Store) AppendWebRoomMessage(ctx context.Context, m WebRoomMessage) (sto
 // ImportWebRoomMessages adds msgs (one room's, oldest first) in one
 // transaction, each unless the room holds its id already, keeping a
 // message's seq when it is past the room's newest (otherwise it follows
-// the newest). Importing the same messages twice, or on two instances,
-// adds them once. It returns how many were added.
-func (s *Store) ImportWebRoomMessages(ctx context.Context, msgs []WebRoomMessage) (added int, err error) {
+// the newest). A message older than the room's newest is skipped: seqs
+// are the order pages show, so history cannot be put below what they
+// show already. Importing the same messages twice, or on two instances,
+// adds them once. It returns how many were added and how many skipped as
+// older.
+func (s *Store) ImportWebRoomMessages(ctx context.Context, msgs []WebRoomMessage) (added, older int, err error) {
 	for try := 1; ; try++ {
-		added, err = s.importWebRoomMessages(ctx, msgs)
+		added, older, err = s.importWebRoomMessages(ctx, msgs)
 		if err == nil || !sqldialect.IsUnique(err) || try == appendRetries {
 			break
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("import web room messages: %w", err)
+		return 0, 0, fmt.Errorf("import web room messages: %w", err)
 	}
-	return added, nil
+	return added, older, nil
 }
 
-func (s *Store) importWebRoomMessages(ctx context.Context, msgs []WebRoomMessage) (int, error) {
+func (s *Store) importWebRoomMessages(ctx context.Context, msgs []WebRoomMessage) (added, older int, err error) {
 	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer tx.Rollback()
-	added := 0
+	newest := map[string]int64{}
 	for _, m := range msgs {
 		if m.Room == "" || m.ID == "" {
 			continue
 		}
+		at, ok := newest[m.Room]
+		if !ok {
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(at), 0) FROM web_room_messages WHERE room = ?`, m.Room).Scan(&at); err != nil {
+				return 0, 0, err
+			}
+			newest[m.Room] = at
+		}
+		if m.Time.UnixMilli() < at {
+			var known int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM web_room_messages WHERE room = ? AND id = ?`, m.Room, m.ID).Scan(&known); err != nil {
+				return 0, 0, err
+			}
+			if known == 0 {
+				older++
+			}
+			continue
+		}
 		_, ok, err := insertWebRoomMessage(ctx, tx, m)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if ok {
 			added++
 		}
 	}
-	return added, tx.Commit()
+	return added, older, tx.Commit()
 }
 
 // WebRoomMessages returns the newest limit messages of room with a seq

@@ -127,19 +127,20 @@ func testWebRoomImport(t *testing.T, c Config) {
 		m.Seq = int64(10 + i)
 		log = append(log, m)
 	}
-	if n, err := a.ImportWebRoomMessages(ctx, log); err != nil || n != 5 {
-		t.Fatalf("import = %d, %v", n, err)
+	if n, older, err := a.ImportWebRoomMessages(ctx, log); err != nil || n != 5 || older != 0 {
+		t.Fatalf("import = %d, %d, %v", n, older, err)
 	}
-	if n, err := b.ImportWebRoomMessages(ctx, log); err != nil || n != 0 {
-		t.Fatalf("the same import on the other instance = %d, %v; want nothing added", n, err)
+	if n, older, err := b.ImportWebRoomMessages(ctx, log); err != nil || n != 0 || older != 0 {
+		t.Fatalf("the same import on the other instance = %d, %d, %v; want nothing added", n, older, err)
 	}
-	// Another instance's log numbered from 1: its new messages follow.
-	other := []WebRoomMessage{log[4], roomMsg("main", "b1", t0)}
-	other[1].Seq = 1
-	if n, err := b.ImportWebRoomMessages(ctx, other); err != nil || n != 1 {
-		t.Fatalf("the other log = %d, %v", n, err)
+	// Another instance's log numbered from 1: its newer messages follow,
+	// one older than the room's newest is skipped (it would show below).
+	other := []WebRoomMessage{roomMsg("main", "stale", t0.Add(-time.Minute)), log[4], roomMsg("main", "b1", t0.Add(time.Second))}
+	other[0].Seq, other[2].Seq = 1, 2
+	if n, older, err := b.ImportWebRoomMessages(ctx, other); err != nil || n != 1 || older != 1 {
+		t.Fatalf("the other log = %d added, %d older, %v; want 1 and 1", n, older, err)
 	}
-	m, _, err := a.AppendWebRoomMessage(ctx, roomMsg("main", "new", t0))
+	m, _, err := a.AppendWebRoomMessage(ctx, roomMsg("main", "new", t0.Add(time.Minute)))
 	if err != nil || m.Seq != 16 {
 		t.Fatalf("the next post = %+v, %v; want seq 16", m, err)
 	}
