@@ -492,6 +492,27 @@ var migrations = []string{
 	CREATE INDEX web_sessions_ended ON web_sessions(ended, id);
 	CREATE INDEX web_sessions_link ON web_sessions(link_id);
 	CREATE INDEX web_sessions_expires ON web_sessions(expires);`,
+	// 18: the web rooms' recent messages (webrooms.go), shared by the
+	// instances on one database so a standby's room pages and the next
+	// active instance show what the active one wrote. seq numbers a room's
+	// messages (unique per room: two appending processes cannot take the
+	// same one); id is unique per room so an import or a retried answer
+	// adds a message once. files is the JSON the channel writes.
+	`CREATE TABLE web_room_messages (
+		room TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		id TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		sender TEXT NOT NULL DEFAULT '',
+		is_assistant INTEGER NOT NULL DEFAULT 0,
+		is_system INTEGER NOT NULL DEFAULT 0,
+		text TEXT NOT NULL DEFAULT '',
+		files TEXT NOT NULL DEFAULT '',
+		reply_to TEXT NOT NULL DEFAULT '',
+		note TEXT NOT NULL DEFAULT '',
+		PRIMARY KEY (room, seq)
+	);
+	CREATE UNIQUE INDEX web_room_messages_id ON web_room_messages(room, id);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

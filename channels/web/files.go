@@ -228,25 +228,19 @@ func cleanFileName(name string) string {
 // partialName is an upload's name while it is being written.
 func partialName(id string) string { return "." + id + ".part" }
 
-// DiskAreaName names the web channel's files in disk reports, and
-// RoomsAreaName its room logs; the dot keeps them apart from every group
-// folder name.
-const (
-	DiskAreaName  = "web.files"
-	RoomsAreaName = "web.rooms"
-)
+// DiskAreaName names the web channel's files in disk reports; the dot
+// keeps it apart from every group folder name.
+const DiskAreaName = "web.files"
 
-// DiskAreas are the web channel's bytes for the disk budget, each counted
-// against the share of the group whose chat is the room:
-//
-//   - web.files: uploads and the assistant's files (<dataDir>/web/files),
-//     evicted least recently written first when over the budget (the ref
-//     then answers that the file is no longer kept). An upload is the
-//     only copy of its bytes, so it goes only while its own room is past
-//     its share, never to make room for another group; an upload still
-//     being written is busy, never evicted.
-//   - web.rooms: the room logs (<dataDir>/web/rooms), counted but never
-//     evicted: a log is kept short by its room (compacted as it grows).
+// DiskAreas are the web channel's bytes for the disk budget: web.files,
+// the uploads and the assistant's files (<dataDir>/web/files), each
+// counted against the share of the group whose chat is the room and
+// evicted least recently written first when over the budget (the ref then
+// answers that the file is no longer kept). An upload is the only copy
+// of its bytes, so it goes only while its own room is past its share,
+// never to make room for another group; an upload still being written is
+// busy, never evicted. The rooms' messages are in the database, not on
+// this disk.
 func DiskAreas(dataDir string, gs []*groups.Group) []diskbudget.Area {
 	dir := filepath.Join(dataDir, "web")
 	folders := map[string]string{}
@@ -278,17 +272,6 @@ func DiskAreas(dataDir string, gs []*groups.Group) []diskbudget.Area {
 				return ""
 			}
 			return folders[parts[1]]
-		},
-		Sole: func(string) bool { return true },
-	}, {
-		Name: RoomsAreaName,
-		Open: open("rooms"),
-		Dir:  "rooms",
-		Busy: func(string) bool { return true },
-		// rooms/<room>.jsonl, and its .tmp while compacted
-		GroupOf: func(rel string) string {
-			b := strings.TrimSuffix(path.Base(rel), ".tmp")
-			return folders[strings.TrimSuffix(b, ".jsonl")]
 		},
 		Sole: func(string) bool { return true },
 	}}

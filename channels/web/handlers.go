@@ -399,6 +399,16 @@ func (w *Web) roomPage(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := rm.recent(pageMessages)
+	if w.o.Standby {
+		// The active instance adds the messages: the page shows what the
+		// database holds, not what this process had at its start.
+		var err error
+		if msgs, err = rm.stored(r.Context(), 0, pageMessages); err != nil {
+			w.log.Error("web room: messages not read", "room", rm.name, "err", err)
+			w.fail(rw, r, http.StatusInternalServerError, "botd could not read the room's messages; try again")
+			return
+		}
+	}
 	b := roomBody{Room: rm.name, Title: rm.title, Folder: rm.folder, MaxUpload: w.o.MaxUploadBytes}
 	for _, m := range msgs {
 		b.Messages = append(b.Messages, view(rm.name, m))
@@ -446,9 +456,15 @@ func view(room string, m Message) msgView {
 // once; ended on another instance, within sessionCheck (auth.watch).
 const heartbeat = 20 * time.Second
 
+// standbyPoll is how often a standby's event stream reads the room's new
+// messages from the database: the active instance adds them, and its
+// drafts and typing signals stay in its memory.
+const standbyPoll = 3 * time.Second
+
 // events streams a room to a page: what it missed (after Last-Event-ID,
 // or ?after= on the first connect), then every new message and typing
-// signal.
+// signal. On a standby the new messages are read from the database every
+// standbyPoll, with no drafts or typing.
 func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 	rm, s := w.authRoom(rw, r, false)
 	if rm == nil {
@@ -464,8 +480,28 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 	if after == 0 {
 		after, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	}
-	sb, backlog, drafts := rm.subscribe(after)
-	defer rm.unsubscribe(sb)
+	var (
+		backlog []Message
+		drafts  []draft
+		evs     <-chan event // nil on a standby: it never fires
+		poll    <-chan time.Time
+	)
+	if w.o.Standby {
+		var err error
+		if backlog, err = rm.stored(r.Context(), after, keepMessages); err != nil {
+			w.log.Error("web room: messages not read", "room", rm.name, "err", err)
+			w.fail(rw, r, http.StatusInternalServerError, "botd could not read the room's messages; try again")
+			return
+		}
+		t := time.NewTicker(w.o.standbyPoll)
+		defer t.Stop()
+		poll = t.C
+	} else {
+		var sb *sub
+		sb, backlog, drafts = rm.subscribe(after)
+		defer rm.unsubscribe(sb)
+		evs = sb.ch
+	}
 	rc := http.NewResponseController(rw)
 	h := rw.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -519,7 +555,22 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.done:
 			return
-		case ev, ok := <-sb.ch:
+		case <-poll:
+			if !w.auth.alive(s) {
+				return
+			}
+			msgs, rerr := rm.stored(r.Context(), last, keepMessages)
+			if rerr != nil {
+				// The next poll tries again; the page keeps what it shows.
+				w.log.Warn("web room: new messages not read", "room", rm.name, "err", rerr)
+				continue
+			}
+			for _, m := range msgs {
+				if err = send(m); err != nil {
+					break
+				}
+			}
+		case ev, ok := <-evs:
 			if !ok {
 				return // fell behind, or the room closed: the browser reconnects
 			}

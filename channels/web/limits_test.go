@@ -19,6 +19,7 @@ import (
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
+	"github.com/botd-dev/botd/store"
 )
 
 // hangGuard bounds every wait of these tests; what they wait for happens
@@ -305,43 +306,43 @@ func isTimeoutErr(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// The room logs count against their group's share, and a flood of posts
-// cannot grow a log past what is kept (compaction).
-func TestRoomLogCountedAndBounded(t *testing.T) {
+// A flood of posts cannot grow a room past what is kept: its rows are
+// trimmed as it grows (at most trimEvery-1 past keepMessages), its memory
+// is bounded, and a restart shows the newest messages.
+func TestRoomBounded(t *testing.T) {
 	h := newHarness(t)
 	admin := h.admin()
 	csrf := h.roomCSRF(admin, "team")
 	text := strings.Repeat("x", 1000)
-	for i := range maxLogLines + 50 {
+	posts := 2*keepMessages + 50
+	for i := range posts {
 		if resp, body := h.post(admin, "team", csrf, "Ann", text+strconv.Itoa(i)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("post %d: %d %s", i, resp.StatusCode, body)
 		}
 	}
-	b := diskbudget.New(1<<30, DiskAreas(h.dir, testGroups(t).All()), nil)
-	gu, err := b.GroupUse(context.Background(), "team")
-	if err != nil {
-		t.Fatal(err)
+	rows := func(st *store.Store) int {
+		t.Helper()
+		var n int
+		if err := st.DB.QueryRow(`SELECT COUNT(*) FROM web_room_messages WHERE room = 'team'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	st, err := os.Stat(filepath.Join(h.dir, "web", "rooms", "team.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	if n := rows(h.st); n < keepMessages || n > keepMessages+trimEvery-1 {
+		t.Errorf("the room holds %d messages after %d posts, want %d to %d", n, posts, keepMessages, keepMessages+trimEvery-1)
 	}
-	if gu.Sole < st.Size() {
-		t.Errorf("the team group's use %d does not count its room log of %d bytes", gu.Sole, st.Size())
+	if n := len(h.w.rooms["team"].recent(10 * keepMessages)); n > 2*keepMessages {
+		t.Errorf("the room keeps %d messages in memory", n)
 	}
-	raw, _ := os.ReadFile(filepath.Join(h.dir, "web", "rooms", "team.jsonl"))
-	if n := bytes.Count(raw, []byte("\n")); n > maxLogLines {
-		t.Errorf("the log has %d lines after %d posts, want at most %d", n, maxLogLines+50, maxLogLines)
-	}
-	if main, _ := b.GroupUse(context.Background(), "main"); main.Sole != 0 {
-		t.Errorf("the main group is charged %d bytes of another room", main.Sole)
-	}
-	// What a restart shows is the newest messages.
+	// What a restart shows is the newest messages, and only what is kept.
 	h.stop()
 	h2 := startHarness(t, h.dir)
-	msgs := h2.w.rooms["team"].recent(1)
-	if len(msgs) != 1 || msgs[0].Text != text+strconv.Itoa(maxLogLines+49) {
-		t.Fatalf("after compaction and a restart the newest message is %+v", msgs)
+	msgs := h2.w.rooms["team"].recent(10 * keepMessages)
+	if len(msgs) != keepMessages || msgs[len(msgs)-1].Text != text+strconv.Itoa(posts-1) {
+		t.Fatalf("after a restart the room shows %d messages, the newest %.20q", len(msgs), msgs[len(msgs)-1].Text)
+	}
+	if n := rows(h2.st); n != keepMessages {
+		t.Errorf("after a restart the room holds %d messages, want %d", n, keepMessages)
 	}
 }
 

@@ -1,19 +1,18 @@
 package web
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/internal/atomicfile"
+	"github.com/botd-dev/botd/store"
 )
 
-// Message is one entry of a room's log, as the page shows it.
+// Message is one message of a room, as the page shows it.
 type Message struct {
 	Seq       int64      `json:"seq"`
 	ID        string     `json:"id"`
@@ -34,29 +33,39 @@ func (m Message) Clock() string { return m.Time.Local().Format("15:04") }
 
 const (
 	// keepMessages is how much of a room a page can show (and an event
-	// stream replay): the store, not this log, is what the agent reads.
+	// stream replay): the store's messages table, not this, is what the
+	// agent reads.
 	keepMessages = 500
-	// maxLogLines is how long a log grows before it is compacted to the
-	// kept messages: compaction rewrites the log, so not on every post.
-	maxLogLines = 2 * keepMessages
+	// trimEvery: the room's rows are trimmed to keepMessages when a
+	// message's seq is a multiple of it (whichever instance added it), so
+	// a room holds at most keepMessages+trimEvery-1 and a post does not
+	// pay for a delete.
+	trimEvery = 50
 	// subBuffer is how far a page may fall behind before it is cut off;
-	// it reconnects with Last-Event-ID and catches up from the log.
+	// it reconnects with Last-Event-ID and catches up from the room.
 	subBuffer = 64
+	// roomWriteTimeout bounds a message's write to the database. It is
+	// not the caller's context: an answer cancelled mid-run is still
+	// added, marked stopped.
+	roomWriteTimeout = 15 * time.Second
 )
 
-// room is one web chat: its recent messages, the file they are appended
-// to, and the pages listening.
+// room is one web chat: its recent messages (kept in the database,
+// shared by the instances on it, and in memory for this process's
+// pages) and the pages listening.
 type room struct {
 	name, title, folder string
 
-	mu   sync.Mutex
-	path string // the log, opened for each append so no descriptor outlives the channel
-	// lines is how many messages the log holds; past maxLogLines it is
-	// compacted to what is kept, so a flood of posts cannot grow it.
-	lines int
-	msgs  []Message
-	seq   int64
-	subs  map[*sub]struct{}
+	st  *store.Store
+	log *slog.Logger
+
+	mu     sync.Mutex
+	opened bool
+	// msgs are the newest messages this process knows, in seq order: the
+	// database's at open, and every one added here since. No page's event
+	// reads the database.
+	msgs []Message
+	subs map[*sub]struct{}
 	// drafts are answers being written, by id, in the order begun: in
 	// memory only, resent to every page that connects.
 	drafts []draft
@@ -78,98 +87,108 @@ type event struct {
 	draft  draft
 }
 
-// open loads the newest messages of the room's log (<dir>/<room>.jsonl).
-// A log grown past maxLogLines is rewritten to what is kept, before
-// anything is appended.
-func (r *room) open(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	p := filepath.Join(dir, r.name+".jsonl")
-	lines := 0
-	if raw, err := os.ReadFile(p); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			var m Message
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				continue // a line cut by a crash
-			}
-			lines++
-			r.msgs = append(r.msgs, m)
-			r.seq = max(r.seq, m.Seq)
-			if len(r.msgs) > 2*keepMessages {
-				r.msgs = append(r.msgs[:0:0], r.msgs[len(r.msgs)-keepMessages:]...)
-			}
-		}
-	} else if !os.IsNotExist(err) {
-		return err
-	}
-	if len(r.msgs) > keepMessages {
-		r.msgs = r.msgs[len(r.msgs)-keepMessages:]
-	}
-	if lines > maxLogLines {
-		if err := r.rewrite(p); err != nil {
+// open loads the room's newest messages from the database. Unless the
+// instance stands by (which writes nothing), an older botd's log of the
+// room (<dir>/<room>.jsonl) is imported first and renamed, and the
+// room's rows are trimmed to what is kept.
+func (r *room) open(ctx context.Context, st *store.Store, dir string, standby bool, log *slog.Logger) error {
+	r.st, r.log = st, log
+	if !standby {
+		if err := r.importLog(ctx, filepath.Join(dir, r.name+".jsonl")); err != nil {
 			return err
 		}
-		lines = len(r.msgs)
+		if _, err := st.TrimWebRoom(ctx, r.name, keepMessages); err != nil {
+			return err
+		}
 	}
-	r.lines = lines
-	r.path = p
+	msgs, err := r.stored(ctx, 0, keepMessages)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = msgs
 	r.subs = map[*sub]struct{}{}
+	r.opened = true
 	return nil
 }
 
-// rewrite replaces the log with the kept messages (temp file + rename: a
-// crash leaves the old log or the new one).
-func (r *room) rewrite(p string) error {
-	var b bytes.Buffer
-	for _, m := range r.msgs {
-		line, _ := json.Marshal(m)
-		b.Write(line)
-		b.WriteByte('\n')
+// stored reads the newest limit messages after seq from the database,
+// for a standby's pages, which show what the active instance wrote.
+func (r *room) stored(ctx context.Context, after int64, limit int) ([]Message, error) {
+	rows, err := r.st.WebRoomMessages(ctx, r.name, after, limit)
+	if err != nil {
+		return nil, err
 	}
-	return atomicfile.WriteFile(p, b.Bytes(), 0o600)
+	out := make([]Message, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, r.fromRow(row))
+	}
+	return out, nil
 }
 
-// add numbers m, appends it to the log and tells every page.
+func (r *room) toRow(m Message) (store.WebRoomMessage, error) {
+	row := store.WebRoomMessage{Room: r.name, Seq: m.Seq, ID: m.ID, Time: m.Time, From: m.From, Assistant: m.Assistant,
+		System: m.System, Text: m.Text, ReplyTo: m.ReplyTo, Note: m.Note}
+	if len(m.Files) > 0 {
+		raw, err := json.Marshal(m.Files)
+		if err != nil {
+			return store.WebRoomMessage{}, err
+		}
+		row.Files = string(raw)
+	}
+	return row, nil
+}
+
+func (r *room) fromRow(row store.WebRoomMessage) Message {
+	m := Message{Seq: row.Seq, ID: row.ID, Time: row.Time, From: row.From, Assistant: row.Assistant, System: row.System,
+		Text: row.Text, ReplyTo: row.ReplyTo, Note: row.Note}
+	if row.Files != "" {
+		if err := json.Unmarshal([]byte(row.Files), &m.Files); err != nil && r.log != nil {
+			r.log.Warn("web room message with unreadable files", "room", r.name, "id", row.ID, "err", err)
+		}
+	}
+	return m
+}
+
+// add appends m to the room in the database, which numbers it after the
+// room's newest message (whichever instance added that), keeps it and
+// tells every page of this process. A message whose id the room holds
+// already is returned as stored, and not shown again.
 func (r *room) add(m Message) (Message, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.path == "" {
+	if !r.opened {
 		return Message{}, fmt.Errorf("room %s is not open", r.name)
 	}
-	m.Seq = r.seq + 1
-	line, err := json.Marshal(m)
+	row, err := r.toRow(m)
 	if err != nil {
-		return Message{}, err
+		return Message{}, fmt.Errorf("room %s: %w", r.name, err)
 	}
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), roomWriteTimeout)
+	defer cancel()
+	row, added, err := r.st.AppendWebRoomMessage(ctx, row)
 	if err != nil {
-		return Message{}, fmt.Errorf("room %s log: %w", r.name, err)
+		return Message{}, fmt.Errorf("room %s: %w", r.name, err)
 	}
-	_, err = f.Write(append(line, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	m = r.fromRow(row)
+	if !added {
+		return m, nil
 	}
-	if err != nil {
-		return Message{}, fmt.Errorf("room %s log: %w", r.name, err)
-	}
-	r.seq = m.Seq
 	r.msgs = append(r.msgs, m)
-	// The message replaces its draft: pages swap one for the other.
-	r.removeDraftLocked(m.ID)
-	r.lines++
-	if r.lines > maxLogLines {
-		r.msgs = append(r.msgs[:0:0], r.msgs[max(0, len(r.msgs)-keepMessages):]...)
-		// A failed compaction leaves the longer log, which is still whole.
-		if err := r.rewrite(r.path); err == nil {
-			r.lines = len(r.msgs)
-		}
-	} else if len(r.msgs) > 2*keepMessages {
+	if len(r.msgs) > 2*keepMessages {
 		r.msgs = append(r.msgs[:0:0], r.msgs[len(r.msgs)-keepMessages:]...)
 	}
+	// The message replaces its draft: pages swap one for the other.
+	r.removeDraftLocked(m.ID)
 	r.publishLocked(event{kind: "message", msg: m})
+	if m.Seq%trimEvery == 0 {
+		// A failed trim leaves more rows until the next one; nothing shown
+		// depends on it.
+		if _, err := r.st.TrimWebRoom(ctx, r.name, keepMessages); err != nil && r.log != nil {
+			r.log.Warn("web room not trimmed", "room", r.name, "err", err)
+		}
+	}
 	return m, nil
 }
 

@@ -51,7 +51,8 @@ var (
 // Options are what the channel needs besides its config section.
 type Options struct {
 	// DataDir is botd's data_dir; the channel keeps its files in
-	// DataDir/web: the admin token, room logs and uploads.
+	// DataDir/web: the admin token and uploads (the rooms' messages are
+	// in Store; an older botd's room logs are imported from DataDir/web/rooms).
 	DataDir string
 	// MaxUploadBytes caps the files of one posted message together
 	// (media.max_download_bytes: nothing larger could be fetched anyway).
@@ -59,9 +60,9 @@ type Options struct {
 	// Groups are botd's groups: those whose chat is web:<room> are the
 	// rooms; the dashboard lists them all.
 	Groups *groups.Set
-	// Store is botd's database: it holds the channel's room links and
-	// live sessions (shared by the instances on one database) and gives
-	// the dashboard its runs. Required.
+	// Store is botd's database: it holds the channel's room links, live
+	// sessions and rooms' messages (shared by the instances on one
+	// database) and gives the dashboard its runs. Required.
 	Store *store.Store
 	// Monitor gives the dashboard the channels' states; nil leaves them out.
 	Monitor *Monitor
@@ -96,7 +97,10 @@ type Options struct {
 	// the clock (tests).
 	heartbeat    time.Duration
 	sessionCheck time.Duration
-	now          func() time.Time
+	// standbyPoll replaces how often a standby's event streams read new
+	// messages (tests).
+	standbyPoll time.Duration
+	now         func() time.Time
 }
 
 // LeaseView is the lease as the dashboard shows it.
@@ -164,6 +168,9 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 	}
 	if o.heartbeat <= 0 {
 		o.heartbeat = heartbeat
+	}
+	if o.standbyPoll <= 0 {
+		o.standbyPoll = standbyPoll
 	}
 	switch {
 	case o.sessionCheck == 0:
@@ -253,7 +260,7 @@ func (w *Web) BaseURL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// Start creates the channel's folder and admin token, loads the room logs
+// Start creates the channel's folder and admin token, loads the rooms
 // and serves the pages until ctx ends. The address to open is printed to
 // Options.Out, with the login token the first time.
 func (w *Web) Start(ctx context.Context) error {
@@ -279,7 +286,7 @@ func (w *Web) Start(ctx context.Context) error {
 	}
 	w.files = fs
 	for _, name := range w.order {
-		if err := w.rooms[name].open(filepath.Join(w.dir, "rooms")); err != nil {
+		if err := w.rooms[name].open(ctx, w.o.Store, filepath.Join(w.dir, "rooms"), w.o.Standby, w.log); err != nil {
 			return fmt.Errorf("web: room %s: %w", name, err)
 		}
 	}
@@ -379,7 +386,7 @@ func (w *Web) room(chat string) (*room, error) {
 	return r, nil
 }
 
-// Send implements channels.Channel: the text is added to the room's log
+// Send implements channels.Channel: the text is added to the room
 // and pushed to every open page of the room.
 func (w *Web) Send(ctx context.Context, m channels.OutMessage) (channels.Delivery, error) {
 	r, err := w.room(m.Chat)

@@ -123,8 +123,8 @@ func body(text string, img []byte) (string, []byte) {
 }
 
 // BenchmarkWebIngest is the receive path of a busy room: a posted message
-// (multipart) → room log → the agent's router stores chat and message in
-// SQLite. "text" is text only; "photos" has three in ten messages carry a
+// (multipart) → the room's row in the database → the agent's router
+// stores chat and message in SQLite. "text" is text only; "photos" has three in ten messages carry a
 // 20 KB photo, streamed to the channel's folder and registered as a ref,
 // which adds two file creations each (the bytes and their record), so its
 // figure follows the disk. Reports messages per second.
