@@ -4,8 +4,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/botd-dev/botd/channels/matrix"
+	"github.com/botd-dev/botd/config"
 )
 
 func runCLI(t *testing.T, dir string, args ...string) (string, int) {
@@ -92,5 +96,22 @@ llm:
 	}
 	if out, _ := runCLI(t, dir, "run", "--config", "nollm.yaml"); strings.Contains(out, "no channel is enabled") {
 		t.Errorf("telegram is enabled, yet: %s", out)
+	}
+}
+
+// A Matrix config on a build without encryption is warned that encrypted
+// rooms will be refused; on one with it, not.
+func TestMatrixCryptoWarning(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Channels.Matrix.Enabled = true
+	warned := slices.ContainsFunc(configWarnings(cfg), func(w string) bool {
+		return strings.Contains(w, "channels.matrix") && strings.Contains(w, "-tags goolm")
+	})
+	if warned == matrix.CryptoBuilt {
+		t.Errorf("built with encryption %v, warned %v", matrix.CryptoBuilt, warned)
+	}
+	cfg.Channels.Matrix.Enabled = false
+	if slices.ContainsFunc(configWarnings(cfg), func(w string) bool { return strings.Contains(w, "channels.matrix") }) {
+		t.Error("warned about Matrix while it is off")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/botd-dev/botd/channels/discord"
+	"github.com/botd-dev/botd/channels/matrix"
 	"github.com/botd-dev/botd/config"
 )
 
@@ -71,6 +72,10 @@ func configWarnings(cfg *config.Config) []string {
 			out = append(out, "llm: no model can answer: every entry of llm.model and llm.fallback names a provider without an "+
 				"api_key (set one, e.g. ANTHROPIC_API_KEY for the example config)")
 		}
+	}
+	if cfg.Channels.Matrix.Enabled && !matrix.CryptoBuilt {
+		out = append(out, "channels.matrix: this botd was built without end-to-end encryption (build with `make build`, "+
+			"or go build -tags goolm), so it refuses encrypted rooms")
 	}
 	return out
 }
