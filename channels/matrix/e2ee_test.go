@@ -423,3 +423,35 @@ func TestTokenOfAnotherClientsDevice(t *testing.T) {
 		t.Errorf("not logged:\n%s", h.logs.String())
 	}
 }
+
+// A live answer in an encrypted room: its start and its edits are
+// encrypted, and Ann's device reads the edit as a replacement of the
+// start with the whole answer.
+func TestEncryptedRoomLiveAnswer(t *testing.T) {
+	h, p, _ := encryptedHarness(t)
+	ctx := context.Background()
+	lm, err := h.mx.BeginStream(ctx, channels.OutMessage{Chat: ChatID(family), Text: "It is"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lm.Finish(ctx, "It is **a cat**."); err != nil {
+		t.Fatal(err)
+	}
+	evs := h.fake.Events(family, "m.room.encrypted")
+	if len(evs) < 2 {
+		t.Fatalf("%d encrypted events, want the start and its edit; sends: %+v", len(evs), h.fake.Sends())
+	}
+	start, edit := evs[len(evs)-2], evs[len(evs)-1]
+	if start.ID != lm.IDs()[0] || bytes.Contains(edit.Content, []byte("a cat")) {
+		t.Fatalf("start %s (want %s), or the edit went in the clear: %s", start.ID, lm.IDs()[0], edit.Content)
+	}
+	p.sync()
+	mc, err := p.open(edit)
+	if err != nil {
+		t.Fatalf("Ann cannot decrypt the edit: %v", err)
+	}
+	if mc.RelatesTo == nil || mc.RelatesTo.GetReplaceID() != id.EventID(start.ID) || mc.NewContent == nil ||
+		mc.NewContent.Body != "It is **a cat**." || !strings.Contains(mc.NewContent.FormattedBody, "<strong>a cat</strong>") {
+		t.Fatalf("decrypted edit: %+v (new content %+v)", mc, mc.NewContent)
+	}
+}

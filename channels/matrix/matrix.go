@@ -29,6 +29,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
 )
 
 // Name is the channel name and chat id prefix.
@@ -64,6 +65,10 @@ type Matrix struct {
 	typingEvery   time.Duration // renewed this often while on
 	typingMax     time.Duration // and never longer than this without a renewal
 	keyWait       time.Duration // how long an encrypted message waits for its room key
+	// clock and editEvery pace live answers (nil and 0: the real clock,
+	// the package's editEvery).
+	clock     clock.Clock
+	editEvery time.Duration
 
 	render func(md string, limit int) []string
 

@@ -17,6 +17,7 @@ import (
 	"maunium.net/go/mautrix/crypto/attachment"
 
 	"github.com/botd-dev/botd/channels/matrix/matrixfake"
+	"github.com/botd-dev/botd/format"
 	"github.com/botd-dev/botd/internal/testwait"
 )
 
@@ -193,4 +194,70 @@ func TestMatrixEndToEnd(t *testing.T) {
 		t.Errorf("a tampered attachment was answered %q", content.Body)
 	}
 	host.stop(t)
+}
+
+// A Matrix answer is seen growing while the model writes it: the reply
+// starts with the first words and is replaced by m.replace edits, ending
+// as the HTML of the whole answer, one message.
+func TestMatrixLiveAnswerEndToEnd(t *testing.T) {
+	const room = "!family:fake.local"
+	const ann = "@ann:fake.local"
+	fake := matrixfake.New(t)
+	fake.Join(room, "Family", map[string]string{ann: "Ann"})
+	model := newSteppedModel(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(matrixConfig, fake.URL(), matrixfake.UserID,
+		matrixfake.Token, model.srv.URL, room))
+	host := startBotd(t, dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	start := fake.Position()
+	testwait.Within(t, 60*time.Second, "botd synced past the start", func() bool { return fake.SyncedFrom(start) })
+
+	q := fake.Post(room, ann, map[string]any{"msgtype": "m.text", "body": "Andy: how does the rota work?",
+		"m.mentions": map[string]any{"user_ids": []string{matrixfake.UserID}}})
+	type content struct {
+		Body          string          `json:"body"`
+		FormattedBody string          `json:"formatted_body"`
+		NewContent    json.RawMessage `json:"m.new_content"`
+		RelatesTo     struct {
+			RelType   string `json:"rel_type"`
+			EventID   string `json:"event_id"`
+			InReplyTo struct {
+				EventID string `json:"event_id"`
+			} `json:"m.in_reply_to"`
+		} `json:"m.relates_to"`
+	}
+	// shown is what a client shows of the reply to q: the reply, or its
+	// newest edit; edits counts those.
+	var answerID string
+	shown := func() (html string, edits, replies int) {
+		for _, s := range fake.Sends() {
+			var c content
+			if s.Repeat || s.Type != "m.room.message" || json.Unmarshal(s.Content, &c) != nil {
+				continue
+			}
+			switch {
+			case c.RelatesTo.InReplyTo.EventID == q:
+				answerID, html = s.EventID, c.FormattedBody
+				replies++
+			case c.RelatesTo.RelType == "m.replace" && c.RelatesTo.EventID == answerID && answerID != "":
+				var nc content
+				json.Unmarshal(c.NewContent, &nc)
+				html = nc.FormattedBody
+				edits++
+			}
+		}
+		return html, edits, replies
+	}
+	model.grow(t, "the Matrix reply", func() string { h, _, _ := shown(); return h })
+	want := format.Render(liveAnswer(), format.Web, 8000)
+	testwait.Within(t, 60*time.Second, "the reply to end as the whole answer", func() bool {
+		h, _, _ := shown()
+		return len(want) == 1 && h == want[0]
+	})
+	_, edits, replies := shown()
+	if replies != 1 || edits < len(liveChunks)-1 {
+		t.Fatalf("%d replies and %d edits; want 1 reply grown by at least %d edits", replies, edits, len(liveChunks)-1)
+	}
+	t.Logf("the Matrix reply grew by %d edits", edits)
 }

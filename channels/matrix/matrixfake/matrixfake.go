@@ -110,6 +110,7 @@ type Server struct {
 	toDevTxn  map[string]bool        // "sender|txn" of sendToDevice calls done
 	hold      map[string][]Event     // to-device events held back per user
 	stateGets int
+	redacted  []string // event ids redacted by the bot
 }
 
 // New starts a fake homeserver on loopback, stopped when the test ends.
@@ -124,6 +125,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /_matrix/client/v3/sync", s.auth(s.sync))
 	mux.HandleFunc("PUT /_matrix/client/v3/rooms/{room}/send/{type}/{txn}", s.auth(s.send))
 	mux.HandleFunc("PUT /_matrix/client/v3/rooms/{room}/typing/{user}", s.auth(s.typingCall))
+	mux.HandleFunc("PUT /_matrix/client/v3/rooms/{room}/redact/{event}/{txn}", s.auth(s.redact))
 	mux.HandleFunc("POST /_matrix/client/v3/join/{room}", s.auth(s.join))
 	mux.HandleFunc("POST /_matrix/client/v3/rooms/{room}/join", s.auth(s.join))
 	mux.HandleFunc("GET /_matrix/client/v1/media/download/{server}/{id}", s.downloadV1)
@@ -546,6 +548,28 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"event_id": evID})
+}
+
+func (s *Server) redact(w http.ResponseWriter, r *http.Request) {
+	room, evID := r.PathValue("room"), r.PathValue("event")
+	s.mu.Lock()
+	if !s.joined[room] {
+		s.mu.Unlock()
+		writeErr(w, http.StatusForbidden, "M_FORBIDDEN", "not in room")
+		return
+	}
+	s.redacted = append(s.redacted, evID)
+	red := s.add(Event{Room: room, Type: "m.room.redaction", Sender: UserID, Content: mustJSON(map[string]string{"redacts": evID})})
+	s.bump()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]string{"event_id": red.ID})
+}
+
+// Redacted lists the event ids the bot redacted, in order.
+func (s *Server) Redacted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.redacted...)
 }
 
 // Sends lists every PUT /send, retries included.
