@@ -299,9 +299,15 @@ func TestFailoverWithTelegramAndAModel(t *testing.T) {
 		}
 		return out
 	}
+	// waitAnswer waits for the first answer covering tok, and for the tap
+	// it went through to have seen the fake's reply (which the fake
+	// records a moment before the tap does).
 	waitAnswer := func(tok string) foAnswer {
 		t.Helper()
-		testwait.Within(t, 2*time.Minute, "an answer covering "+tok, func() bool { return len(covering(tok)) > 0 })
+		testwait.Within(t, 2*time.Minute, "an answer covering "+tok, func() bool {
+			got := covering(tok)
+			return len(got) > 0 && got[0].by != ""
+		})
 		return covering(tok)[0]
 	}
 
@@ -351,17 +357,21 @@ func TestFailoverWithTelegramAndAModel(t *testing.T) {
 	if got.by != "beta" {
 		t.Fatalf("q002 answered by %q, want beta", got.by)
 	}
-	var firstSend time.Time
+	var firstSend, q002Sent time.Time
 	for _, c := range taps["beta"].since(0) {
-		if c.method == "sendmessage" {
+		if c.method == "sendmessage" && firstSend.IsZero() {
 			firstSend = c.at
-			break
+		}
+		if c.method == "sendmessage" && c.msgID == got.id {
+			q002Sent = c.at
 		}
 	}
-	failover := firstSend.Sub(killed)
-	t.Logf("failover: beta's first answer reached Telegram %v after alpha's SIGKILL", failover.Round(100*time.Millisecond))
-	if failover > 60*time.Second {
-		t.Errorf("beta's first answer came %v after the kill, more than the 60 s asked for", failover)
+	t.Logf("failover: beta's first answer reached Telegram %v after alpha's SIGKILL, its answer to q002 %v after it",
+		firstSend.Sub(killed).Round(100*time.Millisecond), q002Sent.Sub(killed).Round(100*time.Millisecond))
+	// The issue asks for the question asked meanwhile to be answered
+	// within 60 s; the lease's own timings make it about 30.
+	if q002Sent.Sub(killed) > 60*time.Second {
+		t.Errorf("beta answered q002 %v after the kill, more than the 60 s asked for", q002Sent.Sub(killed))
 	}
 	status("active: beta", "epoch: 2")
 
@@ -462,7 +472,17 @@ func TestFailoverWithTelegramAndAModel(t *testing.T) {
 			t.Errorf("thawed beta called %s", c.method)
 		}
 	}
-	t.Logf("thawed beta's calls to the Bot API: %v", after)
+	var methods []string
+	for _, c := range after {
+		methods = append(methods, c.method)
+	}
+	t.Logf("thawed beta's calls to the Bot API: %v; what it logged of its run:", methods)
+	for _, line := range strings.Split(b.Logs(), "\n") {
+		if strings.Contains(line, "not shown") || strings.Contains(line, "fenced") || strings.Contains(line, "live answer") ||
+			strings.Contains(line, "lease:") {
+			t.Logf("  %s", line)
+		}
+	}
 	status("active: alpha", "epoch: 3")
 
 	// A last question to alpha: the group's runs are serial and each
