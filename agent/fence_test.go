@@ -2,9 +2,13 @@ package agent
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/store/storetest"
@@ -57,4 +61,82 @@ func TestStaleInstanceSendsNothing(t *testing.T) {
 			t.Errorf("cursor = %d, want %d", h.cursor("family"), seq)
 		}
 	})
+}
+
+// An instance frozen in the middle of a run past its lease (the model's
+// answer reaches it after another instance took over), thawed before its
+// own lease timers stop it, shows nothing: no typing renewed, no live
+// answer begun, and no answer left in the outbox for the instance that
+// took over to send a second time. That one answers, once.
+func TestThawedInstanceShowsNothing(t *testing.T) {
+	c := store.Config{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "botd.db")}
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	gate, asked := make(chan struct{}), make(chan struct{})
+	sl := &streamLLM{script: func(n int) []step {
+		if n == 1 {
+			close(asked)
+			return append([]step{{gate: gate}}, answerSteps("Dinner", " is at seven.")...)
+		}
+		return answerSteps("Dinner is at seven.")
+	}}
+	stg := chantest.NewStreaming("telegram")
+	h := newHarnessOn(t, c, newFakeLLM(nil), func(o *Options) {
+		o.LLM, o.Clock = sl, clk
+		o.Channels["telegram"] = stg
+	})
+	ctx := context.Background()
+	if _, ok, err := h.st.TryAcquireLease(ctx, "A", t0, 30*time.Second); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	h.start()
+	h.say(famChat, "Alice", "@Andy when is dinner?")
+	testwait.Until(t, "the model asked", func() bool {
+		select {
+		case <-asked:
+			return true
+		default:
+			return false
+		}
+	})
+	waitTimer(t, clk, t0.Add(typingEvery))
+	typed := stg.TypingShown(famChat)
+	if typed != 1 {
+		t.Fatalf("typing shown %d times while holding the lease, want 1", typed)
+	}
+
+	// Frozen here past the lease: B takes over.
+	b := storetest.Open(t, c)
+	if _, ok, err := b.TryAcquireLease(ctx, "B", t0.Add(30*time.Second), 30*time.Second); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	// Thawed: the typing renewal comes due (the next one waiting shows
+	// this one was tried), then the model's answer arrives.
+	clk.Advance(typingEvery)
+	waitTimer(t, clk, t0.Add(2*typingEvery))
+	close(gate)
+	h.idle()
+	if n := stg.TypingShown(famChat); n != typed {
+		t.Errorf("typing renewed %d times after the lease was taken", n-typed)
+	}
+	if evs, sent := stg.Events(), stg.Sent(); len(evs)+len(sent) != 0 {
+		t.Fatalf("the thawed instance showed %q and sent %q", kinds(evs), sentTexts(sent))
+	}
+	if items, err := b.PendingOutbox(ctx, "family"); err != nil || len(items) != 0 {
+		t.Fatalf("the thawed instance left %d answers in the outbox (%v)", len(items), err)
+	}
+
+	// The instance that holds the lease answers, once.
+	h.st = b
+	h.restart(func(o *Options) {
+		o.LLM, o.Clock = sl, clk
+		o.Channels["telegram"] = stg
+	})
+	h.idle()
+	if fin := stg.EventsOf(chantest.LiveFinish); len(fin) != 1 || fin[0].Text != "Dinner is at seven." {
+		t.Errorf("the new holder's answer: %q, sent %q", kinds(stg.Events()), sentTexts(stg.Sent()))
+	}
+	if h.cursor("family") != h.lastSeq(famChat) {
+		t.Errorf("cursor = %d, want %d", h.cursor("family"), h.lastSeq(famChat))
+	}
 }

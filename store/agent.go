@@ -122,9 +122,17 @@ type OutboxItem struct {
 	Created   time.Time
 }
 
-// AddOutbox stores a pending answer and returns its id.
-func (s *Store) AddOutbox(ctx context.Context, it OutboxItem) (int64, error) {
-	return addOutbox(ctx, s.DB, it)
+// AddOutbox stores a pending answer and returns its id. It is fenced
+// (ErrFenced when this instance no longer holds the lease): an answer a
+// stale instance made after its successor took over must not wait in the
+// outbox for that successor, which answers the same messages itself, to
+// send it a second time.
+func (s *Store) AddOutbox(ctx context.Context, it OutboxItem) (id int64, err error) {
+	err = s.Fenced(ctx, func(tx *sql.Tx) error {
+		id, err = addOutbox(ctx, tx, it)
+		return err
+	})
+	return id, err
 }
 
 type queryer interface {

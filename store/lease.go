@@ -147,6 +147,35 @@ func scanLease(r interface{ Scan(...any) error }) (Lease, error) {
 	return l, err
 }
 
+// CheckFence reports whether s still holds the lease at the epoch it
+// took, for what goes to a chat with no fenced write before it: a live
+// answer's first part, a typing indicator, a note that a run is slow. It
+// is ErrFenced when another instance has taken the lease since (an
+// instance frozen past its lease and thawed reads the new epoch here,
+// whatever its own timers have noticed yet) or when s is standing by;
+// nil for a store that never asked for the lease. What is sent after the
+// check is the network's (docs/scaling.md, "What fencing cannot undo").
+func (s *Store) CheckFence(ctx context.Context) error {
+	epoch := s.fence.Load()
+	switch epoch {
+	case 0:
+		return nil
+	case fenceNone:
+		return fmt.Errorf("%w (it is standing by)", ErrFenced)
+	}
+	var cur int64
+	err := s.DB.QueryRowContext(ctx, `SELECT epoch FROM leases WHERE name = ?`, LeaseName).Scan(&cur)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w (no lease recorded)", ErrFenced)
+	case err != nil:
+		return fmt.Errorf("check lease: %w", err)
+	case cur != epoch:
+		return fmt.Errorf("%w (its epoch is %d, the lease's is %d)", ErrFenced, epoch, cur)
+	}
+	return nil
+}
+
 // Fenced runs fn in a transaction that first checks that the lease is
 // still at the epoch s acquired it with, and refuses with ErrFenced
 // otherwise: every write that must not happen twice (an answer's delivery,

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -191,6 +192,10 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 		t.Fatal(ok, err)
 	}
 	stale := map[string]func() error{
+		"outbox add": func() error {
+			_, err := a.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 8, Text: "late"})
+			return err
+		},
 		"outbox claim":      func() error { return a.ClaimOutbox(ctx, second) },
 		"outbox completion": func() error { return a.CompleteOutbox(ctx, second) },
 		"outbox progress":   func() error { return a.OutboxProgress(ctx, second, 1) },
@@ -214,6 +219,9 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 	// Nothing of it landed.
 	if it, _ := b.Outbox(ctx, second); it.Status != OutboxPending || it.PartsDone != 0 {
 		t.Errorf("stale writes changed the outbox item: %+v", it)
+	}
+	if items, _ := b.PendingOutbox(ctx, "fam"); len(items) != 1 || items[0].ID != second {
+		t.Errorf("pending answers after the stale writes: %+v, want only the second", items)
 	}
 	if cur, _ := b.AgentCursor(ctx, "fam"); cur != 6 {
 		t.Errorf("cursor = %d, want 6 (the batch hand-off's)", cur)
@@ -253,5 +261,39 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 	b.DB.QueryRowContext(ctx, `SELECT claimed_epoch FROM agent_outbox WHERE id = ?`, second).Scan(&claimed)
 	if claimed != 2 {
 		t.Errorf("claimed_epoch = %d, want 2", claimed)
+	}
+}
+
+func TestCheckFence(t *testing.T) { drivers(t, testCheckFence) }
+
+// CheckFence answers for sends that have no fenced write of their own:
+// yes for a store that never asked for the lease and for the holder at
+// its epoch; ErrFenced standing by, and for a holder whose lease another
+// instance took, before its own timers dropped it (a thawed process).
+func testCheckFence(t *testing.T, c Config) {
+	ctx := context.Background()
+	a, b := open(t, c), open(t, c)
+	if err := a.CheckFence(ctx); err != nil {
+		t.Fatalf("a store that never asked for the lease: %v", err)
+	}
+	a.RequireLease()
+	b.RequireLease()
+	if err := a.CheckFence(ctx); !errors.Is(err, ErrFenced) {
+		t.Fatalf("standing by: %v, want ErrFenced", err)
+	}
+	if _, ok, err := a.TryAcquireLease(ctx, "A", t0, ttl); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := a.CheckFence(ctx); err != nil {
+		t.Fatalf("the holder: %v", err)
+	}
+	if _, ok, err := b.TryAcquireLease(ctx, "B", t0.Add(ttl), ttl); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := a.CheckFence(ctx); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "its epoch is 1, the lease's is 2") {
+		t.Errorf("the holder after a takeover: %v, want ErrFenced naming both epochs", err)
+	}
+	if err := b.CheckFence(ctx); err != nil {
+		t.Errorf("the new holder: %v", err)
 	}
 }
