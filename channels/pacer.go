@@ -89,3 +89,30 @@ func (p *Pacer) End() (already bool, latest string) {
 	already, p.ended = p.ended, true
 	return already, p.latest
 }
+
+// FinishBy is LiveMessage.Finish of an answer that show draws (final:
+// the last time) and ids lists: the pacing stops, then, unless the
+// answer already ended, show draws the whole text.
+func (p *Pacer) FinishBy(ctx context.Context, text string, show func(ctx context.Context, text string, final bool) error, ids func() []string) (Delivery, error) {
+	p.Halt()
+	if ended, _ := p.End(); ended {
+		return Delivery{MessageIDs: ids()}, nil
+	}
+	err := show(ctx, text, true)
+	return Delivery{MessageIDs: ids()}, err
+}
+
+// CancelBy is LiveMessage.Cancel of an answer that show draws: the
+// pacing stops, and what was shown is marked with note ("stopped" when
+// empty), unless the answer already ended or nothing was shown.
+func (p *Pacer) CancelBy(ctx context.Context, note string, show func(ctx context.Context, text string, final bool) error, ids func() []string) error {
+	p.Halt()
+	ended, text := p.End()
+	if ended || len(ids()) == 0 {
+		return nil
+	}
+	if note == "" {
+		note = "stopped"
+	}
+	return show(ctx, text+"\n\n_("+note+")_", true)
+}

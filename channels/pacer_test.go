@@ -50,3 +50,49 @@ func TestPacer(t *testing.T) {
 		t.Errorf("%d shows after Halt, want 2", n)
 	}
 }
+
+// FinishBy draws the whole text once; a Cancel after it draws nothing; a
+// CancelBy with nothing shown draws nothing; otherwise it marks the
+// newest text with the note.
+func TestPacerFinishAndCancel(t *testing.T) {
+	ctx := context.Background()
+	type draw struct {
+		text  string
+		final bool
+	}
+	run := func(shownIDs []string) (*Pacer, *[]draw, func(context.Context, string, bool) error, func() []string) {
+		p := NewPacer("Half")
+		go p.Run(ctx, clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), time.Second, func(string) {})
+		var draws []draw
+		return p, &draws, func(_ context.Context, text string, final bool) error {
+			draws = append(draws, draw{text, final})
+			return nil
+		}, func() []string { return shownIDs }
+	}
+
+	p, draws, show, ids := run([]string{"m1"})
+	d, err := p.FinishBy(ctx, "Whole answer", show, ids)
+	if err != nil || !slices.Equal(d.MessageIDs, []string{"m1"}) {
+		t.Fatalf("FinishBy = %+v, %v", d, err)
+	}
+	if err := p.CancelBy(ctx, "", show, ids); err != nil {
+		t.Fatal(err)
+	}
+	if want := []draw{{"Whole answer", true}}; !slices.Equal(*draws, want) {
+		t.Fatalf("drawn %+v, want %+v", *draws, want)
+	}
+
+	p, draws, show, ids = run(nil)
+	if err := p.CancelBy(ctx, "failed", show, ids); err != nil || len(*draws) != 0 {
+		t.Fatalf("a cancel with nothing shown drew %+v (%v)", *draws, err)
+	}
+
+	p, draws, show, ids = run([]string{"m1"})
+	p.Update("Half an answer")
+	if err := p.CancelBy(ctx, "", show, ids); err != nil {
+		t.Fatal(err)
+	}
+	if want := []draw{{"Half an answer\n\n_(stopped)_", true}}; !slices.Equal(*draws, want) {
+		t.Fatalf("drawn %+v, want %+v", *draws, want)
+	}
+}

@@ -177,24 +177,11 @@ func (l *liveMessage) pace() {
 }
 
 func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Delivery, error) {
-	l.Halt()
-	if ended, _ := l.End(); ended {
-		return channels.Delivery{MessageIDs: l.IDs()}, nil
-	}
-	err := l.show(ctx, text, true)
-	return channels.Delivery{MessageIDs: l.IDs()}, err
+	return l.FinishBy(ctx, text, l.show, l.IDs)
 }
 
 func (l *liveMessage) Cancel(ctx context.Context, note string) error {
-	l.Halt()
-	ended, text := l.End()
-	if ended {
-		return nil
-	}
-	if note == "" {
-		note = "stopped"
-	}
-	return l.show(ctx, text+"\n\n_("+note+")_", true)
+	return l.CancelBy(ctx, note, l.show, l.IDs)
 }
 
 // show makes the messages read text: appended to the stream while text
