@@ -23,6 +23,15 @@ import (
 // beside the state file, never under groups/ or data/ipc/.
 func CryptoPath(dataDir string) string { return filepath.Join(dataDir, "matrix", "crypto.db") }
 
+// cryptoWhere names the crypto store in the log: its file, or the
+// Postgres database (never its DSN).
+func (m *Matrix) cryptoWhere() string {
+	if m.store.PostgresDSN != "" {
+		return m.store.String()
+	}
+	return CryptoPath(m.dataDir)
+}
+
 // pickleKeyPath holds the key the crypto store's secrets (the Olm
 // account, the sessions) are encrypted with at rest.
 func pickleKeyPath(dataDir string) string { return filepath.Join(dataDir, "matrix", "crypto.key") }
@@ -59,8 +68,9 @@ type cryptoEngine interface {
 // maxPickleKeyBytes bounds the key file read back.
 const maxPickleKeyBytes = 1024
 
-// pickleKey returns the key the crypto store is sealed with: random, made
-// once and kept 0600 in the data dir. Not derived from the access token:
+// pickleKey returns the key the SQLite crypto store is sealed with:
+// random, made once and kept 0600 in the data dir (on Postgres it is in
+// the database: pgPickleKey). Not derived from the access token:
 // a token changes (a new password login, a rotated token) while the
 // device keeps its keys, and a derived key would then lock botd out of
 // its own store; and a token pasted into a config file is more exposed

@@ -30,7 +30,8 @@ import (
 const CryptoBuilt = true
 
 // olmEngine is mautrix's OlmMachine over a SQLite store (modernc's pure-Go
-// driver, as botd's own database) in the data dir.
+// driver, as botd's own database) in the data dir, or over botd's
+// Postgres database.
 type olmEngine struct {
 	mach  *crypto.OlmMachine
 	db    *dbutil.Database
@@ -51,6 +52,9 @@ func (m *Matrix) openCrypto(ctx context.Context) (_ cryptoEngine, err error) {
 			err = fmt.Errorf("the crypto library failed: %v", p)
 		}
 	}()
+	if m.store.PostgresDSN != "" {
+		return m.openPostgresCrypto(ctx)
+	}
 	key, err := pickleKey(m.dataDir)
 	if err != nil {
 		return nil, err
@@ -76,6 +80,34 @@ func (m *Matrix) openCrypto(ctx context.Context) (_ cryptoEngine, err error) {
 	// The store holds the device's private keys and the rooms' keys.
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(p, 0o600)
+	}
+	return e, nil
+}
+
+// openPostgresCrypto opens the crypto store in botd's Postgres database
+// (mautrix's crypto_* and mx_* tables, through dbutil's postgres dialect
+// on a plain pgx handle), sealed with the key kept beside it
+// (pgPickleKey): the instance that takes the lease over opens the same
+// device with the same Olm and Megolm sessions.
+func (m *Matrix) openPostgresCrypto(ctx context.Context) (cryptoEngine, error) {
+	raw, err := openPostgres(ctx, m.store.PostgresDSN, 4)
+	if err != nil {
+		return nil, fmt.Errorf("crypto store: %w", err)
+	}
+	key, err := pgPickleKey(ctx, raw, m.cfg.UserID)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	db, err := dbutil.NewWithDB(raw, "postgres")
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("crypto store in postgres: %w", err)
+	}
+	e, err := m.loadOlm(ctx, db, key, true)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("crypto store in postgres: %w", err)
 	}
 	return e, nil
 }

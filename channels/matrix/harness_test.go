@@ -49,7 +49,9 @@ type harness struct {
 	st      *store.Store
 	logs    *syncBuffer
 	dataDir string
-	cfg     Config
+	// pgDSN puts the channel's state and crypto store in Postgres.
+	pgDSN string
+	cfg   Config
 }
 
 // newHarness builds a channel against a fresh fake homeserver (the bot
@@ -88,7 +90,7 @@ func newHarness(t testing.TB, mut ...func(*Config)) *harness {
 // build makes a channel over the harness's fake, data dir and sink.
 func (h *harness) build(t testing.TB) *Matrix {
 	t.Helper()
-	m, err := New(h.cfg, h.dataDir, channels.Env{
+	m, err := New(h.cfg, h.storeAt(), channels.Env{
 		Registry:      h.reg,
 		Sink:          h.sink,
 		Log:           slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -102,6 +104,9 @@ func (h *harness) build(t testing.TB) *Matrix {
 	m.setHTTP(time.Millisecond)
 	return m
 }
+
+// storeAt is where a channel built now keeps its state.
+func (h *harness) storeAt() Store { return Store{DataDir: h.dataDir, PostgresDSN: h.pgDSN} }
 
 // start runs m until the test ends (or stop is called) and returns once
 // its first sync (the rooms' history) was handled: the fake then sees a

@@ -51,12 +51,12 @@ const syncFilter = `{"presence":{"types":[]},"account_data":{"types":[]},` +
 
 // Matrix is one bot account on one homeserver.
 type Matrix struct {
-	cfg       Config
-	env       channels.Env
-	log       *slog.Logger
-	dataDir   string
-	statePath string
-	cli       *mautrix.Client
+	cfg     Config
+	env     channels.Env
+	log     *slog.Logger
+	dataDir string
+	store   Store
+	cli     *mautrix.Client
 
 	// Tuning; tests shrink them.
 	pollTimeout   time.Duration // the /sync long-poll
@@ -76,6 +76,7 @@ type Matrix struct {
 	wg   sync.WaitGroup
 
 	mu      sync.Mutex
+	states  stateStore // where st is kept; set in Start
 	st      state
 	me      id.UserID
 	stopped bool
@@ -93,9 +94,9 @@ type Matrix struct {
 	pending []pendingEvent
 }
 
-// New builds the channel without touching the network. dataDir holds
-// the state file (StatePath).
-func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
+// New builds the channel without touching the network or the database.
+// s says where the sync state and the crypto store live (StoreFor).
+func New(cfg Config, s Store, env channels.Env) (*Matrix, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
@@ -105,7 +106,7 @@ func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
 	if env.Registry == nil || env.Sink == nil {
 		return nil, errors.New("matrix: env needs a media registry and a sink")
 	}
-	if dataDir == "" {
+	if s.DataDir == "" {
 		return nil, errors.New("matrix: no data dir for the sync state")
 	}
 	log := env.Log
@@ -122,8 +123,8 @@ func New(cfg Config, dataDir string, env channels.Env) (*Matrix, error) {
 		cfg:           cfg,
 		env:           env,
 		log:           env.Log,
-		dataDir:       dataDir,
-		statePath:     StatePath(dataDir),
+		dataDir:       s.DataDir,
+		store:         s,
 		cli:           cli,
 		pollTimeout:   30 * time.Second,
 		syncBackoff:   backoff.Schedule{Initial: time.Second, Max: 2 * time.Minute},
@@ -179,7 +180,17 @@ func (m *Matrix) Start(ctx context.Context) error {
 	if err := m.once.Begin(Name); err != nil {
 		return err
 	}
-	st, err := loadState(m.statePath)
+	states, err := m.store.openStateStore(ctx, m.cfg.UserID)
+	if err != nil {
+		return fmt.Errorf("matrix: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			states.close()
+		}
+	}()
+	st, err := states.load(ctx)
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)
 	}
@@ -188,7 +199,7 @@ func (m *Matrix) Start(ctx context.Context) error {
 		st = state{Homeserver: m.cfg.Homeserver, UserID: m.cfg.UserID}
 	}
 	m.mu.Lock()
-	m.st = st
+	m.states, m.st = states, st
 	m.mu.Unlock()
 
 	who, err := m.authenticate(ctx)
@@ -208,6 +219,7 @@ func (m *Matrix) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.runCtx = ctx
 	m.mu.Unlock()
+	started = true
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -220,6 +232,9 @@ func (m *Matrix) Start(ctx context.Context) error {
 			if err := eng.close(); err != nil {
 				m.log.Warn("matrix: closing the crypto store", "err", err)
 			}
+		}
+		if err := states.close(); err != nil {
+			m.log.Warn("matrix: closing the state store", "err", err)
 		}
 	}()
 	return nil
@@ -248,7 +263,7 @@ func (m *Matrix) setCrypto(eng cryptoEngine, err error) {
 		m.log.Warn("matrix: end-to-end encryption is off; encrypted rooms are refused", "reason", err)
 		return
 	}
-	m.log.Info("matrix: end-to-end encryption on", "device", m.cli.DeviceID, "ed25519", eng.deviceKey(), "store", CryptoPath(m.dataDir))
+	m.log.Info("matrix: end-to-end encryption on", "device", m.cli.DeviceID, "ed25519", eng.deviceKey(), "store", m.cryptoWhere())
 }
 
 // cryptoState is the crypto engine, or nil and why it is off.
@@ -325,12 +340,12 @@ func (m *Matrix) login(ctx context.Context) (string, error) {
 	}
 	m.mu.Lock()
 	m.st.AccessToken, m.st.DeviceID = resp.AccessToken, resp.DeviceID.String()
-	st := m.st
+	st, states := m.st, m.states
 	m.mu.Unlock()
-	if err := saveState(m.statePath, st); err != nil {
+	if err := states.save(ctx, st); err != nil {
 		return "", fmt.Errorf("matrix: keeping the token of the password login: %w", err)
 	}
-	m.log.Info("matrix: logged in with the password; the token is kept in the state file", "device", resp.DeviceID)
+	m.log.Info("matrix: logged in with the password; the token is kept with the sync state", "device", resp.DeviceID, "in", m.store.String())
 	return resp.AccessToken, nil
 }
 
@@ -375,21 +390,25 @@ func (m *Matrix) syncLoop(ctx context.Context) {
 		m.handleSync(ctx, resp, since == "")
 		if resp.NextBatch != "" && resp.NextBatch != since {
 			since = resp.NextBatch
-			m.saveSince(since)
+			m.saveSince(ctx, since)
 		}
 	}
 }
 
-func (m *Matrix) saveSince(since string) {
+func (m *Matrix) saveSince(ctx context.Context, since string) {
 	m.mu.Lock()
 	m.st.Since = since
 	m.st.Invites = m.st.Invites[:0]
 	for r := range m.invites {
 		m.st.Invites = append(m.st.Invites, string(r))
 	}
-	st := m.st
+	st, states := m.st, m.states
 	m.mu.Unlock()
-	if err := saveState(m.statePath, st); err != nil {
+	// The batch was handed out: its position is kept even when ctx just
+	// ended, or the next start (here or on the standby) hands it out again.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := states.save(ctx, st); err != nil {
 		// The loop goes on; a restart replays from the last saved position.
 		m.log.Warn("matrix: saving the sync position failed", "err", err)
 	}

@@ -25,7 +25,7 @@ import (
 func offline(tb testing.TB, sink channels.Sink, reg *mediaregistry.Registry) *Matrix {
 	tb.Helper()
 	m, err := New(Config{Enabled: true, Homeserver: "http://127.0.0.1:1", UserID: matrixfake.UserID, AccessToken: "t0ken"},
-		tb.TempDir(), channels.Env{Registry: reg, Sink: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AssistantName: "Andy"})
+		Store{DataDir: tb.TempDir()}, channels.Env{Registry: reg, Sink: sink, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AssistantName: "Andy"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func (d *daemon) buildChannels() error {
 		d.chans[dc.Name()] = dc
 	}
 	if c.Matrix.Enabled {
-		mx, err := matrix.New(c.Matrix, d.cfg.DataDir, env)
+		mx, err := matrix.New(c.Matrix, matrix.StoreFor(d.cfg.Database, d.cfg.DataDir), env)
 		if err != nil {
 			return fail(1, "matrix: %v", err)
 		}
