@@ -9,7 +9,8 @@
 // End-to-end encrypted rooms are read and answered through mautrix's
 // pure-Go Olm (the goolm build tag, which make adds to every build): the
 // bot's device keys and sessions live in a SQLite store in the data dir
-// (CryptoPath). A build without the tag, or a crypto store that cannot
+// (CryptoPath), or in botd's Postgres database when its tables are there
+// (Store), as does the sync state. A build without the tag, or a crypto store that cannot
 // be opened, refuses encrypted rooms instead: logged once per room with
 // the reason and listed by EncryptedRooms for the dashboard.
 package matrix
