@@ -7,10 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/store"
@@ -163,21 +159,12 @@ func pgPickleKey(ctx context.Context, db *sql.DB, userID string) ([]byte, error)
 	return key, nil
 }
 
-// openPostgres is a plain pgx handle on dsn, checked with a ping: mautrix
-// writes Postgres SQL itself ($n placeholders, real booleans), so the
-// rewriting handle botd's own tables use (internal/sqldialect) would
-// break it. conns bounds it beside botd's own pool and whatsmeow's under
-// the server's connection limit.
+// openPostgres is the handle mautrix's tables and the state row are
+// reached by (sqldialect.OpenPostgresPlain: mautrix writes Postgres SQL
+// itself).
 func openPostgres(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	db, err := sqldialect.OpenPostgresPlain(ctx, dsn, conns)
 	if err != nil {
-		return nil, fmt.Errorf("matrix store: postgres dsn: %w", err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(conns)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("matrix store in postgres: %w", err)
 	}
 	return db, nil

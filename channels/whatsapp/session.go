@@ -7,10 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"go.mau.fi/whatsmeow/store/sqlstore"
 	waLog "go.mau.fi/whatsmeow/util/log"
 
@@ -102,22 +99,13 @@ func openPostgresContainer(ctx context.Context, dsn string, log *slog.Logger) (*
 	return c, nil
 }
 
-// OpenPostgresDB is a plain pgx handle on dsn, checked with a ping, for
-// whatsmeow's tables (the session store and `botd database migrate`'s copy
-// of it).
+// OpenPostgresDB is the handle whatsmeow's tables are reached by (the
+// session store and `botd database migrate`'s copy of it).
 func OpenPostgresDB(ctx context.Context, dsn string) (*sql.DB, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	// 8: wide enough for whatsmeow's decryptions, each a transaction,
+	// running beside its other queries.
+	db, err := sqldialect.OpenPostgresPlain(ctx, dsn, 8)
 	if err != nil {
-		return nil, fmt.Errorf("whatsapp session store: postgres dsn: %w", err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	// Bounded beside botd's own pool (16) under the server's limit (100
-	// by default, two instances), and wide enough for whatsmeow's
-	// decryptions, each a transaction, running beside its other queries.
-	db.SetMaxOpenConns(8)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("whatsapp session store in postgres: %w", err)
 	}
 	return db, nil

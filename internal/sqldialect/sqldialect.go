@@ -56,6 +56,28 @@ func OpenPostgres(dsn string) (*sql.DB, error) {
 	return sql.OpenDB(connector{stdlib.GetConnector(*cfg)}), nil
 }
 
+// OpenPostgresPlain returns a handle on dsn whose connections take SQL
+// as written, for the libraries that keep their own tables in botd's
+// Postgres database and write Postgres SQL themselves ($n placeholders,
+// real booleans): whatsmeow's session store, mautrix's crypto store.
+// botd's rewriting handle (OpenPostgres) would break their SQL. conns
+// bounds the pool beside botd's own under the server's connection limit;
+// the database is pinged, so a wrong DSN fails here.
+func OpenPostgresPlain(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres dsn: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(conns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 type connector struct{ driver.Connector }
 
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
