@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -465,19 +466,12 @@ func (a *auth) alive(s *session) bool {
 // instance holds event streams of, and ends those ended on another
 // instance: one query per sessionCheck, however many streams are open.
 func (a *auth) watch(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, every, func() {
 		if err := a.recheck(ctx); err != nil && ctx.Err() == nil {
 			// The streams stay open; the next round tries again.
 			a.log.Warn("web sessions not re-read", "err", err)
 		}
-	}
+	})
 }
 
 // recheck reads the sessions with open streams here and ends those no
