@@ -163,8 +163,16 @@ func (s *Store) CheckFence(ctx context.Context) error {
 	case fenceNone:
 		return fmt.Errorf("%w (it is standing by)", ErrFenced)
 	}
+	return checkEpoch(ctx, s.DB, epoch, "")
+}
+
+// checkEpoch reads the lease's epoch through q (lock: a locking clause,
+// or none) and refuses with ErrFenced when it is not epoch.
+func checkEpoch(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, epoch int64, lock string) error {
 	var cur int64
-	err := s.DB.QueryRowContext(ctx, `SELECT epoch FROM leases WHERE name = ?`, LeaseName).Scan(&cur)
+	err := q.QueryRowContext(ctx, `SELECT epoch FROM leases WHERE name = ?`+lock, LeaseName).Scan(&cur)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w (no lease recorded)", ErrFenced)
@@ -197,15 +205,8 @@ func (s *Store) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	if epoch != 0 {
-		var cur int64
-		err := tx.QueryRowContext(ctx, `SELECT epoch FROM leases WHERE name = ?`+s.Dialect.ForShare(), LeaseName).Scan(&cur)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w (no lease recorded)", ErrFenced)
-		case err != nil:
-			return fmt.Errorf("check lease: %w", err)
-		case cur != epoch:
-			return fmt.Errorf("%w (its epoch is %d, the lease's is %d)", ErrFenced, epoch, cur)
+		if err := checkEpoch(ctx, tx, epoch, s.Dialect.ForShare()); err != nil {
+			return err
 		}
 	}
 	if err := fn(tx); err != nil {

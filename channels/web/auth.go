@@ -130,8 +130,8 @@ func (s *session) canUse(room string) bool {
 // openAuth takes the admin token from the config or from dir, creating it
 // (0600) when there is none; created reports that, so the token is shown
 // once. A token file others can read is refused: it is the key to every
-// room. Room links and
-// sessions of an older botd (files in dir) are imported into st once.
+// room. Room links and sessions of an older botd (files in dir) are
+// imported into st once.
 func openAuth(ctx context.Context, dir, configured string, st *store.Store, now func() time.Time, log *slog.Logger) (*auth, bool, error) {
 	tok, created, err := adminToken(dir, configured)
 	if err != nil {
@@ -201,19 +201,19 @@ func adminToken(dir, configured string) (tok string, created bool, err error) {
 	} else if err != nil {
 		return "", false, fmt.Errorf("read admin token: %w", err)
 	}
-	st2, err := os.Lstat(p)
+	fi, err := os.Lstat(p)
 	if err != nil {
 		return "", false, fmt.Errorf("admin token: %w", err)
 	}
-	if !st2.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() {
 		return "", false, fmt.Errorf("admin token %s is not a regular file; remove it and restart for a new one", p)
 	}
-	if st2.Mode().Perm()&0o077 != 0 {
-		return "", false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, st2.Mode().Perm())
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", false, fmt.Errorf("admin token %s can be read by other users (mode %v); chmod 600 it, or remove it and restart for a new one", p, fi.Mode().Perm())
 	}
 	tok = strings.TrimSpace(string(raw))
 	if len(tok) < minTokenLen {
-		return "", false, fmt.Errorf("admin token %s is shorter than 32 characters; remove it and restart for a new one", p)
+		return "", false, fmt.Errorf("admin token %s is shorter than %d characters; remove it and restart for a new one", p, minTokenLen)
 	}
 	return tok, created, nil
 }

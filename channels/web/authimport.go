@@ -23,9 +23,10 @@ const (
 	linksFile      = "links.json"
 	sessionsFile   = "sessions.json"
 	importedSuffix = ".imported"
-	// maxImportBytes bounds what is read of either file: a thousand
-	// sessions are about 100 KB.
-	maxImportBytes = 16 << 20
+	// maxImportBytes bounds what is read of either file: the old table's
+	// thousand sessions are about 100 KB, and a file padded to the bound
+	// costs a start a few tens of MB (TestRedTeamWebAuth).
+	maxImportBytes = 2 << 20
 )
 
 // oldSession is a session as sessionsFile kept it, by nonce.
@@ -79,25 +80,24 @@ func (a *auth) importFiles(ctx context.Context) error {
 		a.log.Warn("web sessions file unreadable; its sessions must log in again", "err", err)
 		return markImported(filepath.Join(a.dir, sessionsFile))
 	}
+	now := a.now()
 	nonces := make([]string, 0, len(m))
 	for n, s := range m {
-		if n != "" && s != nil {
+		if n != "" && s != nil && (s.Role == roleAdmin || s.Role == roleGuest) && now.Unix() < s.Expires {
 			nonces = append(nonces, n)
 		}
 	}
-	// Oldest first, so the bound on sessions ends them in the same order.
+	// Oldest first, so the bound on sessions ends them in the same order;
+	// only the newest maxSessions, as many as the old table held, so a
+	// file padded with sessions costs no more than a full one.
 	sort.Slice(nonces, func(i, j int) bool { return m[nonces[i]].Issued < m[nonces[j]].Issued })
-	now := a.now()
+	nonces = nonces[max(0, len(nonces)-maxSessions):]
 	imported := 0
 	for _, n := range nonces {
 		s := m[n]
 		w := store.WebSession{Nonce: n, Role: s.Role, Room: s.Room, Link: s.Link, KeyID: a.keyID,
 			Created: time.Unix(0, s.Issued), Expires: time.Unix(s.Expires, 0)}
-		switch {
-		case !w.Live(now):
-			continue
-		case s.Role == roleAdmin:
-		case s.Role == roleGuest:
+		if s.Role == roleGuest {
 			// A guest's link must still work: the old table kept sessions
 			// whose link was gone and refused them at each request.
 			l, ok, err := a.st.RoomLink(ctx, s.Link)
@@ -107,8 +107,6 @@ func (a *auth) importFiles(ctx context.Context) error {
 			if !ok || !l.Revoked.IsZero() || l.Room != s.Room {
 				continue
 			}
-		default:
-			continue
 		}
 		if err := a.st.ImportWebSession(ctx, w); err != nil {
 			return fmt.Errorf("import web sessions: %w", err)

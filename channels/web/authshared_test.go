@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -296,5 +297,39 @@ func TestImportUnreadableFiles(t *testing.T) {
 				t.Fatalf("renamed: %v, want %v", err == nil, tc.renamed)
 			}
 		})
+	}
+}
+
+// A sessions file padded past what the old table could hold imports only
+// its newest maxSessions live sessions: the start does no more work than
+// for a full table.
+func TestImportPaddedSessionsFile(t *testing.T) {
+	dir := t.TempDir()
+	wdir := filepath.Join(dir, "web")
+	if err := os.MkdirAll(wdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old := map[string]oldSession{}
+	for i := range maxSessions + 500 {
+		old[fmt.Sprintf("padded-nonce-%05d", i)] = oldSession{Role: roleAdmin, Expires: now.Add(time.Hour).Unix(),
+			Issued: now.Add(time.Duration(i-maxSessions-500) * time.Second).UnixNano()}
+	}
+	raw, _ := json.Marshal(old)
+	if err := os.WriteFile(filepath.Join(wdir, sessionsFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, dir)
+	keys, err := h.st.LiveWebSessionKeys(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := keys[h.w.auth.keyID]; n != maxSessions {
+		t.Fatalf("%d sessions imported, want %d", n, maxSessions)
+	}
+	for nonce, want := range map[string]bool{"padded-nonce-00499": false, "padded-nonce-00500": true, fmt.Sprintf("padded-nonce-%05d", maxSessions+499): true} {
+		if _, ok, err := h.st.WebSession(context.Background(), nonce); err != nil || ok != want {
+			t.Errorf("%s imported %v (%v), want %v", nonce, ok, err, want)
+		}
 	}
 }
