@@ -17,6 +17,9 @@ type Config struct {
 type HTTPConfig struct {
 	Listen string       `yaml:"listen"`
 	Tokens []TokenGrant `yaml:"tokens"`
+	// MaxSessionsPerToken bounds one token's open sessions (0: the
+	// default, DefaultMaxSessionsPerToken).
+	MaxSessionsPerToken int `yaml:"max_sessions_per_token"`
 }
 
 // TokenGrant maps one bearer token to the single group it may reach.
@@ -47,6 +50,9 @@ func (c Config) Validate(isGroup func(folder string) bool) error {
 		if !isGroup(t.Group) {
 			ps.Add(path+".group", "unknown group folder %q", t.Group)
 		}
+	}
+	if c.HTTP.MaxSessionsPerToken < 0 {
+		ps.Add("mcp.http.max_sessions_per_token", "must be a positive number of sessions (0 or unset: %d)", DefaultMaxSessionsPerToken)
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {

@@ -91,6 +91,15 @@ type HTTPLimits struct {
 	// whose client is gone fails the write and frees its slot, and a live
 	// stream keeps its session from idling out.
 	Heartbeat time.Duration
+	// HoldSilent is how long the kernel keeps a new connection that has
+	// sent nothing before handing it to the server (Linux); until then it
+	// takes no place under MaxConns. Negative: hand every connection over
+	// at once. The default is ReadHeaderTimeout's.
+	HoldSilent time.Duration
+	// MaxSessionsPerToken bounds the sessions one token holds open; one
+	// more initialize closes that token's least recently used session,
+	// whose client then gets 404 and initialises again.
+	MaxSessionsPerToken int
 }
 
 // The defaults of HTTPLimits: the server's timeouts and connection cap are
@@ -131,6 +140,10 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	def(&l.MaxRequestsPerToken, DefaultMaxRequestsPerToken)
 	defD(&l.SessionIdleTTL, DefaultSessionIdleTTL)
 	defD(&l.Heartbeat, DefaultHeartbeat)
+	def(&l.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
+	if l.HoldSilent == 0 {
+		l.HoldSilent = min(l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	}
 	return l
 }
 
@@ -139,6 +152,7 @@ type tokenEntry struct {
 	group string
 	// What the token holds open right now.
 	streams, requests atomic.Int32
+	sessions          *sessionSet
 }
 
 type httpHandler struct {
@@ -179,7 +193,8 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if srv == nil {
 			return nil, fmt.Errorf("mcp http: a token names group %q, which has no server", group)
 		}
-		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group})
+		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group,
+			sessions: newSessionSet(h.limits.MaxSessionsPerToken)})
 		if h.groups[group] == nil {
 			// mcp-go's own loopback Host check stays on behind ours.
 			sh := server.NewStreamableHTTPServer(srv,
@@ -206,19 +221,19 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Until the request proves itself, the answer ends the connection: a
 	// connection that never carries an authorised request must not stay.
 	if r.URL.Path != HTTPPath {
-		refuse(w)
+		refuse(w, r)
 		http.NotFound(w, r)
 		return
 	}
 	if !h.hostAllowed(r.Host) {
 		h.log.Warn("mcp http: refused Host", "host", r.Host, "remote", r.RemoteAddr)
-		refuse(w)
+		refuse(w, r)
 		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		h.log.Warn("mcp http: refused Origin", "origin", o, "remote", r.RemoteAddr)
-		refuse(w)
+		refuse(w, r)
 		http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
 		return
 	}
@@ -230,7 +245,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.Info("mcp http: unauthorised", "reason", status, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", challenge)
-		refuse(w)
+		refuse(w, r)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -256,6 +271,29 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
 	}
+	sh := h.groups[tok.group]
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	if sid != "" && !tok.sessions.touch(sid) {
+		// Closed for the bound, by DELETE, or never this token's: the MCP
+		// answer for an unknown session, on which a client initialises anew.
+		http.Error(w, "unknown or closed session: initialize a new one", http.StatusNotFound)
+		return
+	}
+	if sid != "" && r.Method == http.MethodDelete {
+		defer tok.sessions.remove(sid)
+	}
+	if sid == "" && r.Method == http.MethodPost {
+		iw := &sessionIDWriter{ResponseWriter: w}
+		defer func() {
+			if iw.id == "" {
+				return
+			}
+			for _, old := range tok.sessions.add(iw.id) {
+				closeSession(sh, old)
+			}
+		}()
+		w = iw
+	}
 	if r.Method == http.MethodPost {
 		// A call may be resources/read, whose file is streamed into the
 		// response (blobstream.go).
@@ -264,11 +302,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer bw.finish()
 		w, r = bw, r.WithContext(context.WithValue(r.Context(), blobKey{}, bs))
 	}
-	h.groups[tok.group].ServeHTTP(w, r)
+	sh.ServeHTTP(w, r)
 }
 
-// refuse makes the server close the connection after this answer.
-func refuse(w http.ResponseWriter) { connlimit.Refuse(w) }
+// refuse makes the server close the connection after this answer, and
+// lets it make room first should the connection cap be reached meanwhile.
+func refuse(w http.ResponseWriter, r *http.Request) {
+	connlimit.Refuse(w)
+	connlimit.Refused(r.Context())
+}
 
 // authenticate returns the matching token, or a non-empty reason. Every
 // configured token is compared, in constant time over fixed-size hashes,
@@ -354,7 +396,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := connlimit.Server{MaxConns: lim.MaxConns, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout,
 		MaxHeaderBytes: lim.MaxHeaderBytes, What: "mcp http", Log: log, ErrorLevel: slog.LevelWarn}.New(ctx, h)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(connlimit.Listener(ln, lim.HoldSilent)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("mcp http: %w", err)

@@ -143,6 +143,9 @@ func TestHTTPIdleFloodLeavesRoomForTokens(t *testing.T) {
 	limitOpenFiles(t, flood+1024)
 	lim := noTimeouts
 	lim.MaxConns = maxConns
+	// Silent connections handed over at once, as the kernel does once it
+	// has held them for HoldSilent.
+	lim.HoldSilent = -1
 	f := newHTTPFixtureLimits(t, lim)
 
 	asked, silent := openFlood(t, f.addr, flood)
@@ -202,6 +205,7 @@ func openFlood(tb testing.TB, addr string, n int) (asked, silent []net.Conn) {
 func TestHTTPAuthorisedIdleConnectionOutlastsFlood(t *testing.T) {
 	lim := noTimeouts
 	lim.MaxConns = 8
+	lim.HoldSilent = -1 // as after the kernel held them
 	f := newHTTPFixtureLimits(t, lim)
 	c := dialRaw(t, f.addr)
 	br := bufio.NewReader(c)

@@ -20,6 +20,11 @@ var (
 	// dialAddr and lookupHost are the address a connection went to.
 	dialAddr   = regexp.MustCompile(`\bdial (tcp|tcp4|tcp6|udp|unix) [^\s]+?: `)
 	lookupHost = regexp.MustCompile(`\blookup [^\s:]+(?: on [^\s]+)?: `)
+	// connIO is a read or write on an open connection, which net writes
+	// with both ends: `write tcp 127.0.0.1:50312->127.0.0.1:8080: `.
+	connIO = regexp.MustCompile(`\b(read|write|readfrom|writeto) (tcp|tcp4|tcp6|udp|udp4|udp6|unix) [^\s]*->[^\s]+?: `)
+	// ipPort is any other IP address with a port, v4 or bracketed v6.
+	ipPort = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}:\d{1,5}\b|\[[0-9A-Fa-f:.%]+\]:\d{1,5}\b`)
 	// absPath is an absolute path, after the start, a space, a quote, a
 	// bracket or "=".
 	absPath = regexp.MustCompile(`(^|[\s"'(\[=])(/[^\s"'()\[\]<>:;,]+)`)
@@ -28,12 +33,15 @@ var (
 // ForModel rewrites an error message for the model: a path inside the group
 // folder becomes group-relative (the model uses those), any other absolute
 // path "(a host path)", a URL "the provider", and the address a connection
-// was dialled or looked up is left out. groupDir may be empty.
+// was dialled, looked up, read or written is left out, and any other IP
+// address with a port becomes "(an address)". groupDir may be empty.
 func ForModel(msg, groupDir string) string {
 	msg = urlOp.ReplaceAllString(msg, "$1 to the provider: ")
 	msg = anyURL.ReplaceAllString(msg, "the provider")
 	msg = dialAddr.ReplaceAllString(msg, "dial $1: ")
 	msg = lookupHost.ReplaceAllString(msg, "lookup: ")
+	msg = connIO.ReplaceAllString(msg, "$1 $2: ")
+	msg = ipPort.ReplaceAllString(msg, "(an address)")
 	root := ""
 	if groupDir != "" {
 		if abs, err := filepath.Abs(groupDir); err == nil {

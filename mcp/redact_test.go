@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ func TestForModel(t *testing.T) {
 	_, pathErr := os.Open("/etc/botd-secret-dir/none.txt")
 	_, inGroupErr := os.Open(filepath.Join(group, "media", "missing.pdf"))
 	tgURL := "https://api.telegram.org/file/bot123456:SECRET-token/documents/file_7.pdf"
+	resetErr, resetEnds := resetWrite(t)
 	for _, tc := range []struct {
 		name         string
 		err          error
@@ -48,6 +50,10 @@ func TestForModel(t *testing.T) {
 			[]string{"downloading tg_x failed: telegram:", "the provider"}, []string{"SECRET-token", "api.telegram.org", "/etc/botd-secret-dir"}},
 		{"an ipc error carrying both", ipc.Errorf(ipc.CodeDownloadFailed, "saving into %s: %v", "/var/lib/botd/data/media/ab12", httpErr),
 			[]string{"saving into (a host path)", "Post to the provider"}, []string{"/var/lib/botd", base}},
+		{"a write the provider reset (*net.OpError)", fmt.Errorf("transcribing: %w", resetErr),
+			[]string{"transcribing: write tcp: "}, resetEnds},
+		{"an address with a port anywhere", errors.New("provider at 10.1.2.3:8443 and [::1]:9000 answered 502"),
+			[]string{"provider at (an address) and (an address) answered 502"}, []string{"10.1.2.3", "8443", "::1", "9000"}},
 		{"a lookup", fmt.Errorf("Get %q: dial tcp: lookup api.example.internal on 10.0.0.2:53: no such host", "https://api.example.internal/v1"),
 			[]string{"Get to the provider: dial tcp: lookup: no such host"}, []string{"example.internal", "10.0.0.2"}},
 	} {
@@ -68,6 +74,69 @@ func TestForModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resettingProvider is an address that accepts connections, reads a
+// little and resets them.
+func resettingProvider(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 512))
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// resetWrite is the error of a write into a connection the far end reset,
+// as net writes it (`write tcp A->B: …`), and the two addresses it names.
+func resetWrite(t *testing.T) (error, []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := <-accepted
+	if srv == nil {
+		t.Fatal("nothing accepted")
+	}
+	srv.(*net.TCPConn).SetLinger(0) // close with RST
+	srv.Close()
+	buf := make([]byte, 64<<10)
+	for range 1000 {
+		if _, err = c.Write(buf); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "->") {
+		t.Fatalf("want a write error naming both ends, got %v", err)
+	}
+	return err, []string{c.LocalAddr().String(), ln.Addr().String(), "127.0.0.1"}
 }
 
 // urlErrorLike reads like a *url.Error of a GET to u.
@@ -112,6 +181,37 @@ func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
 	if !strings.Contains(out, "Transcribing it failed") || strings.Contains(out, strings.TrimPrefix(base, "http://")) {
 		t.Errorf("the transcription note the model reads names the provider or lost its reason:\n%s", out)
 	}
+
+	// A provider that takes the connection and resets it mid-upload: the
+	// error names both ends of the connection (`write tcp A->B`, or a read).
+	rst := resettingProvider(t)
+	tr2, err := transcribe.New(transcribe.Options{Name: "reset", Type: "openai", BaseURL: "http://" + rst + "/v1", APIKey: "sk-test", Model: "whisper-1", DB: st.DB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := append([]byte("OggS"), make([]byte, 4<<20)...)
+	_, rstErr := tr2.Transcribe(context.Background(), strings.NewReader(string(big)), int64(len(big)), "voice.ogg", "audio/ogg")
+	if rstErr == nil {
+		t.Fatal("a transcription against a resetting provider succeeded")
+	}
+	_, rstPort, _ := net.SplitHostPort(rst)
+	h.mu.Lock()
+	m = h.media["tg_voiceNote1"]
+	m.res.TranscriptNote = "Transcribing it failed: " + rstErr.Error()
+	h.media["tg_voiceNote1"] = m
+	h.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading tg_voiceNote3 failed: %v", rstErr)
+	h.mu.Unlock()
+	for _, ref := range []string{"tg_voiceNote1", "tg_voiceNote3"} {
+		res = callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
+		texts, _, _ = parts(t, res)
+		out = strings.Join(texts, "\n")
+		if strings.Contains(out, ":"+rstPort) || strings.Contains(out, "127.0.0.1") {
+			t.Errorf("%s: the model reads the provider's address (from %q):\n%s", ref, rstErr, out)
+		}
+	}
+	h.mu.Lock()
+	h.err = nil
+	h.mu.Unlock()
 
 	_, pathErr := os.Open("/srv/botd-host/data/media/none")
 	h.mu.Lock()

@@ -310,7 +310,7 @@ func (w *Web) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer w.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(connlimit.Listener(ln, connlimit.DefaultReadHeaderTimeout)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			w.log.Error("web server stopped", "err", err)
 		}
 	}()

@@ -29,6 +29,8 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				mcp.DefaultMaxConns)+
 			fmt.Sprintf("each token may hold %d GET streams and %d other requests at once (429 past that); ",
 				mcp.DefaultMaxStreamsPerToken, mcp.DefaultMaxRequestsPerToken)+
+			fmt.Sprintf("each token holds at most mcp.http.max_sessions_per_token sessions (default %d): one more closes its least recently used, whose client gets 404 and initialises again; ",
+				mcp.DefaultMaxSessionsPerToken)+
 			fmt.Sprintf("headers must arrive within %v, and an idle connection is closed after %v.",
 				mcp.DefaultReadHeaderTimeout, mcp.DefaultIdleTimeout), stderr)
 	group := fs.String("group", "", "group folder to serve over stdio")
@@ -90,7 +92,8 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if addr == "" {
 		return fail(1, "no address to serve on: give --http ADDR, or set mcp.http.listen in the config")
 	}
-	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, Tokens: tokens, Servers: servers, Log: log})
+	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, Tokens: tokens, Servers: servers, Log: log,
+		Limits: mcp.HTTPLimits{MaxSessionsPerToken: cfg.MCP.HTTP.MaxSessionsPerToken}})
 	if err != nil {
 		return fail(1, "mcp http: %v", err)
 	}

@@ -39,6 +39,7 @@ type Server struct {
 
 // New returns an http.Server serving h whose request contexts derive from
 // ctx (so open streams end with it) and whose connections a Tracker caps.
+// Serve it on Listener(ln), so the Tracker knows who has sent anything.
 func (s Server) New(ctx context.Context, h http.Handler) *http.Server {
 	log := s.Log
 	if log == nil {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package connlimit
+
+import "net"
+
+func deferAccept(net.Listener, int) {}
