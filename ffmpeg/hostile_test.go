@@ -130,3 +130,40 @@ func TestHostileInputsReadNothingElse(t *testing.T) {
 		})
 	}
 }
+
+// Without ffprobe there is no container to name, and ffmpeg's own format
+// whitelist refuses the playlist: the stills and the sound say so, and
+// the segment is never opened.
+func TestWithoutFFprobeTheWhitelistHolds(t *testing.T) {
+	ffmpegtest.NeedReal(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.ts")
+	ffmpegtest.Make(t, secret, "-f", "lavfi", "-i", "color=c=red:s=64x48:d=3", "-c:v", "libx264")
+	bin := t.TempDir()
+	ffmpegBin, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ffmpegBin, filepath.Join(bin, "ffmpeg")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	path := filepath.Join(t.TempDir(), "clip.mp4")
+	ffmpegtest.WriteFile(t, path, ffmpegtest.DisguisedHLS(secret))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	opens := ffmpegtest.WatchOpens(t, outside)
+	want := regexp.MustCompile(`^this video's container \(hls\) is not one botd reads`)
+	if frames, _, err := ffmpeg.Keyframes(context.Background(), f, 4, lim); len(frames) != 0 || err == nil || !want.MatchString(err.Error()) {
+		t.Errorf("stills: %d, %v; want none and %q", len(frames), err, want)
+	}
+	if sound, err := ffmpeg.AudioTrack(context.Background(), f, lim); sound != nil || err == nil || !want.MatchString(err.Error()) {
+		t.Errorf("sound: %v, %v; want none and %q", sound, err, want)
+	}
+	if got := opens.Opened(t); len(got) > 0 {
+		t.Errorf("ffmpeg opened %v", got)
+	}
+}
