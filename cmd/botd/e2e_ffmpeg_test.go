@@ -43,11 +43,13 @@ groups:
 // Issue 38, item 4, against the real botd run: files that make ffmpeg
 // open other files by name — the 174-byte clip.mp4 that is an HLS playlist
 // (a binary comment line, so the declared video/mp4 wins) as a document
-// and as a video message (whose sound is transcribed), a DASH manifest
-// and a reference movie — posted at once and fetched in one turn. Each
-// tool result refuses in a sentence, no still is shown, nothing is
-// transcribed, and the other group's video they name is never opened by
-// botd or any child (inotify on its folder).
+// and as a video message (whose sound is transcribed), a master playlist
+// naming another group's media playlist, and a reference movie — posted
+// at once and fetched in one turn. Each tool result refuses in a
+// sentence, no still is shown, nothing is transcribed, and the other
+// group's files they name are never opened by botd or any child (inotify
+// on their folder). With the arguments before the fix, the same test
+// sees secret.ts opened, stills shown and its sound transcribed.
 func TestRedTeamPlaylistsPosingAsVideos(t *testing.T) {
 	needTools(t, "ffmpeg", "ffprobe")
 	outside := t.TempDir()
@@ -66,7 +68,10 @@ func TestRedTeamPlaylistsPosingAsVideos(t *testing.T) {
 		t.Fatal(err)
 	}
 	hls := ffmpegtest.DisguisedHLS(secretTS)
-	dash := []byte("\x01\x02\n<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" profiles=\"urn:mpeg:dash:profile:isoff-on-demand:2011\" type=\"static\" mediaPresentationDuration=\"PT3S\" minBufferTime=\"PT1S\"><Period><AdaptationSet mimeType=\"video/mp4\"><Representation id=\"1\" bandwidth=\"1000\" codecs=\"avc1.64000a\" width=\"64\" height=\"48\"><BaseURL>" + secretMP4 + "</BaseURL></Representation></AdaptationSet></Period></MPD>\n")
+	// A master playlist naming a media playlist beside the secret video.
+	variant := filepath.Join(outside, "secret.m3u8")
+	writeFile(t, variant, "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:3,\nsecret.ts\n#EXT-X-ENDLIST\n")
+	master := []byte("#EXTM3U\n#\x01\x02\x03\xfe\xff\n#EXT-X-STREAM-INF:BANDWIDTH=1000\n" + variant + "\n")
 	t.Logf("the playlist is %d bytes", len(hls))
 
 	dir := t.TempDir()
@@ -85,7 +90,7 @@ func TestRedTeamPlaylistsPosingAsVideos(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(playlistConfig, telegramtest.Token, tg.URL(), srv.URL))
 	group, ann := telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann")
 	docs := []struct{ name, mime string }{{"clip.mp4", "video/mp4"}, {"stream.mp4", "video/mp4"}, {"movie.mov", "video/quicktime"}}
-	for i, d := range [][]byte{hls, dash, refMovie} {
+	for i, d := range [][]byte{hls, master, refMovie} {
 		id := fmt.Sprintf("f%d", i)
 		tg.AddFile(telegramtest.File{ID: id, Data: d})
 		tg.Enqueue(docUpdate(-100, 10+i, id, docs[i].name, docs[i].mime, int64(len(d))))
@@ -132,7 +137,7 @@ func TestRedTeamPlaylistsPosingAsVideos(t *testing.T) {
 		says *regexp.Regexp
 	}{
 		{"clip.mp4", hlsRefused},
-		{"stream.mp4", regexp.MustCompile(`No frames of the video are shown: this video's container \(dash\) is not one botd reads`)},
+		{"stream.mp4", hlsRefused},
 		{"movie.mov", regexp.MustCompile(`No frames of the video are shown: this video keeps its pictures or sound in other files it names`)},
 		{"holiday.mp4", hlsRefused},
 		{"holiday.mp4", regexp.MustCompile(`not transcribed: this video's container \(hls\) is not one botd reads`)},
