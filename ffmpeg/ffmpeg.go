@@ -28,7 +28,7 @@ import (
 // is.)
 const input = "/dev/fd/3"
 
-// Containers are the demuxers ffmpeg and ffprobe may read a chat's file
+// containers are the demuxers ffmpeg and ffprobe may read a chat's file
 // with, by their ffmpeg names, and how a sentence names them. The bytes of
 // a file choose its demuxer, and some demuxers open further files by name:
 // an HLS or DASH playlist its segments, a concat script the files it
@@ -36,9 +36,9 @@ const input = "/dev/fd/3"
 // references. A 174-byte "clip.mp4" that was an HLS playlist had ffmpeg
 // read another group's video. These read the one byte stream they are
 // given and nothing else (mov's data references stay off, see
-// inputArgs); images never come this way (Go decodes them, and HEIC is
-// mov's), so no image demuxer is on the list.
-var Containers = []struct{ Name, Says string }{
+// InputArgs); images never come this way (Go decodes them, and HEIC is
+// mov's from FFmpeg 7), so no image demuxer is on the list.
+var containers = []struct{ Name, Says string }{
 	{"mov", "MP4/MOV/M4A/3GP"},
 	{"matroska", "Matroska/WebM"},
 	{"mpegts", "MPEG-TS"},
@@ -50,21 +50,21 @@ var Containers = []struct{ Name, Says string }{
 	{"avi", "AVI"},
 }
 
-// whitelist is Containers as ffmpeg's -format_whitelist.
+// whitelist is containers as ffmpeg's -format_whitelist.
 var whitelist = func() string {
 	var names []string
-	for _, c := range Containers {
+	for _, c := range containers {
 		names = append(names, c.Name)
 	}
 	return strings.Join(names, ",")
 }()
 
 // allowed reports whether name, a demuxer's name as ffprobe reports it
-// ("mov,mp4,m4a,3gp,3g2,mj2"), is one of Containers, and the name to pass
+// ("mov,mp4,m4a,3gp,3g2,mj2"), is one of containers, and the name to pass
 // to -f.
 func allowed(name string) (string, bool) {
 	first, _, _ := strings.Cut(name, ",")
-	for _, c := range Containers {
+	for _, c := range containers {
 		if c.Name == first {
 			return first, true
 		}
@@ -76,7 +76,7 @@ func allowed(name string) (string, bool) {
 // the input of a box child, and only it: every run of either tool over a
 // chat's file starts its input with them. Only the file protocol (no
 // network, no data:, subfile or concat protocols, and nothing a demuxer
-// opens by URL gets any other); only the demuxers of Containers, the
+// opens by URL gets any other); only the demuxers of containers, the
 // probe refusing any other before it reads a header; format, when known,
 // named with -f so nothing is guessed again; and for mov, external data
 // references off, relative or absolute (they are off by default: kept
@@ -92,7 +92,7 @@ func InputArgs(format string) []string {
 	return append(a, "-i", input)
 }
 
-// ContainerError: the file's container is not one of Containers.
+// ContainerError: the file's container is not one of containers.
 type ContainerError struct {
 	What   string // "this video"
 	Format string // the demuxer ffmpeg would have used, "" when unknown
@@ -100,7 +100,7 @@ type ContainerError struct {
 
 func (e *ContainerError) Error() string {
 	var says []string
-	for _, c := range Containers {
+	for _, c := range containers {
 		says = append(says, c.Says)
 	}
 	what := e.What
@@ -194,13 +194,13 @@ const video = "this video"
 
 // Probe is what ffprobe tells of a file.
 type Probe struct {
-	// Format is the container, as -f names it: one of Containers.
+	// Format is the container, as -f names it: one of containers.
 	Format   string
 	Duration time.Duration // 0 when unknown
 }
 
 // probe asks ffprobe which container the file in f is and how long it
-// lasts. A container not in Containers answers a *ContainerError, a
+// lasts. A container not in containers answers a *ContainerError, a
 // reference movie ErrExternal; a
 // missing ffprobe, a KindMissing *box.Error (the callers go on without:
 // ffmpeg's own format whitelist still holds then).
