@@ -53,8 +53,9 @@ func TestKeyframesSpreadOverTheVideo(t *testing.T) {
 		t.Errorf("frames at %v, want 0:01 0:03 0:05 0:07", when)
 	}
 	args, _ := os.ReadFile(log)
-	if !strings.Contains(string(args), "-ss 5.00 -i /dev/fd/3 -frames:v 1") {
-		t.Errorf("ffmpeg was not asked for the frame at 5s:\n%s", args)
+	if !strings.Contains(string(args), "-ss 5.00 -protocol_whitelist file -format_whitelist mov,") ||
+		!strings.Contains(string(args), " -f mov -enable_drefs 0 -use_absolute_path 0 -i /dev/fd/3 -frames:v 1") {
+		t.Errorf("ffmpeg was not asked for the frame at 5s of the MP4 ffprobe found, and only it:\n%s", args)
 	}
 }
 

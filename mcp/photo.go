@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/internal/box"
 )
 
@@ -203,8 +204,11 @@ var heicConverters = []struct {
 }{
 	{"heif-convert", func(in, out string) []string { return []string{"-q", "90", in, out} }},
 	{"magick", func(in, out string) []string { return []string{"heic:" + in, "-auto-orient", out} }},
-	{"ffmpeg", func(in, out string) []string {
-		return []string{"-v", "error", "-nostdin", "-y", "-i", in, "-frames:v", "1", out}
+	{"ffmpeg", func(_, out string) []string {
+		// HEIF is an ISO media file, mov's to read: named, so no
+		// playlist posing as a photo makes ffmpeg open other files.
+		args := append([]string{"-v", "error", "-nostdin", "-y"}, ffmpeg.InputArgs("mov")...)
+		return append(args, "-frames:v", "1", out)
 	}},
 }
 

@@ -14,7 +14,7 @@ const Frame = "\xff\xd8\xff\xe0 stand-in frame"
 // Install puts shell scripts named ffmpeg (and ffprobe, when probe is not
 // empty) first on PATH for the test. Each logs its arguments to the
 // returned file; ffmpeg runs script with $out set to its last argument
-// (the output file), ffprobe prints probe.
+// (the output file), ffprobe says the file is an MP4 of probe seconds.
 func Install(t testing.TB, probe, script string) (argsLog string) {
 	t.Helper()
 	if _, err := os.Stat("/bin/sh"); err != nil {
@@ -30,7 +30,7 @@ func Install(t testing.TB, probe, script string) (argsLog string) {
 	}
 	write("ffmpeg", script)
 	if probe != "" {
-		write("ffprobe", "echo "+probe)
+		write("ffprobe", "echo format_name=mov,mp4,m4a,3gp,3g2,mj2; echo duration="+probe)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/usr/bin:/bin")
 	return argsLog

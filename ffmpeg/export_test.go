@@ -1,0 +1,4 @@
+package ffmpeg
+
+// ProbeFile is probe, for the tests.
+var ProbeFile = probe
