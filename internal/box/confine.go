@@ -116,9 +116,13 @@ func logConfinement(log *slog.Logger, c Confinement) {
 	} else {
 		off = append(off, "seccomp filter unavailable on this architecture: children can open sockets")
 	}
-	if c.Namespace {
+	switch {
+	case c.Namespace && c.NProc > 0:
 		on = append(on, fmt.Sprintf("own user and network namespace (no interfaces), RLIMIT_NPROC %d", c.NProc))
-	} else {
+	case c.Namespace:
+		on = append(on, "own user and network namespace (no interfaces)")
+		off = append(off, "botd runs as root, whom RLIMIT_NPROC never binds: children can fork without limit (run botd as its own user)")
+	default:
 		why := c.NoNamespace
 		if why == "" {
 			why = "not on this system"

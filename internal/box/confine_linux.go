@@ -269,21 +269,27 @@ func protectParent() {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }
 
-// nsAttr is what puts a child in a user and network namespace of its own:
-// botd's user and group mapped to themselves, so files keep their owner.
+// nsAttr is what puts a child in a user and network namespace of its own.
+// No uid or gid map is written: botd is not dumpable, so its children's
+// /proc/<pid>/uid_map are root's until they exec, and botd's user could
+// not write them; unmapped, the child keeps its user for every file it
+// touches, shows as the overflow user inside, and loses on exec the
+// capabilities a new namespace gives (it is not root there).
 func nsAttr(a *syscall.SysProcAttr) bool {
-	uid, gid := os.Getuid(), os.Getgid()
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	return true
 }
 
 // nprocLimit is RLIMIT_NPROC of a child in its own user namespace, where
 // it counts the child's processes and threads alone: room for a tool's
 // thread pool (ffmpeg makes about two per CPU per stream), not for a fork
-// bomb.
-func nprocLimit() uint64 { return uint64(64 + 4*runtime.NumCPU()) }
+// bomb. The kernel never applies it to uid 0, namespace or not: 0 then.
+func nprocLimit() uint64 {
+	if os.Geteuid() == 0 {
+		return 0
+	}
+	return uint64(64 + 4*runtime.NumCPU())
+}
 
 var kernelOffers = sync.OnceValues(func() (abi int, seccomp bool) {
 	return landlockABI(), len(seccompFilter()) > 0

@@ -30,7 +30,9 @@ func seccompFilter() []unix.SockFilter {
 	if auditArch == 0 {
 		return nil
 	}
-	ld := func(off uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off} }
+	ld := func(off uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
+	}
 	ret := func(k uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k} }
 	// jeq k: the next instruction when equal, the one after it otherwise.
 	jeq := func(k uint32) unix.SockFilter {
