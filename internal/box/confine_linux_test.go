@@ -497,7 +497,16 @@ func TestConfinementOfAnUnprivilegedUser(t *testing.T) {
 	tests := []string{"TestParentIsNotDumpable", "TestGoJobCannotEscape", "TestToolCannotEscape", "TestForkBombStopsAtNPROC"}
 	cmd := exec.Command(bin, "-test.run", "^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir()}
+	// Its own temporary directory: the job directories and the file it
+	// must not plant go there, whoever may write the machine's.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + tmp}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as nobody:\n%s", out)
