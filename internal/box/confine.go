@@ -114,7 +114,7 @@ func logConfinement(log *slog.Logger, c Confinement) {
 	if c.Seccomp {
 		on = append(on, "seccomp (no sockets, no ptrace, no namespaces)")
 	} else {
-		off = append(off, "seccomp filter unavailable on this architecture: children can open sockets")
+		off = append(off, "seccomp unavailable (kernel without it, or an architecture the filter does not know): children can open sockets")
 	}
 	switch {
 	case c.Namespace && c.NProc > 0:

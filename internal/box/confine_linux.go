@@ -214,7 +214,10 @@ func confineAndExec(sp spec, path string, args []string, limits []rlimit) error 
 	if err != nil {
 		return err
 	}
-	filter := seccompFilter()
+	var filter []unix.SockFilter
+	if _, sc := kernelOffers(); sc {
+		filter = seccompFilter()
+	}
 	var prog unix.SockFprog
 	if len(filter) > 0 {
 		prog = unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
@@ -291,6 +294,9 @@ func nprocLimit() uint64 {
 	return uint64(64 + 4*runtime.NumCPU())
 }
 
+// kernelOffers is the Landlock ABI, and whether the kernel has seccomp
+// (PR_GET_SECCOMP fails without it) and the filter knows the architecture.
 var kernelOffers = sync.OnceValues(func() (abi int, seccomp bool) {
-	return landlockABI(), len(seccompFilter()) > 0
+	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	return landlockABI(), err == nil && len(seccompFilter()) > 0
 })
