@@ -93,6 +93,8 @@ var systemRead = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts", "/etc/localtime",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ImageMagick-6", "/etc/ImageMagick-7",
 	"/sys/devices/system/cpu", "/proc/cpuinfo", "/proc/meminfo",
+	// Where Nix, Guix and Homebrew keep programs and their libraries.
+	"/nix/store", "/gnu/store", "/home/linuxbrew/.linuxbrew",
 }
 
 // devices a tool may open: /dev/null to write, the others to read.
