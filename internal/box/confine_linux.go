@@ -10,26 +10,28 @@ package box
 //     and mem (the API keys) are closed to processes of the same user;
 //   - a user and network namespace of its own (Run's SysProcAttr): no
 //     interface but a loopback that is down, so nothing to connect to;
-//     and RLIMIT_NPROC counts the child's own processes there, for root
-//     too, since capabilities in a user namespace are not capabilities
-//     over the machine;
+//     RLIMIT_NPROC counts the child's own processes there, not all of
+//     botd's user's (the kernel never applies it to uid 0, though); and
+//     a root botd's child has no capability outside its namespace;
 //   - no_new_privs, then Landlock: read-only the system's programs and
-//     libraries (/usr, /lib, /etc/ld.so.cache, fonts), the tool itself and
-//     the input fd; read-write the job's own directory; nothing else,
+//     libraries (/usr, /lib, /etc/ld.so.cache, fonts), the tool's own
+//     directory and the input fd; read-write the job's own directory; nothing else,
 //     not the data directory, not config.yaml. Where the ABI has them, TCP
 //     connect and bind are denied, and signals and abstract unix sockets
 //     stop at the child (ABI 6), and ptrace of anything outside it is
 //     denied by Landlock in every ABI;
-//   - a seccomp filter: sockets other than AF_UNIX, io_uring (which would
+//   - a seccomp filter: socket() (socketpair stays), io_uring (which would
 //     open sockets past the filter), ptrace, keyrings, bpf, perf, and new
-//     namespaces are refused, and a foreign ABI (i386 on amd64) too.
+//     namespaces are refused, and a foreign ABI (i386 on amd64) kills.
 //
 // All of it is applied by raw system calls on one locked thread, then
 // exec: Landlock and seccomp bind the thread that asks, and the new
 // program starts from that thread alone, so every thread it makes inherits
 // them. A Go job therefore execs botd a second time (jobArg) rather than
-// running in the process that confined one thread. (Restricting all
-// threads of a running Go process needs the psx library, which is cgo.)
+// running in the process that confined one thread. (Restricting every
+// thread of a running Go process takes syscall.AllThreadsSyscall, which
+// Go refuses once cgo is linked, as it is for net and os/user, or the
+// psx library, which is cgo; Landlock's own TSYNC is newer than ABI 7.)
 
 import (
 	"fmt"
