@@ -59,7 +59,9 @@ func usage(w io.Writer) {
 
 func main() {
 	// A child of package box (a parser of a member's file) limits itself
-	// and runs its job here, before anything of the daemon starts.
+	// and runs its job here, before anything of the daemon starts. Any
+	// other start is made not dumpable there, before its first child: no
+	// process of botd's user may read its environment or memory.
 	box.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

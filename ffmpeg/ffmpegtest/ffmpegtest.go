@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/botd-dev/botd/internal/box"
 )
 
 // Frame is what the stand-in writes for a still: a JPEG's first bytes.
@@ -21,6 +23,7 @@ func Install(t testing.TB, probe, script string) (argsLog string) {
 		t.Skip("no /bin/sh for the stand-in tools")
 	}
 	bin := t.TempDir()
+	box.WritableInTests(t, bin) // the log is outside the child's own directory
 	argsLog = filepath.Join(bin, "args.log")
 	write := func(name, body string) {
 		s := "#!/bin/sh\necho \"$@\" >> " + argsLog + "\nfor a; do out=$a; done\n" + body + "\n"

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -129,6 +130,13 @@ type spec struct {
 	Memory int64    `json:"memory"`
 	CPU    int64    `json:"cpu"` // seconds
 	Output int64    `json:"output"`
+	// Dir is the job's own directory, the one place it may write.
+	Dir string `json:"dir"`
+	// Writable are more directories it may write (WritableInTests).
+	Writable []string `json:"writable,omitempty"`
+	// NProc is RLIMIT_NPROC, set when the child has a user namespace of
+	// its own where it counts the child's processes alone.
+	NProc uint64 `json:"nproc,omitempty"`
 }
 
 // The pool is process-wide: every caller of Run in the process shares it.
@@ -188,10 +196,6 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("box: cannot find botd's own executable: %w", err)
 	}
-	arg, err := json.Marshal(sp)
-	if err != nil {
-		return nil, err
-	}
 
 	res := &Result{}
 	p, total := currentPool()
@@ -214,25 +218,44 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 		return nil, fmt.Errorf("box: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// The job's directory is the one place it may write: by its real
+	// path, since Landlock's rules hold on what a path resolves to.
+	if sp.Dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return nil, fmt.Errorf("box: %w", err)
+	}
+	sp.Writable = testWritable()
 
 	wctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	cmd := exec.Command(exe, childArg, string(arg))
-	cmd.Dir = dir
-	// Nothing of the daemon's environment (tokens, API keys) reaches a
-	// parser: only where programs are, and a private home.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LC_ALL=C"}
-	cmd.Stdin = bytes.NewReader(j.Stdin)
-	if j.Input != nil {
-		cmd.ExtraFiles = []*os.File{j.Input}
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &capWriter{max: lim.Output}
 	errs := &headTail{}
-	cmd.Stdout, cmd.Stderr = out, errs
-	// A grandchild holding the pipes open must not keep Wait waiting.
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	newCmd := func(ns bool) (*exec.Cmd, error) {
+		sp := sp
+		attr := &syscall.SysProcAttr{Setpgid: true}
+		if ns && nsAttr(attr) {
+			sp.NProc = nprocLimit()
+		}
+		arg, err := json.Marshal(sp)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(exe, childArg, string(arg))
+		cmd.Dir = dir
+		// Nothing of the daemon's environment (tokens, API keys) reaches a
+		// parser: only where programs are, and a private home.
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LC_ALL=C"}
+		cmd.Stdin = bytes.NewReader(j.Stdin)
+		if j.Input != nil {
+			cmd.ExtraFiles = []*os.File{j.Input}
+		}
+		cmd.SysProcAttr = attr
+		cmd.Stdout, cmd.Stderr = out, errs
+		// A grandchild holding the pipes open must not keep Wait waiting.
+		cmd.WaitDelay = time.Second
+		return cmd, nil
+	}
+	cmd, err := startChild(newCmd, log)
+	if err != nil {
 		return nil, fmt.Errorf("box: start %s: %w", name, err)
 	}
 	pgid := cmd.Process.Pid

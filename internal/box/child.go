@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 )
 
 // Func is a Go job: it reads the input (fd 3 of the child, nil when the
@@ -35,11 +33,22 @@ func Register(name string, f Func) {
 // (written to stderr); Go's own fatal errors exit 2.
 const jobFailedExit = 3
 
+// jobArg is argv[1] of a Go job's second start: the child confined itself
+// and execed botd again, so that every thread of the job is confined (see
+// confine_linux.go).
+const jobArg = "__botd_box_job__"
+
+// selfExe is the running program, whatever its name now.
+const selfExe = "/proc/self/exe"
+
 // Main turns the process into a child when it was started as one, and
-// never returns then; otherwise it returns at once. Call it first thing
-// in main and in the TestMain of every package whose tests run Go jobs.
+// never returns then; otherwise it makes the process not dumpable (no
+// process of its user may read its environment or memory: see
+// protectParent) and returns. Call it first thing in main and in the
+// TestMain of every package whose tests run Go jobs.
 func Main() {
-	if len(os.Args) < 3 || os.Args[1] != childArg {
+	if len(os.Args) < 3 || os.Args[1] != childArg && os.Args[1] != jobArg {
+		protectParent()
 		return
 	}
 	var sp spec
@@ -47,38 +56,53 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "box child: bad spec: %v\n", err)
 		os.Exit(jobFailedExit)
 	}
-	if err := child(sp); err != nil {
+	var err error
+	if os.Args[1] == jobArg {
+		err = runJob(sp)
+	} else {
+		err = child(sp)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(jobFailedExit)
 	}
 	os.Exit(0)
 }
 
+// child confines and limits itself, then execs the tool, or botd again
+// for a Go job. It returns only on failure.
 func child(sp spec) error {
-	data := sp.Memory
-	if sp.Tool == "" {
-		// The Go runtime (and cgo's thread stacks, and the race detector's
-		// shadow) are mapped before this runs: the job gets Memory on top.
-		data += vmData()
-	}
 	// Exec replaces the address space, so a tool starts counting from
 	// nothing; the limits carry over.
-	limits := []struct {
-		res      int
-		cur, max uint64
-	}{
-		{syscall.RLIMIT_DATA, uint64(data), uint64(data)},
+	limits := []rlimit{
 		{syscall.RLIMIT_CPU, uint64(sp.CPU), uint64(sp.CPU + 1)},
 		{syscall.RLIMIT_FSIZE, uint64(sp.Output), uint64(sp.Output)},
 		{syscall.RLIMIT_CORE, 0, 0},
 	}
-	if sp.Tool != "" {
-		return execTool(sp, limits)
+	if sp.NProc > 0 {
+		limits = append(limits, rlimit{rlimitNPROC, sp.NProc, sp.NProc})
 	}
-	for _, l := range limits {
-		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.cur, Max: l.max}); err != nil {
-			return fmt.Errorf("box child: setrlimit %d: %w", l.res, err)
-		}
+	var err error
+	if sp.Tool != "" {
+		limits = append(limits, rlimit{syscall.RLIMIT_DATA, uint64(sp.Memory), uint64(sp.Memory)})
+		err = confineAndExec(sp, sp.Tool, sp.Args, limits)
+	} else if jobs[sp.Func] == nil {
+		return fmt.Errorf("box child: no Go job %q", sp.Func)
+	} else {
+		// The data limit waits for the new runtime, which it must not count.
+		err = confineAndExec(sp, selfExe, []string{os.Args[0], jobArg, os.Args[2]}, limits)
+	}
+	return fmt.Errorf("box child: %w", err)
+}
+
+// runJob is a Go job's second start, confined and limited but for its
+// memory.
+func runJob(sp spec) error {
+	// The Go runtime (and cgo's thread stacks, and the race detector's
+	// shadow) are mapped before this runs: the job gets Memory on top.
+	data := uint64(sp.Memory + vmData())
+	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: data, Max: data}); err != nil {
+		return fmt.Errorf("box child: setrlimit data: %w", err)
 	}
 	f := jobs[sp.Func]
 	if f == nil {
@@ -104,44 +128,6 @@ func child(sp spec) error {
 		return err
 	}
 	return w.Flush()
-}
-
-// execTool replaces the child with the tool under the limits. Between the
-// data limit and exec this process runs under the tool's budget while its
-// own runtime (150 MB of botd, over 300 MB under the race detector) is
-// already past it: any mapping then fails and the runtime dies. So all
-// that exec needs is built first, the collector is off, and the limits
-// and exec are raw system calls on a locked thread, allocating nothing.
-func execTool(sp spec, limits []struct {
-	res      int
-	cur, max uint64
-}) error {
-	argv0, err := syscall.BytePtrFromString(sp.Tool)
-	if err != nil {
-		return err
-	}
-	argv, err := syscall.SlicePtrFromStrings(sp.Args)
-	if err != nil {
-		return err
-	}
-	envv, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		return err
-	}
-	rl := make([]syscall.Rlimit, len(limits))
-	for i, l := range limits {
-		rl[i] = syscall.Rlimit{Cur: l.cur, Max: l.max}
-	}
-	debug.SetGCPercent(-1)
-	runtime.LockOSThread()
-	for i, l := range limits {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRLIMIT, uintptr(l.res), uintptr(unsafe.Pointer(&rl[i])), 0); e != 0 {
-			return fmt.Errorf("box child: setrlimit %d: %w", l.res, e)
-		}
-	}
-	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	return fmt.Errorf("box child: exec %s: %w", sp.Tool, e)
 }
 
 // vmData is the process's data segment as the kernel counts it against
