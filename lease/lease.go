@@ -260,6 +260,23 @@ func (k *Keeper) hold(ctx context.Context, l store.Lease, active func(context.Co
 	}
 }
 
+// CheckFence implements channels.Fence: nil while this instance holds the
+// lease, ErrFenced (or why the lease could not be read) otherwise. Every
+// call a channel makes to its network asks it first, so it must be cheap:
+// within GiveUp of the last renewal on this instance's clock nobody else
+// can hold the lease (it lapses TTL after it), and the answer is the
+// Keeper's own, with no query. Past that — a renewal overdue, or an
+// instance frozen past its lease and thawed before its timers noticed —
+// the database's epoch decides (store.CheckFence).
+func (k *Keeper) CheckFence(ctx context.Context) error {
+	st := k.Status()
+	if st.Role == Active && k.opts.Store.FenceEpoch() == st.Lease.Epoch &&
+		k.clk.Now().Before(st.Lease.Renewed.Add(k.opts.GiveUp)) {
+		return nil
+	}
+	return k.opts.Store.CheckFence(ctx)
+}
+
 // release lets the lease lapse now, for a standby to take at once.
 func (k *Keeper) release(l store.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -296,8 +296,17 @@ func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
 			if err := write(s); err != nil {
 				t.Fatalf("round %d: the new active's write: %v", round, err)
 			}
-			// h thaws: its clock catches up and it stops.
+			// h thaws: its clock catches up and it stops. Before its
+			// timers noticed, its channels' calls are refused: its last
+			// renewal is more than GiveUp ago, so the fence asks the
+			// database, which names the new epoch.
 			h.clk.Set(s.clk.Now())
+			if err := h.k.CheckFence(ctx); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("round %d: the thawed active's fence: %v, want ErrFenced", round, err)
+			}
+			if err := s.k.CheckFence(ctx); err != nil {
+				t.Fatalf("round %d: the new active's fence: %v", round, err)
+			}
 			testwait.Until(t, "thawed active stands by", func() bool { return !h.isRunning() && h.role() == lease.Standby })
 			if !s.isRunning() {
 				t.Fatalf("round %d: the new active stopped", round)
@@ -306,6 +315,74 @@ func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
 		}
 		if cur, _ := a.st.AgentCursor(ctx, "g"); cur != seq {
 			t.Errorf("cursor = %d, want %d (every refused write left it)", cur, seq)
+		}
+	})
+}
+
+// TestCheckFenceWithinGiveUp: the fence every channel call asks answers
+// from the Keeper's own state within GiveUp of the last renewal (nobody
+// can hold the lease before it lapses, TTL after it), without a query:
+// here the database handle is closed and it still says yes until +15 s,
+// then it asks the database and refuses. Standing by, it refuses.
+func TestCheckFenceWithinGiveUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		ctx := context.Background()
+		clk := clock.NewFake(t0)
+		a := newInstance(t, "A", c, clk)
+		b := newInstance(t, "B", c, clk)
+		a.start(t)
+		testwait.Until(t, "A active", a.isRunning)
+		b.start(t)
+		testwait.Until(t, "B standing by", func() bool { return b.role() == lease.Standby })
+		if err := a.k.CheckFence(ctx); err != nil {
+			t.Fatalf("the active's fence: %v", err)
+		}
+		if err := b.k.CheckFence(ctx); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("the standby's fence: %v, want ErrFenced", err)
+		}
+		a.st.DB.Close()
+		clk.Set(t0.Add(lease.DefaultGiveUp - time.Millisecond))
+		if err := a.k.CheckFence(ctx); err != nil {
+			t.Fatalf("within GiveUp of the last renewal: %v", err)
+		}
+		clk.Set(t0.Add(lease.DefaultGiveUp))
+		if err := a.k.CheckFence(ctx); err == nil {
+			t.Fatal("GiveUp after the last renewal, with the database unreachable, the fence still says yes")
+		}
+	})
+}
+
+// BenchmarkCheckFence: what each call a channel makes pays for the fence,
+// answered by the Keeper within GiveUp of a renewal, and by the database
+// (store.CheckFence, what an overdue renewal or a thaw falls back to).
+func BenchmarkCheckFence(b *testing.B) {
+	storetest.EachB(b, func(b *testing.B, c store.Config) {
+		ctx := context.Background()
+		st := storetest.Open(b, c)
+		k, err := lease.New(lease.Options{Store: st, Holder: "A", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- k.Run(rctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+		}()
+		defer func() { cancel(); <-done }()
+		if !testwait.Eventually(func() bool { return k.Status().Role == lease.Active }) {
+			b.Fatal("not active")
+		}
+		for _, bc := range []struct {
+			name  string
+			check func(context.Context) error
+		}{{"keeper", k.CheckFence}, {"database", st.CheckFence}} {
+			b.Run(bc.name, func(b *testing.B) {
+				for b.Loop() {
+					if err := bc.check(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	})
 }

@@ -217,7 +217,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 		if title == "" {
 			title = name
 		}
-		w.rooms[name] = &room{name: name, title: title, folder: g.Folder}
+		w.rooms[name] = &room{name: name, title: title, folder: g.Folder, fence: env.Fence}
 		w.order = append(w.order, name)
 		if g.Main {
 			mainRoom = name
@@ -445,6 +445,9 @@ func (w *Web) SetTyping(ctx context.Context, chat string, on bool) error {
 	if !on {
 		w.stopTyping(r.name)
 		return nil
+	}
+	if err := r.mayShow(ctx); err != nil {
+		return fmt.Errorf("web: %w", err)
 	}
 	w.mu.Lock()
 	if t, ok := w.typing[r.name]; ok {

@@ -113,6 +113,10 @@ func (d *daemon) close() {
 func (d *daemon) buildChannels() error {
 	// Each channel adds channel=<name> to env.Log itself.
 	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName}
+	if d.keeper != nil {
+		// Every call a channel makes to its network asks the lease first.
+		env.Fence = d.keeper
+	}
 	c := d.cfg.Channels
 	if c.Telegram.Enabled {
 		tg, err := telegram.New(c.Telegram, env)
