@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,6 +386,77 @@ func BenchmarkCheckFence(b *testing.B) {
 			})
 		}
 	})
+}
+
+// TestSoleKeeperRunsOnThroughFailedRenewals: the one instance on SQLite
+// (Sole) whose renewals fail — here a trigger makes the lease's update
+// fail as a full disk would — runs on far past GiveUp and the lease's
+// lapse, logs the failure once and its end once, and Status reports it
+// meanwhile; a renewal that succeeds again clears it.
+func TestSoleKeeperRunsOnThroughFailedRenewals(t *testing.T) {
+	c := storetest.Config(t, sqldialect.SQLite)
+	clk := clock.NewFake(t0)
+	var logs syncBuffer
+	a := newInstance(t, "A", c, clk, func(o *lease.Options) {
+		o.Sole, o.TakeAtStart = true, true
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	a.start(t)
+	testwait.Until(t, "A active", a.isRunning)
+	other := storetest.Open(t, c)
+	if _, err := other.DB.Exec(`CREATE TRIGGER full_disk BEFORE UPDATE ON leases BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	// Renewal at +10 s, then a retry every 2 s, to twice the lease's time.
+	at := lease.DefaultRenewEvery
+	for ; at <= 2*lease.DefaultTTL; at += lease.DefaultRetryRenew {
+		testwait.Until(t, "the next renewal armed", func() bool { return pending(clk, t0.Add(at)) })
+		clk.Set(t0.Add(at))
+		testwait.Until(t, "the renewal failed", func() bool { return a.k.Status().RenewError != "" })
+	}
+	st := a.k.Status()
+	if !a.isRunning() || st.Role != lease.Active {
+		t.Fatalf("A stopped while its renewals failed: %+v", st)
+	}
+	if !strings.Contains(st.RenewError, "database or disk is full") || !st.FailingSince.Equal(t0.Add(lease.DefaultRenewEvery)) {
+		t.Errorf("status = %+v, want the failure since +10s", st)
+	}
+	if _, err := other.DB.Exec(`DROP TRIGGER full_disk`); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the next retry armed", func() bool { return pending(clk, t0.Add(at)) })
+	clk.Set(t0.Add(at))
+	testwait.Until(t, "A renewed again", func() bool { return a.k.Status().Lease.Renewed.Equal(t0.Add(at)) })
+	if st := a.k.Status(); st.RenewError != "" || !st.FailingSince.IsZero() || st.Role != lease.Active {
+		t.Errorf("after a renewal: %+v", st)
+	}
+	if err := a.k.CheckFence(context.Background()); err != nil {
+		t.Errorf("fence after recovery: %v", err)
+	}
+	out := logs.String()
+	if n, m := strings.Count(out, "renewal failing"), strings.Count(out, "renewed again"); n != 1 || m != 1 {
+		t.Errorf("logged the failure %d and the recovery %d times, want once each:\n%s", n, m, out)
+	}
+	if strings.Contains(out, "stopping") {
+		t.Errorf("A logged a stop:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // TestTakeAtStart: the one instance on SQLite, restarted after a crash,

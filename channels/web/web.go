@@ -84,6 +84,10 @@ type Options struct {
 	// Lease says which botd instance is active (docs/scaling.md), for the
 	// dashboard; nil (one instance) shows nothing.
 	Lease func() LeaseView
+	// LeaseTrouble, when set, says why the lease's renewals fail and
+	// since when ("" while they succeed): the one instance on SQLite runs
+	// on through a store hiccup and reports it here.
+	LeaseTrouble func() (problem string, since time.Time)
 	// Standby makes this the server of an instance standing by: every
 	// page says so, with Lease's view, and what would reach the assistant
 	// or change the rooms (posts, stops, room links) is refused with 503,

@@ -308,6 +308,13 @@ func (d *daemon) startChannels(ctx context.Context) error {
 // opens the database and waits; the active instance serves until ctx
 // ends or the lease may be lost.
 func (d *daemon) run(ctx context.Context) error {
+	lock, err := lockDataDir(d.cfg.DataDir, time.Now())
+	if err != nil {
+		return err
+	}
+	// Held until the process exits; closing it (or losing the last
+	// reference to it) would let a second botd in.
+	defer lock.Close()
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return fmt.Errorf("start: %w", err)
