@@ -85,6 +85,9 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 		o.LLM, o.Clock = sl, clk
 		o.Channels["telegram"] = stg
 	})
+	// The channel asks the store's lease where its calls leave, as every
+	// channel does (channels.Env.Fence); the agent checks nothing itself.
+	stg.Fence = h.st
 	ctx := context.Background()
 	if _, ok, err := h.st.TryAcquireLease(ctx, "A", t0, 30*time.Second); !ok || err != nil {
 		t.Fatal(ok, err)
@@ -128,6 +131,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 
 	// The instance that holds the lease answers, once.
 	h.st = b
+	stg.Fence = b
 	h.restart(func(o *Options) {
 		o.LLM, o.Clock = sl, clk
 		o.Channels["telegram"] = stg

@@ -117,12 +117,9 @@ func (lv *liveRun) showLocked(ctx context.Context, text string) {
 	}
 	now := lv.a.clk.Now()
 	if lv.lm == nil {
-		if !lv.a.holding(ctx, "live answer") {
-			// Nothing streams; the fenced outbox decides whether the
-			// answer goes out at all.
-			lv.st = nil
-			return
-		}
+		// A stale instance's begin is refused by the channel's fence
+		// (channels.Env.Fence), and the fenced outbox decides whether
+		// the answer goes out at all.
 		m := lv.msg
 		m.Text = text
 		lm, err := lv.st.BeginStream(ctx, m)
@@ -170,9 +167,6 @@ func (lv *liveRun) note(ctx context.Context, text string) {
 		if lv.lm != nil {
 			return
 		}
-	}
-	if !lv.a.holding(ctx, "slow tool note") {
-		return
 	}
 	m := lv.msg
 	m.Text = text

@@ -394,9 +394,6 @@ func (a *Agent) typing(ctx context.Context, chat string, on bool) {
 	if !ok {
 		return
 	}
-	if on && !a.holding(ctx, "typing indicator") {
-		return
-	}
 	if t, ok := ch.(interface {
 		SetTyping(context.Context, string, bool) error
 	}); ok {
@@ -416,32 +413,9 @@ func (a *Agent) notifyFailure(ctx context.Context, folder string, res runResult)
 	if !ok {
 		return
 	}
-	if !a.holding(ctx, "failure notice") {
-		return
-	}
 	if _, err := ch.Send(ctx, outMessage(res.chat, msgModelFailed, res.thread, "")); err != nil {
 		a.log.Warn("agent: could not tell the chat about the failure", "group", folder, "err", err)
 	}
-}
-
-// holding reports whether this instance may still show something in a
-// chat that no fenced write stands before (what, for the log): a live
-// answer's first part, typing, a note. An instance frozen past its lease
-// and thawed may run on for a moment before its lease timers stop it; the
-// database's epoch says at once that another instance took over, and
-// that one answers (store.CheckFence). A failed check shows nothing
-// either: the answer itself still goes through the fenced outbox.
-func (a *Agent) holding(ctx context.Context, what string) bool {
-	err := a.opts.Store.CheckFence(ctx)
-	if err == nil {
-		return true
-	}
-	if errors.Is(err, store.ErrFenced) {
-		a.log.Info("agent: not shown: this instance no longer holds the lease", "what", what, "err", err)
-	} else if ctx.Err() == nil {
-		a.log.Warn("agent: not shown: the lease could not be checked", "what", what, "err", err)
-	}
-	return false
 }
 
 func newRunID() string {

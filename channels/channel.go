@@ -188,4 +188,8 @@ type Env struct {
 	// AssistantName is used to translate mentions into the trigger and
 	// (WhatsApp shared number) to mark the bot's own messages.
 	AssistantName string
+	// Fence, when set, is asked before anything leaves the process for
+	// the network (FencedTransport): a channel installs it where its
+	// calls go out, once, not at each call site.
+	Fence Fence
 }

@@ -54,6 +54,14 @@ type Options struct {
 	// for a crashed predecessor's lease to lapse. Later tries (after a
 	// loss) wait like any standby.
 	TakeAtStart bool
+	// Sole says no other instance can take the lease: the one instance on
+	// SQLite, its data folder locked for it (botd run). A renewal that
+	// fails (a disk full, the database locked) does not stop it, since
+	// nobody can take over: it retries every RetryRenew, logs once when
+	// renewals start failing and once when one succeeds again, and Status
+	// reports the failure meanwhile. (CheckFence still reads the epoch
+	// past GiveUp: a read goes through where a write is locked out.)
+	Sole bool
 	// StandingBy, when set, is called once, from Run, the first time this
 	// instance stands by (the lease is another's, or cannot be tried):
 	// where the instance starts what a standby serves. It must not block.
@@ -74,6 +82,10 @@ const (
 type Status struct {
 	Role  Role
 	Lease store.Lease
+	// RenewError is why the renewals fail, since FailingSince (this
+	// instance's clock); empty while they succeed.
+	RenewError   string
+	FailingSince time.Time
 }
 
 // Keeper holds the lease for one instance.
@@ -142,6 +154,31 @@ func (k *Keeper) set(r Role, l store.Lease) {
 	k.mu.Lock()
 	k.status = Status{Role: r, Lease: l}
 	k.mu.Unlock()
+}
+
+// renewed records a successful renewal, ending a streak of failures
+// (logged for a Sole Keeper, which logged its start).
+func (k *Keeper) renewed(l store.Lease) {
+	k.mu.Lock()
+	was, since := k.status.RenewError, k.status.FailingSince
+	k.status = Status{Role: Active, Lease: l}
+	k.mu.Unlock()
+	if was != "" && k.opts.Sole {
+		k.log.Info("lease: renewed again", "failing_since", since, "last_error", was)
+	}
+}
+
+// renewFailed records a failed renewal; first reports that it begins a
+// streak of failures.
+func (k *Keeper) renewFailed(err error) (first bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	first = k.status.RenewError == ""
+	if first {
+		k.status.FailingSince = k.clk.Now()
+	}
+	k.status.RenewError = err.Error()
+	return first
 }
 
 // Run stands by until it holds the lease, then calls active with a
@@ -227,26 +264,32 @@ func (k *Keeper) hold(ctx context.Context, l store.Lease, active func(context.Co
 	// GiveUp after it is GiveUp before anyone may take over.
 	last := l.Renewed
 	for {
-		giveUp := k.clk.NewTimer(last.Add(k.opts.GiveUp).Sub(k.clk.Now()))
+		// A Sole Keeper never gives up: nobody can take over.
+		var giveUpC <-chan time.Time
+		stopGiveUp := func() {}
+		if !k.opts.Sole {
+			giveUp := k.clk.NewTimer(last.Add(k.opts.GiveUp).Sub(k.clk.Now()))
+			giveUpC, stopGiveUp = giveUp.C(), func() { giveUp.Stop() }
+		}
 		select {
 		case nl := <-renewed:
-			giveUp.Stop()
+			stopGiveUp()
 			last = nl.Renewed
-			k.set(Active, nl)
+			k.renewed(nl)
 			continue
 		case err := <-fenced:
-			giveUp.Stop()
+			stopGiveUp()
 			k.log.Error("lease: another instance took the lease; stopping", "err", err)
-		case <-giveUp.C():
+		case <-giveUpC:
 			k.log.Error("lease: could not renew the lease; stopping before it lapses", "last_renewal", last, "give_up_after", k.opts.GiveUp)
 		case err := <-done:
-			giveUp.Stop()
+			stopGiveUp()
 			cancel()
 			<-rdone
 			k.release(l)
 			return false, err
 		case <-ctx.Done():
-			giveUp.Stop()
+			stopGiveUp()
 			err := stop()
 			k.release(l)
 			return false, err
@@ -258,6 +301,23 @@ func (k *Keeper) hold(ctx context.Context, l store.Lease, active func(context.Co
 		k.set(Standby, k.Status().Lease)
 		return true, nil
 	}
+}
+
+// CheckFence implements channels.Fence: nil while this instance holds the
+// lease, ErrFenced (or why the lease could not be read) otherwise. Every
+// call a channel makes to its network asks it first, so it must be cheap:
+// within GiveUp of the last renewal on this instance's clock nobody else
+// can hold the lease (it lapses TTL after it), and the answer is the
+// Keeper's own, with no query. Past that — a renewal overdue, or an
+// instance frozen past its lease and thawed before its timers noticed —
+// the database's epoch decides (store.CheckFence).
+func (k *Keeper) CheckFence(ctx context.Context) error {
+	st := k.Status()
+	if st.Role == Active && k.opts.Store.FenceEpoch() == st.Lease.Epoch &&
+		k.clk.Now().Before(st.Lease.Renewed.Add(k.opts.GiveUp)) {
+		return nil
+	}
+	return k.opts.Store.CheckFence(ctx)
 }
 
 // release lets the lease lapse now, for a standby to take at once.
@@ -290,7 +350,13 @@ func (k *Keeper) renew(ctx context.Context, l store.Lease, renewed chan<- store.
 			fenced <- err
 			return
 		case ctx.Err() == nil:
-			k.log.Warn("lease: renewal failed", "err", err)
+			first := k.renewFailed(err)
+			switch {
+			case !k.opts.Sole:
+				k.log.Warn("lease: renewal failed", "err", err)
+			case first:
+				k.log.Error("lease: renewal failing; this is the only instance (SQLite), so it runs on and retries", "err", err, "retry_every", k.opts.RetryRenew)
+			}
 			wait = k.opts.RetryRenew
 		}
 	}

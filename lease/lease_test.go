@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,8 +297,17 @@ func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
 			if err := write(s); err != nil {
 				t.Fatalf("round %d: the new active's write: %v", round, err)
 			}
-			// h thaws: its clock catches up and it stops.
+			// h thaws: its clock catches up and it stops. Before its
+			// timers noticed, its channels' calls are refused: its last
+			// renewal is more than GiveUp ago, so the fence asks the
+			// database, which names the new epoch.
 			h.clk.Set(s.clk.Now())
+			if err := h.k.CheckFence(ctx); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("round %d: the thawed active's fence: %v, want ErrFenced", round, err)
+			}
+			if err := s.k.CheckFence(ctx); err != nil {
+				t.Fatalf("round %d: the new active's fence: %v", round, err)
+			}
 			testwait.Until(t, "thawed active stands by", func() bool { return !h.isRunning() && h.role() == lease.Standby })
 			if !s.isRunning() {
 				t.Fatalf("round %d: the new active stopped", round)
@@ -308,6 +318,145 @@ func TestTakeoversKeepOneEffectiveHolder(t *testing.T) {
 			t.Errorf("cursor = %d, want %d (every refused write left it)", cur, seq)
 		}
 	})
+}
+
+// TestCheckFenceWithinGiveUp: the fence every channel call asks answers
+// from the Keeper's own state within GiveUp of the last renewal (nobody
+// can hold the lease before it lapses, TTL after it), without a query:
+// here the database handle is closed and it still says yes until +15 s,
+// then it asks the database and refuses. Standing by, it refuses.
+func TestCheckFenceWithinGiveUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		ctx := context.Background()
+		clk := clock.NewFake(t0)
+		a := newInstance(t, "A", c, clk)
+		b := newInstance(t, "B", c, clk)
+		a.start(t)
+		testwait.Until(t, "A active", a.isRunning)
+		b.start(t)
+		testwait.Until(t, "B standing by", func() bool { return b.role() == lease.Standby })
+		if err := a.k.CheckFence(ctx); err != nil {
+			t.Fatalf("the active's fence: %v", err)
+		}
+		if err := b.k.CheckFence(ctx); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("the standby's fence: %v, want ErrFenced", err)
+		}
+		a.st.DB.Close()
+		clk.Set(t0.Add(lease.DefaultGiveUp - time.Millisecond))
+		if err := a.k.CheckFence(ctx); err != nil {
+			t.Fatalf("within GiveUp of the last renewal: %v", err)
+		}
+		clk.Set(t0.Add(lease.DefaultGiveUp))
+		if err := a.k.CheckFence(ctx); err == nil {
+			t.Fatal("GiveUp after the last renewal, with the database unreachable, the fence still says yes")
+		}
+	})
+}
+
+// BenchmarkCheckFence: what each call a channel makes pays for the fence,
+// answered by the Keeper within GiveUp of a renewal, and by the database
+// (store.CheckFence, what an overdue renewal or a thaw falls back to).
+func BenchmarkCheckFence(b *testing.B) {
+	storetest.EachB(b, func(b *testing.B, c store.Config) {
+		ctx := context.Background()
+		st := storetest.Open(b, c)
+		k, err := lease.New(lease.Options{Store: st, Holder: "A", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- k.Run(rctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+		}()
+		defer func() { cancel(); <-done }()
+		if !testwait.Eventually(func() bool { return k.Status().Role == lease.Active }) {
+			b.Fatal("not active")
+		}
+		for _, bc := range []struct {
+			name  string
+			check func(context.Context) error
+		}{{"keeper", k.CheckFence}, {"database", st.CheckFence}} {
+			b.Run(bc.name, func(b *testing.B) {
+				for b.Loop() {
+					if err := bc.check(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestSoleKeeperRunsOnThroughFailedRenewals: the one instance on SQLite
+// (Sole) whose renewals fail — here a trigger makes the lease's update
+// fail as a full disk would — runs on far past GiveUp and the lease's
+// lapse, logs the failure once and its end once, and Status reports it
+// meanwhile; a renewal that succeeds again clears it.
+func TestSoleKeeperRunsOnThroughFailedRenewals(t *testing.T) {
+	c := storetest.Config(t, sqldialect.SQLite)
+	clk := clock.NewFake(t0)
+	var logs syncBuffer
+	a := newInstance(t, "A", c, clk, func(o *lease.Options) {
+		o.Sole, o.TakeAtStart = true, true
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	a.start(t)
+	testwait.Until(t, "A active", a.isRunning)
+	other := storetest.Open(t, c)
+	if _, err := other.DB.Exec(`CREATE TRIGGER full_disk BEFORE UPDATE ON leases BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	// Renewal at +10 s, then a retry every 2 s, to twice the lease's time.
+	at := lease.DefaultRenewEvery
+	for ; at <= 2*lease.DefaultTTL; at += lease.DefaultRetryRenew {
+		testwait.Until(t, "the next renewal armed", func() bool { return pending(clk, t0.Add(at)) })
+		clk.Set(t0.Add(at))
+		testwait.Until(t, "the renewal failed", func() bool { return a.k.Status().RenewError != "" })
+	}
+	st := a.k.Status()
+	if !a.isRunning() || st.Role != lease.Active {
+		t.Fatalf("A stopped while its renewals failed: %+v", st)
+	}
+	if !strings.Contains(st.RenewError, "database or disk is full") || !st.FailingSince.Equal(t0.Add(lease.DefaultRenewEvery)) {
+		t.Errorf("status = %+v, want the failure since +10s", st)
+	}
+	if _, err := other.DB.Exec(`DROP TRIGGER full_disk`); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the next retry armed", func() bool { return pending(clk, t0.Add(at)) })
+	clk.Set(t0.Add(at))
+	testwait.Until(t, "A renewed again", func() bool { return a.k.Status().Lease.Renewed.Equal(t0.Add(at)) })
+	if st := a.k.Status(); st.RenewError != "" || !st.FailingSince.IsZero() || st.Role != lease.Active {
+		t.Errorf("after a renewal: %+v", st)
+	}
+	if err := a.k.CheckFence(context.Background()); err != nil {
+		t.Errorf("fence after recovery: %v", err)
+	}
+	out := logs.String()
+	if n, m := strings.Count(out, "renewal failing"), strings.Count(out, "renewed again"); n != 1 || m != 1 {
+		t.Errorf("logged the failure %d and the recovery %d times, want once each:\n%s", n, m, out)
+	}
+	if strings.Contains(out, "stopping") {
+		t.Errorf("A logged a stop:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // TestTakeAtStart: the one instance on SQLite, restarted after a crash,

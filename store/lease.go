@@ -148,8 +148,10 @@ func scanLease(r interface{ Scan(...any) error }) (Lease, error) {
 }
 
 // CheckFence reports whether s still holds the lease at the epoch it
-// took, for what goes to a chat with no fenced write before it: a live
-// answer's first part, a typing indicator, a note that a run is slow. It
+// took, for what goes to a chat with no fenced write before it: every
+// call a channel makes asks the lease's Keeper where it leaves the
+// process (channels.FencedTransport), and the Keeper asks here once its
+// last renewal is more than GiveUp ago. It
 // is ErrFenced when another instance has taken the lease since (an
 // instance frozen past its lease and thawed reads the new epoch here,
 // whatever its own timers have noticed yet) or when s is standing by;

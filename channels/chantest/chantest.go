@@ -38,6 +38,10 @@ type Channel struct {
 	// AfterSend, when set, runs once Send delivered a message: a test can
 	// stop botd right after the network accepted it.
 	AfterSend func(channels.OutMessage)
+	// Fence, when set, is asked before anything goes out, as a real
+	// channel's Env.Fence is where its calls leave the process: a refused
+	// call records nothing and fails with the fence's error.
+	Fence channels.Fence
 }
 
 // Media is what a fake download serves.
@@ -71,6 +75,17 @@ func New(name string) *Channel {
 	return &Channel{name: name, media: map[string]Media{}, typing: map[string]bool{}, typings: map[string]int{}}
 }
 
+// fenced is the fence's refusal of an outgoing call, or nil.
+func (c *Channel) fenced(ctx context.Context) error {
+	if c.Fence == nil {
+		return nil
+	}
+	if err := c.Fence.CheckFence(ctx); err != nil {
+		return fmt.Errorf("fake %s: not sent: %w", c.name, err)
+	}
+	return nil
+}
+
 func (c *Channel) Name() string                    { return c.name }
 func (c *Channel) Start(ctx context.Context) error { return nil }
 
@@ -90,6 +105,9 @@ func (c *Channel) Download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	c.mu.Unlock()
 	if !ok {
 		return nil, 0, fmt.Errorf("fake %s: %w", c.name, channels.ErrUnavailable)
+	}
+	if err := c.fenced(ctx); err != nil {
+		return nil, 0, err
 	}
 	c.downloads.Add(1)
 	if m.Gate != nil {
@@ -116,6 +134,9 @@ func (c *Channel) FailSends(err error) {
 }
 
 func (c *Channel) Send(ctx context.Context, m channels.OutMessage) (channels.Delivery, error) {
+	if err := c.fenced(ctx); err != nil {
+		return channels.Delivery{}, err
+	}
 	c.mu.Lock()
 	if c.sendErr != nil {
 		c.mu.Unlock()
@@ -132,6 +153,9 @@ func (c *Channel) Send(ctx context.Context, m channels.OutMessage) (channels.Del
 }
 
 func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.Delivery, error) {
+	if err := c.fenced(ctx); err != nil {
+		return channels.Delivery{}, err
+	}
 	if c.BeforeUpload != nil {
 		c.BeforeUpload(m)
 	}
@@ -153,6 +177,9 @@ func (c *Channel) SendMedia(ctx context.Context, m channels.OutMedia) (channels.
 }
 
 func (c *Channel) SetTyping(ctx context.Context, chat string, on bool) error {
+	if err := c.fenced(ctx); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.typing[chat] = on

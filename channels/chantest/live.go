@@ -108,6 +108,9 @@ func (s *Streaming) EventsOf(kind string) []LiveEvent {
 }
 
 func (s *Streaming) BeginStream(ctx context.Context, msg channels.OutMessage) (channels.LiveMessage, error) {
+	if err := s.fenced(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.beginErr != nil {
 		err := s.beginErr
@@ -123,6 +126,9 @@ func (s *Streaming) BeginStream(ctx context.Context, msg channels.OutMessage) (c
 }
 
 func (s *Streaming) InterruptStream(ctx context.Context, chat string, ids []string, text string) error {
+	if err := s.fenced(ctx); err != nil {
+		return err
+	}
 	s.record(LiveEvent{Kind: LiveInterrupt, Chat: chat, Text: text, IDs: slices.Clone(ids)})
 	return nil
 }
@@ -143,6 +149,9 @@ func (l *liveMessage) event(kind, text string) LiveEvent {
 }
 
 func (l *liveMessage) Update(text string) {
+	if l.s.fenced(context.Background()) != nil {
+		return // a real network's edit fails; Update reports nothing
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
@@ -156,6 +165,9 @@ func (l *liveMessage) Update(text string) {
 func (l *liveMessage) IDs() []string { return slices.Clone(l.ids) }
 
 func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Delivery, error) {
+	if err := l.s.fenced(ctx); err != nil {
+		return channels.Delivery{}, err
+	}
 	l.s.mu.Lock()
 	err := l.s.finishErr
 	l.s.mu.Unlock()
@@ -170,6 +182,9 @@ func (l *liveMessage) Finish(ctx context.Context, text string) (channels.Deliver
 }
 
 func (l *liveMessage) Cancel(ctx context.Context, note string) error {
+	if err := l.s.fenced(ctx); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done = true

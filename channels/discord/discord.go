@@ -130,14 +130,17 @@ func New(cfg Config, env channels.Env) (*Discord, error) {
 		known:          newMemo[mediaregistry.MediaReference](2048),
 		names:          newMemo[string](1024),
 		typing:         map[string]*typingLoop{},
-		files:          &http.Client{CheckRedirect: sameHostRedirect},
+		// Every REST call and download leaves through the fence: a stale
+		// instance sends nothing (channels.FencedTransport). The gateway's
+		// socket carries heartbeats and the session, nothing a chat sees.
+		files: &http.Client{Transport: channels.FencedTransport(env.Fence, http.DefaultTransport), CheckRedirect: sameHostRedirect},
 	}
 	s, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
 	s.Client = &http.Client{
-		Transport: &apiTransport{base: http.DefaultTransport, api: cfg.APIURL + "/", gateway: cfg.GatewayURL},
+		Transport: &apiTransport{base: channels.FencedTransport(env.Fence, http.DefaultTransport), api: cfg.APIURL + "/", gateway: cfg.GatewayURL},
 		Timeout:   60 * time.Second,
 		// A redirect could carry the token to another host.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -152,7 +152,10 @@ func (m *Matrix) setHTTP(base time.Duration) {
 	// connection. No overall timeout: a large download must not be cut
 	// off, the caller's ctx bounds it.
 	tr.ResponseHeaderTimeout = m.pollTimeout + 15*time.Second
-	m.cli.Client = &http.Client{Transport: tr}
+	// Every call (sends, edits, reactions, typing, receipts, /sync,
+	// media) leaves through the fence: a stale instance sends nothing
+	// (channels.FencedTransport).
+	m.cli.Client = &http.Client{Transport: channels.FencedTransport(m.env.Fence, tr)}
 	m.cli.DefaultHTTPRetries = 3
 	m.cli.DefaultHTTPBackoff = base
 	m.cli.MaxHTTPBackoff = time.Minute

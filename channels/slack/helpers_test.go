@@ -62,6 +62,12 @@ const testChannel = "C0GENERAL"
 
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	t.Helper()
+	return newFencedHarness(t, mutate, nil)
+}
+
+// newFencedHarness is newHarness with fence as the channel's Env.Fence.
+func newFencedHarness(t *testing.T, mutate func(*Config), fence channels.Fence) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "botd.db"))
@@ -90,7 +96,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 		mutate(&cfg)
 	}
 	sl, err := New(cfg, channels.Env{Registry: h.reg, Sink: h.sink, AssistantName: "Andy",
-		Log: slog.New(slog.NewTextHandler(logOut, nil))})
+		Log: slog.New(slog.NewTextHandler(logOut, nil)), Fence: fence})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,13 @@ type liveHarness struct {
 
 func newLiveHarness(t *testing.T) *liveHarness {
 	t.Helper()
-	h := newHarness(t, nil)
+	return newFencedLiveHarness(t, nil)
+}
+
+// newFencedLiveHarness is newLiveHarness with fence as Env.Fence.
+func newFencedLiveHarness(t *testing.T, fence channels.Fence) *liveHarness {
+	t.Helper()
+	h := newFencedHarness(t, nil, fence)
 	clk := clock.NewFake(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 	h.sl.clock = clk
 	h.start(t)

@@ -128,11 +128,15 @@ func New(cfg Config, env channels.Env) (*Slack, error) {
 		users:          map[string]string{},
 		chanName:       map[string]string{},
 	}
-	s.files = &http.Client{CheckRedirect: s.checkRedirect}
+	// Every Web API call and every download leaves through the fence: a
+	// stale instance sends nothing (channels.FencedTransport). Socket
+	// mode's websocket carries only the acks of what Slack sent.
+	tr := channels.FencedTransport(env.Fence, http.DefaultTransport)
+	s.files = &http.Client{Transport: tr, CheckRedirect: s.checkRedirect}
 	s.api = slackapi.New(cfg.BotToken,
 		slackapi.OptionAPIURL(cfg.APIURL),
 		slackapi.OptionAppLevelToken(cfg.AppToken),
-		slackapi.OptionHTTPClient(&http.Client{Timeout: 60 * time.Second}),
+		slackapi.OptionHTTPClient(&http.Client{Transport: tr, Timeout: 60 * time.Second}),
 	)
 	return s, nil
 }

@@ -72,6 +72,12 @@ type harness struct {
 // real registry. mut may adjust the config before New.
 func newHarness(t testing.TB, mut ...func(*Config)) *harness {
 	t.Helper()
+	return newFencedHarness(t, nil, mut...)
+}
+
+// newFencedHarness is newHarness with fence as the channel's Env.Fence.
+func newFencedHarness(t testing.TB, fence channels.Fence, mut ...func(*Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	fake := telegramtest.New(t)
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "botd.db"))
@@ -92,6 +98,7 @@ func newHarness(t testing.TB, mut ...func(*Config)) *harness {
 		Sink:          sink,
 		Log:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AssistantName: "Andy",
+		Fence:         fence,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -190,7 +190,9 @@ func (t *Telegram) transport() http.RoundTripper {
 	// Long polls answer within pollTimeout; anything slower is a dead
 	// connection. Uploads are unaffected: the clock starts after the body.
 	tr.ResponseHeaderTimeout = t.pollTimeout + 15*time.Second
-	return tr
+	// Every call of the Bot API and every download leaves here: a stale
+	// instance sends nothing (channels.FencedTransport).
+	return channels.FencedTransport(t.env.Fence, tr)
 }
 
 // A redirect could carry the token-bearing URL to another host.

@@ -40,6 +40,8 @@ type dashBody struct {
 	BytesChart chart
 	// Instance is the lease's view (nil: one instance).
 	Instance *instanceRow
+	// LeaseTrouble is why the lease is not being renewed, and since when.
+	LeaseTrouble, LeaseTroubleSince string
 }
 
 // instanceRow says which instance is active and what this one does.
@@ -174,6 +176,11 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 			row.Role = "standing by"
 		}
 		b.Instance = row
+	}
+	if w.o.LeaseTrouble != nil {
+		if p, since := w.o.LeaseTrouble(); p != "" {
+			b.LeaseTrouble, b.LeaseTroubleSince = p, ago(now, since)
+		}
 	}
 	for _, st := range w.o.Monitor.States() {
 		b.Channels = append(b.Channels, channelRow{ChannelState: st, SinceText: ago(now, st.Since),

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -58,6 +59,10 @@ type room struct {
 
 	st  *store.Store
 	log *slog.Logger
+	// fence is Env.Fence (mayShow): what the assistant shows — its
+	// messages, written to the database every instance's pages read, its
+	// drafts and typing — is the web channel's way out of the process.
+	fence channels.Fence
 
 	mu     sync.Mutex
 	opened bool
@@ -167,6 +172,11 @@ func (r *room) add(m Message) (Message, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), roomWriteTimeout)
 	defer cancel()
+	if m.Assistant {
+		if err := r.mayShow(ctx); err != nil {
+			return Message{}, err
+		}
+	}
 	row, added, err := r.st.AppendWebRoomMessage(ctx, row)
 	if err != nil {
 		return Message{}, fmt.Errorf("room %s: %w", r.name, err)
@@ -212,8 +222,30 @@ func (r *room) has(id string) bool {
 	return false
 }
 
+// mayShow asks the fence before the assistant shows anything in r: a
+// stale instance shows nothing (channels.FencedTransport is the same for
+// the networks).
+func (r *room) mayShow(ctx context.Context) error {
+	if r.fence == nil {
+		return nil
+	}
+	if err := r.fence.CheckFence(ctx); err != nil {
+		return fmt.Errorf("room %s: not shown: %w", r.name, err)
+	}
+	return nil
+}
+
 // setDraft shows an answer so far on every page.
 func (r *room) setDraft(d draft) {
+	ctx, cancel := context.WithTimeout(context.Background(), roomWriteTimeout)
+	err := r.mayShow(ctx)
+	cancel()
+	if err != nil {
+		if r.log != nil {
+			r.log.Info("web: draft not shown", "room", r.name, "err", err)
+		}
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	found := false

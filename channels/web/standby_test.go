@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,5 +95,31 @@ func TestActiveShowsTheLease(t *testing.T) {
 	}
 	if n := h.sink.Total(); n != 1 {
 		t.Errorf("delivered %d messages, want 1", n)
+	}
+}
+
+// TestDashboardShowsFailingRenewals: while the lease's renewals fail (the
+// one instance on SQLite runs on through a store hiccup) the dashboard
+// says so and why; once they succeed, nothing is said.
+func TestDashboardShowsFailingRenewals(t *testing.T) {
+	var mu sync.Mutex
+	problem := "renew lease botd: database is locked (5) (SQLITE_BUSY)"
+	h := newHarness(t, func(_ *Config, o *Options) {
+		o.LeaseTrouble = func() (string, time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			return problem, time.Now().Add(-3*time.Minute - 30*time.Second)
+		}
+	})
+	admin := h.admin()
+	_, body := h.get(admin, "/admin")
+	if body = pageText(body); !strings.Contains(body, "The lease's renewals fail (first 3m ago): "+problem) {
+		t.Errorf("the dashboard does not say the renewals fail:\n%s", body)
+	}
+	mu.Lock()
+	problem = ""
+	mu.Unlock()
+	if _, body = h.get(admin, "/admin"); strings.Contains(pageText(body), "renewals fail") {
+		t.Error("the dashboard still says the renewals fail once they succeed")
 	}
 }

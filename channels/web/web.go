@@ -84,6 +84,10 @@ type Options struct {
 	// Lease says which botd instance is active (docs/scaling.md), for the
 	// dashboard; nil (one instance) shows nothing.
 	Lease func() LeaseView
+	// LeaseTrouble, when set, says why the lease's renewals fail and
+	// since when ("" while they succeed): the one instance on SQLite runs
+	// on through a store hiccup and reports it here.
+	LeaseTrouble func() (problem string, since time.Time)
 	// Standby makes this the server of an instance standing by: every
 	// page says so, with Lease's view, and what would reach the assistant
 	// or change the rooms (posts, stops, room links) is refused with 503,
@@ -217,7 +221,7 @@ func New(cfg Config, env channels.Env, o Options) (*Web, error) {
 		if title == "" {
 			title = name
 		}
-		w.rooms[name] = &room{name: name, title: title, folder: g.Folder}
+		w.rooms[name] = &room{name: name, title: title, folder: g.Folder, fence: env.Fence}
 		w.order = append(w.order, name)
 		if g.Main {
 			mainRoom = name
@@ -445,6 +449,9 @@ func (w *Web) SetTyping(ctx context.Context, chat string, on bool) error {
 	if !on {
 		w.stopTyping(r.name)
 		return nil
+	}
+	if err := r.mayShow(ctx); err != nil {
+		return fmt.Errorf("web: %w", err)
 	}
 	w.mu.Lock()
 	if t, ok := w.typing[r.name]; ok {

@@ -227,7 +227,9 @@ func ownUsers(ids ...types.JID) []types.JID {
 	return out
 }
 
-// client returns the connected client, or why there is none.
+// client returns the connected client, or why there is none. It is
+// fenced (fencedClient) when env has a fence: every call the channel
+// makes goes through here.
 func (w *WhatsApp) client() (client, error) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -236,6 +238,9 @@ func (w *WhatsApp) client() (client, error) {
 	}
 	if w.cli == nil {
 		return nil, errors.New("whatsapp: channel not started")
+	}
+	if w.env.Fence != nil {
+		return fencedClient{c: w.cli, fence: w.env.Fence}, nil
 	}
 	return w.cli, nil
 }

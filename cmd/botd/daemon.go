@@ -113,6 +113,10 @@ func (d *daemon) close() {
 func (d *daemon) buildChannels() error {
 	// Each channel adds channel=<name> to env.Log itself.
 	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName}
+	if d.keeper != nil {
+		// Every call a channel makes to its network asks the lease first.
+		env.Fence = d.keeper
+	}
 	c := d.cfg.Channels
 	if c.Telegram.Enabled {
 		tg, err := telegram.New(c.Telegram, env)
@@ -304,6 +308,13 @@ func (d *daemon) startChannels(ctx context.Context) error {
 // opens the database and waits; the active instance serves until ctx
 // ends or the lease may be lost.
 func (d *daemon) run(ctx context.Context) error {
+	lock, err := lockDataDir(d.cfg.DataDir, time.Now())
+	if err != nil {
+		return err
+	}
+	// Held until the process exits; closing it (or losing the last
+	// reference to it) would let a second botd in.
+	defer lock.Close()
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return fmt.Errorf("start: %w", err)

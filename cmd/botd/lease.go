@@ -12,14 +12,17 @@ import (
 // (the lease released, so a standby takes over at once). Having lost the
 // lease it exits with an error instead of standing by again: the daemon's
 // parts are built once per process, and the restart its supervisor makes
-// stands by. On SQLite, the one instance takes the lease at start.
+// stands by. On SQLite, the one instance (its data folder locked for it,
+// datalock.go) takes the lease at start and never gives it up: a renewal
+// failing there is retried and reported, since nobody can take over.
 func (d *daemon) whileActive(ctx context.Context, serve func(context.Context) error) error {
 	id := lease.InstanceID(d.cfg.Database.InstanceID)
 	log := d.log.With("component", "lease", "instance", id)
 	// stopStandby is set and called on Run's goroutine only: StandingBy
 	// runs there, and active after it in the goroutine Run starts.
 	var stopStandby func()
-	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: d.cfg.Database.Driver == "sqlite",
+	sqlite := d.cfg.Database.Driver == "sqlite"
+	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: sqlite, Sole: sqlite,
 		StandingBy: func() { stopStandby = d.standBy(ctx) }})
 	if err != nil {
 		return err

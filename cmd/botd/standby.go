@@ -8,6 +8,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/tools"
 )
@@ -72,11 +73,24 @@ func (d *daemon) leaseView() web.LeaseView {
 	if d.keeper == nil {
 		return v
 	}
-	l := d.keeper.Status().Lease
-	if l.Holder != "" && l.Live(time.Now()) {
+	st := d.keeper.Status()
+	l := st.Lease
+	// An active whose renewals fail holds the lease still (the one
+	// instance on SQLite runs on through them), lapsed or not.
+	if l.Holder != "" && (l.Live(time.Now()) || st.Role == lease.Active) {
 		v.Active, v.Since, v.Epoch = l.Holder, l.Acquired, l.Epoch
 	}
 	return v
+}
+
+// leaseTrouble is why this instance's lease renewals fail, and since
+// when; "" while they succeed.
+func (d *daemon) leaseTrouble() (string, time.Time) {
+	if d.keeper == nil {
+		return "", time.Time{}
+	}
+	st := d.keeper.Status()
+	return st.RenewError, st.FailingSince
 }
 
 // standbyText says, for an answer to a `botd mcp` client, that this

@@ -57,6 +57,7 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 		// says which one answers.
 		o.Lease = d.leaseView
 	}
+	o.LeaseTrouble = d.leaseTrouble
 	w, err := web.New(c, env, o)
 	if err != nil {
 		return nil, fail(1, "%v", err)

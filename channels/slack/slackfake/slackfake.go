@@ -313,6 +313,18 @@ func (s *Server) Calls(method string) int {
 	return s.calls[method]
 }
 
+// AllCalls reports how many requests the fake received in all: every
+// Web API method and endpoint.
+func (s *Server) AllCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
 // Posts returns the chat.postMessage calls so far.
 func (s *Server) Posts() []Post {
 	s.mu.Lock()

@@ -240,6 +240,18 @@ func (s *Server) Calls(method string) int {
 	return s.calls[strings.ToLower(method)]
 }
 
+// AllCalls counts every request the fake received: each method's calls
+// and the file downloads, failed ones included.
+func (s *Server) AllCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.downloads
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
 // GetFileCalls counts getFile requests.
 func (s *Server) GetFileCalls() int { return s.Calls("getFile") }
 
