@@ -7,7 +7,7 @@ import (
 
 // answer4KB is a realistic answer of about 4 KB: headings, lists, code,
 // links and bold, as a model writes them.
-func answer4KB(b *testing.B) string {
+func answer4KB(b testing.TB) string {
 	b.Helper()
 	part := `## Step %d
 
@@ -55,5 +55,40 @@ func BenchmarkRenderCut4KB(b *testing.B) {
 		if len(Render(md, Telegram, 1000)) < 4 {
 			b.Fatal("not cut")
 		}
+	}
+}
+
+// hostileCases are inputs that cost goldmark time or memory quadratic in
+// their length (issue 38): unclosed link destinations, emphasis
+// delimiters that never match, runs of single delimiters and list
+// markers nested on one line.
+var hostileCases = []struct {
+	name string
+	unit string
+	size int
+}{
+	{"link_opener_128KB", "[a](", 128 << 10},
+	{"delims_underscore_star_900KB", "_a*", 900 << 10},
+	{"star_1MB", "*a", 1 << 20},
+	{"ordered_list_30KB", "1. ", 30 << 10},
+}
+
+func hostile(unit string, size int) string {
+	return strings.Repeat(unit, size/len(unit))
+}
+
+// BenchmarkRenderHostile renders each hostile input once per op.
+func BenchmarkRenderHostile(b *testing.B) {
+	for _, tc := range hostileCases {
+		md := hostile(tc.unit, tc.size)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(md)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(Render(md, Telegram, TelegramLimit)) == 0 {
+					b.Fatal("nothing rendered")
+				}
+			}
+		})
 	}
 }

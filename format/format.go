@@ -13,13 +13,16 @@ package format
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -48,17 +51,230 @@ const (
 // goldmark parsers are safe for concurrent use.
 var md = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify))
 
+// defsParser reads blocks only, for the link reference definitions a
+// chunk holds: they apply to the whole answer.
+var defsParser = parser.NewParser(
+	parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+	parser.WithParagraphTransformers(append(parser.DefaultParagraphTransformers(),
+		util.Prioritized(extension.NewTableParagraphTransformer(), 200))...),
+)
+
+// maxDefs is the most link reference definitions that apply to a whole
+// answer; more apply only inside their own chunk. Each new one makes a
+// growing answer's formatted chunks render again.
+const maxDefs = 64
+
 // Render formats markdown for a network and cuts it into pieces whose
 // visible text is at most limit characters as the network counts them
 // (0: no cut), never inside a formatting entity. Text with nothing
-// visible renders as no pieces.
+// visible renders as no pieces. What would cost goldmark more than its
+// budget (see chunk.go) shows as typed.
 func Render(markdown string, network Network, limit int) []string {
-	nw := networkFor(network)
-	src := []byte(markdown)
-	doc := md.Parser().Parse(text.NewReader(src))
-	w := &walker{nw: nw, src: src, atLineStart: true, units: make([]unit, 0, len(src)/3+8)}
-	w.block(doc)
-	return nw.split(w.units, limit)
+	return NewRenderer(network, limit).Render(markdown)
+}
+
+// Renderer renders one answer as it grows (a live answer): each call
+// gives what Render gives for the text, but reads again only what
+// changed since the call before when the text extends the text before,
+// so an answer rendered every few kilobytes up to its end costs time
+// linear in its length. A Renderer is not safe for concurrent use.
+type Renderer struct {
+	nw    *network
+	limit int
+
+	src      string // the text rendered last
+	k        chunker
+	w        walker
+	done     int      // chunks whose units are in w.units up to mark
+	defsRead int      // chunks whose definitions are in defs
+	mark     snapshot // the walker after them
+	defs     []parser.Reference
+	defKey   string // defs as they were when the done chunks rendered
+
+	split   splitter // after the final pieces
+	pieces  []string // the final pieces: their units are all done
+	reached int      // w.units up to which the final pieces depended on
+}
+
+// snapshot is the walker between two chunks.
+type snapshot struct {
+	units       int
+	opens       []int
+	pending     kind
+	pendPrefix  string
+	atLineStart bool
+	wrote       bool
+}
+
+// NewRenderer renders answers for network cut at limit, as Render does.
+func NewRenderer(network Network, limit int) *Renderer {
+	r := &Renderer{nw: networkFor(network), limit: limit}
+	r.reset()
+	return r
+}
+
+func (r *Renderer) reset() {
+	nw := r.nw
+	r.src = ""
+	r.k = chunker{}
+	r.w = walker{nw: nw, atLineStart: true}
+	r.done, r.mark = 0, snapshot{atLineStart: true}
+	r.defs, r.defKey = nil, ""
+	r.resetSplit()
+}
+
+func (r *Renderer) resetSplit() {
+	r.split = splitter{nw: r.nw, limit: r.limit}
+	r.pieces, r.reached = nil, 0
+}
+
+// Render renders markdown, the answer so far.
+func (r *Renderer) Render(markdown string) []string {
+	if !strings.HasPrefix(markdown, r.src) {
+		r.reset()
+	}
+	r.src = markdown
+	r.k.scan(markdown)
+	tail, hasTail := r.k.tail(markdown)
+
+	// Definitions anywhere apply everywhere: a new one renders the done
+	// chunks again.
+	for ; r.defsRead < len(r.k.chunks); r.defsRead++ {
+		c := r.k.chunks[r.defsRead]
+		r.defs = addDefs(r.defs, markdown[c.start:c.end], c)
+	}
+	all := r.defs
+	if hasTail {
+		all = addDefs(slices.Clip(all), markdown[tail.start:tail.end], tail)
+	}
+	if key := defsKey(all); key != r.defKey {
+		r.defKey = key
+		r.w = walker{nw: r.nw, atLineStart: true}
+		r.done, r.mark = 0, snapshot{atLineStart: true}
+		r.resetSplit()
+	}
+
+	r.restore()
+	for ; r.done < len(r.k.chunks); r.done++ {
+		c := r.k.chunks[r.done]
+		r.w.chunk(markdown[c.start:c.end], c, all)
+	}
+	r.mark = r.w.snapshot()
+	if hasTail {
+		r.w.chunk(markdown[tail.start:tail.end], tail, all)
+	}
+
+	// Cut pieces on from the last final one: a piece is final when every
+	// unit its cut depended on is done.
+	pieces := slices.Clip(r.pieces)
+	s := r.split
+	final := true
+	for {
+		p, vis, reached, ok := s.next(r.w.units)
+		if !ok {
+			break
+		}
+		final = final && reached < r.mark.units
+		if vis {
+			pieces = append(pieces, p)
+		}
+		if final {
+			r.split, r.pieces = s, slices.Clip(pieces)
+		}
+	}
+	return slices.Clone(pieces)
+}
+
+func (r *Renderer) restore() {
+	m := r.mark
+	w := &r.w
+	w.units = w.units[:m.units]
+	w.opens = append(w.opens[:0], m.opens...)
+	w.pending, w.pendPrefix, w.atLineStart, w.wrote = m.pending, m.pendPrefix, m.atLineStart, m.wrote
+}
+
+func (w *walker) snapshot() snapshot {
+	return snapshot{units: len(w.units), opens: slices.Clone(w.opens), pending: w.pending,
+		pendPrefix: w.pendPrefix, atLineStart: w.atLineStart, wrote: w.wrote}
+}
+
+// addDefs adds the link reference definitions of chunk c (text src) to
+// defs, the first definition of a label winning as in CommonMark.
+func addDefs(defs []parser.Reference, src string, c chunk) []parser.Reference {
+	if !c.defs || len(defs) >= maxDefs {
+		return defs
+	}
+	ctx := parser.NewContext()
+	defsParser.Parse(text.NewReader([]byte(src)), parser.WithContext(ctx))
+	found := ctx.References()
+	// the map's order is random: keep the order of the text
+	slices.SortFunc(found, func(a, b parser.Reference) int {
+		return strings.Index(src, string(a.Label())) - strings.Index(src, string(b.Label()))
+	})
+	for _, ref := range found {
+		if len(defs) >= maxDefs {
+			break
+		}
+		key := util.ToLinkReference(ref.Label())
+		if !slices.ContainsFunc(defs, func(d parser.Reference) bool { return util.ToLinkReference(d.Label()) == key }) {
+			defs = append(defs, ref)
+		}
+	}
+	return defs
+}
+
+// defsKey is defs as one comparable value.
+func defsKey(defs []parser.Reference) string {
+	var b strings.Builder
+	for _, d := range defs {
+		b.Write(d.Label())
+		b.WriteByte(0)
+		b.Write(d.Destination())
+		b.WriteByte(0)
+		b.Write(d.Title())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// chunk renders one chunk of the answer (src) after the ones before it.
+func (w *walker) chunk(src string, c chunk, defs []parser.Reference) {
+	if c.plain {
+		w.plain(src, c)
+		return
+	}
+	ctx := parser.NewContext()
+	for _, d := range defs {
+		ctx.AddReference(d)
+	}
+	w.src = []byte(src)
+	w.block(md.Parser().Parse(text.NewReader(w.src), parser.WithContext(ctx)))
+}
+
+// plain writes a part of a chunk shown as the text it is.
+func (w *walker) plain(s string, c chunk) {
+	if c.first {
+		s = strings.TrimLeft(s, " \t\r\n")
+	}
+	if c.last {
+		s = strings.TrimRight(s, " \t\r\n")
+	}
+	if c.first && c.last && s == "" {
+		return
+	}
+	if c.first && w.nw.html {
+		w.open("<p>", "</p>")
+	}
+	// a word and a space or line break a unit each: room for them at once
+	w.units = slices.Grow(w.units, 2*(strings.Count(s, " ")+strings.Count(s, "\n"))+len(s)/maxUnit+4)
+	w.text(s)
+	if c.last {
+		if w.nw.html {
+			w.close()
+		}
+		w.pendPrefix = ""
+		w.pending = kPara
+	}
 }
 
 // walker turns the goldmark tree into units for one network.
@@ -128,10 +344,29 @@ func (w *walker) text(s string) {
 				k = len(s)
 			}
 			w.flush()
-			w.units = append(w.units, w.nw.textUnit(s[:k]))
+			w.word(s[:k])
 			s = s[k:]
 		}
 	}
+}
+
+// maxUnit is the longest text unit: a cut inside a unit escapes its rest
+// again, so a long word is several units (which cut and show as one).
+const maxUnit = 512
+
+func (w *walker) word(s string) {
+	for len(s) > maxUnit {
+		k := maxUnit
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		if k == 0 {
+			k = maxUnit
+		}
+		w.units = append(w.units, w.nw.textUnit(s[:k]))
+		s = s[k:]
+	}
+	w.units = append(w.units, w.nw.textUnit(s))
 }
 
 func (w *walker) newline() {
@@ -152,7 +387,7 @@ func (w *walker) codeLines(s string) {
 		}
 		w.flush()
 		if line != "" {
-			w.units = append(w.units, w.nw.textUnit(line))
+			w.word(line)
 		}
 	}
 }
