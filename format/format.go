@@ -91,15 +91,17 @@ type Renderer struct {
 	defs     []parser.Reference
 	defKey   string // defs as they were when the done chunks rendered
 
-	split   splitter // after the final pieces
-	pieces  []string // the final pieces: their units are all done
-	reached int      // w.units up to which the final pieces depended on
+	split    splitter // after the final pieces
+	pieces   []string // the final pieces: their units are all done
+	window   int      // units to wait for before trying to cut again
+	whole    []byte   // without a limit: the start of the one piece, from the units done
+	wholeVis int      // its visible length
 }
 
 // snapshot is the walker between two chunks.
 type snapshot struct {
 	units       int
-	opens       []int
+	opens       []closing
 	pending     kind
 	pendPrefix  string
 	atLineStart bool
@@ -125,7 +127,7 @@ func (r *Renderer) reset() {
 
 func (r *Renderer) resetSplit() {
 	r.split = splitter{nw: r.nw, limit: r.limit}
-	r.pieces, r.reached = nil, 0
+	r.pieces, r.window, r.whole, r.wholeVis = nil, 0, nil, 0
 }
 
 // Render renders markdown, the answer so far.
@@ -155,34 +157,116 @@ func (r *Renderer) Render(markdown string) []string {
 	}
 
 	r.restore()
-	for ; r.done < len(r.k.chunks); r.done++ {
+	for r.done < len(r.k.chunks) {
 		c := r.k.chunks[r.done]
 		r.w.chunk(markdown[c.start:c.end], c, all)
+		r.done++
+		r.mark = r.w.snapshot()
+		if len(r.w.units)-r.split.i >= max(1<<12, r.window) {
+			r.cutFinal()
+		}
 	}
-	r.mark = r.w.snapshot()
+	r.cutFinal()
 	if hasTail {
 		r.w.chunk(markdown[tail.start:tail.end], tail, all)
 	}
-
-	// Cut pieces on from the last final one: a piece is final when every
-	// unit its cut depended on is done.
+	if r.limit <= 0 {
+		return r.wholePiece()
+	}
 	pieces := slices.Clip(r.pieces)
 	s := r.split
-	final := true
 	for {
-		p, vis, reached, ok := s.next(r.w.units)
+		p, vis, _, ok := s.next(r.w.units)
 		if !ok {
 			break
 		}
-		final = final && reached < r.mark.units
 		if vis {
 			pieces = append(pieces, p)
 		}
-		if final {
-			r.split, r.pieces = s, slices.Clip(pieces)
-		}
 	}
 	return slices.Clone(pieces)
+}
+
+// wholePiece is the answer as one piece: the units done, then the tail's.
+func (r *Renderer) wholePiece() []string {
+	units := r.w.units
+	i, vis := r.split.i, r.wholeVis
+	if !r.split.started {
+		i = skipBreaks(units, 0)
+	}
+	b := make([]byte, len(r.whole), len(r.whole)+256)
+	copy(b, r.whole)
+	for _, u := range units[i:] {
+		b = append(b, u.out...)
+		if u.kind == kText || u.kind == kAtom {
+			vis += u.n
+		}
+	}
+	if vis == 0 {
+		return nil
+	}
+	return []string{string(b)}
+}
+
+// cutFinal cuts the pieces whose units are all done (a piece's cut
+// depends on the units it holds and the one after), and lets go of the
+// units before the next piece: only the last few thousand are held.
+func (r *Renderer) cutFinal() {
+	if r.limit <= 0 {
+		r.cutWhole()
+		return
+	}
+	if len(r.w.units)-r.split.i < r.window {
+		return // the last try found no final piece in fewer units
+	}
+	s := r.split
+	for {
+		p, vis, reached, ok := s.next(r.w.units)
+		if !ok || reached >= r.mark.units {
+			// try again only when twice as many units wait
+			r.window = 2 * (len(r.w.units) - r.split.i)
+			break
+		}
+		r.window = 0
+		if vis {
+			r.pieces = append(r.pieces, p)
+		}
+		r.split = s
+	}
+	r.compact()
+}
+
+// cutWhole is cutFinal without a limit: the answer is one piece, the
+// units done are written into its start at once.
+func (r *Renderer) cutWhole() {
+	s := &r.split
+	if !s.started {
+		i := skipBreaks(r.w.units, 0)
+		if i >= r.mark.units {
+			return // only breaks yet: the piece may start later still
+		}
+		s.started, s.i = true, i
+	}
+	for _, u := range r.w.units[s.i:r.mark.units] {
+		r.whole = append(r.whole, u.out...)
+		if u.kind == kText || u.kind == kAtom {
+			r.wholeVis += u.n
+		}
+	}
+	s.i = r.mark.units
+	r.compact()
+}
+
+// compact lets go of the units before the next piece's start.
+func (r *Renderer) compact() {
+	d := r.split.i
+	if d < 1<<10 || d*2 < r.mark.units {
+		return
+	}
+	// a fresh array: the splitter's open entities point into the old one
+	r.w.units = slices.Clone(r.w.units[d:r.mark.units])
+	r.split.i -= d
+	r.mark.units -= d
 }
 
 func (r *Renderer) restore() {
@@ -277,16 +361,22 @@ func (w *walker) plain(s string, c chunk) {
 	}
 }
 
+// closing is the markup that closes an open unit.
+type closing struct {
+	out string
+	n   int
+}
+
 // walker turns the goldmark tree into units for one network.
 type walker struct {
 	nw  *network
 	src []byte
 
 	units       []unit
-	opens       []int    // indexes of the open units not closed yet
-	prefix      []string // line prefixes (quotes, list indents) on networks without block tags
-	pending     kind     // the break owed before the next content: 0, kLine or kPara
-	pendPrefix  string   // the line prefix where the owed break began
+	opens       []closing // what closes the open units, innermost last
+	prefix      []string  // line prefixes (quotes, list indents) on networks without block tags
+	pending     kind      // the break owed before the next content: 0, kLine or kPara
+	pendPrefix  string    // the line prefix where the owed break began
 	atLineStart bool
 	wrote       bool // anything written yet (no break before the first block)
 
@@ -400,14 +490,15 @@ func (w *walker) atom(s string, out string) {
 
 func (w *walker) open(out, close string) {
 	w.flush()
-	w.opens = append(w.opens, len(w.units))
-	w.units = append(w.units, unit{kind: kOpen, out: out, n: w.nw.markup(out), close: close, nc: w.nw.markup(close)})
+	u := unit{kind: kOpen, out: out, n: w.nw.markup(out), close: close, nc: w.nw.markup(close)}
+	w.opens = append(w.opens, closing{u.close, u.nc})
+	w.units = append(w.units, u)
 }
 
 func (w *walker) close() {
-	o := w.units[w.opens[len(w.opens)-1]]
+	o := w.opens[len(w.opens)-1]
 	w.opens = w.opens[:len(w.opens)-1]
-	w.units = append(w.units, unit{kind: kClose, out: o.close, n: o.nc})
+	w.units = append(w.units, unit{kind: kClose, out: o.out, n: o.n})
 }
 
 // sep owes the break that follows a block: a line inside a tight list,
