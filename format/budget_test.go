@@ -200,9 +200,10 @@ func TestHostileBudget(t *testing.T) {
 				limit := map[Network]int{Telegram: TelegramLimit, Slack: SlackLimit, Web: 0}[n]
 				var pieces []string
 				alloc := allocated(func() { pieces = Render(h.md, n, limit) })
-				// the output itself is about the input's size (a piece's
-				// markup and escapes at most a few times it)
-				budget := uint64(24*len(h.md)) + 8<<20
+				// the output is about the input's size (escapes and a
+				// piece's markup a few times it), and what is held at once
+				// is the units of about one piece
+				budget := uint64(24*len(h.md)+400*limit) + 8<<20
 				if alloc > budget {
 					t.Errorf("allocated %d MB rendering %d KB, budget %d MB", alloc>>20, len(h.md)>>10, budget>>20)
 				}

@@ -194,8 +194,9 @@ type chunker struct {
 	// be read (a line starting with "<" may begin an HTML block or go on
 	// a paragraph), and a chunk ends only where every way agrees.
 	open  []openBlocks
-	stuck bool // too many ways: no chunk ends any more
-	cost  cost // of the chunk being read
+	spare []openBlocks // the ways before the last line, reused for the next
+	stuck bool         // too many ways: no chunk ends any more
+	cost  cost         // of the chunk being read
 
 	chunks  []chunk // the finished chunks and parts
 	mdBytes int     // the finished chunks formatted, in bytes
@@ -210,7 +211,7 @@ func (k *chunker) scan(md string) {
 		b := md[p]
 		if p == k.pos && p > k.start && k.prevBlank && k.closed() && safeStart(b) {
 			k.finish(p)
-		} else if p-k.checked >= segLen && b&0xC0 != 0x80 && !space(b) && b != '\n' && md[p-1] != ' ' && md[p-1] != '\t' && md[p-1] != '\r' {
+		} else if p-k.checked >= segLen && b&0xC0 != 0x80 && !space(b) && b != '\n' {
 			k.check(p)
 		}
 		k.cost.line.feed(&k.cost, b)
@@ -308,7 +309,7 @@ func (k *chunker) endLine(l string) {
 	if len(k.open) == 0 {
 		k.open = append(k.open, openBlocks{})
 	}
-	var next []openBlocks
+	next := k.spare[:0]
 	add := func(o openBlocks) {
 		if !slices.Contains(next, o) {
 			next = append(next, o)
@@ -348,7 +349,7 @@ func (k *chunker) endLine(l string) {
 		k.stuck = true
 		return
 	}
-	k.open = next
+	k.open, k.spare = next, k.open
 }
 
 // fenceOf reads a code fence at the start of l (after at most three

@@ -263,8 +263,7 @@ func (r *Renderer) compact() {
 	if d < 1<<10 || d*2 < r.mark.units {
 		return
 	}
-	// a fresh array: the splitter's open entities point into the old one
-	r.w.units = slices.Clone(r.w.units[d:r.mark.units])
+	r.w.units = r.w.units[:copy(r.w.units, r.w.units[d:r.mark.units])]
 	r.split.i -= d
 	r.mark.units -= d
 }

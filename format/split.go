@@ -35,7 +35,7 @@ type unit struct {
 // frame is one open entity; frames form an immutable stack so the
 // splitter can remember the stack at every cut candidate for free.
 type frame struct {
-	open   *unit
+	open   unit // a copy: the units before a final piece are let go of
 	parent *frame
 	closeN int // the length of closing this frame and all below it
 }
@@ -65,7 +65,7 @@ func (f *frame) closeLen() int {
 }
 
 func push(f *frame, u *unit) *frame {
-	return &frame{open: u, parent: f, closeN: f.closeLen() + u.nc}
+	return &frame{open: *u, parent: f, closeN: f.closeLen() + u.nc}
 }
 
 func (f *frame) pop() *frame {
