@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -91,7 +92,7 @@ func TestChunksRenderAsWhole(t *testing.T) {
 	for _, in := range inputs {
 		for _, n := range allNetworks {
 			for _, limit := range []int{0, 4096, 90} {
-				got, want := Render(in, n, limit), renderWhole(in, n, limit)
+				got, want := NewRenderer(n, limit).Render(in), renderWhole(in, n, limit)
 				if !slices.Equal(got, want) {
 					t.Fatalf("%s limit %d: chunked render differs from the whole\ninput %q\ngot  %q\nwant %q", n, limit, in, got, want)
 				}
@@ -128,7 +129,7 @@ func TestRendererGrows(t *testing.T) {
 				live := NewRenderer(n, limit)
 				for end := 0; ; end += step {
 					end = min(end, len(a))
-					got, want := live.Render(a[:end]), Render(a[:end], n, limit)
+					got, want := live.Render(a[:end]), NewRenderer(n, limit).Render(a[:end])
 					if !slices.Equal(got, want) {
 						t.Fatalf("answer %d %s limit %d at %d bytes: live render differs\ngot  %.300q\nwant %.300q", i, n, limit, end, got, want)
 					}
@@ -137,7 +138,7 @@ func TestRendererGrows(t *testing.T) {
 					}
 				}
 				// A text that does not extend the last one starts over.
-				if got, want := live.Render("fresh **start**"), Render("fresh **start**", n, limit); !slices.Equal(got, want) {
+				if got, want := live.Render("fresh **start**"), NewRenderer(n, limit).Render("fresh **start**"); !slices.Equal(got, want) {
 					t.Fatalf("replaced text: got %q, want %q", got, want)
 				}
 			}
@@ -272,6 +273,36 @@ func letters(s string) int {
 	return n
 }
 
+// TestRenderGoesOn renders growing answers of several chats at once
+// through Render, as channels do, and checks every step shows what a
+// fresh Renderer shows for it.
+func TestRenderGoesOn(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	parts := append(slices.Clone(chunkCases), seeds...)
+	answers := []string{strings.Repeat(answer4KB(t), 8), mixed(r, parts, 60), strings.Repeat("*a", 20<<10)}
+	var wg sync.WaitGroup
+	for i, a := range answers {
+		for _, n := range []Network{Telegram, Slack, Web} {
+			limit := map[Network]int{Telegram: TelegramLimit, Slack: 3000}[n]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for end := 0; ; end += 1531 {
+					end = min(end, len(a))
+					if got, want := Render(a[:end], n, limit), NewRenderer(n, limit).Render(a[:end]); !slices.Equal(got, want) {
+						t.Errorf("answer %d %s at %d bytes: Render differs from a fresh Renderer", i, n, end)
+						return
+					}
+					if end == len(a) {
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
 // TestLiveLinear grows answers to 256 KB and to 1 MB in 4 KB steps: what
 // rendering every step allocates grows with the answer's length, not its
 // square (4 times the length may cost at most 6 times, a square 16).
@@ -293,9 +324,8 @@ func TestLiveLinear(t *testing.T) {
 				}
 				a = strings.Repeat(a, size/len(a)+1)[:size]
 				return allocated(func() {
-					live := NewRenderer(Telegram, TelegramLimit)
 					for end := 4 << 10; end <= size; end += 4 << 10 {
-						live.Render(a[:end])
+						Render(a[:end], Telegram, TelegramLimit) // as a channel does
 					}
 				})
 			}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
@@ -69,8 +70,64 @@ const maxDefs = 64
 // (0: no cut), never inside a formatting entity. Text with nothing
 // visible renders as no pieces. What would cost goldmark more than its
 // budget (see chunk.go) shows as typed.
+//
+// A live answer is rendered again and again as it grows (a channel shows
+// the whole text so far each time): Render keeps the Renderers of the
+// last few long answers, and a text that extends one of them is read on
+// from where that one stopped.
 func Render(markdown string, network Network, limit int) []string {
-	return NewRenderer(network, limit).Render(markdown)
+	if len(markdown) < recentMin {
+		return NewRenderer(network, limit).Render(markdown)
+	}
+	r := takeRecent(markdown, networkFor(network), limit)
+	if r == nil {
+		r = NewRenderer(network, limit)
+	}
+	pieces := r.Render(markdown)
+	putRecent(r)
+	return pieces
+}
+
+// recent holds the Renderers of the last answers Render rendered that
+// were long enough to be worth going on from. A Renderer in use is out
+// of the list, so two goroutines never share one.
+var recent struct {
+	sync.Mutex
+	rs []*Renderer // the most recent last
+}
+
+const (
+	recentMin = 2 << 10 // the shortest answer whose Renderer is kept
+	recentMax = 8       // how many are kept
+)
+
+// takeRecent takes out the kept Renderer whose text markdown extends the
+// furthest, if one does.
+func takeRecent(markdown string, nw *network, limit int) *Renderer {
+	recent.Lock()
+	defer recent.Unlock()
+	best := -1
+	for i, r := range recent.rs {
+		if r.nw == nw && r.limit == limit && len(r.src) <= len(markdown) && strings.HasPrefix(markdown, r.src) &&
+			(best < 0 || len(r.src) > len(recent.rs[best].src)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	r := recent.rs[best]
+	recent.rs = slices.Delete(recent.rs, best, best+1)
+	return r
+}
+
+func putRecent(r *Renderer) {
+	recent.Lock()
+	defer recent.Unlock()
+	if len(recent.rs) >= recentMax {
+		recent.rs = slices.Delete(recent.rs, 0, 1)
+	}
+	recent.rs = append(recent.rs, r)
 }
 
 // Renderer renders one answer as it grows (a live answer): each call
@@ -157,6 +214,11 @@ func (r *Renderer) Render(markdown string) []string {
 	}
 
 	r.restore()
+	if cap(r.w.units) == 0 {
+		// about a unit per three bytes; the units held are those after
+		// the last final piece, so a few thousand at most for long ones
+		r.w.units = make([]unit, 0, min(len(markdown)/3+8, 4096))
+	}
 	for r.done < len(r.k.chunks) {
 		c := r.k.chunks[r.done]
 		r.w.chunk(markdown[c.start:c.end], c, all)
