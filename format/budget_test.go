@@ -149,7 +149,7 @@ func TestRendererGrows(t *testing.T) {
 // hostileInputs are what costs goldmark time or memory out of proportion
 // (issue 38) and what an attacker would try next.
 func hostileInputs() []struct{ name, md string } {
-	h := func(unit string, size int) string { return hostile(unit, size) }
+	h := func(unit string, size int) string { return hostile(unit, size/bigScale) }
 	var hs []struct{ name, md string }
 	for _, c := range hostileCases {
 		hs = append(hs, struct{ name, md string }{c.name, h(c.unit, c.size)})
@@ -174,6 +174,7 @@ func hostileInputs() []struct{ name, md string } {
 		hs = append(hs, struct{ name, md string }{c.name, h(c.unit, c.size)})
 	}
 	lines := func(unit string, perLine, size int) string {
+		size /= bigScale
 		line := strings.Repeat(unit, perLine/len(unit)) + "\n"
 		return strings.Repeat(line, size/len(line))
 	}
@@ -183,8 +184,8 @@ func hostileInputs() []struct{ name, md string } {
 		// many chunks, each just under its budget
 		struct{ name, md string }{"link_opener_chunks", lines(strings.Repeat("[a](", 500)+"\n\nx", 2010, 1<<20)},
 		struct{ name, md string }{"delims_chunks", lines(strings.Repeat("_a*", 1300)+"\n\nx", 3910, 1<<20)},
-		struct{ name, md string }{"deep_lazy", strings.Repeat("> ", 16) + "a\n" + strings.Repeat("b\n", 500<<10)},
-		struct{ name, md string }{"wide_table", strings.Repeat("|a", 2000) + "\n" + strings.Repeat("|-", 2000) + "\n" + strings.Repeat("x\n", 100<<10)},
+		struct{ name, md string }{"deep_lazy", strings.Repeat("> ", 16) + "a\n" + strings.Repeat("b\n", 500<<10/bigScale)},
+		struct{ name, md string }{"wide_table", strings.Repeat("|a", 2000) + "\n" + strings.Repeat("|-", 2000) + "\n" + strings.Repeat("x\n", 100<<10/bigScale)},
 	)
 	return hs
 }
@@ -329,10 +330,10 @@ func TestLiveLinear(t *testing.T) {
 					}
 				})
 			}
-			small, big := grow(256<<10), grow(1<<20)
-			t.Logf("256 KB: %d MB, 1 MB: %d MB", small>>20, big>>20)
+			small, big := grow(256<<10/bigScale), grow(1<<20/bigScale)
+			t.Logf("%d KB: %d KB, %d KB: %d KB", 256/bigScale, small>>10, 1024/bigScale, big>>10)
 			if big > 6*small {
-				t.Errorf("growing to 1 MB allocated %d MB, to 256 KB %d MB: more than linear", big>>20, small>>20)
+				t.Errorf("growing 4 times as long allocated %d KB, not %d KB: more than linear", big>>10, small>>10)
 			}
 		})
 	}
