@@ -338,3 +338,49 @@ func TestLiveLinear(t *testing.T) {
 		})
 	}
 }
+
+// FuzzChunks checks the places chunks are cut: an answer within budget
+// shows the same whether parsed in chunks or whole.
+func FuzzChunks(f *testing.F) {
+	for _, s := range append(slices.Clone(chunkCases), seeds...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		if len(md) > maxChunk {
+			return
+		}
+		for _, n := range []Network{Telegram, Web} {
+			if got, want := NewRenderer(n, 0).Render(md), renderWhole(md, n, 0); !slices.Equal(got, want) {
+				k := chunker{}
+				k.scan(md)
+				for _, c := range k.chunks {
+					if c.plain {
+						return // over budget: shown as typed on purpose
+					}
+				}
+				if c, ok := k.tail(md); ok && c.plain {
+					return
+				}
+				t.Fatalf("%s: chunks differ from the whole\n%q\ngot  %q\nwant %q", n, md, got, want)
+			}
+		}
+	})
+}
+
+// FuzzRendererGrows checks a Renderer going on from a prefix shows what
+// a fresh one shows.
+func FuzzRendererGrows(f *testing.F) {
+	for _, s := range append(slices.Clone(chunkCases), seeds...) {
+		f.Add(s, uint16(len(s)/2), uint16(300))
+	}
+	f.Fuzz(func(t *testing.T, md string, cut, limit uint16) {
+		at := int(cut) % (len(md) + 1)
+		for _, n := range []Network{Telegram, Slack, Web} {
+			live := NewRenderer(n, int(limit))
+			live.Render(md[:at])
+			if got, want := live.Render(md), NewRenderer(n, int(limit)).Render(md); !slices.Equal(got, want) {
+				t.Fatalf("%s limit %d, grown from %d bytes: got %q, want %q\n%q", n, limit, at, got, want, md)
+			}
+		}
+	})
+}
