@@ -410,9 +410,7 @@ func (w *walker) plain(s string, c chunk) {
 	if c.first && w.nw.html {
 		w.open("<p>", "</p>")
 	}
-	// a word and a space or line break a unit each: room for them at once
-	w.units = slices.Grow(w.units, 2*(strings.Count(s, " ")+strings.Count(s, "\n"))+len(s)/maxUnit+4)
-	w.text(s)
+	w.plainText(s)
 	if c.last {
 		if w.nw.html {
 			w.close()
@@ -497,6 +495,48 @@ func (w *walker) text(s string) {
 			w.flush()
 			w.word(s[:k])
 			s = s[k:]
+		}
+	}
+}
+
+// plainRun is the shortest run of text shown as typed that is one unit:
+// the text is cut at a space or a line break after it, so a text of tiny
+// words ("1. 1. 1. ") is not a unit per word and per space.
+const plainRun = 64
+
+// plainText writes text shown as typed in runs of plainRun bytes or more,
+// each followed by the spaces or the line break that may end a piece.
+func (w *walker) plainText(s string) {
+	for s != "" {
+		k := 0
+		for k < len(s) {
+			j := strings.IndexAny(s[k:], " \n")
+			if j < 0 {
+				k = len(s)
+				break
+			}
+			if k+j >= plainRun || k+j == 0 {
+				k += j
+				break
+			}
+			k += j + 1 // the space or line break stays inside the run
+		}
+		if k > 0 {
+			w.flush()
+			w.word(s[:k])
+			s = s[k:]
+		}
+		switch {
+		case s == "":
+		case s[0] == '\n':
+			w.flush()
+			w.newline()
+			s = s[1:]
+		default:
+			n := len(s) - len(strings.TrimLeft(s, " "))
+			w.flush()
+			w.units = append(w.units, unit{kind: kSpace, out: s[:n], n: w.nw.count(s[:n])})
+			s = s[n:]
 		}
 	}
 }
