@@ -1,6 +1,7 @@
 package format
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -81,7 +82,16 @@ func mixed(r *rand.Rand, parts []string, n int) string {
 	return b.String()
 }
 
+// cutAt sets the shortest chunk for one test: 1 cuts at every place a
+// chunk may end.
+func cutAt(t testing.TB, n int) {
+	old := minChunk
+	minChunk = n
+	t.Cleanup(func() { minChunk = old })
+}
+
 func TestChunksRenderAsWhole(t *testing.T) {
+	cutAt(t, 1)
 	inputs := append(slices.Clone(chunkCases), seeds...)
 	inputs = append(inputs, goldenAnswer(t), answer4KB(t))
 	r := rand.New(rand.NewPCG(1, 2))
@@ -104,15 +114,24 @@ func TestChunksRenderAsWhole(t *testing.T) {
 // TestRendererGrows renders answers as a live answer grows, byte by byte
 // and in steps, and checks every step shows what Render shows for it.
 func TestRendererGrows(t *testing.T) {
+	for _, n := range []int{1, minChunk} {
+		t.Run(fmt.Sprintf("chunks_of_%d", n), func(t *testing.T) {
+			cutAt(t, n)
+			testRendererGrows(t)
+		})
+	}
+}
+
+func testRendererGrows(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	parts := append(slices.Clone(chunkCases), seeds...)
 	answers := []string{
 		goldenAnswer(t),
 		mixed(r, parts, 20),
 		// long enough to go plain part by part and past maxMarkdown
-		strings.Repeat("[a](", 12<<10) + "\n\nafter *the* flood\n\n" + strings.Repeat("word ", 3000),
-		strings.Repeat(answer4KB(t), 40),
-		strings.Repeat("_a*", 20<<10) + "\n\n" + strings.Repeat("x", 9000) + " tail",
+		strings.Repeat("[a](", 12<<10/bigScale) + "\n\nafter *the* flood\n\n" + strings.Repeat("word ", 3000),
+		strings.Repeat(answer4KB(t), 40/bigScale),
+		strings.Repeat("_a*", 20<<10/bigScale) + "\n\n" + strings.Repeat("x", 9000) + " tail",
 	}
 	for i, a := range answers {
 		nets, limits, step := allNetworks, []int{0, 4096, 300}, 1
@@ -342,6 +361,7 @@ func TestLiveLinear(t *testing.T) {
 // FuzzChunks checks the places chunks are cut: an answer within budget
 // shows the same whether parsed in chunks or whole.
 func FuzzChunks(f *testing.F) {
+	cutAt(f, 1)
 	for _, s := range append(slices.Clone(chunkCases), seeds...) {
 		f.Add(s)
 	}
@@ -370,6 +390,7 @@ func FuzzChunks(f *testing.F) {
 // FuzzRendererGrows checks a Renderer going on from a prefix shows what
 // a fresh one shows.
 func FuzzRendererGrows(f *testing.F) {
+	cutAt(f, 1)
 	for _, s := range append(slices.Clone(chunkCases), seeds...) {
 		f.Add(s, uint16(len(s)/2), uint16(300))
 	}

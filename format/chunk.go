@@ -33,6 +33,11 @@ const (
 	tableCell = 1 << 10
 )
 
+// minChunk is the shortest chunk: each parse costs goldmark a few
+// microseconds of setup, so small blocks are parsed together. A variable
+// so tests can cut at every place a chunk may end.
+var minChunk = 1 << 10
+
 // chunk is a byte range of an answer that parses alone as it parses with
 // the rest. A chunk shown as typed may come in parts (first … last), so
 // that a growing answer's long plain text is not read again and again.
@@ -209,7 +214,7 @@ func (k *chunker) scan(md string) {
 	for k.fed < len(md) {
 		p := k.fed
 		b := md[p]
-		if p == k.pos && p > k.start && k.prevBlank && k.closed() && safeStart(b) {
+		if p == k.pos && p-k.start >= minChunk && k.prevBlank && k.closed() && safeStart(b) {
 			k.finish(p)
 		} else if p-k.checked >= segLen && b&0xC0 != 0x80 && !space(b) && b != '\n' {
 			k.check(p)
