@@ -225,6 +225,7 @@ func TestHostileBudget(t *testing.T) {
 				// piece's markup a few times it), and what is held at once
 				// is the units of about one piece
 				budget := uint64(24*len(h.md)+400*limit) + 8<<20
+				t.Logf("%s %s: allocated %d KB for %d KB", h.name, n, alloc>>10, len(h.md)>>10)
 				if alloc > budget {
 					t.Errorf("allocated %d MB rendering %d KB, budget %d MB", alloc>>20, len(h.md)>>10, budget>>20)
 				}
