@@ -13,13 +13,17 @@ package format
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -48,17 +52,378 @@ const (
 // goldmark parsers are safe for concurrent use.
 var md = goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify))
 
+// defsParser reads blocks only, for the link reference definitions a
+// chunk holds: they apply to the whole answer.
+var defsParser = parser.NewParser(
+	parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+	parser.WithParagraphTransformers(append(parser.DefaultParagraphTransformers(),
+		util.Prioritized(extension.NewTableParagraphTransformer(), 200))...),
+)
+
+// maxDefs is the most link reference definitions that apply to a whole
+// answer; more apply only inside their own chunk. Each new one makes a
+// growing answer's formatted chunks render again.
+const maxDefs = 64
+
 // Render formats markdown for a network and cuts it into pieces whose
 // visible text is at most limit characters as the network counts them
 // (0: no cut), never inside a formatting entity. Text with nothing
-// visible renders as no pieces.
+// visible renders as no pieces. What would cost goldmark more than its
+// budget (see chunk.go) shows as typed.
+//
+// A live answer is rendered again and again as it grows (a channel shows
+// the whole text so far each time): Render keeps the Renderers of the
+// last few long answers, and a text that extends one of them is read on
+// from where that one stopped.
 func Render(markdown string, network Network, limit int) []string {
-	nw := networkFor(network)
-	src := []byte(markdown)
-	doc := md.Parser().Parse(text.NewReader(src))
-	w := &walker{nw: nw, src: src, atLineStart: true, units: make([]unit, 0, len(src)/3+8)}
-	w.block(doc)
-	return nw.split(w.units, limit)
+	if len(markdown) < recentMin {
+		return NewRenderer(network, limit).Render(markdown)
+	}
+	r := takeRecent(markdown, networkFor(network), limit)
+	if r == nil {
+		r = NewRenderer(network, limit)
+	}
+	pieces := r.Render(markdown)
+	putRecent(r)
+	return pieces
+}
+
+// recent holds the Renderers of the last answers Render rendered that
+// were long enough to be worth going on from. A Renderer in use is out
+// of the list, so two goroutines never share one.
+var recent struct {
+	sync.Mutex
+	rs []*Renderer // the most recent last
+}
+
+const (
+	recentMin = 2 << 10 // the shortest answer whose Renderer is kept
+	recentMax = 8       // how many are kept
+)
+
+// takeRecent takes out the kept Renderer whose text markdown extends the
+// furthest, if one does.
+func takeRecent(markdown string, nw *network, limit int) *Renderer {
+	recent.Lock()
+	defer recent.Unlock()
+	best := -1
+	for i, r := range recent.rs {
+		if r.nw == nw && r.limit == limit && len(r.src) <= len(markdown) && strings.HasPrefix(markdown, r.src) &&
+			(best < 0 || len(r.src) > len(recent.rs[best].src)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	r := recent.rs[best]
+	recent.rs = slices.Delete(recent.rs, best, best+1)
+	return r
+}
+
+func putRecent(r *Renderer) {
+	recent.Lock()
+	defer recent.Unlock()
+	if len(recent.rs) >= recentMax {
+		recent.rs = slices.Delete(recent.rs, 0, 1)
+	}
+	recent.rs = append(recent.rs, r)
+}
+
+// Renderer renders one answer as it grows (a live answer): each call
+// gives what Render gives for the text, but reads again only what
+// changed since the call before when the text extends the text before,
+// so an answer rendered every few kilobytes up to its end costs time
+// linear in its length. A Renderer is not safe for concurrent use.
+type Renderer struct {
+	nw    *network
+	limit int
+
+	src      string // the text rendered last
+	k        chunker
+	w        walker
+	done     int      // chunks whose units are in w.units up to mark
+	defsRead int      // chunks whose definitions are in defs
+	mark     snapshot // the walker after them
+	defs     []parser.Reference
+	defKey   string // defs as they were when the done chunks rendered
+
+	split    splitter // after the final pieces
+	pieces   []string // the final pieces: their units are all done
+	window   int      // units to wait for before trying to cut again
+	whole    []byte   // without a limit: the start of the one piece, from the units done
+	wholeVis int      // its visible length
+}
+
+// snapshot is the walker between two chunks.
+type snapshot struct {
+	units       int
+	opens       []closing
+	pending     kind
+	pendPrefix  string
+	atLineStart bool
+	wrote       bool
+}
+
+// NewRenderer renders answers for network cut at limit, as Render does.
+func NewRenderer(network Network, limit int) *Renderer {
+	r := &Renderer{nw: networkFor(network), limit: limit}
+	r.reset()
+	return r
+}
+
+func (r *Renderer) reset() {
+	nw := r.nw
+	r.src = ""
+	r.k = chunker{}
+	r.w = walker{nw: nw, atLineStart: true}
+	r.done, r.mark = 0, snapshot{atLineStart: true}
+	r.defs, r.defKey = nil, ""
+	r.resetSplit()
+}
+
+func (r *Renderer) resetSplit() {
+	r.split = splitter{nw: r.nw, limit: r.limit}
+	r.pieces, r.window, r.whole, r.wholeVis = nil, 0, nil, 0
+}
+
+// Render renders markdown, the answer so far.
+func (r *Renderer) Render(markdown string) []string {
+	if !strings.HasPrefix(markdown, r.src) {
+		r.reset()
+	}
+	r.src = markdown
+	r.k.scan(markdown)
+	tail, hasTail := r.k.tail(markdown)
+
+	// Definitions anywhere apply everywhere: a new one renders the done
+	// chunks again.
+	for ; r.defsRead < len(r.k.chunks); r.defsRead++ {
+		c := r.k.chunks[r.defsRead]
+		r.defs = addDefs(r.defs, markdown[c.start:c.end], c)
+	}
+	all := r.defs
+	if hasTail {
+		all = addDefs(slices.Clip(all), markdown[tail.start:tail.end], tail)
+	}
+	if key := defsKey(all); key != r.defKey {
+		r.defKey = key
+		r.w = walker{nw: r.nw, atLineStart: true}
+		r.done, r.mark = 0, snapshot{atLineStart: true}
+		r.resetSplit()
+	}
+
+	r.restore()
+	if cap(r.w.units) == 0 {
+		// about a unit per three bytes; the units held are those after
+		// the last final piece, so a few thousand at most for long ones
+		r.w.units = make([]unit, 0, min(len(markdown)/3+8, 4096))
+	}
+	for r.done < len(r.k.chunks) {
+		c := r.k.chunks[r.done]
+		r.w.chunk(markdown[c.start:c.end], c, all)
+		r.done++
+		r.mark = r.w.snapshot()
+		if len(r.w.units)-r.split.i >= max(1<<12, r.window) {
+			r.cutFinal()
+		}
+	}
+	r.cutFinal()
+	if hasTail {
+		r.w.chunk(markdown[tail.start:tail.end], tail, all)
+	}
+	if r.limit <= 0 {
+		return r.wholePiece()
+	}
+	pieces := slices.Clip(r.pieces)
+	s := r.split
+	for {
+		p, vis, _, ok := s.next(r.w.units)
+		if !ok {
+			break
+		}
+		if vis {
+			pieces = append(pieces, p)
+		}
+	}
+	return slices.Clone(pieces)
+}
+
+// wholePiece is the answer as one piece: the units done, then the tail's.
+func (r *Renderer) wholePiece() []string {
+	units := r.w.units
+	i, vis := r.split.i, r.wholeVis
+	if !r.split.started {
+		i = skipBreaks(units, 0)
+	}
+	b := make([]byte, len(r.whole), len(r.whole)+256)
+	copy(b, r.whole)
+	for _, u := range units[i:] {
+		b = append(b, u.out...)
+		if u.kind == kText || u.kind == kAtom {
+			vis += u.n
+		}
+	}
+	if vis == 0 {
+		return nil
+	}
+	return []string{string(b)}
+}
+
+// cutFinal cuts the pieces whose units are all done (a piece's cut
+// depends on the units it holds and the one after), and lets go of the
+// units before the next piece: only the last few thousand are held.
+func (r *Renderer) cutFinal() {
+	if r.limit <= 0 {
+		r.cutWhole()
+		return
+	}
+	if len(r.w.units)-r.split.i < r.window {
+		return // the last try found no final piece in fewer units
+	}
+	s := r.split
+	for {
+		p, vis, reached, ok := s.next(r.w.units)
+		if !ok || reached >= r.mark.units {
+			// try again only when twice as many units wait
+			r.window = 2 * (len(r.w.units) - r.split.i)
+			break
+		}
+		r.window = 0
+		if vis {
+			r.pieces = append(r.pieces, p)
+		}
+		r.split = s
+	}
+	r.compact()
+}
+
+// cutWhole is cutFinal without a limit: the answer is one piece, the
+// units done are written into its start at once.
+func (r *Renderer) cutWhole() {
+	s := &r.split
+	if !s.started {
+		i := skipBreaks(r.w.units, 0)
+		if i >= r.mark.units {
+			return // only breaks yet: the piece may start later still
+		}
+		s.started, s.i = true, i
+	}
+	for _, u := range r.w.units[s.i:r.mark.units] {
+		r.whole = append(r.whole, u.out...)
+		if u.kind == kText || u.kind == kAtom {
+			r.wholeVis += u.n
+		}
+	}
+	s.i = r.mark.units
+	r.compact()
+}
+
+// compact lets go of the units before the next piece's start.
+func (r *Renderer) compact() {
+	d := r.split.i
+	if d < 1<<10 || d*2 < r.mark.units {
+		return
+	}
+	r.w.units = r.w.units[:copy(r.w.units, r.w.units[d:r.mark.units])]
+	r.split.i -= d
+	r.mark.units -= d
+}
+
+func (r *Renderer) restore() {
+	m := r.mark
+	w := &r.w
+	w.units = w.units[:m.units]
+	w.opens = append(w.opens[:0], m.opens...)
+	w.pending, w.pendPrefix, w.atLineStart, w.wrote = m.pending, m.pendPrefix, m.atLineStart, m.wrote
+}
+
+func (w *walker) snapshot() snapshot {
+	return snapshot{units: len(w.units), opens: slices.Clone(w.opens), pending: w.pending,
+		pendPrefix: w.pendPrefix, atLineStart: w.atLineStart, wrote: w.wrote}
+}
+
+// addDefs adds the link reference definitions of chunk c (text src) to
+// defs, the first definition of a label winning as in CommonMark.
+func addDefs(defs []parser.Reference, src string, c chunk) []parser.Reference {
+	if !c.defs || len(defs) >= maxDefs {
+		return defs
+	}
+	ctx := parser.NewContext()
+	defsParser.Parse(text.NewReader([]byte(src)), parser.WithContext(ctx))
+	found := ctx.References()
+	// the map's order is random: keep the order of the text
+	slices.SortFunc(found, func(a, b parser.Reference) int {
+		return strings.Index(src, string(a.Label())) - strings.Index(src, string(b.Label()))
+	})
+	for _, ref := range found {
+		if len(defs) >= maxDefs {
+			break
+		}
+		key := util.ToLinkReference(ref.Label())
+		if !slices.ContainsFunc(defs, func(d parser.Reference) bool { return util.ToLinkReference(d.Label()) == key }) {
+			defs = append(defs, ref)
+		}
+	}
+	return defs
+}
+
+// defsKey is defs as one comparable value.
+func defsKey(defs []parser.Reference) string {
+	var b strings.Builder
+	for _, d := range defs {
+		b.Write(d.Label())
+		b.WriteByte(0)
+		b.Write(d.Destination())
+		b.WriteByte(0)
+		b.Write(d.Title())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// chunk renders one chunk of the answer (src) after the ones before it.
+func (w *walker) chunk(src string, c chunk, defs []parser.Reference) {
+	if c.plain {
+		w.plain(src, c)
+		return
+	}
+	ctx := parser.NewContext()
+	for _, d := range defs {
+		ctx.AddReference(d)
+	}
+	w.src = []byte(src)
+	w.block(md.Parser().Parse(text.NewReader(w.src), parser.WithContext(ctx)))
+}
+
+// plain writes a part of a chunk shown as the text it is.
+func (w *walker) plain(s string, c chunk) {
+	if c.first {
+		s = strings.TrimLeft(s, " \t\r\n")
+	}
+	if c.last {
+		s = strings.TrimRight(s, " \t\r\n")
+	}
+	if c.first && c.last && s == "" {
+		return
+	}
+	if c.first && w.nw.html {
+		w.open("<p>", "</p>")
+	}
+	w.plainText(s)
+	if c.last {
+		if w.nw.html {
+			w.close()
+		}
+		w.pendPrefix = ""
+		w.pending = kPara
+	}
+}
+
+// closing is the markup that closes an open unit.
+type closing struct {
+	out string
+	n   int
 }
 
 // walker turns the goldmark tree into units for one network.
@@ -67,10 +432,10 @@ type walker struct {
 	src []byte
 
 	units       []unit
-	opens       []int    // indexes of the open units not closed yet
-	prefix      []string // line prefixes (quotes, list indents) on networks without block tags
-	pending     kind     // the break owed before the next content: 0, kLine or kPara
-	pendPrefix  string   // the line prefix where the owed break began
+	opens       []closing // what closes the open units, innermost last
+	prefix      []string  // line prefixes (quotes, list indents) on networks without block tags
+	pending     kind      // the break owed before the next content: 0, kLine or kPara
+	pendPrefix  string    // the line prefix where the owed break began
 	atLineStart bool
 	wrote       bool // anything written yet (no break before the first block)
 
@@ -128,10 +493,71 @@ func (w *walker) text(s string) {
 				k = len(s)
 			}
 			w.flush()
-			w.units = append(w.units, w.nw.textUnit(s[:k]))
+			w.word(s[:k])
 			s = s[k:]
 		}
 	}
+}
+
+// plainRun is the shortest run of text shown as typed that is one unit:
+// the text is cut at a space or a line break after it, so a text of tiny
+// words ("1. 1. 1. ") is not a unit per word and per space.
+const plainRun = 64
+
+// plainText writes text shown as typed in runs of plainRun bytes or more,
+// each followed by the spaces or the line break that may end a piece.
+func (w *walker) plainText(s string) {
+	for s != "" {
+		k := 0
+		for k < len(s) {
+			j := strings.IndexAny(s[k:], " \n")
+			if j < 0 {
+				k = len(s)
+				break
+			}
+			if k+j >= plainRun || k+j == 0 {
+				k += j
+				break
+			}
+			k += j + 1 // the space or line break stays inside the run
+		}
+		if k > 0 {
+			w.flush()
+			w.word(s[:k])
+			s = s[k:]
+		}
+		switch {
+		case s == "":
+		case s[0] == '\n':
+			w.flush()
+			w.newline()
+			s = s[1:]
+		default:
+			n := len(s) - len(strings.TrimLeft(s, " "))
+			w.flush()
+			w.units = append(w.units, unit{kind: kSpace, out: s[:n], n: w.nw.count(s[:n])})
+			s = s[n:]
+		}
+	}
+}
+
+// maxUnit is the longest text unit: a cut inside a unit escapes its rest
+// again, so a long word is several units (which cut and show as one).
+const maxUnit = 512
+
+func (w *walker) word(s string) {
+	for len(s) > maxUnit {
+		k := maxUnit
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		if k == 0 {
+			k = maxUnit
+		}
+		w.units = append(w.units, w.nw.textUnit(s[:k]))
+		s = s[k:]
+	}
+	w.units = append(w.units, w.nw.textUnit(s))
 }
 
 func (w *walker) newline() {
@@ -152,7 +578,7 @@ func (w *walker) codeLines(s string) {
 		}
 		w.flush()
 		if line != "" {
-			w.units = append(w.units, w.nw.textUnit(line))
+			w.word(line)
 		}
 	}
 }
@@ -165,14 +591,15 @@ func (w *walker) atom(s string, out string) {
 
 func (w *walker) open(out, close string) {
 	w.flush()
-	w.opens = append(w.opens, len(w.units))
-	w.units = append(w.units, unit{kind: kOpen, out: out, n: w.nw.markup(out), close: close, nc: w.nw.markup(close)})
+	u := unit{kind: kOpen, out: out, n: w.nw.markup(out), close: close, nc: w.nw.markup(close)}
+	w.opens = append(w.opens, closing{u.close, u.nc})
+	w.units = append(w.units, u)
 }
 
 func (w *walker) close() {
-	o := w.units[w.opens[len(w.opens)-1]]
+	o := w.opens[len(w.opens)-1]
 	w.opens = w.opens[:len(w.opens)-1]
-	w.units = append(w.units, unit{kind: kClose, out: o.close, n: o.nc})
+	w.units = append(w.units, unit{kind: kClose, out: o.out, n: o.n})
 }
 
 // sep owes the break that follows a block: a line inside a tight list,

@@ -35,7 +35,7 @@ type unit struct {
 // frame is one open entity; frames form an immutable stack so the
 // splitter can remember the stack at every cut candidate for free.
 type frame struct {
-	open   *unit
+	open   unit // a copy: the units before a final piece are let go of
 	parent *frame
 	closeN int // the length of closing this frame and all below it
 }
@@ -65,7 +65,7 @@ func (f *frame) closeLen() int {
 }
 
 func push(f *frame, u *unit) *frame {
-	return &frame{open: u, parent: f, closeN: f.closeLen() + u.nc}
+	return &frame{open: *u, parent: f, closeN: f.closeLen() + u.nc}
 }
 
 func (f *frame) pop() *frame {
@@ -101,97 +101,135 @@ func utf16Len(s string) int {
 // entities open at a cut are closed at the end of one piece and reopened at
 // the start of the next. Pieces without visible text are left out.
 func (nw *network) split(units []unit, limit int) []string {
+	s := splitter{nw: nw, limit: limit}
+	var pieces []string
+	for {
+		p, vis, _, ok := s.next(units)
+		if !ok {
+			return pieces
+		}
+		if vis {
+			pieces = append(pieces, p)
+		}
+	}
+}
+
+// splitter cuts pieces one at a time and can go on later from where it
+// stopped, so a growing answer's finished pieces are cut once.
+type splitter struct {
+	nw      *network
+	limit   int
+	started bool
+	i       int    // the unit the next piece starts at
+	head    *unit  // what is left of units[i] after a cut inside it, if one was
+	carry   *frame // the entities the next piece reopens
+}
+
+// next cuts the next piece from units: its text, whether it has visible
+// text, and the last unit its cut depended on (ok false: none is left).
+func (s *splitter) next(units []unit) (piece string, visible bool, reached int, ok bool) {
+	nw := s.nw
+	limit := s.limit
 	if limit <= 0 {
 		limit = int(^uint(0) >> 1)
 	}
-	var pieces []string
-	var carry *frame
-	i := skipBreaks(units, 0)
-	for i < len(units) {
-		var b strings.Builder
-		length := carry.reopen(&b)
-		stack := carry
-		visible := 0
-		// best cut per break kind: the unit index of the break, the stack
-		// and the length before it, and the visible text so far.
-		type cand struct {
-			at, length, visible int
-			stack               *frame
+	if !s.started {
+		s.started = true
+		s.i = skipBreaks(units, 0)
+	}
+	i := s.i
+	if i >= len(units) {
+		return "", false, len(units), false
+	}
+	at := func(j int) *unit {
+		if j == i && s.head != nil {
+			return s.head
 		}
-		var best [kPara + 1]cand
-		for k := range best {
-			best[k].at = -1
+		return &units[j]
+	}
+	var b strings.Builder
+	length := s.carry.reopen(&b)
+	stack := s.carry
+	vis := 0
+	// best cut per break kind: the unit index of the break, the stack
+	// and the length before it, and the visible text so far.
+	type cand struct {
+		at, length, visible int
+		stack               *frame
+	}
+	var best [kPara + 1]cand
+	for k := range best {
+		best[k].at = -1
+	}
+	write := func(from, to int) {
+		for j := from; j < to; j++ {
+			b.WriteString(at(j).out)
 		}
-		j := i
-		for ; j < len(units); j++ {
-			u := &units[j]
-			need := length + u.n + stack.closeLen() // the piece with u, closed
-			switch u.kind {
-			case kSpace, kLine, kPara:
-				best[u.kind] = cand{at: j, length: length, visible: visible, stack: stack}
-			case kOpen:
-				need += u.nc
-			case kClose:
-				need = 0 // closing only moves length from the reserve to the piece
-			}
-			// A piece always takes its first unit unless it is text to
-			// cut, or a limit smaller than some markup would loop forever.
-			if need > limit && (j > i || u.kind == kText) {
-				break
-			}
-			length += u.n
-			switch u.kind {
-			case kOpen:
-				stack = push(stack, u)
-			case kClose:
-				stack = stack.pop()
-			case kText, kAtom:
-				visible += u.n
-			}
+	}
+	j := i
+	for ; j < len(units); j++ {
+		u := at(j)
+		need := length + u.n + stack.closeLen() // the piece with u, closed
+		switch u.kind {
+		case kSpace, kLine, kPara:
+			best[u.kind] = cand{at: j, length: length, visible: vis, stack: stack}
+		case kOpen:
+			need += u.nc
+		case kClose:
+			need = 0 // closing only moves length from the reserve to the piece
 		}
-		if j == len(units) {
-			writeUnits(&b, units[i:j])
-			if visible > 0 {
-				pieces = append(pieces, b.String())
-			}
+		// A piece always takes its first unit unless it is text to
+		// cut, or a limit smaller than some markup would loop forever.
+		if need > limit && (j > i || u.kind == kText) {
 			break
 		}
-		// Prefer the strongest break in the second half of the piece.
-		var pick *cand
-		for k := kPara; k >= kSpace; k-- {
-			if c := &best[k]; c.at >= 0 && c.length*2 >= limit && c.visible > 0 {
-				pick = c
-				break
-			}
+		length += u.n
+		switch u.kind {
+		case kOpen:
+			stack = push(stack, u)
+		case kClose:
+			stack = stack.pop()
+		case kText, kAtom:
+			vis += u.n
 		}
-		// The next piece starts at next with the entities of cutStack
-		// reopened.
-		next, cutStack := j, stack
-		switch {
-		case pick != nil:
-			writeUnits(&b, units[i:pick.at])
-			visible = pick.visible
-			cutStack = pick.stack
-			next = skipBreaks(units, pick.at+1)
-		case units[j].kind == kText:
-			u := units[j]
-			head, rest := nw.cutText(u.vis, limit-length-stack.closeLen(), j == i)
-			writeUnits(&b, units[i:j])
-			b.WriteString(nw.escape(head))
-			visible += nw.count(head)
-			// the rest of the cut text becomes the unit the next piece starts at
-			units[j] = nw.textUnit(rest)
-		default:
-			writeUnits(&b, units[i:j])
-		}
-		b.WriteString(cutStack.closes())
-		if visible > 0 {
-			pieces = append(pieces, b.String())
-		}
-		carry = cutStack
-		i = next
 	}
-	return pieces
+	if j == len(units) {
+		write(i, j)
+		s.i, s.head = j, nil
+		return b.String(), vis > 0, j, true
+	}
+	// Prefer the strongest break in the second half of the piece.
+	var pick *cand
+	for k := kPara; k >= kSpace; k-- {
+		if c := &best[k]; c.at >= 0 && c.length*2 >= limit && c.visible > 0 {
+			pick = c
+			break
+		}
+	}
+	// The next piece starts at next with the entities of cutStack
+	// reopened.
+	next, cutStack, head := j, stack, (*unit)(nil)
+	switch {
+	case pick != nil:
+		write(i, pick.at)
+		vis = pick.visible
+		cutStack = pick.stack
+		next = skipBreaks(units, pick.at+1)
+	case at(j).kind == kText:
+		u := at(j)
+		h, rest := nw.cutText(u.vis, limit-length-stack.closeLen(), j == i)
+		write(i, j)
+		b.WriteString(nw.escape(h))
+		vis += nw.count(h)
+		// the rest of the cut text is where the next piece starts
+		r := nw.textUnit(rest)
+		head = &r
+	default:
+		write(i, j)
+	}
+	b.WriteString(cutStack.closes())
+	s.i, s.head, s.carry = next, head, cutStack
+	return b.String(), vis > 0, max(j, next), true
 }
 
 func writeUnits(b *strings.Builder, us []unit) {

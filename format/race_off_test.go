@@ -1,0 +1,5 @@
+//go:build !race
+
+package format
+
+const bigScale = 1
