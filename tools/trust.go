@@ -34,6 +34,10 @@ const (
 const (
 	WidenTask   = "schedule work that runs later without a person asking"
 	WidenGlobal = "change the global memory every group's assistant is shown"
+	// WidenMemory: the group's memory is in every later run's prompt, a
+	// run the taint does not follow: a planted note would be an
+	// instruction that outlives the page.
+	WidenMemory = "change the memory every later answer in this group is shown"
 	WidenGroup  = "act on another group"
 )
 
@@ -69,7 +73,7 @@ func widenMemory(c Call) string {
 	if s, _ := c.Args["scope"].(string); strings.TrimSpace(s) == ScopeGlobal {
 		return WidenGlobal
 	}
-	return ""
+	return WidenMemory
 }
 
 func widenTaskChange(c Call) string {
