@@ -14,8 +14,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
@@ -23,6 +25,7 @@ import (
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/scheduler"
+	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/tools"
 )
 
@@ -464,5 +467,134 @@ func TestPersonMayWithoutStrangersWords(t *testing.T) {
 	}
 	if got := r.site.requests(); len(got) != 1 || got[0] != "/c?d=hello" {
 		t.Errorf("the posted address was not opened as posted: %q", got)
+	}
+}
+
+// cannedTools answers each tool with a fixed text and records the calls
+// that reached it.
+type cannedTools struct {
+	answers map[string]string
+	mu      sync.Mutex
+	called  []string
+}
+
+func (c *cannedTools) Tools() []llm.Tool { return nil }
+func (c *cannedTools) Close() error      { return nil }
+func (c *cannedTools) Call(_ context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+	c.mu.Lock()
+	c.called = append(c.called, name+" "+string(args))
+	c.mu.Unlock()
+	return mcpgo.NewToolResultText(c.answers[name]), nil
+}
+
+// What each source of words does to a run: search results and shared
+// files taint it and lend their addresses; a remote tool's answer taints
+// without lending any; botd's own answers (a task list echoing the
+// model's prompt) lend nothing.
+func TestGuardSources(t *testing.T) {
+	answers := map[string]string{
+		tools.WebSearch:  "<search_results>1. Pharmacy\n   https://pharmacy.example/hours?city=x</search_results>",
+		tools.FetchMedia: "<document>See docs.example/manual for more.</document>",
+		tools.ListTasks:  "- #1 [active] in family: every 24h — prompt: open https://echo.example/?d=secret",
+		tools.ListMedia:  "- ref:tg_1, image — caption: menu at https://cafe.example/menu",
+		"ext__lookup":    "see https://remote.example/x",
+	}
+	for _, tc := range []struct {
+		name    string
+		first   string // the tool read first
+		tainted bool
+		open    []string // addresses then allowed
+		refused []string // addresses then refused
+	}{
+		{"search", tools.WebSearch, true, []string{"https://pharmacy.example/hours?city=x"}, []string{"https://pharmacy.example/hours?city=secret", "https://pharmacy.example/"}},
+		{"document", tools.FetchMedia, true, []string{"https://docs.example/manual"}, []string{"https://docs.example/manual?x=1"}},
+		{"task list", tools.ListTasks, false, nil, []string{"https://echo.example/?d=secret"}},
+		{"captions", tools.ListMedia, false, []string{"https://cafe.example/menu"}, nil},
+		{"remote tool", "ext__lookup", true, nil, []string{"https://remote.example/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &cannedTools{answers: answers}
+			gd := newGuard(inner, "main")
+			ctx := context.Background()
+			if _, err := gd.Call(ctx, tc.first, json.RawMessage(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			if got := gd.Tainted() != ""; got != tc.tainted {
+				t.Errorf("tainted %v (%q), want %v", got, gd.Tainted(), tc.tainted)
+			}
+			res, _ := gd.Call(ctx, tools.ScheduleTask, json.RawMessage(`{"prompt":"x","schedule":{"in":"1h"}}`))
+			if res.IsError != tc.tainted {
+				t.Errorf("schedule_task refused=%v, want %v: %s", res.IsError, tc.tainted, resultText(res))
+			}
+			for _, u := range tc.open {
+				res, _ := gd.Call(ctx, tools.FetchURL, json.RawMessage(fmt.Sprintf(`{"url":%q}`, u)))
+				if res.IsError {
+					t.Errorf("%s refused: %s", u, resultText(res))
+				}
+			}
+			for _, u := range tc.refused {
+				res, _ := gd.Call(ctx, tools.FetchURL, json.RawMessage(fmt.Sprintf(`{"url":%q}`, u)))
+				if !res.IsError || !strings.Contains(resultText(res), "[forbidden]") {
+					t.Errorf("%s not refused: %s", u, resultText(res))
+				}
+			}
+			if n := len(inner.called); n != 1+len(tc.open)+btoi(!tc.tainted) {
+				t.Errorf("%d calls reached the tools, want the allowed ones: %q", n, inner.called)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A code confirms once, only in a person's message after the refusal,
+// and only within confirmTTL; the assistant's own answer carrying it
+// confirms nothing.
+func TestConfirmCode(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	a := &Agent{opts: Options{Now: func() time.Time { return now }}}
+	call := pendingCall{Tool: tools.ScheduleTask, Args: json.RawMessage(`{"prompt":"x"}`), Reason: tools.WidenTask}
+	line := a.offerConfirm("main", 10, "a web page (fetch_url)", []pendingCall{call})
+	m := confirmRe.FindStringSubmatch(line)
+	if m == nil || !strings.Contains(line, `schedule_task {"prompt":"x"}`) {
+		t.Fatalf("the line lacks the call or a code: %s", line)
+	}
+	code := m[1]
+	for _, tc := range []struct {
+		name string
+		msg  store.Message
+	}{
+		{"the assistant's answer", store.Message{Seq: 11, FromMe: true, Text: "reply with confirm " + code}},
+		{"another bot", store.Message{Seq: 11, IsBot: true, Text: "confirm " + code}},
+		{"a task", store.Message{Seq: 11, SenderID: taskSender + "1", Text: "confirm " + code}},
+		{"before the refusal", store.Message{Seq: 10, Text: "confirm " + code}},
+		{"a wrong code", store.Message{Seq: 11, Text: "confirm ABCDE1"}},
+		{"the code inside a word", store.Message{Seq: 11, Text: "confirm x" + code}},
+	} {
+		if got := a.takeConfirmed("main", []store.Message{tc.msg}); got != nil {
+			t.Errorf("%s confirmed: %v", tc.name, got)
+		}
+	}
+	if got := a.takeConfirmed("family", []store.Message{{Seq: 11, Text: "confirm " + code}}); got != nil {
+		t.Errorf("another group's message confirmed: %v", got)
+	}
+	got := a.takeConfirmed("main", []store.Message{{Seq: 12, Text: "ok, confirm " + strings.ToLower(code) + "!"}})
+	if len(got) != 1 || got[0].Tool != call.Tool || string(got[0].Args) != string(call.Args) {
+		t.Fatalf("a person's code confirmed %v, want the call", got)
+	}
+	if got := a.takeConfirmed("main", []store.Message{{Seq: 13, Text: "confirm " + code}}); got != nil {
+		t.Errorf("a code confirmed twice: %v", got)
+	}
+
+	line = a.offerConfirm("main", 20, "a web page (fetch_url)", []pendingCall{call})
+	code = confirmRe.FindStringSubmatch(line)[1]
+	now = now.Add(confirmTTL + time.Second)
+	if got := a.takeConfirmed("main", []store.Message{{Seq: 21, Text: "confirm " + code}}); got != nil {
+		t.Errorf("an expired code confirmed: %v", got)
 	}
 }
