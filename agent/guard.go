@@ -93,7 +93,10 @@ func (gd *guard) fromConversation(c conversation) {
 
 // addressRe finds addresses written without a scheme ("example.com/a",
 // as people write them); mediaregistry.URLs finds those with one.
-var addressRe = regexp.MustCompile(`(?i)(?:^|[\s(<\["'])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}(?:/[^\s<>"']*)?)`)
+var addressRe = regexp.MustCompile(`(?i)(?:^|[\s(<\["'])((?:[a-z0-9][a-z0-9-]*\.)+[a-z]{2,63}(?:/[^\s<>"']*)?)`)
+
+// schemeRe is mediaregistry's pattern of an address with its scheme.
+var schemeRe = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"']+`)
 
 // allow adds the addresses in text. escaped text (a result inside
 // <web_page>) is read unescaped too, as the model reads it.
@@ -111,6 +114,14 @@ func (gd *guard) allow(text string, escaped bool) {
 		for _, m := range addressRe.FindAllStringSubmatch(t, maxAllowedAddresses) {
 			found = append(found, strings.TrimRight(m[1], ".,;:!?)]}*_~"))
 		}
+		// mediaregistry.URLs takes a closing bracket for the sentence's;
+		// an address that ends in one (…/Foo_(bar)) is allowed as
+		// written too: it stands there either way.
+		for _, m := range schemeRe.FindAllString(t, maxAllowedAddresses) {
+			if strings.ContainsAny(m, "([{") {
+				found = append(found, balanced(m))
+			}
+		}
 		for _, u := range found {
 			if len(gd.allowed) >= maxAllowedAddresses {
 				return
@@ -119,6 +130,23 @@ func (gd *guard) allow(text string, escaped bool) {
 				gd.allowed[k] = true
 			}
 		}
+	}
+}
+
+// balanced trims the sentence's punctuation off an address, and a
+// closing bracket only when the address did not open it.
+func balanced(u string) string {
+	for {
+		t := strings.TrimRight(u, ".,;:!?*_~")
+		for _, p := range []string{"()", "[]", "{}"} {
+			if strings.HasSuffix(t, p[1:]) && strings.Count(t, p[1:]) > strings.Count(t, p[:1]) {
+				t = t[:len(t)-1]
+			}
+		}
+		if t == u {
+			return t
+		}
+		u = t
 	}
 }
 

@@ -64,8 +64,9 @@ func TestAddressKey(t *testing.T) {
 func TestGuardAllow(t *testing.T) {
 	gd := newGuard(nil, "family")
 	gd.allow("see https://a.example/x?id=1&amp;p=2, and (b.example/page). [c](https://c.example/doc).", true)
-	gd.allow("also www.d.example and mailto:e@e.example", false)
-	for _, u := range []string{"https://a.example/x?id=1&p=2", "https://b.example/page", "https://c.example/doc", "http://www.d.example/"} {
+	gd.allow("also www.d.example and mailto:e@e.example, (see https://en.wikipedia.example/wiki/Foo_(bar)).", false)
+	for _, u := range []string{"https://a.example/x?id=1&p=2", "https://b.example/page", "https://c.example/doc", "http://www.d.example/",
+		"https://en.wikipedia.example/wiki/Foo_(bar)"} {
 		if k, _ := addressKey(u); !gd.allowed[k] {
 			t.Errorf("%s not allowed; allowed: %v", u, gd.allowed)
 		}
@@ -596,5 +597,42 @@ func TestConfirmCode(t *testing.T) {
 	now = now.Add(confirmTTL + time.Second)
 	if got := a.takeConfirmed("main", []store.Message{{Seq: 21, Text: "confirm " + code}}); got != nil {
 		t.Errorf("an expired code confirmed: %v", got)
+	}
+}
+
+// A resumed batch run has only the request its conversation rendered:
+// its addresses are allowed and a note in it taints the run.
+func TestGuardAllowRendered(t *testing.T) {
+	for _, tc := range []struct {
+		text    string
+		tainted bool
+	}{
+		{`<message sender="Ann">see https://a.example/x</message>`, false},
+		{`<message sender="Ann">see https://a.example/x</message><media_notes><note ref="ln_abc">page text</note></media_notes>`, true},
+	} {
+		gd := newGuard(&cannedTools{}, "family")
+		gd.allowRendered(llm.UserText(tc.text))
+		if k, _ := addressKey("https://a.example/x"); !gd.allowed[k] {
+			t.Errorf("%s: the address is not allowed", tc.text)
+		}
+		if got := gd.Tainted() != ""; got != tc.tainted {
+			t.Errorf("%s: tainted %v, want %v", tc.text, got, tc.tainted)
+		}
+	}
+}
+
+// BenchmarkGuardPage is the guard's reading of a page at the cap the
+// model gets (60,000 characters) with a link every 30 characters.
+func BenchmarkGuardPage(b *testing.B) {
+	var page strings.Builder
+	for i := 0; page.Len() < 60000; i++ {
+		fmt.Fprintf(&page, "see https://site.example/p/%d?a=1&amp;b=%d and more text. ", i, i)
+	}
+	text := page.String()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		gd := newGuard(&cannedTools{}, "family")
+		gd.allow(text, true)
 	}
 }
