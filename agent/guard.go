@@ -31,8 +31,9 @@ import (
 //   - whether the run has read strangers' words (a fetched page, search
 //     results, a shared file's content, an extra MCP server's answer, or
 //     the notes earlier runs kept of such reads): from then on it may not
-//     plan work for later, change the global memory or act on another
-//     group unless a person confirmed that very call (confirm.go).
+//     plan work for later, change a memory or act on another group
+//     (tools.Spec.Widens) unless a person confirmed that very call
+//     (confirm.go).
 //
 // The guard wraps the run's ToolSession, so every tool call of the run
 // passes it, whichever server answers it.
