@@ -44,7 +44,7 @@ var fetchURL = Spec{
 	Host:    bind(MediaHost.FetchURL),
 	Def: fixed(FetchURL,
 		mcpgo.WithDescription("Open a web address (http or https) that someone shared, that web_search found or that a page "+
-			"you read links to, exactly as written there (an address you change or compose is refused), and read "+
+			"you read links to, exactly as written there, and read "+
 			"it: a web page comes back as its readable text (title, author, site, main text; menus, banners and "+
 			"footers removed), PDFs and office documents as their text a part at a time (pass pages, e.g. \"3-5\", as "+
 			"the answer suggests), images as images, audio and video as for fetch_media. Only fetch a link when a "+
