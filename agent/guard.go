@@ -160,6 +160,9 @@ func addressKey(raw string) (string, bool) {
 		return "", false
 	}
 	k := u.Host + u.EscapedPath()
+	if u.User != nil { // refused by netguard anyway; never a match for the address without it
+		k = u.User.String() + "@" + k
+	}
 	if u.RawQuery != "" || u.ForceQuery {
 		k += "?" + u.RawQuery
 	}

@@ -47,6 +47,10 @@ func TestAddressKey(t *testing.T) {
 		{"https://news.example/a", "https://news.example/", false},
 		{"https://news.example/a?", "https://news.example/a", false},
 		{"https://news.example/a", "https://evil.example/a", false},
+		{"https://news.example/a", "https://4711@news.example/a", false},
+		{"https://news.example/a", "https://news.example:4711/a", false},
+		{"https://news.example/a", "https://4711.news.example/a", false},
+		{"https://news.example/a", "https://news.example/a#4711", true}, // a fragment never leaves botd
 	} {
 		a, ok1 := addressKey(tc.allowed)
 		b, ok2 := addressKey(tc.asked)
