@@ -136,7 +136,13 @@ type Agent struct {
 	idle    *sync.Cond
 
 	sem chan struct{}
-	wg  sync.WaitGroup
+
+	// confirms are the calls each group's people are asked to confirm
+	// (confirm.go), by folder.
+	cmu      sync.Mutex
+	confirms map[string][]*pendingConfirm
+
+	wg sync.WaitGroup
 
 	budgetTold map[string]string // folder → the day the chat was told its budget is spent (guarded by mu)
 

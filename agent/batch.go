@@ -275,6 +275,12 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 
 	runCtx, tools, done := a.setUp(ctx, g, b.ChatID, log)
 	defer done()
+	tools, gd := a.guardRun(g, tools)
+	if gd != nil && len(req.Messages) > 0 {
+		// The conversation is gone; the request holds what it showed.
+		// Its notes of strangers' words taint the run as they would have.
+		gd.allowRendered(req.Messages[0])
+	}
 	caps := a.opts.LLM.Capabilities()
 	if tools == nil || !caps.Tools {
 		req.Tools = nil
@@ -288,6 +294,7 @@ func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch)
 	}
 	log.Info("agent: batch run finished", "outcome", rec.Outcome, "iterations", rec.Iterations, "from_batch", first != nil,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
+	final = a.askToConfirm(g, gd, b.UpToSeq, final, log)
 	to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
 	return a.answer(ctx, g, ws, final, to, &rec, nil, log, func(it *store.OutboxItem) (int64, error) {
 		return a.opts.Store.AnswerBatch(ctx, b.ID, it)

@@ -387,7 +387,7 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 				}
 			})
 			h.start()
-			h.say(famChat, "Alice", "@Andy what does the rota page say?")
+			h.say(famChat, "Alice", "@Andy what does the rota page https://example.com/rota say?")
 			<-gt.started
 			if !stg.Typing(famChat) {
 				t.Error("typing not shown while the run works")

@@ -139,6 +139,13 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 
 	runCtx, tools, done := a.setUp(ctx, g, trig.ChatID, log)
 	defer done()
+	// What a person confirmed is done before the model is asked, by
+	// botd, past the guard (confirm.go).
+	user.WriteString(a.runConfirmed(runCtx, g, tools, a.takeConfirmed(g.Folder, conv.Msgs)))
+	tools, gd := a.guardRun(g, tools)
+	if gd != nil {
+		gd.fromConversation(conv)
+	}
 	to := target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
 	if g.NeedsTrigger() {
 		to.replyTo = trig.MessageID // in a busy group, quote the question
@@ -167,6 +174,7 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 	if stop != nil {
 		return *stop
 	}
+	final = a.askToConfirm(g, gd, upTo, final, log)
 	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
 		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
 
@@ -177,6 +185,35 @@ func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig s
 		}
 		return a.opts.Store.AddOutbox(ctx, *it)
 	})
+}
+
+// guardRun puts the run's guard (guard.go) before its tools; without
+// tools there is nothing to guard (nil).
+func (a *Agent) guardRun(g *groups.Group, ts ToolSession) (ToolSession, *guard) {
+	if ts == nil {
+		return nil, nil
+	}
+	gd := newGuard(ts, g.Folder)
+	if a.opts.Media != nil {
+		if c := a.opts.Media(g.Folder); c != nil {
+			gd.ownTask = ownTaskLookup(c)
+		}
+	}
+	return gd, gd
+}
+
+// askToConfirm adds to a run's answer botd's line asking a person to
+// confirm the calls the guard refused, if any.
+func (a *Agent) askToConfirm(g *groups.Group, gd *guard, upTo int64, final string, log *slog.Logger) string {
+	if gd == nil {
+		return final
+	}
+	refused := gd.Refused()
+	if len(refused) == 0 {
+		return final
+	}
+	log.Info("agent: calls refused after reading strangers' words", "calls", len(refused), "tainted_by", gd.Tainted())
+	return strings.TrimSpace(final + "\n\n" + a.offerConfirm(g.Folder, upTo, gd.Tainted(), refused))
 }
 
 // target is where a run's answer goes and which messages it answers.

@@ -56,7 +56,8 @@ func KindNames() []string {
 
 var listMedia = Spec{
 	Name: ListMedia, Service: Media, Repeatable: true, Standby: true, MCP: listMediaMCP,
-	Host: bind(MediaHost.List),
+	Origin: OriginPeople,
+	Host:   bind(MediaHost.List),
 	Def: fixed(ListMedia,
 		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
 			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
@@ -73,6 +74,9 @@ var listMedia = Spec{
 
 var fetchMedia = Spec{
 	Name: FetchMedia, Service: Media, Repeatable: true, Standby: true, MCP: Env.FetchMedia,
+	// A member shared the file, but its words (a forwarded PDF, a
+	// screenshot, a recording) are whoever made it.
+	Origin: OriginStrangers,
 	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),

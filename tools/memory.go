@@ -27,7 +27,7 @@ const (
 )
 
 var remember = Spec{
-	Name: Remember, Service: Local, MCP: Env.Remember,
+	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory,
 	Def: func(o Offer) mcpgo.Tool {
 		return mcpgo.NewTool(Remember,
 			mcpgo.WithDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
@@ -45,7 +45,7 @@ var remember = Spec{
 }
 
 var forget = Spec{
-	Name: Forget, Service: Local, MCP: Env.Forget,
+	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory,
 	Def: func(o Offer) mcpgo.Tool {
 		return mcpgo.NewTool(Forget,
 			mcpgo.WithDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+

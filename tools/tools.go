@@ -115,6 +115,15 @@ type Spec struct {
 	// MCP is the tool's MCP half: the model's arguments into the request,
 	// the answer into text.
 	MCP Handler
+
+	// Origin is who wrote the words its result carries (trust.go).
+	Origin Origin
+	// Dials names the argument that is an address botd fetches: a run
+	// opens only addresses a person posted or a result showed.
+	Dials string
+	// Widens says what a call would do beyond the group's own chat and
+	// memory ("" for nothing): refused once the run read strangers' words.
+	Widens func(c Call) string
 }
 
 // All is every tool, in the order of the README's tool list. One line a

@@ -39,10 +39,12 @@ const (
 
 var fetchURL = Spec{
 	Name: FetchURL, Service: Media, Repeatable: true, Standby: true, MCP: Env.FetchURL,
+	Origin: OriginStrangers, Dials: "url",
 	Offered: func(o Offer) bool { return o.Internet.Fetch },
 	Host:    bind(MediaHost.FetchURL),
 	Def: fixed(FetchURL,
-		mcpgo.WithDescription("Open a web address (http or https) that someone shared or that web_search found, and read "+
+		mcpgo.WithDescription("Open a web address (http or https) that someone shared, that web_search found or that a page "+
+			"you read links to, exactly as written there, and read "+
 			"it: a web page comes back as its readable text (title, author, site, main text; menus, banners and "+
 			"footers removed), PDFs and office documents as their text a part at a time (pass pages, e.g. \"3-5\", as "+
 			"the answer suggests), images as images, audio and video as for fetch_media. Only fetch a link when a "+
@@ -56,6 +58,7 @@ var fetchURL = Spec{
 
 var webSearch = Spec{
 	Name: WebSearch, Service: Media, Repeatable: true, Standby: true, MCP: webSearchMCP,
+	Origin:  OriginStrangers,
 	Offered: func(o Offer) bool { return o.Internet.Search },
 	Host:    bind(MediaHost.WebSearch),
 	Def: fixed(WebSearch,
