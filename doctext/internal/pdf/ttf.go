@@ -235,7 +235,7 @@ func (c *sfntCmap) walk(fn func(lo, hi uint32, at func(uint32) int) bool, want u
 		}
 	case 12:
 		n, ok := u32(b, 12)
-		if !ok {
+		if !ok || len(b) < 16 {
 			return
 		}
 		n = min(n, uint32((len(b)-16)/12))
