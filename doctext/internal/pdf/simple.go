@@ -87,6 +87,10 @@ func (d *Doc) simpleEncoding(fd dict, sub, base name) (*[256]string, func(*[256]
 		case "Type1":
 			names = d.type1Encoding(prog)
 		case "Type1C":
+			if d.trueTypeMaps >= maxTrueTypeMaps {
+				break
+			}
+			d.trueTypeMaps++
 			if data, err := d.streamBytes(prog, maxFontFile); err == nil {
 				if c, ok := parseCFF(data); ok {
 					names = c.encoding()
