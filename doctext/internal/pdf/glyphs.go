@@ -96,7 +96,7 @@ var (
 	encodingTexts = sync.OnceValue(func() map[string]*[256]string {
 		m := map[string]*[256]string{}
 		for n, names := range encodingNames() {
-			t, _ := namesText(names, n == "ZapfDingbats", false, false)
+			t, _ := namesText(names, n == "ZapfDingbats")
 			m[n] = t
 		}
 		return m
@@ -137,12 +137,12 @@ func aglText(name string, zapf bool) (string, bool) {
 // namesText turns a font's glyph names into text code by code, as
 // pdftotext does (poppler's Gfx8BitFont): the glyph list first; then,
 // for the names it lacks, the Adobe Glyph Mapping convention (variants
-// "a.sc", ligatures "f_f_i", "uniXXXX", "uXXXX[XX]") and, if every name
-// of the font is a number (numeric), names like "65", "c65", "G41" read
-// as codes (hex: in hexadecimal). missing tells that some name was not
-// in the list: pdftotext then takes the code itself as the character for
-// every code it still has no text for (see passThrough).
-func namesText(names *[256]string, zapf, numeric, hex bool) (*[256]string, bool) {
+// "a.sc", ligatures "f_f_i", "uniXXXX", "uXXXX[XX]"). missing tells that
+// some name was not in the list: pdftotext then reads names that are all
+// numbers as codes ("c65", "G41") and takes the code itself as the
+// character for every code it still has no text for (simpleEncoding
+// does both).
+func namesText(names *[256]string, zapf bool) (*[256]string, bool) {
 	var t [256]string
 	missing := false
 	for code, n := range names {
@@ -158,7 +158,7 @@ func namesText(names *[256]string, zapf, numeric, hex bool) (*[256]string, bool)
 	if missing {
 		for code, n := range names {
 			if t[code] == "" && n != "" && n != ".notdef" {
-				t[code] = parseCharName(n, false, true, numeric, hex, true, 0)
+				t[code] = parseCharName(n, false, true, false, false, true, 0)
 			}
 		}
 	}

@@ -128,6 +128,23 @@ func cmapBytes(pid, eid uint16, codes map[uint16]uint16) []byte {
 	return b.Bytes()
 }
 
+// postTable is a post table of format 2 naming n glyphs.
+func postTable(n int, name func(gid int) string) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.BigEndian, uint32(0x00020000))
+	b.Write(make([]byte, 28))
+	binary.Write(&b, binary.BigEndian, uint16(n))
+	for gid := range n {
+		binary.Write(&b, binary.BigEndian, uint16(258+gid))
+	}
+	for gid := range n {
+		s := name(gid)
+		b.WriteByte(byte(len(s)))
+		b.WriteString(s)
+	}
+	return b.Bytes()
+}
+
 // goGlyphs are the glyphs of the Go font that draw text.
 func goGlyphs(t *testing.T, text string) []uint16 {
 	t.Helper()
@@ -263,6 +280,20 @@ func TestFontsWithoutToUnicode(t *testing.T) {
 			tables["cmap"] = cmapBytes(3, 0, m)
 			return fontPDF("BT /F1 24 Tf 72 700 Td "+hexCodes(codes, 2)+" Tj ET", simpleFontDict("TrueType", "ABCDEF+GoRegular", ""), flagSymbolic,
 				&embedded{"FontFile2", "", buildSfnt(tables)})
+		}, "Glyphs", false},
+		{"a TrueType font whose Differences name glyphs of its post table (g42 is not \"*\")", func(t *testing.T) []byte {
+			gids := goGlyphs(t, "Glyphs")
+			tables := sfntTables(t, goregular.TTF)
+			f, _ := parseSfnt(goregular.TTF)
+			tables["post"] = postTable(f.numGlyphs, func(gid int) string { return fmt.Sprintf("g%d", gid) })
+			var diffs strings.Builder
+			diffs.WriteString("[1")
+			for _, g := range gids {
+				fmt.Fprintf(&diffs, " /g%d", g)
+			}
+			diffs.WriteString("]")
+			return fontPDF("BT /F1 24 Tf 72 700 Td <010203040506> Tj ET", simpleFontDict("TrueType", "ABCDEF+GoRegular",
+				"/Encoding << /Differences "+diffs.String()+" >>"), flagNonsymbolic, &embedded{"FontFile2", "", buildSfnt(tables)})
 		}, "Glyphs", false},
 		{"an Identity TrueType font without a cmap: glyphs by their post names", func(t *testing.T) []byte {
 			tables := sfntTables(t, goregular.TTF)

@@ -132,15 +132,16 @@ func (d *Doc) simpleEncoding(fd dict, sub, base name) (*[256]string, func(*[256]
 		}
 	}
 	var text *[256]string
-	missing := false
+	missing, numeric, hex := false, false, false
 	for n, t := range encodingNames() {
 		if t == names {
 			text = encodingTexts()[n] // a predefined encoding as it is: shared
 		}
 	}
 	if text == nil {
-		hex := hexNames(names)
-		text, missing = namesText(names, zapf, d.numericNames(diffs, hex), hex)
+		hex = hexNames(names)
+		numeric = d.numericNames(diffs, hex)
+		text, missing = namesText(names, zapf)
 	}
 	trueType := kind == "TrueType" || kind == "OpenType"
 	if !missing && (!trueType || !holes(text)) {
@@ -149,16 +150,26 @@ func (d *Doc) simpleEncoding(fd dict, sub, base name) (*[256]string, func(*[256]
 	// The rest is done when a code without text is first shown: most
 	// fonts never show one, and reading their program costs.
 	return text, func(text *[256]string) {
+		// The glyph a TrueType program draws, when it says what it is,
+		// before guesses from the names ("g42" is not "*").
 		if trueType {
 			d.trueTypeFill(text, names, prog)
 		}
-		if missing {
-			// pdftotext's pass-through: an unknown name's code is taken as
-			// the character (control codes aside, which show nothing).
-			for code := 0x20; code < 256; code++ {
-				if text[code] == "" && code != 0x7f {
-					text[code] = string(rune(code))
+		if !missing {
+			return
+		}
+		if numeric {
+			for code, n := range names {
+				if text[code] == "" && n != "" && n != ".notdef" {
+					text[code] = parseCharName(n, false, true, true, hex, true, 0)
 				}
+			}
+		}
+		// pdftotext's pass-through: an unknown name's code is taken as
+		// the character (control codes aside, which show nothing).
+		for code := 0x20; code < 256; code++ {
+			if text[code] == "" && code != 0x7f {
+				text[code] = string(rune(code))
 			}
 		}
 	}

@@ -60,9 +60,6 @@ func (d *Doc) programText(df dict) *glyphMap {
 			return nil
 		}
 		text = f.glyphText()
-		if cff := f.tables["CFF "]; text == nil && cff != nil {
-			text = cffGlyphText(cff)
-		}
 	case sub == "CIDFontType0" && (kind == "CIDFontType0C" || kind == "Type1C"):
 		d.trueTypeMaps++
 		data, err := d.streamBytes(prog, maxFontFile)

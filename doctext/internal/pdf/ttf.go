@@ -262,18 +262,18 @@ func (c *sfntCmap) walk(fn func(lo, hi uint32, at func(uint32) int) bool, want u
 }
 
 // glyphNames are the names of the glyphs by the post table (formats 1
-// and 2), or nil.
+// and 2), or an OpenType program's CFF charset; nil if neither has them.
 func (f *sfntFont) glyphNames() []string {
 	p := f.tables["post"]
-	v, ok := u32(p, 0)
-	if !ok {
-		return nil
-	}
+	v, _ := u32(p, 0)
 	switch v {
 	case 0x00010000:
 		return macGlyphs()
 	case 0x00020000:
 	default:
+		if c, ok := parseCFF(f.tables["CFF "]); ok {
+			return c.glyphNames()
+		}
 		return nil
 	}
 	n, ok := u16(p, 32)
