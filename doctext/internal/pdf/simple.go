@@ -103,7 +103,7 @@ func (d *Doc) simpleEncoding(fd dict, sub, base name) (*[256]string, func(*[256]
 		switch {
 		case ok && prog == nil && b14 != "Standard":
 			names = encodingByName(b14)
-		case sub == "TrueType" || prog == nil:
+		case sub == "TrueType" || (prog == nil && sub != "Type3"):
 			// A font not embedded is read by WinAnsi, where pdftotext
 			// reads the standard fonts by StandardEncoding: the two agree
 			// on letters and digits, and the bytes over 127 of the files
