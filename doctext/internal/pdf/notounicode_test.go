@@ -281,6 +281,19 @@ func TestFontsWithoutToUnicode(t *testing.T) {
 			return fontPDF("BT /F1 24 Tf 72 700 Td "+hexCodes(codes, 2)+" Tj ET", simpleFontDict("TrueType", "ABCDEF+GoRegular", ""), flagSymbolic,
 				&embedded{"FontFile2", "", buildSfnt(tables)})
 		}, "Glyphs", false},
+		{"a TrueType font of a Macintosh cmap only, glyphs by their post names", func(t *testing.T) []byte {
+			gids := goGlyphs(t, "Glyphs")
+			m := map[uint16]uint16{}
+			var codes []uint16
+			for i, g := range gids {
+				m[uint16(0x10+i)] = g
+				codes = append(codes, uint16(0x10+i))
+			}
+			tables := sfntTables(t, goregular.TTF)
+			tables["cmap"] = cmapBytes(1, 0, m)
+			return fontPDF("BT /F1 24 Tf 72 700 Td "+hexCodes(codes, 2)+" Tj ET", simpleFontDict("TrueType", "ABCDEF+GoRegular", ""), flagSymbolic,
+				&embedded{"FontFile2", "", buildSfnt(tables)})
+		}, "Glyphs", false},
 		{"a TrueType font whose Differences name glyphs of its post table (g42 is not \"*\")", func(t *testing.T) []byte {
 			gids := goGlyphs(t, "Glyphs")
 			tables := sfntTables(t, goregular.TTF)
@@ -404,4 +417,41 @@ func symbolCFF(t *testing.T) []byte {
 		enc = append(enc, byte(g+0x40))
 	}
 	return append(cff, enc...)
+}
+
+// TestCmapFormats: the subtables of formats 0, 6 and 12 map codes to
+// glyphs, one by one and walked over.
+func TestCmapFormats(t *testing.T) {
+	f0 := append(be16(0, 262, 0), make([]byte, 256)...)
+	f0[6+0x41], f0[6+0x42] = 7, 8
+	f6 := be16(6, 16, 0, 0x41, 3, 7, 8, 9)
+	f12 := append(be16(12, 0), be32(40, 0, 2, 0x41, 0x42, 7, 0x1F600, 0x1F600, 9)...)
+	cases := []struct {
+		name   string
+		format uint16
+		b      []byte
+		want   map[uint32]int
+	}{
+		{"format 0", 0, f0, map[uint32]int{0x41: 7, 0x42: 8}},
+		{"format 6", 6, f6, map[uint32]int{0x41: 7, 0x42: 8, 0x43: 9}},
+		{"format 12", 12, f12, map[uint32]int{0x41: 7, 0x42: 8, 0x1F600: 9}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &sfntCmap{format: tc.format, b: tc.b}
+			for code, gid := range tc.want {
+				if g := c.glyph(code); g != gid {
+					t.Errorf("glyph(%#x) = %d, want %d", code, g, gid)
+				}
+			}
+			if g := c.glyph(0x44 + 0x100); g != 0 {
+				t.Errorf("an unmapped code has glyph %d", g)
+			}
+			got := map[uint32]int{}
+			c.each(func(code uint32, gid int) { got[code] = gid })
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("each: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
