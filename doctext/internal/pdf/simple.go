@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // The text of a simple font (Type1, TrueType, Type3) without a ToUnicode
@@ -169,11 +171,28 @@ func (d *Doc) simpleEncoding(fd dict, sub, base name) (*[256]string, func(*[256]
 		// the character (control codes aside, which show nothing).
 		for code := 0x20; code < 256; code++ {
 			if text[code] == "" && code != 0x7f {
-				text[code] = string(rune(code))
+				text[code] = latin1()[code]
 			}
 		}
 	}
 }
+
+// latin1 is each code as the character of that number.
+var latin1 = sync.OnceValue(func() *[256]string {
+	var t [256]string
+	var b strings.Builder
+	for c := range 256 {
+		b.WriteRune(rune(c))
+	}
+	all := b.String()
+	at := 0
+	for c := range 256 {
+		l := utf8.RuneLen(rune(c))
+		t[c] = all[at : at+l]
+		at += l
+	}
+	return &t
+})
 
 // holes tells whether a table leaves a printable code without text.
 func holes(t *[256]string) bool {

@@ -3,6 +3,8 @@ package pdf
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
+	"unicode/utf8"
 )
 
 // A reader of the tables of an embedded TrueType or OpenType program that
@@ -282,13 +284,14 @@ func (f *sfntFont) glyphNames() []string {
 	}
 	// The names beyond the standard ones: Pascal strings after the
 	// indexes, no more than the bytes hold.
+	ps := string(p) // the names slice it: one allocation
 	var extra []string
 	for at := 34 + 2*n; at < len(p) && len(extra) < 0xFFFF; {
 		l := int(p[at])
 		if at+1+l > len(p) {
 			break
 		}
-		extra = append(extra, string(p[at+1:at+1+l]))
+		extra = append(extra, ps[at+1:at+1+l])
 		at += 1 + l
 	}
 	mac := macGlyphs()
@@ -310,8 +313,9 @@ func (f *sfntFont) glyphNames() []string {
 // stands for.
 func (f *sfntFont) glyphText() []string {
 	n := f.numGlyphs
-	names := f.glyphNames()
+	var names []string
 	if n == 0 {
+		names = f.glyphNames()
 		n = len(names)
 	}
 	if n == 0 {
@@ -320,13 +324,37 @@ func (f *sfntFont) glyphText() []string {
 	text := make([]string, n)
 	found := false
 	if c := f.unicodeCmap(); c != nil {
+		// The characters go into one string, which each glyph's text
+		// slices: one allocation, not one a glyph.
+		chars := make([]rune, n)
+		size := 0
 		c.each(func(code uint32, gid int) {
-			if code < 0x20 || gid >= n || text[gid] != "" || (code >= 0xD800 && code < 0xE000) {
+			if code < 0x20 || gid >= n || chars[gid] != 0 || (code >= 0xD800 && code < 0xE000) {
 				return
 			}
-			text[gid] = string(rune(code))
-			found = true
+			chars[gid] = rune(code)
+			size += utf8.RuneLen(rune(code))
 		})
+		buf := make([]byte, 0, size)
+		for _, r := range chars {
+			if r != 0 {
+				buf = utf8.AppendRune(buf, r)
+			}
+		}
+		all := string(buf)
+		at := 0
+		for gid, r := range chars {
+			if r != 0 {
+				l := utf8.RuneLen(r)
+				text[gid] = all[at : at+l]
+				at += l
+				found = true
+			}
+		}
+	}
+	// The glyphs the cmap leaves without text, by their names.
+	if names == nil && slices.Contains(text, "") {
+		names = f.glyphNames()
 	}
 	for gid, name := range names {
 		if gid < n && text[gid] == "" && name != "" && name != ".notdef" {
