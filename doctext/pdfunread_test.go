@@ -58,3 +58,33 @@ func TestPDFUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestPDFReadByGlyphNames: fonts without a ToUnicode map whose glyph
+// names say their letters (Symbol's own encoding, Differences with
+// numeric names, names nobody knows standing for their codes, as
+// pdftotext reads them) are read, and the header says nothing is lost.
+func TestPDFReadByGlyphNames(t *testing.T) {
+	w := doctexttest.NewPDF(false)
+	cat, tree, pg, c, sym, num, odd := w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve(), w.Reserve()
+	w.Obj(sym, "<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>")
+	w.Obj(num, "<< /Type /Font /Subtype /Type1 /BaseFont /X /Encoding << /Differences [1 /c72 /c101 /c108 /c111] >> >>")
+	w.Obj(odd, "<< /Type /Font /Subtype /Type1 /BaseFont /X /Encoding << /Differences [97 /g1 /g2 /g3] >> >>")
+	w.Stream(c, "", []byte("BT /F1 10 Tf 72 700 Td (abg) Tj ET BT /F2 10 Tf 72 680 Td <0102030304> Tj ET BT /F3 10 Tf 72 660 Td (cab) Tj ET"))
+	w.Obj(pg, fmt.Sprintf("<< /Type /Page /Parent %d 0 R /Contents %d 0 R /Resources << /Font << /F1 %d 0 R /F2 %d 0 R /F3 %d 0 R >> >> >>",
+		tree, c, sym, num, odd))
+	w.Obj(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", pg))
+	w.Obj(cat, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+	res, err := extract(t, w.Finish(cat, ""), "names.pdf", "application/pdf", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, body, _ := strings.Cut(res.Text, "\n")
+	if strings.Contains(header, "unreadable") {
+		t.Errorf("header %s", header)
+	}
+	for _, want := range []string{"αβγ", "Hello", "cab"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%q not read: %s", want, body)
+		}
+	}
+}

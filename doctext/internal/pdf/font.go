@@ -1,17 +1,12 @@
 package pdf
 
 import (
-	"bytes"
 	"io"
 	"iter"
 	"math"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf16"
-
-	"golang.org/x/text/encoding/charmap"
 )
 
 const (
@@ -28,7 +23,10 @@ type font struct {
 	toUni  map[uint32]string
 	ranges []uniRange   // large bfranges, kept unexpanded
 	simple *[256]string // simple fonts: code → text by the font's encoding
-	ucs2   bool         // a Type0 font whose codes are UTF-16 themselves
+	// fill completes simple when a code without text is first shown (from
+	// the font's TrueType program, or pdftotext's pass-through).
+	fill func(*[256]string)
+	ucs2 bool // a Type0 font whose codes are UTF-16 themselves
 	// enc maps codes to CIDs (a predefined CMap); cids does for an
 	// embedded one; neither: the code is the CID (Identity).
 	enc  *cmapTable
@@ -167,7 +165,15 @@ func (f *font) text(code uint32, n int, cid uint32) string {
 		return f.byGlyph.textOf(cid)
 	}
 	if f.simple != nil && code < 256 {
-		return f.simple[code]
+		if t := f.simple[code]; t != "" || f.fill == nil {
+			return t
+		}
+		fill := f.fill
+		f.fill = nil
+		t := *f.simple
+		fill(&t)
+		f.simple = &t
+		return t[code]
 	}
 	return ""
 }
@@ -214,7 +220,7 @@ func (d *Doc) loadFont(o object) *font {
 func (d *Doc) parseFont(fd dict) *font {
 	f := &font{dw: 1000, scale: 0.001, em: 1, widths: map[uint32]float64{}}
 	if fd == nil {
-		f.simple = &winAnsi
+		f.simple = encodingTexts()["WinAnsi"]
 		f.unicode = true
 		f.dw = 500
 		return f
@@ -268,7 +274,7 @@ func (d *Doc) parseFont(fd dict) *font {
 				if t := collectionToUnicode(reg, ord); t != nil {
 					f.cidText = t
 				} else if f.toUni == nil && !f.ucs2 {
-					f.byGlyph = d.trueTypeText(df)
+					f.byGlyph = d.programText(df)
 				}
 			}
 		}
@@ -287,8 +293,7 @@ func (d *Doc) parseFont(fd dict) *font {
 	// A simple font: one byte per code.
 	f.spaces = nil
 	f.unicode = true
-	enc := d.simpleEncoding(fd, base)
-	f.simple = enc
+	f.simple, f.fill = d.simpleEncoding(fd, sub, base)
 	f.dw = d.numOf(d.dictOf(fd["FontDescriptor"])["MissingWidth"], 0)
 	if f.dw == 0 {
 		f.dw = standardWidth(string(base))
@@ -427,114 +432,6 @@ func (d *Doc) cidWidths(f *font, o object) {
 		}
 		i += 3
 	}
-}
-
-func (d *Doc) simpleEncoding(fd dict, base name) *[256]string {
-	table := &winAnsi
-	if strings.Contains(string(base), "Symbol") || strings.Contains(string(base), "Dingbats") {
-		table = &standard // close enough for the ASCII range; the rest is pictures
-	}
-	var diffs array
-	enc := d.resolve(fd["Encoding"])
-	switch e := enc.(type) {
-	case name:
-		table = namedEncoding(e, table)
-	case dict:
-		if b, ok := d.resolve(e["BaseEncoding"]).(name); ok {
-			table = namedEncoding(b, table)
-		} else if bt := d.builtinEncoding(fd); bt != nil {
-			table = bt
-		}
-		diffs, _ = d.resolve(e["Differences"]).(array)
-	case nil:
-		// No encoding named: the font program's own (TeX's fonts put
-		// "fi" at 12 and dashes at 123, which WinAnsi would lose).
-		if bt := d.builtinEncoding(fd); bt != nil {
-			table = bt
-		}
-	}
-	if len(diffs) == 0 {
-		return table
-	}
-	t := *table
-	code := -1
-	for _, v := range diffs {
-		switch v := d.resolve(v).(type) {
-		case int64:
-			code = int(v)
-		case float64:
-			code = int(v)
-		case name:
-			if code >= 0 && code < 256 {
-				t[code] = glyphText(string(v))
-			}
-			code++
-		}
-	}
-	return &t
-}
-
-// maxFontProgram bounds what is read of an embedded Type1 program for its
-// encoding, which comes first, in its clear-text part.
-const maxFontProgram = 64 << 10
-
-var type1Dup = regexp.MustCompile(`dup\s+(\d{1,3})\s*/([^\s/\[\]{}()<>%]+)\s+put`)
-
-// builtinEncoding is the encoding an embedded Type1 font program
-// declares, or nil.
-func (d *Doc) builtinEncoding(fd dict) *[256]string {
-	s, ok := d.resolve(d.dictOf(fd["FontDescriptor"])["FontFile"]).(*stream)
-	if !ok {
-		return nil
-	}
-	r, err := d.streamReader(s)
-	if err != nil {
-		return nil
-	}
-	n := int64(maxFontProgram)
-	if l1, ok := d.intOf(s.d["Length1"]); ok && l1 > 0 && l1 < n {
-		n = l1
-	}
-	text, _ := io.ReadAll(io.LimitReader(r, n))
-	i := bytes.Index(text, []byte("/Encoding"))
-	if i < 0 {
-		return nil
-	}
-	text = text[i:]
-	if bytes.HasPrefix(bytes.TrimSpace(text[len("/Encoding"):]), []byte("StandardEncoding")) {
-		return &standard
-	}
-	if end := bytes.Index(text, []byte("readonly def")); end > 0 {
-		text = text[:end]
-	} else if end := bytes.Index(text, []byte("currentfile eexec")); end > 0 {
-		text = text[:end]
-	}
-	var t [256]string
-	found := false
-	for _, m := range type1Dup.FindAllSubmatch(text, 256) {
-		code, err := strconv.Atoi(string(m[1]))
-		if err != nil || code > 255 {
-			continue
-		}
-		t[code] = glyphText(string(m[2]))
-		found = true
-	}
-	if !found {
-		return nil
-	}
-	return &t
-}
-
-func namedEncoding(n name, def *[256]string) *[256]string {
-	switch n {
-	case "WinAnsiEncoding":
-		return &winAnsi
-	case "MacRomanEncoding":
-		return &macRoman
-	case "StandardEncoding":
-		return &standard
-	}
-	return def
 }
 
 func (d *Doc) readToUnicode(f *font, s *stream) {
@@ -711,114 +608,6 @@ func utf16Units(s string) []uint16 {
 }
 
 func utf16BE(s string) string { return string(utf16.Decode(utf16Units(s))) }
-
-// The simple encodings, as text per code.
-var winAnsi, macRoman, standard [256]string
-
-// glyphNames maps the glyph names producers put in /Differences to text.
-var glyphNames = map[string]string{
-	"fi": "fi", "fl": "fl", "ff": "ff", "ffi": "ffi", "ffl": "ffl", "dotlessi": "ı", "Lslash": "Ł",
-	"lslash": "ł", "fraction": "⁄", "minus": "−", "nbspace": "\u00a0", "sfthyphen": "\u00ad",
-	"quotesingle": "'", "grave": "`", "ring": "˚", "hungarumlaut": "˝", "ogonek": "˛", "caron": "ˇ",
-	"breve": "˘", "dotaccent": "˙", "space": " ", "bullet": "•", "Euro": "€", "trademark": "™",
-	"arrowright": "→", "arrowleft": "←", "arrowup": "↑", "arrowdown": "↓", "degree": "°",
-	"multiply": "×", "divide": "÷", "notequal": "≠", "lessequal": "≤", "greaterequal": "≥",
-	"infinity": "∞", "summation": "∑", "product": "∏", "radical": "√", "partialdiff": "∂",
-	"approxequal": "≈", "Delta": "∆", "Omega": "Ω", "mu": "µ", "pi": "π", "lozenge": "◊",
-	"checkmark": "✓",
-}
-
-// winAnsiNames are the glyph names of WinAnsiEncoding from 0x20 on, in
-// code order ("-" where the code is unused).
-const winAnsiNames = `space exclam quotedbl numbersign dollar percent ampersand quotesingle parenleft
-parenright asterisk plus comma hyphen period slash zero one two three four five six seven eight nine
-colon semicolon less equal greater question at A B C D E F G H I J K L M N O P Q R S T U V W X Y Z
-bracketleft backslash bracketright asciicircum underscore grave a b c d e f g h i j k l m n o p q r s t
-u v w x y z braceleft bar braceright asciitilde - Euro - quotesinglbase florin quotedblbase ellipsis
-dagger daggerdbl circumflex perthousand Scaron guilsinglleft OE - Zcaron - - quoteleft quoteright
-quotedblleft quotedblright bullet endash emdash tilde trademark scaron guilsinglright oe - zcaron
-Ydieresis space exclamdown cent sterling currency yen brokenbar section dieresis copyright ordfeminine
-guillemotleft logicalnot hyphen registered macron degree plusminus twosuperior threesuperior acute mu
-paragraph periodcentered cedilla onesuperior ordmasculine guillemotright onequarter onehalf
-threequarters questiondown Agrave Aacute Acircumflex Atilde Adieresis Aring AE Ccedilla Egrave Eacute
-Ecircumflex Edieresis Igrave Iacute Icircumflex Idieresis Eth Ntilde Ograve Oacute Ocircumflex Otilde
-Odieresis multiply Oslash Ugrave Uacute Ucircumflex Udieresis Yacute Thorn germandbls agrave aacute
-acircumflex atilde adieresis aring ae ccedilla egrave eacute ecircumflex edieresis igrave iacute
-icircumflex idieresis eth ntilde ograve oacute ocircumflex otilde odieresis divide oslash ugrave uacute
-ucircumflex udieresis yacute thorn ydieresis`
-
-// standardHigh is StandardEncoding above 0x7f.
-var standardHigh = map[byte]string{
-	0xA1: "¡", 0xA2: "¢", 0xA3: "£", 0xA4: "⁄", 0xA5: "¥", 0xA6: "ƒ", 0xA7: "§", 0xA8: "¤", 0xA9: "'",
-	0xAA: "“", 0xAB: "«", 0xAC: "‹", 0xAD: "›", 0xAE: "fi", 0xAF: "fl", 0xB1: "–", 0xB2: "†", 0xB3: "‡",
-	0xB4: "·", 0xB6: "¶", 0xB7: "•", 0xB8: "‚", 0xB9: "„", 0xBA: "”", 0xBB: "»", 0xBC: "…", 0xBD: "‰",
-	0xBF: "¿", 0xC1: "`", 0xC2: "´", 0xC3: "ˆ", 0xC4: "˜", 0xC5: "¯", 0xC6: "˘", 0xC7: "˙", 0xC8: "¨",
-	0xCA: "˚", 0xCB: "¸", 0xCD: "˝", 0xCE: "˛", 0xCF: "ˇ", 0xD0: "—", 0xE1: "Æ", 0xE3: "ª", 0xE8: "Ł",
-	0xE9: "Ø", 0xEA: "Œ", 0xEB: "º", 0xF1: "æ", 0xF5: "ı", 0xF8: "ł", 0xF9: "ø", 0xFA: "œ", 0xFB: "ß",
-}
-
-func init() {
-	names := strings.Fields(winAnsiNames)
-	for i := range 256 {
-		c := byte(i)
-		if c >= 0x20 {
-			winAnsi[i] = string(charmap.Windows1252.DecodeByte(c))
-			macRoman[i] = string(charmap.Macintosh.DecodeByte(c))
-		}
-		switch {
-		case c >= 0x20 && c < 0x7f:
-			standard[i] = string(rune(c))
-		case c >= 0x80:
-			standard[i] = standardHigh[c]
-		}
-		if j := i - 0x20; j >= 0 && j < len(names) && names[j] != "-" {
-			if _, ok := glyphNames[names[j]]; !ok {
-				glyphNames[names[j]] = winAnsi[i]
-			}
-		}
-	}
-	standard['\''] = "’"
-	standard['`'] = "‘"
-	for _, t := range []*[256]string{&winAnsi, &macRoman} {
-		t[0x7f] = ""
-	}
-	winAnsi[0xA0] = " " // no-break space, as a plain one
-}
-
-// glyphText is the text a glyph name stands for: a known name, uniXXXX,
-// uXXXX[XX], or a name with a suffix (a.sc) or ligature parts (f_f_i).
-func glyphText(n string) string {
-	if t, ok := glyphNames[n]; ok {
-		return t
-	}
-	if i := strings.IndexByte(n, '.'); i > 0 {
-		return glyphText(n[:i])
-	}
-	if strings.Contains(n, "_") {
-		var b strings.Builder
-		for p := range strings.SplitSeq(n, "_") {
-			b.WriteString(glyphText(p))
-		}
-		return b.String()
-	}
-	if h, ok := strings.CutPrefix(n, "uni"); ok && len(h)%4 == 0 && len(h) > 0 {
-		var u []uint16
-		for i := 0; i < len(h); i += 4 {
-			v, ok := hexVal(h[i : i+4])
-			if !ok {
-				return ""
-			}
-			u = append(u, uint16(v))
-		}
-		return string(utf16.Decode(u))
-	}
-	if h, ok := strings.CutPrefix(n, "u"); ok && len(h) >= 4 && len(h) <= 6 {
-		if v, ok := hexVal(h); ok && v < 0x110000 {
-			return string(rune(v))
-		}
-	}
-	return ""
-}
 
 func hexVal(s string) (uint32, bool) {
 	var v uint32

@@ -7,13 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/image/font/gofont/goregular"
+
 	"github.com/botd-dev/botd/doctext/doctexttest"
 )
 
 // FuzzRead varies files that take the reader's newer paths (CID fonts
 // read through Adobe's collections and predefined CMaps, vertical
 // writing, right-to-left lines, tables rebuilt by scanning, RC4 and
-// revision 5 encryption, Type3 fonts, columns put in reading order): whatever the bytes, it answers
+// revision 5 encryption, Type3 fonts, fonts without ToUnicode read by
+// their programs and glyph names, columns put in reading order): whatever the bytes, it answers
 // text or an error, never a panic, and counts no more unreadable glyphs
 // than glyphs.
 func FuzzRead(f *testing.F) {
@@ -28,6 +31,20 @@ func FuzzRead(f *testing.F) {
 		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"rc4"}}}, doctexttest.PDFOptions{Encrypt: "rc4-40"}),
 		doctexttest.PDF([]doctexttest.Page{{Lines: []string{"r5"}}}, doctexttest.PDFOptions{ObjStreams: true, Encrypt: "aes256-r5-owner"}),
 	}
+	// Fonts without ToUnicode: a symbolic TrueType program read by its
+	// cmap and post names, a CFF program's own encoding, numeric names,
+	// an Identity font of a CFF program that names its glyphs.
+	small := sfntTables(t, goregular.TTF)
+	for _, k := range []string{"glyf", "loca", "hmtx", "GPOS", "GSUB", "kern", "fpgm", "prep", "cvt "} {
+		delete(small, k)
+	}
+	small["cmap"] = cmapBytes(3, 0, map[uint16]uint16{0xF001: 42, 0xF002: 43})
+	seeds = append(seeds,
+		fontPDF("BT /F1 24 Tf 72 700 Td <0102> Tj ET", simpleFontDict("TrueType", "T", ""), flagSymbolic, &embedded{"FontFile2", "", buildSfnt(small)}),
+		fontPDF("BT /F1 24 Tf 72 700 Td (ABCD) Tj ET", simpleFontDict("Type1", "T", ""), flagNonsymbolic, &embedded{"FontFile3", "/Subtype /Type1C", tinyCFF()}),
+		fontPDF("BT /F1 24 Tf 72 700 Td <0001000200030004> Tj ET", identityDict("CIDFontType0", ""), flagNonsymbolic, &embedded{"FontFile3", "/Subtype /CIDFontType0C", tinyCFF()}),
+		fontPDF("BT /F1 24 Tf 72 700 Td <0102030304> Tj ET", simpleFontDict("Type1", "Unknown",
+			"/Encoding << /Differences [1 /G48 /G65 /G6C /G6F] >>"), flagNonsymbolic, nil))
 	// Two columns drawn line by line across, a title over them, put back
 	// in reading order.
 	var cols bytes.Buffer

@@ -68,7 +68,8 @@ type Doc struct {
 	// reorderedPages counts the pages read out of drawing order, for the
 	// corpus test's figures.
 	reorderedPages int
-	// trueTypeMaps counts the TrueType programs read for their cmap.
+	// trueTypeMaps counts the font programs read for the text of their
+	// glyphs (TrueType cmaps and post tables, CFF encodings and charsets).
 	trueTypeMaps int
 }
 

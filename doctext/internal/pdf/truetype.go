@@ -1,29 +1,28 @@
 package pdf
 
-import (
-	"golang.org/x/image/font/sfnt"
-)
-
 // A CID font in an Identity collection with no ToUnicode map (older
-// Office, some PDF libraries) still carries its TrueType program, whose
-// cmap says which glyph draws which character: read backwards, it gives
-// the text of each glyph, as pdftotext reads such fonts.
+// Office, some PDF libraries) still carries its font program, which says
+// what each glyph is: a TrueType program's cmap read backwards (or its
+// glyphs' names in the post table), a CFF program's glyph names (its
+// charset, when it is not CID-keyed). pdftotext reads such TrueType fonts
+// by their cmap too.
 
 const (
-	// maxFontFile bounds an embedded TrueType program read for its cmap
-	// (decoding counts against the document's budget as well).
+	// maxFontFile bounds an embedded font program read for its cmap or
+	// charset (decoding counts against the document's budget as well).
 	maxFontFile = 16 << 20
 	// maxCIDToGID bounds a CIDToGIDMap stream: two bytes a CID.
 	maxCIDToGID = 2 << 16
-	// maxTrueTypeMaps bounds the programs one document has read
-	// backwards (each a pass over 64 Ki characters, a few milliseconds).
+	// maxTrueTypeMaps bounds the programs one document reads for the
+	// text of their glyphs (each a pass over up to a million codes of a
+	// cmap, a few milliseconds).
 	maxTrueTypeMaps = 64
 )
 
-// glyphMap is a TrueType program's characters by glyph.
+// glyphMap is a font program's text by glyph.
 type glyphMap struct {
-	text   map[uint16]rune
-	cidGID []byte // CIDToGIDMap: glyph of each CID, two bytes each; nil: the CID is the glyph
+	text   []string // by glyph
+	cidGID []byte   // CIDToGIDMap: glyph of each CID, two bytes each; nil: the CID is the glyph
 }
 
 func (g *glyphMap) textOf(cid uint32) string {
@@ -34,60 +33,73 @@ func (g *glyphMap) textOf(cid uint32) string {
 		}
 		gid = uint32(g.cidGID[2*cid])<<8 | uint32(g.cidGID[2*cid+1])
 	}
-	if gid > 0xFFFF {
+	if gid >= uint32(len(g.text)) {
 		return ""
 	}
-	if r, ok := g.text[uint16(gid)]; ok {
-		return string(r)
-	}
-	return ""
+	return g.text[gid]
 }
 
-// trueTypeText reads the glyph map of a descendant CIDFontType2 font, or
-// nil.
-func (d *Doc) trueTypeText(df dict) *glyphMap {
-	if sub, _ := d.resolve(df["Subtype"]).(name); sub != "CIDFontType2" {
+// programText reads the glyph map of a descendant CIDFontType2 font (or a
+// CIDFontType0 one with a CFF program that names its glyphs), or nil.
+func (d *Doc) programText(df dict) *glyphMap {
+	sub, _ := d.resolve(df["Subtype"]).(name)
+	kind, prog := d.fontProgram(d.dictOf(df["FontDescriptor"]))
+	if prog == nil || d.trueTypeMaps >= maxTrueTypeMaps {
 		return nil
 	}
-	s, ok := d.resolve(d.dictOf(df["FontDescriptor"])["FontFile2"]).(*stream)
-	if !ok || d.trueTypeMaps >= maxTrueTypeMaps {
-		return nil
-	}
-	d.trueTypeMaps++
-	data, err := d.streamBytes(s, maxFontFile)
-	if err != nil {
-		return nil
-	}
-	f, err := sfnt.Parse(data)
-	if err != nil {
-		return nil
-	}
-	g := &glyphMap{text: map[uint16]rune{}}
-	var buf sfnt.Buffer
-	// The Basic Multilingual Plane, backwards; the first character a
-	// glyph draws wins (the cmap maps some glyphs from several).
-	for r := rune(0x20); r <= 0xFFFF; r++ {
-		if r >= 0xD800 && r < 0xE000 {
-			continue
-		}
-		if r&0xFFF == 0 && d.stopped() != nil {
+	var text []string
+	switch {
+	case sub == "CIDFontType2" && kind == "TrueType", kind == "OpenType":
+		d.trueTypeMaps++
+		data, err := d.streamBytes(prog, maxFontFile)
+		if err != nil {
 			return nil
 		}
-		gid, err := f.GlyphIndex(&buf, r)
-		if err != nil || gid == 0 {
-			continue
+		f, err := parseSfnt(data)
+		if err != nil {
+			return nil
 		}
-		if _, ok := g.text[uint16(gid)]; !ok {
-			g.text[uint16(gid)] = r
+		text = f.glyphText()
+	case sub == "CIDFontType0" && (kind == "CIDFontType0C" || kind == "Type1C"):
+		d.trueTypeMaps++
+		data, err := d.streamBytes(prog, maxFontFile)
+		if err != nil {
+			return nil
 		}
+		text = cffGlyphText(data)
 	}
-	if len(g.text) == 0 {
+	if text == nil {
 		return nil
 	}
-	if m, ok := d.resolve(df["CIDToGIDMap"]).(*stream); ok {
+	g := &glyphMap{text: text}
+	if m, ok := d.resolve(df["CIDToGIDMap"]).(*stream); ok && sub == "CIDFontType2" {
+		var err error
 		if g.cidGID, err = d.streamBytes(m, maxCIDToGID); err != nil {
 			return nil
 		}
 	}
 	return g
+}
+
+// cffGlyphText is the text of a CFF program's glyphs by their names, or
+// nil (a CID-keyed program names none).
+func cffGlyphText(data []byte) []string {
+	c, ok := parseCFF(data)
+	if !ok {
+		return nil
+	}
+	names := c.glyphNames()
+	text := make([]string, len(names))
+	found := false
+	for i, n := range names {
+		if n != "" && n != ".notdef" {
+			if text[i] = glyphText(n); text[i] != "" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return text
 }
