@@ -174,7 +174,8 @@ type Sink interface {
 	// Registered reports whether chat belongs to a group. Channels register
 	// media refs only for registered chats; others keep metadata only.
 	Registered(chat string) bool
-	// Deliver stores the message and routes it.
+	// Deliver stores the message and routes it. Channels call it through
+	// Env.Deliver, which retries until the store took the message.
 	Deliver(ctx context.Context, in Inbound) error
 	// Migrated tells the router a chat changed id (Telegram supergroup).
 	Migrated(ctx context.Context, from, to string)
@@ -188,4 +189,7 @@ type Env struct {
 	// AssistantName is used to translate mentions into the trigger and
 	// (WhatsApp shared number) to mark the bot's own messages.
 	AssistantName string
+	// Inbox holds a message the store refused until it takes it (Deliver);
+	// nil uses a shared one whose state nobody shows.
+	Inbox *Inbox
 }
