@@ -125,9 +125,9 @@ func TestCompose(t *testing.T) {
 			registered: true, refIDs: 2, rows: 2,
 		},
 		{
-			name: "a refused registration when receiving stops keeps the message with metadata only",
+			name:    "a refused registration when receiving stops keeps the message with metadata only",
 			stopped: true,
-			chat: ours, text: "look",
+			chat:    ours, text: "look",
 			refs: func(*testing.T, *rig) []mediaregistry.MediaReference {
 				return []mediaregistry.MediaReference{photo(ours, "my caption"), doc(ours)}
 			},

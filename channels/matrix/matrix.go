@@ -84,11 +84,11 @@ type Matrix struct {
 	// unstored: a message of the sync batch being handled did not reach
 	// the store (receiving stopped first); its position is not saved.
 	unstored bool
-	runCtx  context.Context
-	rooms   map[id.RoomID]*room
-	invites map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
-	sent    *recent                 // event ids botd sent, so a reply to one addresses it
-	typing  map[string]*typingLoop
+	runCtx   context.Context
+	rooms    map[id.RoomID]*room
+	invites  map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
+	sent     *recent                 // event ids botd sent, so a reply to one addresses it
+	typing   map[string]*typingLoop
 	// crypto is end-to-end encryption, nil when it is off; cryptoOff
 	// then says why.
 	crypto    cryptoEngine
