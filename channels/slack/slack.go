@@ -81,7 +81,7 @@ type Slack struct {
 	// not hold yet (Slack's retries of it add theirs).
 	acksMu  sync.Mutex
 	waiting map[string][]func()
-	known *refCache
+	known   *refCache
 
 	namesMu  sync.Mutex
 	users    map[string]string
