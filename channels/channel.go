@@ -174,7 +174,8 @@ type Sink interface {
 	// Registered reports whether chat belongs to a group. Channels register
 	// media refs only for registered chats; others keep metadata only.
 	Registered(chat string) bool
-	// Deliver stores the message and routes it.
+	// Deliver stores the message and routes it. Channels call it through
+	// Env.Deliver, which retries until the store took the message.
 	Deliver(ctx context.Context, in Inbound) error
 	// Migrated tells the router a chat changed id (Telegram supergroup).
 	Migrated(ctx context.Context, from, to string)
@@ -192,4 +193,7 @@ type Env struct {
 	// the network (FencedTransport): a channel installs it where its
 	// calls go out, once, not at each call site.
 	Fence Fence
+	// Inbox holds a message the store refused until it takes it (Deliver);
+	// nil uses a shared one whose state nobody shows.
+	Inbox *Inbox
 }

@@ -25,9 +25,12 @@ import (
 // per link preview in in.Links (at most MaxLinksPerMessage; see
 // renderLink), joined by newlines. A ref that already has an ID was
 // registered for an earlier event of the same message (a Slack edit) and
-// is only rendered. If the registration fails, the error is logged and the
-// message is kept with metadata-only placeholders (RenderMeta) and no refs,
-// so nothing the sender typed is lost.
+// is only rendered. A registration the store refused is retried like a
+// delivery (Inbox): the message waits, unconfirmed, until its refs are
+// stored. Only if ctx ends first, or the refs can never be registered
+// (mediaregistry.ErrInvalid), the error is logged and the message is kept
+// with metadata-only placeholders (RenderMeta) and no refs, so nothing the
+// sender typed is lost.
 //
 // Compose reports whether the chat is registered.
 func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []mediaregistry.MediaReference) bool {
@@ -46,7 +49,7 @@ func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []media
 		}
 	}
 	if len(fresh) > 0 {
-		if err := e.register(ctx, fresh); err != nil {
+		if err := e.register(ctx, *in, fresh); err != nil {
 			e.logger().Error("registering media refs failed; keeping the message with metadata-only placeholders",
 				"chat", in.ChatID, "id", in.ID, "refs", len(fresh), "err", err)
 			for _, r := range fresh {
@@ -73,11 +76,24 @@ func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []media
 	return true
 }
 
-func (e Env) register(ctx context.Context, refs []*mediaregistry.MediaReference) error {
+func (e Env) register(ctx context.Context, in Inbound, refs []*mediaregistry.MediaReference) error {
 	if e.Registry == nil {
 		return errors.New("no media registry")
 	}
-	return e.Registry.RegisterAll(ctx, refs...)
+	return e.inbox().retry(ctx, e.logger(), in, func() error {
+		err := e.Registry.RegisterAll(ctx, refs...)
+		if err != nil {
+			// Fresh ids for the next attempt: a write that failed after
+			// it committed must not make every retry a duplicate key.
+			for _, r := range refs {
+				r.ID = ""
+			}
+		}
+		if errors.Is(err, mediaregistry.ErrInvalid) {
+			return permanent{err}
+		}
+		return err
+	})
 }
 
 func (e Env) logger() *slog.Logger {

@@ -11,6 +11,9 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
+	"github.com/botd-dev/botd/internal/backoff"
+	"github.com/botd-dev/botd/internal/clock"
+	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -73,6 +76,9 @@ func TestCompose(t *testing.T) {
 		refIDs     int // refs delivered
 		rows       int // refs in the registry afterwards
 		logged     string
+		// stopped: receiving stopped (ctx ended) before the store took
+		// the refs; otherwise a refused registration would be retried.
+		stopped bool
 	}{
 		{
 			name: "unregistered chat: ids only, nothing registered",
@@ -119,8 +125,9 @@ func TestCompose(t *testing.T) {
 			registered: true, refIDs: 2, rows: 2,
 		},
 		{
-			name: "failed registration keeps the message with metadata only",
-			chat: ours, text: "look",
+			name:    "a refused registration when receiving stops keeps the message with metadata only",
+			stopped: true,
+			chat:    ours, text: "look",
 			refs: func(*testing.T, *rig) []mediaregistry.MediaReference {
 				return []mediaregistry.MediaReference{photo(ours, "my caption"), doc(ours)}
 			},
@@ -155,7 +162,13 @@ func TestCompose(t *testing.T) {
 			}
 			before := append([]mediaregistry.MediaReference(nil), refs...)
 			in := channels.Inbound{ChatID: c.chat, ID: "7", Text: "stale", Refs: []mediaregistry.MediaReference{{ID: "stale"}}}
-			got := r.env.Compose(ctx, &in, c.text, refs)
+			cctx := ctx
+			if c.stopped {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithCancel(ctx)
+				cancel()
+			}
+			got := r.env.Compose(cctx, &in, c.text, refs)
 			if got != c.registered {
 				t.Errorf("Compose reported registered=%v, want %v", got, c.registered)
 			}
@@ -189,6 +202,61 @@ func TestCompose(t *testing.T) {
 				t.Errorf("unexpected log:\n%s", r.logs)
 			}
 		})
+	}
+}
+
+// A registration the store refused (here its media_refs table is gone,
+// SQLite's own "no such table") is tried again with backoff until the store
+// takes it: the photo keeps its ref instead of becoming metadata only.
+func TestComposeRetriesARefusedRegistration(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	clk := clock.NewFake(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	r.env.Inbox = channels.NewInbox(r.env.Log, clk, backoff.Schedule{Initial: time.Second, Max: time.Minute})
+	var ddl []string
+	rows, err := r.st.DB.Query(`SELECT sql FROM sqlite_master WHERE tbl_name = 'media_refs' AND sql IS NOT NULL ORDER BY type DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		ddl = append(ddl, q)
+	}
+	rows.Close()
+	if _, err := r.st.DB.Exec(`DROP TABLE media_refs`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan channels.Inbound)
+	go func() {
+		in := channels.Inbound{ChatID: ours, ID: "7"}
+		r.env.Compose(ctx, &in, "look", []mediaregistry.MediaReference{photo(ours, "my caption")})
+		done <- in
+	}()
+	// Each refusal leaves a retry timer on the fake clock.
+	for i := 0; i < 2; i++ {
+		testwait.Until(t, "a retry waiting", func() bool { return len(clk.Waiting()) == 1 })
+		if st := r.env.Inbox.Status(); st.FailingSince.IsZero() || st.Held["telegram"] != 1 {
+			t.Fatalf("status while refused = %+v", st)
+		}
+		if i == 1 {
+			for _, q := range ddl { // the store works again
+				if _, err := r.st.DB.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		clk.Advance(time.Minute)
+	}
+	in := <-done
+	if len(in.Refs) != 1 || !strings.HasPrefix(in.Text, "[Image:") || r.rows(t) != 1 {
+		t.Fatalf("after the store came back: text %q, %d refs, %d rows; want the photo's ref", in.Text, len(in.Refs), r.rows(t))
+	}
+	chantest.CheckInbound(t, r.reg, in, true)
+	if st := r.env.Inbox.Status(); !st.FailingSince.IsZero() || st.Waiting() != 0 {
+		t.Errorf("status after recovery = %+v", st)
 	}
 }
 

@@ -135,9 +135,13 @@ func insertRef(ctx context.Context, db execer, ref *MediaReference) error {
 	return nil
 }
 
+// ErrInvalid marks a ref that can never be registered (as opposed to a
+// store that failed to take it): retrying does not help.
+var ErrInvalid = errors.New("invalid media ref")
+
 func (r *Registry) prepare(ref *MediaReference) error {
 	if ref.Chat == "" || ref.Kind == "" {
-		return errors.New("register media ref: chat and kind are required")
+		return fmt.Errorf("register media ref: chat and kind are required: %w", ErrInvalid)
 	}
 	if ref.Channel == "" {
 		ref.Channel, _, _ = strings.Cut(ref.Chat, ":")

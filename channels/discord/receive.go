@@ -45,9 +45,15 @@ func (d *Discord) handle(ctx context.Context, m *discordgo.Message, edit bool) {
 	if !ok {
 		return
 	}
-	if err := d.env.Sink.Deliver(ctx, in); err != nil {
-		d.log.Error("discord: delivering message failed", "chat", in.ChatID, "id", in.ID, "err", err)
-	}
+	// Discord's gateway has no acknowledgement to withhold (the session's
+	// sequence number moves on before a handler runs, and a new session
+	// replays nothing). What it allows: Env.Deliver retries while the
+	// store refuses, and as handlers run in order on the gateway's reader
+	// (SyncEvents), later messages wait behind this one, unread on the
+	// connection, instead of being dropped. They are held in memory while
+	// the process lives; one that was still held when botd stopped is
+	// lost, as is anything sent while botd is not connected.
+	_ = d.env.Deliver(ctx, in)
 }
 
 // contentTypes are the message types that carry what someone said; joins,

@@ -81,11 +81,14 @@ type Matrix struct {
 	st      state
 	me      id.UserID
 	stopped bool
-	runCtx  context.Context
-	rooms   map[id.RoomID]*room
-	invites map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
-	sent    *recent                 // event ids botd sent, so a reply to one addresses it
-	typing  map[string]*typingLoop
+	// unstored: a message of the sync batch being handled did not reach
+	// the store (receiving stopped first); its position is not saved.
+	unstored bool
+	runCtx   context.Context
+	rooms    map[id.RoomID]*room
+	invites  map[id.RoomID]id.UserID // pending invites to rooms not (yet) registered
+	sent     *recent                 // event ids botd sent, so a reply to one addresses it
+	typing   map[string]*typingLoop
 	// crypto is end-to-end encryption, nil when it is off; cryptoOff
 	// then says why.
 	crypto    cryptoEngine
@@ -356,8 +359,9 @@ func (m *Matrix) login(ctx context.Context) (string, error) {
 // syncLoop long-polls /sync until ctx ends. Failures back off (capped,
 // jittered) and the loop carries on from the same position, so a lost
 // connection or a restarted homeserver costs nothing. The position is
-// saved after a batch was handed to the sink: a crash in between hands
-// the batch out again, and the store's upsert absorbs that.
+// saved after the store holds the batch (a delivery the store refused is
+// retried and holds up the next /sync): a crash in between hands the
+// batch out again, and the store's upsert absorbs that.
 func (m *Matrix) syncLoop(ctx context.Context) {
 	m.mu.Lock()
 	since := m.st.Since
@@ -392,6 +396,11 @@ func (m *Matrix) syncLoop(ctx context.Context) {
 			failures = 0
 		}
 		m.handleSync(ctx, resp, since == "")
+		if m.takeUnstored() {
+			// Only when receiving stopped: the saved position stays before
+			// this batch, so nothing of it is lost.
+			return
+		}
 		if resp.NextBatch != "" && resp.NextBatch != since {
 			since = resp.NextBatch
 			m.saveSince(ctx, since)

@@ -323,10 +323,26 @@ func (m *Matrix) handleMessage(ctx context.Context, r id.RoomID, evt *event.Even
 	m.deliver(ctx, in)
 }
 
+// deliver returns once the store holds in (channels.Env.Deliver retries
+// while the store fails, holding up the sync loop, so no later /sync
+// confirms the batch). If receiving stopped first, the batch is marked
+// unstored and its position is not saved: the next start syncs it again.
 func (m *Matrix) deliver(ctx context.Context, in channels.Inbound) {
-	if err := m.env.Sink.Deliver(ctx, in); err != nil {
-		m.log.Error("matrix: delivering message failed", "chat", in.ChatID, "id", in.ID, "err", err)
+	if err := m.env.Deliver(ctx, in); err != nil {
+		m.mu.Lock()
+		m.unstored = true
+		m.mu.Unlock()
 	}
+}
+
+// takeUnstored reports whether a message of the batch just handled did
+// not reach the store, and clears the mark.
+func (m *Matrix) takeUnstored() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.unstored
+	m.unstored = false
+	return u
 }
 
 // inbound reads one event: the message's metadata, what the sender

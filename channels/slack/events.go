@@ -6,12 +6,17 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/botd-dev/botd/mediaregistry"
 )
+
+// eventAckWait is how long an Events API request waits for the store
+// before it is answered 503: under Slack's 3 s.
+const eventAckWait = 2500 * time.Millisecond
 
 // maxEventBody caps an Events API request body; real events are a few KB.
 const maxEventBody = 1 << 20
@@ -58,8 +63,22 @@ func (s *Slack) EventsHandler(ctx context.Context) http.Handler {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(map[string]string{"challenge": uv.Challenge})
 		case slackevents.CallbackEvent:
-			s.enqueue(ctx, ev)
-			w.WriteHeader(http.StatusOK)
+			// 200 only once the store holds the event. Slack waits 3 s for
+			// the answer; an event the store has not taken by then is
+			// answered 503 and Slack sends it again (its retry joins the
+			// event still queued here, so it is stored once).
+			stored := make(chan struct{})
+			var once sync.Once
+			s.enqueue(ctx, ev, func() { once.Do(func() { close(stored) }) })
+			t := time.NewTimer(eventAckWait)
+			defer t.Stop()
+			select {
+			case <-stored:
+				w.WriteHeader(http.StatusOK)
+			case <-t.C:
+				http.Error(w, "not stored yet", http.StatusServiceUnavailable)
+			case <-r.Context().Done():
+			}
 		default:
 			w.WriteHeader(http.StatusOK)
 		}

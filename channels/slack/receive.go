@@ -21,21 +21,23 @@ import (
 // handle turns one event into an Inbound for the sink. Only message events
 // matter: app_mention repeats a message the bot also gets as "message", and
 // mentions are read from the text.
-func (s *Slack) handle(ctx context.Context, ev slackevents.EventsAPIEvent) {
+//
+// It reports whether the event may be acknowledged: the store holds the
+// message (Env.Deliver retries until it does), or there was nothing to
+// store; false only when receiving stopped first.
+func (s *Slack) handle(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
 	if ev.Type != slackevents.CallbackEvent || s.env.Sink == nil {
-		return
+		return true
 	}
 	msg, ok := ev.InnerEvent.Data.(*slackevents.MessageEvent)
 	if !ok {
-		return
+		return true
 	}
 	in, ok := s.inbound(ctx, msg)
 	if !ok {
-		return
+		return ctx.Err() == nil
 	}
-	if err := s.env.Sink.Deliver(ctx, in); err != nil {
-		s.log.Error("slack: deliver message", "chat", in.ChatID, "id", in.ID, "err", err)
-	}
+	return s.env.Deliver(ctx, in) == nil
 }
 
 // contentSubtypes are the message subtypes that carry something a person

@@ -75,9 +75,13 @@ type Slack struct {
 	askers   *memo[asker]
 	typingIn *memo[string]
 
-	queue chan slackevents.EventsAPIEvent
-	seen  *recent // event ids already handled (Slack retries deliveries)
-	known *refCache
+	queue chan queued
+	seen  *recent // event ids already queued (Slack retries deliveries)
+	// acksMu guards waiting: the acks of each queued event the store does
+	// not hold yet (Slack's retries of it add theirs).
+	acksMu  sync.Mutex
+	waiting map[string][]func()
+	known   *refCache
 
 	namesMu  sync.Mutex
 	users    map[string]string
@@ -118,7 +122,8 @@ func New(cfg Config, env channels.Env) (*Slack, error) {
 		log:            env.Log,
 		apiURL:         u,
 		connectTimeout: 30 * time.Second,
-		queue:          make(chan slackevents.EventsAPIEvent, 256),
+		queue:          make(chan queued, 256),
+		waiting:        map[string][]func(){},
 		seen:           newRecent(1024),
 		known:          newRefCache(2048),
 		clock:          clock.Real{},
@@ -216,26 +221,68 @@ func (s *Slack) Start(ctx context.Context) error {
 // messages to the sink, so none arrives after Wait returned.
 func (s *Slack) Wait() { s.wg.Wait() }
 
+// queued is an event waiting for the worker, and the id its acks wait on.
+type queued struct {
+	ev slackevents.EventsAPIEvent
+	id string
+}
+
 // worker handles events one at a time so messages of a chat reach the sink
-// in order, and so acks to Slack never wait on the sink.
+// in order. An event is acknowledged to Slack only once the store holds
+// it (channels.Env.Deliver retries while the store fails); one left
+// unstored when receiving stops is never acknowledged, so Slack sends it
+// again.
 func (s *Slack) worker(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-s.queue:
-			s.handle(ctx, ev)
+		case q := <-s.queue:
+			if s.handle(ctx, q.ev) {
+				s.confirm(q.id)
+			}
 		}
 	}
 }
 
-func (s *Slack) enqueue(ctx context.Context, ev slackevents.EventsAPIEvent) {
-	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" && !s.seen.add(cb.EventID) {
+// enqueue queues ev for the worker; ack runs once the store holds it. A
+// retry of an event already queued only adds its ack; one of an event
+// already stored is acknowledged at once.
+func (s *Slack) enqueue(ctx context.Context, ev slackevents.EventsAPIEvent, ack func()) {
+	id := ""
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+		id = cb.EventID
+	}
+	if id == "" {
+		id = fmt.Sprintf("noid-%p", &ev)
+	}
+	s.acksMu.Lock()
+	if acks, ok := s.waiting[id]; ok {
+		s.waiting[id] = append(acks, ack)
+		s.acksMu.Unlock()
 		return
 	}
+	if !s.seen.add(id) {
+		s.acksMu.Unlock()
+		ack()
+		return
+	}
+	s.waiting[id] = []func(){ack}
+	s.acksMu.Unlock()
 	select {
-	case s.queue <- ev:
+	case s.queue <- queued{ev: ev, id: id}:
 	case <-ctx.Done():
+	}
+}
+
+// confirm runs the acks of a stored event.
+func (s *Slack) confirm(id string) {
+	s.acksMu.Lock()
+	acks := s.waiting[id]
+	delete(s.waiting, id)
+	s.acksMu.Unlock()
+	for _, ack := range acks {
+		ack()
 	}
 }
 
@@ -310,12 +357,18 @@ func (s *Slack) socketEvents(ctx context.Context, smc *socketmode.Client, connec
 				s.log.Warn("slack socket mode connection error", "attempt", e.Attempt, "backoff", e.Backoff, "err", e.ErrorObj)
 			}
 		case socketmode.EventTypeEventsAPI:
-			// Ack first: Slack redelivers anything not acked within 3 s.
+			// Acked once stored (the worker runs ack): Slack redelivers
+			// what is not acked within 3 s, and a redelivery of an event
+			// still waiting for the store is acked with it.
+			ack := func() {}
 			if evt.Request != nil {
-				_ = smc.AckCtx(ctx, evt.Request.EnvelopeID, nil)
+				env := evt.Request.EnvelopeID
+				ack = func() { _ = smc.AckCtx(ctx, env, nil) }
 			}
 			if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
-				s.enqueue(ctx, ev)
+				s.enqueue(ctx, ev, ack)
+			} else {
+				ack()
 			}
 		case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 			if evt.Request != nil {

@@ -18,10 +18,20 @@ import (
 // ChatID is the botd chat id of a Telegram chat.
 func ChatID(id int64) string { return Name + ":" + strconv.FormatInt(id, 10) }
 
-// onUpdate is the single entry point for polled and webhook updates.
+// onUpdate is the single entry point for polled updates.
 func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
+	t.handleUpdate(ctx, u)
+}
+
+// handleUpdate hands u to the sink and reports whether it may be
+// confirmed to Telegram: the store holds it (channels.Env.Deliver waits
+// for that, retrying while the store fails), or it carries nothing to
+// store. Only then the ack gate lets the poll that confirms it go out; an
+// update left unconfirmed (receiving stopped first) is handed out again
+// on the next start.
+func (t *Telegram) handleUpdate(ctx context.Context, u *models.Update) bool {
 	if u == nil {
-		return
+		return true
 	}
 	t.handleMu.Lock()
 	defer t.handleMu.Unlock()
@@ -29,9 +39,16 @@ func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 		// After Wait the store may be closed; Telegram hands an
 		// unconfirmed update out again on the next start.
 		t.log.Debug("telegram: receiving has stopped; update left for the next start", "update_id", u.ID)
-		return
+		return false
 	}
-	defer t.acks.handledUpTo(u.ID)
+	if !t.handleKind(ctx, u) {
+		return false
+	}
+	t.acks.handledUpTo(u.ID)
+	return true
+}
+
+func (t *Telegram) handleKind(ctx context.Context, u *models.Update) bool {
 	var (
 		msg  *models.Message
 		edit bool
@@ -47,23 +64,24 @@ func (t *Telegram) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 		msg, edit = u.EditedChannelPost, true
 	default:
 		t.log.Debug("telegram: ignoring update of an unhandled kind", "update_id", u.ID)
-		return
+		return true
 	}
-	t.handleMessage(ctx, msg, edit)
+	return t.handleMessage(ctx, msg, edit)
 }
 
-func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit bool) {
+// handleMessage reports whether msg may be confirmed (see handleUpdate).
+func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit bool) bool {
 	chat := ChatID(msg.Chat.ID)
 	if msg.MigrateToChatID != 0 {
 		to := ChatID(msg.MigrateToChatID)
 		t.log.Warn("telegram group became a supergroup and changed id; update the chat id in the groups config",
 			"from", chat, "to", to)
 		t.env.Sink.Migrated(ctx, chat, to)
-		return
+		return true
 	}
 	if msg.MigrateFromChatID != 0 {
 		// The same migration seen from the new chat; handled above.
-		return
+		return true
 	}
 
 	in := channels.Inbound{
@@ -94,12 +112,11 @@ func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit 
 	// Not a group of ours: Compose leaves only enough for an operator to
 	// find and register the chat. No refs, no text from strangers.
 	if !t.env.Compose(ctx, &in, mediaregistry.Neutralize(msg.Text), Extract(chat, msg)) {
-		t.deliver(ctx, in)
-		return
+		return t.deliver(ctx, in)
 	}
 	if in.Text == "" {
 		t.log.Debug("telegram: ignoring message without text or media", "chat", chat, "id", in.ID)
-		return
+		return true
 	}
 
 	mentionedByName := mentions(msg, me)
@@ -108,13 +125,13 @@ func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit 
 	if mentionedByName && t.env.AssistantName != "" {
 		in.Text = withTrigger(in.Text, "@"+t.env.AssistantName, me.Username)
 	}
-	t.deliver(ctx, in)
+	return t.deliver(ctx, in)
 }
 
-func (t *Telegram) deliver(ctx context.Context, in channels.Inbound) {
-	if err := t.env.Sink.Deliver(ctx, in); err != nil {
-		t.log.Error("telegram: delivering message failed", "chat", in.ChatID, "id", in.ID, "err", err)
-	}
+// deliver reports whether the store holds in; Env.Deliver retries until it
+// does, so false means receiving stopped first.
+func (t *Telegram) deliver(ctx context.Context, in channels.Inbound) bool {
+	return t.env.Deliver(ctx, in) == nil
 }
 
 // mentions reports whether msg names the bot: "@username" in the text or

@@ -399,7 +399,12 @@ func (t *Telegram) WebhookHandler() http.Handler {
 		}
 		// Handled before answering: Telegram sends the next update only
 		// after this one is acknowledged (max_connections 1), keeping order.
-		t.onUpdate(r.Context(), t.b, &u)
+		// Not stored (receiving stopped, or Telegram gave up waiting while
+		// the store failed): not acknowledged, so Telegram sends it again.
+		if !t.handleUpdate(r.Context(), &u) {
+			http.Error(w, "not stored yet", http.StatusServiceUnavailable)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -6,10 +6,12 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -42,6 +44,38 @@ type dashBody struct {
 	Instance *instanceRow
 	// LeaseTrouble is why the lease is not being renewed, and since when.
 	LeaseTrouble, LeaseTroubleSince string
+	// Intake is set while the store refuses what the channels receive,
+	// or messages are still held.
+	Intake *intakeRow
+}
+
+// intakeRow says that the store refuses messages and how many wait.
+type intakeRow struct {
+	SinceText, At, Error string
+	Held                 int
+	ByChannel            string // "telegram 2, slack 1"
+}
+
+func intakeOf(now time.Time, st channels.InboxStatus) *intakeRow {
+	if st.FailingSince.IsZero() && st.Waiting() == 0 {
+		return nil
+	}
+	row := &intakeRow{Error: trimTo(st.LastError, 300), Held: st.Waiting()}
+	if !st.FailingSince.IsZero() {
+		row.SinceText, row.At = ago(now, st.FailingSince), st.FailingSince.Local().Format("Jan 2 15:04:05")
+	}
+	names := make([]string, 0, len(st.Held))
+	for c := range st.Held {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for i, c := range names {
+		if i > 0 {
+			row.ByChannel += ", "
+		}
+		row.ByChannel += c + " " + strconv.Itoa(st.Held[c])
+	}
+	return row
 }
 
 // instanceRow says which instance is active and what this one does.
@@ -182,6 +216,7 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 			b.LeaseTrouble, b.LeaseTroubleSince = p, ago(now, since)
 		}
 	}
+	b.Intake = intakeOf(now, w.o.Monitor.Inbox())
 	for _, st := range w.o.Monitor.States() {
 		b.Channels = append(b.Channels, channelRow{ChannelState: st, SinceText: ago(now, st.Since),
 			LastEventText: ago(now, st.LastEvent), LastErrorText: ago(now, st.LastErrorAt)})

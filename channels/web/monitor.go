@@ -33,6 +33,30 @@ type Monitor struct {
 	now func() time.Time
 	mu  sync.Mutex
 	m   map[string]*ChannelState
+	// inbox says whether the store takes what the channels receive.
+	inbox *channels.Inbox
+}
+
+// WatchInbox makes the dashboard show b's state: whether the store
+// refuses messages, since when, and how many are held unconfirmed.
+func (m *Monitor) WatchInbox(b *channels.Inbox) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inbox = b
+}
+
+// Inbox is the state of the inbox WatchInbox named (zero without one).
+func (m *Monitor) Inbox() channels.InboxStatus {
+	if m == nil {
+		return channels.InboxStatus{}
+	}
+	m.mu.Lock()
+	b := m.inbox
+	m.mu.Unlock()
+	return b.Status()
 }
 
 // NewMonitor returns an empty monitor.
@@ -133,8 +157,11 @@ type monitoredSink struct {
 }
 
 func (s monitoredSink) Deliver(ctx context.Context, in channels.Inbound) error {
+	if err := s.Sink.Deliver(ctx, in); err != nil {
+		return err // retried by the channel's Inbox; counted once stored
+	}
 	s.m.event(in.ChatID)
-	return s.Sink.Deliver(ctx, in)
+	return nil
 }
 
 // Handler returns h, noting each warning and error logged with a

@@ -224,15 +224,17 @@ func TestUnregisteredChatRegistersNothing(t *testing.T) {
 	}
 }
 
-// TestFailedRegistrationKeepsTheMessage: a store that cannot take the ref
-// costs the ref, not the message: the placeholder stays, without a ref,
-// and the caption the sender typed is kept.
-func TestFailedRegistrationKeepsTheMessage(t *testing.T) {
+// TestRefusedRegistrationKeepsTheMessage: refs the store refused (its
+// table is gone) are retried until it takes them; when receiving stops
+// first, the message is kept with metadata-only placeholders, not dropped.
+func TestRefusedRegistrationKeepsTheMessage(t *testing.T) {
 	env := newTestChannel(t, Config{})
 	if _, err := env.st.DB.Exec(`DROP TABLE media_refs`); err != nil {
 		t.Fatal(err)
 	}
-	in, ok, err := env.receive(t, groupMsg("3EB0BROKEN", &waE2E.Message{ImageMessage: img()}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	in, ok, err := env.w.inbound(ctx, groupMsg("3EB0BROKEN", &waE2E.Message{ImageMessage: img()}))
 	if err != nil || !ok {
 		t.Fatalf("message dropped: ok=%v err=%v", ok, err)
 	}

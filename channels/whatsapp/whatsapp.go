@@ -180,7 +180,14 @@ func (w *WhatsApp) Start(ctx context.Context) error {
 	if w.prepare != nil {
 		w.prepare(wm)
 	}
-	wm.AddEventHandler(w.handleEvent)
+	// A message's receipt goes to WhatsApp only after the handler
+	// returned true: onMessage returns once the store holds the message
+	// (retrying while it refuses) and false if receiving stopped first, so
+	// WhatsApp hands it out again on the next connection. The decrypted
+	// event buffer keeps its plaintext until then, as the ratchet has
+	// moved on and the redelivery could not be decrypted again.
+	wm.EnableDecryptedEventBuffer = true
+	wm.AddEventHandlerWithSuccessStatus(w.handle)
 
 	w.mu.Lock()
 	w.runCtx = ctx
@@ -253,10 +260,14 @@ func (w *WhatsApp) ctx() context.Context {
 
 // handleEvent runs on whatsmeow's event goroutine: keep it short and never
 // block on the state channel.
-func (w *WhatsApp) handleEvent(raw any) {
+func (w *WhatsApp) handleEvent(raw any) { w.handle(raw) }
+
+// handle is handleEvent reporting whether whatsmeow may acknowledge the
+// event (see Start).
+func (w *WhatsApp) handle(raw any) bool {
 	switch evt := raw.(type) {
 	case *events.Message:
-		w.onMessage(w.ctx(), evt)
+		return w.onMessage(w.ctx(), evt)
 	case *events.MediaRetry:
 		w.retries.deliver(evt)
 	case *events.Connected:
@@ -281,6 +292,7 @@ func (w *WhatsApp) handleEvent(raw any) {
 	case *events.KeepAliveTimeout:
 		w.log.Debug("whatsapp: keepalive timeout", "errors", evt.ErrorCount)
 	}
+	return true
 }
 
 func (w *WhatsApp) refreshOwn() {
@@ -303,27 +315,31 @@ func (w *WhatsApp) isOwn(j types.JID) bool {
 	return false
 }
 
-// onMessage normalises and delivers one message; failures are logged, a
-// bad message must not stop the stream.
-func (w *WhatsApp) onMessage(ctx context.Context, evt *events.Message) {
+// onMessage normalises and delivers one message and reports whether it
+// may be acknowledged: the store holds it (Env.Deliver retries while the
+// store refuses, holding up whatsmeow's handler queue so later messages
+// wait behind it), or it is not one botd keeps. A bad message must not
+// stop the stream: it is logged and acknowledged.
+func (w *WhatsApp) onMessage(ctx context.Context, evt *events.Message) bool {
+	if ctx == nil {
+		ctx = context.Background() // a test's event before Start
+	}
 	w.deliverMu.RLock()
 	defer w.deliverMu.RUnlock()
 	if w.fenced {
-		// Whatsmeow acknowledged it already; after Wait the store may be
-		// closed, so it can only be reported.
-		w.log.Warn("whatsapp: message received after the channel stopped; not stored", "id", evt.Info.ID)
-		return
+		// After Wait the store may be closed; not acknowledged, so
+		// WhatsApp hands it out again on the next connection.
+		w.log.Warn("whatsapp: message received after the channel stopped; left for the next start", "id", evt.Info.ID)
+		return false
 	}
 	in, ok, err := w.inbound(ctx, evt)
 	if err != nil {
 		w.log.Warn("whatsapp: message dropped", "id", evt.Info.ID, "err", err)
 	}
 	if !ok {
-		return
+		return ctx.Err() == nil
 	}
-	if err := w.env.Sink.Deliver(ctx, in); err != nil {
-		w.log.Warn("whatsapp: deliver failed", "chat", in.ChatID, "id", in.ID, "err", err)
-	}
+	return w.env.Deliver(ctx, in) == nil
 }
 
 // inbound turns a message event into an Inbound, registering media refs

@@ -112,7 +112,11 @@ func (d *daemon) close() {
 // buildChannels constructs the enabled channels; nothing connects yet.
 func (d *daemon) buildChannels() error {
 	// Each channel adds channel=<name> to env.Log itself.
-	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName}
+	// One inbox for all: a store refusing messages is one outage, logged
+	// once and shown on the dashboard, whichever channels wait on it.
+	inbox := channels.NewInbox(d.log, nil, channels.DefaultRetry)
+	d.mon.WatchInbox(inbox)
+	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName, Inbox: inbox}
 	if d.keeper != nil {
 		// Every call a channel makes to its network asks the lease first.
 		env.Fence = d.keeper
