@@ -153,7 +153,8 @@ const HandOffGrace = time.Minute
 // HandOff records that rel, in the area named area, was just handed to a
 // caller that opens it by its path after the fetch let go of it: a
 // group's copy of a fetched file, which fetch_media's MCP half (in botd
-// mcp or in-process) opens once the answer arrives. Until HandOffGrace
+// mcp or in-process) opens once the answer arrives, or a blob just
+// downloaded, which the fetches waiting for it hold once they wake. Until HandOffGrace
 // has passed, or the area hands off another file, a sweep of this budget
 // leaves it; without that, a budget kept over by what may not be evicted
 // (another group's sole copies) has every sweep woken by the fetch's own

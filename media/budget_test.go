@@ -154,16 +154,22 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 	if got, err := copyOf(res); err != nil || string(got) != string(data) {
 		t.Fatalf("the handed-off copy after a sweep: %d bytes, %v; want the %d fetched", len(got), err, size)
 	}
+	// The blob just downloaded is handed to the fetches waiting for it;
+	// once another is downloaded it may go.
+	fetch(other)
+	if _, err := os.Stat(r.cache.Path(res.SHA256)); err != nil {
+		t.Fatalf("the cached blob before a sweep: %v", err)
+	}
+	sweep()
 	if _, err := os.Stat(r.cache.Path(res.SHA256)); err == nil {
-		t.Error("the cached blob, not handed to anyone, survived a sweep over budget")
+		t.Error("the cached blob, no longer handed to anyone, survived a sweep over budget")
+	}
+	if _, err := copyOf(res); !os.IsNotExist(err) {
+		t.Errorf("the copy no longer handed over survived a sweep over budget: %v", err)
 	}
 
-	// Past the grace the copy goes; fetched again, it is placed again.
-	r.clock.Advance(diskbudget.HandOffGrace + time.Second)
-	sweep()
-	if _, err := copyOf(res); !os.IsNotExist(err) {
-		t.Fatalf("the copy past its grace survived a sweep over budget: %v", err)
-	}
+	// Fetched again, the evicted copy is placed again with its bytes
+	// downloaded again; past the grace it goes.
 	before := r.tg.Downloads()
 	again := fetch(ref)
 	if got, err := copyOf(again); err != nil || string(got) != string(data) || again.Path != res.Path {
@@ -172,11 +178,9 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 	if r.tg.Downloads() != before+1 {
 		t.Errorf("downloads %d→%d: the evicted bytes must be brought back", before, r.tg.Downloads())
 	}
-
-	// The group's next fetch hands over another file: the first may go.
-	fetch(other)
+	r.clock.Advance(diskbudget.HandOffGrace + time.Second)
 	sweep()
 	if _, err := copyOf(again); !os.IsNotExist(err) {
-		t.Errorf("the copy no longer handed over survived a sweep over budget: %v", err)
+		t.Errorf("the copy past its grace survived a sweep over budget: %v", err)
 	}
 }

@@ -543,7 +543,9 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	if err != nil {
 		return mediaregistry.Entry{}, downloadError(ref, err, s.o.Log)
 	}
-	// The disk budget hears of it once the fetch holds it (acquire).
+	// The disk budget hears of it once the fetch holds it (acquire); until
+	// then no sweep takes the new blob from the fetches waiting for it.
+	s.o.Budget.HandOff(CacheArea, e.SHA256)
 	if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
 		s.o.Log.Warn("media download not counted", "ref", ref.ID, "err", err)
 	}
