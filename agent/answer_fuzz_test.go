@@ -79,6 +79,14 @@ func FuzzParseAnswer(f *testing.F) {
 		`MEDIA: "../secret.txt" {"caption": "x"}`,
 		"MEDIA: a b c d e f g h i j notes.txt",
 		"```\rMEDIA: notes.txt\r```",
+		// Quotes inside quoted values, leftover JSON.
+		`MEDIA: "media/a \"b\", c.txt"`,
+		`MEDIA: "say "hi".txt" and`,
+		"MEDIA: 'media/a b.txt'\r\nok",
+		`MEDIA: notes.txt"}`,
+		`MEDIA: ./notes.txt", "caption": "x"}`,
+		`MEDIA: "\\\"\"`,
+		"See MEDIA: notes.txt here",
 		"",
 	} {
 		f.Add(s)

@@ -201,3 +201,65 @@ func TestParseAnswerMediaLineVectors(t *testing.T) {
 		})
 	}
 }
+
+// MEDIA: lines as people (and models) write them: quoted values holding
+// quotes, commas and spaces, CR and CRLF line endings, a path with the
+// JSON it was copied out of still behind it. The final answer and the
+// live one read them through the same walk (walkAnswer).
+func TestParseAnswerMediaLinesAsWritten(t *testing.T) {
+	ws := testWorkspace(t)
+	for _, name := range []string{`a "b", c.png`, "x y.jpg", "a.png", "photo.jpg", `say "hi".png`, "it's.png",
+		"media/a b.txt", "a, b.png", `back\slash.png`, "media/x.png"} {
+		if err := os.WriteFile(filepath.Join(ws.Root, filepath.FromSlash(name)), []byte("x"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name      string
+		raw       string
+		wantText  string
+		wantMedia []string
+		refused   int
+	}{
+		{"escaped quotes and a comma", `MEDIA: "a \"b\", c.png"`, "", []string{`a "b", c.png`}, 0},
+		{"escaped quotes then text", `MEDIA: "a \"b\", c.png" is the one`, "is the one", []string{`a "b", c.png`}, 0},
+		{"unescaped inner quotes", `MEDIA: "say "hi".png"`, "", []string{`say "hi".png`}, 0},
+		{"single quotes with a space", `MEDIA: 'x y.jpg'`, "", []string{"x y.jpg"}, 0},
+		{"double quotes holding an apostrophe", `MEDIA: "it's.png"`, "", []string{"it's.png"}, 0},
+		{"quoted comma", `MEDIA: "a, b.png"`, "", []string{"a, b.png"}, 0},
+		{"unquoted comma", `MEDIA: a, b.png`, "", []string{"a, b.png"}, 0},
+		{"no space after the colon", `MEDIA:"x y.jpg"`, "", []string{"x y.jpg"}, 0},
+		{"CRLF endings", "Here.\r\nMEDIA: 'x y.jpg'\r\nMEDIA: \"a \\\"b\\\", c.png\"\r\nBye.\r\n", "Here.\nBye.", []string{"x y.jpg", `a "b", c.png`}, 0},
+		{"lone CR endings", "Here.\rMEDIA: photo.jpg\rMEDIA: 'x y.jpg'\rBye.", "Here.\nBye.", []string{"photo.jpg", "x y.jpg"}, 0},
+		{"CR right after the path", "MEDIA: media/a b.txt\r", "", []string{"media/a b.txt"}, 0},
+		{"leftover JSON after an unquoted path", `MEDIA: media/x.png"}`, "", []string{"media/x.png"}, 0},
+		{"leftover JSON with more fields", `MEDIA: ./a.png", "caption": "the logo"}`, `"caption": "the logo"}`, []string{"a.png"}, 0},
+		{"leftover JSON after a quoted path", `MEDIA: "photo.jpg"}`, "", []string{"photo.jpg"}, 0},
+		{"leftover JSON array", `MEDIA: "photo.jpg"]}`, "", []string{"photo.jpg"}, 0},
+		{"leftover JSON, path refused", `MEDIA: /tmp/x.png"}`, "(I could not send the file /tmp/x.png.)", nil, 1},
+		{"leftover JSON, missing file", `MEDIA: ./nope.png"}`, "(I could not send the file ./nope.png.)", nil, 1},
+		{"MEDIA: in the middle of text stays text", "See MEDIA: a.png for it", "See MEDIA: a.png for it", nil, 0},
+		{"MEDIA: after prose on the line stays text", `The file is "MEDIA: a.png".`, `The file is "MEDIA: a.png".`, nil, 0},
+		{"lower case is text", "media: a.png", "media: a.png", nil, 0},
+		{"indented", "   MEDIA: a.png   ", "", []string{"a.png"}, 0},
+		{"escaped quote out of the folder", `MEDIA: "..\"/x.png"`, `(I could not send the file .."/x.png.)`, nil, 1},
+		{"quoted climb refused, text kept", `MEDIA: "../secret.txt", here`, "here\n\n(I could not send the file ../secret.txt.)", nil, 1},
+		{"empty value", "MEDIA:", "(I could not send the file .)", nil, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, refused := parseAnswer(c.raw, ws)
+			if a.Text != c.wantText || !slices.Equal(a.Media, c.wantMedia) || len(refused) != c.refused {
+				t.Errorf("text %q media %q refused %v\nwant text %q media %q refused %d", a.Text, a.Media, refused, c.wantText, c.wantMedia, c.refused)
+			}
+			// The live answer, read through the same walk, never shows a
+			// line the final answer does not keep.
+			vis, _ := visibleSoFar(c.raw + "\n")
+			for _, l := range strings.Split(vis, "\n") {
+				if l != "" && !slices.Contains(strings.Split(a.Text, "\n"), l) {
+					t.Errorf("live shows %q, not in the final answer %q", l, a.Text)
+				}
+			}
+		})
+	}
+}

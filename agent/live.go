@@ -330,19 +330,22 @@ func visibleSoFar(raw string) (string, bool) {
 	if !strings.Contains(raw, "MEDIA:") && !strings.Contains(raw, "\n\n\n") && (lastLine == "" || !strings.HasPrefix("MEDIA:", lastLine)) {
 		return strings.TrimSpace(raw), true
 	}
-	lines := strings.Split(raw, "\n")
-	kept := lines[:0]
-	fenced := false
-	for i, line := range lines {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			fenced = !fenced
+	kept, _ := walkAnswer(raw, func(rest string, last bool) (string, bool) {
+		// A path quoted once has a known end without the group folder:
+		// the text after it shows now, as the final answer will keep
+		// it. Any other line waits for the final answer, which tries
+		// its readings against the folder's files.
+		if cands := quotedReadings(strings.TrimSpace(rest)); len(cands) == 1 && !last {
+			after := cleanAfter(cands[0].after)
+			return after, after != ""
 		}
-		last := i == len(lines)-1
-		if !fenced && (strings.HasPrefix(trimmed, "MEDIA:") || (last && trimmed != "" && strings.HasPrefix("MEDIA:", trimmed))) {
-			continue
+		return "", false
+	})
+	// A last line that may yet become "MEDIA:" is held back.
+	if n := len(kept); n > 0 {
+		if t := strings.TrimSpace(kept[n-1]); t != "" && strings.HasPrefix("MEDIA:", t) {
+			kept = kept[:n-1]
 		}
-		kept = append(kept, line)
 	}
 	return strings.TrimSpace(collapseBlankLines(strings.Join(kept, "\n"))), true
 }

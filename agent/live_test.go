@@ -510,6 +510,17 @@ func TestVisibleSoFar(t *testing.T) {
 		{"Say [[audio_", "Say", true},
 		{"Say [[audio_as_voice]] it", "", false},
 		{"a\r\n\r\n\r\nb", "a\n\nb", true},
+		// the text after a path quoted once shows, as the final answer keeps it
+		{"a\nMEDIA: \"x.png\" the logo\nb", "a\nthe logo\nb", true},
+		{"a\r\nMEDIA: 'x y.png' (notes)\r\nb", "a\n(notes)\nb", true},
+		{"a\rMEDIA: \"x.png\"}\rb", "a\nb", true},
+		// still being written, or where it ends needs the folder: held back
+		{"a\nMEDIA: \"x.png\" the lo", "a", true},
+		{"a\nMEDIA: x.png the logo\nb", "a\nb", true},
+		{"a\nMEDIA: \"say \"hi\".png\" then\nb", "a\nb", true},
+		{"a\nMEDIA: ./x.png\", \"caption\": \"c\"}\nb", "a\nb", true},
+		{"a\nMEDIA", "a", true},
+		{"a MEDIA: x.png", "a MEDIA: x.png", true},
 	} {
 		got, ok := visibleSoFar(tc.raw)
 		if got != tc.want || ok != tc.ok {

@@ -134,6 +134,51 @@ type Budget struct {
 	groups   int   // how many groups share the budget
 	fixed    int64 // media.group_share; 0 = max / groups
 	floor    int64
+
+	handMu sync.Mutex
+	handed map[string]handoff // by area: the file last handed to a caller
+}
+
+// handoff is a file a fetch handed to its caller by path, and until when
+// a sweep leaves it.
+type handoff struct {
+	rel   string
+	until time.Time
+}
+
+// HandOffGrace is how long a sweep leaves the file a fetch handed to its
+// caller (HandOff): long past the moment the caller opens it.
+const HandOffGrace = time.Minute
+
+// HandOff records that rel, in the area named area, was just handed to a
+// caller that opens it by its path after the fetch let go of it: a
+// group's copy of a fetched file, which fetch_media's MCP half (in botd
+// mcp or in-process) opens once the answer arrives, or a blob just
+// downloaded, which the fetches waiting for it hold once they wake. Until HandOffGrace
+// has passed, or the area hands off another file, a sweep of this budget
+// leaves it; without that, a budget kept over by what may not be evicted
+// (another group's sole copies) has every sweep woken by the fetch's own
+// writes evict the copy before its caller can open it. One file per area,
+// so what the sweeps leave is bounded; an explicit prune (another
+// process) does not know of it and may remove it.
+func (b *Budget) HandOff(area, rel string) {
+	if b == nil {
+		return
+	}
+	b.handMu.Lock()
+	defer b.handMu.Unlock()
+	if b.handed == nil {
+		b.handed = map[string]handoff{}
+	}
+	b.handed[area] = handoff{rel: rel, until: b.now().Add(HandOffGrace)}
+}
+
+// handedOff reports a file a sweep must leave (HandOff).
+func (b *Budget) handedOff(f File, now time.Time) bool {
+	b.handMu.Lock()
+	defer b.handMu.Unlock()
+	h, ok := b.handed[f.Area]
+	return ok && h.rel == f.Rel && now.Before(h.until)
 }
 
 // New returns a budget of max bytes over areas; it does no I/O.
@@ -293,8 +338,9 @@ func (b *Budget) Sweep(ctx context.Context) (Result, error) {
 			sole[f.Group] += f.Size
 		}
 	}
+	now := b.now()
 	res := b.evict(ctx, files, u.Total, func(f File, left int64) bool {
-		return left > target && (!f.Sole || (f.Group != "" && sole[f.Group] > share))
+		return left > target && (!f.Sole || (f.Group != "" && sole[f.Group] > share)) && !b.handedOff(f, now)
 	}, func(f File) {
 		if f.Sole {
 			sole[f.Group] -= f.Size

@@ -338,3 +338,53 @@ func TestAddedWakesTheSweeper(t *testing.T) {
 		t.Errorf("the sweeper woken by Added evicted the wrong file")
 	}
 }
+
+// A file handed off (HandOff) is left by sweeps until HandOffGrace passes
+// or its area hands off another; an explicit Prune removes it still.
+func TestSweepLeavesTheFileHandedOff(t *testing.T) {
+	a := newArea(t, "family")
+	now := at(10)
+	b := diskbudget.New(100, []diskbudget.Area{a.spec()}, nil)
+	b.SetClock(func() time.Time { return now })
+	a.put(t, "old", 200, at(1))
+	a.put(t, "copy", 200, at(2))
+	a.put(t, "next", 200, at(3))
+	b.HandOff("family", "media/copy")
+	b.HandOff("elsewhere", "media/old") // another area's name: nothing here
+	sweep := func() {
+		t.Helper()
+		if _, err := b.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep()
+	if a.has("old") || a.has("next") || !a.has("copy") {
+		t.Fatalf("after a sweep over budget: old=%v copy=%v next=%v; want only the handed-off copy", a.has("old"), a.has("copy"), a.has("next"))
+	}
+	now = now.Add(diskbudget.HandOffGrace - time.Second)
+	sweep()
+	if !a.has("copy") {
+		t.Fatal("evicted within its grace")
+	}
+	now = now.Add(2 * time.Second)
+	sweep()
+	if a.has("copy") {
+		t.Fatal("left past its grace")
+	}
+
+	// Another file handed off: the first is no longer left.
+	a.put(t, "copy", 200, at(4))
+	a.put(t, "next", 200, at(5))
+	b.HandOff("family", "media/copy")
+	b.HandOff("family", "media/next")
+	sweep()
+	if a.has("copy") || !a.has("next") {
+		t.Fatalf("copy=%v next=%v; want only the last handed off", a.has("copy"), a.has("next"))
+	}
+	if _, err := b.Prune(context.Background(), diskbudget.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.has("next") {
+		t.Error("an explicit prune left the handed-off file")
+	}
+}

@@ -52,6 +52,10 @@ type fakeHost struct {
 	block  chan struct{} // fetch_media waits on it (or ctx) when set
 	calls  []fakeCall
 	served []string // group of every answered call
+	// evict: for this many more answers to a ref, the copy written is
+	// removed as soon as the answer is made (a sweep that took it before
+	// the caller opened it).
+	evict map[string]int
 }
 
 func newFakeHost(t *testing.T, group string) *fakeHost {
@@ -119,6 +123,12 @@ func (f *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 			if err := os.WriteFile(p, m.data, 0o640); err != nil {
 				return err
 			}
+			f.mu.Lock()
+			if f.evict[a.MediaRef] > 0 {
+				f.evict[a.MediaRef]--
+				os.Remove(p)
+			}
+			f.mu.Unlock()
 		}
 		out = m.res
 	case ipc.TypeFetchURL:

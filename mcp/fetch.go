@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -38,34 +39,69 @@ func (t *tools) FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
 	}
 	var res ipc.FetchMediaResult
-	if err := t.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
-		return registry.ToolError(registry.FetchMedia, err), nil
+	f, rel, fail := t.callPlaced(ctx, registry.FetchMedia, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res, &res)
+	if fail != nil {
+		return fail, nil
 	}
-	r := t.fetchResult(ctx, res, strings.TrimSpace(pages))
+	defer f.Close()
+	r := t.fetchResult(ctx, res, f, rel, strings.TrimSpace(pages))
 	if t.links != nil && !r.IsError {
 		t.linkResult(ctx, r, res)
 	}
 	return r, nil
 }
 
+// placeTries bounds how often a fetch is asked for again when the group's
+// copy it placed is gone before it could be opened here.
+const placeTries = 3
+
+// callPlaced runs a fetch on the host (typ, args; the answer in out, whose
+// file is res) and opens the group's copy it placed. The host holds the
+// copy only while it answers: the disk budget may evict it before it is
+// opened here (a guest's uploads filling the budget, say). Asked again,
+// the host places it again from the cache, the upload that is its only
+// copy or the network, so the copy being gone is never the model's
+// error; once open, an eviction no longer matters. A failure never names
+// a path: the log has it.
+func (t *tools) callPlaced(ctx context.Context, tool, typ string, args, out any, res *ipc.FetchMediaResult) (*os.File, string, *mcpgo.CallToolResult) {
+	for try := 1; ; try++ {
+		if err := t.Call(ctx, typ, args, out); err != nil {
+			return nil, "", registry.ToolError(tool, err)
+		}
+		f, rel, err := t.ws.Open(res.Path)
+		if err == nil {
+			return f, rel, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) && try < placeTries {
+			t.log.Info("mcp "+tool+": the group's copy was evicted before it was opened; fetching again", "ref", res.Ref, "path", res.Path, "try", try)
+			continue
+		}
+		t.log.Warn("mcp "+tool+": cannot open the fetched file", "ref", res.Ref, "path", res.Path, "err", err)
+		why := ""
+		if errors.Is(err, fs.ErrNotExist) {
+			why = " (media.max_disk_bytes is too small for what is in use: it was evicted each time as soon as it was saved)"
+		}
+		return nil, "", registry.ToolError(tool, ipc.Errorf(ipc.CodeInternal, "the group's copy of %s could not be opened%s", res.Ref, why))
+	}
+}
+
 // keyframeCount is how many stills of a video the model sees: enough to
 // follow what happens, few enough to stay cheap.
 const keyframeCount = 4
 
-// fetchResult builds what the model sees from the file the host saved.
-func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, pages string) *mcpgo.CallToolResult {
+// fetchResult builds what the model sees from the file the host saved,
+// opened (callPlaced) as f at rel.
+func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, f *os.File, rel, pages string) *mcpgo.CallToolResult {
 	// Why a transcription failed is an error of the host's (provider URL,
 	// paths): the model reads it rewritten.
 	res.TranscriptNote = ForModel(res.TranscriptNote, t.ws.Root)
-	f, rel, err := t.ws.Open(res.Path)
-	if err != nil {
-		t.log.Warn("mcp fetch_media: cannot open fetched file", "ref", res.Ref, "path", res.Path, "err", err)
-		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be opened: %v", registry.OneLine(res.Path, 200), err))
-	}
-	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
 	if err != nil {
-		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the fetched file %s cannot be read: %v", rel, err))
+		t.log.Warn("mcp fetch_media: cannot read the fetched file", "ref", res.Ref, "path", rel, "err", err)
+		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the group's copy of %s cannot be read", res.Ref))
 	}
 
 	m := mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size()}

@@ -278,6 +278,45 @@ func TestFetchRefusesPathsOutsideGroup(t *testing.T) {
 		if !res.IsError || len(images) != 0 || !strings.Contains(texts[0], "[internal]") {
 			t.Errorf("%s: got error=%v %q images=%d", ref, res.IsError, texts, len(images))
 		}
+		if strings.Contains(texts[0], "media/") || strings.Contains(texts[0], "secret") || strings.Contains(texts[0], h.dir) {
+			t.Errorf("%s: the error names a path: %q", ref, texts[0])
+		}
+	}
+}
+
+// The group's copy is gone before fetch_media's MCP half opens it (the
+// disk budget evicted it once the host let go): the fetch is asked again,
+// which places it again, and the bytes are shown; gone every time, the
+// error says why without naming a path.
+func TestFetchAgainWhenTheCopyIsGone(t *testing.T) {
+	h := newFakeHost(t, "family")
+	h.add(media("tg_Evicted0001", "Document", "text/plain", "media/tg_Evicted0001_notes.txt", []byte("the owner's notes\n")))
+	h.add(media("tg_Evicted0002", "Document", "text/plain", "media/tg_Evicted0002_notes.txt", []byte("more notes\n")))
+	h.evict = map[string]int{"tg_Evicted0001": placeTries - 1, "tg_Evicted0002": placeTries}
+	c := connect(t, newTestServer(t, h, 0))
+
+	res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_Evicted0001"})
+	_, _, embedded := parts(t, res)
+	if res.IsError || len(embedded) != 1 {
+		t.Fatalf("fetch of a copy evicted %d times: error=%v %v", placeTries-1, res.IsError, res.Content)
+	}
+	if tr, ok := embedded[0].Resource.(mcpgo.TextResourceContents); !ok || tr.Text != "the owner's notes\n" {
+		t.Errorf("shown %+v, want the notes", embedded[0].Resource)
+	}
+	if n := len(h.Calls()); n != placeTries {
+		t.Errorf("%d calls to the host, want %d", n, placeTries)
+	}
+
+	res = callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_Evicted0002"})
+	texts, _, _ := parts(t, res)
+	if !res.IsError || !strings.Contains(texts[0], "[internal]") || !strings.Contains(texts[0], "media.max_disk_bytes") {
+		t.Fatalf("a copy gone every time: error=%v %q", res.IsError, texts)
+	}
+	if strings.Contains(texts[0], "media/") || strings.Contains(texts[0], h.dir) {
+		t.Errorf("the error names a path: %q", texts[0])
+	}
+	if n := len(h.Calls()); n != 2*placeTries {
+		t.Errorf("%d calls to the host, want %d", n, 2*placeTries)
 	}
 }
 

@@ -110,3 +110,77 @@ func TestFetchAfterTheCacheLostABlob(t *testing.T) {
 		t.Errorf("the group's copy was not placed again: %v", err)
 	}
 }
+
+// The copy a fetch hands to its caller (who opens it by its path once the
+// answer arrives) is left by every sweep for diskbudget.HandOffGrace, even
+// with the budget over and nothing else to evict; the cached blob is not.
+// Past the grace, or once the group's next fetch hands over another file,
+// it may go, and a fetch of the ref whose copy was evicted places it again
+// with the same bytes.
+func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
+	const size = 10 << 10
+	var budget *diskbudget.Budget
+	r := newRigWith(t, maxDownload, func(o *media.Options) {
+		// Smaller than one file: every sweep wants everything gone.
+		budget = diskbudget.New(1<<10, media.Areas(o.Cache, o.GroupsDir, o.Groups.All()), nil)
+		o.Budget = budget
+	})
+	budget.SetClock(r.clock.Now)
+	data := make([]byte, size)
+	rand.Read(data)
+	ref := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "notes.bin", Kind: mediaregistry.Document}, chantest.Media{Data: data})
+	other := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "other.bin", Kind: mediaregistry.Document}, chantest.Media{Data: []byte("other")})
+	c := r.client("family")
+	fetch := func(ref string) ipc.FetchMediaResult {
+		t.Helper()
+		var res ipc.FetchMediaResult
+		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+			t.Fatalf("fetch %s: %v", ref, err)
+		}
+		return res
+	}
+	sweep := func() {
+		t.Helper()
+		if _, err := budget.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyOf := func(res ipc.FetchMediaResult) ([]byte, error) {
+		return os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path))
+	}
+
+	res := fetch(ref)
+	sweep()
+	if got, err := copyOf(res); err != nil || string(got) != string(data) {
+		t.Fatalf("the handed-off copy after a sweep: %d bytes, %v; want the %d fetched", len(got), err, size)
+	}
+	// The blob just downloaded is handed to the fetches waiting for it;
+	// once another is downloaded it may go.
+	fetch(other)
+	if _, err := os.Stat(r.cache.Path(res.SHA256)); err != nil {
+		t.Fatalf("the cached blob before a sweep: %v", err)
+	}
+	sweep()
+	if _, err := os.Stat(r.cache.Path(res.SHA256)); err == nil {
+		t.Error("the cached blob, no longer handed to anyone, survived a sweep over budget")
+	}
+	if _, err := copyOf(res); !os.IsNotExist(err) {
+		t.Errorf("the copy no longer handed over survived a sweep over budget: %v", err)
+	}
+
+	// Fetched again, the evicted copy is placed again with its bytes
+	// downloaded again; past the grace it goes.
+	before := r.tg.Downloads()
+	again := fetch(ref)
+	if got, err := copyOf(again); err != nil || string(got) != string(data) || again.Path != res.Path {
+		t.Fatalf("fetched again: %s, %d bytes, %v; want the same bytes at %s", again.Path, len(got), err, res.Path)
+	}
+	if r.tg.Downloads() != before+1 {
+		t.Errorf("downloads %d→%d: the evicted bytes must be brought back", before, r.tg.Downloads())
+	}
+	r.clock.Advance(diskbudget.HandOffGrace + time.Second)
+	sweep()
+	if _, err := copyOf(again); !os.IsNotExist(err) {
+		t.Errorf("the copy past its grace survived a sweep over budget: %v", err)
+	}
+}

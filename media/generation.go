@@ -153,14 +153,18 @@ func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*gen
 	default:
 		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "%s is %s; only PNG, JPEG and WebP images can be edited", res.Ref, res.MIME)
 	}
+	// Fetch handed the copy over (diskbudget.HandOff): no sweep takes it
+	// before it is opened here. The error names no path; the log does.
 	f, _, err := s.workspace(g).Open(res.Path)
 	if err != nil {
-		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be opened: %v", res.Ref, err)
+		s.o.Log.Warn("generate_image: the fetched copy cannot be opened", "ref", res.Ref, "path", res.Path, "err", err)
+		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be opened", res.Ref)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be read: %v", res.Ref, err)
+		s.o.Log.Warn("generate_image: the fetched copy cannot be read", "ref", res.Ref, "path", res.Path, "err", err)
+		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be read", res.Ref)
 	}
 	return &generate.Source{File: f, Size: fi.Size(), MIME: res.MIME, Name: res.Name}, func() { f.Close() }, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/ipc"
@@ -48,20 +49,40 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 	}
 	// A name of its own: two fetches of one ref may place it at once.
 	tmp := "media/" + groups.TempPrefix + ipc.NewID() + "-" + name
+	// The copy is held from birth: the lock is on the file, not the name,
+	// so it still holds once the file is renamed into place, and no sweep
+	// (woken by a guest's upload, say) can take the copy between the
+	// rename and the fetch's own hold.
+	var birth *os.File
+	defer func() {
+		if birth != nil {
+			birth.Close()
+		}
+	}()
 	// Not fsynced: the cache holds the bytes and places them again.
 	err = atomicfile.WriteRoot(root, rel, tmp, 0o640, false, func(dst *os.File) error {
+		h, err := root.Open(tmp)
+		if err != nil {
+			return err
+		}
+		if err := diskbudget.Hold(h); err != nil {
+			h.Close()
+			return err
+		}
+		birth = h
 		// The limited *os.File keeps the copy in the kernel (copy_file_range).
-		_, err := io.Copy(dst, io.LimitReader(blob, e.Size))
+		_, err = io.Copy(dst, io.LimitReader(blob, e.Size))
 		return err
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	s.o.Budget.Added(e.Size)
 	held, err := s.o.Budget.Acquire(root, rel)
 	if err != nil {
 		return "", nil, err
 	}
+	// Counted once held: the sweep this may wake finds the copy in use.
+	s.o.Budget.Added(e.Size)
 	return rel, held, nil
 }
 

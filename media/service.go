@@ -207,6 +207,8 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	rel, held, err := s.place(g, &ref, entry, blob)
 	if err == nil {
 		defer held.Close()
+		// The caller opens the copy by its path once this answers.
+		s.o.Budget.HandOff(g.Folder, rel)
 	}
 	if err != nil {
 		s.o.Log.Error("fetch_media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
@@ -364,6 +366,13 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 			}
 		}
 		if err == nil {
+			if !cached {
+				// Counted once held, so that the sweep it may wake finds
+				// the new blob in use (a fetch joining the same download
+				// counts it again: the count is an estimate that only
+				// wakes the sweeper, which measures).
+				s.o.Budget.Added(entry.Size)
+			}
 			return entry, cached, blob, nil
 		}
 		if !errors.Is(err, diskbudget.ErrGone) {
@@ -534,7 +543,9 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	if err != nil {
 		return mediaregistry.Entry{}, downloadError(ref, err, s.o.Log)
 	}
-	s.o.Budget.Added(e.Size)
+	// The disk budget hears of it once the fetch holds it (acquire); until
+	// then no sweep takes the new blob from the fetches waiting for it.
+	s.o.Budget.HandOff(CacheArea, e.SHA256)
 	if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
 		s.o.Log.Warn("media download not counted", "ref", ref.ID, "err", err)
 	}

@@ -204,6 +204,8 @@ func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.
 		s.o.Log.Info("web page not fetched", "group", group, "ref", ref.ID, "host", host, "err", err)
 		return store.WebLink{}, false, webError(err)
 	default:
+		// Left by the sweeps until the fetch that follows holds it.
+		s.o.Budget.HandOff(CacheArea, e.SHA256)
 		s.o.Budget.Added(e.Size)
 		if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
 			s.o.Log.Warn("web page download not counted", "ref", ref.ID, "err", err)

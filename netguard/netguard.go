@@ -276,12 +276,31 @@ func (g *Guard) CheckAddr(a netip.Addr) error {
 	if reason == "" {
 		return nil
 	}
-	for _, p := range g.allow {
-		if p.Contains(a) || (embedded.IsValid() && p.Contains(embedded)) {
+	if g.opened(a) {
+		return nil
+	}
+	// A transition form is opened when every embedded address that
+	// refused it is: opening the Teredo server's range must not open a
+	// loopback client.
+	if len(embedded) > 0 {
+		all := true
+		for _, e := range embedded {
+			all = all && g.opened(e)
+		}
+		if all {
 			return nil
 		}
 	}
 	return &Refusal{Dest: a.String(), Reason: reason}
+}
+
+func (g *Guard) opened(a netip.Addr) bool {
+	for _, p := range g.allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // DialContext resolves addr's host once, refuses all of it if any answer

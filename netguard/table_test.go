@@ -31,6 +31,9 @@ var spellings = []spelling{
 	{"[::ffff:8.8.8.8]", true}, {"[::ffff:808:808]", true}, {"[64:ff9b::808:808]", true}, {"[64:ff9b::8.8.8.8]", true},
 	{"[2002:808:808::1]", true}, {"[2001:0:808:808:0:0:f7f7:f7f7]", true}, {"[2001:4860:0:1::5efe:808:808]", true},
 	{"[2001:4860:0:1:200:5efe:808:808]", true}, {"[::ffff:0:808:808]", true},
+	// local-use NAT64 (RFC 8215) in each RFC 6052 layout, 8.8.8.8 inside
+	{"[64:ff9b:1::808:808]", true}, {"[64:ff9b:1::8.8.8.8]", true}, {"[64:ff9b:1:0:8:808:800:0]", true},
+	{"[64:ff9b:1:8:8:808::]", true}, {"[64:ff9b:1:808:8:800::]", true},
 
 	// schemes, credentials, host forms
 	{"ftp://example.com/", false}, {"file:///etc/passwd", false}, {"gopher://example.com/", false},
@@ -87,13 +90,18 @@ var spellings = []spelling{
 	{"[::8.8.8.8]", false}, {"[::ffff:0:127.0.0.1]", false}, {"[::ffff:0:a00:1]", false},
 	// NAT64
 	{"[64:ff9b::127.0.0.1]", false}, {"[64:ff9b::7f00:1]", false}, {"[64:ff9b::10.0.0.1]", false},
-	{"[64:ff9b::a9fe:a9fe]", false}, {"[64:ff9b:1::808:808]", false}, {"[64:ff9b:1:ffff::1]", false},
+	{"[64:ff9b::a9fe:a9fe]", false}, {"[64:ff9b:1:ffff::1]", false},
+	// local-use NAT64: refused when any RFC 6052 layout reads an inside address
+	{"[64:ff9b:1::7f00:1]", false}, {"[64:ff9b:1::10.0.0.1]", false}, {"[64:ff9b:1::a9fe:a9fe]", false},
+	{"[64:ff9b:1:7f00:0:100::]", false}, {"[64:ff9b:1:0:a:0:808:808]", false}, {"[64:ff9b:1::]", false},
+	{"[64:ff9b:1:a9:fe:a9fe::]", false},
 	// 6to4
 	{"[2002:7f00:1::]", false}, {"[2002:7f00:0001::1]", false}, {"[2002:a00:1::1]", false},
 	{"[2002:c0a8:101::1]", false}, {"[2002:a9fe:a9fe::]", false}, {"[2002::]", false},
 	// Teredo: server as is, client XOR 0xffffffff
 	{"[2001:0:7f00:1::]", false}, {"[2001:0:808:808:0:0:80ff:fffe]", false}, {"[2001:0:808:808::f5ff:fffe]", false},
-	{"[2001:0:808:808:0:0:3f57:fefe]", false}, {"[2001::]", false},
+	{"[2001:0:808:808:0:0:3f57:fefe]", false}, {"[2001::]", false}, {"[2001:0:808:808::5601:5601]", false},
+	{"[2001:0:a00:1::f7f7:f7f7]", false}, {"[2001:0:c0a8:101::f7f7:f7f7]", false},
 	// ISATAP with a private embedded address
 	{"[2001:4860:0:1::5efe:a00:1]", false}, {"[2001:4860:0:1:200:5efe:7f00:1]", false},
 	{"[2001:4860:0:1::5efe:192.168.0.1]", false}, {"[2001:4860:0:1:0:5efe:a9fe:a9fe]", false},
@@ -189,6 +197,58 @@ func TestParsePrefixes(t *testing.T) {
 			t.Errorf("%q: parsed as %v, want an error", tt.in, got)
 		case tt.want != "" && (err != nil || got[0] != netip.MustParsePrefix(tt.want)):
 			t.Errorf("%q: %v, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestTransitionForms: a Teredo address is judged by its client (the last
+// 32 bits flipped), and its server field must be public too; a local-use
+// NAT64 address by the IPv4 its RFC 6052 layouts read. An opened range
+// opens such an address only when it opens every embedded address that
+// refused it.
+func TestTransitionForms(t *testing.T) {
+	allow, err := ParsePrefixes([]string{"127.0.0.0/8", "10.1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, open := New(Options{}), New(Options{AllowPrivate: allow})
+	for _, tt := range []struct {
+		addr     string
+		reason   string // "" when allowed with nothing opened
+		inOpened bool   // allowed with 127.0.0.0/8 and 10.1.2.3 opened
+	}{
+		// Teredo: public server 8.8.8.8, client 127.0.0.1 / 169.254.169.254 / 10.1.2.3
+		{"2001:0:808:808::80ff:fffe", "it is a Teredo address whose client is 127.0.0.1, which is a loopback address (this machine)", true},
+		{"2001:0:808:808::5601:5601", "it is a Teredo address whose client is 169.254.169.254, which is a link-local address (where cloud metadata services live)", false},
+		{"2001:0:808:808::f5fe:fdfc", "it is a Teredo address whose client is 10.1.2.3, which is a private address (RFC 1918)", true},
+		// public client 8.8.8.8 behind a private server field: refused
+		{"2001:0:a01:203::f7f7:f7f7", "it is a Teredo address whose server is 10.1.2.3, which is a private address (RFC 1918)", true},
+		// both inside: the client names the reason; opening the server's
+		// range alone does not open a loopback or private client
+		{"2001:0:a01:203::3f57:fefe", "it is a Teredo address whose client is 192.168.1.1, which is a private address (RFC 1918)", false},
+		{"2001:0:a01:203::80ff:fffe", "it is a Teredo address whose client is 127.0.0.1, which is a loopback address (this machine)", true},
+		{"2001:0:a09:909::80ff:fffe", "it is a Teredo address whose client is 127.0.0.1, which is a loopback address (this machine)", false},
+		{"2001:0:808:808::f7f7:f7f7", "", true},
+		// local-use NAT64
+		{"64:ff9b:1::808:808", "", true},
+		{"64:ff9b:1:808:8:800::", "", true},
+		{"64:ff9b:1::7f00:1", "it is a local-use NAT64 address (RFC 8215) whose /96 reading is 127.0.0.1, which is a loopback address (this machine)", true},
+		{"64:ff9b:1::a9fe:a9fe", "it is a local-use NAT64 address (RFC 8215) whose /96 reading is 169.254.169.254, which is a link-local address (where cloud metadata services live)", false},
+		{"64:ff9b:1:7f00:0:100::", "it is a local-use NAT64 address (RFC 8215) whose /48 reading is 127.0.0.1, which is a loopback address (this machine)", true},
+		// public as a /96, 10.0.0.8 to a translator using a /64
+		{"64:ff9b:1:0:a:0:808:808", "it is a local-use NAT64 address (RFC 8215) whose /64 reading is 10.0.0.8, which is a private address (RFC 1918)", false},
+		{"64:ff9b:1::", "it is a local-use NAT64 address (RFC 8215) that holds no IPv4 address outside 0.0.0.0/8", false},
+	} {
+		a := netip.MustParseAddr(tt.addr)
+		err := closed.CheckAddr(a)
+		switch {
+		case tt.reason == "" && err != nil:
+			t.Errorf("%s: refused (%v), want allowed", tt.addr, err)
+		case tt.reason != "" && (err == nil || err.Error() != "botd does not open "+tt.addr+": "+tt.reason):
+			t.Errorf("%s: %v, want the reason %q", tt.addr, err, tt.reason)
+		}
+		if err := open.CheckAddr(a); (err == nil) != tt.inOpened {
+			t.Errorf("%s with 127.0.0.0/8 and 10.1.2.3 opened: %v, want allowed %v", tt.addr, err, tt.inOpened)
 		}
 	}
 }

@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/internal/testwait"
@@ -165,4 +170,93 @@ func TestDiskBudgetAndLifetimeEndToEnd(t *testing.T) {
 		}
 	}
 	host.stop(t)
+}
+
+// The scenario: the main group's own upload in its web room is
+// fetched; a room-link guest's uploads push the disk budget over, and
+// the sweeper evicts what it may (the group's copy and the cached bytes,
+// never the upload, the only copy). A fetch of the ref afterwards places
+// it again from that upload and returns the same bytes; no error names a
+// path.
+func TestEvictedCopyIsPlacedAgainEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	// The sweeper runs all the time, not only when woken: whenever a
+	// fetch lets go of the group's copy before its caller has opened it,
+	// a sweep is there to evict it.
+	writeFile(t, filepath.Join(dir, "botd.yaml"), strings.Replace(guestConfig, "sweep_interval: 1h", "sweep_interval: 20ms", 1))
+	p := startBotdEnv(t, dir, minimalEnv(t.TempDir()), "run", "--config", "botd.yaml")
+	base, token := p.urlLine(t)
+	p.waitLog(t, "botd running")
+
+	owner := webLogin(t, base, token)
+	// Text, so that fetch_media hands the model the bytes themselves.
+	var own strings.Builder
+	for i := 0; own.Len() < 90_000; i++ {
+		fmt.Fprintf(&own, "line %05d of the owner's notes\n", i)
+	}
+	if st, body := owner.upload("main", "notes.txt", []byte(own.String())); st != http.StatusOK {
+		t.Fatalf("owner upload: %d %s", st, body)
+	}
+	if st, body := owner.upload("main", "other.txt", []byte("another file of the owner's\n")); st != http.StatusOK {
+		t.Fatalf("owner upload: %d %s", st, body)
+	}
+	mainMCP := mcpStdio(t, dir, "botd.yaml", "main")
+	refs := refsByName(t, mainMCP, 2)
+	ref := refNamed(t, refs, "notes.txt")
+	if first := callTool(t, mainMCP, "fetch_media", map[string]any{"mediaRef": ref}); first.IsError || embeddedText(first) != own.String() {
+		t.Fatalf("first fetch: %s", resultText(first))
+	}
+	// The group's last fetch is another file: the sweeps leave only the
+	// copy a fetch just handed over (diskbudget.HandOff), so the notes'
+	// copy may now be evicted.
+	if res := callTool(t, mainMCP, "fetch_media", map[string]any{"mediaRef": refNamed(t, refs, "other.txt")}); res.IsError {
+		t.Fatalf("fetch of the other file: %s", resultText(res))
+	}
+
+	guest := joinAsGuest(t, owner, base, "guests")
+	for i := range 10 {
+		data := make([]byte, 100_000)
+		rand.Read(data)
+		st, body := guest.upload("guests", fmt.Sprintf("g%d.bin", i), data)
+		if st == http.StatusInsufficientStorage {
+			break
+		}
+		if st != http.StatusOK {
+			t.Fatalf("guest upload %d: %d %s", i, st, body)
+		}
+	}
+	// The sweeper evicts the main group's copy of the notes and the
+	// cached bytes; the upload, the only copy, stays.
+	notesCopy := filepath.Join(dir, "groups", "main", "media", ref+"_notes.txt")
+	testwait.Within(t, 30*time.Second, "the main group's copy of the notes evicted", func() bool {
+		_, err := os.Stat(notesCopy)
+		return errors.Is(err, fs.ErrNotExist) && bytesUnder(t, dir, filepath.Join("data", "media")) < int64(own.Len())
+	})
+
+	for i := range 5 {
+		res := callTool(t, mainMCP, "fetch_media", map[string]any{"mediaRef": ref})
+		if res.IsError {
+			if strings.Contains(resultText(res), dir) || strings.Contains(resultText(res), "media/") {
+				t.Errorf("the error names a path: %s", resultText(res))
+			}
+			t.Fatalf("fetch %d after the eviction: %s", i, resultText(res))
+		}
+		if got := embeddedText(res); got != own.String() {
+			t.Fatalf("fetch %d after the eviction returned %d other bytes, want the upload's %d", i, len(got), own.Len())
+		}
+	}
+	p.stop(t)
+}
+
+// embeddedText is the text of a tool result's embedded resources.
+func embeddedText(r *mcpgo.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if e, ok := c.(mcpgo.EmbeddedResource); ok {
+			if tr, ok := e.Resource.(mcpgo.TextResourceContents); ok {
+				b.WriteString(tr.Text)
+			}
+		}
+	}
+	return b.String()
 }

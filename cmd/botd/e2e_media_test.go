@@ -194,7 +194,7 @@ func docUpdate(chatID int64, msgID int, fileID, name, mime string, size int64) m
 		Document: &models.Document{FileID: fileID, FileUniqueID: fileID + "u", FileName: name, MimeType: mime, FileSize: size}}}
 }
 
-var refRe = regexp.MustCompile(`ref:(tg_[0-9A-Za-z]+)`)
+var refRe = regexp.MustCompile(`ref:((?:tg|wb)_[0-9A-Za-z]+)`)
 
 // refsIn waits until list_media shows n refs and returns them by name.
 func refsByName(t *testing.T, c *client.Client, n int) map[string]string {

@@ -245,26 +245,7 @@ func TestGuestCannotEvictTheOwnersUpload(t *testing.T) {
 	}
 
 	// A room link for the guests' room, and a guest through it.
-	m := formCSRF.FindStringSubmatch(owner.get("/admin"))
-	resp, err := owner.c.PostForm(base+"/admin/links", url.Values{"csrf": {m[1]}, "room": {"guests"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	link := joinLink.FindStringSubmatch(owner.get("/admin"))
-	if link == nil {
-		t.Fatal("the dashboard shows no room link")
-	}
-	jar, _ := cookiejar.New(nil)
-	guest := &webSession{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	jm := formCSRF.FindStringSubmatch(guest.get("/join"))
-	if resp, err = guest.c.PostForm(base+"/join", url.Values{"csrf": {jm[1]}, "link": {link[1]}}); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Request.URL.Path != "/r/guests" {
-		t.Fatalf("join ended at %s", resp.Request.URL)
-	}
+	guest := joinAsGuest(t, owner, base, "guests")
 
 	// 100 kB at a time against a 350 kB share: the fourth is refused; the
 	// owner's 150 kB and the guest's 300 kB are past the 400 kB budget.
@@ -292,6 +273,33 @@ func TestGuestCannotEvictTheOwnersUpload(t *testing.T) {
 		t.Fatalf("the owner's upload changed or is gone (%d bytes, want %d)", len(got), len(own))
 	}
 	p.stop(t)
+}
+
+// joinAsGuest has the owner make a link to room on the dashboard and
+// returns a guest logged in through it.
+func joinAsGuest(t *testing.T, owner *webSession, base, room string) *webSession {
+	t.Helper()
+	m := formCSRF.FindStringSubmatch(owner.get("/admin"))
+	resp, err := owner.c.PostForm(base+"/admin/links", url.Values{"csrf": {m[1]}, "room": {room}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	link := joinLink.FindStringSubmatch(owner.get("/admin"))
+	if link == nil {
+		t.Fatal("the dashboard shows no room link")
+	}
+	jar, _ := cookiejar.New(nil)
+	guest := &webSession{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	jm := formCSRF.FindStringSubmatch(guest.get("/join"))
+	if resp, err = guest.c.PostForm(base+"/join", url.Values{"csrf": {jm[1]}, "link": {link[1]}}); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/r/"+room {
+		t.Fatalf("join ended at %s", resp.Request.URL)
+	}
+	return guest
 }
 
 func (s *webSession) getBytes(path string) []byte {
