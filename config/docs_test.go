@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The configuration reference, docs/configuration.md, documents every key
@@ -196,5 +198,129 @@ func TestKeyPaths(t *testing.T) {
 	want := "by_name.<name>.a by_name.<name>.d env list[].a list[].d plain ptr.a ptr.d sect.a sect.d words"
 	if got != want {
 		t.Errorf("keyPaths = %s\nwant       %s", got, want)
+	}
+}
+
+// TestDocsLinksResolve checks every relative link of README.md and the pages
+// of docs/: the file it names exists and, for a link to a heading of a
+// markdown file (page.md#heading), that heading does (GitHub's anchors).
+func TestDocsLinksResolve(t *testing.T) {
+	root := repoRoot(t)
+	pages := []string{filepath.Join(root, "README.md")}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(p string) map[string]bool {
+		if a, ok := anchors[p]; ok {
+			return a
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anchors[p] = headingAnchors(string(data))
+		return anchors[p]
+	}
+	checked := 0
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, page)
+		for _, l := range relativeLinks(string(data)) {
+			checked++
+			target, anchor, _ := strings.Cut(l, "#")
+			file := page
+			if target != "" {
+				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(target))
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s links to %s, which does not exist", rel, l)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(file, ".md") && !anchorsOf(file)[anchor] {
+				t.Errorf("%s links to %s: %s has no heading with the anchor #%s", rel, l, filepath.Base(file), anchor)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d links in %d pages: the link parser lost them", checked, len(pages))
+	}
+}
+
+var (
+	fencedBlock = regexp.MustCompile("(?ms)^[ \t]*```.*?^[ \t]*```[ \t]*$")
+	codeSpan    = regexp.MustCompile("`+[^`]*`+")
+	mdLink      = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	headingLine = regexp.MustCompile(`(?m)^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$`)
+)
+
+// relativeLinks returns the targets of the markdown links of doc that are
+// not absolute URLs, outside code blocks and code spans.
+func relativeLinks(doc string) []string {
+	doc = fencedBlock.ReplaceAllString(doc, "")
+	doc = codeSpan.ReplaceAllString(doc, "")
+	var out []string
+	for _, m := range mdLink.FindAllStringSubmatch(doc, -1) {
+		l := m[1]
+		if strings.Contains(l, "://") || strings.HasPrefix(l, "mailto:") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// headingAnchors returns the anchors GitHub gives doc's headings: lower
+// case, punctuation dropped but for - and _, spaces as -, a repeated one
+// numbered (-1, -2).
+func headingAnchors(doc string) map[string]bool {
+	doc = fencedBlock.ReplaceAllString(doc, "")
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range headingLine.FindAllStringSubmatch(doc, -1) {
+		a := slug(m[1])
+		if n := seen[a]; n > 0 {
+			out[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestSlug(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"What botd refuses", "what-botd-refuses"},
+		{"`channels.telegram`", "channelstelegram"},
+		{"Using the media tools from Claude Desktop / Claude Code", "using-the-media-tools-from-claude-desktop--claude-code"},
+		{"Top level", "top-level"},
+		{"PDFs from the real world", "pdfs-from-the-real-world"},
+	} {
+		if got := slug(tc.in); got != tc.want {
+			t.Errorf("slug(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
