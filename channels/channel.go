@@ -64,6 +64,19 @@ type Checker interface {
 	Check(ctx context.Context) (who string, err error)
 }
 
+// Unreachable is the error of a network that did not answer (a start's
+// or a Check's first call): errors.Is(err, ErrUnavailable) holds, and its
+// text is the formatted message alone, without ErrUnavailable's words
+// about media.
+func Unreachable(format string, args ...any) error {
+	return unreachable(fmt.Sprintf(format, args...))
+}
+
+type unreachable string
+
+func (u unreachable) Error() string        { return string(u) }
+func (u unreachable) Is(target error) bool { return target == ErrUnavailable }
+
 // ErrUnchecked wraps a Checker's error when nothing was wrong but the
 // settings could not be proved without a write (a first login): a
 // warning, not a failure.

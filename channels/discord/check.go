@@ -76,7 +76,7 @@ func checkGet(ctx context.Context, c *http.Client, cfg Config, path string, out 
 	req.Header.Set("User-Agent", "DiscordBot (https://github.com/botd-dev/botd, 1)")
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s%s: %s: %w", cfg.APIURL, path, redact(err.Error(), cfg.Token), channels.ErrUnavailable)
+		return channels.Unreachable("GET %s%s: %s", cfg.APIURL, path, redact(err.Error(), cfg.Token))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -328,7 +328,7 @@ func (m *Matrix) whoamiErr(who *mautrix.RespWhoami, err error) error {
 	case errors.Is(err, mautrix.MUnknownToken), errors.Is(err, mautrix.MMissingToken), errors.Is(err, mautrix.MForbidden):
 		return fmt.Errorf("matrix: the homeserver rejected the access token (%s); check channels.matrix.access_token (MATRIX_ACCESS_TOKEN)", m.redact(err.Error()))
 	case err != nil:
-		return fmt.Errorf("matrix: whoami at %s (channels.matrix.homeserver): %s: %w", m.cfg.Homeserver, m.redact(err.Error()), channels.ErrUnavailable)
+		return channels.Unreachable("matrix: whoami at %s (channels.matrix.homeserver): %s", m.cfg.Homeserver, m.redact(err.Error()))
 	}
 	if who.UserID != id.UserID(m.cfg.UserID) {
 		return fmt.Errorf("matrix: the access token belongs to %s, not to channels.matrix.user_id %s", who.UserID, m.cfg.UserID)

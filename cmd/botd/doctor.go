@@ -18,6 +18,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
@@ -393,6 +394,9 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 			r.fail(a.key, fmt.Sprintf("cannot listen on %s: %v", a.addr, errors.Unwrap(err)))
 		case a.by == "run" && running != "":
 			r.ok(a.key, fmt.Sprintf("%s is in use, by the botd %sthat runs on this data folder", a.addr, running))
+		case a.key == "channels.web.listen" && a.addr == web.DefaultListen:
+			r.warn(a.key, fmt.Sprintf("%s is in use by another program: botd run takes the next free port and prints it; "+
+				"set channels.web.listen to choose one", a.addr))
 		case a.by == "mcp":
 			r.warn(a.key, fmt.Sprintf("%s is in use: fine if `botd mcp --http` runs there; otherwise stop what holds it or change %s", a.addr, a.key))
 		default:
