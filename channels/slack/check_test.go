@@ -11,7 +11,7 @@ import (
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name, authErr, want string
-		fail             bool
+		fail                bool
 	}{
 		{name: "token works", want: `bot user UBOT0001 in workspace "Fake"`},
 		{name: "token revoked", authErr: "invalid_auth", want: "check channels.slack.bot_token (SLACK_BOT_TOKEN)", fail: true},
