@@ -128,7 +128,7 @@ func (r *doctor) networks(ctx context.Context, cfg *config.Config) {
 		}
 		ch, err := n.build(env)
 		if err != nil {
-			r.fail(n.name, err.Error())
+			r.fail(n.name, strings.TrimPrefix(err.Error(), n.name+": "))
 			continue
 		}
 		c, ok := ch.(channels.Checker)
@@ -225,12 +225,12 @@ func (r *doctor) disk(cfg *config.Config) {
 			continue
 		}
 		if unix.Stat(dir, &fi) == nil {
-			if seen[fi.Dev] {
+			if seen[uint64(fi.Dev)] {
 				continue // the same disk as the line before
 			}
-			seen[fi.Dev] = true
+			seen[uint64(fi.Dev)] = true
 		}
-		free := int64(st.Bavail) * st.Bsize
+		free := int64(st.Bavail) * int64(st.Bsize)
 		budget, one := cfg.Media.MaxDiskBytes, cfg.Media.MaxDownloadBytes
 		switch {
 		case free < 2*one:
