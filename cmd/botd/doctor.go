@@ -46,6 +46,9 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *timeout <= 0 {
+		return fail(2, "--timeout must be positive, got %s", *timeout)
+	}
 	r := &doctor{w: stdout, timeout: *timeout}
 	path := configPath(*cfgFlag)
 	cfg, err := config.Load(path)
@@ -142,6 +145,9 @@ func (r *doctor) networks(ctx context.Context, cfg *config.Config) {
 		switch {
 		case errors.Is(err, channels.ErrUnchecked):
 			r.warn(n.name, err.Error())
+		case errors.Is(err, channels.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+			r.fail(n.name, strings.TrimPrefix(err.Error(), n.name+": ")+
+				fmt.Sprintf(" — no answer within %s: check the network from this machine and the channel's API address", r.timeout))
 		case err != nil:
 			r.fail(n.name, strings.TrimPrefix(err.Error(), n.name+": "))
 		default:
@@ -157,16 +163,29 @@ func (r *doctor) models(ctx context.Context, cfg *config.Config, online bool) {
 	for _, m := range cfg.LLM.UsableModels() {
 		usable[m.Provider+"/"+m.Name] = true
 	}
+	type entry struct{ Provider, Name, role string }
+	var entries []entry
+	for _, m := range cfg.LLM.Models() {
+		entries = append(entries, entry{m.Provider, m.Name, ""})
+	}
+	if d := cfg.Media.Describe; d.Provider != "" {
+		// The vision model that describes images: a chat model too.
+		entries = append(entries, entry{d.Provider, d.Model, " (media.describe)"})
+		if p, ok := cfg.LLM.Providers[d.Provider]; ok && d.Model != "" && (p.APIKey != "" || p.Keyless()) {
+			usable[d.Provider+"/"+d.Model] = true
+		}
+	}
 	ps := newLLMProviders(cfg, nil)
 	seen := map[string]bool{}
-	for _, m := range cfg.LLM.Models() {
-		what := "model " + m.Provider + "/" + m.Name
-		if seen[what] {
-			continue
+	for _, m := range entries {
+		key := m.Provider + "/" + m.Name
+		if seen[key] {
+			continue // one line per model, whatever uses it
 		}
-		seen[what] = true
-		if !usable[m.Provider+"/"+m.Name] {
-			r.warn(what, fmt.Sprintf("left out of the chain: llm.providers.%s has no api_key", m.Provider))
+		seen[key] = true
+		what := "model " + key + m.role
+		if !usable[key] {
+			r.warn(what, fmt.Sprintf("not used: llm.providers.%s has no api_key", m.Provider))
 			continue
 		}
 		if !online {

@@ -26,6 +26,8 @@ llm:
   providers:
     fake: {type: openai, api_key: "%s", base_url: "%s"}
   model: {provider: fake, name: fake-model}
+media:
+  describe: {provider: fake, model: vision-model}
 groups:
   - {folder: family, name: Family, chat: "telegram:-100", requires_trigger: true}
 `
@@ -107,6 +109,7 @@ func TestDoctor(t *testing.T) {
 				{"OK   config: ", "botd.yaml"},
 				{"OK   telegram: ", "bot @" + telegramtest.BotUsername + " (id " + strconv.FormatInt(telegramtest.BotID, 10) + ")"},
 				{"INFO model fake/fake-model: ", "--online"},
+				{"INFO model fake/vision-model (media.describe): ", "--online"},
 				{"OK   ffmpeg: ", filepath.Join(all, "ffmpeg")},
 				{"OK   ffprobe: ", ""},
 				{"OK   pdftoppm: ", ""},
@@ -118,19 +121,22 @@ func TestDoctor(t *testing.T) {
 		},
 		{
 			name: "good config, online", tgToken: telegramtest.Token, tgURL: tg.URL(), web: "127.0.0.1:0", key: goodModelKey, path: all,
-			online: true, wantCalls: 1,
+			online: true, wantCalls: 2,
 			want: []want{
 				{"OK   telegram: ", "@" + telegramtest.BotUsername},
 				{"OK   model fake/fake-model: ", "answered a one-token request"},
+				{"OK   model fake/vision-model (media.describe): ", "answered a one-token request"},
 			},
 		},
 		{
 			name: "broken: no ffmpeg, unreachable Bot API, bad key, web address taken", tgToken: telegramtest.Token, tgURL: unreachable,
-			web: held.Addr().String(), key: "sk-doctor-bad-key-not-real", path: noFFmpeg, online: true, wantCode: 1, wantCalls: 1,
+			web: held.Addr().String(), key: "sk-doctor-bad-key-not-real", path: noFFmpeg, online: true, wantCode: 1, wantCalls: 2,
 			want: []want{
 				{"OK   config: ", ""},
 				{"FAIL telegram: ", "getMe at " + unreachable},
+				{"FAIL telegram: ", "check the network from this machine and the channel's API address"},
 				{"FAIL model fake/fake-model: ", "the key was refused"},
+				{"FAIL model fake/vision-model (media.describe): ", "set llm.providers.fake.api_key"},
 				{"FAIL ffmpeg: ", "not on PATH — install ffmpeg (apt install ffmpeg) to read videos and voice notes"},
 				{"OK   ffprobe: ", ""},
 				{"FAIL channels.web.listen: ", held.Addr().String() + " is in use by another program"},
@@ -219,4 +225,33 @@ func TestDoctorBesideARunningBotd(t *testing.T) {
 		t.Logf("botd doctor:\n%s", out)
 	}
 	p.stop(t)
+}
+
+// A config with problems gets a FAIL line for each, and no other check
+// runs on it; a bad flag is a usage error.
+func TestDoctorBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "bad.yaml"), "media: {ref_ttl: soon}\nchannels: {telegram: {enabled: true, tokne: x}}\n")
+	out, code := runCLI(t, dir, "doctor", "--config", "bad.yaml")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		"FAIL config: media.ref_ttl: invalid duration",
+		"FAIL config: channels.telegram.tokne: unknown key (did you mean token?)",
+		"FAIL config: bad.yaml has 3 problem(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no line %q", want)
+		}
+	}
+	if strings.Contains(out, "ffmpeg") || strings.Contains(out, "telegram: bot") {
+		t.Errorf("checks ran on an invalid config")
+	}
+	if t.Failed() {
+		t.Logf("botd doctor:\n%s", out)
+	}
+	if _, code := runCLI(t, dir, "doctor", "--config", "bad.yaml", "--timeout", "0s"); code != 2 {
+		t.Errorf("--timeout 0s: exit %d, want 2", code)
+	}
 }
