@@ -35,13 +35,13 @@ const doctorLine = "botd doctor [--online] [--timeout D] [--config FILE]"
 // 1 when a line says FAIL; WARN and INFO lines do not fail.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("doctor", doctorLine,
-		"Check the config, each enabled chat network's credentials (one read-only call each: Telegram getMe, Slack auth.test, "+
-			"Discord /users/@me, Matrix /account/whoami; WhatsApp: a paired session in its store, no connection), the model keys "+
-			"(only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
+		"Check the config, each enabled chat network's credentials (by default, one read-only call each, free, within --timeout: "+
+			"Telegram getMe, Slack auth.test, Discord /users/@me, Matrix /account/whoami; WhatsApp: a paired session in its store, "+
+			"no connection), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
 			"free disk against media.max_disk_bytes, the database and which instance holds its lease, and the addresses botd "+
 			"listens on. One line per check: OK, INFO, WARN or FAIL with the fix. Exit status 1 when any check FAILs.", stderr)
 	cfgFlag := configFlag(fs)
-	online := fs.Bool("online", false, "also send each model of llm.model and llm.fallback a one-token request (billed) to prove its key")
+	online := fs.Bool("online", false, "also send each model of llm.model, llm.fallback and media.describe a one-token request (billed) to prove its key")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long each network or model check may take")
 	if err := parse(fs, args); err != nil {
 		return err
