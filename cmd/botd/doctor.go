@@ -412,7 +412,7 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 		case !errors.Is(err, syscall.EADDRINUSE):
 			r.fail(a.key, fmt.Sprintf("cannot listen on %s: %v", a.addr, errors.Unwrap(err)))
 		case a.by == "run" && running != "":
-			r.ok(a.key, fmt.Sprintf("%s is in use, by the botd %sthat runs on this data folder", a.addr, running))
+			r.ok(a.key, fmt.Sprintf("%s is in use, presumably by the botd %srunning on this data folder", a.addr, running))
 		case a.key == "channels.web.listen" && a.addr == web.DefaultListen:
 			r.warn(a.key, fmt.Sprintf("%s is in use by another program: botd run takes the next free port and prints it; "+
 				"set channels.web.listen to choose one", a.addr))

@@ -214,7 +214,7 @@ func TestDoctorBesideARunningBotd(t *testing.T) {
 		{"OK   data_dir: ", "botd " + pid},
 		{"OK   database: ", "sqlite opens"},
 		{"OK   lease: ", "is active since"},
-		{"OK   channels.web.listen: ", addr + " is in use, by the botd " + pid},
+		{"OK   channels.web.listen: ", addr + " is in use, presumably by the botd " + pid},
 		{"OK   telegram: ", "@" + telegramtest.BotUsername},
 	} {
 		if l, ok := doctorLineOf(out, w.prefix); !ok || !strings.Contains(l, w.has) {
