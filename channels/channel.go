@@ -54,6 +54,34 @@ type Waiter interface {
 	Wait()
 }
 
+// Checker is a channel that can prove its settings without receiving
+// anything: one read-only call to its network (who the credentials
+// belong to), or a look at its local session. `botd doctor` asks it of
+// every enabled channel. who names the account for a person, e.g.
+// "bot @name (id 123)"; an error says what to fix and never holds a
+// secret. New must still not connect: Check is the only call it makes.
+type Checker interface {
+	Check(ctx context.Context) (who string, err error)
+}
+
+// Unreachable is the error of a network that did not answer (a start's
+// or a Check's first call): errors.Is(err, ErrUnavailable) holds, and its
+// text is the formatted message alone, without ErrUnavailable's words
+// about media.
+func Unreachable(format string, args ...any) error {
+	return unreachable(fmt.Sprintf(format, args...))
+}
+
+type unreachable string
+
+func (u unreachable) Error() string        { return string(u) }
+func (u unreachable) Is(target error) bool { return target == ErrUnavailable }
+
+// ErrUnchecked wraps a Checker's error when nothing was wrong but the
+// settings could not be proved without a write (a first login): a
+// warning, not a failure.
+var ErrUnchecked = errors.New("not checked")
+
 // Typer shows "typing…" while the agent works.
 type Typer interface {
 	SetTyping(ctx context.Context, chat string, on bool) error

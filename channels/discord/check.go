@@ -25,9 +25,19 @@ const (
 // Message Content intent switched on (GET /applications/@me), which botd
 // needs to read what was said. It connects to no gateway.
 func Check(ctx context.Context, cfg Config) error {
+	_, err := check(ctx, cfg)
+	return err
+}
+
+var _ channels.Checker = (*Discord)(nil)
+
+// Check is the package's Check for `botd doctor`, naming the bot.
+func (d *Discord) Check(ctx context.Context) (string, error) { return check(ctx, d.cfg) }
+
+func check(ctx context.Context, cfg Config) (string, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Token == "" {
-		return fmt.Errorf("channels.discord.token is empty (set DISCORD_BOT_TOKEN)")
+		return "", fmt.Errorf("channels.discord.token is empty (set DISCORD_BOT_TOKEN)")
 	}
 	c := &http.Client{Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -37,10 +47,10 @@ func Check(ctx context.Context, cfg Config) error {
 		Bot      bool   `json:"bot"`
 	}
 	if err := checkGet(ctx, c, cfg, "/users/@me", &me); err != nil {
-		return err
+		return "", err
 	}
 	if !me.Bot {
-		return fmt.Errorf("channels.discord.token belongs to the user %q, not a bot: use the token from Developer Portal → your application → Bot", me.Username)
+		return "", fmt.Errorf("channels.discord.token belongs to the user %q, not a bot: use the token from Developer Portal → your application → Bot", me.Username)
 	}
 	var app struct {
 		ID    string `json:"id"`
@@ -48,13 +58,13 @@ func Check(ctx context.Context, cfg Config) error {
 		Flags int64  `json:"flags"`
 	}
 	if err := checkGet(ctx, c, cfg, "/applications/@me", &app); err != nil {
-		return err
+		return "", err
 	}
 	if app.Flags&(flagGatewayMessageContent|flagGatewayMessageContentLimited) == 0 {
-		return fmt.Errorf("the bot %s has no Message Content intent, so it would see empty messages: Developer Portal → %s → Bot → "+
+		return "", fmt.Errorf("the bot %s has no Message Content intent, so it would see empty messages: Developer Portal → %s → Bot → "+
 			"Privileged Gateway Intents → turn on Message Content Intent", me.Username, app.Name)
 	}
-	return nil
+	return fmt.Sprintf("bot %s (id %s)", me.Username, me.ID), nil
 }
 
 func checkGet(ctx context.Context, c *http.Client, cfg Config, path string, out any) error {
@@ -66,7 +76,7 @@ func checkGet(ctx context.Context, c *http.Client, cfg Config, path string, out 
 	req.Header.Set("User-Agent", "DiscordBot (https://github.com/botd-dev/botd, 1)")
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s%s: %s: %w", cfg.APIURL, path, redact(err.Error(), cfg.Token), channels.ErrUnavailable)
+		return channels.Unreachable("GET %s%s: %s", cfg.APIURL, path, redact(err.Error(), cfg.Token))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

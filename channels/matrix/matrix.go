@@ -318,16 +318,25 @@ func (m *Matrix) authenticate(ctx context.Context) (*mautrix.RespWhoami, error) 
 		m.cli.AccessToken = token
 		who, err = m.cli.Whoami(ctx)
 	}
-	switch {
-	case errors.Is(err, mautrix.MUnknownToken), errors.Is(err, mautrix.MMissingToken), errors.Is(err, mautrix.MForbidden):
-		return nil, fmt.Errorf("matrix: the homeserver rejected the access token (%s); check channels.matrix.access_token (MATRIX_ACCESS_TOKEN)", m.redact(err.Error()))
-	case err != nil:
-		return nil, fmt.Errorf("matrix: whoami at %s (channels.matrix.homeserver): %s: %w", m.cfg.Homeserver, m.redact(err.Error()), channels.ErrUnavailable)
-	}
-	if who.UserID != id.UserID(m.cfg.UserID) {
-		return nil, fmt.Errorf("matrix: the access token belongs to %s, not to channels.matrix.user_id %s", who.UserID, m.cfg.UserID)
+	if err := m.whoamiErr(who, err); err != nil {
+		return nil, err
 	}
 	return who, nil
+}
+
+// whoamiErr says what a /account/whoami answer means for the settings:
+// a rejected token, an unreachable homeserver, another account's token.
+func (m *Matrix) whoamiErr(who *mautrix.RespWhoami, err error) error {
+	switch {
+	case errors.Is(err, mautrix.MUnknownToken), errors.Is(err, mautrix.MMissingToken), errors.Is(err, mautrix.MForbidden):
+		return fmt.Errorf("matrix: the homeserver rejected the access token (%s); check channels.matrix.access_token (MATRIX_ACCESS_TOKEN)", m.redact(err.Error()))
+	case err != nil:
+		return channels.Unreachable("matrix: whoami at %s (channels.matrix.homeserver): %s", m.cfg.Homeserver, m.redact(err.Error()))
+	}
+	if who.UserID != id.UserID(m.cfg.UserID) {
+		return fmt.Errorf("matrix: the access token belongs to %s, not to channels.matrix.user_id %s", who.UserID, m.cfg.UserID)
+	}
+	return nil
 }
 
 // login exchanges channels.matrix.password for a token and keeps it in

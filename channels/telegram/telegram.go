@@ -306,7 +306,7 @@ func (t *Telegram) getMe(ctx context.Context) (*models.User, error) {
 		return nil, fmt.Errorf("telegram: the bot token was rejected (%s); check channels.telegram.token (TELEGRAM_BOT_TOKEN)",
 			redact(err.Error(), t.cfg.Token))
 	case err != nil:
-		return nil, fmt.Errorf("telegram: getMe at %s: %s: %w", t.apiURL, redact(err.Error(), t.cfg.Token), channels.ErrUnavailable)
+		return nil, channels.Unreachable("telegram: getMe at %s: %s", t.apiURL, redact(err.Error(), t.cfg.Token))
 	}
 	return me, nil
 }

@@ -14,9 +14,16 @@ import (
 
 func runCLI(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
+	return runCLIPath(t, dir, "/usr/bin:/bin", args...)
+}
+
+// runCLIPath runs botd with path as its PATH (and nothing else of this
+// environment), combined output and exit code.
+func runCLIPath(t *testing.T, dir, path string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command(botdBin, args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	cmd.Env = []string{"PATH=" + path, "HOME=" + dir}
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -121,43 +121,42 @@ func (d *daemon) buildChannels() error {
 		// Every call a channel makes to its network asks the lease first.
 		env.Fence = d.keeper
 	}
-	c := d.cfg.Channels
-	if c.Telegram.Enabled {
-		tg, err := telegram.New(c.Telegram, env)
-		if err != nil {
-			return fail(1, "telegram: %v", err)
+	for _, n := range networks(d.cfg) {
+		if !n.enabled {
+			continue
 		}
-		d.chans[tg.Name()] = tg
-	}
-	if c.Slack.Enabled {
-		sl, err := slack.New(c.Slack, env)
+		ch, err := n.build(env)
 		if err != nil {
-			return fail(1, "slack: %v", err)
+			return fail(1, "%s: %v", n.name, err)
 		}
-		d.chans[sl.Name()] = sl
-	}
-	if c.WhatsApp.Enabled {
-		wa, err := whatsapp.New(c.WhatsApp, whatsapp.SessionFor(c.WhatsApp, d.cfg.Database, d.cfg.DataDir), env)
-		if err != nil {
-			return fail(1, "whatsapp: %v", err)
-		}
-		d.chans[wa.Name()] = wa
-	}
-	if c.Discord.Enabled {
-		dc, err := discord.New(c.Discord, env)
-		if err != nil {
-			return fail(1, "discord: %v", err)
-		}
-		d.chans[dc.Name()] = dc
-	}
-	if c.Matrix.Enabled {
-		mx, err := matrix.New(c.Matrix, matrix.StoreFor(d.cfg.Database, d.cfg.DataDir), env)
-		if err != nil {
-			return fail(1, "matrix: %v", err)
-		}
-		d.chans[mx.Name()] = mx
+		d.chans[ch.Name()] = ch
 	}
 	return d.buildWeb(env)
+}
+
+// network is one chat network of the config and how to construct it.
+type network struct {
+	name    string
+	enabled bool
+	build   func(env channels.Env) (channels.Channel, error)
+}
+
+// networks lists the chat networks (not the web rooms, which need the
+// daemon's services); constructing one connects nothing. `botd run`
+// starts the enabled ones, `botd doctor` asks each its Check.
+func networks(cfg *config.Config) []network {
+	c := cfg.Channels
+	return []network{
+		{telegram.Name, c.Telegram.Enabled, func(env channels.Env) (channels.Channel, error) { return telegram.New(c.Telegram, env) }},
+		{"slack", c.Slack.Enabled, func(env channels.Env) (channels.Channel, error) { return slack.New(c.Slack, env) }},
+		{"whatsapp", c.WhatsApp.Enabled, func(env channels.Env) (channels.Channel, error) {
+			return whatsapp.New(c.WhatsApp, whatsapp.SessionFor(c.WhatsApp, cfg.Database, cfg.DataDir), env)
+		}},
+		{discord.Name, c.Discord.Enabled, func(env channels.Env) (channels.Channel, error) { return discord.New(c.Discord, env) }},
+		{matrix.Name, c.Matrix.Enabled, func(env channels.Env) (channels.Channel, error) {
+			return matrix.New(c.Matrix, matrix.StoreFor(cfg.Database, cfg.DataDir), env)
+		}},
+	}
 }
 
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude

@@ -42,6 +42,7 @@ func commands() []command {
 		{"config", "botd config check [--config FILE]", "validate the config and list every problem", cmdConfig},
 		{"media", "botd media [usage | prune [--group G] [--older-than AGE] | migrate --to s3|local]", "show media disk use per group; prune by group or age; move the bytes to or from the bucket", cmdMedia},
 		{"database", databaseMigrateLine, "copy the SQLite database into Postgres, every table, counts checked", cmdDatabase},
+		{"doctor", doctorLine, "check the config, credentials, programs, disk, database and listen addresses: one OK/WARN/FAIL line each", cmdDoctor},
 		{"status", statusLine, "which instance is active on the database, since when, and the lease's epoch", cmdStatus},
 		{"usage", usageLine, "what the model calls cost, per group, day and model", cmdUsage},
 		{"whatsapp", "botd whatsapp login [--phone +NUMBER] [--config FILE]", "pair a WhatsApp account (QR code, or a pairing code with --phone)", cmdWhatsApp},
