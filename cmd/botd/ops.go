@@ -67,13 +67,13 @@ func (d *daemon) ready() (bool, string) {
 	default:
 		return false, "starting: taking the lease"
 	}
-	if !d.serving.Load() {
-		return false, "starting or stopping: the channels and the agent are not serving"
-	}
 	for _, s := range d.mon.States() {
 		if s.State != "running" {
 			return false, fmt.Sprintf("channel %s is not connected (%s)", s.Name, s.State)
 		}
+	}
+	if !d.serving.Load() {
+		return false, "starting or stopping: the channels and the agent are not serving"
 	}
 	return true, ""
 }
