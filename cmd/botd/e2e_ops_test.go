@@ -67,9 +67,10 @@ func healthz(t *testing.T, base string) int {
 	return resp.StatusCode
 }
 
-// A question asked in Telegram and answered by the model moves botd's
-// counters, as Prometheus's own parser reads /metrics: the message
-// received, the run answered, the model call with its tokens and cost.
+// A question about a photo asked in Telegram and answered by the model
+// moves botd's counters, as Prometheus's own parser reads /metrics: the
+// messages received, the photo posted and downloaded, the run answered,
+// the model calls with their tokens and cost.
 // Until the channel is connected /readyz says it is not; then 200.
 func TestMetricsAfterAQuestionIsAnswered(t *testing.T) {
 	const answer = "Metrics hello."
@@ -137,7 +138,12 @@ func TestMetricsAfterAQuestionIsAnswered(t *testing.T) {
 		}
 	}
 
-	r.tg.Enqueue(telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy how are you?"))
+	// A photo, then the question about it: the model fetches the photo
+	// (fetch_media), then answers.
+	photo := noisyJPEG(t, 120, 90)
+	r.tg.AddFile(telegramtest.File{ID: "asked", Data: photo})
+	r.tg.Enqueue(photoUpdate(-100, 100, "asked", len(photo), "look at this"),
+		telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy what is in the photo?"))
 	testwait.Within(t, 60*time.Second, "the answer in the chat", func() bool { return len(r.answers(answer)) > 0 })
 	// The run is counted when its record is saved, just after the answer
 	// went out.
@@ -152,10 +158,15 @@ func TestMetricsAfterAQuestionIsAnswered(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"botd_messages_received_total", []string{"network", "telegram"}, 1},
-		{"botd_model_calls_total", []string{"provider", "fake", "model", "claude-sonnet-4-5", "outcome", "succeeded"}, 1},
-		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "input"}, 200},
-		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "output"}, 8},
+		{"botd_messages_received_total", []string{"network", "telegram"}, 2},
+		{"botd_media_posted_total", []string{"network", "telegram"}, 1},
+		{"botd_media_posted_bytes_total", []string{"network", "telegram"}, float64(len(photo))},
+		{"botd_media_fetches_total", []string{"network", "telegram", "result", "downloaded"}, 1},
+		{"botd_media_downloaded_bytes_total", []string{"network", "telegram"}, float64(len(photo))},
+		// The fetch_media turn and the answer: the fake model's usage.
+		{"botd_model_calls_total", []string{"provider", "fake", "model", "claude-sonnet-4-5", "outcome", "succeeded"}, 2},
+		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "input"}, 100 + 200},
+		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "output"}, 10 + 8},
 		{"botd_run_duration_seconds", nil, 1},
 	} {
 		if v, ok := after.Value(c.name, c.labels...); !ok || v != c.want {
