@@ -53,7 +53,7 @@ func New() *Metrics {
 		received:         counter("botd_messages_received_total", "Messages the channels handed to botd and botd stored, by network (edits not counted).", "network"),
 		mediaPosted:      counter("botd_media_posted_total", "Media files posted in registered chats (refs registered), by network.", "network"),
 		mediaPostedBytes: counter("botd_media_posted_bytes_total", "Bytes of the media posted in registered chats, as their networks declared them, by network.", "network"),
-		mediaFetches:     counter("botd_media_fetches_total", "fetch_media calls of a live ref by the media's network and result (cached, downloaded, failed).", "network", "result"),
+		mediaFetches:     counter("botd_media_fetches_total", "fetch_media calls (not those refused as unknown or expired) by the media's network and result (cached, downloaded, failed).", "network", "result"),
 		mediaDownloaded:  counter("botd_media_downloaded_bytes_total", "Bytes botd downloaded for media it was asked for, by network (link: web pages).", "network"),
 		runs:             counter("botd_runs_total", "Agent runs by how they ended (answered, model_failed, timeout, iteration_limit, stopped, stopped_by_user, batched, aborted).", "outcome"),
 		runSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "botd_run_duration_seconds",
