@@ -146,14 +146,10 @@ func TestMetricsAfterAQuestionIsAnswered(t *testing.T) {
 		telegramtest.Text(telegramtest.Group(-100, "Family"), telegramtest.Person(42, "Ann"), 200, "@Andy what is in the photo?"))
 	testwait.Within(t, 60*time.Second, "the answer in the chat", func() bool { return len(r.answers(answer)) > 0 })
 	// The run is counted when its record is saved, just after the answer
-	// went out.
-	var after opstest.Families
-	testwait.Within(t, 30*time.Second, "botd_runs_total{outcome=answered} = 1", func() bool {
-		after = opstest.Scrape(t, base+"/metrics")
-		v, _ := after.Value("botd_runs_total", "outcome", "answered")
-		return v == 1
-	})
-	for _, c := range []struct {
+	// went out; a scrape reads each series at its own moment (Prometheus
+	// promises no snapshot across them), so wait until every one reads
+	// its final value: counters only grow, so this cannot pass early.
+	want := []struct {
 		name   string
 		labels []string
 		want   float64
@@ -163,19 +159,32 @@ func TestMetricsAfterAQuestionIsAnswered(t *testing.T) {
 		{"botd_media_posted_bytes_total", []string{"network", "telegram"}, float64(len(photo))},
 		{"botd_media_fetches_total", []string{"network", "telegram", "result", "downloaded"}, 1},
 		{"botd_media_downloaded_bytes_total", []string{"network", "telegram"}, float64(len(photo))},
+		{"botd_runs_total", []string{"outcome", "answered"}, 1},
+		{"botd_run_duration_seconds", nil, 1},
 		// The fetch_media turn and the answer: the fake model's usage.
 		{"botd_model_calls_total", []string{"provider", "fake", "model", "claude-sonnet-4-5", "outcome", "succeeded"}, 2},
 		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "input"}, 100 + 200},
 		{"botd_model_tokens_total", []string{"model", "claude-sonnet-4-5", "kind", "output"}, 10 + 8},
-		{"botd_run_duration_seconds", nil, 1},
-	} {
-		if v, ok := after.Value(c.name, c.labels...); !ok || v != c.want {
-			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, v, ok, c.want)
+	}
+	var after opstest.Families
+	var wrong []string
+	defer func() {
+		if len(wrong) > 0 {
+			t.Logf("the last scrape differed: %s", strings.Join(wrong, "; "))
 		}
-	}
-	if v, ok := after.Value("botd_model_cost_usd_total", "model", "claude-sonnet-4-5"); !ok || v <= 0 {
-		t.Errorf("botd_model_cost_usd_total = %v (found %v), want the priced call's cost", v, ok)
-	}
+	}()
+	testwait.Within(t, 30*time.Second, "every counter at its value after the answer", func() bool {
+		after, wrong = opstest.Scrape(t, base+"/metrics"), nil
+		for _, c := range want {
+			if v, ok := after.Value(c.name, c.labels...); !ok || v != c.want {
+				wrong = append(wrong, fmt.Sprintf("%s%v = %v (found %v), want %v", c.name, c.labels, v, ok, c.want))
+			}
+		}
+		if v, ok := after.Value("botd_model_cost_usd_total", "model", "claude-sonnet-4-5"); !ok || v <= 0 {
+			wrong = append(wrong, fmt.Sprintf("botd_model_cost_usd_total = %v (found %v), want the priced calls' cost", v, ok))
+		}
+		return len(wrong) == 0
+	})
 	if _, ok := after["go_goroutines"]; !ok {
 		t.Errorf("the Go runtime's series are missing: %s", after.Names())
 	}
