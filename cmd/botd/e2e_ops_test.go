@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/internal/pgtest"
 	"github.com/botd-dev/botd/internal/testwait"
+	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/ops/opstest"
 )
 
@@ -239,4 +241,42 @@ func TestReadyzOnAStandby(t *testing.T) {
 	}
 	procs["beta"].stop(t)
 	procs["alpha"].stop(t)
+}
+
+// An ops.listen the config names must be served: taken, botd does not
+// start and says which setting. The default address taken (a second botd
+// on the host) is logged and botd runs without it.
+func TestOpsListenTaken(t *testing.T) {
+	t.Run("configured", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "botd.yaml"), webOnlyConfig+fmt.Sprintf("ops: {listen: %q}\n", ln.Addr().String()))
+		out, code := runCLI(t, dir, "run", "--config", "botd.yaml")
+		if code != 1 || !strings.Contains(out, "ops.listen") || !strings.Contains(out, "address already in use") {
+			t.Fatalf("botd run with ops.listen taken: exit %d:\n%s", code, out)
+		}
+		if strings.Contains(out, "botd running") {
+			t.Errorf("botd served although its ops.listen was taken:\n%s", out)
+		}
+	})
+	t.Run("default", func(t *testing.T) {
+		ln, err := net.Listen("tcp", ops.DefaultListen)
+		if err != nil {
+			// Someone else holds it, and may let go at any moment.
+			t.Skipf("cannot hold %s for the test: %v", ops.DefaultListen, err)
+		}
+		defer ln.Close()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "botd.yaml"), webOnlyConfig)
+		p := startBotd(t, dir, "run", "--config", "botd.yaml")
+		p.waitLog(t, "botd running")
+		if !strings.Contains(p.Logs(), "ops: the default address is taken") || strings.Contains(p.Logs(), "ops: serving") {
+			t.Errorf("the default ops address taken was not said, or served anyway:\n%s", p.Logs())
+		}
+		p.stop(t)
+	})
 }
