@@ -102,6 +102,10 @@ type Options struct {
 	// wall clock.
 	Clock clock.Clock
 
+	// RunDone, when set, hears every run the agent records (with its
+	// outcome and model calls) once it is saved: botd's metrics.
+	RunDone func(store.AgentRun)
+
 	// Test hooks.
 
 	// Tools replaces the stdio MCP tool source.
@@ -340,6 +344,16 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 	return nil
+}
+
+// Queue is the agent's load: runs in flight, and groups whose worker
+// waits for a run slot (agent.max_concurrent).
+func (a *Agent) Queue() (running, waiting int) {
+	a.mu.Lock()
+	workers := a.running
+	a.mu.Unlock()
+	running = len(a.sem)
+	return running, max(0, workers-running)
 }
 
 // Wait blocks until the context given to Start has ended and every run has

@@ -317,11 +317,18 @@ func TestGroupsRunInParallelWithinTheGlobalLimit(t *testing.T) {
 	if n := f.calls(); n != 2 {
 		t.Errorf("%d runs started with MaxConcurrent 2", n)
 	}
+	// What /metrics shows as botd_agent_runs_in_flight and _queue_depth.
+	if running, waiting := h.a.Queue(); running != 2 || waiting != 1 {
+		t.Errorf("Queue() = %d running, %d waiting; want 2 and 1", running, waiting)
+	}
 	h.say(famChat, "Bob", "@Andy again") // folded or queued, never parallel to family's run
 	free()
 	h.idle()
 	if f.maxTotal != 2 {
 		t.Errorf("max concurrent runs = %d, want 2", f.maxTotal)
+	}
+	if running, waiting := h.a.Queue(); running != 0 || waiting != 0 {
+		t.Errorf("Queue() when idle = %d running, %d waiting; want none", running, waiting)
 	}
 	if f.maxGroup != 1 {
 		t.Errorf("max concurrent runs of one group = %d, want 1", f.maxGroup)
@@ -629,5 +636,41 @@ func TestShutdownMidRunResumesAfterRestart(t *testing.T) {
 	h.idle()
 	if got := sentTexts(h.tg.Sent()); !slices.Equal(got, []string{"answered after restart"}) {
 		t.Errorf("sent %q", got)
+	}
+}
+
+// RunDone hears every run once it is recorded, with how it ended: what
+// botd's metrics count.
+func TestRunDoneHearsEachRecordedRun(t *testing.T) {
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		if n == 2 {
+			return nil, &llm.Error{Kind: llm.KindAuth, Message: "bad key"}
+		}
+		return textResult("fine"), nil
+	})
+	var mu sync.Mutex
+	var done []store.AgentRun
+	h := newHarness(t, f, func(o *Options) {
+		o.MaxTries = 1
+		o.RunDone = func(r store.AgentRun) {
+			mu.Lock()
+			done = append(done, r)
+			mu.Unlock()
+		}
+	})
+	h.start()
+	h.say(famChat, "Alice", "@Andy one")
+	h.idle()
+	h.say(famChat, "Bob", "@Andy two")
+	h.idle()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(done) != 2 {
+		t.Fatalf("RunDone heard %d runs, want 2", len(done))
+	}
+	for i, want := range []string{"answered", "model_failed"} {
+		if done[i].Outcome != want || done[i].ID == "" || done[i].Finished.Before(done[i].Started) {
+			t.Errorf("run %d: outcome %q id %q, want %q with its times", i, done[i].Outcome, done[i].ID, want)
+		}
 	}
 }

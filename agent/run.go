@@ -308,6 +308,9 @@ func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts
 	if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), *rec, toTranscript(req.Messages)); err != nil {
 		log.Warn("agent: transcript not saved", "err", err)
 	}
+	if a.opts.RunDone != nil {
+		a.opts.RunDone(*rec)
+	}
 }
 
 // turns is a run's model loop: call the model, run the tools it asks for,

@@ -29,6 +29,7 @@ import (
 	"github.com/botd-dev/botd/llm/providers"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/webfetch"
@@ -57,6 +58,8 @@ type Config struct {
 	// Internet is what botd may do on the web for the agent: fetch_url
 	// and web_search.
 	Internet Internet `yaml:"internet"`
+	// Ops is the health and metrics server (package ops owns it).
+	Ops ops.Config `yaml:"ops"`
 
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
@@ -107,6 +110,7 @@ func Defaults() *Config {
 		MCP:       mcp.DefaultConfig(),
 		Scheduler: scheduler.DefaultConfig(),
 		Internet:  Internet{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()},
+		Ops:       ops.DefaultConfig(),
 	}
 }
 

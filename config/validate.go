@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 		c.Scheduler.Validate(),
 		under("internet.fetch", c.Internet.Fetch.Validate()).Err(),
 		under("internet.search", c.Internet.Search.Validate()).Err(),
+		c.Ops.Validate(),
 	} {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {

@@ -83,7 +83,35 @@ type Options struct {
 	// SearchPrice is what one query costs, in USD (0: unpriced).
 	Search      websearch.Searcher
 	SearchPrice float64
-	Log         *slog.Logger
+	// Meter, when set, counts fetches and the bytes downloaded for
+	// botd's metrics.
+	Meter Meter
+	Log   *slog.Logger
+}
+
+// Meter counts what the service does: each fetch_media call of a ref of
+// network with its result ("cached", "downloaded" or "failed"), and the
+// bytes of each download stored.
+type Meter interface {
+	MediaFetched(network, result string)
+	MediaDownloaded(network string, bytes int64)
+}
+
+// noMeter counts nothing.
+type noMeter struct{}
+
+func (noMeter) MediaFetched(string, string)   {}
+func (noMeter) MediaDownloaded(string, int64) {}
+
+// fetchResult is how a fetch_media call ended, for the Meter.
+func fetchResult(cached bool, err *ipc.Error) string {
+	switch {
+	case err != nil:
+		return "failed"
+	case cached:
+		return "cached"
+	}
+	return "downloaded"
 }
 
 // Service answers the media tools of every group.
@@ -129,6 +157,9 @@ func New(o Options) *Service {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Meter == nil {
+		o.Meter = noMeter{}
 	}
 	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}, jobWake: wake.New()}
 }
@@ -200,6 +231,7 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 		return nil, rerr
 	}
 	entry, cached, blob, ferr := s.acquire(ctx, g.Folder, &ref, expired)
+	s.o.Meter.MediaFetched(ref.Channel, fetchResult(cached, ferr))
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -546,6 +578,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	// The disk budget hears of it once the fetch holds it (acquire); until
 	// then no sweep takes the new blob from the fetches waiting for it.
 	s.o.Budget.HandOff(CacheArea, e.SHA256)
+	s.o.Meter.MediaDownloaded(ref.Channel, e.Size)
 	if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
 		s.o.Log.Warn("media download not counted", "ref", ref.ID, "err", err)
 	}

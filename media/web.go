@@ -207,6 +207,7 @@ func (s *Service) getLink(ctx context.Context, group string, ref *mediaregistry.
 		// Left by the sweeps until the fetch that follows holds it.
 		s.o.Budget.HandOff(CacheArea, e.SHA256)
 		s.o.Budget.Added(e.Size)
+		s.o.Meter.MediaDownloaded(ref.Channel, e.Size)
 		if err := s.o.Registry.Downloaded(ctx, ref.ID, e.Size); err != nil {
 			s.o.Log.Warn("web page download not counted", "ref", ref.ID, "err", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/botd-dev/botd/llm/nokey"
 	"github.com/botd-dev/botd/llm/providers"
 	"github.com/botd-dev/botd/llm/uploads"
+	"github.com/botd-dev/botd/ops"
 )
 
 // llmProviders builds each provider of llm.providers once, on demand.
@@ -188,8 +189,14 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		MaxCostPerDay:  agent.USD(d.cfg.Agent.MaxCostPerDay),
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
+		RunDone: d.metrics.RunDone,
 	})
 	d.sink = d.agent
+	ag := d.agent
+	d.metrics.WatchQueue(func() ops.QueueState {
+		running, waiting := ag.Queue()
+		return ops.QueueState{Running: running, Waiting: waiting}
+	})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/botd-dev/botd/agent"
@@ -26,6 +27,7 @@ import (
 	"github.com/botd-dev/botd/llm/uploads"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/tools"
@@ -58,6 +60,10 @@ type daemon struct {
 	// instance is this process's id in the lease; keeper holds it.
 	instance string
 	keeper   *lease.Keeper
+	// metrics are botd's series for /metrics (ops.go); serving is set
+	// while the active instance's channels and agent run, for /readyz.
+	metrics *ops.Metrics
+	serving atomic.Bool
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -67,6 +73,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	}
 	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard}
 	d.observe()
+	d.observeOps()
 	return d, nil
 }
 
@@ -116,7 +123,7 @@ func (d *daemon) buildChannels() error {
 	// once and shown on the dashboard, whichever channels wait on it.
 	inbox := channels.NewInbox(d.log, nil, channels.DefaultRetry)
 	d.mon.WatchInbox(inbox)
-	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.sink), Log: d.log, AssistantName: d.cfg.AssistantName, Inbox: inbox}
+	env := channels.Env{Registry: d.reg, Sink: d.mon.Sink(d.metrics.Sink(d.sink)), Log: d.log, AssistantName: d.cfg.AssistantName, Inbox: inbox}
 	if d.keeper != nil {
 		// Every call a channel makes to its network asks the lease first.
 		env.Fence = d.keeper
@@ -198,7 +205,7 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*media.Service, er
 		Registry: d.reg, Cache: d.cache, Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Log: d.log.With("component", "media"),
+		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: d.log.With("component", "media"),
 	}), nil
 }
 
@@ -370,8 +377,11 @@ func (d *daemon) serve(ctx context.Context) error {
 	// Video jobs send to the chats, so they resume once channels run.
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.media.RunVideoJobs(hostCtx) }()
+	d.serving.Store(true)
+	defer d.serving.Store(false)
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
+	d.serving.Store(false)
 	d.log.Info("shutting down")
 	stopIntake()
 	d.waitChannels()

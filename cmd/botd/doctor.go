@@ -23,6 +23,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -401,6 +402,9 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 	if len(cfg.MCP.HTTP.Tokens) > 0 && cfg.MCP.HTTP.Listen != "" {
 		as = append(as, addr{"mcp.http.listen", cfg.MCP.HTTP.Listen, "mcp"})
 	}
+	if cfg.Ops.Listen != "" {
+		as = append(as, addr{"ops.listen", cfg.Ops.Listen, "run"})
+	}
 	for _, a := range as {
 		ln, err := net.Listen("tcp", a.addr)
 		if err == nil {
@@ -416,6 +420,9 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 		case a.key == "channels.web.listen" && a.addr == web.DefaultListen:
 			r.warn(a.key, fmt.Sprintf("%s is in use by another program: botd run takes the next free port and prints it; "+
 				"set channels.web.listen to choose one", a.addr))
+		case a.key == "ops.listen" && a.addr == ops.DefaultListen:
+			r.warn(a.key, fmt.Sprintf("%s is in use by another program: botd run serves no /healthz, /readyz or /metrics; "+
+				"set ops.listen to a free address", a.addr))
 		case a.by == "mcp":
 			r.warn(a.key, fmt.Sprintf("%s is in use: fine if `botd mcp --http` runs there; otherwise stop what holds it or change %s", a.addr, a.key))
 		default:

@@ -28,6 +28,11 @@ func (d *daemon) whileActive(ctx context.Context, serve func(context.Context) er
 		return err
 	}
 	d.instance, d.keeper = id, k
+	stopOps, err := d.startOps()
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 	log.Info("taking the lease (standing by while another instance holds it)")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -9,12 +9,10 @@ import (
 	"github.com/botd-dev/botd/channels/web"
 )
 
-// observe sets up what the web dashboard shows about the channels: a
-// monitor between them and the agent, and in the log handler.
+// observe sets up what the web dashboard, /readyz and /metrics show
+// about the channels: a monitor between them and the agent, and in the
+// log handler.
 func (d *daemon) observe() {
-	if !d.cfg.Channels.Web.Enabled {
-		return
-	}
 	d.mon = web.NewMonitor()
 	d.log = slog.New(d.mon.Handler(d.log.Handler()))
 }

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -156,6 +157,14 @@ func SetPool(total int64) {
 	pool, poolTotal = semaphore.NewWeighted(total), total
 	poolMu.Unlock()
 }
+
+// onKilled hears every child stopped at a limit or by its caller.
+var onKilled atomic.Pointer[func(reason string)]
+
+// OnKilled has fn hear the reason of every child of the process that was
+// stopped ("memory", "cpu", "timeout", "output", "cancelled"), for botd's
+// metrics. Called at start, like SetPool; fn must be quick.
+func OnKilled(fn func(reason string)) { onKilled.Store(&fn) }
 
 func currentPool() (*semaphore.Weighted, int64) {
 	poolMu.Lock()
@@ -288,6 +297,11 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	log.Log(ctx, lvl, "box: child done", "job", name, "max_rss", res.MaxRSS, "waited", res.Waited.Round(time.Millisecond),
 		"err", e, "stderr", textclip.OneLine(res.Stderr, 300))
 	if e != nil {
+		if reason, ok := killReasons[e.Kind]; ok {
+			if fn := onKilled.Load(); fn != nil {
+				(*fn)(reason)
+			}
+		}
 		e.MaxRSS = res.MaxRSS
 		return res, e
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -395,4 +396,37 @@ func ExampleRun() {
 	_, err := box.Run(context.Background(), box.Job{Tool: "botd-no-such-tool", Install: "install it to read this"})
 	fmt.Println(err)
 	// Output: botd-no-such-tool is not on PATH (install it to read this)
+}
+
+// OnKilled hears why each stopped child was stopped, and nothing of a
+// child that answered or failed on its own.
+func TestOnKilledHearsTheReason(t *testing.T) {
+	var mu sync.Mutex
+	var heard []string
+	box.OnKilled(func(reason string) {
+		mu.Lock()
+		heard = append(heard, reason)
+		mu.Unlock()
+	})
+	t.Cleanup(func() { box.OnKilled(func(string) {}) })
+	for _, tc := range []struct {
+		job  box.Job
+		want string
+	}{
+		{box.Job{Func: "test-alloc", Stdin: []byte("8"), Limits: box.Limits{Memory: 128 << 20}}, ""},
+		{box.Job{Func: "test-fail"}, ""},
+		{box.Job{Func: "test-alloc", Stdin: []byte("1024"), Limits: box.Limits{Memory: 64 << 20}}, "memory"},
+		{box.Job{Func: "test-sleep", Limits: box.Limits{Timeout: 200 * time.Millisecond}}, "timeout"},
+	} {
+		mu.Lock()
+		heard = nil
+		mu.Unlock()
+		run(t, context.Background(), tc.job)
+		mu.Lock()
+		got := strings.Join(heard, ",")
+		mu.Unlock()
+		if got != tc.want {
+			t.Errorf("%s %s: heard %q, want %q", tc.job.Func, tc.job.Stdin, got, tc.want)
+		}
+	}
 }

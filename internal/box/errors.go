@@ -26,6 +26,13 @@ const (
 	KindCancelled             // the caller's ctx ended while it ran
 )
 
+// killReasons names the kinds of a child stopped at a limit or by its
+// caller, for botd's metrics; the others (failed, missing, busy) were
+// not stopped.
+var killReasons = map[Kind]string{
+	KindMemory: "memory", KindCPU: "cpu", KindTimeout: "timeout", KindOutput: "output", KindCancelled: "cancelled",
+}
+
 // Error is a child that gave no result. Its text is a sentence a chat
 // member can read, naming the setting that decided when there is one.
 type Error struct {
