@@ -408,11 +408,17 @@ func TestSoleKeeperRunsOnThroughFailedRenewals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Renewal at +10 s, then a retry every 2 s, to twice the lease's time.
+	// Each failure is seen by the retry it arms (RenewError stays set from
+	// the first, so it cannot tell one failure from the next).
 	at := lease.DefaultRenewEvery
+	testwait.Until(t, "the first renewal armed", func() bool { return pending(clk, t0.Add(at)) })
 	for ; at <= 2*lease.DefaultTTL; at += lease.DefaultRetryRenew {
-		testwait.Until(t, "the next renewal armed", func() bool { return pending(clk, t0.Add(at)) })
 		clk.Set(t0.Add(at))
-		testwait.Until(t, "the renewal failed", func() bool { return a.k.Status().RenewError != "" })
+		next := t0.Add(at + lease.DefaultRetryRenew)
+		testwait.Until(t, "the renewal failed and the next retry armed", func() bool { return pending(clk, next) })
+	}
+	if a.k.Status().RenewError == "" {
+		t.Fatal("no renewal error recorded")
 	}
 	st := a.k.Status()
 	if !a.isRunning() || st.Role != lease.Active {
@@ -424,7 +430,6 @@ func TestSoleKeeperRunsOnThroughFailedRenewals(t *testing.T) {
 	if _, err := other.DB.Exec(`DROP TRIGGER full_disk`); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, "the next retry armed", func() bool { return pending(clk, t0.Add(at)) })
 	clk.Set(t0.Add(at))
 	testwait.Until(t, "A renewed again", func() bool { return a.k.Status().Lease.Renewed.Equal(t0.Add(at)) })
 	if st := a.k.Status(); st.RenewError != "" || !st.FailingSince.IsZero() || st.Role != lease.Active {
