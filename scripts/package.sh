@@ -3,8 +3,7 @@
 # (the binary, README, example config, systemd unit) and a .deb in dist/.
 # Pure Go (CGO_ENABLED=0) with the goolm tag, so one machine cross-builds
 # every architecture. The .deb is built by nFPM (packaging/nfpm, a module
-# of its own) from packaging/nfpm.yaml; its /etc/botd/config.yaml is
-# config.example.yaml with the paths under /var/lib/botd.
+# of its own) from packaging/nfpm.yaml.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -26,7 +25,7 @@ fi
 
 say() { printf 'package: %s\n' "$*" >&2; }
 
-# Debian versions start with a digit: v1.2.3-4-gabc becomes 1.2.3+4.gabc,
+# Debian versions start with a digit: v1.2.3-4-gabc becomes 1.2.3.4.gabc,
 # a build without a tag 0.0.0+git<date>.<commit>.
 if [[ $VERSION =~ ^v?[0-9] ]]; then
 	debver=${VERSION#v}
@@ -38,15 +37,9 @@ debver=${debver//-/.}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
-# The installed config: the example, with its data under /var/lib/botd.
-sed -E \
-	-e '1s|.*|# botd configuration: /etc/botd/config.yaml (kept on upgrades). Secrets go in /etc/botd/env.|' \
-	-e 's|^(data_dir: +)\./data( +)|\1/var/lib/botd/data |' \
-	-e 's|^(groups_dir: +)\./groups( +)|\1/var/lib/botd/groups |' \
-	config.example.yaml >"$stage/config.yaml"
-for want in '^data_dir: +/var/lib/botd/data ' '^groups_dir: +/var/lib/botd/groups '; do
-	grep -Eq "$want" "$stage/config.yaml" || { say "config.example.yaml changed shape: no line matching '$want' after the rewrite"; exit 1; }
-done
+# The installed config: the example with its data under /var/lib/botd
+# (scripts/installed-config.sh, which the image uses too).
+scripts/installed-config.sh config.example.yaml >"$stage/config.yaml"
 
 say "building nfpm (packaging/nfpm)"
 "$GO" -C packaging/nfpm build -o "$stage/nfpm" .

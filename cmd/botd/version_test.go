@@ -1,13 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"testing"
 )
 
@@ -46,30 +40,5 @@ func TestStampFrom(t *testing.T) {
 				t.Fatalf("stampFrom = %+v, want %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-// The Makefile's flags reach the binary: what `botd version` prints names
-// the version, commit and date it was given.
-func TestVersionLinkerFlags(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds botd")
-	}
-	bin := filepath.Join(t.TempDir(), "botd")
-	ldflags := "-X main.version=9.8.7 -X main.commit=feedface -X main.date=2026-11-28T12:00:00Z"
-	cmd := exec.Command("go", "build", "-tags", "goolm", "-ldflags", ldflags, "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out, err := exec.CommandContext(context.Background(), bin, "version").Output()
-	if err != nil {
-		t.Fatalf("botd version: %v", err)
-	}
-	line := string(bytes.TrimSpace(out))
-	for _, want := range []string{"botd 9.8.7 ", "commit feedface", "built 2026-11-28T12:00:00Z"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("botd version = %q, missing %q", line, want)
-		}
 	}
 }
