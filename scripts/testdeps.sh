@@ -12,6 +12,8 @@
 #                                           to download, 320 MB installed
 #   initdb, postgres (the tests on         apt-get, when root with apt
 #     Postgres, internal/pgtest)
+#   docker-compose (validates             apt-get, when root with apt
+#     compose.yaml, packaging's test)
 #   pdftotext, qpdf, gs and the PDFs of   apt-get, when root with apt
 #     Debian's manuals (the PDF corpus
 #     test, doctext/internal/pdf; ~25 MB)
@@ -32,7 +34,7 @@ if [[ ! -x $TOOLS/versitygw ]]; then
 fi
 
 # Debian package for each program the tests run.
-declare -A pkg=([ffmpeg]=ffmpeg [ffprobe]=ffmpeg [pdftoppm]=poppler-utils [pdftotext]=poppler-utils [qpdf]=qpdf [gs]=ghostscript)
+declare -A pkg=([ffmpeg]=ffmpeg [ffprobe]=ffmpeg [pdftoppm]=poppler-utils [pdftotext]=poppler-utils [qpdf]=qpdf [gs]=ghostscript [docker-compose]=docker-compose)
 if [[ ${BOTD_SKIP_BROWSER:-} != 1 ]] && [[ -z ${BOTD_CHROMIUM:-} ]]; then
 	pkg[chromium]=chromium
 fi
