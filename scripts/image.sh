@@ -7,7 +7,7 @@
 # they cannot be pulled (no registry reachable) this script builds both
 # from what the machine has, once, and passes them as build arguments:
 #
-#   localhost/debian-base:bookworm   a minbase Debian made by mmdebstrap
+#   localhost/debian-base:bookworm   a minbase Debian (slim) made by mmdebstrap
 #                                    from the apt mirror of
 #                                    /etc/apt/sources.list* (MIRROR=...)
 #   localhost/botd-golang:<version>  that base plus this machine's Go
@@ -55,12 +55,17 @@ if ! pullable "$BASE"; then
 	BASE=localhost/debian-base:$SUITE
 	if ! exists "$BASE"; then
 		command -v mmdebstrap >/dev/null || { say "building the base needs mmdebstrap: apt-get install mmdebstrap"; exit 1; }
-		mirror=${MIRROR:-$(grep -hoE '^(URIs:|deb)[[:space:]]+https?://[^[:space:]]+/debian/?([[:space:]]|$)' \
-			/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-			awk '{print $2; exit}')}
+		mirror=${MIRROR:-$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+			grep -oE '^(URIs:|deb)[[:space:]]+https?://[^[:space:]]+/debian/?([[:space:]]|$)' | awk '{print $2; exit}' || true)}
 		mirror=${mirror:-http://deb.debian.org/debian}
 		say "mmdebstrap --variant=minbase $SUITE from $mirror"
-		mmdebstrap --quiet --variant=minbase --include=ca-certificates "$SUITE" "$tmp/rootfs.tar" "$mirror" </dev/null
+		# Like Debian's slim images: no documentation, manuals or
+		# translations, now or in what the image's apt-get installs later.
+		mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+			--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+			--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+			--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+			"$SUITE" "$tmp/rootfs.tar" "$mirror" </dev/null
 		"${engine[@]}" import "$tmp/rootfs.tar" "$BASE" >/dev/null
 		rm -f "$tmp/rootfs.tar"
 	fi
