@@ -25,9 +25,10 @@ fi
 
 say() { printf 'package: %s\n' "$*" >&2; }
 
-# Debian versions start with a digit: v1.2.3-4-gabc becomes 1.2.3.4.gabc,
-# a build without a tag 0.0.0+git<date>.<commit>.
-if [[ $VERSION =~ ^v?[0-9] ]]; then
+# Debian versions start with a digit: v1.2.3-4-gabc becomes 1.2.3.4.gabc;
+# without a tag git describe names the commit (4f4a8d7, maybe -dirty):
+# 0.0.0+git<date>.<commit>.
+if [[ $VERSION =~ ^v?[0-9]+\.[0-9]+ ]]; then
 	debver=${VERSION#v}
 else
 	debver=0.0.0+git$(date -u +%Y%m%d).$VERSION
