@@ -66,7 +66,14 @@ if ! pullable "$BASE"; then
 			--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
 			--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
 			"$SUITE" "$tmp/rootfs.tar" "$mirror" </dev/null
-		"${engine[@]}" import "$tmp/rootfs.tar" "$BASE" >/dev/null
+		if [[ ${engine[0]} == podman ]]; then
+			podman import "$tmp/rootfs.tar" "$BASE" >/dev/null
+		else
+			c=$(buildah from scratch)
+			buildah add --quiet "$c" "$tmp/rootfs.tar" / >/dev/null
+			buildah commit --quiet "$c" "$BASE" >/dev/null
+			buildah rm "$c" >/dev/null
+		fi
 		rm -f "$tmp/rootfs.tar"
 	fi
 fi
