@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // instruction is one line of a Containerfile, continuations joined.
@@ -228,4 +231,71 @@ func composeTool() []string {
 		}
 	}
 	return nil
+}
+
+// make image, then the image run with podman serves the login page on a
+// mapped port. Minutes long (the Debian base and the Go build the first
+// time), so only with BOTD_IMAGE_TEST=1; the README's Install says how.
+func TestImage(t *testing.T) {
+	if os.Getenv("BOTD_IMAGE_TEST") != "1" {
+		t.Skip("builds the container image: set BOTD_IMAGE_TEST=1 (needs podman; minutes)")
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Fatal("BOTD_IMAGE_TEST=1 but podman is not installed (apt-get install podman buildah mmdebstrap runc)")
+	}
+	build := exec.Command("make", "-C", "..", "image", "VERSION=imagetest")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	out, err := exec.Command("podman", "images", "--format", "{{.Repository}}:{{.Tag}}").Output()
+	if err != nil || !strings.Contains(string(out), "botd:imagetest") {
+		t.Fatalf("podman images does not list botd:imagetest: %v\n%s", err, out)
+	}
+	image := "localhost/botd:imagetest"
+	// Where crun refuses (cgroups v1) or the default ulimits exceed the
+	// machine's hard limits, runc with lower ones works (containers.md).
+	runs := [][]string{
+		{"run", "-d", "-p", "127.0.0.1::8080", image},
+		{"--runtime", "runc", "run", "-d", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "-p", "127.0.0.1::8080", image},
+	}
+	var id string
+	var errs []string
+	for _, args := range runs {
+		out, err := exec.Command("podman", args...).Output()
+		id = strings.TrimSpace(string(out))
+		if err == nil {
+			break
+		}
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			errs = append(errs, string(ee.Stderr))
+		}
+		if id != "" { // created but not started
+			_ = exec.Command("podman", "rm", "-f", id).Run()
+		}
+		id = ""
+	}
+	if id == "" {
+		t.Fatalf("podman run: %s", strings.Join(errs, "\n"))
+	}
+	t.Cleanup(func() { _ = exec.Command("podman", "rm", "-f", "-t", "5", id).Run() })
+	port, err := exec.Command("podman", "port", id, "8080").Output()
+	if err != nil {
+		t.Fatalf("podman port: %v", err)
+	}
+	addr := strings.TrimSpace(strings.SplitN(string(port), "\n", 2)[0])
+	// botd prints the address once it listens: wait on that line.
+	testwait.Until(t, "botd in the container prints the web room's address", func() bool {
+		logs, _ := exec.Command("podman", "logs", id).CombinedOutput()
+		return strings.Contains(string(logs), "botd web: open ")
+	})
+	checkLoginPage(t, "http://"+addr+"/login")
+	user, err := exec.Command("podman", "exec", id, "id", "-u").Output()
+	if err != nil || strings.TrimSpace(string(user)) == "0" {
+		t.Errorf("botd runs as uid %q (%v), want non-root", user, err)
+	}
+	for _, tool := range []string{"ffmpeg", "pdftoppm"} {
+		if err := exec.Command("podman", "exec", id, "sh", "-c", "command -v "+tool).Run(); err != nil {
+			t.Errorf("%s is not in the image", tool)
+		}
+	}
 }
