@@ -3,6 +3,7 @@ package packaging
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -254,29 +255,30 @@ func TestImage(t *testing.T) {
 	image := "localhost/botd:imagetest"
 	// Where crun refuses (cgroups v1) or the default ulimits exceed the
 	// machine's hard limits, runc with lower ones works (containers.md).
+	// A name of its own, so a container created but not started (podman
+	// run failing) is removed too.
+	name := fmt.Sprintf("botd-imagetest-%d", os.Getpid())
 	runs := [][]string{
-		{"run", "-d", "-p", "127.0.0.1::8080", image},
-		{"--runtime", "runc", "run", "-d", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "-p", "127.0.0.1::8080", image},
+		{"run", "-d", "--name", name, "-p", "127.0.0.1::8080", image},
+		{"--runtime", "runc", "run", "-d", "--name", name, "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "-p", "127.0.0.1::8080", image},
 	}
-	var id string
 	var errs []string
+	started := false
 	for _, args := range runs {
-		out, err := exec.Command("podman", args...).Output()
-		id = strings.TrimSpace(string(out))
+		_, err := exec.Command("podman", args...).Output()
 		if err == nil {
+			started = true
 			break
 		}
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			errs = append(errs, string(ee.Stderr))
 		}
-		if id != "" { // created but not started
-			_ = exec.Command("podman", "rm", "-f", id).Run()
-		}
-		id = ""
+		_ = exec.Command("podman", "rm", "-f", name).Run()
 	}
-	if id == "" {
+	if !started {
 		t.Fatalf("podman run: %s", strings.Join(errs, "\n"))
 	}
+	id := name
 	t.Cleanup(func() { _ = exec.Command("podman", "rm", "-f", "-t", "5", id).Run() })
 	port, err := exec.Command("podman", "port", id, "8080").Output()
 	if err != nil {
