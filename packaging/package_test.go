@@ -234,3 +234,37 @@ func checkLoginPage(t *testing.T, url string) {
 		t.Fatalf("GET %s: %s, body:\n%.500s", url, resp.Status, body)
 	}
 }
+
+// The .deb under a real systemd (packaging/systemdboot.sh: a Debian with
+// systemd booted by systemd-nspawn): botd.service starts with all its
+// hardening, stays up, and its web room answers. Minutes long (a Debian
+// made by mmdebstrap), so only with BOTD_SYSTEMD_TEST=1.
+func TestDebUnderSystemd(t *testing.T) {
+	if os.Getenv("BOTD_SYSTEMD_TEST") != "1" {
+		t.Skip("boots a Debian with systemd: set BOTD_SYSTEMD_TEST=1 (root, mmdebstrap, systemd-container; minutes)")
+	}
+	for _, p := range []string{"mmdebstrap", "systemd-nspawn", "unshare", "chroot"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("BOTD_SYSTEMD_TEST=1 but %s is not installed (apt-get install mmdebstrap systemd-container)", p)
+		}
+	}
+	dist := buildPackage(t)
+	deb := onlyMatch(t, filepath.Join(dist, "botd_*_"+runtime.GOARCH+".deb"))
+	dir := t.TempDir()
+	if out, err := exec.Command("bash", "systemdboot.sh", deb, dir).CombinedOutput(); err != nil {
+		t.Fatalf("systemdboot.sh: %v\n%s", err, out)
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "result"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("under systemd:\n%s", res)
+	for _, want := range []string{
+		"login: 200\n", "ActiveState=active\n", "SubState=running\n", "NRestarts=0\n", "User=botd\n",
+		"NoNewPrivs:\t1\n", "CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "Seccomp:\t2\n",
+	} {
+		if !strings.Contains(string(res), want) {
+			t.Errorf("under systemd: no %q", strings.TrimSpace(want))
+		}
+	}
+}
