@@ -3,13 +3,17 @@ SHELL        := /bin/bash
 .SHELLFLAGS  := -o pipefail -c
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+# The build date (UTC); SOURCE_DATE_EPOCH pins it for reproducible builds.
+DATE    ?= $(shell date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once, so every binary of one make names the same date.
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 # goolm: mautrix's pure-Go Olm, so Matrix's end-to-end encrypted rooms
 # work without cgo. Without it mautrix's crypto needs libolm (cgo), so
 # botd builds without encryption and refuses encrypted rooms, saying so.
 TAGS    ?= goolm
 
-.PHONY: build test testdeps fuzz-ci bench run lint fuzz conformance clean
+.PHONY: build test testdeps fuzz-ci bench run lint fuzz conformance package image clean
 
 build:
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o bin/botd ./cmd/botd
@@ -69,5 +73,17 @@ lint:
 conformance: build
 	GO=$(GO) BOTD_BIN=bin/botd scripts/conformance.sh
 
+# Releases: dist/botd_<version>_linux_<arch>.tar.gz and botd_<version>_<arch>.deb
+# for ARCHS (amd64 arm64), cross-built pure Go; see scripts/package.sh.
+ARCHS ?= amd64 arm64
+package:
+	GO=$(GO) TAGS="$(TAGS)" VERSION=$(VERSION) LDFLAGS="$(LDFLAGS)" ARCHS="$(ARCHS)" scripts/package.sh
+
+# The container image botd:$(VERSION) (and botd:latest) with podman or buildah
+# (Containerfile). With no registry reachable it first builds the Debian
+# base from the apt mirror (mmdebstrap); see scripts/image.sh.
+image:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) scripts/image.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

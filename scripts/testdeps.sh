@@ -12,6 +12,8 @@
 #                                           to download, 320 MB installed
 #   initdb, postgres (the tests on         apt-get, when root with apt
 #     Postgres, internal/pgtest)
+#   docker-compose (validates             apt-get, when root with apt,
+#     compose.yaml, packaging's test)       without its recommends (docker.io)
 #   pdftotext, qpdf, gs and the PDFs of   apt-get, when root with apt
 #     Debian's manuals (the PDF corpus
 #     test, doctext/internal/pdf; ~25 MB)
@@ -60,6 +62,8 @@ done
 # LibreOffice without its recommends (Java, fonts, help): not needed.
 office=()
 command -v soffice >/dev/null || office=(libreoffice-calc-nogui libreoffice-writer-nogui libreoffice-impress-nogui)
+# docker-compose only validates compose.yaml: not the Docker daemon it recommends.
+command -v docker-compose >/dev/null || office+=(docker-compose)
 ((${#missing[@]} + ${#office[@]})) || exit 0
 ((${#missing[@]})) && mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 cmds=()

@@ -15,9 +15,6 @@ import (
 	"github.com/botd-dev/botd/internal/box"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // exitError carries an exit code out of a subcommand.
 type exitError struct {
 	code int
@@ -163,6 +160,6 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "botd", version)
+	fmt.Fprintln(stdout, currentBuild())
 	return nil
 }
