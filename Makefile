@@ -40,7 +40,8 @@ FUZZ_TARGETS := ./config:FuzzParse ./mediaregistry:FuzzParse ./mediaregistry:Fuz
 	./ipc:FuzzDecodeRequest ./agent:FuzzParseAnswer ./channels/telegram:FuzzReceiveUpdate \
 	./channels/slack:FuzzReceiveEvent ./channels/whatsapp:FuzzReceiveMessage ./channels/whatsapp:FuzzDecodeHandle \
 	./scheduler:FuzzParse ./doctext:FuzzExtract ./doctext:FuzzPDF ./doctext/internal/pdf:FuzzRead ./doctext:FuzzZipDocs ./channels/web:FuzzUploadName \
-	./netguard:FuzzCheckURL ./channels:FuzzRenderLink ./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync
+	./netguard:FuzzCheckURL ./channels:FuzzRenderLink ./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync \
+	./doctext/internal/pdf:FuzzFontPrograms ./format:FuzzChunks ./format:FuzzRendererGrows
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$pkg $$fn ($(FUZZTIME))"; \
@@ -51,7 +52,7 @@ fuzz:
 FUZZ_CI_TIME ?= 20s
 FUZZ_CI_TARGETS := ./doctext:FuzzPDF ./doctext:FuzzZipDocs ./doctext:FuzzExtract ./channels/web:FuzzUploadName \
 	./mediaregistry:FuzzParse ./mediaregistry:FuzzRenderRoundTrip ./agent:FuzzParseAnswer ./netguard:FuzzCheckURL \
-	./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync
+	./channels/discord:FuzzReceiveMessage ./channels/matrix:FuzzReceiveSync ./doctext/internal/pdf:FuzzFontPrograms
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_TARGETS="$(FUZZ_CI_TARGETS)" FUZZTIME=$(FUZZ_CI_TIME)
 
