@@ -163,6 +163,10 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	return probs
 }
 
+// typeOfNetworks marks the struct holding the registered networks'
+// sections (Channels, or a test's copy of it), whose keys are theirs.
+var typeOfNetworks = reflect.TypeOf(Channels{}.Networks)
+
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
@@ -175,6 +179,12 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		out[name] = f.Type
+	}
+	if f, ok := t.FieldByName("Networks"); ok && f.Type == typeOfNetworks {
+		// Each registered network's section, through its own type.
+		for name, nc := range networkSections() {
+			out[name] = reflect.TypeOf(nc)
+		}
 	}
 	return out
 }

@@ -56,3 +56,34 @@ func TestOnlyTheCommandImportsConfig(t *testing.T) {
 		t.Errorf("packages importing config = %v, want %v", importers, want)
 	}
 }
+
+// config composes the networks' sections through their registered
+// descriptions (channels.Register), never by importing a network: a
+// network left out of the build leaves config unchanged.
+func TestConfigImportsNoNetwork(t *testing.T) {
+	imports := goList(t, "-f", `{{join .Imports "\n"}}`, "github.com/botd-dev/botd/config")
+	if !slices.Contains(imports, "github.com/botd-dev/botd/channels") {
+		t.Fatalf("config does not import the channels registry; the listing is not what this test expects:\n%s", strings.Join(imports, "\n"))
+	}
+	for _, imp := range imports {
+		if strings.HasPrefix(imp, "github.com/botd-dev/botd/channels/") && imp != "github.com/botd-dev/botd/channels/web" {
+			t.Errorf("config imports the network %s", imp)
+		}
+	}
+}
+
+// A network's build tag leaves its package out of botd: cmd/botd names
+// it in networks_<name>.go alone.
+func TestNetworkBuildTagLeavesItOut(t *testing.T) {
+	for _, net := range []string{"discord", "matrix", "slack", "telegram"} {
+		t.Run(net, func(t *testing.T) {
+			pkg := "github.com/botd-dev/botd/channels/" + net
+			if deps := goList(t, "-tags", "goolm", "-deps", "github.com/botd-dev/botd/cmd/botd"); !slices.Contains(deps, pkg) {
+				t.Fatalf("the full build does not link %s", pkg)
+			}
+			if deps := goList(t, "-tags", "goolm,no"+net, "-deps", "github.com/botd-dev/botd/cmd/botd"); slices.Contains(deps, pkg) {
+				t.Errorf("-tags no%s still links %s", net, pkg)
+			}
+		})
+	}
+}

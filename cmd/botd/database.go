@@ -65,7 +65,7 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// The WhatsApp session goes along when there is one, in the same
 	// transaction: a standby on Postgres takes the number over with it.
 	var also []store.Attached
-	waPath := whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir)
+	waPath := whatsapp.SessionPath(cfg.Channels.Network("whatsapp").(*whatsapp.Config).SessionDB, cfg.DataDir)
 	if _, err := os.Stat(waPath); err == nil {
 		wa, err := whatsapp.SessionCopy(ctx, waPath, *dsn, newLogger("warn", stderr))
 		if err != nil {

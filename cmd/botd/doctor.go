@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
@@ -392,11 +393,13 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 	if c.Web.Enabled {
 		as = append(as, addr{"channels.web.listen", c.Web.Listen, "run"})
 	}
-	if c.Telegram.Enabled && c.Telegram.Webhook != nil {
-		as = append(as, addr{"channels.telegram.webhook.listen", c.Telegram.Webhook.Listen, "run"})
-	}
-	if c.Slack.Enabled && c.Slack.Mode == slack.ModeEvents {
-		as = append(as, addr{"channels.slack.listen", c.Slack.Listen, "run"})
+	for _, n := range channels.Networks() {
+		if l, ok := c.Network(n.Name).(channels.Listener); ok {
+			ls := l.Listens()
+			for _, key := range slices.Sorted(maps.Keys(ls)) {
+				as = append(as, addr{key, ls[key], "run"})
+			}
+		}
 	}
 	if len(cfg.MCP.HTTP.Tokens) > 0 && cfg.MCP.HTTP.Listen != "" {
 		as = append(as, addr{"mcp.http.listen", cfg.MCP.HTTP.Listen, "mcp"})

@@ -26,7 +26,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	err = whatsapp.Login(ctx, whatsapp.LoginOptions{
-		Session: whatsapp.SessionFor(cfg.Channels.WhatsApp, cfg.Database, cfg.DataDir),
+		Session: whatsapp.SessionFor(*cfg.Channels.Network("whatsapp").(*whatsapp.Config), cfg.Database, cfg.DataDir),
 		Phone:   *phone,
 		Out:     stdout,
 		Log:     newLogger("warn", stderr),
