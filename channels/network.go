@@ -2,7 +2,9 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,9 @@ type Network struct {
 	// Setup says in a few words how to turn the network on, for the
 	// message of a config with no channel enabled.
 	Setup string
+	// Checks says what its Checker does, for `botd doctor`'s help, e.g.
+	// "Telegram getMe".
+	Checks string
 	// Example is the network's section of the example config, indented
 	// under channels:.
 	Example string
@@ -47,10 +52,22 @@ type Network struct {
 	// New constructs the channel from its settings (the value Config
 	// returned, decoded); it connects nothing.
 	New func(env Env, host Host, cfg NetworkConfig) (Channel, error)
+	// MigrateSession, when set, opens the network's own session store
+	// for `botd database migrate`, which copies it into the Postgres
+	// database at dsn in the same transaction as botd's tables. from
+	// names it for a person; ok is false when there is none to copy.
+	// MigratedNote is printed after a copy, %s being from.
+	MigrateSession func(ctx context.Context, host Host, cfg NetworkConfig, dsn string, log *slog.Logger) (a store.Attached, from string, ok bool, err error)
+	MigratedNote   string
 	// Check, when set, is what `botd config check` asks of an enabled
 	// network besides its Validate: a call proving the settings work.
 	Check func(ctx context.Context, cfg NetworkConfig) error
 }
+
+// ErrLoggedOut is (errors.Is) a channel's start error when the network
+// unlinked botd's account: with other channels running, botd carries on
+// without it and says so, rather than stopping them all.
+var ErrLoggedOut = errors.New("logged out")
 
 // NetworkConfig is a network's settings.
 type NetworkConfig interface {

@@ -75,7 +75,7 @@ func TestConfigImportsNoNetwork(t *testing.T) {
 // A network's build tag leaves its package out of botd: cmd/botd names
 // it in networks_<name>.go alone.
 func TestNetworkBuildTagLeavesItOut(t *testing.T) {
-	for _, net := range []string{"discord", "matrix", "slack", "telegram"} {
+	for _, net := range []string{"discord", "matrix", "slack", "telegram", "whatsapp"} {
 		t.Run(net, func(t *testing.T) {
 			pkg := "github.com/botd-dev/botd/channels/" + net
 			if deps := goList(t, "-tags", "goolm", "-deps", "github.com/botd-dev/botd/cmd/botd"); !slices.Contains(deps, pkg) {

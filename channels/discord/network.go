@@ -19,6 +19,7 @@ func init() {
 		RefTTL:     30 * 24 * time.Hour,
 		Formatting: "Markdown is shown as Discord renders it: **bold**, *italic*, ~~strike~~, `code`, code blocks with a language, [links](https://…), > quotes, - lists and # headings; tables are not supported. Mentions you write ping nobody.",
 		Setup:      "channels.discord.enabled: true and DISCORD_BOT_TOKEN",
+		Checks:     "Discord /users/@me",
 		Example:    "  discord:\n    enabled: ${DISCORD_ENABLED:-false}\n    token: \"${DISCORD_BOT_TOKEN}\"         # Developer Portal → Bot; turn on Message Content Intent\n",
 		Config:     func() channels.NetworkConfig { c := DefaultConfig(); return &c },
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {

@@ -18,6 +18,7 @@ func init() {
 		RefTTL:     30 * 24 * time.Hour,
 		Formatting: "Markdown is shown as Matrix formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; tables are not supported.",
 		Setup:      "channels.matrix.enabled: true with MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_ACCESS_TOKEN",
+		Checks:     "Matrix /account/whoami",
 		Example:    "  matrix:\n    enabled: ${MATRIX_ENABLED:-false}\n    homeserver: \"${MATRIX_HOMESERVER}\"    # https://matrix.example.org\n    user_id: \"${MATRIX_USER_ID}\"          # @botd:example.org\n    access_token: \"${MATRIX_ACCESS_TOKEN}\"\n",
 		Config:     func() channels.NetworkConfig { c := DefaultConfig(); return &c },
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {

@@ -18,6 +18,7 @@ func init() {
 		RefTTL:     30 * 24 * time.Hour,
 		Formatting: "Markdown is shown as Slack formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
 		Setup:      "channels.slack.enabled: true with SLACK_BOT_TOKEN and SLACK_APP_TOKEN",
+		Checks:     "Slack auth.test",
 		Example:    "  slack:\n    enabled: ${SLACK_ENABLED:-false}\n    bot_token: \"${SLACK_BOT_TOKEN}\"       # xoxb-...\n    app_token: \"${SLACK_APP_TOKEN}\"       # xapp-... (Socket Mode)\n    api_url: \"https://slack.com/api/\"\n",
 		Config:     func() channels.NetworkConfig { c := DefaultConfig(); return &c },
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {

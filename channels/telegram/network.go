@@ -18,6 +18,7 @@ func init() {
 		RefTTL:     30 * 24 * time.Hour,
 		Formatting: "Markdown is shown as Telegram formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
 		Setup:      "channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN",
+		Checks:     "Telegram getMe",
 		Example:    "  telegram:\n    enabled: ${TELEGRAM_ENABLED:-false}\n    token: \"${TELEGRAM_BOT_TOKEN}\"\n    api_url: \"https://api.telegram.org\"   # or a local Bot API server\n",
 		Config:     func() channels.NetworkConfig { c := DefaultConfig(); return &c },
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {

@@ -13,7 +13,6 @@ import (
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
-	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
@@ -272,8 +271,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 
 // startChannels connects every channel. A channel that cannot start fails
 // the run with its own message (bad token: which setting to fix), except a
-// logged-out WhatsApp while other channels work: that one is reported and
-// left off.
+// logged-out one (WhatsApp) while other channels work: that one is
+// reported and left off.
 func (d *daemon) startChannels(ctx context.Context) error {
 	for name, ch := range d.chans {
 		// Start's ctx also bounds the background receiving, so it must be
@@ -288,8 +287,8 @@ func (d *daemon) startChannels(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, whatsapp.ErrLoggedOut) && len(d.chans) > 1 {
-			d.log.Error("whatsapp is not running; the other channels carry on", "err", err)
+		if errors.Is(err, channels.ErrLoggedOut) && len(d.chans) > 1 {
+			d.log.Error(name+" is not running; the other channels carry on", "err", err)
 			delete(d.chans, name)
 			continue
 		}

@@ -37,8 +37,7 @@ const doctorLine = "botd doctor [--online] [--timeout D] [--config FILE]"
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("doctor", doctorLine,
 		"Check the config, each enabled chat network's credentials (by default, one read-only call each, free, within --timeout: "+
-			"Telegram getMe, Slack auth.test, Discord /users/@me, Matrix /account/whoami; WhatsApp: a paired session in its store, "+
-			"no connection), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
+			networkChecks()+"), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
 			"free disk against media.max_disk_bytes, the database and which instance holds its lease, and the addresses botd "+
 			"listens on. One line per check: OK, INFO, WARN or FAIL with the fix. Exit status 1 when any check FAILs.", stderr)
 	cfgFlag := configFlag(fs)
@@ -116,6 +115,18 @@ func (noSink) Deliver(context.Context, channels.Inbound) error {
 	return errors.New("doctor: not receiving")
 }
 func (noSink) Migrated(context.Context, string, string) {}
+
+// networkChecks says what each built-in network's check does, for the
+// help: "Discord /users/@me; Matrix /account/whoami; …".
+func networkChecks() string {
+	var says []string
+	for _, n := range channels.Networks() {
+		if n.Checks != "" {
+			says = append(says, n.Checks)
+		}
+	}
+	return strings.Join(says, "; ")
+}
 
 // networks asks each enabled chat network its Check, under the timeout:
 // read-only and free, so it runs without --online.
