@@ -271,8 +271,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 
 // startChannels connects every channel. A channel that cannot start fails
 // the run with its own message (bad token: which setting to fix), except a
-// logged-out one (WhatsApp) while other channels work: that one is
-// reported and left off.
+// logged-out account (channels.ErrLoggedOut) while other channels work:
+// that one is reported and left off.
 func (d *daemon) startChannels(ctx context.Context) error {
 	for name, ch := range d.chans {
 		// Start's ctx also bounds the background receiving, so it must be

@@ -62,7 +62,7 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fail(1, "%v", err)
 	}
 	defer dst.Close()
-	// A network's own session store (WhatsApp's) goes along when there
+	// A network's own session store goes along when there
 	// is one, in the same transaction: a standby on Postgres takes the
 	// account over with it.
 	var also []store.Attached

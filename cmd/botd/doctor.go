@@ -117,7 +117,7 @@ func (noSink) Deliver(context.Context, channels.Inbound) error {
 func (noSink) Migrated(context.Context, string, string) {}
 
 // networkChecks says what each built-in network's check does, for the
-// help: "Discord /users/@me; Matrix /account/whoami; …".
+// help, in name order.
 func networkChecks() string {
 	var says []string
 	for _, n := range channels.Networks() {

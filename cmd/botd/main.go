@@ -51,7 +51,7 @@ func commands() []command {
 }
 
 // networkCommands are the commands a built-in network brings along
-// (networks_<name>.go's package, e.g. `botd whatsapp login`).
+// (in a file behind the network's build tag, like its networks_<name>.go).
 var networkCommands []command
 
 func usage(w io.Writer) {
