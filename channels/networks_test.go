@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"errors"
 	"time"
 )
 
@@ -11,8 +12,17 @@ func init() {
 	for _, n := range []Network{
 		{Name: "telegram", RefPrefix: "tg"}, {Name: "slack", RefPrefix: "sl"}, {Name: "whatsapp", RefPrefix: "wa"},
 		{Name: "web", RefPrefix: "wb"}, {Name: "discord", RefPrefix: "dc"}, {Name: "matrix", RefPrefix: "mx"},
+		{Name: "regnet", RefPrefix: "rn", Formatting: "regnet markdown", ValidChat: func(native string) error {
+			if native != "ok" {
+				return errors.New("regnet wants ok")
+			}
+			return nil
+		}},
 	} {
 		n.RefTTL = 30 * 24 * time.Hour
+		if n.Name == "regnet" {
+			n.RefTTL = 3 * time.Hour
+		}
 		if n.Name == "whatsapp" {
 			n.RefTTL = 14 * 24 * time.Hour
 		}
