@@ -46,12 +46,16 @@ type Network struct {
 	Example string
 	// Config returns a pointer to the network's settings holding their
 	// defaults; the config file's channels.<Name> is decoded over it,
-	// strictly. Nil for a network whose settings config composes itself
-	// (the web rooms, which need the daemon's services).
+	// strictly.
 	Config func() NetworkConfig
 	// New constructs the channel from its settings (the value Config
-	// returned, decoded); it connects nothing.
+	// returned, decoded); it connects nothing. Nil for a network the
+	// daemon builds itself (the web rooms, which need its services).
 	New func(env Env, host Host, cfg NetworkConfig) (Channel, error)
+	// SetupInApp is a network whose users are told there what to set
+	// (the web rooms' pages): with it on, a config without a usable
+	// model still starts.
+	SetupInApp bool
 	// MigrateSession, when set, opens the network's own session store
 	// for `botd database migrate`, which copies it into the Postgres
 	// database at dsn in the same transaction as botd's tables. from
@@ -104,8 +108,8 @@ func Register(n Network) {
 	if _, dup := networks[n.Name]; dup {
 		panic(fmt.Sprintf("channels: network %q registered twice", n.Name))
 	}
-	if (n.Config == nil) != (n.New == nil) {
-		panic(fmt.Sprintf("channels: network %q needs both Config and New, or neither", n.Name))
+	if n.New != nil && n.Config == nil {
+		panic(fmt.Sprintf("channels: network %q has a constructor but no Config", n.Name))
 	}
 	mediaregistry.RegisterNetwork(n.Name, n.RefPrefix, n.RefTTL)
 	groups.RegisterNetwork(n.Name, n.ValidChat)

@@ -10,11 +10,6 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-type testNetConfig struct{ Enabled bool }
-
-func (c *testNetConfig) On() bool        { return c.Enabled }
-func (c *testNetConfig) Validate() error { return nil }
-
 // A registered network is found by name and in the list, its refs get its
 // prefix and lifetime, and its chat ids its rule.
 func TestRegisterDescribesTheNetwork(t *testing.T) {
@@ -50,7 +45,6 @@ func TestRegisterDescribesTheNetwork(t *testing.T) {
 // A description that would break another network's refs or chat ids, or
 // that cannot be built, is refused at init (a panic names it).
 func TestRegisterRefusesBadDescriptions(t *testing.T) {
-	cfg := func() NetworkConfig { return &testNetConfig{} }
 	build := func(Env, Host, NetworkConfig) (Channel, error) { return nil, nil }
 	for _, tc := range []struct {
 		name string
@@ -63,8 +57,7 @@ func TestRegisterRefusesBadDescriptions(t *testing.T) {
 		{"no lifetime", Network{Name: "other3", RefPrefix: "o3"}, "ref lifetime"},
 		{"empty name", Network{RefPrefix: "o4", RefTTL: time.Hour}, "empty"},
 		{"colon in name", Network{Name: "a:b", RefPrefix: "o5", RefTTL: time.Hour}, "':'"},
-		{"config without constructor", Network{Name: "other6", RefPrefix: "o6", RefTTL: time.Hour, Config: cfg}, "both Config and New"},
-		{"constructor without config", Network{Name: "other7", RefPrefix: "o7", RefTTL: time.Hour, New: build}, "both Config and New"},
+		{"constructor without config", Network{Name: "other7", RefPrefix: "o7", RefTTL: time.Hour, New: build}, "no Config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/llm/providers"
@@ -59,13 +58,11 @@ type Config struct {
 	secretVars map[string][]string
 }
 
-// Channels holds each channel's own section; the channel packages define
-// the settings, their defaults and their validation. The web rooms'
-// section is composed here (the daemon builds them with its services);
-// every other network's is the one its description registers
-// (channels.Register), decoded strictly through its own type.
+// Channels holds each channel's own section: the one its description
+// registers (channels.Register), decoded strictly through its own type;
+// the channel packages define the settings, their defaults and their
+// validation.
 type Channels struct {
-	Web web.Config `yaml:"web"`
 	// Networks maps a registered network's name to its section: a
 	// pointer to its Config, holding the defaults until a file is
 	// decoded over them.
@@ -80,15 +77,11 @@ func (c *Channels) UnmarshalYAML(n *yaml.Node) error {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i].Value, n.Content[i+1]
-		var dst any
-		if key == web.Name {
-			dst = &c.Web
-		} else if nc, ok := c.Networks[key]; ok {
-			dst = nc
-		} else {
+		nc, ok := c.Networks[key]
+		if !ok {
 			continue
 		}
-		if err := val.Decode(dst); err != nil {
+		if err := val.Decode(nc); err != nil {
 			return err
 		}
 	}
@@ -130,7 +123,7 @@ func Defaults() *Config {
 		LogLevel:      "info",
 		Database:      store.DefaultConfig(),
 		Media:         media.DefaultConfig(),
-		Channels:      Channels{Web: web.DefaultConfig(), Networks: networkSections()},
+		Channels:      Channels{Networks: networkSections()},
 		LLM:           providers.DefaultConfig(),
 		Agent:         agent.DefaultConfig(),
 		MCP:           mcp.DefaultConfig(),

@@ -12,6 +12,7 @@ import (
 	_ "github.com/botd-dev/botd/channels/matrix"
 	_ "github.com/botd-dev/botd/channels/slack"
 	_ "github.com/botd-dev/botd/channels/telegram"
+	_ "github.com/botd-dev/botd/channels/web"
 	_ "github.com/botd-dev/botd/channels/whatsapp"
 )
 
@@ -36,8 +37,8 @@ func TestNetworkDescriptions(t *testing.T) {
 			t.Errorf("%s: a misspelt key gives %v", n.Name, err)
 		}
 	}
-	if nets != 5 {
-		t.Errorf("%d networks with settings registered, want 5", nets)
+	if nets != 6 {
+		t.Errorf("%d networks with settings registered, want 6", nets)
 	}
 	if _, err := Parse([]byte("channels: {irc: {enabled: true}}"), noEnv); err == nil || !strings.Contains(err.Error(), "channels.irc: unknown key") {
 		t.Errorf("a network not built in gives %v", err)

@@ -40,7 +40,6 @@ func (c *Config) Validate() error {
 		c.Database.Validate(),
 		c.Media.Validate(providers),
 		c.Channels.validateNetworks(),
-		c.Channels.Web.Validate(),
 		c.LLM.Validate(),
 		c.Agent.Validate(),
 		groups.ValidateList(c.Groups, folders),
@@ -106,23 +105,23 @@ func (c *Config) GroupList() []groups.Group {
 // fresh config can be opened and read before any key exists.
 func (c *Config) RunReadiness() []string {
 	var out []string
-	ch := c.Channels
-	on := ch.Web.Enabled
-	msg := "no channel is enabled: set channels.web.enabled: true for the local web rooms"
+	on, inApp := false, false
+	var setups []string
 	for _, n := range channels.Networks() {
-		nc := ch.Networks[n.Name]
+		nc := c.Channels.Networks[n.Name]
 		if nc == nil {
 			continue
 		}
 		on = on || nc.On()
+		inApp = inApp || (n.SetupInApp && nc.On())
 		if n.Setup != "" {
-			msg += ", or " + n.Setup
+			setups = append(setups, n.Setup)
 		}
 	}
 	if !on {
-		out = append(out, msg)
+		out = append(out, "no channel is enabled: set "+strings.Join(setups, ", or "))
 	}
-	if msg := c.MissingLLM(); msg != "" && !ch.Web.Enabled {
+	if msg := c.MissingLLM(); msg != "" && !inApp {
 		out = append(out, msg)
 	}
 	return out

@@ -401,9 +401,6 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 	type addr struct{ key, addr, by string }
 	var as []addr
 	c := cfg.Channels
-	if c.Web.Enabled {
-		as = append(as, addr{"channels.web.listen", c.Web.Listen, "run"})
-	}
 	for _, n := range channels.Networks() {
 		if l, ok := c.Network(n.Name).(channels.Listener); ok {
 			ls := l.Listens()
