@@ -40,7 +40,36 @@ func TestNetworkDescriptions(t *testing.T) {
 	if nets != 6 {
 		t.Errorf("%d networks with settings registered, want 6", nets)
 	}
-	if _, err := Parse([]byte("channels: {irc: {enabled: true}}"), noEnv); err == nil || !strings.Contains(err.Error(), "channels.irc: unknown key") {
+	const want = "channels.irc: unknown key (this botd's channels: discord, matrix, slack, telegram, web, whatsapp)"
+	if _, err := Parse([]byte("channels: {irc: {enabled: true}}"), noEnv); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a network not built in gives %v", err)
+	}
+}
+
+// With no channel on, botd names how to turn each one on, from the
+// networks' descriptions: the web rooms (no account needed) first. One
+// network on is enough.
+func TestRunReadinessNamesEveryNetwork(t *testing.T) {
+	cfg, err := Parse([]byte("channels: {web: {enabled: false}}"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.RunReadiness()
+	if len(got) == 0 || !strings.HasPrefix(got[0], "no channel is enabled: set channels.web.enabled: true for the local web rooms, or ") {
+		t.Fatalf("RunReadiness = %q", got)
+	}
+	for _, n := range channels.Networks() {
+		if !strings.Contains(got[0], n.Setup) {
+			t.Errorf("the message does not say how to turn %s on (%q)", n.Name, n.Setup)
+		}
+	}
+	cfg, err = Parse([]byte("channels: {web: {enabled: false}, discord: {enabled: true, token: a.b.c}}"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range cfg.RunReadiness() {
+		if strings.Contains(line, "no channel is enabled") {
+			t.Errorf("discord is on, yet: %s", line)
+		}
 	}
 }

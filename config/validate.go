@@ -114,7 +114,12 @@ func (c *Config) RunReadiness() []string {
 		}
 		on = on || nc.On()
 		inApp = inApp || (n.SetupInApp && nc.On())
-		if n.Setup != "" {
+		switch {
+		case n.Setup == "":
+		case n.SetupInApp:
+			// The rooms that explain themselves need no account: first.
+			setups = append([]string{n.Setup}, setups...)
+		default:
 			setups = append(setups, n.Setup)
 		}
 	}
