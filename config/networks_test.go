@@ -2,10 +2,12 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/whatsapp"
 	// The networks register their sections from their own packages; botd
 	// links them in cmd/botd, these tests here.
 	_ "github.com/botd-dev/botd/channels/discord"
@@ -13,7 +15,6 @@ import (
 	_ "github.com/botd-dev/botd/channels/slack"
 	_ "github.com/botd-dev/botd/channels/telegram"
 	_ "github.com/botd-dev/botd/channels/web"
-	_ "github.com/botd-dev/botd/channels/whatsapp"
 )
 
 // Each network's example section, from its description, is the one the
@@ -71,5 +72,22 @@ func TestRunReadinessNamesEveryNetwork(t *testing.T) {
 		if strings.Contains(line, "no channel is enabled") {
 			t.Errorf("discord is on, yet: %s", line)
 		}
+	}
+}
+
+// A network's own file (WhatsApp's session_db) is relative to the config
+// file, like data_dir, through the section's Paths.
+func TestNetworkPathsAreRelativeToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "botd.yaml")
+	if err := os.WriteFile(path, []byte("channels: {whatsapp: {session_db: wa/session.db}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Channels.Network("whatsapp").(*whatsapp.Config).SessionDB, filepath.Join(dir, "wa", "session.db"); got != want {
+		t.Errorf("session_db = %q, want %q", got, want)
 	}
 }
