@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/mcp"
@@ -100,14 +101,11 @@ func webSection(web mcp.InternetTools) string {
 }
 
 // formatting tells the model what markdown its network shows (format
-// renders one parse per network); a network not listed shows plain text.
-var formatting = map[string]string{
-	"telegram": "Markdown is shown as Telegram formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
-	"slack":    "Markdown is shown as Slack formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; headings become bold lines and tables are not supported, so use few of either.",
-	"whatsapp": "Markdown is shown as WhatsApp formatting: **bold**, *italic*, ~~strike~~, `code` and - lists; links show as their address, headings as bold lines, and tables are not supported.",
-	"discord":  "Markdown is shown as Discord renders it: **bold**, *italic*, ~~strike~~, `code`, code blocks with a language, [links](https://…), > quotes, - lists and # headings; tables are not supported. Mentions you write ping nobody.",
-	"matrix":   "Markdown is shown as Matrix formatting: **bold**, *italic*, ~~strike~~, `code`, code blocks, [links](https://…), > quotes and - lists; tables are not supported.",
-	"web":      "Markdown is rendered in the chat page: **bold**, *italic*, lists, [links](https://…), > quotes and code blocks (with a copy button); raw HTML is shown as text, and tables are not supported.",
+// renders one parse per network, and the network's description says
+// which); a network that says nothing shows plain text.
+func formatting(channel string) string {
+	n, _ := channels.Lookup(channel)
+	return cmp.Or(n.Formatting, plainFormatting)
 }
 
 const plainFormatting = "Your reply is shown as plain text: no markdown, headings or tables."
@@ -125,7 +123,7 @@ func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, memor
 		"{{name}}", assistant,
 		"{{group}}", textclip.OneLine(name, 0),
 		"{{channel}}", channel,
-		"{{formatting}}", cmp.Or(formatting[channel], plainFormatting),
+		"{{formatting}}", formatting(channel),
 		"{{trigger}}", textclip.OneLine(g.Trigger, 0),
 		"{{memfile}}", groups.MemoryFile,
 		"{{web}}", webSection(web),

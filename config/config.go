@@ -18,12 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/botd-dev/botd/agent"
-	"github.com/botd-dev/botd/channels/discord"
-	"github.com/botd-dev/botd/channels/matrix"
-	"github.com/botd-dev/botd/channels/slack"
-	"github.com/botd-dev/botd/channels/telegram"
-	"github.com/botd-dev/botd/channels/web"
-	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/llm/providers"
@@ -66,15 +61,49 @@ type Config struct {
 	secretVars map[string][]string
 }
 
-// Channels holds each channel's own section; the channel packages define
-// the settings, their defaults and their validation.
+// Channels holds each channel's own section: the one its description
+// registers (channels.Register), decoded strictly through its own type;
+// the channel packages define the settings, their defaults and their
+// validation.
 type Channels struct {
-	Telegram telegram.Config `yaml:"telegram"`
-	Slack    slack.Config    `yaml:"slack"`
-	WhatsApp whatsapp.Config `yaml:"whatsapp"`
-	Web      web.Config      `yaml:"web"`
-	Matrix   matrix.Config   `yaml:"matrix"`
-	Discord  discord.Config  `yaml:"discord"`
+	// Networks maps a registered network's name to its section: a
+	// pointer to its Config, holding the defaults until a file is
+	// decoded over them.
+	Networks map[string]channels.NetworkConfig `yaml:"-"`
+}
+
+// UnmarshalYAML decodes channels.<name> over each network's own section.
+// checkKeys has already reported and removed the keys no network owns.
+func (c *Channels) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return nil // checkKeys reported it
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		nc, ok := c.Networks[key]
+		if !ok {
+			continue
+		}
+		if err := val.Decode(nc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Network returns the section of the network called name, or nil when no
+// such network is built in.
+func (c *Channels) Network(name string) channels.NetworkConfig { return c.Networks[name] }
+
+// networkSections is every registered network's section over its defaults.
+func networkSections() map[string]channels.NetworkConfig {
+	out := map[string]channels.NetworkConfig{}
+	for _, n := range channels.Networks() {
+		if n.Config != nil {
+			out[n.Name] = n.Config()
+		}
+	}
+	return out
 }
 
 // Internet holds the web tools' sections; webfetch and websearch define
@@ -97,20 +126,13 @@ func Defaults() *Config {
 		LogLevel:      "info",
 		Database:      store.DefaultConfig(),
 		Media:         media.DefaultConfig(),
-		Channels: Channels{
-			Telegram: telegram.DefaultConfig(),
-			Slack:    slack.DefaultConfig(),
-			WhatsApp: whatsapp.DefaultConfig(),
-			Web:      web.DefaultConfig(),
-			Matrix:   matrix.DefaultConfig(),
-			Discord:  discord.DefaultConfig(),
-		},
-		LLM:       providers.DefaultConfig(),
-		Agent:     agent.DefaultConfig(),
-		MCP:       mcp.DefaultConfig(),
-		Scheduler: scheduler.DefaultConfig(),
-		Internet:  Internet{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()},
-		Ops:       ops.DefaultConfig(),
+		Channels:      Channels{Networks: networkSections()},
+		LLM:           providers.DefaultConfig(),
+		Agent:         agent.DefaultConfig(),
+		MCP:           mcp.DefaultConfig(),
+		Scheduler:     scheduler.DefaultConfig(),
+		Internet:      Internet{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()},
+		Ops:           ops.DefaultConfig(),
 	}
 }
 
@@ -139,7 +161,14 @@ func Load(path string) (*Config, error) {
 // Desktop starts `botd mcp` from its own working directory, and it must
 // find the same data/ipc folder as `botd run`.
 func (c *Config) resolvePaths(base string) {
-	paths := []*string{&c.DataDir, &c.GroupsDir, &c.Channels.WhatsApp.SessionDB}
+	paths := []*string{&c.DataDir, &c.GroupsDir}
+	for _, n := range channels.Networks() {
+		// A network keeping a file of its own names it relative to the
+		// config too.
+		if p, ok := c.Channels.Networks[n.Name].(interface{ Paths() []*string }); ok {
+			paths = append(paths, p.Paths()...)
+		}
+	}
 	if c.Database.Driver == "sqlite" {
 		paths = append(paths, &c.Database.DSN) // a file; a Postgres DSN is not a path
 	}

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"github.com/botd-dev/botd/channels/slack"
+	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/whatsapp"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -84,10 +87,10 @@ media:
 		wantErr string
 	}{
 		{"defaults used", map[string]string{"DATA": "/var/botd"}, func(c *Config) bool {
-			return c.AssistantName == "Andy" && c.DataDir == "/var/botd" && !c.Channels.Telegram.Enabled && c.Media.CacheTTL.D() == 2*time.Hour
+			return c.AssistantName == "Andy" && c.DataDir == "/var/botd" && !tgOf(c).Enabled && c.Media.CacheTTL.D() == 2*time.Hour
 		}, ""},
 		{"env wins", map[string]string{"NAME": "Bob", "DATA": "d", "TG_ON": "true", "TELEGRAM_BOT_TOKEN": "123:abc", "CACHE_TTL": "5m"}, func(c *Config) bool {
-			return c.AssistantName == "Bob" && c.Channels.Telegram.Enabled && c.Channels.Telegram.Token == "123:abc" && c.Media.CacheTTL.D() == 5*time.Minute
+			return c.AssistantName == "Bob" && tgOf(c).Enabled && tgOf(c).Token == "123:abc" && c.Media.CacheTTL.D() == 5*time.Minute
 		}, ""},
 		{"enabled without token names the variable", map[string]string{"DATA": "d", "TG_ON": "true"}, nil,
 			"channels.telegram.token: required when the channel is enabled (set TELEGRAM_BOT_TOKEN)"},
@@ -278,7 +281,9 @@ func TestChannelDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, sl, wa := cfg.Channels.Telegram, cfg.Channels.Slack, cfg.Channels.WhatsApp
+	tg := tgOf(cfg)
+	sl := cfg.Channels.Network("slack").(*slack.Config)
+	wa := cfg.Channels.Network("whatsapp").(*whatsapp.Config)
 	if tg.APIURL != "https://api.telegram.org" || tg.MaxDownloadBytes != 20<<20 || tg.Webhook != nil {
 		t.Errorf("telegram defaults = %+v", tg)
 	}
@@ -289,3 +294,6 @@ func TestChannelDefaults(t *testing.T) {
 		t.Errorf("whatsapp defaults = %+v", wa)
 	}
 }
+
+// tgOf is the config's Telegram section.
+func tgOf(c *Config) *telegram.Config { return c.Channels.Network(telegram.Name).(*telegram.Config) }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,7 +123,13 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 			seen[key] = true
 			ft, ok := fields[key]
 			if !ok {
-				probs = append(probs, Problem{Path: p, Msg: "unknown key" + suggest(key, fields)})
+				hint := suggest(key, fields)
+				if hint == "" && isChannels(t) {
+					// A network left out of this build (its no<name> tag)
+					// is unknown too: say which ones there are.
+					hint = " (this botd's channels: " + strings.Join(slices.Sorted(maps.Keys(fields)), ", ") + ")"
+				}
+				probs = append(probs, Problem{Path: p, Msg: "unknown key" + hint})
 				continue
 			}
 			probs = append(probs, checkKeys(n.Content[i+1], p, ft)...)
@@ -163,6 +171,16 @@ func checkNode(n *yaml.Node, path string, t reflect.Type) Problems {
 	return probs
 }
 
+// typeOfNetworks marks the struct holding the registered networks'
+// sections (Channels, or a test's copy of it), whose keys are theirs.
+var typeOfNetworks = reflect.TypeOf(Channels{}.Networks)
+
+// isChannels reports whether t holds the networks' sections.
+func isChannels(t reflect.Type) bool {
+	f, ok := t.FieldByName("Networks")
+	return ok && f.Type == typeOfNetworks
+}
+
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
@@ -175,6 +193,12 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		out[name] = f.Type
+	}
+	if isChannels(t) {
+		// Each registered network's section, through its own type.
+		for name, nc := range networkSections() {
+			out[name] = reflect.TypeOf(nc)
+		}
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -55,4 +58,93 @@ func TestOnlyTheCommandImportsConfig(t *testing.T) {
 	if want := []string{"github.com/botd-dev/botd/cmd/botd"}; !slices.Equal(importers, want) {
 		t.Errorf("packages importing config = %v, want %v", importers, want)
 	}
+}
+
+// config composes the networks' sections through their registered
+// descriptions (channels.Register), never by importing a network: a
+// network left out of the build leaves config unchanged.
+func TestConfigImportsNoNetwork(t *testing.T) {
+	imports := goList(t, "-f", `{{join .Imports "\n"}}`, "github.com/botd-dev/botd/config")
+	if !slices.Contains(imports, "github.com/botd-dev/botd/channels") {
+		t.Fatalf("config does not import the channels registry; the listing is not what this test expects:\n%s", strings.Join(imports, "\n"))
+	}
+	for _, imp := range imports {
+		if strings.HasPrefix(imp, "github.com/botd-dev/botd/channels/") {
+			t.Errorf("config imports the network %s", imp)
+		}
+	}
+}
+
+// A network's build tag leaves its package out of botd: cmd/botd names
+// it in networks_<name>.go alone.
+func TestNetworkBuildTagLeavesItOut(t *testing.T) {
+	for _, net := range []string{"discord", "matrix", "slack", "telegram", "whatsapp"} {
+		t.Run(net, func(t *testing.T) {
+			pkg := "github.com/botd-dev/botd/channels/" + net
+			if deps := goList(t, "-tags", "goolm", "-deps", "github.com/botd-dev/botd/cmd/botd"); !slices.Contains(deps, pkg) {
+				t.Fatalf("the full build does not link %s", pkg)
+			}
+			if deps := goList(t, "-tags", "goolm,no"+net, "-deps", "github.com/botd-dev/botd/cmd/botd"); slices.Contains(deps, pkg) {
+				t.Errorf("-tags no%s still links %s", net, pkg)
+			}
+		})
+	}
+}
+
+// A network is linked in one place: its package (and its own
+// subpackages) is imported, outside tests, only by cmd/botd's files
+// behind its build tag (networks_<name>.go, and a command it brings).
+// And the newest network is named nowhere else at all, in code or
+// comment: everything shared reads its description.
+func TestNetworksAreNamedOnlyByTheirImportsFile(t *testing.T) {
+	const mod = "github.com/botd-dev/botd/"
+	nets := []string{"discord", "matrix", "slack", "telegram", "whatsapp"}
+	fset := token.NewFileSet()
+	for _, line := range goList(t, "-tags", "goolm", "-f", `{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}}`, mod+"...") {
+		parts := strings.SplitN(line, "|", 3)
+		pkg, dir, files := parts[0], parts[1], strings.Split(parts[2], ",")
+		for _, name := range files {
+			if name == "" {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				ip := strings.Trim(imp.Path.Value, `"`)
+				for _, net := range nets {
+					own := mod + "channels/" + net
+					if ip != own || pkg == own || strings.HasPrefix(pkg, own+"/") {
+						continue
+					}
+					if pkg == mod+"cmd/botd" && (name == "networks_"+net+".go" || hasTag(t, path, "!no"+net)) {
+						continue
+					}
+					t.Errorf("%s/%s imports %s", pkg, name, ip)
+				}
+			}
+			if strings.HasPrefix(pkg, mod+"channels/discord") || (pkg == mod+"cmd/botd" && name == "networks_discord.go") {
+				continue
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(strings.ToLower(string(src)), "discord") {
+				t.Errorf("%s/%s names discord; read its description (channels.Lookup) instead", pkg, name)
+			}
+		}
+	}
+}
+
+// hasTag reports whether the file at path is built only without the tag.
+func hasTag(t *testing.T, path, constraint string) bool {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.HasPrefix(string(src), "//go:build "+constraint+"\n")
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 )
@@ -39,15 +39,10 @@ func (c *Config) Validate() error {
 	for _, err := range []error{
 		c.Database.Validate(),
 		c.Media.Validate(providers),
-		c.Channels.Telegram.Validate(),
-		c.Channels.Slack.Validate(),
-		c.Channels.Matrix.Validate(),
-		c.Channels.Discord.Validate(),
-		c.Channels.WhatsApp.Validate(),
-		c.Channels.Web.Validate(),
+		c.Channels.validateNetworks(),
 		c.LLM.Validate(),
 		c.Agent.Validate(),
-		groups.ValidateList(c.Groups, webRoomRule, folders),
+		groups.ValidateList(c.Groups, folders),
 		c.MCP.Validate(func(f string) bool { _, ok := folders[f]; return ok }),
 		c.timezoneProblems().Err(),
 		c.Scheduler.Validate(),
@@ -76,12 +71,16 @@ func under(section string, ps settings.Problems) settings.Problems {
 	return out
 }
 
-// webRoomRule is the web channel's rule for its chat ids: the room name.
-func webRoomRule(chat string) error {
-	if room, ok := strings.CutPrefix(chat, web.Name+":"); ok {
-		return web.ValidRoom(room)
+// validateNetworks is every network section's own Validate, in name
+// order, its problems at their full key paths.
+func (c *Channels) validateNetworks() error {
+	var ps settings.Problems
+	for _, n := range channels.Networks() {
+		if nc := c.Networks[n.Name]; nc != nil {
+			ps = append(ps, settings.Of(nc.Validate())...)
+		}
 	}
-	return nil
+	return ps.Err()
 }
 
 func (c *Config) setHint(path string) string {
@@ -107,16 +106,28 @@ func (c *Config) GroupList() []groups.Group {
 // fresh config can be opened and read before any key exists.
 func (c *Config) RunReadiness() []string {
 	var out []string
-	ch := c.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.WhatsApp.Enabled && !ch.Web.Enabled && !ch.Matrix.Enabled && !ch.Discord.Enabled {
-		out = append(out, "no channel is enabled: set channels.web.enabled: true for the local web rooms, "+
-			"or channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN, "+
-			"or channels.slack.enabled: true with SLACK_BOT_TOKEN and SLACK_APP_TOKEN, "+
-			"or channels.whatsapp.enabled: true and run `botd whatsapp login`, "+
-			"or channels.matrix.enabled: true with MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_ACCESS_TOKEN, "+
-			"or channels.discord.enabled: true and DISCORD_BOT_TOKEN")
+	on, inApp := false, false
+	var setups []string
+	for _, n := range channels.Networks() {
+		nc := c.Channels.Networks[n.Name]
+		if nc == nil {
+			continue
+		}
+		on = on || nc.On()
+		inApp = inApp || (n.SetupInApp && nc.On())
+		switch {
+		case n.Setup == "":
+		case n.SetupInApp:
+			// The rooms that explain themselves need no account: first.
+			setups = append([]string{n.Setup}, setups...)
+		default:
+			setups = append(setups, n.Setup)
+		}
 	}
-	if msg := c.MissingLLM(); msg != "" && !ch.Web.Enabled {
+	if !on {
+		out = append(out, "no channel is enabled: set "+strings.Join(setups, ", or "))
+	}
+	if msg := c.MissingLLM(); msg != "" && !inApp {
 		out = append(out, msg)
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/botd-dev/botd/channels/web"
 )
 
 // The example config is what `make run` starts with: the web room of the
@@ -38,8 +40,9 @@ func TestExampleConfigPicksTheFirstProviderWithAKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !cfg.Channels.Web.Enabled || cfg.Channels.Web.Listen != "127.0.0.1:8080" {
-				t.Fatalf("web channel %+v", cfg.Channels.Web)
+			w := cfg.Channels.Network(web.Name).(*web.Config)
+			if !w.Enabled || w.Listen != "127.0.0.1:8080" {
+				t.Fatalf("web channel %+v", w)
 			}
 			if g := cfg.Groups[0]; g.Chat != "web:main" || !g.Main {
 				t.Fatalf("first group %+v, want the main web room", g)

@@ -34,10 +34,10 @@ func (c Config) Group() Group {
 }
 
 // ValidateList reports every problem of the groups list with its key
-// path. chatRule adds a network's own rule for its chat ids (a web room's
-// name); folders learns each valid folder and its index, for the sections
-// that name a group.
-func ValidateList(list []Config, chatRule func(chat string) error, folders map[string]int) error {
+// path; each chat id is checked by its network's rule (RegisterNetwork).
+// folders learns each valid folder and its index, for the sections that
+// name a group.
+func ValidateList(list []Config, folders map[string]int) error {
 	var ps settings.Problems
 	chats := map[string]int{}
 	mains := 0
@@ -51,8 +51,6 @@ func ValidateList(list []Config, chatRule func(chat string) error, folders map[s
 			folders[g.Folder] = i
 		}
 		if err := ValidateChatID(g.Chat); err != nil {
-			ps.Add(path+".chat", "%v", err)
-		} else if err := chatRule(g.Chat); err != nil {
 			ps.Add(path+".chat", "%v", err)
 		} else if j, dup := chats[g.Chat]; dup {
 			ps.Add(path+".chat", "%q is already registered by groups[%d]", g.Chat, j)

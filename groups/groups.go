@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -37,24 +38,47 @@ func ValidateFolder(name string) error {
 	return nil
 }
 
-// Channels botd knows; a chat id is "<channel>:<native id>".
-var Channels = []string{"telegram", "slack", "whatsapp", "web", "discord", "matrix"}
+// Channels botd knows, sorted; a chat id is
+// "<channel>:<native id>". Each network adds itself (RegisterNetwork).
+var Channels []string
 
-// ValidateChatID checks the "<channel>:<native id>" shape.
+// chatRules holds each network's check of a native chat id (nil: any id
+// without spaces).
+var chatRules = map[string]func(native string) error{}
+
+// RegisterNetwork makes name a channel of chat ids, whose native part
+// valid checks (nil accepts any without spaces). A network calls it once,
+// from its package's init (through channels.Register); a name taken twice
+// panics.
+func RegisterNetwork(name string, valid func(native string) error) {
+	if _, ok := chatRules[name]; ok || name == "" {
+		panic(fmt.Sprintf("groups: network %q registered twice or unnamed", name))
+	}
+	chatRules[name] = valid
+	Channels = append(Channels, name)
+	slices.Sort(Channels)
+}
+
+// ValidateChatID checks the "<channel>:<native id>" shape, and the native
+// id against its network's rule.
 func ValidateChatID(id string) error {
 	ch, native, ok := strings.Cut(id, ":")
 	if !ok || native == "" {
 		return fmt.Errorf("%q must look like <channel>:<id>, e.g. telegram:-1001234567890", id)
 	}
-	for _, c := range Channels {
-		if c == ch {
-			if strings.ContainsFunc(native, unicode.IsSpace) {
-				return fmt.Errorf("%q must not contain spaces", id)
-			}
-			return nil
+	valid, known := chatRules[ch]
+	if !known {
+		return fmt.Errorf("%q: unknown channel %q (want one of %s)", id, ch, strings.Join(Channels, ", "))
+	}
+	if strings.ContainsFunc(native, unicode.IsSpace) {
+		return fmt.Errorf("%q must not contain spaces", id)
+	}
+	if valid != nil {
+		if err := valid(native); err != nil {
+			return err // the network's words, naming the id
 		}
 	}
-	return fmt.Errorf("%q: unknown channel %q (want one of %s)", id, ch, strings.Join(Channels, ", "))
+	return nil
 }
 
 // Group is one registered chat and its folder.

@@ -90,8 +90,29 @@ const Generated = "generated"
 // web address in Private, asked for by the agent, never by a chat member.
 const Link = "link"
 
-// Prefix is the ref id prefix of each channel.
-var Prefix = map[string]string{"whatsapp": "wa", "telegram": "tg", "slack": "sl", "web": "wb", "discord": "dc", "matrix": "mx", Generated: "gn", Link: "ln"}
+// Prefix is the ref id prefix of each channel: botd's own here, each
+// network's from its RegisterNetwork.
+var Prefix = map[string]string{Generated: "gn", Link: "ln"}
+
+// RegisterNetwork gives a network's refs their id prefix and their default
+// lifetime (DefaultRefTTL). A network calls it once, from its package's
+// init (through channels.Register), before anything reads the tables; a
+// name or prefix taken twice is a programming error and panics.
+func RegisterNetwork(name, prefix string, ttl time.Duration) {
+	if name == "" || prefix == "" || ttl <= 0 {
+		panic(fmt.Sprintf("mediaregistry: network %q needs a name, a ref prefix and a positive ref lifetime", name))
+	}
+	if _, ok := Prefix[name]; ok {
+		panic(fmt.Sprintf("mediaregistry: network %q registered twice", name))
+	}
+	for other, p := range Prefix {
+		if p == prefix {
+			panic(fmt.Sprintf("mediaregistry: ref prefix %q of %q is %q's already", prefix, name, other))
+		}
+	}
+	Prefix[name] = prefix
+	DefaultRefTTL[name] = ttl
+}
 
 const (
 	idRandLen = 12

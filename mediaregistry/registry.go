@@ -48,21 +48,10 @@ func New(db *sql.DB, ttl time.Duration) *Registry {
 }
 
 // DefaultRefTTL is how long a ref stays fetchable when media.ref_ttl does
-// not say: as long as its network can still serve the bytes. Telegram file
-// ids do not expire and Slack files stay until deleted; WhatsApp's CDN
-// copies go after about two weeks, and media retry (asking the sender's
-// phone) is bounded too. The web channel keeps uploads in its own folder
-// for as long as their refs live.
+// not say: as long as its network can still serve the bytes. Each network
+// registers its own (RegisterNetwork); Link's is here.
 var DefaultRefTTL = map[string]time.Duration{
-	"telegram": 30 * 24 * time.Hour,
-	"slack":    30 * 24 * time.Hour,
-	"whatsapp": 14 * 24 * time.Hour,
-	// Matrix media stays on the homeserver until its retention removes it;
-	// Discord refs refresh their signed CDN link at each fetch.
-	"matrix":  30 * 24 * time.Hour,
-	"discord": 30 * 24 * time.Hour,
-	"web":     30 * 24 * time.Hour,
-	Link:      30 * 24 * time.Hour,
+	Link: 30 * 24 * time.Hour,
 }
 
 // fallbackRefTTL is for a network without a DefaultRefTTL entry.

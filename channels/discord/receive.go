@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -191,8 +192,11 @@ func repliesToBot(m *discordgo.Message, botID string) bool {
 	return botID != "" && m.MessageReference != nil && r != nil && r.Author != nil && r.Author.ID == botID
 }
 
-// markup is Discord's inline markup for mentions and custom emoji.
-var markup = regexp.MustCompile(`<(@!?|@&|#|a?:[A-Za-z0-9_~]{1,32}:)([0-9]{1,20})>`)
+// markup is Discord's inline markup for mentions and custom emoji,
+// compiled at the first message: a botd with Discord off never builds it.
+var markup = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`<(@!?|@&|#|a?:[A-Za-z0-9_~]{1,32}:)([0-9]{1,20})>`)
+})
 
 // plainText is what a person sees: user mentions as @names (the bot as
 // @AssistantName, so the trigger matches), roles and channels by name
@@ -204,8 +208,9 @@ func (d *Discord) plainText(m *discordgo.Message, me discordgo.User) string {
 			users[u.ID] = u.DisplayName()
 		}
 	}
-	text := markup.ReplaceAllStringFunc(m.Content, func(s string) string {
-		sub := markup.FindStringSubmatch(s)
+	re := markup()
+	text := re.ReplaceAllStringFunc(m.Content, func(s string) string {
+		sub := re.FindStringSubmatch(s)
 		kind, id := sub[1], sub[2]
 		switch {
 		case kind == "@" || kind == "@!":

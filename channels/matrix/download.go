@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
+	"strings"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/attachment"
@@ -19,10 +19,51 @@ import (
 // The spec's grammar for the two halves of an mxc:// URI: a server name
 // (host, IPv6 literal, optional port) and a media id. Anything else in a
 // URI a sender's client wrote is refused before it becomes a request path.
-var (
-	serverNameRe = regexp.MustCompile(`^(?:[A-Za-z0-9.-]{1,255}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$`)
-	mediaIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
-)
+//
+// Checked by hand, not by regexp: a {1,255} repetition compiles to a
+// program of hundreds of kilobytes at init, which every botd would carry
+// whether or not Matrix is enabled.
+func validServerName(s string) bool {
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return false
+		}
+		inner := s[1:end]
+		if len(inner) < 2 || len(inner) > 45 || !only(inner, "0123456789ABCDEFabcdef:.") {
+			return false
+		}
+		host, port = s[:end+1], s[end+1:]
+	} else {
+		if i := strings.IndexByte(s, ':'); i >= 0 {
+			host, port = s[:i], s[i:]
+		}
+		if len(host) < 1 || len(host) > 255 || !only(host, alnum+".-") {
+			return false
+		}
+	}
+	if port == "" {
+		return true
+	}
+	digits, ok := strings.CutPrefix(port, ":")
+	return ok && len(digits) >= 1 && len(digits) <= 5 && only(digits, "0123456789")
+}
+
+// validMediaID is a media id: 1 to 255 of A-Z, a-z, 0-9, _ and -.
+func validMediaID(s string) bool { return len(s) >= 1 && len(s) <= 255 && only(s, alnum+"_-") }
+
+const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// only reports whether every byte of s is one of set's.
+func only(s, set string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(set, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // parseMXC reads an mxc:// URI and checks both halves against the spec's
 // grammar.
@@ -31,7 +72,7 @@ func parseMXC(s string) (id.ContentURI, error) {
 	if err != nil {
 		return mxc, err
 	}
-	if !serverNameRe.MatchString(mxc.Homeserver) || !mediaIDRe.MatchString(mxc.FileID) {
+	if !validServerName(mxc.Homeserver) || !validMediaID(mxc.FileID) {
 		return mxc, id.ErrInvalidContentURI
 	}
 	return mxc, nil

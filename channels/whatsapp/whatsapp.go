@@ -65,8 +65,15 @@ var (
 )
 
 // ErrLoggedOut is returned (wrapped) by Start and every send once WhatsApp
-// has unlinked this device.
-var ErrLoggedOut = errors.New("whatsapp device is logged out; run `botd whatsapp login` to pair again")
+// has unlinked this device; it is a channels.ErrLoggedOut.
+var ErrLoggedOut error = loggedOut{}
+
+type loggedOut struct{}
+
+func (loggedOut) Error() string {
+	return "whatsapp device is logged out; run `botd whatsapp login` to pair again"
+}
+func (loggedOut) Is(target error) bool { return target == channels.ErrLoggedOut }
 
 // WhatsApp is the channel.
 type WhatsApp struct {

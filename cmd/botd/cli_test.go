@@ -110,14 +110,14 @@ llm:
 // rooms will be refused; on one with it, not.
 func TestMatrixCryptoWarning(t *testing.T) {
 	cfg := config.Defaults()
-	cfg.Channels.Matrix.Enabled = true
+	cfg.Channels.Network(matrix.Name).(*matrix.Config).Enabled = true
 	warned := slices.ContainsFunc(configWarnings(cfg), func(w string) bool {
 		return strings.Contains(w, "channels.matrix") && strings.Contains(w, "-tags goolm")
 	})
 	if warned == matrix.CryptoBuilt {
 		t.Errorf("built with encryption %v, warned %v", matrix.CryptoBuilt, warned)
 	}
-	cfg.Channels.Matrix.Enabled = false
+	cfg.Channels.Network(matrix.Name).(*matrix.Config).Enabled = false
 	if slices.ContainsFunc(configWarnings(cfg), func(w string) bool { return strings.Contains(w, "channels.matrix") }) {
 		t.Error("warned about Matrix while it is off")
 	}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/botd-dev/botd/channels/discord"
-	"github.com/botd-dev/botd/channels/matrix"
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/config"
 )
 
@@ -46,11 +45,15 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "%s: 1 problem(s)\n  media.store: %v\n", path, err)
 		return fail(1, "")
 	}
-	// A valid-looking token can still be revoked, or lack the Message
-	// Content intent: ask Discord now rather than at the first message.
-	if cfg.Channels.Discord.Enabled {
-		if err := discord.Check(ctx, cfg.Channels.Discord); err != nil {
-			fmt.Fprintf(stdout, "%s: 1 problem(s)\n  channels.discord: %v\n", path, err)
+	// A valid-looking token can still be revoked or lack a permission:
+	// a network that can tell asks now rather than at the first message.
+	for _, n := range channels.Networks() {
+		nc := cfg.Channels.Network(n.Name)
+		if n.Check == nil || nc == nil || !nc.On() {
+			continue
+		}
+		if err := n.Check(ctx, nc); err != nil {
+			fmt.Fprintf(stdout, "%s: 1 problem(s)\n  channels.%s: %v\n", path, n.Name, err)
 			return fail(1, "")
 		}
 	}
@@ -73,9 +76,10 @@ func configWarnings(cfg *config.Config) []string {
 				"api_key (set one, e.g. ANTHROPIC_API_KEY for the example config)")
 		}
 	}
-	if cfg.Channels.Matrix.Enabled && !matrix.CryptoBuilt {
-		out = append(out, "channels.matrix: this botd was built without end-to-end encryption (build with `make build`, "+
-			"or go build -tags goolm), so it refuses encrypted rooms")
+	for _, n := range channels.Networks() {
+		if w, ok := cfg.Channels.Network(n.Name).(channels.Warner); ok {
+			out = append(out, w.Warnings()...)
+		}
 	}
 	return out
 }

@@ -13,12 +13,7 @@ import (
 
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/channels/discord"
-	"github.com/botd-dev/botd/channels/matrix"
-	"github.com/botd-dev/botd/channels/slack"
-	"github.com/botd-dev/botd/channels/telegram"
 	"github.com/botd-dev/botd/channels/web"
-	"github.com/botd-dev/botd/channels/whatsapp"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
@@ -148,22 +143,22 @@ type network struct {
 	build   func(env channels.Env) (channels.Channel, error)
 }
 
-// networks lists the chat networks (not the web rooms, which need the
-// daemon's services); constructing one connects nothing. `botd run`
-// starts the enabled ones, `botd doctor` asks each its Check.
+// networks lists the chat networks built in (networks.go; not the web
+// rooms, which need the daemon's services), each from its registered
+// description and its section of the config; constructing one connects
+// nothing. `botd run` starts the enabled ones, `botd doctor` asks each
+// its Check.
 func networks(cfg *config.Config) []network {
-	c := cfg.Channels
-	return []network{
-		{telegram.Name, c.Telegram.Enabled, func(env channels.Env) (channels.Channel, error) { return telegram.New(c.Telegram, env) }},
-		{"slack", c.Slack.Enabled, func(env channels.Env) (channels.Channel, error) { return slack.New(c.Slack, env) }},
-		{"whatsapp", c.WhatsApp.Enabled, func(env channels.Env) (channels.Channel, error) {
-			return whatsapp.New(c.WhatsApp, whatsapp.SessionFor(c.WhatsApp, cfg.Database, cfg.DataDir), env)
-		}},
-		{discord.Name, c.Discord.Enabled, func(env channels.Env) (channels.Channel, error) { return discord.New(c.Discord, env) }},
-		{matrix.Name, c.Matrix.Enabled, func(env channels.Env) (channels.Channel, error) {
-			return matrix.New(c.Matrix, matrix.StoreFor(cfg.Database, cfg.DataDir), env)
-		}},
+	host := channels.Host{DataDir: cfg.DataDir, Database: cfg.Database}
+	var out []network
+	for _, n := range channels.Networks() {
+		nc := cfg.Channels.Network(n.Name)
+		if n.New == nil || nc == nil {
+			continue
+		}
+		out = append(out, network{n.Name, nc.On(), func(env channels.Env) (channels.Channel, error) { return n.New(env, host, nc) }})
 	}
+	return out
 }
 
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude
@@ -283,8 +278,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 
 // startChannels connects every channel. A channel that cannot start fails
 // the run with its own message (bad token: which setting to fix), except a
-// logged-out WhatsApp while other channels work: that one is reported and
-// left off.
+// logged-out account (channels.ErrLoggedOut) while other channels work:
+// that one is reported and left off.
 func (d *daemon) startChannels(ctx context.Context) error {
 	for name, ch := range d.chans {
 		// Start's ctx also bounds the background receiving, so it must be
@@ -299,8 +294,8 @@ func (d *daemon) startChannels(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, whatsapp.ErrLoggedOut) && len(d.chans) > 1 {
-			d.log.Error("whatsapp is not running; the other channels carry on", "err", err)
+		if errors.Is(err, channels.ErrLoggedOut) && len(d.chans) > 1 {
+			d.log.Error(name+" is not running; the other channels carry on", "err", err)
 			delete(d.chans, name)
 			continue
 		}

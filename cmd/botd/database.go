@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -62,17 +62,28 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fail(1, "%v", err)
 	}
 	defer dst.Close()
-	// The WhatsApp session goes along when there is one, in the same
-	// transaction: a standby on Postgres takes the number over with it.
+	// A network's own session store goes along when there
+	// is one, in the same transaction: a standby on Postgres takes the
+	// account over with it.
 	var also []store.Attached
-	waPath := whatsapp.SessionPath(cfg.Channels.WhatsApp.SessionDB, cfg.DataDir)
-	if _, err := os.Stat(waPath); err == nil {
-		wa, err := whatsapp.SessionCopy(ctx, waPath, *dsn, newLogger("warn", stderr))
+	var sessions, notes []string
+	host := channels.Host{DataDir: cfg.DataDir, Database: cfg.Database}
+	for _, n := range channels.Networks() {
+		nc := cfg.Channels.Network(n.Name)
+		if n.MigrateSession == nil || nc == nil {
+			continue
+		}
+		a, path, ok, err := n.MigrateSession(ctx, host, nc, *dsn, newLogger("warn", stderr))
 		if err != nil {
 			return fail(1, "%v", err)
 		}
-		defer wa.DB.Close()
-		also = append(also, wa)
+		if !ok {
+			continue
+		}
+		defer a.DB.Close()
+		also = append(also, a)
+		sessions = append(sessions, path)
+		notes = append(notes, fmt.Sprintf(n.MigratedNote, path))
 	}
 	start := time.Now()
 	counts, err := src.CopyTo(ctx, dst, also...)
@@ -90,14 +101,13 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "copied %d rows of %d tables from %s", rows["botd"], tables["botd"], path)
-	for _, a := range also {
-		fmt.Fprintf(stdout, " and %d rows of %d tables from %s", rows[a.Name], tables[a.Name], waPath)
+	for i, a := range also {
+		fmt.Fprintf(stdout, " and %d rows of %d tables from %s", rows[a.Name], tables[a.Name], sessions[i])
 	}
 	fmt.Fprintf(stdout, " in %s; every count matches.\n", took.Round(time.Millisecond))
 	fmt.Fprintln(stdout, "Now set database.driver: postgres and database.dsn in the config, and start botd.")
-	if len(also) > 0 {
-		fmt.Fprintf(stdout, "The WhatsApp session is in Postgres now, and botd on Postgres uses it there. Keep %s only as a backup: "+
-			"never start a botd on it again (its keys would go stale, and two clients of one device push each other off).\n", waPath)
+	for _, note := range notes {
+		fmt.Fprint(stdout, note)
 	}
 	return nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/channels/slack"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
@@ -37,8 +38,7 @@ const doctorLine = "botd doctor [--online] [--timeout D] [--config FILE]"
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("doctor", doctorLine,
 		"Check the config, each enabled chat network's credentials (by default, one read-only call each, free, within --timeout: "+
-			"Telegram getMe, Slack auth.test, Discord /users/@me, Matrix /account/whoami; WhatsApp: a paired session in its store, "+
-			"no connection), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
+			networkChecks()+"), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
 			"free disk against media.max_disk_bytes, the database and which instance holds its lease, and the addresses botd "+
 			"listens on. One line per check: OK, INFO, WARN or FAIL with the fix. Exit status 1 when any check FAILs.", stderr)
 	cfgFlag := configFlag(fs)
@@ -116,6 +116,18 @@ func (noSink) Deliver(context.Context, channels.Inbound) error {
 	return errors.New("doctor: not receiving")
 }
 func (noSink) Migrated(context.Context, string, string) {}
+
+// networkChecks says what each built-in network's check does, for the
+// help, in name order.
+func networkChecks() string {
+	var says []string
+	for _, n := range channels.Networks() {
+		if n.Checks != "" {
+			says = append(says, n.Checks)
+		}
+	}
+	return strings.Join(says, "; ")
+}
 
 // networks asks each enabled chat network its Check, under the timeout:
 // read-only and free, so it runs without --online.
@@ -390,14 +402,13 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 	type addr struct{ key, addr, by string }
 	var as []addr
 	c := cfg.Channels
-	if c.Web.Enabled {
-		as = append(as, addr{"channels.web.listen", c.Web.Listen, "run"})
-	}
-	if c.Telegram.Enabled && c.Telegram.Webhook != nil {
-		as = append(as, addr{"channels.telegram.webhook.listen", c.Telegram.Webhook.Listen, "run"})
-	}
-	if c.Slack.Enabled && c.Slack.Mode == slack.ModeEvents {
-		as = append(as, addr{"channels.slack.listen", c.Slack.Listen, "run"})
+	for _, n := range channels.Networks() {
+		if l, ok := c.Network(n.Name).(channels.Listener); ok {
+			ls := l.Listens()
+			for _, key := range slices.Sorted(maps.Keys(ls)) {
+				as = append(as, addr{key, ls[key], "run"})
+			}
+		}
 	}
 	if len(cfg.MCP.HTTP.Tokens) > 0 && cfg.MCP.HTTP.Listen != "" {
 		as = append(as, addr{"mcp.http.listen", cfg.MCP.HTTP.Listen, "mcp"})

@@ -33,7 +33,7 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	cs := []command{
 		{"run", "botd run [--config FILE]", "run the daemon: channels, agent, IPC host", cmdRun},
 		{"mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]", "serve the media and memory tools over MCP (stdio for one group, or Streamable HTTP)", cmdMCP},
 		{"config", "botd config check [--config FILE]", "validate the config and list every problem", cmdConfig},
@@ -42,10 +42,14 @@ func commands() []command {
 		{"doctor", doctorLine, "check the config, credentials, programs, disk, database and listen addresses: one OK/WARN/FAIL line each", cmdDoctor},
 		{"status", statusLine, "which instance is active on the database, since when, and the lease's epoch", cmdStatus},
 		{"usage", usageLine, "what the model calls cost, per group, day and model", cmdUsage},
-		{"whatsapp", "botd whatsapp login [--phone +NUMBER] [--config FILE]", "pair a WhatsApp account (QR code, or a pairing code with --phone)", cmdWhatsApp},
-		{"version", "botd version", "print the version", cmdVersion},
 	}
+	cs = append(cs, networkCommands...)
+	return append(cs, command{"version", "botd version", "print the version", cmdVersion})
 }
+
+// networkCommands are the commands a built-in network brings along
+// (in a file behind the network's build tag, like its networks_<name>.go).
+var networkCommands []command
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "botd — a self-hosted chat assistant for groups\n\nUsage:")

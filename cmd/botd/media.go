@@ -255,7 +255,7 @@ func newBudget(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set, 
 // media folder, and the web channel's files when it is on.
 func diskAreas(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set) []diskbudget.Area {
 	areas := media.Areas(cache, cfg.GroupsDir, set.All())
-	if cfg.Channels.Web.Enabled {
+	if webSection(cfg).Enabled {
 		areas = append(areas, web.DiskAreas(cfg.DataDir, set.All())...)
 	}
 	return areas

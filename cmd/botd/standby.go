@@ -51,7 +51,7 @@ func (d *daemon) standBy(ctx context.Context) (stop func()) {
 	} else {
 		waits = append(waits, host.Wait)
 	}
-	if d.cfg.Channels.Web.Enabled {
+	if webSection(d.cfg).Enabled {
 		env := channels.Env{Registry: d.reg, Sink: refusingSink{}, Log: d.log, AssistantName: d.cfg.AssistantName}
 		w, err := d.newWeb(env, true)
 		if err == nil {

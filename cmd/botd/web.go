@@ -7,6 +7,7 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/config"
 )
 
 // observe sets up what the web dashboard, /readyz and /metrics show
@@ -20,7 +21,7 @@ func (d *daemon) observe() {
 // buildWeb constructs channels.web when it is enabled: the rooms, their
 // uploads and the dashboard, on one server.
 func (d *daemon) buildWeb(env channels.Env) error {
-	if !d.cfg.Channels.Web.Enabled {
+	if !webSection(d.cfg).Enabled {
 		return nil
 	}
 	w, err := d.newWeb(env, false)
@@ -34,7 +35,7 @@ func (d *daemon) buildWeb(env channels.Env) error {
 // newWeb is the web channel; a standby's (standby) shows the rooms and
 // the dashboard and refuses posts.
 func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
-	c := d.cfg.Channels.Web
+	c := webSection(d.cfg)
 	if c.Listen == web.DefaultListen {
 		c.Listen = d.freeListen(c.Listen)
 	}
@@ -91,4 +92,10 @@ func (d *daemon) freeListen(addr string) string {
 		return try
 	}
 	return addr
+}
+
+// webSection is channels.web, the rooms botd always has (the daemon builds
+// them; their package registers their section like any network's).
+func webSection(cfg *config.Config) web.Config {
+	return *cfg.Channels.Network(web.Name).(*web.Config)
 }

@@ -1,3 +1,5 @@
+//go:build !nowhatsapp
+
 package main
 
 import (
@@ -6,6 +8,13 @@ import (
 
 	"github.com/botd-dev/botd/channels/whatsapp"
 )
+
+// The login command comes with the network: a build without WhatsApp
+// (-tags nowhatsapp) has neither.
+func init() {
+	networkCommands = append(networkCommands, command{"whatsapp", "botd whatsapp login [--phone +NUMBER] [--config FILE]",
+		"pair a WhatsApp account (QR code, or a pairing code with --phone)", cmdWhatsApp})
+}
 
 func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("whatsapp login", "botd whatsapp login [--phone +NUMBER] [--config FILE]",
@@ -26,7 +35,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	err = whatsapp.Login(ctx, whatsapp.LoginOptions{
-		Session: whatsapp.SessionFor(cfg.Channels.WhatsApp, cfg.Database, cfg.DataDir),
+		Session: whatsapp.SessionFor(*cfg.Channels.Network("whatsapp").(*whatsapp.Config), cfg.Database, cfg.DataDir),
 		Phone:   *phone,
 		Out:     stdout,
 		Log:     newLogger("warn", stderr),

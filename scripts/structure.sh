@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The figures of the code's structure (issue 39): where a network is named
+# outside its own package, what `config` imports, and with --measure the
+# default binary's size and the idle RSS of `botd run` with only the web
+# channel (a non-race build, as shipped).
+#
+#   scripts/structure.sh            the counts (seconds)
+#   scripts/structure.sh --measure  the counts, the binary size and idle RSS
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+GO=${GO:-go}
+TAGS=${TAGS:-goolm}
+MOD=github.com/botd-dev/botd
+
+# Non-test Go files outside channels/<net>/ that name the network (its
+# name in any case, as an identifier, string or comment).
+for net in discord matrix slack telegram whatsapp; do
+	files=$(git ls-files '*.go' | grep -v '_test\.go$' | grep -v "^channels/$net/" |
+		xargs grep -li "$net" | sort || true)
+	n=$(printf '%s' "$files" | grep -c . || true)
+	printf 'files naming %-9s outside its package: %d\n' "$net" "$n"
+	if [[ $net == discord ]]; then
+		printf '%s\n' "$files" | sed '/^$/d; s/^/    /'
+	fi
+done
+
+imports=$($GO list -tags "$TAGS" -f '{{join .Imports "\n"}}' ./config | grep "^$MOD/" || true)
+printf 'internal imports of config: %d\n' "$(printf '%s' "$imports" | grep -c . || true)"
+printf '%s\n' "$imports" | sed "/^\$/d; s|^$MOD/|    |"
+
+[[ ${1:-} == --measure ]] || exit 0
+
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	[[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+$GO build -tags "$TAGS" -o "$tmp/botd" ./cmd/botd
+size=$(stat -c %s "$tmp/botd")
+printf 'binary size (-tags %s): %d bytes (%.1f MiB)\n' "$TAGS" "$size" "$(echo "$size/1048576" | bc -l)"
+
+# Only the web channel, on a loopback port the kernel picks, no model.
+cat >"$tmp/config.yaml" <<EOF
+data_dir: $tmp/data
+groups_dir: $tmp/groups
+channels:
+  web:
+    enabled: true
+    listen: 127.0.0.1:0
+EOF
+# Three starts, the median reported: the resident set varies by a
+# megabyte or so from start to start.
+rsses=()
+for i in 1 2 3; do
+	rm -rf "$tmp/data" "$tmp/groups"
+	: >"$tmp/out"
+	"$tmp/botd" run --config "$tmp/config.yaml" >"$tmp/out" 2>&1 &
+	pid=$!
+	# Wait for the start to finish (the log's "botd running" line), then
+	# let the start-up garbage settle before reading the resident set.
+	for _ in $(seq 1 600); do
+		grep -q 'botd running' "$tmp/out" && break
+		kill -0 "$pid" 2>/dev/null || { cat "$tmp/out" >&2; exit 1; }
+		sleep 0.1
+	done
+	grep -q 'botd running' "$tmp/out" || { echo "botd did not start:" >&2; cat "$tmp/out" >&2; exit 1; }
+	sleep 5
+	# VmRSS, then its anonymous part (the heap, what the process holds)
+	# and its file part (the binary's pages, clean and shared, which the
+	# kernel may drop), all in kB.
+	rsses+=("$(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s ", $2}' "/proc/$pid/status")")
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	pid=
+done
+read -r rss anon file < <(printf '%s\n' "${rsses[@]}" | sort -n | sed -n 2p)
+printf 'idle RSS of botd run (web channel only): %d kB (%.1f MB): anonymous %d kB, binary pages %d kB (the median of 3 starts)\n' \
+	"$rss" "$(echo "$rss/1024" | bc -l)" "$anon" "$file"
