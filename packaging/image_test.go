@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -259,8 +262,8 @@ func TestImage(t *testing.T) {
 	// run failing) is removed too.
 	name := fmt.Sprintf("botd-imagetest-%d", os.Getpid())
 	runs := [][]string{
-		{"run", "-d", "--name", name, "-p", "127.0.0.1::8080", image},
-		{"--runtime", "runc", "run", "-d", "--name", name, "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "-p", "127.0.0.1::8080", image},
+		{"run", "-d", "--name", name, "-p", "127.0.0.1::8080", "-p", "127.0.0.1::9464", image},
+		{"--runtime", "runc", "run", "-d", "--name", name, "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "-p", "127.0.0.1::8080", "-p", "127.0.0.1::9464", image},
 	}
 	var errs []string
 	started := false
@@ -291,6 +294,22 @@ func TestImage(t *testing.T) {
 		return strings.Contains(string(logs), "botd web: open ")
 	})
 	checkLoginPage(t, "http://"+addr+"/login")
+	ops, err := exec.Command("podman", "port", id, "9464").Output()
+	if err != nil {
+		t.Fatalf("podman port 9464: %v", err)
+	}
+	opsAddr := strings.TrimSpace(strings.SplitN(string(ops), "\n", 2)[0])
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": `"ready":true`} {
+		resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + opsAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s on the mapped port: %v", path, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s on the mapped port: %s %q", path, resp.Status, body)
+		}
+	}
 	user, err := exec.Command("podman", "exec", id, "id", "-u").Output()
 	if err != nil || strings.TrimSpace(string(user)) == "0" {
 		t.Errorf("botd runs as uid %q (%v), want non-root", user, err)

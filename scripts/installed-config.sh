@@ -8,6 +8,7 @@
 #   BOTD_DATABASE_DRIVER, BOTD_DATABASE_DSN,  sqlite (default) or postgres
 #     BOTD_INSTANCE_ID
 #   BOTD_SEARCH_PROVIDER, BOTD_SEARCH_URL     web_search (searxng | brave)
+#   BOTD_OPS_LISTEN                           /healthz, /readyz, /metrics
 #
 # Usage: installed-config.sh config.example.yaml >config.yaml
 # Each rewrite must match exactly one line: a reshaped example fails here
@@ -28,6 +29,7 @@ rules=(
 	'|^    # base_url: http://127.0.0.1:8888$|    base_url: "${BOTD_SEARCH_URL}"     # searxng: its address; brave: empty|'
 	'|^    # provider: brave .*|    # brave needs its key:|'
 	'|^    # api_key: "\$\{BRAVE_API_KEY\}"$|    api_key: "${BRAVE_API_KEY}"|'
+	'|^(  listen: )127\.0\.0\.1:9464( +#.*)|\1"${BOTD_OPS_LISTEN:-127.0.0.1:9464}"\2|'
 )
 text=$(cat "$src")
 for r in "${rules[@]}"; do
