@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/internal/testwait"
 )
 
 // A connection is silent until its peer sends; then bytes wait (pending),
@@ -32,13 +34,7 @@ func TestSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The bytes cross loopback in the kernel; wait for them to land.
-	deadline := time.Now().Add(10 * time.Second)
-	for silentConn(c) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if silentConn(c) {
-		t.Fatal("bytes sent and waiting, yet the connection counts as silent")
-	}
+	testwait.Until(t, "the bytes sent count as waiting", func() bool { return !silentConn(c) })
 	buf := make([]byte, 64)
 	if _, err := c.Read(buf); err != nil {
 		t.Fatal(err)
