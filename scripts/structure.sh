@@ -42,6 +42,11 @@ trap cleanup EXIT
 $GO build -tags "$TAGS" -o "$tmp/botd" ./cmd/botd
 size=$(stat -c %s "$tmp/botd")
 printf 'binary size (-tags %s): %d bytes (%.1f MiB)\n' "$TAGS" "$size" "$(echo "$size/1048576" | bc -l)"
+# What a package or image ships: pure Go, no symbol tables or DWARF
+# (scripts/package.sh's release flags).
+CGO_ENABLED=0 $GO build -tags "$TAGS" -trimpath -ldflags "-s -w" -o "$tmp/botd-release" ./cmd/botd
+size=$(stat -c %s "$tmp/botd-release")
+printf 'release binary size (as packaged): %d bytes (%.1f MiB)\n' "$size" "$(echo "$size/1048576" | bc -l)"
 
 # Only the web channel, on a loopback port the kernel picks, no model.
 cat >"$tmp/config.yaml" <<EOF
