@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -287,5 +288,50 @@ func BenchmarkFetchURL1MB(b *testing.B) {
 		if _, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: fmt.Sprintf("%s/page?n=%d", srv.URL, n)}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A page whose cached bytes were swept while its record still says it is
+// fresh comes back through the links' Pages when its ref is fetched: the
+// media service asks them (media.Options.Pages) to GET it again. With
+// fetching turned off since, the fetch is refused and says why.
+func TestSweptPageIsFetchedAgain(t *testing.T) {
+	site := newWebSite(t)
+	r := mediatest.New(t)
+	withLinks(r, nil, 60)
+	ctx := context.Background()
+	first, err := fetchURL(t, r, "family", site.srv.URL+"/article")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := func() {
+		t.Helper()
+		if err := r.Cache.Forget(ctx, first.SHA256); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(r.Cache.Path(first.SHA256)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep()
+	var res ipc.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := site.counts("/article"); hits != 2 || res.Cached || res.SHA256 != first.SHA256 {
+		t.Fatalf("after the sweep: %d GETs, result %+v; want the page fetched again, the same bytes", hits, res)
+	}
+
+	sweep()
+	r.Stop()
+	r.Web = nil // internet.fetch.enabled: false
+	r.Start()
+	err = mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, nil)
+	mediatest.WantCode(t, err, ipc.CodeForbidden)
+	if !strings.Contains(err.Error(), "internet.fetch.enabled") {
+		t.Errorf("the refusal does not say what is off: %v", err)
+	}
+	if hits, _ := site.counts("/article"); hits != 2 {
+		t.Errorf("fetched with fetching off: %d GETs", hits)
 	}
 }
