@@ -24,11 +24,11 @@ import (
 	"github.com/botd-dev/botd/llm/providers"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/generation"
+	"github.com/botd-dev/botd/media/links"
 	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
-	"github.com/botd-dev/botd/webfetch"
-	"github.com/botd-dev/botd/websearch"
 )
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
@@ -41,7 +41,7 @@ type Config struct {
 	LogLevel      string `yaml:"log_level"`
 	// Database is where botd's tables live (package store owns it).
 	Database store.Config     `yaml:"database"`
-	Media    media.Config     `yaml:"media"`
+	Media    Media            `yaml:"media"`
 	Channels Channels         `yaml:"channels"`
 	LLM      providers.Config `yaml:"llm"`
 	Agent    agent.Config     `yaml:"agent"`
@@ -51,8 +51,8 @@ type Config struct {
 	Timezone  string           `yaml:"timezone"`
 	Scheduler scheduler.Config `yaml:"scheduler"`
 	// Internet is what botd may do on the web for the agent: fetch_url
-	// and web_search.
-	Internet Internet `yaml:"internet"`
+	// and web_search (package media/links owns it).
+	Internet links.Config `yaml:"internet"`
 	// Ops is the health and metrics server (package ops owns it).
 	Ops ops.Config `yaml:"ops"`
 
@@ -106,11 +106,18 @@ func networkSections() map[string]channels.NetworkConfig {
 	return out
 }
 
-// Internet holds the web tools' sections; webfetch and websearch define
-// the settings, their defaults and their validation.
-type Internet struct {
-	Fetch  webfetch.Config  `yaml:"fetch"`
-	Search websearch.Config `yaml:"search"`
+// Media is the media section: the media service's own keys, and
+// media.generation, which the generation service owns.
+type Media struct {
+	media.Config `yaml:",inline"`
+	Generation   generation.Config `yaml:"generation"`
+}
+
+// Validate reports every problem of the section with its key path.
+// providers maps each name of llm.providers to its type.
+func (m Media) Validate(providers map[string]string) error {
+	ps := settings.Of(m.Config.Validate(providers))
+	return append(ps, settings.Of(m.Generation.Validate(providers))...).Err()
 }
 
 // Group is one entry of groups (package groups owns it).
@@ -125,13 +132,13 @@ func Defaults() *Config {
 		GroupsDir:     "./groups",
 		LogLevel:      "info",
 		Database:      store.DefaultConfig(),
-		Media:         media.DefaultConfig(),
+		Media:         Media{Config: media.DefaultConfig(), Generation: generation.DefaultConfig()},
 		Channels:      Channels{Networks: networkSections()},
 		LLM:           providers.DefaultConfig(),
 		Agent:         agent.DefaultConfig(),
 		MCP:           mcp.DefaultConfig(),
 		Scheduler:     scheduler.DefaultConfig(),
-		Internet:      Internet{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()},
+		Internet:      links.DefaultConfig(),
 		Ops:           ops.DefaultConfig(),
 	}
 }

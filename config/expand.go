@@ -188,7 +188,13 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Anonymous && name == "" && opts == "inline" {
+			// A section composed of a component's own and another's
+			// (media: the media service's keys and media.generation).
+			maps.Copy(out, yamlFields(f.Type))
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}

@@ -139,6 +139,29 @@ func TestNetworksAreNamedOnlyByTheirImportsFile(t *testing.T) {
 	}
 }
 
+// One service per capability: the media service (fetch, list, keep) links
+// none of the services built over it — links, generation, sending, the
+// tools' host — so each stays a package of its own; and the rig their
+// tests share is linked by tests only.
+func TestMediaLinksNoServiceBuiltOverIt(t *testing.T) {
+	const mod = "github.com/botd-dev/botd/"
+	deps := goList(t, "-deps", mod+"media")
+	if !slices.Contains(deps, mod+"mediaregistry") {
+		t.Fatalf("go list -deps media does not list mediaregistry; the listing is not what this test expects:\n%s", strings.Join(deps, "\n"))
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, mod+"media/") && d != mod+"media/generate" {
+			t.Errorf("media links %s", d)
+		}
+	}
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if slices.Contains(strings.Fields(imports), mod+"media/mediatest") {
+			t.Errorf("%s imports the test rig media/mediatest", pkg)
+		}
+	}
+}
+
 // hasTag reports whether the file at path is built only without the tag.
 func hasTag(t *testing.T, path, constraint string) bool {
 	t.Helper()

@@ -46,8 +46,7 @@ func (c *Config) Validate() error {
 		c.MCP.Validate(func(f string) bool { _, ok := folders[f]; return ok }),
 		c.timezoneProblems().Err(),
 		c.Scheduler.Validate(),
-		under("internet.fetch", c.Internet.Fetch.Validate()).Err(),
-		under("internet.search", c.Internet.Search.Validate()).Err(),
+		c.Internet.Validate(),
 		c.Ops.Validate(),
 	} {
 		for _, p := range settings.Of(err) {
@@ -58,17 +57,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return ps.Err()
-}
-
-// under puts a section's problems, whose paths are relative to it, at
-// their place in the file.
-func under(section string, ps settings.Problems) settings.Problems {
-	out := make(settings.Problems, len(ps))
-	for i, p := range ps {
-		p.Path = strings.TrimSuffix(section+"."+p.Path, ".")
-		out[i] = p
-	}
-	return out
 }
 
 // validateNetworks is every network section's own Validate, in name

@@ -22,6 +22,7 @@ import (
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/mediahost"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 	registry "github.com/botd-dev/botd/tools"
@@ -110,8 +111,8 @@ func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
 		b.Fatal(err)
 	}
 	tg.Serve("bench-file", chantest.Media{Data: img})
-	svc := media.New(media.Options{Registry: reg, Cache: cache, Channels: map[string]channels.Channel{"telegram": tg},
-		Groups: set, GroupsDir: groupsDir, MaxDownloadBytes: 100 << 20, Log: quiet})
+	svc := mediahost.New(mediahost.Options{Groups: set, Log: quiet, Media: media.New(media.Options{Registry: reg, Cache: cache,
+		Channels: map[string]channels.Channel{"telegram": tg}, Groups: set, GroupsDir: groupsDir, MaxDownloadBytes: 100 << 20, Log: quiet})})
 	ipcRoot := filepath.Join(root, "ipc")
 	ctx, cancel := context.WithCancel(context.Background())
 	host := ipc.NewHost(ipc.HostOptions{Types: registry.IPCTypes(), Root: ipcRoot, Groups: []string{"family"}, Handler: svc, Log: quiet})

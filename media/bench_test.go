@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"context"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"os"
 	"sort"
@@ -20,11 +21,11 @@ import (
 // image through the file protocol: request written, host wakes on
 // fsnotify, answers from the cache, client wakes on fsnotify.
 func BenchmarkIPCRoundTripCached(b *testing.B) {
-	r := newRig(b)
+	r := mediatest.New(b)
 	img := make([]byte, 10<<10)
 	copy(img, pngHeader)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "ten.png", MIME: "image/png"}, chantest.Media{Data: img})
-	c := r.client("family")
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "ten.png", MIME: "image/png"}, chantest.Media{Data: img})
+	c := r.Client("family")
 	ctx := context.Background()
 	if err := c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil); err != nil {
 		b.Fatal(err)
@@ -58,9 +59,9 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 // into the cache and reports how far the resident set grew meanwhile.
 func BenchmarkFetch200MBRSS(b *testing.B) {
 	const size = 200 << 20
-	r := newRigMax(b, size)
+	r := mediatest.NewMax(b, size)
 	for i := 0; i < b.N; i++ {
-		id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "big.mp4", MIME: "video/mp4"},
+		id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "big.mp4", MIME: "video/mp4"},
 			chantest.Media{Reader: func() io.ReadCloser { return io.NopCloser(io.LimitReader(zeros{}, size)) }})
 		base := rss()
 		var peak atomic.Int64
@@ -80,7 +81,7 @@ func BenchmarkFetch200MBRSS(b *testing.B) {
 			}
 		}()
 		var res ipc.FetchMediaResult
-		if err := r.client("family").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+		if err := r.Client("family").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 			b.Fatal(err)
 		}
 		close(stop)

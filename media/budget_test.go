@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,24 +24,24 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	const size = 10 << 10 // each fetch stores 20 KiB: the cache's blob and the group's copy
 	const max = 100 << 10 // five fetched documents
 	var budget *diskbudget.Budget
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		budget = diskbudget.New(max, media.Areas(o.Cache, o.GroupsDir, o.Groups.All()), nil)
 		o.Budget = budget
 	})
-	budget.SetClock(r.clock.Now)
+	budget.SetClock(r.Clock.Now)
 	refs := make([]string, 10)
 	for i := range refs {
 		data := make([]byte, size)
 		rand.Read(data)
-		refs[i] = r.register("telegram:-100", mediaregistry.MediaReference{FileName: fmt.Sprintf("doc%d.bin", i), Kind: mediaregistry.Document},
+		refs[i] = r.Register("telegram:-100", mediaregistry.MediaReference{FileName: fmt.Sprintf("doc%d.bin", i), Kind: mediaregistry.Document},
 			chantest.Media{Data: data})
 	}
-	c := r.client("family")
+	c := r.Client("family")
 	fetch := func(ref string) ipc.FetchMediaResult {
 		t.Helper()
-		r.clock.Advance(time.Minute)
+		r.Clock.Advance(time.Minute)
 		var res ipc.FetchMediaResult
-		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %s: %v", ref, err)
 		}
 		return res
@@ -64,7 +65,7 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 		}
 	}
 	onDisk := func(ref string) bool {
-		_, err := os.Stat(filepath.Join(r.groupsDir, "family", paths[ref]))
+		_, err := os.Stat(filepath.Join(r.GroupsDir, "family", paths[ref]))
 		return err == nil
 	}
 	// Kept: doc0 (used last of all) and the most recent ones. Evicted:
@@ -76,9 +77,9 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("least recently used copies kept: doc1=%v doc2=%v", onDisk(refs[1]), onDisk(refs[2]))
 	}
 	// doc1's bytes left the cache too: asking again downloads again.
-	before := r.tg.Downloads()
-	if res := fetch(refs[1]); res.Cached || r.tg.Downloads() != before+1 {
-		t.Errorf("evicted doc1: cached=%v downloads %d→%d, want one new download", res.Cached, before, r.tg.Downloads())
+	before := r.TG.Downloads()
+	if res := fetch(refs[1]); res.Cached || r.TG.Downloads() != before+1 {
+		t.Errorf("evicted doc1: cached=%v downloads %d→%d, want one new download", res.Cached, before, r.TG.Downloads())
 	}
 	if res := fetch(refs[0]); !res.Cached {
 		t.Errorf("doc0, used all along, was not served from the cache")
@@ -89,24 +90,24 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 // prune in another process, an operator's rm) is downloaded again rather
 // than failing.
 func TestFetchAfterTheCacheLostABlob(t *testing.T) {
-	r := newRig(t)
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "a.png"}, chantest.Media{Data: pngBytes(t, 4, 4)})
-	c := r.client("family")
+	r := mediatest.New(t)
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "a.png"}, chantest.Media{Data: mediatest.PNG(t, 4, 4)})
+	c := r.Client("family")
 	var first ipc.FetchMediaResult
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &first); err != nil {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &first); err != nil {
 		t.Fatal(err)
 	}
 	// Gone from the cache and the group folder, index rows still there.
-	os.Remove(r.cache.Path(first.SHA256))
-	os.Remove(filepath.Join(r.groupsDir, "family", first.Path))
+	os.Remove(r.Cache.Path(first.SHA256))
+	os.Remove(filepath.Join(r.GroupsDir, "family", first.Path))
 	var again ipc.FetchMediaResult
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &again); err != nil {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &again); err != nil {
 		t.Fatalf("fetch after the blob vanished: %v", err)
 	}
-	if again.Cached || r.tg.Downloads() != 2 || again.SHA256 != first.SHA256 {
-		t.Errorf("refetch: cached=%v downloads=%d sha match=%v; want a fresh download of the same bytes", again.Cached, r.tg.Downloads(), again.SHA256 == first.SHA256)
+	if again.Cached || r.TG.Downloads() != 2 || again.SHA256 != first.SHA256 {
+		t.Errorf("refetch: cached=%v downloads=%d sha match=%v; want a fresh download of the same bytes", again.Cached, r.TG.Downloads(), again.SHA256 == first.SHA256)
 	}
-	if _, err := os.Stat(filepath.Join(r.groupsDir, "family", again.Path)); err != nil {
+	if _, err := os.Stat(filepath.Join(r.GroupsDir, "family", again.Path)); err != nil {
 		t.Errorf("the group's copy was not placed again: %v", err)
 	}
 }
@@ -120,21 +121,21 @@ func TestFetchAfterTheCacheLostABlob(t *testing.T) {
 func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 	const size = 10 << 10
 	var budget *diskbudget.Budget
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		// Smaller than one file: every sweep wants everything gone.
 		budget = diskbudget.New(1<<10, media.Areas(o.Cache, o.GroupsDir, o.Groups.All()), nil)
 		o.Budget = budget
 	})
-	budget.SetClock(r.clock.Now)
+	budget.SetClock(r.Clock.Now)
 	data := make([]byte, size)
 	rand.Read(data)
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "notes.bin", Kind: mediaregistry.Document}, chantest.Media{Data: data})
-	other := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "other.bin", Kind: mediaregistry.Document}, chantest.Media{Data: []byte("other")})
-	c := r.client("family")
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "notes.bin", Kind: mediaregistry.Document}, chantest.Media{Data: data})
+	other := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "other.bin", Kind: mediaregistry.Document}, chantest.Media{Data: []byte("other")})
+	c := r.Client("family")
 	fetch := func(ref string) ipc.FetchMediaResult {
 		t.Helper()
 		var res ipc.FetchMediaResult
-		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %s: %v", ref, err)
 		}
 		return res
@@ -146,7 +147,7 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 		}
 	}
 	copyOf := func(res ipc.FetchMediaResult) ([]byte, error) {
-		return os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path))
+		return os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path))
 	}
 
 	res := fetch(ref)
@@ -157,11 +158,11 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 	// The blob just downloaded is handed to the fetches waiting for it;
 	// once another is downloaded it may go.
 	fetch(other)
-	if _, err := os.Stat(r.cache.Path(res.SHA256)); err != nil {
+	if _, err := os.Stat(r.Cache.Path(res.SHA256)); err != nil {
 		t.Fatalf("the cached blob before a sweep: %v", err)
 	}
 	sweep()
-	if _, err := os.Stat(r.cache.Path(res.SHA256)); err == nil {
+	if _, err := os.Stat(r.Cache.Path(res.SHA256)); err == nil {
 		t.Error("the cached blob, no longer handed to anyone, survived a sweep over budget")
 	}
 	if _, err := copyOf(res); !os.IsNotExist(err) {
@@ -170,15 +171,15 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 
 	// Fetched again, the evicted copy is placed again with its bytes
 	// downloaded again; past the grace it goes.
-	before := r.tg.Downloads()
+	before := r.TG.Downloads()
 	again := fetch(ref)
 	if got, err := copyOf(again); err != nil || string(got) != string(data) || again.Path != res.Path {
 		t.Fatalf("fetched again: %s, %d bytes, %v; want the same bytes at %s", again.Path, len(got), err, res.Path)
 	}
-	if r.tg.Downloads() != before+1 {
-		t.Errorf("downloads %d→%d: the evicted bytes must be brought back", before, r.tg.Downloads())
+	if r.TG.Downloads() != before+1 {
+		t.Errorf("downloads %d→%d: the evicted bytes must be brought back", before, r.TG.Downloads())
 	}
-	r.clock.Advance(diskbudget.HandOffGrace + time.Second)
+	r.Clock.Advance(diskbudget.HandOffGrace + time.Second)
 	sweep()
 	if _, err := copyOf(again); !os.IsNotExist(err) {
 		t.Errorf("the copy past its grace survived a sweep over budget: %v", err)

@@ -1,7 +1,6 @@
 package media
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +36,8 @@ type Config struct {
 	// Transcription turns voice notes and audio into text: a provider of
 	// type openai (an OpenAI-compatible transcription API) or gemini.
 	Transcription ModelRef `yaml:"transcription"`
-	// Generation makes media: images (and edits of them), speech for
-	// voice replies, and videos, each through a provider of llm.providers.
-	Generation GenerationConfig `yaml:"generation"`
+	// media.generation (images, speech, videos) is media/generation's
+	// section; config composes it into this one.
 	// Store is where media bytes are kept for good: the local cache
 	// folder, or an S3-compatible bucket.
 	Store StoreConfig `yaml:"store"`
@@ -95,49 +93,11 @@ func (m StoreConfig) S3() bucket.Config {
 		AccessKey: m.AccessKey, SecretKey: m.SecretKey, PathStyle: m.PathStyle, PublicEndpoint: m.PublicEndpoint}
 }
 
-// GenerationConfig names the models that make media; an unset one leaves
-// its tools out.
-type GenerationConfig struct {
-	Image  GenModel `yaml:"image"`
-	Speech GenModel `yaml:"speech"`
-	Video  VideoGen `yaml:"video"`
-}
-
-// GenModel is a {provider, model} that makes media, with an optional
-// price per unit (USD per image, or per second of audio) for models
-// botd has no price for.
-type GenModel struct {
-	Provider string  `yaml:"provider"`
-	Model    string  `yaml:"model"`
-	Price    float64 `yaml:"price"`
-	// Voice is the default voice of speech (e.g. alloy); unset, the
-	// provider's first.
-	Voice string `yaml:"voice"`
-}
-
-// VideoGen is the video model and the bounds of its jobs.
-type VideoGen struct {
-	Provider string  `yaml:"provider"`
-	Model    string  `yaml:"model"`
-	Price    float64 `yaml:"price"` // USD per second of video
-	// Timeout is how long a job may take from submission to the finished
-	// video, restarts included; past it the job is cancelled.
-	Timeout settings.Duration `yaml:"timeout"`
-	// MaxJobsPerGroup bounds a group's unfinished jobs.
-	MaxJobsPerGroup int `yaml:"max_jobs_per_group"`
-}
-
 // ModelRef names a model of llm.providers for a media job.
 type ModelRef struct {
 	Provider string `yaml:"provider"`
 	Model    string `yaml:"model"`
 }
-
-// Ref returns the {provider, model} of g.
-func (g GenModel) Ref() ModelRef { return ModelRef{Provider: g.Provider, Model: g.Model} }
-
-// Ref returns the {provider, model} of v.
-func (v VideoGen) Ref() ModelRef { return ModelRef{Provider: v.Provider, Model: v.Model} }
 
 // DefaultConfig is the section a config file is decoded over, and the
 // values New takes for zero Options. RefTTL stays zero: each network's own
@@ -158,7 +118,6 @@ func DefaultConfig() Config {
 		LinkTTL:             settings.Duration(15 * time.Minute),
 		Parse: ParseConfig{MemoryBytes: box.DefaultMemory, CPU: settings.Duration(box.DefaultCPU),
 			Timeout: settings.Duration(box.DefaultTimeout), TotalMemoryBytes: box.DefaultTotalMemory},
-		Generation: GenerationConfig{Video: VideoGen{Timeout: settings.Duration(30 * time.Minute), MaxJobsPerGroup: 2}},
 	}
 }
 
@@ -199,12 +158,11 @@ func (c Config) Validate(providers map[string]string) error {
 	} else if c.InlineMaxBytes > c.MaxDownloadBytes {
 		ps.Add("media.inline_max_bytes", "must not exceed media.max_download_bytes")
 	}
-	checkModelRef(&ps, providers, "media.describe", c.Describe)
-	checkModelRef(&ps, providers, "media.transcription", c.Transcription)
+	CheckModelRef(&ps, providers, "media.describe", c.Describe)
+	CheckModelRef(&ps, providers, "media.transcription", c.Transcription)
 	if t, ok := providers[c.Transcription.Provider]; ok && t == "anthropic" {
 		ps.Add("media.transcription.provider", "%q is an anthropic provider, and anthropic has no transcription API; name an openai-compatible or gemini provider", c.Transcription.Provider)
 	}
-	c.Generation.check(&ps, providers)
 	if c.MaxDiskBytes <= 0 {
 		ps.Add("media.max_disk_bytes", "must be positive")
 	} else if c.MaxDownloadBytes > 0 && c.MaxDiskBytes < 2*c.MaxDownloadBytes {
@@ -233,9 +191,9 @@ func (c Config) Validate(providers map[string]string) error {
 	return ps.Err()
 }
 
-// checkModelRef checks a {provider, model} media job: both or neither,
-// and the provider must exist.
-func checkModelRef(ps *settings.Problems, providers map[string]string, path string, m ModelRef) {
+// CheckModelRef checks a {provider, model} media job at path: both or
+// neither, and the provider must exist.
+func CheckModelRef(ps *settings.Problems, providers map[string]string, path string, m ModelRef) {
 	switch {
 	case m.Provider == "" && m.Model == "":
 	case m.Provider == "":
@@ -279,34 +237,5 @@ func (st StoreConfig) check(ps *settings.Problems) {
 		if k.v == "" {
 			ps.AddSecret(sec+k.key, "is required for type s3", ": set %s")
 		}
-	}
-}
-
-// check checks media.generation: each model like any media job, plus the
-// API its provider's type offers.
-func (g GenerationConfig) check(ps *settings.Problems, providers map[string]string) {
-	check := func(path string, m ModelRef, price float64, types ...string) {
-		checkModelRef(ps, providers, path, m)
-		if t, ok := providers[m.Provider]; ok && !slices.Contains(types, t) {
-			ps.Add(path+".provider", "%q is a provider of type %s; this needs one of type %s", m.Provider, t, strings.Join(types, " or "))
-		}
-		if price < 0 {
-			ps.Add(path+".price", "must not be negative")
-		}
-	}
-	check("media.generation.image", g.Image.Ref(), g.Image.Price, "openai", "gemini")
-	check("media.generation.speech", g.Speech.Ref(), g.Speech.Price, "openai")
-	check("media.generation.video", g.Video.Ref(), g.Video.Price, "openai")
-	if len(g.Speech.Voice) > 64 {
-		ps.Add("media.generation.speech.voice", "must be at most 64 characters")
-	}
-	if g.Image.Voice != "" {
-		ps.Add("media.generation.image.voice", "only speech has a voice")
-	}
-	if g.Video.Timeout.D() < time.Minute || g.Video.Timeout.D() > 24*time.Hour {
-		ps.Add("media.generation.video.timeout", "must be between 1m and 24h")
-	}
-	if g.Video.MaxJobsPerGroup < 1 || g.Video.MaxJobsPerGroup > 20 {
-		ps.Add("media.generation.video.max_jobs_per_group", "must be between 1 and 20")
 	}
 }

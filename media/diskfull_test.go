@@ -3,6 +3,7 @@ package media_test
 import (
 	"bytes"
 	"context"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"math/rand"
 	"os"
@@ -62,32 +63,32 @@ func noise(n int) []byte {
 
 // assertNothingKept checks that a failed fetch of ref left no temp file,
 // no blob, no index row and no copy in the group folder.
-func assertNothingKept(t *testing.T, r *rig, ref string, ignore ...string) {
+func assertNothingKept(t *testing.T, r *mediatest.Rig, ref string, ignore ...string) {
 	t.Helper()
-	if e, _ := os.ReadDir(filepath.Join(r.cacheDir, "tmp")); len(e) != 0 {
+	if e, _ := os.ReadDir(filepath.Join(r.CacheDir, "tmp")); len(e) != 0 {
 		t.Errorf("temp files left behind: %d", len(e))
 	}
-	entries, _ := os.ReadDir(r.cacheDir)
+	entries, _ := os.ReadDir(r.CacheDir)
 	for _, e := range entries {
 		if e.Name() != "tmp" && e.Name() != "lost+found" && !strings.HasPrefix(e.Name(), "filler") {
 			t.Errorf("blob %s left in the cache", e.Name())
 		}
 	}
 	var rows int
-	if err := r.store.DB.QueryRow(`SELECT COUNT(*) FROM media_cache WHERE ref_id = ?`, ref).Scan(&rows); err != nil || rows != 0 {
+	if err := r.Store.DB.QueryRow(`SELECT COUNT(*) FROM media_cache WHERE ref_id = ?`, ref).Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("index rows for %s: %d (err %v)", ref, rows, err)
 	}
-	if _, ok, _ := r.cache.Lookup(context.Background(), ref); ok {
+	if _, ok, _ := r.Cache.Lookup(context.Background(), ref); ok {
 		t.Errorf("cache lookup finds %s", ref)
 	}
-	if e, _ := os.ReadDir(filepath.Join(r.groupsDir, "family", "media")); len(e) != 0 {
+	if e, _ := os.ReadDir(filepath.Join(r.GroupsDir, "family", "media")); len(e) != 0 {
 		t.Errorf("group folder holds %d media files", len(e))
 	}
 }
 
 func wantDiskFull(t *testing.T, err error) {
 	t.Helper()
-	wantCode(t, err, ipc.CodeDownloadFailed)
+	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
 	if msg := err.Error(); !strings.Contains(msg, "disk is full") {
 		t.Errorf("error %q does not say the disk is full", msg)
 	}
@@ -96,26 +97,26 @@ func wantDiskFull(t *testing.T, err error) {
 // A download that runs out of disk space fails with a clear error, keeps
 // nothing, and the next fetch after space returns succeeds.
 func TestFetchOnAFullDisk(t *testing.T) {
-	r := newRigMax(t, 8<<20)
+	r := mediatest.NewMax(t, 8<<20)
 	d := &disk{room: 100 << 10}
-	r.cache.SetWriteFilter(d.wrap)
+	r.Cache.SetWriteFilter(d.wrap)
 	data := noise(300 << 10)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "scan.bin",
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "scan.bin",
 		MIME: "application/octet-stream", Size: int64(len(data))}, chantest.Media{Data: data})
-	c := r.client("family")
+	c := r.Client("family")
 
 	var res ipc.FetchMediaResult
-	wantDiskFull(t, call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
+	wantDiskFull(t, mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
 	assertNothingKept(t, r, id)
 
 	d.setRoom(1 << 30)
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatalf("fetch after space returned: %v", err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path)); !bytes.Equal(got, data) {
+	if got, _ := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path)); !bytes.Equal(got, data) {
 		t.Error("the file fetched after space returned differs from the source")
 	}
-	if n := r.tg.Downloads(); n != 2 {
+	if n := r.TG.Downloads(); n != 2 {
 		t.Errorf("downloads = %d, want 2", n)
 	}
 }
@@ -123,35 +124,35 @@ func TestFetchOnAFullDisk(t *testing.T) {
 // The same on a real filesystem that fills up: a 2 MB tmpfs under the
 // cache. Needs root (mount); skipped elsewhere.
 func TestFetchOnAFullTmpfs(t *testing.T) {
-	r := newRigMax(t, 8<<20)
-	r.stop()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", r.cacheDir).CombinedOutput(); err != nil {
+	r := mediatest.NewMax(t, 8<<20)
+	r.Stop()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", r.CacheDir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", r.cacheDir).CombinedOutput(); err != nil {
+		if out, err := exec.Command("umount", r.CacheDir).CombinedOutput(); err != nil {
 			t.Errorf("umount: %v %s", err, out)
 		}
 	})
-	r.start() // the cache reopens on the small filesystem
-	filler := filepath.Join(r.cacheDir, "filler")
+	r.Start() // the cache reopens on the small filesystem
+	filler := filepath.Join(r.CacheDir, "filler")
 	if err := os.WriteFile(filler, noise(1536<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	data := noise(1 << 20)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "scan.bin",
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "scan.bin",
 		MIME: "application/octet-stream", Size: int64(len(data))}, chantest.Media{Data: data})
-	c := r.client("family")
+	c := r.Client("family")
 
 	var res ipc.FetchMediaResult
-	wantDiskFull(t, call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
+	wantDiskFull(t, mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
 	assertNothingKept(t, r, id)
 
 	os.Remove(filler)
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatalf("fetch after space returned: %v", err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path)); !bytes.Equal(got, data) {
+	if got, _ := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path)); !bytes.Equal(got, data) {
 		t.Error("the file fetched after space returned differs from the source")
 	}
 }

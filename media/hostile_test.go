@@ -3,6 +3,7 @@ package media_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +21,9 @@ import (
 // compromised or confused agent could: the group is the folder, whatever
 // the file says, and nothing that is not a plain file is ever opened.
 func TestHostileRequestFiles(t *testing.T) {
-	r := newRig(t)
-	family := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "family.png"}, chantest.Media{Data: pngBytes(t, 2, 2)})
-	work := ipc.GroupLayout(r.ipcRoot, "work")
+	r := mediatest.New(t)
+	family := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "family.png"}, chantest.Media{Data: mediatest.PNG(t, 2, 2)})
+	work := ipc.GroupLayout(r.IPCRoot, "work")
 	req := func(id, typ string, args any) []byte {
 		b, _ := json.Marshal(map[string]any{"version": ipc.Version, "id": id, "type": typ, "args": args})
 		return b
@@ -76,7 +77,7 @@ func TestHostileRequestFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(work.Requests(), tt.file)
 			tt.write(t, path)
-			r.host.Rescan()
+			r.IPC.Rescan()
 			resp := filepath.Join(work.Responses(), tt.file)
 			testwait.Until(t, "the response file", func() bool { _, err := os.Stat(resp); return err == nil })
 			var got ipc.Response
@@ -103,19 +104,19 @@ func TestHostileRequestFiles(t *testing.T) {
 	// Nothing of family's reached either group folder, and the family
 	// folder got no stray answers.
 	for _, g := range []string{"work", "family"} {
-		if es, _ := os.ReadDir(filepath.Join(r.groupsDir, g, "media")); len(es) != 0 {
+		if es, _ := os.ReadDir(filepath.Join(r.GroupsDir, g, "media")); len(es) != 0 {
 			t.Errorf("groups/%s/media holds %v", g, es)
 		}
 	}
-	if es, _ := os.ReadDir(ipc.GroupLayout(r.ipcRoot, "family").Responses()); len(es) != 0 {
+	if es, _ := os.ReadDir(ipc.GroupLayout(r.IPCRoot, "family").Responses()); len(es) != 0 {
 		t.Errorf("family responses/ holds %v", es)
 	}
-	if n := r.tg.Downloads(); n != 0 {
+	if n := r.TG.Downloads(); n != 0 {
 		t.Errorf("%d downloads for refused requests", n)
 	}
 	// The host still answers its own group after all that.
 	var list ipc.ListMediaResult
-	if err := call(t, r.client("family"), ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 1 {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 1 {
 		t.Fatalf("list after hostile files: %+v, %v", list, err)
 	}
 }
@@ -142,8 +143,8 @@ func mustStat(t *testing.T, p string) os.FileInfo {
 // A stranger's file name full of path tricks is materialised inside the
 // group's media folder, never next to it or in another group's.
 func TestHostileFileNamesStayInTheGroupFolder(t *testing.T) {
-	r := newRig(t)
-	c := r.client("family")
+	r := mediatest.New(t)
+	c := r.Client("family")
 	for _, name := range []string{
 		"../../work/media/owned.png",
 		"..\\..\\main\\MEMORY.md",
@@ -156,23 +157,23 @@ func TestHostileFileNamesStayInTheGroupFolder(t *testing.T) {
 		"",
 	} {
 		t.Run(name, func(t *testing.T) {
-			id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: name},
+			id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: name},
 				chantest.Media{Data: []byte("%PDF-1.4\n")})
 			var res ipc.FetchMediaResult
-			if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+			if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 				t.Fatal(err)
 			}
 			dir, file := filepath.Split(filepath.FromSlash(res.Path))
 			if filepath.Clean(dir) != "media" || strings.HasPrefix(file, ".") || strings.ContainsAny(file, "/\\\u202e") {
 				t.Fatalf("path %q", res.Path)
 			}
-			if _, err := os.Stat(filepath.Join(r.groupsDir, "family", filepath.FromSlash(res.Path))); err != nil {
+			if _, err := os.Stat(filepath.Join(r.GroupsDir, "family", filepath.FromSlash(res.Path))); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	for _, g := range []string{"work", "main"} {
-		if es, _ := os.ReadDir(filepath.Join(r.groupsDir, g, "media")); len(es) != 0 {
+		if es, _ := os.ReadDir(filepath.Join(r.GroupsDir, g, "media")); len(es) != 0 {
 			t.Errorf("groups/%s/media holds %v", g, es)
 		}
 	}
@@ -182,25 +183,25 @@ func TestHostileFileNamesStayInTheGroupFolder(t *testing.T) {
 // file changes neither the cache nor what another group is served, even
 // when both groups were sent the same bytes.
 func TestGroupCopiesShareNoBytes(t *testing.T) {
-	r := newRig(t)
-	img := pngBytes(t, 8, 8)
-	a := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
-	b := r.register("telegram:-200", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
+	r := mediatest.New(t)
+	img := mediatest.PNG(t, 8, 8)
+	a := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
+	b := r.Register("telegram:-200", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
 	var ra, rb ipc.FetchMediaResult
-	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: a}, &ra); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: a}, &ra); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
 		t.Fatal(err)
 	}
-	famPath := filepath.Join(r.groupsDir, "family", filepath.FromSlash(ra.Path))
+	famPath := filepath.Join(r.GroupsDir, "family", filepath.FromSlash(ra.Path))
 	if err := os.WriteFile(famPath, []byte("tampered by family"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{filepath.Join(r.groupsDir, "work", filepath.FromSlash(rb.Path)), r.cache.Path(rb.SHA256)} {
+	for _, p := range []string{filepath.Join(r.GroupsDir, "work", filepath.FromSlash(rb.Path)), r.Cache.Path(rb.SHA256)} {
 		got, err := os.ReadFile(p)
 		if err != nil || !bytes.Equal(got, img) {
 			t.Errorf("%s changed after a write into family's copy (%d bytes, %v)", p, len(got), err)

@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"errors"
+	"github.com/botd-dev/botd/media/mediatest"
 	"strings"
 	"testing"
 	"time"
@@ -14,20 +15,20 @@ import (
 // A ref past its lifetime whose bytes are still cached is served from the
 // cache; one whose bytes are gone answers expired with its age and why.
 func TestExpiredRefs(t *testing.T) {
-	r := newRig(t) // refs live 30 minutes here
-	cached := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "kept.png"}, chantest.Media{Data: pngBytes(t, 2, 2)})
-	gone := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Data: pngBytes(t, 3, 3)})
-	c := r.client("family")
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, nil); err != nil {
+	r := mediatest.New(t) // refs live 30 minutes here
+	cached := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "kept.png"}, chantest.Media{Data: mediatest.PNG(t, 2, 2)})
+	gone := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Data: mediatest.PNG(t, 3, 3)})
+	c := r.Client("family")
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Advance(2 * time.Hour)
+	r.Clock.Advance(2 * time.Hour)
 
 	var res ipc.FetchMediaResult
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, &res); err != nil || !res.Cached {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: cached}, &res); err != nil || !res.Cached {
 		t.Fatalf("expired but cached ref: %v (cached=%v), want it served from the cache", err, res.Cached)
 	}
-	err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: gone}, nil)
+	err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: gone}, nil)
 	var herr *ipc.Error
 	if !errors.As(err, &herr) || herr.Code != ipc.CodeExpired {
 		t.Fatalf("expired, never fetched ref: %v, want expired", err)
@@ -37,7 +38,7 @@ func TestExpiredRefs(t *testing.T) {
 			t.Errorf("expired message %q does not say %q", herr.Message, want)
 		}
 	}
-	if n := r.tg.Downloads(); n != 1 {
+	if n := r.TG.Downloads(); n != 1 {
 		t.Errorf("downloads = %d, want 1 (expired refs are not downloaded)", n)
 	}
 }

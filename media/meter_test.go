@@ -1,6 +1,7 @@
 package media_test
 
 import (
+	"github.com/botd-dev/botd/media/mediatest"
 	"sync"
 	"testing"
 
@@ -34,18 +35,18 @@ func (m *meter) MediaDownloaded(network string, n int64) {
 // one download once: a cached answer downloads nothing.
 func TestMeterCountsFetchesAndBytes(t *testing.T) {
 	m := &meter{bytes: map[string]int64{}}
-	r := newRigWith(t, maxDownload, func(o *media.Options) { o.Meter = m })
-	img := pngBytes(t, 40, 30)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "cat.png", MIME: "image/png", Size: int64(len(img))}, chantest.Media{Data: img})
-	gone := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Err: channels.ErrUnavailable})
-	c := r.client("family")
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) { o.Meter = m })
+	img := mediatest.PNG(t, 40, 30)
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "cat.png", MIME: "image/png", Size: int64(len(img))}, chantest.Media{Data: img})
+	gone := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Err: channels.ErrUnavailable})
+	c := r.Client("family")
 	var res ipc.FetchMediaResult
 	for _, ref := range []string{id, id} {
-		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: gone}, &res); err == nil {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: gone}, &res); err == nil {
 		t.Fatal("a ref its network no longer has was fetched")
 	}
 	m.mu.Lock()

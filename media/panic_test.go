@@ -3,6 +3,8 @@ package media_test
 import (
 	"bytes"
 	"context"
+	"github.com/botd-dev/botd/media/mediahost"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -36,25 +38,25 @@ func (p *panicky) Download(ctx context.Context, ref *mediaregistry.MediaReferenc
 var _ channels.Downloader = (*panicky)(nil)
 
 func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
-	r := newRig(t)
+	r := mediatest.New(t)
 	bad := &panicky{gate: make(chan struct{})}
 	set, err := groups.NewSet("Andy", []groups.Group{{Folder: "mixed", Chat: "slack:C1", Main: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := media.New(media.Options{Registry: r.reg, Cache: r.cache, Groups: set, GroupsDir: r.groupsDir,
-		Channels: map[string]channels.Channel{"telegram": r.tg, "slack": bad}})
+	svc := media.New(media.Options{Registry: r.Reg, Cache: r.Cache, Groups: set, GroupsDir: r.GroupsDir,
+		Channels: map[string]channels.Channel{"telegram": r.TG, "slack": bad}})
 	fam, _ := set.ByFolder("mixed")
 
 	ref := mediaregistry.MediaReference{Chat: "slack:C1", Kind: mediaregistry.Image, FileName: "boom.png", Private: []byte("x")}
-	if err := r.reg.Register(context.Background(), &ref); err != nil {
+	if err := r.Reg.Register(context.Background(), &ref); err != nil {
 		t.Fatal(err)
 	}
 	good := mediaregistry.MediaReference{Chat: "slack:C1", Kind: mediaregistry.Image, FileName: "ok.png", Private: []byte("y")}
-	if err := r.reg.Register(context.Background(), &good); err != nil {
+	if err := r.Reg.Register(context.Background(), &good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.cache.Store(context.Background(), good.ID, "image/png", bytes.NewReader(pngBytes(t, 3, 3)), 1<<20); err != nil {
+	if _, err := r.Cache.Store(context.Background(), good.ID, "image/png", bytes.NewReader(mediatest.PNG(t, 3, 3)), 1<<20); err != nil {
 		t.Fatal(err)
 	}
 
@@ -84,7 +86,7 @@ func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
 		t.Fatalf("fetch after the panic: %v", e)
 	}
 	var res ipc.FetchMediaResult
-	err = svc.Caller("mixed").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref.ID}, &res)
+	err = mediahost.New(mediahost.Options{Media: svc, Groups: set}).Caller("mixed").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref.ID}, &res)
 	if e, ok := err.(*ipc.Error); !ok || e.Code != ipc.CodeDownloadFailed {
 		t.Fatalf("in-process fetch of the panicking ref: %v", err)
 	}

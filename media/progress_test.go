@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,9 +18,9 @@ import (
 )
 
 // progressStates reads the state of every progress file of group.
-func progressStates(t *testing.T, r *rig, group string) []string {
+func progressStates(t *testing.T, r *mediatest.Rig, group string) []string {
 	t.Helper()
-	dir := ipc.GroupLayout(r.ipcRoot, group).Progress()
+	dir := ipc.GroupLayout(r.IPCRoot, group).Progress()
 	es, _ := os.ReadDir(dir)
 	var out []string
 	for _, e := range es {
@@ -70,15 +71,15 @@ func (c *deadlineCtx) Err() error {
 // A caller whose deadline passes during a slow download hears that botd
 // is still downloading, with the figures, not that botd is not running.
 func TestSlowFetchReportsProgress(t *testing.T) {
-	r := newRig(t)
+	r := mediatest.New(t)
 	gate := make(chan struct{})
 	defer close(gate)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "film.mp4", Size: 900 << 10},
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "film.mp4", Size: 900 << 10},
 		chantest.Media{Data: []byte("x"), Gate: gate})
 	ctx := newDeadlineCtx()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
+		errc <- r.Client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
 	}()
 	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == 1", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == 1 })
 	close(ctx.done)
@@ -97,18 +98,18 @@ func TestSlowFetchReportsProgress(t *testing.T) {
 // Five callers of one ref share one download: the gate opens only once
 // every one of them is provably waiting on it (its progress says so).
 func TestConcurrentFetchesShareOneDownload(t *testing.T) {
-	r := newRig(t)
+	r := mediatest.New(t)
 	gate := make(chan struct{})
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "a.txt", MIME: "text/plain"},
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "a.txt", MIME: "text/plain"},
 		chantest.Media{Data: []byte(strings.Repeat("x", 5000)), Gate: gate})
-	c := r.client("family")
+	c := r.Client("family")
 	var wg sync.WaitGroup
 	errs := make([]error, 5)
 	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
+			errs[i] = mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
 		}()
 	}
 	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == len(errs)", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == len(errs) })
@@ -119,7 +120,7 @@ func TestConcurrentFetchesShareOneDownload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := r.tg.Downloads(); n != 1 {
+	if n := r.TG.Downloads(); n != 1 {
 		t.Errorf("downloads = %d, want 1", n)
 	}
 }

@@ -2,8 +2,12 @@
 // asking group (the registry's scoped get), share one download among
 // concurrent fetches, download through the channel into the cache (the
 // size cap enforced there, while streaming), and place the group's own
-// copy in its folder. The IPC host and the built-in agent both reach it
-// through Handle; neither knows channels, the registry or the cache.
+// copy in its folder. It answers fetch_media and list_media, and keeps
+// what botd makes like a download (Keep). The other media tools have
+// services of their own: media/links (fetch_url, web_search),
+// media/generation (images, speech, video jobs) and media/sending; the
+// IPC host and the built-in agent reach all of them through
+// media/mediahost, and none knows channels, the registry or the cache.
 package media
 
 import (
@@ -24,16 +28,11 @@ import (
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
-	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
-	"github.com/botd-dev/botd/keylock"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
-	"github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
-	"github.com/botd-dev/botd/webfetch"
-	"github.com/botd-dev/botd/websearch"
 )
 
 // Options wire a Service.
@@ -41,7 +40,7 @@ type Options struct {
 	Registry *mediaregistry.Registry
 	Cache    *mediaregistry.Cache
 	// Channels by name ("telegram", ...). Downloads need channels.Downloader or
-	// channels.FileDownloader, send_media channels.MediaSender.
+	// channels.FileDownloader.
 	Channels  map[string]channels.Channel
 	Groups    *groups.Set
 	GroupsDir string
@@ -61,28 +60,18 @@ type Options struct {
 	// Budget, when set, learns of every byte stored and keeps files a
 	// fetch is using from being evicted.
 	Budget *diskbudget.Budget
-	// Bill records what media calls to providers cost (transcriptions,
-	// generation) on the group's bill; nil falls back to Generation's
-	// Ledger, or records nothing.
-	Bill interface {
-		RecordGeneration(ctx context.Context, g store.Generation) error
-	}
+	// Bill records what transcriptions cost on the group's bill; nil
+	// records nothing.
+	Bill Bill
 	// Transcriber turns voice notes and audio into text; nil means
 	// media.transcription is not configured, and fetches say how to.
 	Transcriber *transcribe.Transcriber
-	// Generation makes images, voice notes and videos; nil: none.
-	Generation *Generation
 	// Parse bounds the child that takes a video's sound out (the
 	// media.parse settings); zero fields take box's defaults.
 	Parse box.Limits
-	// Web fetches what fetch_url asks for (internet.fetch); nil: off.
-	// Links keeps what each fetch learnt (validators, freshness).
-	Web   *webfetch.Fetcher
-	Links LinkStore
-	// Search answers web_search (internet.search); nil: not configured.
-	// SearchPrice is what one query costs, in USD (0: unpriced).
-	Search      websearch.Searcher
-	SearchPrice float64
+	// Pages brings back the bytes of a link ref (fetch_url) that the
+	// cache lost (links.Pages); nil: fetching web pages is off.
+	Pages Pages
 	// Meter, when set, counts fetches and the bytes downloaded for
 	// botd's metrics.
 	Meter Meter
@@ -114,17 +103,17 @@ func fetchResult(cached bool, err *ipc.Error) string {
 	return "downloaded"
 }
 
-// Service answers the media tools of every group.
+// Pages downloads a link ref's page again into the cache.
+type Pages interface {
+	Refetch(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error)
+}
+
+// Service answers fetch_media and list_media of every group.
 type Service struct {
 	o       Options
 	mu      sync.Mutex
 	flights map[string]*flight
 	slots   map[string]chan struct{} // download slots by group folder
-	// jobWake wakes RunVideoJobs when a job is submitted.
-	jobWake wake.Signal
-	// linkLocks serialise fetch_url's freshness check and GET per link
-	// ref: two questions about one page fetch it once.
-	linkLocks keylock.Locks
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
@@ -134,11 +123,6 @@ type flight struct {
 	entry mediaregistry.Entry
 	err   *ipc.Error
 }
-
-var (
-	_ ipc.Handler     = (*Service)(nil)
-	_ tools.MediaHost = (*Service)(nil)
-)
 
 // New returns the service; it does no I/O.
 func New(o Options) *Service {
@@ -161,12 +145,17 @@ func New(o Options) *Service {
 	if o.Meter == nil {
 		o.Meter = noMeter{}
 	}
-	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}, jobWake: wake.New()}
+	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}}
 }
 
 // workspace is the folder of g, where its own copies of media live.
 func (s *Service) workspace(g *groups.Group) groups.Workspace {
-	return groups.Workspace{Root: filepath.Join(s.o.GroupsDir, g.Folder)}
+	return Workspace(s.o.GroupsDir, g)
+}
+
+// Workspace is the folder of g under groupsDir.
+func Workspace(groupsDir string, g *groups.Group) groups.Workspace {
+	return groups.Workspace{Root: filepath.Join(groupsDir, g.Folder)}
 }
 
 // expired says how old an expired ref is and why it no longer works.
@@ -356,13 +345,13 @@ func (s *Service) billTranscript(ctx context.Context, group, ref string, t trans
 	rec := store.Generation{Folder: group, Kind: "transcription", Provider: s.o.Transcriber.Provider(), Model: s.o.Transcriber.Model(),
 		Units: t.Duration.Seconds(), Ref: ref}
 	if err != nil {
-		s.record(ctx, &rec, "failed", err.Error())
+		Record(ctx, s.o.Bill, s.o.Log, &rec, "failed", err.Error())
 		return
 	}
 	if p, ok := generate.PriceOf(rec.Model); ok {
-		s.price(&rec, p, generate.Usage{})
+		Price(&rec, p, generate.Usage{})
 	}
-	s.record(ctx, &rec, "succeeded", "")
+	Record(ctx, s.o.Bill, s.o.Log, &rec, "succeeded", "")
 }
 
 // acquire finds ref's bytes in the cache, downloading them unless cached,
@@ -466,7 +455,12 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 			defer release()
 			f.meter.state.Store(stateDownloading)
 			if ref.Channel == mediaregistry.Link {
-				f.entry, f.err = s.downloadLink(dctx, group, ref)
+				// A page whose bytes the cache lost while its record
+				// said they were fresh: fetched again.
+				f.err = ErrPagesOff()
+				if s.o.Pages != nil {
+					f.entry, f.err = s.o.Pages.Refetch(dctx, group, ref)
+				}
 				return
 			}
 			f.entry, f.err = s.download(dctx, ref, f.meter)
@@ -584,6 +578,11 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	}
 	s.o.Log.Info("media downloaded", "ref", ref.ID, "channel", ref.Channel, "bytes", e.Size, "mime", e.MIME, "took", time.Since(start).Round(time.Millisecond))
 	return e, nil
+}
+
+// ErrPagesOff answers a web page fetch where fetching pages is off.
+func ErrPagesOff() *ipc.Error {
+	return ipc.Errorf(ipc.CodeForbidden, "fetching web pages is turned off on this botd (internet.fetch.enabled)")
 }
 
 func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logger) *ipc.Error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,12 +21,12 @@ import (
 )
 
 // fetchInProcess is the built-in agent's path: no IPC host in between.
-func fetchInProcess(t *testing.T, r *rig, group, ref string) (*ipc.FetchMediaResult, error) {
+func fetchInProcess(t *testing.T, r *mediatest.Rig, group, ref string) (*ipc.FetchMediaResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
 	defer cancel()
 	var res ipc.FetchMediaResult
-	err := r.svc.Caller(group).Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res)
+	err := r.Host.Caller(group).Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res)
 	return &res, err
 }
 
@@ -57,22 +58,22 @@ func TestStalledDownloadIsCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Only the idle deadline can end these downloads: the overall
 			// one is an hour away and the streams never resume.
-			r := newRigWith(t, maxDownload, func(o *media.Options) {
+			r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 				o.DownloadIdleTimeout = 50 * time.Millisecond
 				o.DownloadTimeout = time.Hour
 			})
-			id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "big.bin"}, tt.media())
+			id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "big.bin"}, tt.media())
 			_, err := fetchInProcess(t, r, "family", id)
 			var herr *ipc.Error
 			if !errors.As(err, &herr) || herr.Code != ipc.CodeDownloadFailed || !strings.Contains(herr.Message, "stalled") {
 				t.Fatalf("fetch = %v, want download_failed saying it stalled", err)
 			}
-			if es, _ := os.ReadDir(filepath.Join(r.cacheDir, "tmp")); len(es) != 0 {
+			if es, _ := os.ReadDir(filepath.Join(r.CacheDir, "tmp")); len(es) != 0 {
 				t.Errorf("partial download kept: %v", es)
 			}
 			// Nothing was cached: the next fetch downloads again.
 			fetchInProcess(t, r, "family", id)
-			if n := r.tg.Downloads(); n != 2 {
+			if n := r.TG.Downloads(); n != 2 {
 				t.Errorf("downloads = %d, want 2", n)
 			}
 		})
@@ -103,11 +104,11 @@ func (r *tricklingReader) Close() error {
 }
 
 func TestDownloadOverallDeadline(t *testing.T) {
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		o.DownloadIdleTimeout = time.Hour
 		o.DownloadTimeout = 200 * time.Millisecond
 	})
-	id := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "slow.mp4"},
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "slow.mp4"},
 		chantest.Media{Reader: func() io.ReadCloser { return &tricklingReader{closed: make(chan struct{})} }})
 	_, err := fetchInProcess(t, r, "family", id)
 	var herr *ipc.Error
@@ -120,13 +121,13 @@ func TestDownloadOverallDeadline(t *testing.T) {
 // cached media, lists and sends are served meanwhile, and a download over
 // the slots waits for one instead of failing.
 func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
-	r := newRigWith(t, maxDownload, func(o *media.Options) { o.DownloadsPerGroup = 2 })
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) { o.DownloadsPerGroup = 2 })
 	gate := make(chan struct{})
 	var slow []string
 	for _, n := range []string{"a.png", "b.png", "c.png"} {
-		slow = append(slow, r.register("telegram:-100", mediaregistry.MediaReference{FileName: n}, chantest.Media{Data: pngBytes(t, 2, 2), Gate: gate}))
+		slow = append(slow, r.Register("telegram:-100", mediaregistry.MediaReference{FileName: n}, chantest.Media{Data: mediatest.PNG(t, 2, 2), Gate: gate}))
 	}
-	cached := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "cached.png"}, chantest.Media{Data: pngBytes(t, 3, 3)})
+	cached := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "cached.png"}, chantest.Media{Data: mediatest.PNG(t, 3, 3)})
 	if _, err := fetchInProcess(t, r, "family", cached); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, errs[i] = fetchInProcess(t, r, "family", id) }()
 	}
-	testwait.Until(t, "r.tg.Downloads() == 3", func() bool { return r.tg.Downloads() == 3 }) // cached + two slow ones at the network
+	testwait.Until(t, "r.TG.Downloads() == 3", func() bool { return r.TG.Downloads() == 3 }) // cached + two slow ones at the network
 	wg.Add(1)
 	go func() { defer wg.Done(); _, errs[2] = fetchInProcess(t, r, "family", slow[2]) }()
 
@@ -146,13 +147,13 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var list ipc.ListMediaResult
-	if err := r.svc.Caller("family").Call(ctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 4 {
+	if err := r.Host.Caller("family").Call(ctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 4 {
 		t.Fatalf("list while the slots are busy: %v, %d items", err, len(list.Items))
 	}
-	if err := r.svc.Caller("family").Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "still here"}, nil); err != nil {
+	if err := r.Host.Caller("family").Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "still here"}, nil); err != nil {
 		t.Fatalf("send while the slots are busy: %v", err)
 	}
-	if n := r.tg.Downloads(); n != 3 {
+	if n := r.TG.Downloads(); n != 3 {
 		t.Errorf("downloads = %d with both slots busy, want 3 (the third waits for a slot)", n)
 	}
 	close(gate)
@@ -162,7 +163,7 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 			t.Errorf("slow fetch %d: %v", i, err)
 		}
 	}
-	if n := r.tg.Downloads(); n != 4 {
+	if n := r.TG.Downloads(); n != 4 {
 		t.Errorf("downloads = %d, want 4", n)
 	}
 }

@@ -3,6 +3,7 @@ package media_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,7 +47,7 @@ func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"text": "Pick up <milk> & bread, please."})
 	}))
 	defer srv.Close()
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		tr, err := transcribe.New(transcribe.Options{Name: "local", Type: "openai", BaseURL: srv.URL + "/v1", APIKey: "test-key",
 			Model: "whisper-test", DB: o.Cache.DB()})
 		if err != nil {
@@ -54,11 +55,11 @@ func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
 		}
 		o.Transcriber = tr
 	})
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
-	c := r.client("family")
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	c := r.Client("family")
 	for i, wantNote := range []string{"Transcript by whisper-test.", "Transcript by whisper-test (transcribed before)."} {
 		var res ipc.FetchMediaResult
-		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}
 		if res.Transcript != "Pick up <milk> & bread, please." || res.TranscriptNote != wantNote {
@@ -73,10 +74,10 @@ func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
 // Without media.transcription, a voice note is still saved, and the answer
 // says how to get its words.
 func TestVoiceNoteWithoutTranscriptionSaysHowToConfigureIt(t *testing.T) {
-	r := newRig(t)
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	r := mediatest.New(t)
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
 	var res ipc.FetchMediaResult
-	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Transcript != "" || !strings.Contains(res.TranscriptNote, "media.transcription") || res.Path == "" {
@@ -100,17 +101,17 @@ func TestVideoSoundIsTranscribed(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"text": "Happy birthday!"})
 	}))
 	defer srv.Close()
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		tr, err := transcribe.New(transcribe.Options{Type: "openai", BaseURL: srv.URL, APIKey: "k", Model: "whisper-test", DB: o.Cache.DB()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Transcriber = tr
 	})
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, MIME: "video/mp4"},
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, MIME: "video/mp4"},
 		chantest.Media{Data: []byte("\x00\x00\x00\x18ftypmp42 a party")})
 	var res ipc.FetchMediaResult
-	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Transcript != "Happy birthday!" || !strings.HasPrefix(res.TranscriptNote, "What is said in the video.") {
@@ -132,7 +133,7 @@ func TestTranscriptionIsBilled(t *testing.T) {
 	}))
 	defer srv.Close()
 	var bill *store.Store
-	r := newRigWith(t, maxDownload, func(o *media.Options) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
 		tr, err := transcribe.New(transcribe.Options{Name: "oa", Type: "openai", BaseURL: srv.URL + "/v1", APIKey: "test-key",
 			Model: "whisper-1", DB: o.Cache.DB()})
 		if err != nil {
@@ -142,18 +143,18 @@ func TestTranscriptionIsBilled(t *testing.T) {
 		bill = &store.Store{DB: o.Cache.DB()}
 		o.Bill = bill
 	})
-	ref := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
-	c := r.client("family")
+	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
+	c := r.Client("family")
 	for range 2 {
 		var res ipc.FetchMediaResult
-		if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil || res.Transcript == "" {
+		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil || res.Transcript == "" {
 			t.Fatalf("fetch: %v %+v", err, res)
 		}
 	}
 	fail.Store(true)
-	other := r.register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: append([]byte(nil), append(oggVoice, '!')...)})
+	other := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: append([]byte(nil), append(oggVoice, '!')...)})
 	var res ipc.FetchMediaResult
-	if err := call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: other}, &res); err != nil || !strings.Contains(res.TranscriptNote, "failed") {
+	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: other}, &res); err != nil || !strings.Contains(res.TranscriptNote, "failed") {
 		t.Fatalf("failing fetch: %v %+v", err, res)
 	}
 	rows, err := bill.Usage(context.Background(), "", time.Time{}, time.UTC)

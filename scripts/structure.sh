@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The figures of the code's structure (issue 39): where a network is named
-# outside its own package, what `config` imports, and with --measure the
+# outside its own package, what `config` imports, the methods and internal
+# imports of each service answering the media tools, and with --measure the
 # default binary's size and the idle RSS of `botd run` with only the web
 # channel (a non-race build, as shipped).
 #
@@ -28,6 +29,18 @@ done
 imports=$($GO list -tags "$TAGS" -f '{{join .Imports "\n"}}' ./config | grep "^$MOD/" || true)
 printf 'internal imports of config: %d\n' "$(printf '%s' "$imports" | grep -c . || true)"
 printf '%s\n' "$imports" | sed "/^\$/d; s|^$MOD/|    |"
+
+# The services answering the media tools: the methods of each one's type
+# (exported or not, in its package's non-test files) and the packages of
+# botd its package imports.
+for svc in media.Service media/links.Service media/links.Pages media/generation.Service media/sending.Service media/mediahost.Host; do
+	pkg=${svc%.*} typ=${svc##*.}
+	n=$(git ls-files "$pkg/*.go" | grep -v '_test\.go$' | grep -v "^$pkg/.*/" |
+		xargs grep -hE "^func \([a-z]+ \*?$typ\) " | grep -c . || true)
+	imps=$($GO list -tags "$TAGS" -f '{{join .Imports "\n"}}' "./$pkg" | grep "^$MOD/" | sed "s|^$MOD/||" || true)
+	printf 'methods of %s: %d; internal imports of %s: %d\n' "$svc" "$n" "$pkg" "$(printf '%s' "$imps" | grep -c . || true)"
+	printf '    %s\n' "$(printf '%s' "$imps" | tr '\n' ' ')"
+done
 
 [[ ${1:-} == --measure ]] || exit 0
 

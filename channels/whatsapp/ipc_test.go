@@ -24,6 +24,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/mediahost"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/tools"
 )
@@ -96,8 +97,8 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	defer cancel()
 	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: ipcRoot, Groups: []string{"family"}, Rescan: 100 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Handler: media.New(media.Options{Registry: env.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
-			Channels: map[string]channels.Channel{channelName: env.w}, MaxDownloadBytes: 10 << 20})})
+		Handler: mediahost.New(mediahost.Options{Groups: set, Media: media.New(media.Options{Registry: env.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
+			Channels: map[string]channels.Channel{channelName: env.w}, MaxDownloadBytes: 10 << 20})})})
 	if err := host.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

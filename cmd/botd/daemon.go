@@ -22,6 +22,10 @@ import (
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/llm/uploads"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/generation"
+	"github.com/botd-dev/botd/media/links"
+	"github.com/botd-dev/botd/media/mediahost"
+	"github.com/botd-dev/botd/media/sending"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/scheduler"
@@ -40,7 +44,9 @@ type daemon struct {
 	budget *diskbudget.Budget
 	groups *groups.Set
 	chans  map[string]channels.Channel
-	media  *media.Service
+	media  *mediahost.Host
+	// videos runs the video jobs (media/generation).
+	videos *generation.Service
 	host   *ipc.Host
 	sink   channels.Sink
 	agent  *agent.Agent
@@ -165,11 +171,11 @@ func networks(cfg *config.Config) []network {
 // startHost serves the media tools: over IPC files to `botd mcp` (Claude
 // Desktop, any external MCP client), in-process to the built-in agent.
 func (d *daemon) startHost(ctx context.Context) error {
-	ms, err := d.newMedia(d.chans)
+	ms, videos, err := d.newMedia(d.chans)
 	if err != nil {
 		return err
 	}
-	d.media = ms
+	d.media, d.videos = ms, videos
 	d.host = d.newHost(hostHandler{d}, d.log)
 	if err := d.host.Start(ctx); err != nil {
 		return err
@@ -180,29 +186,40 @@ func (d *daemon) startHost(ctx context.Context) error {
 	return nil
 }
 
-// newMedia builds the media service over chans (none on a standby: what
-// is held can be read, nothing downloaded).
-func (d *daemon) newMedia(chans map[string]channels.Channel) (*media.Service, error) {
+// newMedia builds the services that answer the media tools over chans
+// (none on a standby: what is held can be read, nothing downloaded), and
+// the host that routes each tool to its service; the generation service
+// also runs the video jobs.
+func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *generation.Service, error) {
 	tr, err := d.transcriber()
 	if err != nil {
-		return nil, err
-	}
-	gen, err := d.generation()
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fetcher, searcher, err := d.web()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return media.New(media.Options{
-		Transcriber: tr, Generation: gen, Bill: d.store,
-		Web: fetcher, Links: d.store, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
+	log := d.log.With("component", "media")
+	pages := links.NewPages(links.PagesOptions{Web: fetcher, Store: d.store, Registry: d.reg, Cache: d.cache,
+		Budget: d.budget, Meter: d.metrics, Log: log})
+	ms := media.New(media.Options{
+		Transcriber: tr, Bill: d.store, Pages: pages,
 		Registry: d.reg, Cache: d.cache, Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
 		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: d.log.With("component", "media"),
-	}), nil
+		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: log,
+	})
+	ss := sending.New(sending.Options{Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, Log: log})
+	ls := links.New(links.Options{Media: ms, Pages: pages, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
+		Bill: d.store, Log: log})
+	gen, err := d.generation()
+	if err != nil {
+		return nil, nil, err
+	}
+	gen.Media, gen.Sending, gen.Groups, gen.GroupsDir, gen.Bill, gen.Log = ms, ss, d.groups, d.cfg.GroupsDir, d.store, log
+	gs := generation.New(gen)
+	host := mediahost.New(mediahost.Options{Media: ms, Links: ls, Generation: gs, Sending: ss, Groups: d.groups, Log: log})
+	return host, gs, nil
 }
 
 // newHost is the IPC host of the groups that run, answering with h.
@@ -372,7 +389,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	}
 	// Video jobs send to the chats, so they resume once channels run.
 	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.media.RunVideoJobs(hostCtx) }()
+	go func() { defer d.wg.Done(); d.videos.RunVideoJobs(hostCtx) }()
 	d.serving.Store(true)
 	defer d.serving.Store(false)
 	// Start is over: the init code of every linked package (networks not

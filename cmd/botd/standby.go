@@ -36,7 +36,7 @@ func (d *daemon) standBy(ctx context.Context) (stop func()) {
 			w()
 		}
 	}
-	ms, err := d.newMedia(nil)
+	ms, _, err := d.newMedia(nil)
 	if err != nil {
 		log.Error("standby: the media tools are not served while standing by", "err", err)
 		return stop

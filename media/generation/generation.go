@@ -1,10 +1,18 @@
-package media
+// Package generation makes media for the agent: images (and edits of
+// them), voice notes and videos, each through the model media.generation
+// names (media/generate picks the client and words the refusals). What it
+// makes is kept like a download (media.Service.Keep: cache, ref, group
+// copy), billed on the group's bill under agent.max_cost_per_day, and,
+// when asked, sent (media/sending). A video is a job that outlives the
+// tool call (videojobs.go).
+package generation
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -14,9 +22,12 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
+	"github.com/botd-dev/botd/internal/wake"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
+	"github.com/botd-dev/botd/media/sending"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -44,9 +55,20 @@ type Model struct {
 	Price generate.Price
 }
 
-// Generation wires media generation into the service; each client is nil
-// when its kind is not configured.
-type Generation struct {
+// Options wire a Service; each client is nil when its kind is not
+// configured.
+type Options struct {
+	// Media keeps what is made, and fetches the image an edit starts
+	// from; Sending sends it.
+	Media     *media.Service
+	Sending   *sending.Service
+	Groups    *groups.Set
+	GroupsDir string
+	// Bill records what generation costs on the group's bill; nil falls
+	// back to Ledger.
+	Bill media.Bill
+	Log  *slog.Logger
+
 	Imager      generate.Imager
 	ImageModel  Model
 	Speaker     generate.Speaker
@@ -71,18 +93,27 @@ type Generation struct {
 	PollMin, PollMax time.Duration
 }
 
-func (g *Generation) now() time.Time {
-	if g.Now != nil {
-		return g.Now()
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
 	}
 	return time.Now()
 }
 
-func (s *Service) gen() *Generation {
-	if s.o.Generation == nil {
-		return &Generation{}
+// Service answers the generation tools of every group and runs the video
+// jobs.
+type Service struct {
+	o Options
+	// jobWake wakes RunVideoJobs when a job is submitted.
+	jobWake wake.Signal
+}
+
+// New returns the service; it does no I/O.
+func New(o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return s.o.Generation
+	return &Service{o: o, jobWake: wake.New()}
 }
 
 var sizeRe = regexp.MustCompile(`^(auto|[1-9][0-9]{2,3}x[1-9][0-9]{2,3})$`)
@@ -93,7 +124,7 @@ const maxPrompt = 4000
 // GenerateImage is generate_image: an image from a prompt, or an edit of
 // the image of SourceRef (fetched through the usual authorised path).
 func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Imager == nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "image generation is not configured: set media.generation.image: {provider, model}")
 	}
@@ -123,7 +154,7 @@ func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.Gene
 		return nil, s.generationFailed(ctx, rec, "image", err)
 	}
 	rec.Units, rec.Input, rec.Output = 1, img.Usage.InputTokens, img.Usage.OutputTokens
-	s.price(&rec, gen.ImageModel.Price, generate.Usage{InputTokens: img.Usage.InputTokens, OutputTokens: img.Usage.OutputTokens})
+	media.Price(&rec, gen.ImageModel.Price, generate.Usage{InputTokens: img.Usage.InputTokens, OutputTokens: img.Usage.OutputTokens})
 	name := "generated"
 	if a.SourceRef != "" {
 		name = "edited"
@@ -141,10 +172,10 @@ func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.Gene
 // downloaded unless cached, placed in its folder) and opens the group's
 // copy. done closes it.
 func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*generate.Source, func(), *ipc.Error) {
-	if !s.gen().Imager.CanEdit() {
+	if !s.o.Imager.CanEdit() {
 		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "the configured image model cannot edit images")
 	}
-	res, herr := s.Fetch(ctx, g, ref)
+	res, herr := s.o.Media.Fetch(ctx, g, ref)
 	if herr != nil {
 		return nil, nil, herr
 	}
@@ -155,7 +186,7 @@ func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*gen
 	}
 	// Fetch handed the copy over (diskbudget.HandOff): no sweep takes it
 	// before it is opened here. The error names no path; the log does.
-	f, _, err := s.workspace(g).Open(res.Path)
+	f, _, err := media.Workspace(s.o.GroupsDir, g).Open(res.Path)
 	if err != nil {
 		s.o.Log.Warn("generate_image: the fetched copy cannot be opened", "ref", res.Ref, "path", res.Path, "err", err)
 		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be opened", res.Ref)
@@ -172,7 +203,7 @@ func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*gen
 // Speak is speak: text spoken by the speech model, kept as a voice note
 // of its own and, with Send, sent to the chat as one.
 func (s *Service) Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Speaker == nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "speech is not configured: set media.generation.speech: {provider, model}")
 	}
@@ -234,11 +265,9 @@ type made struct {
 	retried bool
 }
 
-// keep stores generated bytes exactly like downloaded ones: streamed into
-// the content-addressed cache under media.max_download_bytes, MIME
-// sniffed there; then registered as a ref of the group's chat (so later
-// turns can refer to it), placed in the group's folder (which the disk
-// budget sweeps) and, when asked, sent. rec is completed and recorded.
+// keep keeps generated bytes exactly like downloaded ones
+// (media.Service.Keep) and, when asked, sends them. rec is completed and
+// recorded.
 func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.Generation) (_ *ipc.GeneratedResult, herr *ipc.Error) {
 	// The provider has made (and billed) it whatever happens here: a
 	// failure to keep it is recorded with its cost, so the budget holds.
@@ -257,52 +286,16 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 		// Billed at an estimate of 15 characters a second until the
 		// stored audio tells its length.
 		rec.Units = float64(utf8.RuneCountInString(m.caption)) / 15
-		s.price(rec, s.gen().SpeechModel.Price, generate.Usage{})
+		media.Price(rec, s.o.SpeechModel.Price, generate.Usage{})
 	}
-	e, err := s.o.Cache.Store(ctx, id, m.declared, m.r, s.o.MaxDownloadBytes)
-	if err != nil {
-		if errors.Is(err, mediaregistry.ErrTooLarge) {
-			return nil, ipc.Errorf(ipc.CodeTooLarge, "the made %s is larger than media.max_download_bytes (%s); it was not kept",
-				m.name, mediaregistry.FormatSize(s.o.MaxDownloadBytes))
-		}
-		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "the made %s could not be stored: %v", m.name, err)
+	ref, e, rel, herr := s.o.Media.Keep(ctx, g, media.Made{ID: id, Kind: m.kind, Want: m.want, Declared: m.declared, Name: m.name,
+		Caption: m.caption, Sender: s.o.AssistantName, Duration: m.duration, Measure: m.measure}, m.r)
+	if herr != nil {
+		return nil, herr
 	}
-	s.o.Budget.Added(e.Size)
-	if !strings.HasPrefix(e.MIME, m.want) {
-		// A provider (or a proxy) answering HTML or JSON with a 200 must
-		// not reach the chat as a picture or a voice note.
-		s.o.Log.Warn("generated bytes are not what was asked for", "group", g.Folder, "kind", m.kind, "mime", e.MIME)
-		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "the provider answered %s instead of %s*; nothing was sent", e.MIME, m.want)
-	}
-	ref := mediaregistry.MediaReference{ID: id, Channel: mediaregistry.Generated, Chat: g.Chat, Sender: s.gen().AssistantName,
-		Kind: m.kind, MIME: e.MIME, FileName: m.name + mediaregistry.Ext(e.MIME), Size: e.Size, Duration: m.duration,
-		Caption: textclip.OneLine(m.caption, 200)}
-	root, err := s.o.Cache.OpenRoot()
-	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "the media cache cannot be opened")
-	}
-	defer root.Close()
-	blob, err := s.o.Budget.Acquire(root, e.SHA256)
-	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s was evicted at once: media.max_disk_bytes is too small", m.name)
-	}
-	defer blob.Close()
-	if m.measure != nil {
-		ref.Duration = m.measure(e, blob)
-	}
-	if err := s.o.Registry.Register(ctx, &ref); err != nil {
-		s.o.Log.Error("generated media: register", "group", g.Folder, "err", err)
-		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s could not be registered", m.name)
-	}
-	rel, held, err := s.place(g, &ref, e, blob)
-	if err != nil {
-		s.o.Log.Error("generated media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
-		return nil, ipc.Errorf(ipc.CodeInternal, "the made %s could not be saved into the group folder", m.name)
-	}
-	held.Close()
 	if m.kind == mediaregistry.Voice && ref.Duration > 0 {
 		rec.Units = ref.Duration.Seconds()
-		s.price(rec, s.gen().SpeechModel.Price, generate.Usage{})
+		media.Price(rec, s.o.SpeechModel.Price, generate.Usage{})
 	}
 	res := &ipc.GeneratedResult{Ref: id, Kind: string(m.kind), MIME: e.MIME, Size: e.Size, SHA256: e.SHA256, Path: rel,
 		Placeholder: mediaregistry.Render(&ref)}
@@ -318,7 +311,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 	if !m.send {
 		return res, nil
 	}
-	d, chat, serr := s.sendFile(ctx, g, rel, m.sendCaption, m.voice)
+	d, chat, serr := s.o.Sending.SendFile(ctx, g, rel, m.sendCaption, m.voice)
 	if serr != nil {
 		return nil, ipc.Errorf(serr.Code, "%s (it was made and saved as %s, ref %s)", serr.Message, rel, id)
 	}
@@ -330,7 +323,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 // remember writes what botd sent into the chat's history as its own
 // message: the placeholder, so later runs see the ref like any other.
 func (s *Service) remember(ctx context.Context, g *groups.Group, chat string, d channels.Delivery, placeholder string) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Ledger == nil || len(d.MessageIDs) == 0 {
 		return
 	}
@@ -341,29 +334,13 @@ func (s *Service) remember(ctx context.Context, g *groups.Group, chat string, d 
 	}
 }
 
-// price fills rec's cost from p.
-func (s *Service) price(rec *store.Generation, p generate.Price, u generate.Usage) {
-	if !p.Priced() {
-		return
-	}
-	rec.CostMicrocents, rec.CostKnown = p.Cost(rec.Units, u), true
-}
-
-// record writes rec with its outcome; a failure to write is logged, the
-// media itself is not lost over it.
+// record writes rec with its outcome on the bill (Bill, else Ledger).
 func (s *Service) record(ctx context.Context, rec *store.Generation, outcome, errText string) {
-	rec.Outcome, rec.Error = outcome, errText
-	var l interface {
-		RecordGeneration(ctx context.Context, g store.Generation) error
-	} = s.o.Bill
-	if s.o.Bill == nil && s.gen().Ledger != nil {
-		l = s.gen().Ledger
+	var bill media.Bill = s.o.Bill
+	if s.o.Bill == nil && s.o.Ledger != nil {
+		bill = s.o.Ledger
 	}
-	if l != nil {
-		if err := l.RecordGeneration(context.WithoutCancel(ctx), *rec); err != nil {
-			s.o.Log.Warn("generation not recorded", "group", rec.Folder, "kind", rec.Kind, "err", err)
-		}
-	}
+	media.Record(ctx, bill, s.o.Log, rec, outcome, errText)
 }
 
 // generationFailed records a failed provider call and answers it: a
@@ -393,7 +370,7 @@ func (s *Service) generationFailed(ctx context.Context, rec store.Generation, wh
 // overBudget refuses generation once the group's model calls and media
 // today cost agent.max_cost_per_day.
 func (s *Service) overBudget(ctx context.Context, g *groups.Group) *ipc.Error {
-	gen := s.gen()
+	gen := &s.o
 	if gen.MaxCostPerDay <= 0 || gen.Ledger == nil {
 		return nil
 	}

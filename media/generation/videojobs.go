@@ -1,4 +1,4 @@
-package media
+package generation
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -34,7 +34,7 @@ const (
 	defaultPollMax = time.Minute
 )
 
-func (g *Generation) backoff(polls int) time.Duration {
+func (g *Options) backoff(polls int) time.Duration {
 	lo, hi := g.PollMin, g.PollMax
 	if lo <= 0 {
 		lo = defaultPollMin
@@ -50,7 +50,7 @@ var allowedSeconds = map[int]bool{0: true, 4: true, 8: true, 12: true}
 
 // GenerateVideo is generate_video: it submits the job and persists it.
 func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Videos == nil || gen.Ledger == nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured: set media.generation.video: {provider, model}")
 	}
@@ -82,7 +82,7 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 	}
 	timeout := gen.VideoTimeout
 	if timeout <= 0 {
-		timeout = DefaultConfig().Generation.Video.Timeout.D()
+		timeout = DefaultConfig().Video.Timeout.D()
 	}
 	seconds := a.Seconds
 	if seconds == 0 {
@@ -109,7 +109,7 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 // CancelVideo is cancel_video: a job of the asking group stops and is
 // deleted at the provider.
 func (s *Service) CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Videos == nil || gen.Ledger == nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured")
 	}
@@ -155,7 +155,7 @@ const (
 // ListVideos is list_videos: the asking group's video jobs of the last
 // week, newest first. A group sees only its own.
 func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Ledger == nil {
 		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured")
 	}
@@ -182,7 +182,7 @@ func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ ipc.ListVid
 	return res, nil
 }
 
-func locOf(g *Generation) *time.Location {
+func locOf(g *Options) *time.Location {
 	if g.Location != nil {
 		return g.Location
 	}
@@ -196,7 +196,7 @@ func (s *Service) wake() { s.jobWake.Wake() }
 // jobs a stop caught while sending and polls every other one at once: the
 // provider went on while botd was down.
 func (s *Service) RunVideoJobs(ctx context.Context) {
-	gen := s.gen()
+	gen := &s.o
 	if gen.Videos == nil || gen.Ledger == nil {
 		return
 	}
@@ -219,7 +219,7 @@ func (s *Service) RunVideoJobs(ctx context.Context) {
 // video may have reached the chat, so it is never sent twice. RunVideoJobs
 // calls it first.
 func (s *Service) RecoverVideoJobs(ctx context.Context) {
-	gen := s.gen()
+	gen := &s.o
 	jobs, err := gen.Ledger.MediaJobs(ctx, "", store.JobSending)
 	if err != nil {
 		s.o.Log.Error("video jobs: reading jobs to recover", "err", err)
@@ -238,7 +238,7 @@ func (s *Service) RecoverVideoJobs(ctx context.Context) {
 // PollVideoJobs polls the jobs that are due (all of them when all is
 // set) once and returns when the next one is due (zero: none left).
 func (s *Service) PollVideoJobs(ctx context.Context, all bool) time.Time {
-	gen := s.gen()
+	gen := &s.o
 	jobs, err := gen.Ledger.MediaJobs(ctx, "", store.JobSubmitted)
 	if err != nil {
 		s.o.Log.Error("video jobs: reading", "err", err)
@@ -262,7 +262,7 @@ func (s *Service) PollVideoJobs(ctx context.Context, all bool) time.Time {
 // poll asks the provider about one job and acts on the answer; it returns
 // the job as it now is.
 func (s *Service) poll(ctx context.Context, j store.MediaJob) store.MediaJob {
-	gen := s.gen()
+	gen := &s.o
 	g, ok := s.o.Groups.ByFolder(j.Folder)
 	if !ok {
 		return s.endJob(ctx, j, nil, "the group %s is no longer configured", j.Folder)
@@ -303,7 +303,7 @@ func (s *Service) poll(ctx context.Context, j store.MediaJob) store.MediaJob {
 
 // later schedules the next poll with backoff.
 func (s *Service) later(ctx context.Context, j store.MediaJob, progress int) store.MediaJob {
-	gen := s.gen()
+	gen := &s.o
 	j.Polls++
 	j.Progress = progress
 	j.NextPoll = gen.now().Add(gen.backoff(j.Polls))
@@ -316,7 +316,7 @@ func (s *Service) later(ctx context.Context, j store.MediaJob, progress int) sto
 // deliver downloads a finished video into the cache (capped, sniffed),
 // registers and places it, and sends it once.
 func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group, st generate.Job) store.MediaJob {
-	gen := s.gen()
+	gen := &s.o
 	body, err := gen.Videos.Content(ctx, j.RemoteID)
 	if err != nil {
 		if errors.Is(err, generate.ErrNotFound) {
@@ -331,7 +331,7 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 		seconds = st.Seconds
 	}
 	rec := store.Generation{Folder: j.Folder, At: gen.now(), Kind: "video", Provider: j.Provider, Model: j.Model, Units: float64(seconds)}
-	s.price(&rec, gen.VideoModel.Price, generate.Usage{})
+	media.Price(&rec, gen.VideoModel.Price, generate.Usage{})
 	res, herr := s.keep(ctx, g, made{kind: mediaregistry.Video, want: "video/", declared: "video/mp4", name: "video",
 		caption: j.Prompt, r: body, duration: time.Duration(seconds) * time.Second, retried: true}, &rec)
 	if herr != nil {
@@ -350,7 +350,7 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 		return j
 	}
 	caption := "Video: " + textclip.OneLine(j.Prompt, 200)
-	d, chat, sherr := s.sendFile(context.WithoutCancel(ctx), g, res.Path, caption, false)
+	d, chat, sherr := s.o.Sending.SendFile(context.WithoutCancel(ctx), g, res.Path, caption, false)
 	j.State = store.JobDone
 	if sherr != nil {
 		j.Error = sherr.Message
@@ -371,7 +371,7 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 
 // endJob fails a job and tells its chat why, in one sentence.
 func (s *Service) endJob(ctx context.Context, j store.MediaJob, g *groups.Group, format string, args ...any) store.MediaJob {
-	gen := s.gen()
+	gen := &s.o
 	msg := fmt.Sprintf(format, args...)
 	j.State, j.Error = store.JobFailed, msg
 	ok, err := gen.Ledger.UpdateMediaJob(context.WithoutCancel(ctx), store.JobSubmitted, j)
@@ -382,11 +382,7 @@ func (s *Service) endJob(ctx context.Context, j store.MediaJob, g *groups.Group,
 	if g == nil {
 		return j
 	}
-	chat, ch, herr := s.target(g, "")
-	if herr != nil {
-		return j
-	}
-	if _, err := ch.Send(context.WithoutCancel(ctx), outText(chat, msg)); err != nil {
+	if err := s.o.Sending.Tell(context.WithoutCancel(ctx), g, msg); err != nil {
 		s.o.Log.Warn("video job: could not tell the chat", "job", j.ID, "err", err)
 	}
 	return j
@@ -405,8 +401,3 @@ func failMessage(err error) string {
 }
 
 func trimDot(s string) string { return strings.TrimRight(s, ". ") }
-
-// outText is a text message to chat.
-func outText(chat, text string) channels.OutMessage {
-	return channels.OutMessage{Chat: chat, Text: text}
-}

@@ -1,33 +1,42 @@
-package media
+// Package sending is the one home of what botd sends to a chat on a
+// tool's behalf: send_message, send_media, and the files the generation
+// service delivers. It picks the chat (the group's own, or for the main
+// group another registered chat), opens the file inside the group folder
+// and hands it to the network's channel.
+package sending
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
-	"github.com/botd-dev/botd/tools"
 )
 
-// Handle answers one request of the group whose folder is group: the IPC
-// host calls it for files found in data/ipc/<group>/, the in-process
-// Caller for the built-in agent. Which method answers which request is
-// the tool registry's (tools.Serve). A panic in a handler is an internal
-// error for this request, never a dead daemon.
-func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.o.Log.Error("media: handler panicked", "group", group, "type", req.Type, "panic", p)
-			result, herr = nil, ipc.Errorf(ipc.CodeInternal, "the host failed handling %s", req.Type)
-		}
-	}()
-	g, ok := s.o.Groups.ByFolder(group)
-	if !ok {
-		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
+// Options wire a Service.
+type Options struct {
+	// Channels by name ("telegram", ...); send_media needs
+	// channels.MediaSender.
+	Channels  map[string]channels.Channel
+	Groups    *groups.Set
+	GroupsDir string
+	Log       *slog.Logger
+}
+
+// Service answers send_message and send_media of every group.
+type Service struct{ o Options }
+
+// New returns the service; it does no I/O.
+func New(o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return tools.Serve(ctx, tools.Media, s, g, req)
+	return &Service{o: o}
 }
 
 // target picks the chat a send goes to: the group's own chat, or, for the
@@ -77,15 +86,17 @@ func (s *Service) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMedi
 	return &ipc.SendResult{Chat: chat, MessageIDs: d.MessageIDs}, nil
 }
 
-// sendFile sends a file of the group folder to the group's own chat; voice
-// asks for a voice note where the network has them.
-func (s *Service) sendFile(ctx context.Context, g *groups.Group, rel, caption string, voice bool) (channels.Delivery, string, *ipc.Error) {
+// SendFile sends a file of the group folder to the group's own chat; voice
+// asks for a voice note where the network has them. It returns the chat
+// it went to.
+func (s *Service) SendFile(ctx context.Context, g *groups.Group, rel, caption string, voice bool) (channels.Delivery, string, *ipc.Error) {
 	return s.send(ctx, g, rel, caption, "", voice)
 }
 
 func (s *Service) send(ctx context.Context, g *groups.Group, path, caption, to string, voice bool) (channels.Delivery, string, *ipc.Error) {
 	var d channels.Delivery
-	f, rel, err := s.workspace(g).Open(path)
+	ws := groups.Workspace{Root: filepath.Join(s.o.GroupsDir, g.Folder)}
+	f, rel, err := ws.Open(path)
 	if err != nil {
 		return d, "", ipc.Errorf(ipc.CodeBadRequest, "cannot send %s: %v", path, err)
 	}
@@ -110,8 +121,15 @@ func (s *Service) send(ctx context.Context, g *groups.Group, path, caption, to s
 	return d, chat, nil
 }
 
-func fileBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+// Tell sends text to the group's own chat without a tool call behind it
+// (a video job's end): a failure is the caller's to log.
+func (s *Service) Tell(ctx context.Context, g *groups.Group, text string) error {
+	chat, ch, herr := s.target(g, "")
+	if herr != nil {
+		return herr
+	}
+	_, err := ch.Send(ctx, channels.OutMessage{Chat: chat, Text: text})
+	return err
+}
 
-// Caller answers one group's tool calls in-process (ipc.InProcess): the
-// same Handle the IPC host runs. It satisfies mcp.Caller.
-func (s *Service) Caller(group string) ipc.InProcess { return ipc.InProcess{Handler: s, Group: group} }
+func fileBase(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }

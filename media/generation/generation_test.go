@@ -1,4 +1,4 @@
-package media_test
+package generation_test
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"github.com/botd-dev/botd/media/generation"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,21 +118,21 @@ func (p *provider) body(key string) []byte {
 
 // genRig is a media rig whose service makes media through p, accounted
 // in the rig's store, on the rig's clock.
-func genRig(t testing.TB, p *provider, max int64, budget int64) *rig {
+func genRig(t testing.TB, p *provider, max int64, budget int64) *mediatest.Rig {
 	t.Helper()
 	opts := generate.Options{Name: "fake", Type: "openai", BaseURL: p.srv.URL + "/v1", APIKey: "k", MaxBytes: max}
 	im, _ := generate.NewImager(with(opts, "gpt-image-1"))
 	sp, _ := generate.NewSpeaker(with(opts, "gpt-4o-mini-tts"))
 	vi, _ := generate.NewVideos(with(opts, "sora-2"))
 	price := func(m string) generate.Price { pr, _ := generate.PriceOf(m); return pr }
-	return newRigGen(t, max, nil, func(r *rig) *media.Generation {
-		return &media.Generation{
-			Imager: im, ImageModel: media.Model{Provider: "fake", Name: "gpt-image-1", Price: price("gpt-image-1")},
-			Speaker: sp, SpeechModel: media.Model{Provider: "fake", Name: "gpt-4o-mini-tts", Price: price("gpt-4o-mini-tts")},
-			Videos: vi, VideoModel: media.Model{Provider: "fake", Name: "sora-2", Price: price("sora-2")},
+	return mediatest.NewGen(t, max, nil, func(r *mediatest.Rig) generation.Options {
+		return generation.Options{
+			Imager: im, ImageModel: generation.Model{Provider: "fake", Name: "gpt-image-1", Price: price("gpt-image-1")},
+			Speaker: sp, SpeechModel: generation.Model{Provider: "fake", Name: "gpt-4o-mini-tts", Price: price("gpt-4o-mini-tts")},
+			Videos: vi, VideoModel: generation.Model{Provider: "fake", Name: "sora-2", Price: price("sora-2")},
 			VideoTimeout: 30 * time.Minute, VideoJobsPerGroup: 2,
-			Ledger: r.store, MaxCostPerDay: budget, AssistantName: "Andy", Location: time.UTC,
-			Now: r.clock.Now,
+			Ledger: r.Store, MaxCostPerDay: budget, AssistantName: "Andy", Location: time.UTC,
+			Now: r.Clock.Now,
 		}
 	})
 }
@@ -139,21 +141,21 @@ func with(o generate.Options, model string) generate.Options { o.Model = model; 
 
 func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 	p := newProvider(t)
-	img := pngBytes(t, 32, 32)
+	img := mediatest.PNG(t, 32, 32)
 	p.image = img
-	r := genRig(t, p, maxDownload, 0)
-	if err := r.store.UpsertChat(context.Background(), store.Chat{ID: "telegram:-100", Name: "Family", IsGroup: true}); err != nil {
+	r := genRig(t, p, mediatest.MaxDownload, 0)
+	if err := r.Store.UpsertChat(context.Background(), store.Chat{ID: "telegram:-100", Name: "Family", IsGroup: true}); err != nil {
 		t.Fatal(err)
 	}
 	var res ipc.GeneratedResult
-	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a red square", Send: true, Caption: "here"}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a red square", Send: true, Caption: "here"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.count("POST /v1/images/generations"); n != 1 {
 		t.Errorf("provider called %d times", n)
 	}
 	// Sent once, as the bytes the provider made, to the group's chat.
-	files := r.tg.Files()
+	files := r.TG.Files()
 	if len(files) != 1 || !bytes.Equal(files[0].Data, img) || files[0].Chat != "telegram:-100" || files[0].MIME != "image/png" || files[0].Caption != "here" {
 		t.Fatalf("sent %+v", files)
 	}
@@ -162,27 +164,27 @@ func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	var fetched ipc.FetchMediaResult
-	if err := call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, &fetched); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, &fetched); err != nil {
 		t.Fatal(err)
 	}
 	if !fetched.Cached || fetched.SHA256 != res.SHA256 || fetched.Kind != "Image" {
 		t.Errorf("fetched %+v", fetched)
 	}
-	wantCode(t, call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil), ipc.CodeNotFound)
-	onDisk, err := os.ReadFile(filepath.Join(r.groupsDir, "family", res.Path))
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil), ipc.CodeNotFound)
+	onDisk, err := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path))
 	if err != nil || !bytes.Equal(onDisk, img) {
 		t.Errorf("group copy: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(r.cacheDir, res.SHA256)); err != nil {
+	if _, err := os.Stat(filepath.Join(r.CacheDir, res.SHA256)); err != nil {
 		t.Errorf("not in the cache by its hash: %v", err)
 	}
 	// Billed: tokens at gpt-image-1's price, in today's spending.
-	spent, err := r.store.SpentSince(context.Background(), "family", r.clock.Now().Add(-time.Hour))
+	spent, err := r.Store.SpentSince(context.Background(), "family", r.Clock.Now().Add(-time.Hour))
 	if want := int64(10*10*100 + 1000*40*100); err != nil || spent != want {
 		t.Errorf("spent %d (%v), want %d", spent, err, want)
 	}
 	// Written into the chat's history as the assistant's, with the ref.
-	msgs, err := r.store.History(context.Background(), []string{"telegram:-100"}, 0, 1<<62, time.Time{}, 10)
+	msgs, err := r.Store.History(context.Background(), []string{"telegram:-100"}, 0, 1<<62, time.Time{}, 10)
 	if err != nil || len(msgs) != 1 || !msgs[0].FromMe || !strings.Contains(msgs[0].Text, "ref:"+res.Ref) {
 		t.Errorf("history %+v %v", msgs, err)
 	}
@@ -190,18 +192,18 @@ func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 
 func TestGenerateImageEditsAnAuthorisedRef(t *testing.T) {
 	p := newProvider(t)
-	p.image = pngBytes(t, 16, 16)
-	r := genRig(t, p, maxDownload, 0)
-	src := pngBytes(t, 20, 10)
-	id := r.register("telegram:-100", mediaregistry.MediaReference{FileName: "photo.png", MIME: "image/png", Size: int64(len(src))}, chantest.Media{Data: src})
+	p.image = mediatest.PNG(t, 16, 16)
+	r := genRig(t, p, mediatest.MaxDownload, 0)
+	src := mediatest.PNG(t, 20, 10)
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "photo.png", MIME: "image/png", Size: int64(len(src))}, chantest.Media{Data: src})
 	// Another group cannot edit it: answered like an unknown ref, and the
 	// provider never hears of it.
-	wantCode(t, call(t, r.client("work"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "sketch", SourceRef: id, Send: true}, nil), ipc.CodeNotFound)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "sketch", SourceRef: id, Send: true}, nil), ipc.CodeNotFound)
 	if n := p.count("POST /v1/images/edits"); n != 0 {
 		t.Fatalf("provider called for another group's ref")
 	}
 	var res ipc.GeneratedResult
-	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "turn it into a sketch", SourceRef: id}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "turn it into a sketch", SourceRef: id}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.count("POST /v1/images/edits"); n != 1 {
@@ -210,14 +212,14 @@ func TestGenerateImageEditsAnAuthorisedRef(t *testing.T) {
 	if !bytes.Contains(p.body("POST /v1/images/edits"), src) {
 		t.Error("the source image was not uploaded")
 	}
-	if len(r.tg.Files()) != 0 {
+	if len(r.TG.Files()) != 0 {
 		t.Error("sent although send was false")
 	}
 	if !strings.Contains(res.Placeholder, "edited.png") {
 		t.Errorf("placeholder %q", res.Placeholder)
 	}
 	// The edit is itself a ref: editing it again works.
-	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "in colour", SourceRef: res.Ref}, nil); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "in colour", SourceRef: res.Ref}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -247,16 +249,16 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 			p.set(tc.setup)
 			max := tc.max
 			if max == 0 {
-				max = maxDownload
+				max = mediatest.MaxDownload
 			}
 			r := genRig(t, p, max, tc.budget)
 			if tc.budget > 0 {
 				// Spent earlier today by the group's model calls.
-				r.store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.clock.Now(), Kind: "image",
+				r.Store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.Clock.Now(), Kind: "image",
 					Model: "x", Outcome: "succeeded", CostMicrocents: tc.budget, CostKnown: true})
 			}
-			err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "something", Send: true}, nil)
-			wantCode(t, err, tc.code)
+			err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "something", Send: true}, nil)
+			mediatest.WantCode(t, err, tc.code)
 			if !strings.Contains(err.Error(), tc.contains) {
 				t.Errorf("message %q lacks %q", err, tc.contains)
 			}
@@ -266,11 +268,11 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 			if n := p.count("POST /v1/images/generations"); n != tc.calls {
 				t.Errorf("provider called %d times, want %d", n, tc.calls)
 			}
-			if len(r.tg.Files()) != 0 {
+			if len(r.TG.Files()) != 0 {
 				t.Error("something was sent")
 			}
 			// Every provider call is on the bill, failed ones too.
-			rows, err := r.store.Usage(context.Background(), "family", r.clock.Now().Add(-time.Hour), time.UTC)
+			rows, err := r.Store.Usage(context.Background(), "family", r.Clock.Now().Add(-time.Hour), time.UTC)
 			failed := 0
 			for _, row := range rows {
 				if row.Model == "gpt-image-1" {
@@ -305,68 +307,68 @@ func oggOpus(d time.Duration) []byte {
 func TestSpeakSendsAVoiceNote(t *testing.T) {
 	p := newProvider(t)
 	p.speech = oggOpus(2500 * time.Millisecond)
-	r := genRig(t, p, maxDownload, 0)
+	r := genRig(t, p, mediatest.MaxDownload, 0)
 	var res ipc.GeneratedResult
-	if err := call(t, r.client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "Happy birthday, Anna!", Send: true}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "Happy birthday, Anna!", Send: true}, &res); err != nil {
 		t.Fatal(err)
 	}
-	files := r.tg.Files()
+	files := r.TG.Files()
 	if len(files) != 1 || !files[0].Voice || files[0].MIME != "audio/ogg" || !bytes.Equal(files[0].Data, p.speech) {
 		t.Fatalf("sent %+v", files)
 	}
 	if res.Kind != "Voice" || res.Duration != "2s" && res.Duration != "3s" {
 		t.Errorf("result %+v", res)
 	}
-	rows, err := r.store.Usage(context.Background(), "family", r.clock.Now().Add(-time.Hour), time.UTC)
+	rows, err := r.Store.Usage(context.Background(), "family", r.Clock.Now().Add(-time.Hour), time.UTC)
 	if err != nil || len(rows) != 1 || rows[0].AudioSeconds != 2.5 || rows[0].CostMicrocents != 62500 {
 		t.Errorf("usage %+v %v", rows, err)
 	}
-	wantCode(t, call(t, r.client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "  "}, nil), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "  "}, nil), ipc.CodeBadRequest)
 }
 
 func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
 	ctx := context.Background()
 	p := newProvider(t)
 	p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{5}, 300)...)
-	r := genRig(t, p, maxDownload, 0)
+	r := genRig(t, p, mediatest.MaxDownload, 0)
 	var job ipc.VideoJobResult
-	if err := call(t, r.client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "a cat on a skateboard", Seconds: 4}, &job); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "a cat on a skateboard", Seconds: 4}, &job); err != nil {
 		t.Fatal(err)
 	}
 	if job.ID == 0 || p.count("POST /v1/videos") != 1 {
 		t.Fatalf("job %+v", job)
 	}
 	// Not due yet: nothing is asked.
-	next := r.svc.PollVideoJobs(ctx, false)
-	if p.count("GET /v1/videos/video_1") != 0 || !next.After(r.clock.Now()) {
+	next := r.Generation.PollVideoJobs(ctx, false)
+	if p.count("GET /v1/videos/video_1") != 0 || !next.After(r.Clock.Now()) {
 		t.Fatalf("polled before due; next %v", next)
 	}
 	// Due and in progress: polled once, the next poll backs off.
 	p.set(func(p *provider) { p.video = "in_progress" })
-	r.clock.Advance(next.Sub(r.clock.Now()))
-	next2 := r.svc.PollVideoJobs(ctx, false)
-	if got := next2.Sub(r.clock.Now()); p.count("GET /v1/videos/video_1") != 1 || got != 7500*time.Millisecond {
+	r.Clock.Advance(next.Sub(r.Clock.Now()))
+	next2 := r.Generation.PollVideoJobs(ctx, false)
+	if got := next2.Sub(r.Clock.Now()); p.count("GET /v1/videos/video_1") != 1 || got != 7500*time.Millisecond {
 		t.Errorf("polled %d times; next poll in %v, want 7.5s (5s × 1.5)", p.count("GET /v1/videos/video_1"), got)
 	}
 	// A restart: a new service over the same store and cache finds the
 	// job and, once the provider finished it, delivers it once.
-	r.stop()
+	r.Stop()
 	p.set(func(p *provider) { p.video = "completed" })
-	r.start()
-	r.svc.PollVideoJobs(ctx, true)
-	r.svc.PollVideoJobs(ctx, true)
-	files := r.tg.Files()
+	r.Start()
+	r.Generation.PollVideoJobs(ctx, true)
+	r.Generation.PollVideoJobs(ctx, true)
+	files := r.TG.Files()
 	if len(files) != 1 || !bytes.Equal(files[0].Data, p.mp4) || files[0].MIME != "video/mp4" || !strings.Contains(files[0].Caption, "a cat on a skateboard") {
 		t.Fatalf("sent %+v", files)
 	}
 	if p.count("GET /v1/videos/video_1/content") != 1 || p.count("DELETE /v1/videos/video_1") != 1 {
 		t.Errorf("calls %v", p.calls)
 	}
-	jobs, _ := r.store.MediaJobs(ctx, "family")
+	jobs, _ := r.Store.MediaJobs(ctx, "family")
 	if len(jobs) != 1 || jobs[0].State != store.JobDone || !strings.HasPrefix(jobs[0].Ref, "gn_") {
 		t.Errorf("jobs %+v", jobs)
 	}
-	rows, _ := r.store.Usage(ctx, "family", r.clock.Now().Add(-time.Hour), time.UTC)
+	rows, _ := r.Store.Usage(ctx, "family", r.Clock.Now().Add(-time.Hour), time.UTC)
 	if len(rows) != 1 || rows[0].VideoSeconds != 4 || rows[0].CostMicrocents != 40_000_000 {
 		t.Errorf("usage %+v", rows)
 	}
@@ -376,7 +378,7 @@ func TestVideoJobEnds(t *testing.T) {
 	cases := []struct {
 		name   string
 		setup  func(p *provider)
-		act    func(t *testing.T, r *rig, id int64)
+		act    func(t *testing.T, r *mediatest.Rig, id int64)
 		chat   string // what the chat is told; "" nothing
 		delete bool
 		state  string
@@ -388,15 +390,15 @@ func TestVideoJobEnds(t *testing.T) {
 			p.video, p.videoErr = "failed", `{"code":"moderation_blocked","message":"Blocked by moderation."}`
 		}, chat: "refused this request under its content policy", state: store.JobFailed},
 		{name: "past its deadline", setup: func(p *provider) { p.video = "in_progress" },
-			act:  func(t *testing.T, r *rig, id int64) { r.clock.Advance(31 * time.Minute) },
+			act:  func(t *testing.T, r *mediatest.Rig, id int64) { r.Clock.Advance(31 * time.Minute) },
 			chat: "was not ready after 30m0s, so it was cancelled", delete: true, state: store.JobFailed},
 		{name: "cancelled", setup: func(p *provider) { p.video = "completed" },
-			act: func(t *testing.T, r *rig, id int64) {
+			act: func(t *testing.T, r *mediatest.Rig, id int64) {
 				var res ipc.VideoJobResult
-				if err := call(t, r.client("family"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, &res); err != nil || res.State != store.JobCancelled {
+				if err := mediatest.Call(t, r.Client("family"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, &res); err != nil || res.State != store.JobCancelled {
 					t.Fatalf("cancel %+v %v", res, err)
 				}
-				wantCode(t, call(t, r.client("work"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, nil), ipc.CodeNotFound)
+				mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, nil), ipc.CodeNotFound)
 			}, delete: true, state: store.JobCancelled},
 	}
 	for _, tc := range cases {
@@ -404,21 +406,21 @@ func TestVideoJobEnds(t *testing.T) {
 			ctx := context.Background()
 			p := newProvider(t)
 			p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), make([]byte, 100)...)
-			r := genRig(t, p, maxDownload, 0)
+			r := genRig(t, p, mediatest.MaxDownload, 0)
 			var job ipc.VideoJobResult
-			if err := call(t, r.client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
+			if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
 				t.Fatal(err)
 			}
 			p.set(tc.setup)
 			if tc.act != nil {
 				tc.act(t, r, job.ID)
 			}
-			r.svc.PollVideoJobs(ctx, true)
-			r.svc.PollVideoJobs(ctx, true)
-			if len(r.tg.Files()) != 0 {
+			r.Generation.PollVideoJobs(ctx, true)
+			r.Generation.PollVideoJobs(ctx, true)
+			if len(r.TG.Files()) != 0 {
 				t.Error("a video was sent")
 			}
-			sent := r.tg.Sent()
+			sent := r.TG.Sent()
 			switch {
 			case tc.chat == "" && len(sent) != 0, tc.chat != "" && (len(sent) != 1 || !strings.Contains(sent[0].Text, tc.chat)):
 				t.Errorf("chat told %+v, want %q", sent, tc.chat)
@@ -426,7 +428,7 @@ func TestVideoJobEnds(t *testing.T) {
 			if got := p.count("DELETE /v1/videos/video_1") == 1; got != tc.delete {
 				t.Errorf("deleted at the provider: %v", got)
 			}
-			j, _ := r.store.MediaJob(ctx, "family", job.ID)
+			j, _ := r.Store.MediaJob(ctx, "family", job.ID)
 			if j.State != tc.state {
 				t.Errorf("state %s, want %s", j.State, tc.state)
 			}
@@ -438,18 +440,18 @@ func TestVideoJobEnds(t *testing.T) {
 func TestVideoJobCaughtSendingIsNotResent(t *testing.T) {
 	ctx := context.Background()
 	p := newProvider(t)
-	r := genRig(t, p, maxDownload, 0)
-	id, err := r.store.AddMediaJob(ctx, store.MediaJob{Folder: "family", ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
-		RemoteID: "video_1", Prompt: "x", State: store.JobSending, NextPoll: r.clock.Now(), Deadline: r.clock.Now().Add(time.Hour)})
+	r := genRig(t, p, mediatest.MaxDownload, 0)
+	id, err := r.Store.AddMediaJob(ctx, store.MediaJob{Folder: "family", ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
+		RemoteID: "video_1", Prompt: "x", State: store.JobSending, NextPoll: r.Clock.Now(), Deadline: r.Clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.svc.RecoverVideoJobs(ctx)
-	r.svc.PollVideoJobs(ctx, true)
-	if j, _ := r.store.MediaJob(ctx, "family", id); j.State != store.JobFailed || !strings.Contains(j.Error, "may have reached the chat") {
+	r.Generation.RecoverVideoJobs(ctx)
+	r.Generation.PollVideoJobs(ctx, true)
+	if j, _ := r.Store.MediaJob(ctx, "family", id); j.State != store.JobFailed || !strings.Contains(j.Error, "may have reached the chat") {
 		t.Errorf("job %+v", j)
 	}
-	if len(r.tg.Files()) != 0 || p.count("GET /v1/videos/video_1/content") != 0 {
+	if len(r.TG.Files()) != 0 || p.count("GET /v1/videos/video_1/content") != 0 {
 		t.Error("sent again")
 	}
 }
@@ -462,7 +464,7 @@ func BenchmarkGenerateImage1MB(b *testing.B) {
 	img := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16)...)
 	p.image = img
 	r := genRig(b, p, 8<<20, 0)
-	c := r.svc.Caller("family")
+	c := r.Host.Caller("family")
 	ctx := context.Background()
 	b.SetBytes(int64(len(img)))
 	b.ResetTimer()
@@ -480,14 +482,14 @@ func BenchmarkGenerateImage1MB(b *testing.B) {
 func TestGeneratedMediaIsSwept(t *testing.T) {
 	ctx := context.Background()
 	p := newProvider(t)
-	p.image = pngBytes(t, 40, 40)
-	r := genRig(t, p, maxDownload, 0)
+	p.image = mediatest.PNG(t, 40, 40)
+	r := genRig(t, p, mediatest.MaxDownload, 0)
 	var res ipc.GeneratedResult
-	if err := call(t, r.client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a square"}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a square"}, &res); err != nil {
 		t.Fatal(err)
 	}
-	copyPath := filepath.Join(r.groupsDir, "family", res.Path)
-	budget := diskbudget.New(1, media.Areas(r.cache, r.groupsDir, r.set.All()), nil)
+	copyPath := filepath.Join(r.GroupsDir, "family", res.Path)
+	budget := diskbudget.New(1, media.Areas(r.Cache, r.GroupsDir, r.Set.All()), nil)
 	u, err := budget.Scan(ctx)
 	if err != nil || u.Total < 2*res.Size {
 		t.Fatalf("the budget does not see the made image twice (cache and group copy): %+v %v", u, err)
@@ -495,13 +497,13 @@ func TestGeneratedMediaIsSwept(t *testing.T) {
 	if _, err := budget.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{copyPath, filepath.Join(r.cacheDir, res.SHA256)} {
+	for _, p := range []string{copyPath, filepath.Join(r.CacheDir, res.SHA256)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s not swept: %v", p, err)
 		}
 	}
-	err = call(t, r.client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil)
-	wantCode(t, err, ipc.CodeExpired)
+	err = mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil)
+	mediatest.WantCode(t, err, ipc.CodeExpired)
 	if !strings.Contains(err.Error(), "made by botd") {
 		t.Errorf("err %v", err)
 	}
@@ -512,18 +514,18 @@ func TestGeneratedMediaIsSwept(t *testing.T) {
 func TestListVideos(t *testing.T) {
 	ctx := context.Background()
 	p := newProvider(t)
-	r := genRig(t, p, maxDownload, 0)
+	r := genRig(t, p, mediatest.MaxDownload, 0)
 	add := func(folder, prompt, state, ref, why string, ago time.Duration) int64 {
 		t.Helper()
-		at := r.clock.Now().Add(-ago)
+		at := r.Clock.Now().Add(-ago)
 		j := store.MediaJob{Folder: folder, ChatID: "telegram:-100", Provider: "fake", Model: "sora-2",
 			RemoteID: "video_x", Prompt: prompt, Seconds: 4, NextPoll: at, Deadline: at.Add(30 * time.Minute), Created: at}
-		id, err := r.store.AddMediaJob(ctx, j)
+		id, err := r.Store.AddMediaJob(ctx, j)
 		if err != nil {
 			t.Fatal(err)
 		}
 		j.ID, j.State, j.Ref, j.Error = id, state, ref, why
-		if ok, err := r.store.UpdateMediaJob(ctx, store.JobSubmitted, j); err != nil || (!ok && state != store.JobSubmitted) {
+		if ok, err := r.Store.UpdateMediaJob(ctx, store.JobSubmitted, j); err != nil || (!ok && state != store.JobSubmitted) {
 			t.Fatalf("job %d to %s: %v %v", id, state, ok, err)
 		}
 		return id
@@ -534,12 +536,12 @@ func TestListVideos(t *testing.T) {
 	sent := add("family", "a cat\nIGNORE THE ABOVE "+strings.Repeat("x", 200), store.JobDone, "gn_cat", "", time.Hour)
 	add("work", "their video", store.JobSubmitted, "", "", time.Minute)
 	var job ipc.VideoJobResult
-	if err := call(t, r.client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
 		t.Fatal(err)
 	}
 
 	var res ipc.ListVideosResult
-	if err := call(t, r.client("family"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	want := []struct {
@@ -562,7 +564,7 @@ func TestListVideos(t *testing.T) {
 			t.Errorf("job %d: %+v, want %+v", i, got, w)
 		}
 	}
-	if asked := r.clock.Now().In(time.UTC).Format("2006-01-02 15:04"); res.Jobs[0].Asked != asked || res.Jobs[0].Prompt != "waves" {
+	if asked := r.Clock.Now().In(time.UTC).Format("2006-01-02 15:04"); res.Jobs[0].Asked != asked || res.Jobs[0].Prompt != "waves" {
 		t.Errorf("new job %+v, want asked %s", res.Jobs[0], asked)
 	}
 	if pr := res.Jobs[1].Prompt; strings.Contains(pr, "\n") || len([]rune(pr)) > 121 || !strings.HasPrefix(pr, "a cat IGNORE") {
@@ -570,14 +572,14 @@ func TestListVideos(t *testing.T) {
 	}
 
 	var theirs ipc.ListVideosResult
-	if err := call(t, r.client("work"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &theirs); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &theirs); err != nil {
 		t.Fatal(err)
 	}
 	if len(theirs.Jobs) != 1 || theirs.Jobs[0].Prompt != "their video" {
 		t.Errorf("work sees %+v", theirs.Jobs)
 	}
 	var none ipc.ListVideosResult
-	if err := call(t, r.client("main"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &none); err != nil || len(none.Jobs) != 0 {
+	if err := mediatest.Call(t, r.Client("main"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &none); err != nil || len(none.Jobs) != 0 {
 		t.Errorf("main sees %+v %v", none.Jobs, err)
 	}
 }

@@ -1,18 +1,20 @@
-package media_test
+package links_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/botd-dev/botd/media/links"
+	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/ipc"
-	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/webfetch"
 	"github.com/botd-dev/botd/websearch"
@@ -31,7 +33,7 @@ type webSite struct {
 
 func newWebSite(t *testing.T) *webSite {
 	s := &webSite{hits: map[string]int{}}
-	photo := pngBytes(t, 16, 16)
+	photo := mediatest.PNG(t, 16, 16)
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits[r.URL.Path]++
@@ -54,7 +56,7 @@ func newWebSite(t *testing.T) *webSite {
 			w.Write(photo)
 		case "/big":
 			w.Header().Set("Content-Type", "text/plain")
-			io.WriteString(w, strings.Repeat("x", 2*maxDownload))
+			io.WriteString(w, strings.Repeat("x", 2*mediatest.MaxDownload))
 		default:
 			http.NotFound(w, r)
 		}
@@ -69,31 +71,28 @@ func (s *webSite) counts(path string) (int, int) {
 	return s.hits[path], s.conditional
 }
 
-// links gives the rig's store to the service (the rig's store exists only
-// once the rig does).
-func (r *rig) links(search websearch.Searcher, perHour int) {
-	r.t.Helper()
-	r.stop()
+// withLinks gives the rig's store to the service (the rig's store exists
+// only once the rig does).
+func withLinks(r *mediatest.Rig, search websearch.Searcher, perHour int) {
+	r.T.Helper()
+	r.Stop()
 	cfg := webfetch.DefaultConfig()
-	cfg.AllowPrivate, cfg.MaxBytes, cfg.PerGroupPerHour = []string{"127.0.0.1"}, r.max, perHour
+	cfg.AllowPrivate, cfg.MaxBytes, cfg.PerGroupPerHour = []string{"127.0.0.1"}, r.Max, perHour
 	f, err := webfetch.New(cfg, webfetch.Options{})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	old := r.tune
-	r.tune = func(o *media.Options) {
-		if old != nil {
-			old(o)
-		}
-		o.Web, o.Links, o.Search, o.SearchPrice, o.Bill = f, r.store, search, 0.01, r.store
+	r.Web = func(po *links.PagesOptions, o *links.Options) {
+		po.Web, po.Store = f, r.Store
+		o.Search, o.SearchPrice, o.Bill = search, 0.01, r.Store
 	}
-	r.start()
+	r.Start()
 }
 
-func fetchURL(t *testing.T, r *rig, folder, url string) (ipc.FetchURLResult, error) {
+func fetchURL(t *testing.T, r *mediatest.Rig, folder, url string) (ipc.FetchURLResult, error) {
 	t.Helper()
 	var res ipc.FetchURLResult
-	err := call(t, r.client(folder), ipc.TypeFetchURL, ipc.FetchURLArgs{URL: url}, &res)
+	err := mediatest.Call(t, r.Client(folder), ipc.TypeFetchURL, ipc.FetchURLArgs{URL: url}, &res)
 	return res, err
 }
 
@@ -103,8 +102,8 @@ func fetchURL(t *testing.T, r *rig, folder, url string) (ipc.FetchURLResult, err
 // group's ref.
 func TestFetchURLCachedRevalidatedPerGroup(t *testing.T) {
 	site := newWebSite(t)
-	r := newRig(t)
-	r.links(nil, 60)
+	r := mediatest.New(t)
+	withLinks(r, nil, 60)
 	url := site.srv.URL + "/article"
 
 	first, err := fetchURL(t, r, "family", url+"#top")
@@ -126,7 +125,7 @@ func TestFetchURLCachedRevalidatedPerGroup(t *testing.T) {
 		t.Fatalf("a fresh page was asked for again: %d GETs, cached=%v", hits, again.Cached)
 	}
 
-	r.clock.Advance(2 * time.Minute) // past max-age=60
+	r.Clock.Advance(2 * time.Minute) // past max-age=60
 	if _, err := fetchURL(t, r, "family", url); err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +141,9 @@ func TestFetchURLCachedRevalidatedPerGroup(t *testing.T) {
 		t.Errorf("another group shares the first one's ref (%s) or its fetch (%d GETs)", other.Ref, hits)
 	}
 	var res ipc.FetchMediaResult
-	wantCode(t, call(t, r.client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res), ipc.CodeNotFound)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res), ipc.CodeNotFound)
 
-	reqs, err := r.store.RecentWebRequests(context.Background(), 10)
+	reqs, err := r.Store.RecentWebRequests(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,16 +164,16 @@ func TestFetchURLCachedRevalidatedPerGroup(t *testing.T) {
 // an image link becomes an Image ref.
 func TestFetchURLRefusalsAndKinds(t *testing.T) {
 	site := newWebSite(t)
-	r := newRig(t)
-	r.links(nil, 3)
+	r := mediatest.New(t)
+	withLinks(r, nil, 3)
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data", "http://localhost:8080/", "http://10.0.0.1/", "http://0x7f.1/",
 		"http://user:pw@" + strings.TrimPrefix(site.srv.URL, "http://") + "/article"} {
 		_, err := fetchURL(t, r, "family", u)
-		wantCode(t, err, ipc.CodeForbidden)
+		mediatest.WantCode(t, err, ipc.CodeForbidden)
 	}
 	for _, u := range []string{"ftp://example.com/", "javascript:alert(1)", ""} {
 		_, err := fetchURL(t, r, "family", u)
-		wantCode(t, err, ipc.CodeBadRequest)
+		mediatest.WantCode(t, err, ipc.CodeBadRequest)
 	}
 	if hits, _ := site.counts("/article"); hits != 0 {
 		t.Fatalf("a refused address reached the server %d times", hits)
@@ -188,16 +187,16 @@ func TestFetchURLRefusalsAndKinds(t *testing.T) {
 		t.Errorf("an image link is %s %s", img.Kind, img.MIME)
 	}
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/big")
-	wantCode(t, err, ipc.CodeTooLarge)
+	mediatest.WantCode(t, err, ipc.CodeTooLarge)
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/missing")
-	wantCode(t, err, ipc.CodeDownloadFailed)
+	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
 	if !strings.Contains(err.Error(), "404") {
 		t.Errorf("a 404 says %q", err)
 	}
 	// Three network fetches this hour: the fourth is refused, a cached
 	// page is still served.
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/article")
-	wantCode(t, err, ipc.CodeRateLimited)
+	mediatest.WantCode(t, err, ipc.CodeRateLimited)
 	if _, err := fetchURL(t, r, "family", site.srv.URL+"/photo.png"); err != nil {
 		t.Errorf("a cached page is refused past the hour's share: %v", err)
 	}
@@ -214,10 +213,10 @@ func TestWebSearchBilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t)
-	r.links(s, 60)
+	r := mediatest.New(t)
+	withLinks(r, s, 60)
 	var res ipc.WebSearchResult
-	if err := call(t, r.client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "pharmacy hours", Count: 3}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "pharmacy hours", Count: 3}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Provider != "searxng" || len(res.Results) != 1 || res.Results[0].URL != "https://pharmacy.example/" {
@@ -226,17 +225,17 @@ func TestWebSearchBilled(t *testing.T) {
 	if q := fake.Queries(); len(q) != 1 || q[0] != "pharmacy hours" {
 		t.Errorf("the provider got %q", q)
 	}
-	rows, err := r.store.Usage(context.Background(), "family", time.Time{}, time.UTC)
+	rows, err := r.Store.Usage(context.Background(), "family", time.Time{}, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || rows[0].Searches != 1 || rows[0].CostMicrocents != 1_000_000 {
 		t.Errorf("usage %+v, want one search at $0.01", rows)
 	}
-	wantCode(t, call(t, r.client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "  "}, &res), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "  "}, &res), ipc.CodeBadRequest)
 	fake.Fail(http.StatusTooManyRequests)
-	err = call(t, r.client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "again"}, &res)
-	wantCode(t, err, ipc.CodeDownloadFailed)
+	err = mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "again"}, &res)
+	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
 	if !strings.Contains(err.Error(), "429") {
 		t.Errorf("a provider's 429 says %q", err)
 	}
@@ -252,16 +251,16 @@ func BenchmarkFetchURLCached(b *testing.B) {
 		io.WriteString(w, page)
 	}))
 	b.Cleanup(srv.Close)
-	r := newRig(b)
-	r.links(nil, 100000)
-	g, _ := r.set.ByFolder("family")
+	r := mediatest.New(b)
+	withLinks(r, nil, 100000)
+	g, _ := r.Set.ByFolder("family")
 	ctx := context.Background()
-	if _, err := r.svc.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"}); err != nil {
+	if _, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := r.svc.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"})
+		res, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"})
 		if err != nil || !res.Cached {
 			b.Fatalf("%v cached=%v", err, res != nil && res.Cached)
 		}
@@ -277,17 +276,62 @@ func BenchmarkFetchURL1MB(b *testing.B) {
 		io.WriteString(w, page)
 	}))
 	b.Cleanup(srv.Close)
-	r := newRigMax(b, 4<<20)
-	r.links(nil, 100000)
-	g, _ := r.set.ByFolder("family")
+	r := mediatest.NewMax(b, 4<<20)
+	withLinks(r, nil, 100000)
+	g, _ := r.Set.ByFolder("family")
 	ctx := context.Background()
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
 		n++
-		if _, err := r.svc.FetchURL(ctx, g, ipc.FetchURLArgs{URL: fmt.Sprintf("%s/page?n=%d", srv.URL, n)}); err != nil {
+		if _, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: fmt.Sprintf("%s/page?n=%d", srv.URL, n)}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A page whose cached bytes were swept while its record still says it is
+// fresh comes back through the links' Pages when its ref is fetched: the
+// media service asks them (media.Options.Pages) to GET it again. With
+// fetching turned off since, the fetch is refused and says why.
+func TestSweptPageIsFetchedAgain(t *testing.T) {
+	site := newWebSite(t)
+	r := mediatest.New(t)
+	withLinks(r, nil, 60)
+	ctx := context.Background()
+	first, err := fetchURL(t, r, "family", site.srv.URL+"/article")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := func() {
+		t.Helper()
+		if err := r.Cache.Forget(ctx, first.SHA256); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(r.Cache.Path(first.SHA256)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep()
+	var res ipc.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := site.counts("/article"); hits != 2 || res.Cached || res.SHA256 != first.SHA256 {
+		t.Fatalf("after the sweep: %d GETs, result %+v; want the page fetched again, the same bytes", hits, res)
+	}
+
+	sweep()
+	r.Stop()
+	r.Web = nil // internet.fetch.enabled: false
+	r.Start()
+	err = mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, nil)
+	mediatest.WantCode(t, err, ipc.CodeForbidden)
+	if !strings.Contains(err.Error(), "internet.fetch.enabled") {
+		t.Errorf("the refusal does not say what is off: %v", err)
+	}
+	if hits, _ := site.counts("/article"); hits != 2 {
+		t.Errorf("fetched with fetching off: %d GETs", hits)
 	}
 }
