@@ -223,7 +223,12 @@ func newHarnessOn(t testing.TB, db store.Config, f *fakeLLM, mod func(*Options))
 	if db.Driver == "sqlite" && db.DSN == "" {
 		db.DSN = filepath.Join(dir, "botd.db")
 	}
-	st := storetest.Open(t, db)
+	return newHarnessWith(t, storetest.Open(t, db), dir, f, mod)
+}
+
+// newHarnessWith is newHarness over st, with the group folders in dir.
+func newHarnessWith(t testing.TB, st *store.Store, dir string, f *fakeLLM, mod func(*Options)) *harness {
+	t.Helper()
 	var err error
 	h := &harness{t: t, st: st, groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram"), sl: chantest.New("slack"),
 		llm: f, hosts: map[string]*fakeHost{}, media: map[string]fakeMedia{}}

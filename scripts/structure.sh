@@ -29,6 +29,12 @@ imports=$($GO list -tags "$TAGS" -f '{{join .Imports "\n"}}' ./config | grep "^$
 printf 'internal imports of config: %d\n' "$(printf '%s' "$imports" | grep -c . || true)"
 printf '%s\n' "$imports" | sed "/^\$/d; s|^$MOD/|    |"
 
+# The agent's shape (issue 39.4): the methods of *Agent, the fields of
+# its Options, the longest parameter list under agent/ (non-test files).
+printf 'methods of *Agent: %s\n' "$($GO run scripts/gofigures.go methods agent Agent)"
+printf 'fields of agent.Options: %s\n' "$($GO run scripts/gofigures.go fields agent Options)"
+printf 'longest parameter list under agent/: %s\n' "$($GO run scripts/gofigures.go params agent)"
+
 [[ ${1:-} == --measure ]] || exit 0
 
 tmp=$(mktemp -d)
