@@ -301,7 +301,7 @@ func TestGroupsRunInParallelWithinTheGlobalLimit(t *testing.T) {
 		<-release
 		return textResult("ok " + groupOf(req)), nil
 	})
-	h := newHarness(t, f, func(o *Options) { o.MaxConcurrent = 2 })
+	h := newHarness(t, f, func(o *Options) { o.Intake.MaxConcurrent = 2 })
 	h.start()
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
@@ -400,7 +400,7 @@ func TestCrashBeforeOutboxReruns(t *testing.T) {
 		return textResult("Dinner is at seven."), nil
 	})
 	h := newHarness(t, f, func(o *Options) {
-		o.BeforeOutbox = func(string) error { return errScript } // "crash"
+		o.Hooks.BeforeOutbox = func(string) error { return errScript } // "crash"
 	})
 	h.start()
 	h.say(famChat, "Alice", "@Andy when is dinner?")
@@ -436,7 +436,7 @@ func TestFailedSendIsRetriedFromTheOutbox(t *testing.T) {
 	tries := 0
 	var h *harness
 	h = newHarness(t, f, func(o *Options) {
-		o.RetryDelay = func(try int) time.Duration {
+		o.Intake.RetryDelay = func(try int) time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
 			tries = try
@@ -468,7 +468,7 @@ func TestIterationLimitApologises(t *testing.T) {
 	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
 		return toolCall("c"+string(rune('0'+n)), "list_media", `{}`), nil
 	})
-	h := newHarness(t, f, func(o *Options) { o.MaxIterations = 3 })
+	h := newHarness(t, f, func(o *Options) { o.Run.MaxIterations = 3 })
 	h.start()
 	h.say(famChat, "Alice", "@Andy loop forever")
 	h.idle()
@@ -488,7 +488,7 @@ func TestDeadlineApologises(t *testing.T) {
 		<-ctx.Done()
 		return nil, llm.AsError("fake", ctx.Err())
 	})
-	h := newHarness(t, f, func(o *Options) { o.RunTimeout = 50 * time.Millisecond })
+	h := newHarness(t, f, func(o *Options) { o.Run.Timeout = 50 * time.Millisecond })
 	h.start()
 	h.say(famChat, "Alice", "@Andy think hard")
 	h.idle()
@@ -515,7 +515,7 @@ func TestProviderFailureRetriesWithBackoffThenGivesUp(t *testing.T) {
 	})
 	var delays []int
 	h := newHarness(t, f, func(o *Options) {
-		o.RetryDelay = func(try int) time.Duration {
+		o.Intake.RetryDelay = func(try int) time.Duration {
 			mu.Lock()
 			delays = append(delays, try)
 			mu.Unlock()
@@ -651,8 +651,8 @@ func TestRunDoneHearsEachRecordedRun(t *testing.T) {
 	var mu sync.Mutex
 	var done []store.AgentRun
 	h := newHarness(t, f, func(o *Options) {
-		o.MaxTries = 1
-		o.RunDone = func(r store.AgentRun) {
+		o.Intake.MaxTries = 1
+		o.Hooks.RunDone = func(r store.AgentRun) {
 			mu.Lock()
 			done = append(done, r)
 			mu.Unlock()

@@ -82,7 +82,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 	}}
 	stg := chantest.NewStreaming("telegram")
 	h := newHarnessOn(t, c, newFakeLLM(nil), func(o *Options) {
-		o.LLM, o.Clock = sl, clk
+		o.LLM, o.Time.Clock = sl, clk
 		o.Channels["telegram"] = stg
 	})
 	// The channel asks the store's lease where its calls leave, as every
@@ -133,7 +133,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 	h.st = b
 	stg.Fence = b
 	h.restart(func(o *Options) {
-		o.LLM, o.Clock = sl, clk
+		o.LLM, o.Time.Clock = sl, clk
 		o.Channels["telegram"] = stg
 	})
 	h.idle()

@@ -269,7 +269,7 @@ func TestLiveStreamBrokenMidwayIsReplacedNotRepeated(t *testing.T) {
 func TestLiveModelFailureCancelsTheLiveAnswer(t *testing.T) {
 	bad := func() step { return step{err: llm.NewError("fakestream", llm.KindAuth, "bad key")} }
 	h, stg := newLiveHarness(t, func(n int) []step { return append(deltas("Half"), bad()) },
-		func(o *Options) { o.MaxTries = 1 })
+		func(o *Options) { o.Intake.MaxTries = 1 })
 	h.start()
 	h.say(famChat, "Alice", "@Andy hi")
 	h.idle()
@@ -377,8 +377,8 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 				}
 				return answerSteps("The rota is on the page.")
 			}, func(o *Options) {
-				o.Clock = clk
-				o.Tools = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return gt, nil }
+				o.Time.Clock = clk
+				o.ToolSource = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return gt, nil }
 				if !streaming {
 					// The same fake, without Streamer.
 					o.Channels["telegram"] = o.Channels["telegram"].(*chantest.Streaming).Channel
@@ -461,7 +461,7 @@ var _ channels.Streamer = (*chantest.Streaming)(nil)
 // shown as interrupted and the outbox sends the answer once.
 func TestLiveCrashBeforeFinishSendsTheOutboxAnswerOnce(t *testing.T) {
 	h, stg := newLiveHarness(t, func(n int) []step { return answerSteps("All ", "done.") },
-		func(o *Options) { o.RetryDelay = func(int) time.Duration { return time.Hour } })
+		func(o *Options) { o.Intake.RetryDelay = func(int) time.Duration { return time.Hour } })
 	stg.FailFinish(chantest.ErrBoom)
 	h.start()
 	h.say(famChat, "Alice", "@Andy status?")

@@ -110,10 +110,18 @@ func formatting(channel string) string {
 
 const plainFormatting = "Your reply is shown as plain text: no markdown, headings or tables."
 
+// recalled is what a run carries over from before the messages it shows:
+// the group's memory file, the global one, and the summary of older
+// messages.
+type recalled struct {
+	memory, global, summary string
+}
+
 // buildSystem fills the system prompt for one group. The memories hold
 // notes chat members asked for: escaped like messages, so a note cannot
 // close its element.
-func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, memory, global, summary string) string {
+func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, rc recalled) string {
+	memory, global, summary := rc.memory, rc.global, rc.summary
 	name := g.Name
 	if name == "" {
 		name = g.Folder

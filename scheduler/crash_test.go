@@ -56,9 +56,10 @@ func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel,
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := agent.New(agent.Options{Store: st, Groups: gs, GroupsDir: filepath.Join(dir, "groups"), DataDir: dir,
-		Channels: map[string]channels.Channel{"telegram": ch}, LLM: model, Model: "fake-1", Log: log,
-		RetryDelay: func(int) time.Duration { return time.Millisecond }, BeforeOutbox: beforeOutbox})
+	a := agent.New(agent.Options{Store: st, Groups: gs, GroupsDir: filepath.Join(dir, "groups"),
+		Channels: map[string]channels.Channel{"telegram": ch}, LLM: model, Run: agent.RunLimits{Model: "fake-1"}, Log: log,
+		Intake: agent.IntakeOptions{RetryDelay: func(int) time.Duration { return time.Millisecond }},
+		Hooks:  agent.Hooks{BeforeOutbox: beforeOutbox}})
 	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Clock: clock, Log: log, AfterFire: afterFire,
 		Fire: a.DeliverTask})
 	ctx, cancel := context.WithCancel(context.Background())
