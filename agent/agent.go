@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/agent/historydb"
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/store"
@@ -53,10 +55,10 @@ func New(opts Options) *Agent {
 	a.budget = &budget{limit: opts.Intake.MaxCostPerDay, st: opts.Store, now: opts.Time.Now, loc: opts.Time.Location,
 		chans: a.chans, told: map[string]string{}}
 	a.confirms = &confirms{now: opts.Time.Now, log: opts.Log}
-	a.history = &history{st: opts.Store, lim: opts.Context, model: opts.Run.Model, llm: opts.LLM, loc: opts.Time.Location,
+	a.history = &history{st: opts.Store, db: historydb.New(opts.Store), lim: opts.Context, model: opts.Run.Model, llm: opts.LLM, loc: opts.Time.Location,
 		now: opts.Time.Now, log: opts.Log}
 	a.lives = &lives{st: opts.Store, chans: a.chans, log: opts.Log}
-	a.outbox = &outbox{st: opts.Store, chans: a.chans, book: a.book, lives: a.lives, groupsDir: opts.GroupsDir,
+	a.outbox = &outbox{db: outboxdb.New(opts.Store), st: opts.Store, chans: a.chans, book: a.book, lives: a.lives, groupsDir: opts.GroupsDir,
 		assistant: opts.AssistantName, maxTries: opts.Intake.MaxTries, now: opts.Time.Now, log: opts.Log}
 	if opts.Generate.Speech && opts.Media != nil {
 		a.outbox.speak = speakWith(opts.Media)
@@ -99,7 +101,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return fmt.Errorf("agent start: %w", err)
 	}
 	queue := map[string]bool{}
-	pending, err := a.opts.Store.PendingOutbox(ctx, "")
+	pending, err := a.outbox.db.Pending(ctx, "")
 	if err != nil {
 		return fmt.Errorf("agent start: %w", err)
 	}

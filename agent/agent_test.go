@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -352,7 +353,7 @@ func TestPendingOutboxIsDeliveredOnceAtStart(t *testing.T) {
 	ctx := context.Background()
 	q := h.say(famChat, "Alice", "@Andy when is dinner?")
 	seq := h.lastSeq(famChat)
-	if _, err := h.st.AddOutbox(ctx, store.OutboxItem{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q}); err != nil {
+	if _, err := outboxdb.New(h.st).Add(ctx, outboxdb.Item{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q}); err != nil {
 		t.Fatal(err)
 	}
 	h.start()
@@ -379,9 +380,9 @@ func TestPartlyDeliveredOutboxResumes(t *testing.T) {
 	os.MkdirAll(dir, 0o750)
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A"), 0o640)
 	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("B"), 0o640)
-	id, _ := h.st.AddOutbox(ctx, store.OutboxItem{Folder: "family", ChatID: famChat, UpToSeq: h.lastSeq(famChat),
+	id, _ := outboxdb.New(h.st).Add(ctx, outboxdb.Item{Folder: "family", ChatID: famChat, UpToSeq: h.lastSeq(famChat),
 		Text: "Here they are.", Media: []string{"media/a.txt", "media/b.txt"}})
-	h.st.OutboxProgress(ctx, id, 2) // the text and a.txt went out before the crash
+	outboxdb.New(h.st).Progress(ctx, id, 2) // the text and a.txt went out before the crash
 	h.start()
 	h.idle()
 	if got := h.tg.Sent(); len(got) != 0 {

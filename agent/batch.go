@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
@@ -296,7 +298,7 @@ func (r *Run) resume(ctx context.Context, b store.Batch) runResult {
 		// Only a database edited by hand gets here; the task is lost
 		// loudly rather than retried forever.
 		r.log.Error("agent: batch run's request unreadable; dropping it", "err", err)
-		if _, err := a.opts.Store.AnswerBatch(ctx, b.ID, nil); err != nil {
+		if err := a.opts.Store.AnswerBatch(ctx, b.ID, nil); err != nil {
 			return storeFailure(ctx, err)
 		}
 		return runResult{outcome: outcomeDone}
@@ -337,7 +339,16 @@ func (r *Run) resume(ctx context.Context, b store.Batch) runResult {
 	r.log.Info("agent: batch run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations, "from_batch", first != nil,
 		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
 	final = r.askToConfirm(final)
-	return r.answer(final, func(it *store.OutboxItem) (int64, error) {
-		return a.opts.Store.AnswerBatch(r.ctx, b.ID, it)
+	return r.answer(final, func(it *outboxdb.Item) (id int64, err error) {
+		// The answer is queued in the transaction that marks the batch
+		// answered: it is sent once.
+		err = a.opts.Store.AnswerBatch(r.ctx, b.ID, func(tx *sql.Tx) error {
+			if it == nil {
+				return nil
+			}
+			id, err = outboxdb.AddTx(r.ctx, tx, *it)
+			return err
+		})
+		return id, err
 	})
 }

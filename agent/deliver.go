@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
@@ -27,7 +28,8 @@ const captionMax = 900
 // neither loses an answer nor sends it twice. A live answer the item
 // finishes (lives) and a voice note (speak) hook in here.
 type outbox struct {
-	st        *store.Store
+	db        outboxdb.DB  // its queries
+	st        *store.Store // the assistant's own messages
 	chans     *channelSet
 	book      *groupBook
 	lives     *lives
@@ -67,7 +69,7 @@ func storeFailure(ctx context.Context, err error) runResult {
 // drainOutbox delivers the group's unsent answers, oldest first. ok is
 // false when the run must stop here (a delivery failed, or shutdown).
 func (o *outbox) drain(ctx context.Context, folder string) (runResult, bool) {
-	items, err := o.st.PendingOutbox(ctx, folder)
+	items, err := o.db.Pending(ctx, folder)
 	if err != nil {
 		return storeFailure(ctx, err), false
 	}
@@ -91,9 +93,9 @@ func (o *outbox) drain(ctx context.Context, folder string) (runResult, bool) {
 // The claim before sending is fenced: an instance that lost the lease
 // (store.ErrFenced) sends nothing and counts no failed attempt, and an
 // item its successor finished meanwhile is skipped.
-func (o *outbox) deliver(ctx context.Context, it *store.OutboxItem) error {
-	if err := o.st.ClaimOutbox(ctx, it.ID); err != nil {
-		if errors.Is(err, store.ErrOutboxDone) {
+func (o *outbox) deliver(ctx context.Context, it *outboxdb.Item) error {
+	if err := o.db.Claim(ctx, it.ID); err != nil {
+		if errors.Is(err, outboxdb.ErrDone) {
 			return nil
 		}
 		return fmt.Errorf("deliver answer %d: %w", it.ID, err)
@@ -102,7 +104,7 @@ func (o *outbox) deliver(ctx context.Context, it *store.OutboxItem) error {
 	if err == nil {
 		// Written down even when shutdown began meanwhile: what the network
 		// accepted must never be sent again after a restart.
-		if err := o.st.CompleteOutbox(context.WithoutCancel(ctx), it.ID); err != nil {
+		if err := o.db.Complete(context.WithoutCancel(ctx), it.ID); err != nil {
 			return fmt.Errorf("deliver answer %d: %w", it.ID, err)
 		}
 		return nil
@@ -110,7 +112,7 @@ func (o *outbox) deliver(ctx context.Context, it *store.OutboxItem) error {
 	if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
 		return err
 	}
-	n, ferr := o.st.OutboxAttemptFailed(ctx, it.ID, err.Error())
+	n, ferr := o.db.AttemptFailed(ctx, it.ID, err.Error())
 	if ferr != nil {
 		o.log.Warn("agent: cannot record failed delivery", "outbox", it.ID, "err", ferr)
 	}
@@ -122,7 +124,7 @@ func (o *outbox) deliver(ctx context.Context, it *store.OutboxItem) error {
 			}
 			o.lives.done(ctx, it.ID, held)
 		}
-		if err := o.st.AbandonOutbox(ctx, it.ID, err.Error()); err != nil {
+		if err := o.db.Abandon(ctx, it.ID, err.Error()); err != nil {
 			return fmt.Errorf("abandon answer %d: %w", it.ID, err)
 		}
 		return nil
@@ -135,7 +137,7 @@ func (o *outbox) deliver(ctx context.Context, it *store.OutboxItem) error {
 // text of an answer that was shown while written finishes that live
 // message instead (while this process holds it; after a restart the live
 // message was marked interrupted and the text is sent anew).
-func (o *outbox) send(ctx context.Context, it *store.OutboxItem) error {
+func (o *outbox) send(ctx context.Context, it *outboxdb.Item) error {
 	ch, ok := o.chans.forChat(it.ChatID)
 	if !ok {
 		return fmt.Errorf("deliver to %s: no such channel is running", it.ChatID)
@@ -224,7 +226,7 @@ func (o *outbox) send(ctx context.Context, it *store.OutboxItem) error {
 // next run sees what it last said (most networks do not echo a bot's own
 // messages). Keyed by the network's message id, an echo that does arrive
 // updates the same row instead of doubling it.
-func (o *outbox) recordOwn(ctx context.Context, it *store.OutboxItem, d channels.Delivery, text string) {
+func (o *outbox) recordOwn(ctx context.Context, it *outboxdb.Item, d channels.Delivery, text string) {
 	id := fmt.Sprintf("botd-out-%d", it.ID)
 	if len(d.MessageIDs) > 0 && d.MessageIDs[0] != "" {
 		id = d.MessageIDs[0]
@@ -236,9 +238,9 @@ func (o *outbox) recordOwn(ctx context.Context, it *store.OutboxItem, d channels
 	}
 }
 
-func (o *outbox) progress(ctx context.Context, it *store.OutboxItem, part int) {
+func (o *outbox) progress(ctx context.Context, it *outboxdb.Item, part int) {
 	it.PartsDone = part
-	if err := o.st.OutboxProgress(ctx, it.ID, part); err != nil {
+	if err := o.db.Progress(ctx, it.ID, part); err != nil {
 		o.log.Warn("agent: cannot record delivery progress", "outbox", it.ID, "err", err)
 	}
 }
@@ -257,7 +259,7 @@ type mediaOut struct {
 // answer is never lost over its voice. The speech is made through the
 // same speak the tool uses (stored, registered, placed) and only sent
 // here, so the outbox keeps its one-part-at-a-time bookkeeping.
-func (o *outbox) sendVoice(ctx context.Context, it *store.OutboxItem, to mediaOut, text string) (channels.Delivery, bool) {
+func (o *outbox) sendVoice(ctx context.Context, it *outboxdb.Item, to mediaOut, text string) (channels.Delivery, bool) {
 	if !it.Voice || to.ms == nil || o.speak == nil {
 		return channels.Delivery{}, false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/agent/historydb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/llm"
@@ -108,7 +109,8 @@ func (c ContextLimits) withDefaults(def Config) ContextLimits {
 // (load), the summary that stands for older messages, and the notes runs
 // keep on what they fetched.
 type history struct {
-	st    *store.Store
+	st    *store.Store // the messages
+	db    historydb.DB // the summaries and notes
 	lim   ContextLimits
 	model string // the model whose context window bounds the budget
 	llm   llm.Provider
@@ -143,7 +145,7 @@ func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conv
 		return c, c.Msgs[0].Seq, nil
 	}
 	since := h.now().Add(-h.lim.MaxAge)
-	sum, ok, err := st.LatestSummary(ctx, g.Folder)
+	sum, ok, err := h.db.LatestSummary(ctx, g.Folder)
 	if err != nil {
 		return conversation{}, 0, err
 	}
@@ -234,7 +236,7 @@ func (h *history) notes(ctx context.Context, g *groups.Group, c *conversation) e
 	for _, q := range c.Quotes {
 		add(q.Text)
 	}
-	notes, err := h.st.MediaNotes(ctx, folder, refs)
+	notes, err := h.db.Notes(ctx, folder, refs)
 	if err != nil {
 		return err
 	}
@@ -293,8 +295,8 @@ func (h *history) compact(ctx context.Context, g *groups.Group, c *conversation,
 		case text == "":
 			log.Warn("agent: the model wrote an empty summary; dropping older messages instead")
 		default:
-			sum := store.Summary{Folder: g.Folder, UpToSeq: c.Earlier[n-1].Seq, Text: text, Created: h.now()}
-			if err := h.st.SaveSummary(ctx, sum); err != nil {
+			sum := historydb.Summary{Folder: g.Folder, UpToSeq: c.Earlier[n-1].Seq, Text: text, Created: h.now()}
+			if err := h.db.SaveSummary(ctx, sum); err != nil {
 				log.Warn("agent: summary not saved; it will be made again", "err", err)
 			}
 			log.Info("agent: older messages summarised", "messages", n, "up_to_seq", sum.UpToSeq,
@@ -362,7 +364,7 @@ func (h *history) recordNotes(ctx context.Context, g *groups.Group, runID string
 			if note == "" {
 				continue
 			}
-			if err := h.st.PutMediaNote(ctx, folder, store.MediaNote{Ref: ref, Note: note, RunID: runID, Created: h.now()}); err != nil {
+			if err := h.db.PutNote(ctx, folder, historydb.Note{Ref: ref, Note: note, RunID: runID, Created: h.now()}); err != nil {
 				h.log.Warn("agent: media note not saved", "group", folder, "ref", ref, "err", err)
 			}
 		}

@@ -12,13 +12,13 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/store"
 )
 
 // step is one thing a fake stream does: hand out a chunk, fail, or block
@@ -158,7 +158,7 @@ func TestLiveAnswerGrowsInOrderAndTheOutboxFinishesIt(t *testing.T) {
 	if err := h.st.DB.QueryRow(`SELECT status, live_ids FROM agent_outbox`).Scan(&status, &ids); err != nil {
 		t.Fatal(err)
 	}
-	if status != store.OutboxSent || ids != `["live1"]` {
+	if status != outboxdb.Sent || ids != `["live1"]` {
 		t.Errorf("outbox row: status %s, live ids %s", status, ids)
 	}
 	if h.cursor("family") != h.lastSeq(famChat) {
@@ -471,7 +471,7 @@ func TestLiveCrashBeforeFinishSendsTheOutboxAnswerOnce(t *testing.T) {
 		return attempts == 1
 	})
 	h.stop()
-	pending, err := h.st.PendingOutbox(context.Background(), "family")
+	pending, err := outboxdb.New(h.st).Pending(context.Background(), "family")
 	if err != nil || len(pending) != 1 || !slices.Equal(pending[0].LiveIDs, []string{"live1"}) {
 		t.Fatalf("pending outbox %+v, %v: want the answer naming its live message", pending, err)
 	}

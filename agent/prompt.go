@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/agent/historydb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
@@ -163,7 +164,7 @@ type conversation struct {
 	// Summary of the messages before Earlier, if any.
 	Summary string
 	// Notes on refs the conversation mentions, from earlier fetches.
-	Notes []store.MediaNote
+	Notes []historydb.Note
 	Msgs  []store.Message
 	// Quotes are the messages replied to, by chat + "\x00" + id; missing
 	// ones are simply not quoted.

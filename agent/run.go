@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
@@ -196,12 +197,12 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	final = r.askToConfirm(final)
 	r.log.Info("agent: run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations,
 		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
-	return r.answer(final, func(it *store.OutboxItem) (int64, error) {
+	return r.answer(final, func(it *outboxdb.Item) (int64, error) {
 		if it == nil {
 			// Deciding to stay silent is an answer too: those messages are done.
 			return 0, a.opts.Store.AdvanceAgentCursor(r.ctx, g.Folder, upTo)
 		}
-		return a.opts.Store.AddOutbox(r.ctx, *it)
+		return a.outbox.db.Add(r.ctx, *it)
 	})
 }
 
@@ -293,7 +294,7 @@ func (r *Run) askToConfirm(final string) string {
 //
 // The run's live answer is finished by the item's delivery; one that
 // gets no text (a silent or spoken answer, files only) is removed.
-func (r *Run) answer(final string, queue func(*store.OutboxItem) (int64, error)) runResult {
+func (r *Run) answer(final string, queue func(*outboxdb.Item) (int64, error)) runResult {
 	ctx, a := r.ctx, r.a
 	ans, refused := parseAnswer(final, r.ws)
 	for _, err := range refused {
@@ -315,7 +316,7 @@ func (r *Run) answer(final string, queue func(*store.OutboxItem) (int64, error))
 		return runResult{outcome: outcomeDone}
 	}
 	to := r.to
-	item := store.OutboxItem{Folder: r.g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media,
+	item := outboxdb.Item{Folder: r.g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media,
 		ThreadID: to.thread, ReplyTo: to.replyTo, Voice: ans.Voice}
 	lm, row := r.live.take()
 	if lm != nil {

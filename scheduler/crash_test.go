@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -94,7 +95,7 @@ func (d *daemon) settled(t *testing.T, chat, id, folder string) {
 		var m store.Message
 		m, err = d.st.Message(context.Background(), chat, id)
 		cur, _ = d.st.AgentCursor(context.Background(), folder)
-		p, _ := d.st.PendingOutbox(context.Background(), folder)
+		p, _ := outboxdb.New(d.st).Pending(context.Background(), folder)
 		pending = len(p)
 		return err == nil && m.Seq <= cur && pending == 0
 	}) {
