@@ -1,8 +1,11 @@
-// Package agent is botd's agent loop: the router that stores what channels
-// hear and decides which messages need an answer, the per-group queue
-// (one run per group, a global limit, messages that arrive during a run
-// folded into the next), the prompt, the tool loop over MCP, and the
-// outbox that makes an answer survive a crash without being sent twice.
+// Package agent is botd's agent loop: the intake (Agent) that stores what
+// channels hear and decides which messages need an answer, the per-group
+// queue (one run per group, a global limit, messages that arrive during a
+// run folded into the next; queue.go), a run as a value (Run: the prompt,
+// the tool loop, the live answer; run.go), and the outbox that makes an
+// answer survive a crash without being sent twice (deliver.go). The
+// outbox's and the conversation's queries live in agent/outboxdb and
+// agent/historydb.
 package agent
 
 import (

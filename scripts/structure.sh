@@ -37,6 +37,12 @@ printf 'longest parameter list under agent/: %s\n' "$($GO run scripts/gofigures.
 
 [[ ${1:-} == --measure ]] || exit 0
 
+# What one answered message costs the database, over the real SQLite
+# store through a driver that counts (agent's BenchmarkRunRoundTrips).
+$GO test -tags "$TAGS" -run '^$' -bench 'RunRoundTrips' -benchtime 50x ./agent/ |
+	awk '/^BenchmarkRunRoundTrips/ {sub(/^BenchmarkRunRoundTrips\//, "", $1); sub(/-[0-9]+$/, "", $1);
+		printf "database round trips, %s: %s statements, %s transactions\n", $1, $5, $7}'
+
 tmp=$(mktemp -d)
 pid=
 cleanup() {
