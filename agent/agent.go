@@ -56,7 +56,7 @@ func New(opts Options) *Agent {
 	a.queue = newQueue(opts.Intake, opts.Log, a.runOnce, a.chans.notifyFailure)
 	a.queue.skip = a.book.disabled
 	a.budget = &budget{limit: opts.Intake.MaxCostPerDay, st: opts.Store, now: opts.Time.Now, loc: opts.Time.Location,
-		chans: a.chans, told: map[string]string{}}
+		chans: a.chans, log: opts.Log, told: map[string]string{}}
 	a.confirms = &confirms{now: opts.Time.Now, log: opts.Log}
 	a.history = &history{st: opts.Store, db: historydb.New(opts.Store), lim: opts.Context, model: opts.Run.Model, llm: opts.LLM, loc: opts.Time.Location,
 		now: opts.Time.Now, log: opts.Log}

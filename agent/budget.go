@@ -54,16 +54,18 @@ type budget struct {
 	now   func() time.Time
 	loc   *time.Location
 	chans *channelSet
+	log   *slog.Logger
 
 	mu   sync.Mutex
 	told map[string]string // folder → the day the chat was told its budget is spent
 }
 
 // over reports, and handles, a run the budget stops before it starts.
-func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, log *slog.Logger) (runResult, bool) {
+func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (runResult, bool) {
 	if b.limit <= 0 {
 		return runResult{}, false
 	}
+	log := b.log.With("group", folder)
 	now := b.now().In(b.loc)
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 	spent, err := b.st.SpentSince(ctx, folder, day)

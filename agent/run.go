@@ -80,6 +80,10 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
+	// A group whose day's budget is spent is not run (budget.go).
+	if res, over := a.budget.over(ctx, folder, trig); over {
+		return res
+	}
 	return newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 }
 
@@ -140,9 +144,6 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	a, g := r.a, &r.g
 	if err := r.begin(ctx); err != nil {
 		return r.failed(outcomeDeliveryFailed, err)
-	}
-	if res, over := a.budget.over(ctx, g.Folder, trig, r.log); over {
-		return res
 	}
 	conv, upTo, err := a.history.load(r.ctx, g, cursor)
 	if err != nil {
