@@ -116,11 +116,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		queue[it.Folder] = true
 	}
 	for _, g := range a.book.all() {
-		cur, err := a.opts.Store.AgentCursor(ctx, g.Folder)
-		if err != nil {
-			return fmt.Errorf("agent start: %w", err)
-		}
-		t, ok, err := a.opts.Store.LastTrigger(ctx, g.Folder)
+		t, cur, ok, err := a.opts.Store.DueTrigger(ctx, g.Folder)
 		if err != nil {
 			return fmt.Errorf("agent start: %w", err)
 		}

@@ -69,11 +69,7 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
 		return newRun(a, g, to).resume(ctx, b)
 	}
-	cursor, err := st.AgentCursor(ctx, folder)
-	if err != nil {
-		return storeFailure(ctx, err)
-	}
-	trig, ok, err := st.LastTrigger(ctx, folder)
+	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
 		return storeFailure(ctx, err)
 	}

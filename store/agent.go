@@ -96,6 +96,28 @@ func (s *Store) LastTrigger(ctx context.Context, folder string) (t Trigger, ok b
 	return t, true, nil
 }
 
+// DueTrigger returns the group's latest trigger and its cursor in one
+// read; ok is false when the group was never triggered (the cursor is
+// then not read). The trigger is due when t.Seq > cursor.
+func (s *Store) DueTrigger(ctx context.Context, folder string) (t Trigger, cursor int64, ok bool, err error) {
+	var cur string
+	err = s.DB.QueryRowContext(ctx, `SELECT t.folder, t.seq, t.chat_id, t.message_id, t.thread_id, COALESCE(c.value, '')
+		FROM agent_triggers t LEFT JOIN cursors c ON c.name = ? WHERE t.folder = ?`, AgentCursorName(folder), folder).
+		Scan(&t.Folder, &t.Seq, &t.ChatID, &t.MessageID, &t.ThreadID, &cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Trigger{}, 0, false, nil
+	}
+	if err != nil {
+		return Trigger{}, 0, false, fmt.Errorf("trigger of %s: %w", folder, err)
+	}
+	if cur != "" {
+		if cursor, err = strconv.ParseInt(cur, 10, 64); err != nil {
+			return Trigger{}, 0, false, fmt.Errorf("cursor %s: %w", AgentCursorName(folder), err)
+		}
+	}
+	return t, cursor, true, nil
+}
+
 // AgentRun is the bookkeeping of one agent run.
 type AgentRun struct {
 	ID             string

@@ -43,6 +43,42 @@ func testTriggerKeepsNewest(t *testing.T, c Config) {
 	}
 }
 
+// DueTrigger reads the trigger and the cursor together: nothing for a
+// group never triggered, cursor 0 before the first answer, then both as
+// they move.
+func TestDueTrigger(t *testing.T) { drivers(t, testDueTrigger) }
+
+func testDueTrigger(t *testing.T, c Config) {
+	ctx := context.Background()
+	s := open(t, c)
+	if _, _, ok, err := s.DueTrigger(ctx, "fam"); ok || err != nil {
+		t.Fatalf("never triggered: ok=%v err=%v", ok, err)
+	}
+	// A cursor without a trigger is still no trigger.
+	if err := s.AdvanceAgentCursor(ctx, "work", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := s.DueTrigger(ctx, "work"); ok || err != nil {
+		t.Fatalf("a cursor without a trigger: ok=%v err=%v", ok, err)
+	}
+	want := Trigger{Folder: "fam", Seq: 7, ChatID: "telegram:1", MessageID: "a", ThreadID: "t1"}
+	if err := s.RecordTrigger(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	// The work group's cursor (3) is not the family's: it reads 0 first.
+	for _, step := range []struct{ advance, cursor int64 }{{0, 0}, {5, 5}, {7, 7}} {
+		if step.advance > 0 {
+			if err := s.AdvanceAgentCursor(ctx, "fam", step.advance); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, cur, ok, err := s.DueTrigger(ctx, "fam")
+		if !ok || err != nil || got != want || cur != step.cursor {
+			t.Errorf("after advancing to %d: %+v, cursor %d, ok=%v, %v; want %+v, cursor %d", step.advance, got, cur, ok, err, want, step.cursor)
+		}
+	}
+}
+
 func TestSaveRunAndTranscript(t *testing.T) { drivers(t, testSaveRunAndTranscript) }
 
 func testSaveRunAndTranscript(t *testing.T, c Config) {

@@ -180,8 +180,8 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 		t.Fatal(ok, err)
 	}
 	stale := map[string]func() error{
-		"cursor move":       func() error { return a.AdvanceAgentCursor(ctx, "fam", 9) },
-		"cursor set":        func() error { return a.SetCursor(ctx, "other", "x") },
+		"cursor move": func() error { return a.AdvanceAgentCursor(ctx, "fam", 9) },
+		"cursor set":  func() error { return a.SetCursor(ctx, "other", "x") },
 		"video sending": func() error {
 			_, err := a.UpdateMediaJob(ctx, JobSubmitted, MediaJob{ID: job, State: JobSending})
 			return err
