@@ -60,7 +60,7 @@ func newConfirmCode() string {
 	return string(b[:])
 }
 
-// offerConfirm keeps the refused calls of a run that answered up to seq
+// offer keeps the refused calls of a run that answered up to seq
 // and returns the line botd adds to its answer.
 func (cs *confirms) offer(folder string, seq int64, taint string, calls []pendingCall) string {
 	p := &pendingConfirm{code: newConfirmCode(), calls: calls, after: seq, until: cs.now().Add(confirmTTL)}
@@ -80,7 +80,7 @@ func (cs *confirms) offer(folder string, seq int64, taint string, calls []pendin
 	return b.String()
 }
 
-// takeConfirmed returns the calls a person confirmed among msgs (the new
+// take returns the calls a person confirmed among msgs (the new
 // messages of a run) and forgets them; nil when none.
 func (cs *confirms) take(folder string, msgs []store.Message) []pendingCall {
 	cs.mu.Lock()

@@ -66,7 +66,7 @@ func storeFailure(ctx context.Context, err error) runResult {
 	return runResult{outcome: outcomeDeliveryFailed, err: err}
 }
 
-// drainOutbox delivers the group's unsent answers, oldest first. ok is
+// drain delivers the group's unsent answers, oldest first. ok is
 // false when the run must stop here (a delivery failed, or shutdown).
 func (o *outbox) drain(ctx context.Context, folder string) (runResult, bool) {
 	items, err := o.db.Pending(ctx, folder)

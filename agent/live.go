@@ -67,6 +67,8 @@ type liveRun struct {
 	noted     bool            // the long-tool note was given
 }
 
+// begin is the live answer of a run answering to: shown on a channel
+// that streams, a carrier of the long-tool note on one that does not.
 func (l *lives) begin(folder string, to target, log *slog.Logger) *liveRun {
 	lv := &liveRun{reg: l, folder: folder, msg: outMessage(to.chat, "", to.thread, to.replyTo), log: log}
 	ch, ok := l.chans.forChat(to.chat)
