@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -301,7 +302,7 @@ func TestGroupsRunInParallelWithinTheGlobalLimit(t *testing.T) {
 		<-release
 		return textResult("ok " + groupOf(req)), nil
 	})
-	h := newHarness(t, f, func(o *Options) { o.MaxConcurrent = 2 })
+	h := newHarness(t, f, func(o *Options) { o.Intake.MaxConcurrent = 2 })
 	h.start()
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
@@ -352,7 +353,7 @@ func TestPendingOutboxIsDeliveredOnceAtStart(t *testing.T) {
 	ctx := context.Background()
 	q := h.say(famChat, "Alice", "@Andy when is dinner?")
 	seq := h.lastSeq(famChat)
-	if _, err := h.st.AddOutbox(ctx, store.OutboxItem{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q}); err != nil {
+	if _, err := outboxdb.New(h.st).Add(ctx, outboxdb.Item{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q}); err != nil {
 		t.Fatal(err)
 	}
 	h.start()
@@ -379,9 +380,9 @@ func TestPartlyDeliveredOutboxResumes(t *testing.T) {
 	os.MkdirAll(dir, 0o750)
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A"), 0o640)
 	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("B"), 0o640)
-	id, _ := h.st.AddOutbox(ctx, store.OutboxItem{Folder: "family", ChatID: famChat, UpToSeq: h.lastSeq(famChat),
+	id, _ := outboxdb.New(h.st).Add(ctx, outboxdb.Item{Folder: "family", ChatID: famChat, UpToSeq: h.lastSeq(famChat),
 		Text: "Here they are.", Media: []string{"media/a.txt", "media/b.txt"}})
-	h.st.OutboxProgress(ctx, id, 2) // the text and a.txt went out before the crash
+	outboxdb.New(h.st).Progress(ctx, id, 2) // the text and a.txt went out before the crash
 	h.start()
 	h.idle()
 	if got := h.tg.Sent(); len(got) != 0 {
@@ -400,7 +401,7 @@ func TestCrashBeforeOutboxReruns(t *testing.T) {
 		return textResult("Dinner is at seven."), nil
 	})
 	h := newHarness(t, f, func(o *Options) {
-		o.BeforeOutbox = func(string) error { return errScript } // "crash"
+		o.Hooks.BeforeOutbox = func(string) error { return errScript } // "crash"
 	})
 	h.start()
 	h.say(famChat, "Alice", "@Andy when is dinner?")
@@ -436,7 +437,7 @@ func TestFailedSendIsRetriedFromTheOutbox(t *testing.T) {
 	tries := 0
 	var h *harness
 	h = newHarness(t, f, func(o *Options) {
-		o.RetryDelay = func(try int) time.Duration {
+		o.Intake.RetryDelay = func(try int) time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
 			tries = try
@@ -468,7 +469,7 @@ func TestIterationLimitApologises(t *testing.T) {
 	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
 		return toolCall("c"+string(rune('0'+n)), "list_media", `{}`), nil
 	})
-	h := newHarness(t, f, func(o *Options) { o.MaxIterations = 3 })
+	h := newHarness(t, f, func(o *Options) { o.Run.MaxIterations = 3 })
 	h.start()
 	h.say(famChat, "Alice", "@Andy loop forever")
 	h.idle()
@@ -488,7 +489,7 @@ func TestDeadlineApologises(t *testing.T) {
 		<-ctx.Done()
 		return nil, llm.AsError("fake", ctx.Err())
 	})
-	h := newHarness(t, f, func(o *Options) { o.RunTimeout = 50 * time.Millisecond })
+	h := newHarness(t, f, func(o *Options) { o.Run.Timeout = 50 * time.Millisecond })
 	h.start()
 	h.say(famChat, "Alice", "@Andy think hard")
 	h.idle()
@@ -515,7 +516,7 @@ func TestProviderFailureRetriesWithBackoffThenGivesUp(t *testing.T) {
 	})
 	var delays []int
 	h := newHarness(t, f, func(o *Options) {
-		o.RetryDelay = func(try int) time.Duration {
+		o.Intake.RetryDelay = func(try int) time.Duration {
 			mu.Lock()
 			delays = append(delays, try)
 			mu.Unlock()
@@ -651,8 +652,8 @@ func TestRunDoneHearsEachRecordedRun(t *testing.T) {
 	var mu sync.Mutex
 	var done []store.AgentRun
 	h := newHarness(t, f, func(o *Options) {
-		o.MaxTries = 1
-		o.RunDone = func(r store.AgentRun) {
+		o.Intake.MaxTries = 1
+		o.Hooks.RunDone = func(r store.AgentRun) {
 			mu.Lock()
 			done = append(done, r)
 			mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 )
@@ -140,7 +141,7 @@ func TestAnswerFilesAreSent(t *testing.T) {
 				t.Error("cursor not advanced")
 			}
 			if c.wantTexts == nil && c.wantFiles == nil {
-				if n, _ := h.st.PendingOutbox(context.Background(), ""); len(n) != 0 {
+				if n, _ := outboxdb.New(h.st).Pending(context.Background(), ""); len(n) != 0 {
 					t.Error("an empty answer left an outbox row")
 				}
 			}

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
@@ -32,50 +33,89 @@ import (
 // A batch that fails, expires or outlives BatchDeadline loses nothing:
 // the run is resumed without a result and answered at once.
 
-// handOff stores a batch run and moves the cursor past its task.
-func (a *Agent) handOff(ctx context.Context, g *groups.Group, runID string, req *llm.Request, trig store.Trigger, upTo int64, log *slog.Logger) runResult {
-	r := *req
-	r.Model = a.opts.BatchModel
-	body, err := json.Marshal(&r)
+// BatchOptions are the batch API that answers tasks marked batch.
+type BatchOptions struct {
+	// API, when set, answers the runs of tasks marked batch through this
+	// provider's batch API, with Model. Interactive runs never use it.
+	API   llm.Batcher
+	Model string
+	// Poll is the first wait between polls of a batch, doubling up to
+	// PollMax; zero means one minute and ten minutes.
+	Poll    time.Duration
+	PollMax time.Duration
+	// Deadline is how long a submitted batch may run before it is
+	// cancelled and the task answered at once; zero means 25h (the
+	// providers promise 24h).
+	Deadline time.Duration
+}
+
+func (o BatchOptions) withDefaults() BatchOptions {
+	if o.Poll <= 0 {
+		o.Poll = time.Minute
+	}
+	if o.PollMax <= 0 {
+		o.PollMax = 10 * time.Minute
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = 25 * time.Hour
+	}
+	return o
+}
+
+// batcher is the batch loop: it submits handed-off runs, polls them and
+// stores their results, then wakes the group's worker.
+type batcher struct {
+	o    BatchOptions
+	st   *store.Store
+	now  func() time.Time
+	log  *slog.Logger
+	kick chan struct{}       // wakes the loop: a run was handed off
+	wake func(folder string) // queues the group whose batch ended
+}
+
+// handOff stores the run's request as a batch and moves the cursor past
+// its task.
+func (r *Run) handOff() runResult {
+	bt := r.a.batches
+	req := *r.req
+	req.Model = bt.o.Model
+	body, err := json.Marshal(&req)
 	if err != nil {
-		log.Error("agent: batch request cannot be stored; answering now", "err", err)
+		r.log.Error("agent: batch request cannot be stored; answering now", "err", err)
 		return runResult{outcome: outcomeDeliveryFailed, err: err}
 	}
-	b := store.Batch{ID: runID, Folder: g.Folder, ChatID: trig.ChatID, ThreadID: trig.ThreadID, UpToSeq: upTo,
-		Provider: a.opts.Batch.Name(), Model: a.opts.BatchModel, Request: string(body)}
-	if g.NeedsTrigger() {
-		b.ReplyTo = trig.MessageID
+	b := store.Batch{ID: r.id, Folder: r.g.Folder, ChatID: r.to.chat, ThreadID: r.to.thread, UpToSeq: r.to.upTo,
+		Provider: bt.o.API.Name(), Model: bt.o.Model, Request: string(body), ReplyTo: r.to.replyTo}
+	if err := bt.st.HandOffBatch(r.ctx, b); err != nil {
+		return storeFailure(r.ctx, err)
 	}
-	if err := a.opts.Store.HandOffBatch(ctx, b); err != nil {
-		return a.storeFailure(ctx, err)
-	}
-	log.Info("agent: task handed to the batch API", "provider", b.Provider, "model", b.Model)
+	r.log.Info("agent: task handed to the batch API", "provider", b.Provider, "model", b.Model)
 	select {
-	case a.batchKick <- struct{}{}:
+	case bt.kick <- struct{}{}:
 	default:
 	}
 	return runResult{outcome: outcomeDone}
 }
 
 // batchesAtStart returns the groups with a batch result waiting. Batches
-// left over while no batch API is configured any more are ended without
-// a result, so their tasks are answered now rather than never.
-func (a *Agent) batchesAtStart(ctx context.Context) ([]string, error) {
-	if a.opts.Batch == nil {
+// left over while no batch API is configured any more (bt nil) are ended
+// without a result, so their tasks are answered now rather than never.
+func batchesAtStart(ctx context.Context, bt *batcher, st *store.Store, log *slog.Logger) ([]string, error) {
+	if bt == nil {
 		for _, state := range []string{store.BatchPending, store.BatchSubmitted} {
-			bs, err := a.opts.Store.Batches(ctx, state)
+			bs, err := st.Batches(ctx, state)
 			if err != nil {
 				return nil, err
 			}
 			for _, b := range bs {
-				a.log.Warn("agent: batch left over but no batch API is configured; answering the task now", "group", b.Folder, "batch", b.BatchID)
-				if err := a.opts.Store.BatchEnded(ctx, b.ID, "", "no batch API is configured any more"); err != nil {
+				log.Warn("agent: batch left over but no batch API is configured; answering the task now", "group", b.Folder, "batch", b.BatchID)
+				if err := st.BatchEnded(ctx, b.ID, "", "no batch API is configured any more"); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
-	bs, err := a.opts.Store.Batches(ctx, store.BatchEnded)
+	bs, err := st.Batches(ctx, store.BatchEnded)
 	if err != nil {
 		return nil, err
 	}
@@ -86,38 +126,38 @@ func (a *Agent) batchesAtStart(ctx context.Context) ([]string, error) {
 	return folders, nil
 }
 
-// runBatches submits and polls batches until ctx ends.
-func (a *Agent) runBatches(ctx context.Context) {
+// loop submits and polls batches until ctx ends.
+func (bt *batcher) loop(ctx context.Context) {
 	for {
-		if !clock.Wait(ctx, clock.Real{}, a.batchTick(ctx), a.batchKick) {
+		if !clock.Wait(ctx, clock.Real{}, bt.tick(ctx), bt.kick) {
 			return
 		}
 	}
 }
 
-// batchTick does what is due and returns how long until the next poll.
-func (a *Agent) batchTick(ctx context.Context) time.Duration {
-	st := a.opts.Store
-	wait := a.opts.BatchPollMax
+// tick does what is due and returns how long until the next poll.
+func (bt *batcher) tick(ctx context.Context) time.Duration {
+	st := bt.st
+	wait := bt.o.PollMax
 	pending, err := st.Batches(ctx, store.BatchPending)
 	if err != nil {
-		a.log.Warn("agent: batches unreadable", "err", err)
-		return a.opts.BatchPoll
+		bt.log.Warn("agent: batches unreadable", "err", err)
+		return bt.o.Poll
 	}
 	for _, b := range pending {
 		if ctx.Err() != nil {
 			return wait
 		}
-		if !a.submitBatch(ctx, b) {
-			wait = min(wait, a.opts.BatchPoll)
+		if !bt.submit(ctx, b) {
+			wait = min(wait, bt.o.Poll)
 		}
 	}
 	submitted, err := st.Batches(ctx, store.BatchSubmitted)
 	if err != nil {
-		a.log.Warn("agent: batches unreadable", "err", err)
-		return a.opts.BatchPoll
+		bt.log.Warn("agent: batches unreadable", "err", err)
+		return bt.o.Poll
 	}
-	now := a.now()
+	now := bt.now()
 	for _, b := range submitted {
 		if ctx.Err() != nil {
 			return wait
@@ -126,67 +166,69 @@ func (a *Agent) batchTick(ctx context.Context) time.Duration {
 			wait = min(wait, b.NextPoll.Sub(now))
 			continue
 		}
-		if next, polling := a.pollBatch(ctx, b); polling {
+		if next, polling := bt.poll(ctx, b); polling {
 			wait = min(wait, next)
 		}
 	}
 	return max(wait, time.Millisecond)
 }
 
-// submitBatch sends one handed-off run; false means try again later.
-func (a *Agent) submitBatch(ctx context.Context, b store.Batch) bool {
-	log := a.log.With("group", b.Folder, "run", b.ID)
+// submit sends one handed-off run; false means try again later.
+func (bt *batcher) submit(ctx context.Context, b store.Batch) bool {
+	log := bt.log.With("group", b.Folder, "run", b.ID)
 	var req llm.Request
 	if err := json.Unmarshal([]byte(b.Request), &req); err != nil {
-		a.endBatch(ctx, b, nil, fmt.Errorf("stored request unreadable: %w", err), log)
+		bt.end(ctx, b, batchOutcome{why: fmt.Errorf("stored request unreadable: %w", err)})
 		return true
 	}
-	id, err := a.opts.Batch.SubmitBatch(ctx, []llm.BatchItem{{ID: b.ID, Req: &req}})
+	api := bt.o.API
+	id, err := api.SubmitBatch(ctx, []llm.BatchItem{{ID: b.ID, Req: &req}})
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
 		}
-		if e := llm.AsError(a.opts.Batch.Name(), err); e.Retryable {
+		if e := llm.AsError(api.Name(), err); e.Retryable {
 			log.Warn("agent: batch submission failed; will retry", "err", err)
 			return false
 		}
-		a.endBatch(ctx, b, nil, fmt.Errorf("batch refused: %w", err), log)
+		bt.end(ctx, b, batchOutcome{why: fmt.Errorf("batch refused: %w", err)})
 		return true
 	}
-	if err := a.opts.Store.BatchSubmitted(ctx, b.ID, id, a.now().Add(a.opts.BatchPoll)); err != nil {
+	if err := bt.st.BatchSubmitted(ctx, b.ID, id, bt.now().Add(bt.o.Poll)); err != nil {
 		// The provider has it but we could not note it: it will be
 		// submitted again and only the second one's answer is used.
 		log.Warn("agent: batch submitted but not recorded", "batch", id, "err", err)
 		return false
 	}
-	log.Info("agent: batch submitted", "provider", a.opts.Batch.Name(), "batch", id)
+	log.Info("agent: batch submitted", "provider", api.Name(), "batch", id)
 	return true
 }
 
-// pollBatch asks after one submitted batch. polling reports it is still
+// poll asks after one submitted batch. polling reports it is still
 // running, to be asked again after next.
-func (a *Agent) pollBatch(ctx context.Context, b store.Batch) (next time.Duration, polling bool) {
-	log := a.log.With("group", b.Folder, "run", b.ID, "batch", b.BatchID)
-	next = backoff.Schedule{Initial: a.opts.BatchPoll, Max: a.opts.BatchPollMax}.Wait(b.Polls + 1)
-	if a.now().Sub(b.Created) > a.opts.BatchDeadline {
-		if err := a.opts.Batch.CancelBatch(ctx, b.BatchID); err != nil {
+func (bt *batcher) poll(ctx context.Context, b store.Batch) (next time.Duration, polling bool) {
+	log := bt.log.With("group", b.Folder, "run", b.ID, "batch", b.BatchID)
+	api := bt.o.API
+	next = backoff.Schedule{Initial: bt.o.Poll, Max: bt.o.PollMax}.Wait(b.Polls + 1)
+	if bt.now().Sub(b.Created) > bt.o.Deadline {
+		if err := api.CancelBatch(ctx, b.BatchID); err != nil {
 			log.Warn("agent: cancelling an overdue batch failed", "err", err)
 		}
-		a.endBatch(ctx, b, nil, fmt.Errorf("the batch ran longer than %s", a.opts.BatchDeadline), log)
+		bt.end(ctx, b, batchOutcome{why: fmt.Errorf("the batch ran longer than %s", bt.o.Deadline)})
 		return 0, false
 	}
-	state, err := a.opts.Batch.PollBatch(ctx, b.BatchID)
+	state, err := api.PollBatch(ctx, b.BatchID)
 	if err == nil && state == llm.BatchEnded {
 		var outcomes map[string]llm.BatchOutcome
-		if outcomes, err = a.opts.Batch.BatchResults(ctx, b.BatchID); err == nil {
+		if outcomes, err = api.BatchResults(ctx, b.BatchID); err == nil {
 			o, ok := outcomes[b.ID]
 			switch {
 			case !ok:
-				a.endBatch(ctx, b, nil, errors.New("the batch's results do not include this run"), log)
+				bt.end(ctx, b, batchOutcome{why: errors.New("the batch's results do not include this run")})
 			case o.Err != nil:
-				a.endBatch(ctx, b, nil, o.Err, log)
+				bt.end(ctx, b, batchOutcome{why: o.Err})
 			default:
-				a.endBatch(ctx, b, o.Result, nil, log)
+				bt.end(ctx, b, batchOutcome{res: o.Result})
 			}
 			return 0, false
 		}
@@ -194,23 +236,31 @@ func (a *Agent) pollBatch(ctx context.Context, b store.Batch) (next time.Duratio
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return 0, false
-	case err != nil && !llm.AsError(a.opts.Batch.Name(), err).Retryable && !errors.Is(err, context.DeadlineExceeded):
-		a.endBatch(ctx, b, nil, fmt.Errorf("polling the batch: %w", err), log)
+	case err != nil && !llm.AsError(api.Name(), err).Retryable && !errors.Is(err, context.DeadlineExceeded):
+		bt.end(ctx, b, batchOutcome{why: fmt.Errorf("polling the batch: %w", err)})
 		return 0, false
 	case err != nil:
 		log.Warn("agent: polling a batch failed; will retry", "err", err)
 	case state == llm.BatchFailed:
-		a.endBatch(ctx, b, nil, errors.New("the provider gave up on the batch"), log)
+		bt.end(ctx, b, batchOutcome{why: errors.New("the provider gave up on the batch")})
 		return 0, false
 	}
-	if err := a.opts.Store.BatchPolled(ctx, b.ID, a.now().Add(next)); err != nil {
+	if err := bt.st.BatchPolled(ctx, b.ID, bt.now().Add(next)); err != nil {
 		log.Warn("agent: batch poll not recorded", "err", err)
 	}
 	return next, true
 }
 
-// endBatch stores the result, or why there is none, and wakes the group.
-func (a *Agent) endBatch(ctx context.Context, b store.Batch, res *llm.Result, why error, log *slog.Logger) {
+// batchOutcome is what a batch came to: its result, or why there is none.
+type batchOutcome struct {
+	res *llm.Result
+	why error
+}
+
+// end stores the result, or why there is none, and wakes the group.
+func (bt *batcher) end(ctx context.Context, b store.Batch, out batchOutcome) {
+	log := bt.log.With("group", b.Folder, "run", b.ID, "batch", b.BatchID)
+	res, why := out.res, out.why
 	var body []byte
 	msg := ""
 	if res != nil {
@@ -225,78 +275,80 @@ func (a *Agent) endBatch(ctx context.Context, b store.Batch, res *llm.Result, wh
 	} else {
 		log.Info("agent: batch answered", "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens)
 	}
-	if err := a.opts.Store.BatchEnded(ctx, b.ID, string(body), msg); err != nil {
+	if err := bt.st.BatchEnded(ctx, b.ID, string(body), msg); err != nil {
 		log.Warn("agent: batch result not stored", "err", err)
 		return
 	}
 	// Stored: the provider's copy of the results may go now.
-	if f, ok := a.opts.Batch.(llm.BatchForgetter); ok && b.BatchID != "" {
+	if f, ok := bt.o.API.(llm.BatchForgetter); ok && b.BatchID != "" {
 		if err := f.ForgetBatch(ctx, b.BatchID); err != nil {
 			log.Warn("agent: batch files not deleted at the provider", "err", err)
 		}
 	}
-	a.kick(b.Folder, false)
+	bt.wake(b.Folder)
 }
 
-// resumeBatch finishes a batch run in its group's worker.
-func (a *Agent) resumeBatch(ctx context.Context, g *groups.Group, b store.Batch) runResult {
-	started := time.Now()
-	runID := newRunID()
-	log := a.log.With("group", g.Folder, "run", runID, "batch_run", b.ID)
-	fail := runResult{chat: b.ChatID, thread: b.ThreadID}
+// resume finishes a batch run in its group's worker: the batch's result
+// is the model's first answer (none: the run is answered now).
+func (r *Run) resume(ctx context.Context, b store.Batch) runResult {
+	a := r.a
+	r.log = r.log.With("batch_run", b.ID)
 	var req llm.Request
 	if err := json.Unmarshal([]byte(b.Request), &req); err != nil {
 		// Only a database edited by hand gets here; the task is lost
 		// loudly rather than retried forever.
-		log.Error("agent: batch run's request unreadable; dropping it", "err", err)
-		if _, err := a.opts.Store.AnswerBatch(ctx, b.ID, nil); err != nil {
-			return a.storeFailure(ctx, err)
+		r.log.Error("agent: batch run's request unreadable; dropping it", "err", err)
+		if err := a.opts.Store.AnswerBatch(ctx, b.ID, nil); err != nil {
+			return storeFailure(ctx, err)
 		}
 		return runResult{outcome: outcomeDone}
 	}
-	req.Model = a.opts.Model // later turns are interactive
-	ws, err := groups.EnsureWorkspace(a.opts.GroupsDir, g)
-	if err != nil {
-		fail.outcome, fail.err = outcomeDeliveryFailed, err
-		return fail
+	req.Model = a.opts.Run.Model // later turns are interactive
+	r.req = &req
+	if err := r.begin(ctx); err != nil {
+		return r.failed(outcomeDeliveryFailed, err)
 	}
-	var bill attempts
-	ctx = llm.WithAttemptObserver(ctx, bill.add)
 	var first *llm.Result
 	if b.Result != "" {
 		first = &llm.Result{}
 		if err := json.Unmarshal([]byte(b.Result), first); err != nil {
-			log.Warn("agent: batch result unreadable; answering now", "err", err)
+			r.log.Warn("agent: batch result unreadable; answering now", "err", err)
 			first = nil
 		} else {
-			bill.add(llm.Attempt{Provider: b.Provider, Model: b.Model, Outcome: llm.OutcomeSucceeded, Usage: first.Usage})
+			r.bill.add(llm.Attempt{Provider: b.Provider, Model: b.Model, Outcome: llm.OutcomeSucceeded, Usage: first.Usage})
 		}
 	}
 
-	runCtx, tools, done := a.setUp(ctx, g, b.ChatID, log)
-	defer done()
-	tools, gd := a.guardRun(g, tools)
-	if gd != nil && len(req.Messages) > 0 {
+	defer r.open()()
+	r.guardTools()
+	if r.guard != nil && len(req.Messages) > 0 {
 		// The conversation is gone; the request holds what it showed.
 		// Its notes of strangers' words taint the run as they would have.
-		gd.allowRendered(req.Messages[0])
+		r.guard.allowRendered(req.Messages[0])
 	}
-	caps := a.opts.LLM.Capabilities()
-	if tools == nil || !caps.Tools {
+	if r.tools == nil || !r.caps.Tools {
 		req.Tools = nil
 	}
-	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: b.UpToSeq}
-	defer a.saveRun(ctx, &rec, &bill, &req, log)
+	r.rec = store.AgentRun{ID: r.id, Folder: r.g.Folder, Started: r.started, UpToSeq: b.UpToSeq}
+	defer r.save()
 	// Not streamed: a batch answer comes whole.
-	final, stop := a.turns(ctx, runCtx, g, &req, first, ws, tools, caps, &rec, fail, nil, log)
+	final, stop := r.turns(first)
 	if stop != nil {
 		return *stop
 	}
-	log.Info("agent: batch run finished", "outcome", rec.Outcome, "iterations", rec.Iterations, "from_batch", first != nil,
-		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
-	final = a.askToConfirm(g, gd, b.UpToSeq, final, log)
-	to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-	return a.answer(ctx, g, ws, final, to, &rec, nil, log, func(it *store.OutboxItem) (int64, error) {
-		return a.opts.Store.AnswerBatch(ctx, b.ID, it)
+	r.log.Info("agent: batch run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations, "from_batch", first != nil,
+		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
+	final = r.askToConfirm(final)
+	return r.answer(final, func(it *outboxdb.Item) (id int64, err error) {
+		// The answer is queued in the transaction that marks the batch
+		// answered: it is sent once.
+		err = a.opts.Store.AnswerBatch(r.ctx, b.ID, func(tx *sql.Tx) error {
+			if it == nil {
+				return nil
+			}
+			id, err = outboxdb.AddTx(r.ctx, tx, *it)
+			return err
+		})
+		return id, err
 	})
 }

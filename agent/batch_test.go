@@ -121,8 +121,8 @@ func batchSummary(req *llm.Request) llm.BatchOutcome {
 
 func withBatch(b *batchBackend) func(*Options) {
 	return func(o *Options) {
-		o.Batch, o.BatchModel = fakeBatcher{b}, "fake-batch-1"
-		o.BatchPoll, o.BatchPollMax = time.Millisecond, 5*time.Millisecond
+		o.Batch.API, o.Batch.Model = fakeBatcher{b}, "fake-batch-1"
+		o.Batch.Poll, o.Batch.PollMax = time.Millisecond, 5*time.Millisecond
 	}
 }
 
@@ -276,7 +276,7 @@ func TestBatchFailuresAnswerNow(t *testing.T) {
 		{"submission refused", func(b *batchBackend, o *Options) {
 			b.refuse = llm.NewError("fakebatch", llm.KindBadRequest, "batches are not enabled for this key")
 		}},
-		{"deadline", func(b *batchBackend, o *Options) { o.BatchDeadline = time.Nanosecond }},
+		{"deadline", func(b *batchBackend, o *Options) { o.Batch.Deadline = time.Nanosecond }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := echoLLM()

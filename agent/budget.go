@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
@@ -46,45 +45,50 @@ func (b *attempts) list() ([]store.Attempt, string) {
 // msgBudget is what the chat hears once a day when its budget is spent.
 const msgBudget = "I've reached today's spending limit for this group, so I'll be quiet until tomorrow."
 
-// overBudget stops a run when the group's model calls today already cost
-// agent.max_cost_per_day: the messages count as handled, and the chat is
-// told once a day.
-func (a *Agent) overBudget(ctx context.Context, g *groups.Group, trig store.Trigger, log *slog.Logger) (runResult, bool) {
-	if a.opts.MaxCostPerDay <= 0 {
+// budget is agent.max_cost_per_day: a group whose model calls today
+// already cost that much is not run; the messages count as handled, and
+// the chat is told once a day.
+type budget struct {
+	limit int64 // micro-cents; 0 is no limit
+	st    *store.Store
+	now   func() time.Time
+	loc   *time.Location
+	chans *channelSet
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	told map[string]string // folder → the day the chat was told its budget is spent
+}
+
+// over reports, and handles, a run the budget stops before it starts.
+func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (runResult, bool) {
+	if b.limit <= 0 {
 		return runResult{}, false
 	}
-	now := a.now().In(a.location())
+	log := b.log.With("group", folder)
+	now := b.now().In(b.loc)
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	spent, err := a.opts.Store.SpentSince(ctx, g.Folder, day)
+	spent, err := b.st.SpentSince(ctx, folder, day)
 	if err != nil {
-		return a.storeFailure(ctx, err), true
+		return storeFailure(ctx, err), true
 	}
-	if spent < a.opts.MaxCostPerDay {
+	if spent < b.limit {
 		return runResult{}, false
 	}
-	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", a.opts.MaxCostPerDay)
-	if err := a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, trig.Seq); err != nil {
-		return a.storeFailure(ctx, err), true
+	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", b.limit)
+	if err := b.st.AdvanceAgentCursor(ctx, folder, trig.Seq); err != nil {
+		return storeFailure(ctx, err), true
 	}
-	a.mu.Lock()
-	told := a.budgetTold[g.Folder] == day.Format(time.DateOnly)
-	a.budgetTold[g.Folder] = day.Format(time.DateOnly)
-	a.mu.Unlock()
+	b.mu.Lock()
+	told := b.told[folder] == day.Format(time.DateOnly)
+	b.told[folder] = day.Format(time.DateOnly)
+	b.mu.Unlock()
 	if !told {
-		if ch, ok := a.channelFor(trig.ChatID); ok {
-			if _, err := ch.Send(ctx, outMessage(trig.ChatID, msgBudget, trig.ThreadID, "")); err != nil {
-				log.Warn("agent: could not tell the chat the budget is spent", "err", err)
-			}
+		if err := b.chans.say(ctx, trig.ChatID, trig.ThreadID, msgBudget); err != nil {
+			log.Warn("agent: could not tell the chat the budget is spent", "err", err)
 		}
 	}
 	return runResult{outcome: outcomeDone}, true
-}
-
-func (a *Agent) location() *time.Location {
-	if a.opts.Location != nil {
-		return a.opts.Location
-	}
-	return time.Local
 }
 
 // USD is a cost in dollars as micro-cents (1e-8 USD), the unit of every
@@ -98,7 +102,7 @@ func (a *Agent) RunRetention(ctx context.Context, keep, interval time.Duration) 
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := a.opts.Store.PruneAgentHistory(ctx, a.now().Add(-keep))
+		n, err := a.opts.Store.PruneAgentHistory(ctx, a.opts.Time.Now().Add(-keep))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			a.log.Warn("agent: pruning old runs failed", "err", err)

@@ -29,7 +29,7 @@ func TestAttemptsAreBilledAndTheDailyBudgetHolds(t *testing.T) {
 	}
 	h := newHarness(t, up, func(o *Options) {
 		o.LLM = chain
-		o.MaxCostPerDay = USD(0.03)
+		o.Intake.MaxCostPerDay = USD(0.03)
 	})
 	h.start()
 	h.say(famChat, "Ann", "@Andy first")

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/store"
 )
@@ -37,6 +38,16 @@ type pendingConfirm struct {
 	until time.Time
 }
 
+// confirms are the calls each group's people are asked to confirm, by
+// folder.
+type confirms struct {
+	now func() time.Time
+	log *slog.Logger
+
+	mu      sync.Mutex
+	pending map[string][]*pendingConfirm
+}
+
 // codeAlphabet leaves out letters and digits people mistake for others.
 const codeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
@@ -49,17 +60,17 @@ func newConfirmCode() string {
 	return string(b[:])
 }
 
-// offerConfirm keeps the refused calls of a run that answered up to seq
+// offer keeps the refused calls of a run that answered up to seq
 // and returns the line botd adds to its answer.
-func (a *Agent) offerConfirm(folder string, seq int64, taint string, calls []pendingCall) string {
-	p := &pendingConfirm{code: newConfirmCode(), calls: calls, after: seq, until: a.now().Add(confirmTTL)}
-	a.cmu.Lock()
-	if a.confirms == nil {
-		a.confirms = map[string][]*pendingConfirm{}
+func (cs *confirms) offer(folder string, seq int64, taint string, calls []pendingCall) string {
+	p := &pendingConfirm{code: newConfirmCode(), calls: calls, after: seq, until: cs.now().Add(confirmTTL)}
+	cs.mu.Lock()
+	if cs.pending == nil {
+		cs.pending = map[string][]*pendingConfirm{}
 	}
-	ps := append(a.confirms[folder], p)
-	a.confirms[folder] = ps[max(0, len(ps)-maxPending):]
-	a.cmu.Unlock()
+	ps := append(cs.pending[folder], p)
+	cs.pending[folder] = ps[max(0, len(ps)-maxPending):]
+	cs.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "(botd: I read %s in this answer, so I did not do this without a person's go-ahead:", taint)
 	for _, c := range calls {
@@ -69,15 +80,15 @@ func (a *Agent) offerConfirm(folder string, seq int64, taint string, calls []pen
 	return b.String()
 }
 
-// takeConfirmed returns the calls a person confirmed among msgs (the new
+// take returns the calls a person confirmed among msgs (the new
 // messages of a run) and forgets them; nil when none.
-func (a *Agent) takeConfirmed(folder string, msgs []store.Message) []pendingCall {
-	a.cmu.Lock()
-	defer a.cmu.Unlock()
-	now := a.now()
+func (cs *confirms) take(folder string, msgs []store.Message) []pendingCall {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	now := cs.now()
 	var keep []*pendingConfirm
 	var calls []pendingCall
-	for _, p := range a.confirms[folder] {
+	for _, p := range cs.pending[folder] {
 		switch {
 		case now.After(p.until):
 		case confirmedBy(p, msgs):
@@ -87,9 +98,9 @@ func (a *Agent) takeConfirmed(folder string, msgs []store.Message) []pendingCall
 		}
 	}
 	if len(keep) == 0 {
-		delete(a.confirms, folder)
+		delete(cs.pending, folder)
 	} else {
-		a.confirms[folder] = keep
+		cs.pending[folder] = keep
 	}
 	return calls
 }
@@ -113,9 +124,9 @@ func confirmedBy(p *pendingConfirm, msgs []store.Message) bool {
 	return false
 }
 
-// runConfirmed carries out the confirmed calls through the run's tools,
-// past the guard, and says what came of each for the model.
-func (a *Agent) runConfirmed(ctx context.Context, g *groups.Group, ts ToolSession, calls []pendingCall) string {
+// runConfirmed carries out the confirmed calls through the run's tools
+// (ts: past the guard) and says what came of each for the model.
+func runConfirmed(ctx context.Context, ts ToolSession, calls []pendingCall, log *slog.Logger) string {
 	if len(calls) == 0 || ts == nil {
 		return ""
 	}
@@ -130,7 +141,7 @@ func (a *Agent) runConfirmed(ctx context.Context, g *groups.Group, ts ToolSessio
 		default:
 			out = strings.TrimSpace(resultText(res))
 		}
-		a.log.Info("agent: confirmed call carried out", "group", g.Folder, "tool", c.Tool, "failed", err != nil || (res != nil && res.IsError))
+		log.Info("agent: confirmed call carried out", "tool", c.Tool, "failed", err != nil || (res != nil && res.IsError))
 		fmt.Fprintf(&b, "\n- %s: %s", c.Tool, textclip.Clip(out, 1000))
 	}
 	b.WriteString("\nDo not do it again; tell the chat how it went.\n</confirmed>")

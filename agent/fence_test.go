@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
@@ -31,7 +32,7 @@ func TestStaleInstanceSendsNothing(t *testing.T) {
 		}
 		q := h.say(famChat, "Alice", "@Andy when is dinner?")
 		seq := h.lastSeq(famChat)
-		id, err := h.st.AddOutbox(ctx, store.OutboxItem{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q})
+		id, err := outboxdb.New(h.st).Add(ctx, outboxdb.Item{Folder: "family", ChatID: famChat, UpToSeq: seq, Text: "At seven.", ReplyTo: q})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +46,8 @@ func TestStaleInstanceSendsNothing(t *testing.T) {
 		if got := h.tg.Sent(); len(got) != 0 {
 			t.Fatalf("the stale instance sent %q", sentTexts(got))
 		}
-		it, err := b.Outbox(ctx, id)
-		if err != nil || it.Status != store.OutboxPending || it.Attempts != 0 || h.cursor("family") != 0 {
+		it, err := outboxdb.New(b).Get(ctx, id)
+		if err != nil || it.Status != outboxdb.Pending || it.Attempts != 0 || h.cursor("family") != 0 {
 			t.Fatalf("after the stale instance: %+v, %v, cursor %d", it, err, h.cursor("family"))
 		}
 
@@ -82,7 +83,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 	}}
 	stg := chantest.NewStreaming("telegram")
 	h := newHarnessOn(t, c, newFakeLLM(nil), func(o *Options) {
-		o.LLM, o.Clock = sl, clk
+		o.LLM, o.Time.Clock = sl, clk
 		o.Channels["telegram"] = stg
 	})
 	// The channel asks the store's lease where its calls leave, as every
@@ -125,7 +126,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 	if evs, sent := stg.Events(), stg.Sent(); len(evs)+len(sent) != 0 {
 		t.Fatalf("the thawed instance showed %q and sent %q", kinds(evs), sentTexts(sent))
 	}
-	if items, err := b.PendingOutbox(ctx, "family"); err != nil || len(items) != 0 {
+	if items, err := outboxdb.New(b).Pending(ctx, "family"); err != nil || len(items) != 0 {
 		t.Fatalf("the thawed instance left %d answers in the outbox (%v)", len(items), err)
 	}
 
@@ -133,7 +134,7 @@ func TestThawedInstanceShowsNothing(t *testing.T) {
 	h.st = b
 	stg.Fence = b
 	h.restart(func(o *Options) {
-		o.LLM, o.Clock = sl, clk
+		o.LLM, o.Time.Clock = sl, clk
 		o.Channels["telegram"] = stg
 	})
 	h.idle()

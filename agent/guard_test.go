@@ -562,9 +562,9 @@ func btoi(b bool) int {
 // confirms nothing.
 func TestConfirmCode(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	a := &Agent{opts: Options{Now: func() time.Time { return now }}}
+	a := &confirms{now: func() time.Time { return now }}
 	call := pendingCall{Tool: tools.ScheduleTask, Args: json.RawMessage(`{"prompt":"x"}`), Reason: tools.WidenTask}
-	line := a.offerConfirm("main", 10, "a web page (fetch_url)", []pendingCall{call})
+	line := a.offer("main", 10, "a web page (fetch_url)", []pendingCall{call})
 	m := confirmRe.FindStringSubmatch(line)
 	if m == nil || !strings.Contains(line, `schedule_task {"prompt":"x"}`) {
 		t.Fatalf("the line lacks the call or a code: %s", line)
@@ -581,25 +581,25 @@ func TestConfirmCode(t *testing.T) {
 		{"a wrong code", store.Message{Seq: 11, Text: "confirm ABCDE1"}},
 		{"the code inside a word", store.Message{Seq: 11, Text: "confirm x" + code}},
 	} {
-		if got := a.takeConfirmed("main", []store.Message{tc.msg}); got != nil {
+		if got := a.take("main", []store.Message{tc.msg}); got != nil {
 			t.Errorf("%s confirmed: %v", tc.name, got)
 		}
 	}
-	if got := a.takeConfirmed("family", []store.Message{{Seq: 11, Text: "confirm " + code}}); got != nil {
+	if got := a.take("family", []store.Message{{Seq: 11, Text: "confirm " + code}}); got != nil {
 		t.Errorf("another group's message confirmed: %v", got)
 	}
-	got := a.takeConfirmed("main", []store.Message{{Seq: 12, Text: "ok, confirm " + strings.ToLower(code) + "!"}})
+	got := a.take("main", []store.Message{{Seq: 12, Text: "ok, confirm " + strings.ToLower(code) + "!"}})
 	if len(got) != 1 || got[0].Tool != call.Tool || string(got[0].Args) != string(call.Args) {
 		t.Fatalf("a person's code confirmed %v, want the call", got)
 	}
-	if got := a.takeConfirmed("main", []store.Message{{Seq: 13, Text: "confirm " + code}}); got != nil {
+	if got := a.take("main", []store.Message{{Seq: 13, Text: "confirm " + code}}); got != nil {
 		t.Errorf("a code confirmed twice: %v", got)
 	}
 
-	line = a.offerConfirm("main", 20, "a web page (fetch_url)", []pendingCall{call})
+	line = a.offer("main", 20, "a web page (fetch_url)", []pendingCall{call})
 	code = confirmRe.FindStringSubmatch(line)[1]
 	now = now.Add(confirmTTL + time.Second)
-	if got := a.takeConfirmed("main", []store.Message{{Seq: 21, Text: "confirm " + code}}); got != nil {
+	if got := a.take("main", []store.Message{{Seq: 21, Text: "confirm " + code}}); got != nil {
 		t.Errorf("an expired code confirmed: %v", got)
 	}
 }

@@ -223,7 +223,12 @@ func newHarnessOn(t testing.TB, db store.Config, f *fakeLLM, mod func(*Options))
 	if db.Driver == "sqlite" && db.DSN == "" {
 		db.DSN = filepath.Join(dir, "botd.db")
 	}
-	st := storetest.Open(t, db)
+	return newHarnessWith(t, storetest.Open(t, db), dir, f, mod)
+}
+
+// newHarnessWith is newHarness over st, with the group folders in dir.
+func newHarnessWith(t testing.TB, st *store.Store, dir string, f *fakeLLM, mod func(*Options)) *harness {
+	t.Helper()
 	var err error
 	h := &harness{t: t, st: st, groupsDir: filepath.Join(dir, "groups"), tg: chantest.New("telegram"), sl: chantest.New("slack"),
 		llm: f, hosts: map[string]*fakeHost{}, media: map[string]fakeMedia{}}
@@ -237,13 +242,13 @@ func newHarnessOn(t testing.TB, db store.Config, f *fakeLLM, mod func(*Options))
 
 func (h *harness) options(mod func(*Options)) Options {
 	o := Options{
-		Store: h.st, Groups: h.gs, GroupsDir: h.groupsDir, DataDir: filepath.Dir(h.groupsDir),
+		Store: h.st, Groups: h.gs, GroupsDir: h.groupsDir,
 		Channels: map[string]channels.Channel{"telegram": h.tg, "slack": h.sl},
-		LLM:      h.llm, Model: "fake-1", AssistantName: "Andy",
-		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Location:   time.UTC,
-		Media:      func(group string) mcp.Caller { return h.hosts[group] },
-		RetryDelay: func(try int) time.Duration { return time.Millisecond },
+		LLM:      h.llm, Run: RunLimits{Model: "fake-1"}, AssistantName: "Andy",
+		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Time:        TimeOptions{Location: time.UTC},
+		ToolOptions: ToolOptions{Media: func(group string) mcp.Caller { return h.hosts[group] }},
+		Intake:      IntakeOptions{RetryDelay: func(try int) time.Duration { return time.Millisecond }},
 	}
 	if testing.Verbose() {
 		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -317,7 +322,7 @@ func (h *harness) idle() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), chantest.HangGuard)
 	defer cancel()
-	if err := h.a.waitIdle(ctx); err != nil {
+	if err := h.a.queue.waitIdle(ctx); err != nil {
 		h.t.Fatalf("agent never went idle: %v", err)
 	}
 }
@@ -404,7 +409,7 @@ func workersAwaitingSlot() int {
 			if strings.HasPrefix(lines[i], "runtime.") {
 				continue
 			}
-			if strings.HasPrefix(lines[i], "github.com/botd-dev/botd/agent.(*Agent).work(") {
+			if strings.HasPrefix(lines[i], "github.com/botd-dev/botd/agent.(*queue).work(") {
 				count++
 			}
 			break

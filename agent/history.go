@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/agent/historydb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/llm"
@@ -70,22 +72,69 @@ func stableWindow(total, n int) int {
 	return total - first + 1
 }
 
-// loadConversation reads what a run shows the model: the group's latest
+// ContextLimits are what a run shows of the chat (agent.max_messages,
+// agent.context).
+type ContextLimits struct {
+	// MaxMessages bounds the new messages of one run (the newest are
+	// kept).
+	MaxMessages int
+	// Messages and MaxAge bound the handled messages shown again
+	// (Messages negative: none); MaxTokens is the budget past which older
+	// ones are summarised.
+	Messages  int
+	MaxAge    time.Duration
+	MaxTokens int
+}
+
+func (c ContextLimits) withDefaults(def Config) ContextLimits {
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = def.MaxMessages
+	}
+	switch {
+	case c.Messages == 0:
+		c.Messages = def.Context.Messages
+	case c.Messages < 0: // none
+		c.Messages = 0
+	}
+	if c.MaxAge <= 0 {
+		c.MaxAge = def.Context.MaxAge.D()
+	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = def.Context.MaxTokens
+	}
+	return c
+}
+
+// history is the conversation's owner: what a run reads of the chat
+// (load), the summary that stands for older messages, and the notes runs
+// keep on what they fetched.
+type history struct {
+	st    *store.Store // the messages
+	db    historydb.DB // the summaries and notes
+	lim   ContextLimits
+	model string // the model whose context window bounds the budget
+	llm   llm.Provider
+	loc   *time.Location
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// load reads what a run shows the model: the group's latest
 // summary, its handled messages since (bounded by agent.context), the new
 // messages after cursor (newest MaxMessages), the messages they reply to,
 // and the notes on refs the window mentions. Past the token budget, older
 // handled messages are summarised once and the summary stored for the
 // runs that follow.
-func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor int64) (conversation, int64, error) {
-	st := a.opts.Store
+func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conversation, int64, error) {
+	st := h.st
 	chats := g.ChatIDs()
-	msgs, err := st.MessagesAfter(ctx, chats, cursor, a.opts.MaxMessages+1)
+	msgs, err := st.MessagesAfter(ctx, chats, cursor, h.lim.MaxMessages+1)
 	if err != nil {
 		return conversation{}, 0, err
 	}
 	c := conversation{Msgs: msgs}
-	if len(msgs) > a.opts.MaxMessages {
-		c.Msgs, c.Omitted = msgs[len(msgs)-a.opts.MaxMessages:], true
+	if len(msgs) > h.lim.MaxMessages {
+		c.Msgs, c.Omitted = msgs[len(msgs)-h.lim.MaxMessages:], true
 	}
 	c.Msgs = taskAlone(c.Msgs)
 	if len(c.Msgs) == 0 {
@@ -95,8 +144,8 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 		c.Msgs = c.Msgs[len(c.Msgs)-1:]
 		return c, c.Msgs[0].Seq, nil
 	}
-	since := a.now().Add(-a.opts.ContextAge)
-	sum, ok, err := st.LatestSummary(ctx, g.Folder)
+	since := h.now().Add(-h.lim.MaxAge)
+	sum, ok, err := h.db.LatestSummary(ctx, g.Folder)
 	if err != nil {
 		return conversation{}, 0, err
 	}
@@ -107,11 +156,11 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 	if !c.Omitted {
 		// With new messages dropped for the limit, older ones would only
 		// stand between them and the model.
-		c.Earlier, err = st.History(ctx, chats, after, cursor, since, a.opts.ContextMessages)
+		c.Earlier, err = st.History(ctx, chats, after, cursor, since, h.lim.Messages)
 		if err != nil {
 			return conversation{}, 0, err
 		}
-		if n := a.opts.ContextMessages; len(c.Earlier) == n && n >= 2 {
+		if n := h.lim.Messages; len(c.Earlier) == n && n >= 2 {
 			total, err := st.CountHistory(ctx, chats, after, cursor, since)
 			if err != nil {
 				return conversation{}, 0, err
@@ -119,20 +168,20 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 			c.Earlier = c.Earlier[len(c.Earlier)-stableWindow(total, n):]
 		}
 	}
-	if err := a.quotes(ctx, &c); err != nil {
+	if err := h.quotes(ctx, &c); err != nil {
 		return conversation{}, 0, err
 	}
-	if err := a.notes(ctx, g, &c); err != nil {
+	if err := h.notes(ctx, g, &c); err != nil {
 		return conversation{}, 0, err
 	}
-	if budget := historyBudget(a.opts.Model, a.opts.ContextTokens); c.tokens() > budget {
-		a.compact(ctx, g, &c, budget)
+	if budget := historyBudget(h.model, h.lim.MaxTokens); c.tokens() > budget {
+		h.compact(ctx, g, &c, budget)
 	}
 	return c, c.Msgs[len(c.Msgs)-1].Seq, nil
 }
 
 // quotes loads the messages that new ones reply to, however old.
-func (a *Agent) quotes(ctx context.Context, c *conversation) error {
+func (h *history) quotes(ctx context.Context, c *conversation) error {
 	in := make(map[string]store.Message, len(c.Msgs)+len(c.Earlier))
 	for _, ms := range [][]store.Message{c.Earlier, c.Msgs} {
 		for _, m := range ms {
@@ -151,7 +200,7 @@ func (a *Agent) quotes(ctx context.Context, c *conversation) error {
 			c.Quotes[k] = q
 			continue
 		}
-		if q, err := a.opts.Store.Message(ctx, m.ChatID, m.ReplyTo); err == nil {
+		if q, err := h.st.Message(ctx, m.ChatID, m.ReplyTo); err == nil {
 			c.Quotes[k] = q
 		}
 	}
@@ -161,7 +210,7 @@ func (a *Agent) quotes(ctx context.Context, c *conversation) error {
 // notes loads what earlier runs learnt from the refs the window mentions,
 // and from the web addresses it mentions that fetch_url read (their link
 // refs, keyed by the group's chat and the address).
-func (a *Agent) notes(ctx context.Context, g *groups.Group, c *conversation) error {
+func (h *history) notes(ctx context.Context, g *groups.Group, c *conversation) error {
 	folder := g.Folder
 	seen := map[string]bool{}
 	var refs []string
@@ -187,7 +236,7 @@ func (a *Agent) notes(ctx context.Context, g *groups.Group, c *conversation) err
 	for _, q := range c.Quotes {
 		add(q.Text)
 	}
-	notes, err := a.opts.Store.MediaNotes(ctx, folder, refs)
+	notes, err := h.db.Notes(ctx, folder, refs)
 	if err != nil {
 		return err
 	}
@@ -214,8 +263,8 @@ const summaryPrompt = `You keep the running summary of a group chat for an assis
 // for several more runs before the next summary. If the model fails, or
 // the conversation is still over budget, the oldest handled messages are
 // dropped instead: a run never fails for its history.
-func (a *Agent) compact(ctx context.Context, g *groups.Group, c *conversation, budget int) {
-	log := a.log.With("group", g.Folder)
+func (h *history) compact(ctx context.Context, g *groups.Group, c *conversation, budget int) {
+	log := h.log.With("group", g.Folder)
 	n, kept := len(c.Earlier), 0
 	for n > 0 {
 		t := estimateTokens(c.Earlier[n-1].Text) + messageOverhead
@@ -233,8 +282,8 @@ func (a *Agent) compact(ctx context.Context, g *groups.Group, c *conversation, b
 			escape(&in, c.Summary, false)
 			in.WriteString("\n</summary>\n")
 		}
-		renderConversation(&in, old, a.opts.Location)
-		res, err := a.opts.LLM.Generate(ctx, &llm.Request{Model: a.opts.Model, System: summaryPrompt,
+		renderConversation(&in, old, h.loc)
+		res, err := h.llm.Generate(ctx, &llm.Request{Model: h.model, System: summaryPrompt,
 			Messages: []llm.Message{llm.UserText(in.String())}, MaxTokens: summaryMaxTokens})
 		text := ""
 		if err == nil {
@@ -246,8 +295,8 @@ func (a *Agent) compact(ctx context.Context, g *groups.Group, c *conversation, b
 		case text == "":
 			log.Warn("agent: the model wrote an empty summary; dropping older messages instead")
 		default:
-			sum := store.Summary{Folder: g.Folder, UpToSeq: c.Earlier[n-1].Seq, Text: text, Created: a.now()}
-			if err := a.opts.Store.SaveSummary(ctx, sum); err != nil {
+			sum := historydb.Summary{Folder: g.Folder, UpToSeq: c.Earlier[n-1].Seq, Text: text, Created: h.now()}
+			if err := h.db.SaveSummary(ctx, sum); err != nil {
 				log.Warn("agent: summary not saved; it will be made again", "err", err)
 			}
 			log.Info("agent: older messages summarised", "messages", n, "up_to_seq", sum.UpToSeq,
@@ -267,7 +316,7 @@ const maxLinksPerMessage = 8
 // recordNotes keeps what this run learnt from each ref it fetched (and
 // each page fetch_url read, under its link ref): the tool's text, and for
 // what it saw, its own answer. Bytes never.
-func (a *Agent) recordNotes(ctx context.Context, g *groups.Group, runID string, msgs []llm.Message, answer string) {
+func (h *history) recordNotes(ctx context.Context, g *groups.Group, runID string, msgs []llm.Message, answer string) {
 	folder := g.Folder
 	refOf := map[string]string{} // tool call id → ref
 	for _, m := range msgs {
@@ -315,11 +364,9 @@ func (a *Agent) recordNotes(ctx context.Context, g *groups.Group, runID string, 
 			if note == "" {
 				continue
 			}
-			if err := a.opts.Store.PutMediaNote(ctx, folder, store.MediaNote{Ref: ref, Note: note, RunID: runID, Created: a.now()}); err != nil {
-				a.log.Warn("agent: media note not saved", "group", folder, "ref", ref, "err", err)
+			if err := h.db.PutNote(ctx, folder, historydb.Note{Ref: ref, Note: note, RunID: runID, Created: h.now()}); err != nil {
+				h.log.Warn("agent: media note not saved", "group", folder, "ref", ref, "err", err)
 			}
 		}
 	}
 }
-
-func (a *Agent) now() time.Time { return a.opts.Now() }

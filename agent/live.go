@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -11,15 +9,10 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
-	"github.com/botd-dev/botd/internal/clock"
-	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 )
 
 const (
-	// typingEvery renews "typing…" before it lapses: Telegram shows it for
-	// five seconds.
-	typingEvery = 4 * time.Second
 	// slowToolAfter is how long a tool call runs before the chat is told
 	// the assistant is still at it.
 	slowToolAfter = 15 * time.Second
@@ -57,7 +50,7 @@ func toolNote(name string) string {
 // without channels.Streamer it only carries the long-tool note, sent
 // plainly.
 type liveRun struct {
-	a      *Agent
+	reg    *lives
 	folder string
 	msg    channels.OutMessage // where, with ReplyTo and ThreadID
 	ch     channels.Channel
@@ -74,9 +67,11 @@ type liveRun struct {
 	noted     bool            // the long-tool note was given
 }
 
-func (a *Agent) newLive(folder string, to target, log *slog.Logger) *liveRun {
-	lv := &liveRun{a: a, folder: folder, msg: outMessage(to.chat, "", to.thread, to.replyTo), log: log}
-	ch, ok := a.channelFor(to.chat)
+// begin is the live answer of a run answering to: shown on a channel
+// that streams, a carrier of the long-tool note on one that does not.
+func (l *lives) begin(folder string, to target, log *slog.Logger) *liveRun {
+	lv := &liveRun{reg: l, folder: folder, msg: outMessage(to.chat, "", to.thread, to.replyTo), log: log}
+	ch, ok := l.chans.forChat(to.chat)
 	if !ok {
 		return lv
 	}
@@ -115,7 +110,7 @@ func (lv *liveRun) showLocked(ctx context.Context, text string) {
 	if text == "" || text == lv.shown {
 		return
 	}
-	now := lv.a.clk.Now()
+	now := lv.reg.chans.clk.Now()
 	if lv.lm == nil {
 		// A stale instance's begin is refused by the channel's fence
 		// (channels.Env.Fence), and the fenced outbox decides whether
@@ -130,7 +125,7 @@ func (lv *liveRun) showLocked(ctx context.Context, text string) {
 			return
 		}
 		lv.lm, lv.shown, lv.persisted = lm, text, now
-		row, err := lv.a.opts.Store.OpenLive(context.WithoutCancel(ctx), store.LiveMessage{Folder: lv.folder, ChatID: lv.msg.Chat,
+		row, err := lv.reg.st.OpenLive(context.WithoutCancel(ctx), store.LiveMessage{Folder: lv.folder, ChatID: lv.msg.Chat,
 			IDs: lm.IDs(), Text: text, Opened: now})
 		if err != nil {
 			lv.log.Warn("agent: live answer not recorded; a crash now would leave it unmarked", "err", err)
@@ -142,7 +137,7 @@ func (lv *liveRun) showLocked(ctx context.Context, text string) {
 	lv.shown = text
 	if lv.row != 0 && now.Sub(lv.persisted) >= livePersistEvery {
 		lv.persisted = now
-		if err := lv.a.opts.Store.GrowLive(context.WithoutCancel(ctx), lv.row, lv.lm.IDs(), text, now); err != nil {
+		if err := lv.reg.st.GrowLive(context.WithoutCancel(ctx), lv.row, lv.lm.IDs(), text, now); err != nil {
 			lv.log.Warn("agent: live answer not recorded", "err", err)
 		}
 	}
@@ -186,7 +181,7 @@ func (lv *liveRun) take() (channels.LiveMessage, int64) {
 	lm, row := lv.lm, lv.row
 	if row != 0 && lv.shown != "" {
 		// All it shows is written down, for the mark after a crash.
-		if err := lv.a.opts.Store.GrowLive(context.Background(), row, lm.IDs(), lv.shown, lv.a.clk.Now()); err != nil {
+		if err := lv.reg.st.GrowLive(context.Background(), row, lm.IDs(), lv.shown, lv.reg.chans.clk.Now()); err != nil {
 			lv.log.Warn("agent: live answer not recorded", "err", err)
 		}
 	}
@@ -204,15 +199,28 @@ func (lv *liveRun) cancel(ctx context.Context, note string) {
 	if err := lm.Cancel(context.WithoutCancel(ctx), note); err != nil {
 		lv.log.Warn("agent: live answer not cancelled", "err", err)
 	}
-	lv.a.closeLive(ctx, row)
+	lv.reg.close(ctx, row)
 }
 
-func (a *Agent) closeLive(ctx context.Context, row int64) {
+// lives are the live answers of the process: the rows that record what
+// each shows (so a crash's leftovers are marked interrupted at the next
+// start) and the live messages outbox items finish when delivered.
+type lives struct {
+	st    *store.Store
+	chans *channelSet
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	held map[int64]finishing // by outbox item id
+}
+
+// close forgets a live answer's row (0: none).
+func (l *lives) close(ctx context.Context, row int64) {
 	if row == 0 {
 		return
 	}
-	if err := a.opts.Store.CloseLive(context.WithoutCancel(ctx), row); err != nil {
-		a.log.Warn("agent: live answer record not closed", "err", err)
+	if err := l.st.CloseLive(context.WithoutCancel(ctx), row); err != nil {
+		l.log.Warn("agent: live answer record not closed", "err", err)
 	}
 }
 
@@ -222,45 +230,47 @@ type finishing struct {
 	row int64
 }
 
-// holdLive keeps lm for the outbox item id until its delivery finishes it.
-func (a *Agent) holdLive(id int64, lm channels.LiveMessage, row int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.lives == nil {
-		a.lives = map[int64]finishing{}
+// hold keeps lm for the outbox item id until its delivery finishes it.
+func (l *lives) hold(id int64, lm channels.LiveMessage, row int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[int64]finishing{}
 	}
-	a.lives[id] = finishing{lm, row}
+	l.held[id] = finishing{lm, row}
 }
 
-func (a *Agent) heldLive(id int64) (finishing, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f, ok := a.lives[id]
+func (l *lives) heldFor(id int64) (finishing, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.held[id]
 	return f, ok
 }
 
-func (a *Agent) dropLive(id int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.lives, id)
+// done forgets the live message of the outbox item id and closes its row.
+func (l *lives) done(ctx context.Context, id int64, f finishing) {
+	l.mu.Lock()
+	delete(l.held, id)
+	l.mu.Unlock()
+	l.close(ctx, f.row)
 }
 
-// interruptLives marks every live answer a crash left open as
+// interruptAll marks every live answer a crash left open as
 // interrupted and forgets it; the outbox or a new run answers again.
-func (a *Agent) interruptLives(ctx context.Context) error {
-	open, err := a.opts.Store.OpenLives(ctx)
+func (l *lives) interruptAll(ctx context.Context) error {
+	open, err := l.st.OpenLives(ctx)
 	if err != nil {
 		return err
 	}
 	for _, m := range open {
-		ch, ok := a.channelFor(m.ChatID)
+		ch, ok := l.chans.forChat(m.ChatID)
 		if st, can := ch.(channels.Streamer); ok && can {
 			if err := st.InterruptStream(ctx, m.ChatID, m.IDs, m.Text); err != nil {
 				// The answer still comes; only the mark is missing.
-				a.log.Warn("agent: interrupted live answer not marked", "chat", m.ChatID, "err", err)
+				l.log.Warn("agent: interrupted live answer not marked", "chat", m.ChatID, "err", err)
 			}
 		}
-		a.closeLive(ctx, m.ID)
+		l.close(ctx, m.ID)
 	}
 	return nil
 }
@@ -273,7 +283,7 @@ func (lv *liveRun) watchTool(ctx context.Context, name string) (stop func()) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	t := lv.a.clk.NewTimer(slowToolAfter)
+	t := lv.reg.chans.clk.NewTimer(slowToolAfter)
 	go func() {
 		defer close(done)
 		defer t.Stop()
@@ -281,20 +291,6 @@ func (lv *liveRun) watchTool(ctx context.Context, name string) (stop func()) {
 		case <-t.C():
 			lv.note(ctx, toolNote(name))
 		case <-wctx.Done():
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// keepTyping shows "typing…" in chat and renews it until stop.
-func (a *Agent) keepTyping(ctx context.Context, chat string) (stop func()) {
-	a.typing(ctx, chat, true)
-	tctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for clock.Wait(tctx, a.clk, typingEvery, nil) {
-			a.typing(tctx, chat, true)
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -359,55 +355,4 @@ func holdPartialTag(s, tag string) string {
 		}
 	}
 	return s
-}
-
-// streamTurn asks the model for one turn through its stream, showing the
-// text as it comes. A stream that breaks after showing text is asked once
-// more (the chain may fall back to another model); the new text replaces
-// what was shown.
-func (a *Agent) streamTurn(ctx context.Context, req *llm.Request, lv *liveRun, log *slog.Logger) (*llm.Result, error) {
-	for try := 1; ; try++ {
-		lv.startTurn()
-		res, wrote, err := a.streamOnce(ctx, req, lv)
-		if err == nil {
-			return res, nil
-		}
-		if !wrote || try > 1 || ctx.Err() != nil || !llm.IsRetryable(err) {
-			return nil, err
-		}
-		log.Warn("agent: model stream broke mid-answer; asking again", "kind", llm.KindOf(err), "err", err)
-	}
-}
-
-// streamOnce folds one stream into a Result (llm.Folder, as Generate's
-// callers get), relaying text deltas to lv. wrote reports whether any
-// content arrived before an error.
-func (a *Agent) streamOnce(ctx context.Context, req *llm.Request, lv *liveRun) (res *llm.Result, wrote bool, err error) {
-	s, err := a.opts.LLM.Stream(ctx, req)
-	if err != nil {
-		return nil, false, err
-	}
-	defer s.Close()
-	f := llm.NewFolder()
-	for {
-		c, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, wrote, llm.FromTransport("", ctx.Err())
-			}
-			return nil, wrote, err
-		}
-		if err := f.Add(c); err != nil {
-			return nil, wrote, err
-		}
-		wrote = wrote || c.IsContent()
-		if c.Kind == llm.ChunkText {
-			lv.delta(ctx, c.Text)
-		}
-	}
-	res, err = f.Result()
-	return res, wrote, err
 }

@@ -12,13 +12,13 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/store"
 )
 
 // step is one thing a fake stream does: hand out a chunk, fail, or block
@@ -158,7 +158,7 @@ func TestLiveAnswerGrowsInOrderAndTheOutboxFinishesIt(t *testing.T) {
 	if err := h.st.DB.QueryRow(`SELECT status, live_ids FROM agent_outbox`).Scan(&status, &ids); err != nil {
 		t.Fatal(err)
 	}
-	if status != store.OutboxSent || ids != `["live1"]` {
+	if status != outboxdb.Sent || ids != `["live1"]` {
 		t.Errorf("outbox row: status %s, live ids %s", status, ids)
 	}
 	if h.cursor("family") != h.lastSeq(famChat) {
@@ -269,7 +269,7 @@ func TestLiveStreamBrokenMidwayIsReplacedNotRepeated(t *testing.T) {
 func TestLiveModelFailureCancelsTheLiveAnswer(t *testing.T) {
 	bad := func() step { return step{err: llm.NewError("fakestream", llm.KindAuth, "bad key")} }
 	h, stg := newLiveHarness(t, func(n int) []step { return append(deltas("Half"), bad()) },
-		func(o *Options) { o.MaxTries = 1 })
+		func(o *Options) { o.Intake.MaxTries = 1 })
 	h.start()
 	h.say(famChat, "Alice", "@Andy hi")
 	h.idle()
@@ -377,8 +377,8 @@ func TestLongToolCallKeepsTypingAndSaysSoOnce(t *testing.T) {
 				}
 				return answerSteps("The rota is on the page.")
 			}, func(o *Options) {
-				o.Clock = clk
-				o.Tools = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return gt, nil }
+				o.Time.Clock = clk
+				o.ToolSource = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return gt, nil }
 				if !streaming {
 					// The same fake, without Streamer.
 					o.Channels["telegram"] = o.Channels["telegram"].(*chantest.Streaming).Channel
@@ -461,7 +461,7 @@ var _ channels.Streamer = (*chantest.Streaming)(nil)
 // shown as interrupted and the outbox sends the answer once.
 func TestLiveCrashBeforeFinishSendsTheOutboxAnswerOnce(t *testing.T) {
 	h, stg := newLiveHarness(t, func(n int) []step { return answerSteps("All ", "done.") },
-		func(o *Options) { o.RetryDelay = func(int) time.Duration { return time.Hour } })
+		func(o *Options) { o.Intake.RetryDelay = func(int) time.Duration { return time.Hour } })
 	stg.FailFinish(chantest.ErrBoom)
 	h.start()
 	h.say(famChat, "Alice", "@Andy status?")
@@ -471,7 +471,7 @@ func TestLiveCrashBeforeFinishSendsTheOutboxAnswerOnce(t *testing.T) {
 		return attempts == 1
 	})
 	h.stop()
-	pending, err := h.st.PendingOutbox(context.Background(), "family")
+	pending, err := outboxdb.New(h.st).Pending(context.Background(), "family")
 	if err != nil || len(pending) != 1 || !slices.Equal(pending[0].LiveIDs, []string{"live1"}) {
 		t.Fatalf("pending outbox %+v, %v: want the answer naming its live message", pending, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/agent/historydb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
@@ -110,10 +111,18 @@ func formatting(channel string) string {
 
 const plainFormatting = "Your reply is shown as plain text: no markdown, headings or tables."
 
+// recalled is what a run carries over from before the messages it shows:
+// the group's memory file, the global one, and the summary of older
+// messages.
+type recalled struct {
+	memory, global, summary string
+}
+
 // buildSystem fills the system prompt for one group. The memories hold
 // notes chat members asked for: escaped like messages, so a note cannot
 // close its element.
-func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, memory, global, summary string) string {
+func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, rc recalled) string {
+	memory, global, summary := rc.memory, rc.global, rc.summary
 	name := g.Name
 	if name == "" {
 		name = g.Folder
@@ -155,7 +164,7 @@ type conversation struct {
 	// Summary of the messages before Earlier, if any.
 	Summary string
 	// Notes on refs the conversation mentions, from earlier fetches.
-	Notes []store.MediaNote
+	Notes []historydb.Note
 	Msgs  []store.Message
 	// Quotes are the messages replied to, by chat + "\x00" + id; missing
 	// ones are simply not quoted.

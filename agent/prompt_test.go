@@ -43,7 +43,7 @@ func golden(t *testing.T, name, got string) {
 // The conversation a run sees: escaped, bounded to MaxMessages with the
 // oldest dropped, replies quoted, the assistant's own messages marked.
 func TestPromptConversationGolden(t *testing.T) {
-	h := newHarness(t, newFakeLLM(nil), func(o *Options) { o.MaxMessages = 6 })
+	h := newHarness(t, newFakeLLM(nil), func(o *Options) { o.Context.MaxMessages = 6 })
 	h.say(famChat, "Dropped Early", "this one is dropped: it is the oldest")
 	h.say(famChat, "Dropped Too", "dropped as well")
 	first := h.say(famChat, `Zoë "Z" <admin>`, `a < b && c > d, "quoted" & 'single'`)
@@ -53,8 +53,8 @@ func TestPromptConversationGolden(t *testing.T) {
 	h.say(famChat, "Dan", "replying to something long gone", replyTo("does-not-exist"))
 	h.say(famChat, "Erin", "@Andy what is in the photo?", replyTo(first))
 
-	g, _ := h.a.group("family")
-	conv, upTo, err := h.a.loadConversation(context.Background(), &g, 0)
+	g, _ := h.a.book.byFolder("family")
+	conv, upTo, err := h.a.history.load(context.Background(), &g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPromptConversationGolden(t *testing.T) {
 
 func TestSystemPromptGolden(t *testing.T) {
 	g := &groups.Group{Folder: "family", Name: "Family", Chat: famChat, Trigger: "@Andy", RequiresTrigger: true}
-	golden(t, "system.golden.txt", buildSystem("Andy", g, mcp.InternetTools{Fetch: true}, "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", "- 2026-11-01: The family dentist is Dr. Weiss.\n", ""))
+	golden(t, "system.golden.txt", buildSystem("Andy", g, mcp.InternetTools{Fetch: true}, recalled{memory: "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", global: "- 2026-11-01: The family dentist is Dr. Weiss.\n"}))
 }
 
 func TestEscape(t *testing.T) {
@@ -142,10 +142,10 @@ func BenchmarkLoadAndRender30(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	g, _ := h.a.group("family")
+	g, _ := h.a.book.byFolder("family")
 	b.ReportAllocs()
 	for b.Loop() {
-		conv, _, err := h.a.loadConversation(ctx, &g, 0)
+		conv, _, err := h.a.history.load(ctx, &g, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestSystemPromptFormattingByNetwork(t *testing.T) {
 		{"fakenet:-100", "shown as fakenet formatting"},
 		{"irc:#botd", "plain text: no markdown"},
 	} {
-		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, mcp.InternetTools{}, "", "", "")
+		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, mcp.InternetTools{}, recalled{})
 		if !strings.Contains(sys, tc.want) || strings.Contains(sys, "{{formatting}}") {
 			t.Errorf("%s: the prompt does not say %q", tc.chat, tc.want)
 		}

@@ -6,31 +6,37 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/store"
 )
 
-type outcome int
+// RunLimits bound one run (agent.*): the model it asks, how much it may
+// write, how many turns and how long it may take.
+type RunLimits struct {
+	Model string
+	// MaxTokens caps each reply; zero uses the seam's default.
+	MaxTokens     int
+	MaxIterations int
+	Timeout       time.Duration
+}
 
-const (
-	outcomeDone           outcome = iota // answered, or nothing to do
-	outcomeStopped                       // shutting down; Start picks it up next time
-	outcomeModelFailed                   // the provider failed: retry with backoff
-	outcomeDeliveryFailed                // the channel failed: retry the outbox with backoff
-)
-
-type runResult struct {
-	outcome outcome
-	err     error
-	// where to tell the chat about a failure
-	chat, thread string
+func (l RunLimits) withDefaults(def Config) RunLimits {
+	if l.MaxIterations <= 0 {
+		l.MaxIterations = def.MaxIterations
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = def.RunTimeout.D()
+	}
+	return l
 }
 
 // Texts the chat sees when a run cannot produce a real answer. They are
@@ -45,175 +51,36 @@ const (
 var errAbort = errors.New("run aborted before the outbox write")
 
 // runOnce does one unit of work for a group: deliver what the outbox owes,
-// then, if a trigger is past the cursor, run the model and deliver its
-// answer.
+// then finish a batch run whose result came, or, if a trigger is past the
+// cursor, run the model and deliver its answer.
 func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
-	g, ok := a.group(folder)
+	g, ok := a.book.byFolder(folder)
 	if !ok {
 		return runResult{outcome: outcomeDone}
 	}
-	if res, ok := a.drainOutbox(ctx, folder); !ok {
+	if res, ok := a.outbox.drain(ctx, folder); !ok {
 		return res
 	}
 	st := a.opts.Store
 	if b, ok, err := st.EndedBatch(ctx, folder); err != nil {
-		return a.storeFailure(ctx, err)
+		return storeFailure(ctx, err)
 	} else if ok {
-		a.again(folder) // then whatever else is due
-		return a.resumeBatch(ctx, &g, b)
+		a.queue.again(folder) // then whatever else is due
+		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
+		return newRun(a, g, to).resume(ctx, b)
 	}
-	cursor, err := st.AgentCursor(ctx, folder)
+	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
-		return a.storeFailure(ctx, err)
-	}
-	trig, ok, err := st.LastTrigger(ctx, folder)
-	if err != nil {
-		return a.storeFailure(ctx, err)
+		return storeFailure(ctx, err)
 	}
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
-	return a.think(ctx, &g, cursor, trig)
-}
-
-func (a *Agent) storeFailure(ctx context.Context, err error) runResult {
-	// Fenced: this instance lost the lease; its successor answers, and
-	// the daemon is stopping this one.
-	if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
-		return runResult{outcome: outcomeStopped, err: err}
-	}
-	// The database is local; treat a failure like a delivery failure:
-	// retried with backoff, no message to a chat we may not reach anyway.
-	return runResult{outcome: outcomeDeliveryFailed, err: err}
-}
-
-// think runs the model over the messages since cursor.
-func (a *Agent) think(ctx context.Context, g *groups.Group, cursor int64, trig store.Trigger) runResult {
-	started := time.Now()
-	runID := newRunID()
-	log := a.log.With("group", g.Folder, "run", runID)
-	fail := runResult{chat: trig.ChatID, thread: trig.ThreadID}
-
-	ws, err := groups.EnsureWorkspace(a.opts.GroupsDir, g)
-	if err != nil {
-		fail.outcome, fail.err = outcomeDeliveryFailed, err
-		return fail
-	}
-	if res, over := a.overBudget(ctx, g, trig, log); over {
+	// A group whose day's budget is spent is not run (budget.go).
+	if res, over := a.budget.over(ctx, folder, trig); over {
 		return res
 	}
-	// Every model call of the run is billed to it, the summary of older
-	// messages and failed attempts included.
-	var bill attempts
-	ctx = llm.WithAttemptObserver(ctx, bill.add)
-	conv, upTo, err := a.loadConversation(ctx, g, cursor)
-	if err != nil {
-		return a.storeFailure(ctx, err)
-	}
-	if len(conv.Msgs) == 0 {
-		return runResult{outcome: outcomeDone}
-	}
-	if upTo < trig.Seq {
-		// A task message runs alone (taskAlone): the rest waits for the
-		// next run, and this run answers where its own last message was.
-		a.again(g.Folder)
-		last := conv.Msgs[len(conv.Msgs)-1]
-		trig = store.Trigger{Folder: g.Folder, Seq: upTo, ChatID: last.ChatID, MessageID: last.ID, ThreadID: last.ThreadID}
-		fail.chat, fail.thread = trig.ChatID, trig.ThreadID
-	}
-	memory, err := ws.Memory()
-	if err != nil {
-		log.Warn("agent: memory file unreadable; running without it", "err", err)
-	}
-	global, err := groups.GlobalWorkspace(a.opts.GroupsDir).Memory()
-	if err != nil {
-		log.Warn("agent: global memory unreadable; running without it", "err", err)
-	}
-	if isolatedRun(conv.Msgs) {
-		memory, global = "", ""
-	}
-	var user strings.Builder
-	renderConversation(&user, conv, a.opts.Location)
-	log.Debug("agent: context", "new_messages", len(conv.Msgs), "earlier_messages", len(conv.Earlier),
-		"summary", conv.Summary != "", "media_notes", len(conv.Notes), "estimated_tokens", estimateTokens(user.String())+estimateTokens(conv.Summary))
-
-	runCtx, tools, done := a.setUp(ctx, g, trig.ChatID, log)
-	defer done()
-	// What a person confirmed is done before the model is asked, by
-	// botd, past the guard (confirm.go).
-	user.WriteString(a.runConfirmed(runCtx, g, tools, a.takeConfirmed(g.Folder, conv.Msgs)))
-	tools, gd := a.guardRun(g, tools)
-	if gd != nil {
-		gd.fromConversation(conv)
-	}
-	to := target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
-	if g.NeedsTrigger() {
-		to.replyTo = trig.MessageID // in a busy group, quote the question
-	}
-	req := &llm.Request{
-		Model:     a.opts.Model,
-		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, memory, global, conv.Summary),
-		Messages:  []llm.Message{llm.UserText(user.String())},
-		MaxTokens: a.opts.MaxTokens,
-	}
-	caps := a.opts.LLM.Capabilities()
-	if tools != nil && caps.Tools {
-		req.Tools = tools.Tools()
-	}
-
-	rec := store.AgentRun{ID: runID, Folder: g.Folder, Started: started, UpToSeq: upTo}
-	defer a.saveRun(ctx, &rec, &bill, req, log)
-
-	if a.opts.Batch != nil && batchRun(conv.Msgs) {
-		rec.Outcome = "batched"
-		return a.handOff(ctx, g, runID, req, trig, upTo, log)
-	}
-
-	lv := a.newLive(g.Folder, to, log)
-	final, stop := a.turns(ctx, runCtx, g, req, nil, ws, tools, caps, &rec, fail, lv, log)
-	if stop != nil {
-		return *stop
-	}
-	final = a.askToConfirm(g, gd, upTo, final, log)
-	log.Info("agent: run finished", "outcome", rec.Outcome, "iterations", rec.Iterations,
-		"input_tokens", rec.InputTokens, "output_tokens", rec.OutputTokens, "took", time.Since(started).Round(time.Millisecond))
-
-	return a.answer(ctx, g, ws, final, to, &rec, lv, log, func(it *store.OutboxItem) (int64, error) {
-		if it == nil {
-			// Deciding to stay silent is an answer too: those messages are done.
-			return 0, a.opts.Store.AdvanceAgentCursor(ctx, g.Folder, upTo)
-		}
-		return a.opts.Store.AddOutbox(ctx, *it)
-	})
-}
-
-// guardRun puts the run's guard (guard.go) before its tools; without
-// tools there is nothing to guard (nil).
-func (a *Agent) guardRun(g *groups.Group, ts ToolSession) (ToolSession, *guard) {
-	if ts == nil {
-		return nil, nil
-	}
-	gd := newGuard(ts, g.Folder)
-	if a.opts.Media != nil {
-		if c := a.opts.Media(g.Folder); c != nil {
-			gd.ownTask = ownTaskLookup(c)
-		}
-	}
-	return gd, gd
-}
-
-// askToConfirm adds to a run's answer botd's line asking a person to
-// confirm the calls the guard refused, if any.
-func (a *Agent) askToConfirm(g *groups.Group, gd *guard, upTo int64, final string, log *slog.Logger) string {
-	if gd == nil {
-		return final
-	}
-	refused := gd.Refused()
-	if len(refused) == 0 {
-		return final
-	}
-	log.Info("agent: calls refused after reading strangers' words", "calls", len(refused), "tainted_by", gd.Tainted())
-	return strings.TrimSpace(final + "\n\n" + a.offerConfirm(g.Folder, upTo, gd.Tainted(), refused))
+	return newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 }
 
 // target is where a run's answer goes and which messages it answers.
@@ -222,35 +89,233 @@ type target struct {
 	upTo                  int64
 }
 
+// Run is one run of the model for a group: what it answers and where
+// (to), the request it builds and grows turn by turn (its transcript), its
+// tools behind its guard, its live answer, its bill and its record. It is
+// made by the group's worker and lives until its answer is queued.
+type Run struct {
+	a       *Agent
+	g       groups.Group
+	ws      groups.Workspace
+	id      string
+	log     *slog.Logger
+	started time.Time
+	to      target
+	// ctx is the worker's (shutdown ends it), observed for the bill;
+	// runCtx bounds the model and the tools (the run's timeout, Stop).
+	ctx, runCtx context.Context
+
+	bill  attempts
+	req   *llm.Request
+	rec   store.AgentRun
+	caps  llm.Capabilities
+	tools ToolSession // nil: the run answers without tools
+	guard *guard      // nil when there are no tools
+	live  *liveRun    // nil: not shown while written (a batch run)
+}
+
+func newRun(a *Agent, g groups.Group, to target) *Run {
+	id := newRunID()
+	return &Run{a: a, g: g, id: id, to: to, started: time.Now(), log: a.log.With("group", g.Folder, "run", id),
+		caps: a.opts.LLM.Capabilities()}
+}
+
+// failed is the result of a run that must be retried, told to the chat
+// it answers.
+func (r *Run) failed(o outcome, err error) runResult {
+	return runResult{outcome: o, err: err, chat: r.to.chat, thread: r.to.thread}
+}
+
+// begin makes the group's folder and bills every model call of ctx to
+// the run (the summary of older messages and failed attempts included).
+func (r *Run) begin(ctx context.Context) error {
+	ws, err := groups.EnsureWorkspace(r.a.opts.GroupsDir, &r.g)
+	r.ws = ws
+	r.ctx = llm.WithAttemptObserver(ctx, r.bill.add)
+	return err
+}
+
+// think runs the model over the messages since cursor, up to trig.
+func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runResult {
+	a, g := r.a, &r.g
+	if err := r.begin(ctx); err != nil {
+		return r.failed(outcomeDeliveryFailed, err)
+	}
+	conv, upTo, err := a.history.load(r.ctx, g, cursor)
+	if err != nil {
+		return storeFailure(r.ctx, err)
+	}
+	if len(conv.Msgs) == 0 {
+		return runResult{outcome: outcomeDone}
+	}
+	if upTo < trig.Seq {
+		// A task message runs alone (taskAlone): the rest waits for the
+		// next run, and this run answers where its own last message was.
+		a.queue.again(g.Folder)
+		last := conv.Msgs[len(conv.Msgs)-1]
+		trig = store.Trigger{Folder: g.Folder, Seq: upTo, ChatID: last.ChatID, MessageID: last.ID, ThreadID: last.ThreadID}
+	}
+	r.to = target{chat: trig.ChatID, thread: trig.ThreadID, upTo: upTo}
+	if g.NeedsTrigger() {
+		r.to.replyTo = trig.MessageID // in a busy group, quote the question
+	}
+	user := r.render(conv)
+
+	defer r.open()()
+	// What a person confirmed is done before the model is asked, by
+	// botd, past the guard (confirm.go).
+	user += runConfirmed(r.runCtx, r.tools, a.confirms.take(g.Folder, conv.Msgs), r.log)
+	r.guardTools()
+	if r.guard != nil {
+		r.guard.fromConversation(conv)
+	}
+	memory, global := r.memory(isolatedRun(conv.Msgs))
+	r.req = &llm.Request{
+		Model:     a.opts.Run.Model,
+		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}),
+		Messages:  []llm.Message{llm.UserText(user)},
+		MaxTokens: a.opts.Run.MaxTokens,
+	}
+	if r.tools != nil && r.caps.Tools {
+		r.req.Tools = r.tools.Tools()
+	}
+	r.rec = store.AgentRun{ID: r.id, Folder: g.Folder, Started: r.started, UpToSeq: upTo}
+	defer r.save()
+
+	if a.batches != nil && batchRun(conv.Msgs) {
+		r.rec.Outcome = "batched"
+		return r.handOff()
+	}
+	r.live = a.lives.begin(g.Folder, r.to, r.log)
+	final, stop := r.turns(nil)
+	if stop != nil {
+		return *stop
+	}
+	final = r.askToConfirm(final)
+	r.log.Info("agent: run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations,
+		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
+	return r.answer(final, func(it *outboxdb.Item) (int64, error) {
+		if it == nil {
+			// Deciding to stay silent is an answer too: those messages are done.
+			return 0, a.opts.Store.AdvanceAgentCursor(r.ctx, g.Folder, upTo)
+		}
+		return a.outbox.db.Add(r.ctx, *it)
+	})
+}
+
+// render is the conversation as the model reads it.
+func (r *Run) render(conv conversation) string {
+	var user strings.Builder
+	renderConversation(&user, conv, r.a.opts.Time.Location)
+	r.log.Debug("agent: context", "new_messages", len(conv.Msgs), "earlier_messages", len(conv.Earlier),
+		"summary", conv.Summary != "", "media_notes", len(conv.Notes), "estimated_tokens", estimateTokens(user.String())+estimateTokens(conv.Summary))
+	return user.String()
+}
+
+// memory is the group's and the global memory file; an isolated run
+// sees neither.
+func (r *Run) memory(isolated bool) (memory, global string) {
+	if isolated {
+		return "", ""
+	}
+	memory, err := r.ws.Memory()
+	if err != nil {
+		r.log.Warn("agent: memory file unreadable; running without it", "err", err)
+	}
+	global, err = groups.GlobalWorkspace(r.a.opts.GroupsDir).Memory()
+	if err != nil {
+		r.log.Warn("agent: global memory unreadable; running without it", "err", err)
+	}
+	return memory, global
+}
+
+// open shows "typing…" in chat (renewed until done), bounds the run by
+// its timeout, makes it stoppable from the chat and opens its tools (nil
+// when unavailable: the run answers without them); the returned func
+// undoes all of it.
+func (r *Run) open() (done func()) {
+	a, chat := r.a, r.to.chat
+	stopTyping := a.chans.keepTyping(r.ctx, chat)
+	stopCtx, stop := context.WithCancelCause(r.ctx)
+	forget := a.queue.stoppable(r.g.Folder, stop)
+	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.Run.Timeout)
+	r.runCtx = runCtx
+	tools, err := a.opts.ToolSource(runCtx, &r.g)
+	if err != nil {
+		r.log.Warn("agent: tools unavailable; answering without them", "err", err)
+	}
+	r.tools = tools
+	return func() {
+		if tools != nil {
+			tools.Close()
+		}
+		forget()
+		cancelTimeout()
+		stop(nil)
+		stopTyping()
+		a.chans.typing(context.WithoutCancel(r.ctx), chat, false)
+	}
+}
+
+// guardTools puts the run's guard (guard.go) before its tools; without
+// tools there is nothing to guard.
+func (r *Run) guardTools() {
+	if r.tools == nil {
+		return
+	}
+	gd := newGuard(r.tools, r.g.Folder)
+	if r.a.opts.Media != nil {
+		if c := r.a.opts.Media(r.g.Folder); c != nil {
+			gd.ownTask = ownTaskLookup(c)
+		}
+	}
+	r.tools, r.guard = gd, gd
+}
+
+// askToConfirm adds to a run's answer botd's line asking a person to
+// confirm the calls the guard refused, if any.
+func (r *Run) askToConfirm(final string) string {
+	if r.guard == nil {
+		return final
+	}
+	refused := r.guard.Refused()
+	if len(refused) == 0 {
+		return final
+	}
+	r.log.Info("agent: calls refused after reading strangers' words", "calls", len(refused), "tainted_by", r.guard.Tainted())
+	return strings.TrimSpace(final + "\n\n" + r.a.confirms.offer(r.g.Folder, r.to.upTo, r.guard.Tainted(), refused))
+}
+
 // answer turns the final text into an outbox item, has queue store it (a
 // nil item: the run stays silent) and delivers it.
 //
-// A live answer (lv, nil for none) is finished by the item's delivery;
-// one that gets no text (a silent or spoken answer, files only) is
-// removed.
-func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace, final string, to target, rec *store.AgentRun,
-	lv *liveRun, log *slog.Logger, queue func(*store.OutboxItem) (int64, error)) runResult {
-	ans, refused := parseAnswer(final, ws)
+// The run's live answer is finished by the item's delivery; one that
+// gets no text (a silent or spoken answer, files only) is removed.
+func (r *Run) answer(final string, queue func(*outboxdb.Item) (int64, error)) runResult {
+	ctx, a := r.ctx, r.a
+	ans, refused := parseAnswer(final, r.ws)
 	for _, err := range refused {
-		log.Warn("agent: file in the answer not sent", "err", err)
+		r.log.Warn("agent: file in the answer not sent", "err", err)
 	}
-	if a.opts.BeforeOutbox != nil {
-		if err := a.opts.BeforeOutbox(g.Folder); err != nil {
-			rec.Outcome, rec.Error = "aborted", err.Error()
+	if hook := a.opts.Hooks.BeforeOutbox; hook != nil {
+		if err := hook(r.g.Folder); err != nil {
+			r.rec.Outcome, r.rec.Error = "aborted", err.Error()
 			return runResult{outcome: outcomeStopped, err: errors.Join(errAbort, err)}
 		}
 	}
 	if ans.Text == "" || ans.Voice {
-		lv.cancel(ctx, "")
+		r.live.cancel(ctx, "")
 	}
 	if ans.empty() {
 		if _, err := queue(nil); err != nil {
-			return a.storeFailure(ctx, err)
+			return storeFailure(ctx, err)
 		}
 		return runResult{outcome: outcomeDone}
 	}
-	item := store.OutboxItem{Folder: g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media, ThreadID: to.thread, ReplyTo: to.replyTo, Voice: ans.Voice}
-	lm, row := lv.take()
+	to := r.to
+	item := outboxdb.Item{Folder: r.g.Folder, ChatID: to.chat, UpToSeq: to.upTo, Text: ans.Text, Media: ans.Media,
+		ThreadID: to.thread, ReplyTo: to.replyTo, Voice: ans.Voice}
+	lm, row := r.live.take()
 	if lm != nil {
 		item.LiveIDs = lm.IDs()
 	}
@@ -258,80 +323,49 @@ func (a *Agent) answer(ctx context.Context, g *groups.Group, ws groups.Workspace
 	if err != nil {
 		if lm != nil {
 			if cerr := lm.Cancel(context.WithoutCancel(ctx), msgLiveFailed); cerr != nil {
-				log.Warn("agent: live answer not cancelled", "err", cerr)
+				r.log.Warn("agent: live answer not cancelled", "err", cerr)
 			}
-			a.closeLive(ctx, row)
+			a.lives.close(ctx, row)
 		}
-		return a.storeFailure(ctx, err)
+		return storeFailure(ctx, err)
 	}
 	item.ID = id
 	if lm != nil {
-		a.holdLive(id, lm, row)
+		a.lives.hold(id, lm, row)
 	}
-	if err := a.deliver(ctx, &item); err != nil {
+	if err := a.outbox.deliver(ctx, &item); err != nil {
 		return runResult{outcome: outcomeDeliveryFailed, err: err}
 	}
 	return runResult{outcome: outcomeDone}
 }
 
-// setUp shows "typing…" in chat (renewed every typingEvery until done),
-// bounds the run by RunTimeout and opens its tools (nil when
-// unavailable: the run answers without them); done undoes all three.
-func (a *Agent) setUp(ctx context.Context, g *groups.Group, chat string, log *slog.Logger) (runCtx context.Context, tools ToolSession, done func()) {
-	stopTyping := a.keepTyping(ctx, chat)
-	stopCtx, stop := context.WithCancelCause(ctx)
-	forget := a.stoppable(g.Folder, stop)
-	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.RunTimeout)
-	cancel := func() {
-		forget()
-		cancelTimeout()
-		stop(nil)
+// save records the finished run with its bill and transcript.
+func (r *Run) save() {
+	r.rec.Finished = time.Now()
+	r.rec.Attempts, r.rec.Model = r.bill.list()
+	if err := r.a.opts.Store.SaveRun(context.WithoutCancel(r.ctx), r.rec, toTranscript(r.req.Messages)); err != nil {
+		r.log.Warn("agent: transcript not saved", "err", err)
 	}
-	tools, err := a.opts.Tools(runCtx, g)
-	if err != nil {
-		log.Warn("agent: tools unavailable; answering without them", "err", err)
-	}
-	return runCtx, tools, func() {
-		if tools != nil {
-			tools.Close()
-		}
-		cancel()
-		stopTyping()
-		a.typing(context.WithoutCancel(ctx), chat, false)
+	if done := r.a.opts.Hooks.RunDone; done != nil {
+		done(r.rec)
 	}
 }
 
-// saveRun records a finished run with its bill and transcript.
-func (a *Agent) saveRun(ctx context.Context, rec *store.AgentRun, bill *attempts, req *llm.Request, log *slog.Logger) {
-	rec.Finished = time.Now()
-	rec.Attempts, rec.Model = bill.list()
-	if err := a.opts.Store.SaveRun(context.WithoutCancel(ctx), *rec, toTranscript(req.Messages)); err != nil {
-		log.Warn("agent: transcript not saved", "err", err)
-	}
-	if a.opts.RunDone != nil {
-		a.opts.RunDone(*rec)
-	}
-}
-
-// turns is a run's model loop: call the model, run the tools it asks for,
-// until it answers, hits the iteration limit or the deadline. first, when
-// set, is the answer to the first call, already in (a batch result). stop
-// is set when the run must end without an answer: shutting down, or the
-// model failed (to be retried; told to fail's chat and thread). A real
-// answer's media notes are kept before it returns.
-func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Request, first *llm.Result, ws groups.Workspace, tools ToolSession,
-	caps llm.Capabilities, rec *store.AgentRun, fail runResult, lv *liveRun, log *slog.Logger) (final string, stop *runResult) {
+// turns is the run's model loop: call the model, run the tools it asks
+// for, until it answers, hits the iteration limit or the deadline. first,
+// when set, is the answer to the first call, already in (a batch result).
+// stop is set when the run must end without an answer: shutting down, or
+// the model failed (to be retried; told to the chat). A real answer's
+// media notes are kept before it returns.
+func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
+	ctx, runCtx, rec, lv := r.ctx, r.runCtx, &r.rec, r.live
 	var usage llm.Usage
 	answered := false
-	for rec.Iterations < a.opts.MaxIterations {
+	for rec.Iterations < r.a.opts.Run.MaxIterations {
 		rec.Iterations++
 		res, err := first, error(nil)
-		switch {
-		case first != nil:
-		case lv != nil && caps.Streaming:
-			res, err = a.streamTurn(runCtx, req, lv, log)
-		default:
-			res, err = a.opts.LLM.Generate(runCtx, req)
+		if first == nil {
+			res, err = r.ask()
 		}
 		first = nil
 		if err != nil {
@@ -348,9 +382,10 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 				rec.Outcome, rec.Error = "timeout", err.Error()
 			default:
 				rec.Outcome, rec.Error = "model_failed", err.Error()
-				log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
+				r.log.Warn("agent: model failed", "kind", llm.KindOf(err), "err", err)
 				lv.cancel(ctx, msgLiveFailed)
-				return "", &runResult{outcome: outcomeModelFailed, err: err, chat: fail.chat, thread: fail.thread}
+				res := r.failed(outcomeModelFailed, err)
+				return "", &res
 			}
 			break
 		}
@@ -361,14 +396,14 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 		}
 		rec.InputTokens = usage.InputTokens + usage.CacheReadTokens + usage.CacheWriteTokens
 		rec.OutputTokens, rec.CostMicrocents, rec.CostKnown = usage.OutputTokens, usage.CostMicrocents, usage.CostKnown
-		req.Messages = append(req.Messages, res.Message())
+		r.req.Messages = append(r.req.Messages, res.Message())
 		calls := res.ToolCalls()
 		if len(calls) == 0 {
 			final, answered = res.Text(), true
 			rec.Outcome = "answered"
 			break
 		}
-		req.Messages = append(req.Messages, a.callTools(runCtx, ws, tools, calls, caps, lv, log))
+		r.req.Messages = append(r.req.Messages, r.callTools(calls))
 		if stoppedByUser(runCtx) && ctx.Err() == nil {
 			final, answered = "", true
 			rec.Outcome = "stopped_by_user"
@@ -390,9 +425,18 @@ func (a *Agent) turns(ctx, runCtx context.Context, g *groups.Group, req *llm.Req
 		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
 	if answered && final != "" {
-		a.recordNotes(context.WithoutCancel(ctx), g, rec.ID, req.Messages, final)
+		r.a.history.recordNotes(context.WithoutCancel(ctx), &r.g, r.id, r.req.Messages, final)
 	}
 	return final, nil
+}
+
+// ask is one call of the model: streamed into the live answer when
+// there is one and the model can stream.
+func (r *Run) ask() (*llm.Result, error) {
+	if r.live != nil && r.caps.Streaming {
+		return r.streamTurn()
+	}
+	return r.a.opts.LLM.Generate(r.runCtx, r.req)
 }
 
 // stoppedByUser reports a run someone stopped from the chat (StopRun).
@@ -403,59 +447,84 @@ func stoppedByUser(runCtx context.Context) bool {
 // callTools runs the calls of one model turn in parallel and returns the
 // tool message with their results in call order.
 //
-// A call still running after slowToolAfter has lv tell the chat, once.
-func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSession, calls []llm.ToolCall, caps llm.Capabilities, lv *liveRun, log *slog.Logger) llm.Message {
+// A call still running after slowToolAfter has the live answer tell the
+// chat, once.
+func (r *Run) callTools(calls []llm.ToolCall) llm.Message {
+	ctx, ws, tools := r.runCtx, r.ws, r.tools
 	parts := make([]llm.Part, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer lv.watchTool(ctx, c.Name)()
+			defer r.live.watchTool(ctx, c.Name)()
 			if tools == nil {
 				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text("no tools are available right now"))
 				return
 			}
 			res, err := tools.Call(ctx, c.Name, c.Args)
 			if err != nil {
-				log.Warn("agent: tool call failed", "tool", c.Name, "err", err)
+				r.log.Warn("agent: tool call failed", "tool", c.Name, "err", err)
 				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %s", c.Name, mcp.ModelError(err, ws.Root))))
 				return
 			}
-			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ctx, ws, res, caps, a.opts.Describe)...)
+			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ctx, ws, res, r.caps, r.a.opts.Describe)...)
 		}()
 	}
 	wg.Wait()
 	return llm.ToolResults(parts...)
 }
 
-func (a *Agent) typing(ctx context.Context, chat string, on bool) {
-	ch, ok := a.channelFor(chat)
-	if !ok {
-		return
-	}
-	if t, ok := ch.(interface {
-		SetTyping(context.Context, string, bool) error
-	}); ok {
-		if err := t.SetTyping(ctx, chat, on); err != nil {
-			a.log.Debug("agent: typing indicator failed", "chat", chat, "err", err)
+// streamTurn asks the model for one turn through its stream, showing the
+// text as it comes. A stream that breaks after showing text is asked once
+// more (the chain may fall back to another model); the new text replaces
+// what was shown.
+func (r *Run) streamTurn() (*llm.Result, error) {
+	for try := 1; ; try++ {
+		r.live.startTurn()
+		res, wrote, err := r.streamOnce()
+		if err == nil {
+			return res, nil
 		}
+		if !wrote || try > 1 || r.runCtx.Err() != nil || !llm.IsRetryable(err) {
+			return nil, err
+		}
+		r.log.Warn("agent: model stream broke mid-answer; asking again", "kind", llm.KindOf(err), "err", err)
 	}
 }
 
-// notifyFailure tells the chat once per failure streak that the model is
-// unreachable. It bypasses the outbox and the cursor: it answers nothing.
-func (a *Agent) notifyFailure(ctx context.Context, folder string, res runResult) {
-	if res.chat == "" {
-		return
+// streamOnce folds one stream into a Result (llm.Folder, as Generate's
+// callers get), relaying text deltas to the live answer. wrote reports
+// whether any content arrived before an error.
+func (r *Run) streamOnce() (res *llm.Result, wrote bool, err error) {
+	ctx := r.runCtx
+	s, err := r.a.opts.LLM.Stream(ctx, r.req)
+	if err != nil {
+		return nil, false, err
 	}
-	ch, ok := a.channelFor(res.chat)
-	if !ok {
-		return
+	defer s.Close()
+	f := llm.NewFolder()
+	for {
+		c, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, wrote, llm.FromTransport("", ctx.Err())
+			}
+			return nil, wrote, err
+		}
+		if err := f.Add(c); err != nil {
+			return nil, wrote, err
+		}
+		wrote = wrote || c.IsContent()
+		if c.Kind == llm.ChunkText {
+			r.live.delta(ctx, c.Text)
+		}
 	}
-	if _, err := ch.Send(ctx, outMessage(res.chat, msgModelFailed, res.thread, "")); err != nil {
-		a.log.Warn("agent: could not tell the chat about the failure", "group", folder, "err", err)
-	}
+	res, err = f.Result()
+	return res, wrote, err
 }
 
 func newRunID() string {

@@ -87,11 +87,3 @@ func isolatedRun(msgs []store.Message) bool {
 func batchRun(msgs []store.Message) bool {
 	return len(msgs) > 0 && isTask(&msgs[len(msgs)-1]) && strings.HasSuffix(msgs[len(msgs)-1].SenderID, batchSuffix)
 }
-
-// again marks the group as having work left, so its worker runs once more
-// after this run instead of waiting for the next trigger.
-func (a *Agent) again(folder string) {
-	a.mu.Lock()
-	a.st(folder).pending = true
-	a.mu.Unlock()
-}

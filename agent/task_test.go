@@ -66,7 +66,9 @@ func TestTaskRunsInItsGroupOnce(t *testing.T) {
 // prompt alone.
 func TestTaskContextModes(t *testing.T) {
 	f := echoLLM()
-	h := newHarness(t, f, func(o *Options) { o.Now = func() time.Time { return time.Date(2025, 3, 1, 16, 0, 0, 0, time.UTC) } })
+	h := newHarness(t, f, func(o *Options) {
+		o.Time.Now = func() time.Time { return time.Date(2025, 3, 1, 16, 0, 0, 0, time.UTC) }
+	})
 	h.start()
 	if err := os.MkdirAll(filepath.Join(h.groupsDir, "family"), 0o755); err != nil {
 		t.Fatal(err)

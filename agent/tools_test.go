@@ -74,11 +74,11 @@ func TestDefaultToolSource(t *testing.T) {
 	var asked []string
 	a := New(Options{
 		GroupsDir: dir,
-		Media:     func(group string) mcp.Caller { asked = append(asked, group); return host },
-		ExtraMCP: map[string]MCPServer{
-			"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
-			"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
-		},
+		ToolOptions: ToolOptions{Media: func(group string) mcp.Caller { asked = append(asked, group); return host },
+			ExtraMCP: map[string]MCPServer{
+				"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
+				"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
+			}},
 	})
 	ctx := context.Background()
 	sess, err := a.defaultTools(ctx, &groups.Group{Folder: "family"})
@@ -131,9 +131,9 @@ func TestDefaultToolSource(t *testing.T) {
 
 // A server that does not start is left out; the rest still work.
 func TestBrokenMCPServerIsLeftOut(t *testing.T) {
-	a := New(Options{ExtraMCP: map[string]MCPServer{
+	a := New(Options{ToolOptions: ToolOptions{ExtraMCP: map[string]MCPServer{
 		"ghost": {Command: filepath.Join(t.TempDir(), "no-such-binary"), Tools: []string{"x"}},
-	}})
+	}}})
 	sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "family"})
 	if err != nil {
 		t.Fatal(err)
@@ -275,10 +275,10 @@ func TestToolCallsRunInParallel(t *testing.T) {
 	})
 	bt := &barrierTools{n: 3, arrived: make(chan struct{}, 3)}
 	h := newHarness(t, f, func(o *Options) {
-		o.Tools = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return bt, nil }
+		o.ToolSource = func(ctx context.Context, g *groups.Group) (ToolSession, error) { return bt, nil }
 		// A hang guard, not a bound the calls must beat: they finish as
 		// soon as all three run at once, however loaded the machine.
-		o.RunTimeout = chantest.HangGuard
+		o.Run.Timeout = chantest.HangGuard
 	})
 	h.start()
 	h.say(famChat, "Alice", "@Andy do three things")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -56,9 +57,10 @@ func startDaemon(t *testing.T, dir string, gs *groups.Set, ch *chantest.Channel,
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := agent.New(agent.Options{Store: st, Groups: gs, GroupsDir: filepath.Join(dir, "groups"), DataDir: dir,
-		Channels: map[string]channels.Channel{"telegram": ch}, LLM: model, Model: "fake-1", Log: log,
-		RetryDelay: func(int) time.Duration { return time.Millisecond }, BeforeOutbox: beforeOutbox})
+	a := agent.New(agent.Options{Store: st, Groups: gs, GroupsDir: filepath.Join(dir, "groups"),
+		Channels: map[string]channels.Channel{"telegram": ch}, LLM: model, Run: agent.RunLimits{Model: "fake-1"}, Log: log,
+		Intake: agent.IntakeOptions{RetryDelay: func(int) time.Duration { return time.Millisecond }},
+		Hooks:  agent.Hooks{BeforeOutbox: beforeOutbox}})
 	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Clock: clock, Log: log, AfterFire: afterFire,
 		Fire: a.DeliverTask})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,7 +95,7 @@ func (d *daemon) settled(t *testing.T, chat, id, folder string) {
 		var m store.Message
 		m, err = d.st.Message(context.Background(), chat, id)
 		cur, _ = d.st.AgentCursor(context.Background(), folder)
-		p, _ := d.st.PendingOutbox(context.Background(), folder)
+		p, _ := outboxdb.New(d.st).Pending(context.Background(), folder)
 		pending = len(p)
 		return err == nil && m.Seq <= cur && pending == 0
 	}) {

@@ -42,7 +42,19 @@ for svc in media.Service media/links.Service media/links.Pages media/generation.
 	printf '    %s\n' "$(printf '%s' "$imps" | tr '\n' ' ')"
 done
 
+# The agent's shape (issue 39.4): the methods of *Agent, the fields of
+# its Options, the longest parameter list under agent/ (non-test files).
+printf 'methods of *Agent: %s\n' "$($GO run scripts/gofigures.go methods agent Agent)"
+printf 'fields of agent.Options: %s\n' "$($GO run scripts/gofigures.go fields agent Options)"
+printf 'longest parameter list under agent/: %s\n' "$($GO run scripts/gofigures.go params agent)"
+
 [[ ${1:-} == --measure ]] || exit 0
+
+# What one answered message costs the database, over the real SQLite
+# store through a driver that counts (agent's BenchmarkRunRoundTrips).
+$GO test -tags "$TAGS" -run '^$' -bench 'RunRoundTrips' -benchtime 50x ./agent/ |
+	awk '/^BenchmarkRunRoundTrips/ {sub(/^BenchmarkRunRoundTrips\//, "", $1); sub(/-[0-9]+$/, "", $1);
+		printf "database round trips, %s: %s statements, %s transactions\n", $1, $5, $7}'
 
 tmp=$(mktemp -d)
 pid=

@@ -34,6 +34,13 @@ func (s *Store) AgentCursor(ctx context.Context, folder string) (int64, error) {
 const raiseCursor = `INSERT INTO cursors(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET
 	value = CASE WHEN CAST(excluded.value AS BIGINT) > CAST(cursors.value AS BIGINT) THEN excluded.value ELSE cursors.value END`
 
+// RaiseAgentCursor moves a group's cursor forward to seq (never back)
+// inside tx, a fenced transaction of the caller's that commits what the
+// move stands for (an answer sent, a task handed off) in the same breath.
+func RaiseAgentCursor(ctx context.Context, tx *sql.Tx, folder string, seq int64) error {
+	return raise(ctx, tx, folder, seq)
+}
+
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -89,204 +96,26 @@ func (s *Store) LastTrigger(ctx context.Context, folder string) (t Trigger, ok b
 	return t, true, nil
 }
 
-// Outbox statuses.
-const (
-	OutboxPending = "pending"
-	OutboxSent    = "sent"
-	OutboxFailed  = "failed" // given up after repeated send failures
-)
-
-// OutboxItem is an answer written before it is sent, so a crash between
-// the model's reply and the channel's acknowledgement neither loses nor
-// regenerates it.
-type OutboxItem struct {
-	ID      int64
-	Folder  string
-	ChatID  string
-	UpToSeq int64 // the cursor moves here once the item is sent
-	Text    string
-	// Media are paths relative to the group folder, sent after Text.
-	Media    []string
-	ThreadID string
-	ReplyTo  string
-	// Voice: the text goes as a voice note ([[audio_as_voice]]), and
-	// audio files as voice notes too.
-	Voice bool
-	// LiveIDs are the messages of the live answer this item finishes
-	// (see channels.Streamer), empty when it was not streamed.
-	LiveIDs   []string
-	Status    string
-	PartsDone int // text (if any) then each media file; resumes here
-	Attempts  int
-	LastError string
-	Created   time.Time
-}
-
-// AddOutbox stores a pending answer and returns its id. It is fenced
-// (ErrFenced when this instance no longer holds the lease): an answer a
-// stale instance made after its successor took over must not wait in the
-// outbox for that successor, which answers the same messages itself, to
-// send it a second time.
-func (s *Store) AddOutbox(ctx context.Context, it OutboxItem) (id int64, err error) {
-	err = s.Fenced(ctx, func(tx *sql.Tx) error {
-		id, err = addOutbox(ctx, tx, it)
-		return err
-	})
-	return id, err
-}
-
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func addOutbox(ctx context.Context, db queryer, it OutboxItem) (int64, error) {
-	media, err := json.Marshal(nonNil(it.Media))
+// DueTrigger returns the group's latest trigger and its cursor in one
+// read; ok is false when the group was never triggered (the cursor is
+// then not read). The trigger is due when t.Seq > cursor.
+func (s *Store) DueTrigger(ctx context.Context, folder string) (t Trigger, cursor int64, ok bool, err error) {
+	var cur string
+	err = s.DB.QueryRowContext(ctx, `SELECT t.folder, t.seq, t.chat_id, t.message_id, t.thread_id, COALESCE(c.value, '')
+		FROM agent_triggers t LEFT JOIN cursors c ON c.name = ? WHERE t.folder = ?`, AgentCursorName(folder), folder).
+		Scan(&t.Folder, &t.Seq, &t.ChatID, &t.MessageID, &t.ThreadID, &cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Trigger{}, 0, false, nil
+	}
 	if err != nil {
-		return 0, fmt.Errorf("add outbox: %w", err)
+		return Trigger{}, 0, false, fmt.Errorf("trigger of %s: %w", folder, err)
 	}
-	live, err := json.Marshal(nonNil(it.LiveIDs))
-	if err != nil {
-		return 0, fmt.Errorf("add outbox: %w", err)
-	}
-	if it.Created.IsZero() {
-		it.Created = time.Now()
-	}
-	var id int64
-	err = db.QueryRowContext(ctx, `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created, voice, live_ids)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		it.Folder, it.ChatID, it.UpToSeq, it.Text, string(media), it.ThreadID, it.ReplyTo, OutboxPending, it.Created.UnixMilli(), it.Voice, string(live)).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("add outbox for %s: %w", it.Folder, err)
-	}
-	return id, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-const outboxCols = `id, folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, parts_done, attempts, last_error, created, voice, live_ids`
-
-func scanOutbox(r sqlrows.Scanner) (OutboxItem, error) {
-	var it OutboxItem
-	var media, live string
-	var ms int64
-	if err := r.Scan(&it.ID, &it.Folder, &it.ChatID, &it.UpToSeq, &it.Text, &media, &it.ThreadID, &it.ReplyTo,
-		&it.Status, &it.PartsDone, &it.Attempts, &it.LastError, &ms, &it.Voice, &live); err != nil {
-		return it, err
-	}
-	if err := json.Unmarshal([]byte(live), &it.LiveIDs); err != nil {
-		return it, fmt.Errorf("outbox %d live ids: %w", it.ID, err)
-	}
-	it.Created = time.UnixMilli(ms)
-	if err := json.Unmarshal([]byte(media), &it.Media); err != nil {
-		return it, fmt.Errorf("outbox %d media: %w", it.ID, err)
-	}
-	return it, nil
-}
-
-// PendingOutbox lists unsent answers, oldest first; folder "" lists all.
-func (s *Store) PendingOutbox(ctx context.Context, folder string) ([]OutboxItem, error) {
-	q := `SELECT ` + outboxCols + ` FROM agent_outbox WHERE status = ?`
-	args := []any{OutboxPending}
-	if folder != "" {
-		q += ` AND folder = ?`
-		args = append(args, folder)
-	}
-	return sqlrows.Query(ctx, s.DB, "pending outbox", scanOutbox, q+` ORDER BY id`, args...)
-}
-
-// Outbox fetches one outbox item.
-func (s *Store) Outbox(ctx context.Context, id int64) (OutboxItem, error) {
-	it, err := scanOutbox(s.DB.QueryRowContext(ctx, `SELECT `+outboxCols+` FROM agent_outbox WHERE id = ?`, id))
-	if err != nil {
-		return it, fmt.Errorf("outbox %d: %w", id, err)
-	}
-	return it, nil
-}
-
-// ErrOutboxDone: the item is no longer pending (sent or given up,
-// perhaps by the instance that held the lease before).
-var ErrOutboxDone = errors.New("outbox item is no longer pending")
-
-// ClaimOutbox is the fenced claim made before an item's parts are sent:
-// it records the lease epoch sending it and fails with ErrFenced when this
-// instance no longer holds the lease, or ErrOutboxDone when the item was
-// finished meanwhile, so a stale instance sends nothing.
-func (s *Store) ClaimOutbox(ctx context.Context, id int64) error {
-	err := s.Fenced(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE agent_outbox SET claimed_epoch = ? WHERE id = ? AND status = ?`, max(s.fence.Load(), 0), id, OutboxPending)
-		if err != nil {
-			return err
+	if cur != "" {
+		if cursor, err = strconv.ParseInt(cur, 10, 64); err != nil {
+			return Trigger{}, 0, false, fmt.Errorf("cursor %s: %w", AgentCursorName(folder), err)
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return ErrOutboxDone
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("claim outbox %d: %w", id, err)
 	}
-	return nil
-}
-
-// OutboxProgress records that the first parts of an item were delivered,
-// so a crash mid-way resends only the rest (fenced).
-func (s *Store) OutboxProgress(ctx context.Context, id int64, partsDone int) error {
-	err := s.Fenced(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE agent_outbox SET parts_done = CASE WHEN parts_done > ? THEN parts_done ELSE ? END WHERE id = ?`, partsDone, partsDone, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("outbox %d progress: %w", id, err)
-	}
-	return nil
-}
-
-// OutboxAttemptFailed counts a failed delivery and returns the attempts so far.
-func (s *Store) OutboxAttemptFailed(ctx context.Context, id int64, reason string) (int, error) {
-	var n int
-	err := s.DB.QueryRowContext(ctx, `UPDATE agent_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? RETURNING attempts`,
-		reason, id).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("outbox %d attempt: %w", id, err)
-	}
-	return n, nil
-}
-
-// CompleteOutbox marks an item sent and advances its group's cursor in one
-// transaction: either both happen or neither, so a crash cannot leave a
-// sent answer whose messages would be answered again. It is fenced:
-// ErrFenced when this instance no longer holds the lease.
-func (s *Store) CompleteOutbox(ctx context.Context, id int64) error {
-	err := s.Fenced(ctx, func(tx *sql.Tx) error {
-		var folder string
-		var seq int64
-		err := tx.QueryRowContext(ctx, `UPDATE agent_outbox SET status = ?, finished = ? WHERE id = ? AND status = ? RETURNING folder, up_to_seq`,
-			OutboxSent, time.Now().UnixMilli(), id, OutboxPending).Scan(&folder, &seq)
-		if err != nil {
-			return err
-		}
-		return raise(ctx, tx, folder, seq)
-	})
-	if err != nil {
-		return fmt.Errorf("complete outbox %d: %w", id, err)
-	}
-	return nil
-}
-
-// AbandonOutbox gives up on an item that cannot be delivered. The cursor
-// stays put, so the next trigger answers those messages afresh.
-func (s *Store) AbandonOutbox(ctx context.Context, id int64, reason string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE agent_outbox SET status = ?, last_error = ?, finished = ? WHERE id = ? AND status = ?`,
-		OutboxFailed, reason, time.Now().UnixMilli(), id, OutboxPending)
-	if err != nil {
-		return fmt.Errorf("abandon outbox %d: %w", id, err)
-	}
-	return nil
+	return t, cursor, true, nil
 }
 
 // AgentRun is the bookkeeping of one agent run.

@@ -43,51 +43,39 @@ func testTriggerKeepsNewest(t *testing.T, c Config) {
 	}
 }
 
-func TestOutboxLifecycle(t *testing.T) { drivers(t, testOutboxLifecycle) }
+// DueTrigger reads the trigger and the cursor together: nothing for a
+// group never triggered, cursor 0 before the first answer, then both as
+// they move.
+func TestDueTrigger(t *testing.T) { drivers(t, testDueTrigger) }
 
-func testOutboxLifecycle(t *testing.T, c Config) {
+func testDueTrigger(t *testing.T, c Config) {
 	ctx := context.Background()
 	s := open(t, c)
-	id, err := s.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 9, Text: "hi", Media: []string{"media/a.png"}, ThreadID: "th"})
-	if err != nil {
+	if _, _, ok, err := s.DueTrigger(ctx, "fam"); ok || err != nil {
+		t.Fatalf("never triggered: ok=%v err=%v", ok, err)
+	}
+	// A cursor without a trigger is still no trigger.
+	if err := s.AdvanceAgentCursor(ctx, "work", 3); err != nil {
 		t.Fatal(err)
 	}
-	other, _ := s.AddOutbox(ctx, OutboxItem{Folder: "work", ChatID: "slack:C1", UpToSeq: 3, Text: "yo"})
-	pend, err := s.PendingOutbox(ctx, "fam")
-	if err != nil || len(pend) != 1 || pend[0].ID != id || !reflect.DeepEqual(pend[0].Media, []string{"media/a.png"}) || pend[0].ThreadID != "th" {
-		t.Fatalf("pending = %+v, %v", pend, err)
+	if _, _, ok, err := s.DueTrigger(ctx, "work"); ok || err != nil {
+		t.Fatalf("a cursor without a trigger: ok=%v err=%v", ok, err)
 	}
-	if all, _ := s.PendingOutbox(ctx, ""); len(all) != 2 {
-		t.Fatalf("all pending = %d, want 2", len(all))
-	}
-	if err := s.OutboxProgress(ctx, id, 1); err != nil {
+	want := Trigger{Folder: "fam", Seq: 7, ChatID: "telegram:1", MessageID: "a", ThreadID: "t1"}
+	if err := s.RecordTrigger(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.OutboxAttemptFailed(ctx, id, "boom"); n != 1 || err != nil {
-		t.Fatalf("attempts = %d, %v", n, err)
-	}
-	if err := s.CompleteOutbox(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	it, _ := s.Outbox(ctx, id)
-	if it.Status != OutboxSent || it.PartsDone != 1 || it.LastError != "boom" {
-		t.Errorf("item after completion = %+v", it)
-	}
-	if c, _ := s.AgentCursor(ctx, "fam"); c != 9 {
-		t.Errorf("cursor = %d, want 9", c)
-	}
-	// Completing twice is an error and changes nothing.
-	if err := s.CompleteOutbox(ctx, id); err == nil {
-		t.Error("second completion succeeded")
-	}
-	if err := s.AbandonOutbox(ctx, other, "chat gone"); err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := s.AgentCursor(ctx, "work"); c != 0 {
-		t.Errorf("abandoning moved the cursor to %d", c)
-	}
-	if all, _ := s.PendingOutbox(ctx, ""); len(all) != 0 {
-		t.Errorf("still pending: %+v", all)
+	// The work group's cursor (3) is not the family's: it reads 0 first.
+	for _, step := range []struct{ advance, cursor int64 }{{0, 0}, {5, 5}, {7, 7}} {
+		if step.advance > 0 {
+			if err := s.AdvanceAgentCursor(ctx, "fam", step.advance); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, cur, ok, err := s.DueTrigger(ctx, "fam")
+		if !ok || err != nil || got != want || cur != step.cursor {
+			t.Errorf("after advancing to %d: %+v, cursor %d, ok=%v, %v; want %+v, cursor %d", step.advance, got, cur, ok, err, want, step.cursor)
+		}
 	}
 }
 

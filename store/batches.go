@@ -118,26 +118,24 @@ func (s *Store) BatchEnded(ctx context.Context, id, result, errMsg string) error
 	})
 }
 
-// AnswerBatch puts the answer of an ended batch in the outbox and marks
-// it answered in one transaction, so a crash cannot answer it twice.
-// it.Text empty and no media: the run decided to stay silent; nothing is
-// queued. It returns the outbox id (0 when nothing was queued).
-func (s *Store) AnswerBatch(ctx context.Context, id string, it *OutboxItem) (int64, error) {
-	var outbox int64
+// AnswerBatch marks an ended batch answered and, in the same fenced
+// transaction, runs queue (nil: nothing), which puts the answer in the
+// outbox (outboxdb.AddTx), so a crash cannot answer it twice.
+func (s *Store) AnswerBatch(ctx context.Context, id string, queue func(tx *sql.Tx) error) error {
 	err := s.Fenced(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE llm_batches SET state = ?, updated = ? WHERE id = ? AND state = ?`, BatchAnswered, time.Now().UnixMilli(), id, BatchEnded)
 		if err := batchChanged(id, res, err); err != nil {
 			return err
 		}
-		if it != nil {
-			outbox, err = addOutbox(ctx, tx, *it)
+		if queue != nil {
+			return queue(tx)
 		}
-		return err
+		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("answer batch %s: %w", id, err)
+		return fmt.Errorf("answer batch %s: %w", id, err)
 	}
-	return outbox, nil
+	return nil
 }
 
 func (s *Store) batchUpdate(ctx context.Context, id, from, set string, args ...any) error {

@@ -36,10 +36,7 @@ func TestCopyToPostgresKeepsEveryRow(t *testing.T) {
 	if err := from.AdvanceAgentCursor(ctx, "family", last); err != nil {
 		t.Fatal(err)
 	}
-	out, err := from.AddOutbox(ctx, OutboxItem{Folder: "family", ChatID: "telegram:-1", UpToSeq: last, Text: "hi"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := insertOutbox(t, from, last, "hi")
 	if err := from.SaveRun(ctx, AgentRun{ID: "r1", Folder: "family", Started: time.UnixMilli(1), Outcome: "answered", CostKnown: true},
 		[]TranscriptEntry{{Role: "assistant", Parts: json.RawMessage(`[{"kind":"tool_call","tool_call":{"name":"fetch_media"}}]`)}}); err != nil {
 		t.Fatal(err)
@@ -92,9 +89,8 @@ func TestCopyToPostgresKeepsEveryRow(t *testing.T) {
 		t.Errorf("runs on postgres: %+v, %v", runs, err)
 	}
 	// New rows continue after the copied ids.
-	next, err := to.AddOutbox(ctx, OutboxItem{Folder: "family", ChatID: "telegram:-1", UpToSeq: last, Text: "again"})
-	if err != nil || next <= out {
-		t.Errorf("new outbox id %d after copied %d: %v", next, out, err)
+	if next := insertOutbox(t, to, last, "again"); next <= out {
+		t.Errorf("new outbox id %d after copied %d", next, out)
 	}
 	seq, err := to.PutMessage(ctx, Message{ChatID: "telegram:-1", ID: "d", Time: time.UnixMilli(5)})
 	if err != nil || seq <= last {
@@ -286,4 +282,17 @@ func TestConvertTo(t *testing.T) {
 			t.Errorf("%s(%#v) = %#v, %v, want %#v", tc.typ, tc.in, got, err, tc.want)
 		}
 	}
+}
+
+// insertOutbox adds an answer to the outbox as agent/outboxdb does (its
+// queries live there; store only copies the table) and returns its id.
+func insertOutbox(t *testing.T, s *Store, upTo int64, text string) int64 {
+	t.Helper()
+	var id int64
+	err := s.DB.QueryRowContext(context.Background(), `INSERT INTO agent_outbox(folder, chat_id, up_to_seq, text, media, thread_id, reply_to, status, created, voice, live_ids)
+		VALUES ('family', 'telegram:-1', ?, ?, '[]', '', '', 'pending', 1, ?, '[]') RETURNING id`, upTo, text, false).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

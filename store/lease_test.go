@@ -161,23 +161,11 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 	if _, ok, err := a.TryAcquireLease(ctx, "A", t0, ttl); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	// A, active, queues two answers, a video job and a batch.
-	first, err := a.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 5, Text: "hi"})
-	if err != nil {
+	// A, active, moves the cursor, queues a video job and a batch (the
+	// outbox's fenced writes are tested with its queries, in
+	// agent/outboxdb).
+	if err := a.AdvanceAgentCursor(ctx, "fam", 5); err != nil {
 		t.Fatal(err)
-	}
-	second, err := a.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 7, Text: "again"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.ClaimOutbox(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.CompleteOutbox(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.ClaimOutbox(ctx, first); !errors.Is(err, ErrOutboxDone) {
-		t.Errorf("claim of a sent item: %v, want ErrOutboxDone", err)
 	}
 	job, err := a.AddMediaJob(ctx, MediaJob{Folder: "fam", ChatID: "telegram:1", Provider: "p", Model: "m", RemoteID: "r", Prompt: "a cat"})
 	if err != nil {
@@ -192,15 +180,8 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 		t.Fatal(ok, err)
 	}
 	stale := map[string]func() error{
-		"outbox add": func() error {
-			_, err := a.AddOutbox(ctx, OutboxItem{Folder: "fam", ChatID: "telegram:1", UpToSeq: 8, Text: "late"})
-			return err
-		},
-		"outbox claim":      func() error { return a.ClaimOutbox(ctx, second) },
-		"outbox completion": func() error { return a.CompleteOutbox(ctx, second) },
-		"outbox progress":   func() error { return a.OutboxProgress(ctx, second, 1) },
-		"cursor move":       func() error { return a.AdvanceAgentCursor(ctx, "fam", 9) },
-		"cursor set":        func() error { return a.SetCursor(ctx, "other", "x") },
+		"cursor move": func() error { return a.AdvanceAgentCursor(ctx, "fam", 9) },
+		"cursor set":  func() error { return a.SetCursor(ctx, "other", "x") },
 		"video sending": func() error {
 			_, err := a.UpdateMediaJob(ctx, JobSubmitted, MediaJob{ID: job, State: JobSending})
 			return err
@@ -217,12 +198,6 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 		}
 	}
 	// Nothing of it landed.
-	if it, _ := b.Outbox(ctx, second); it.Status != OutboxPending || it.PartsDone != 0 {
-		t.Errorf("stale writes changed the outbox item: %+v", it)
-	}
-	if items, _ := b.PendingOutbox(ctx, "fam"); len(items) != 1 || items[0].ID != second {
-		t.Errorf("pending answers after the stale writes: %+v, want only the second", items)
-	}
 	if cur, _ := b.AgentCursor(ctx, "fam"); cur != 6 {
 		t.Errorf("cursor = %d, want 6 (the batch hand-off's)", cur)
 	}
@@ -239,14 +214,11 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 		t.Error("the stale hand-off stored a batch")
 	}
 	// The new holder does them all.
-	if err := b.ClaimOutbox(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.CompleteOutbox(ctx, second); err != nil {
+	if err := b.AdvanceAgentCursor(ctx, "fam", 7); err != nil {
 		t.Fatal(err)
 	}
 	if cur, _ := b.AgentCursor(ctx, "fam"); cur != 7 {
-		t.Errorf("cursor after B's delivery = %d, want 7", cur)
+		t.Errorf("cursor after B's move = %d, want 7", cur)
 	}
 	if ok, err := b.UpdateMediaJob(ctx, JobSubmitted, MediaJob{ID: job, State: JobSending}); !ok || err != nil {
 		t.Errorf("B's video sending: %v, %v", ok, err)
@@ -254,13 +226,8 @@ func testFencedWritesOfAStaleHolder(t *testing.T, c Config) {
 	if err := b.BatchEnded(ctx, "run1", `{"text":"x"}`, ""); err != nil {
 		t.Errorf("B's batch result: %v", err)
 	}
-	if _, err := b.AnswerBatch(ctx, "run1", nil); err != nil {
+	if err := b.AnswerBatch(ctx, "run1", nil); err != nil {
 		t.Errorf("B's batch answer: %v", err)
-	}
-	var claimed int64
-	b.DB.QueryRowContext(ctx, `SELECT claimed_epoch FROM agent_outbox WHERE id = ?`, second).Scan(&claimed)
-	if claimed != 2 {
-		t.Errorf("claimed_epoch = %d, want 2", claimed)
 	}
 }
 

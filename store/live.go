@@ -78,3 +78,11 @@ func (s *Store) OpenLives(ctx context.Context) ([]LiveMessage, error) {
 		return m, nil
 	}, `SELECT id, folder, chat_id, ids, text, opened, updated FROM live_messages ORDER BY id`)
 }
+
+// nonNil is s, or an empty slice: it marshals as [], never null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -45,23 +45,3 @@ func testLiveMessagesSurviveAReopenUntilClosed(t *testing.T, c Config) {
 		t.Errorf("live message = %+v", m)
 	}
 }
-
-func TestOutboxKeepsLiveIDs(t *testing.T) { drivers(t, testOutboxKeepsLiveIDs) }
-
-func testOutboxKeepsLiveIDs(t *testing.T, c Config) {
-	ctx := context.Background()
-	s := open(t, c)
-	for _, ids := range [][]string{nil, {"5", "6"}} {
-		id, err := s.AddOutbox(ctx, OutboxItem{Folder: "family", ChatID: "telegram:-1", Text: "answer", LiveIDs: ids})
-		if err != nil {
-			t.Fatal(err)
-		}
-		it, err := s.Outbox(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(it.LiveIDs) != len(ids) || (len(ids) > 0 && !slices.Equal(it.LiveIDs, ids)) {
-			t.Errorf("live ids = %q, want %q", it.LiveIDs, ids)
-		}
-	}
-}

@@ -23,7 +23,9 @@ func testPruneAgentHistory(t *testing.T, c Config) {
 		if err := s.SaveRun(ctx, run, []TranscriptEntry{{Role: "user", Parts: []byte(`[]`)}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutMediaNote(ctx, "family", MediaNote{Ref: []string{"tg_OldOldOld1", "tg_NewNewNew1"}[i], Note: "x", Created: at}); err != nil {
+		// A note as agent/historydb keeps it (its queries live there).
+		if _, err := s.DB.ExecContext(ctx, `INSERT INTO agent_media_notes(folder, ref_id, note, run_id, created) VALUES ('family', ?, 'x', '', ?)`,
+			[]string{"tg_OldOldOld1", "tg_NewNewNew1"}[i], at.UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 	}

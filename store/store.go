@@ -49,10 +49,17 @@ func DSN(path string) string {
 // Open opens (creating if needed) the SQLite database at path and migrates
 // it.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenVia(ctx, "sqlite", path)
+}
+
+// OpenVia is Open through the database/sql driver registered as driver,
+// one that wraps modernc.org/sqlite (storetest's counting driver, which
+// measures the round trips a caller makes).
+func OpenVia(ctx context.Context, driver, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db, err := sql.Open("sqlite", DSN(path))
+	db, err := sql.Open(driver, DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -176,20 +176,20 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		}
 	}
 	d.agent = agent.New(agent.Options{
-		Describe: describe, Batch: batcher, BatchModel: primary.Name, BatchPoll: d.cfg.Scheduler.BatchPoll.D(),
-		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, DataDir: d.cfg.DataDir,
-		LLM: chain, Model: primary.Name, MaxTokens: primary.MaxTokens,
-		MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxMessages: d.cfg.Agent.MaxMessages,
-		MaxIterations: d.cfg.Agent.MaxIterations, RunTimeout: d.cfg.Agent.RunTimeout.D(),
-		ContextMessages: contextMessages(d.cfg.Agent.Context.Messages), ContextAge: d.cfg.Agent.Context.MaxAge.D(),
-		ContextTokens:  d.cfg.Agent.Context.MaxTokens,
-		Media:          d.caller,
-		Generate:       generateTools(d.cfg),
-		Internet:       internetTools(d.cfg),
-		MaxCostPerDay:  agent.USD(d.cfg.Agent.MaxCostPerDay),
-		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
-		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
-		RunDone: d.metrics.RunDone,
+		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: chain,
+		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
+		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
+			MaxIterations: d.cfg.Agent.MaxIterations, Timeout: d.cfg.Agent.RunTimeout.D()},
+		Context: agent.ContextLimits{MaxMessages: d.cfg.Agent.MaxMessages, Messages: contextMessages(d.cfg.Agent.Context.Messages),
+			MaxAge: d.cfg.Agent.Context.MaxAge.D(), MaxTokens: d.cfg.Agent.Context.MaxTokens},
+		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: agent.USD(d.cfg.Agent.MaxCostPerDay)},
+		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
+		Time:   agent.TimeOptions{Location: d.cfg.Location()},
+		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
+		ToolOptions: agent.ToolOptions{
+			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
+			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
+		},
 	})
 	d.sink = d.agent
 	ag := d.agent
