@@ -102,6 +102,14 @@ type Options struct {
 	// wall clock.
 	Clock clock.Clock
 
+	// Gate, when set, sees every message before it is routed and may
+	// answer it without the model (pairing of unknown chats, an owner's
+	// /approve); what it handled is neither stored nor routed.
+	Gate Gate
+	// AckReaction is put on the message a run answers while it runs
+	// (ack.go); empty puts none.
+	AckReaction string
+
 	// RunDone, when set, hears every run the agent records (with its
 	// outcome and model calls) once it is saved: botd's metrics.
 	RunDone func(store.AgentRun)
@@ -417,6 +425,9 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 		return fmt.Errorf("deliver: %w", err)
 	}
 	g, ok := a.groupByChat(in.ChatID)
+	if a.gate(ctx, in, g, ok) {
+		return nil
+	}
 	if !ok {
 		a.noteStranger(in)
 		return nil

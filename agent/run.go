@@ -73,7 +73,10 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
-	return a.think(ctx, &g, cursor, trig)
+	seen := a.ackRun(ctx, trig) // the question's reaction while it runs (ack.go)
+	res := a.think(ctx, &g, cursor, trig)
+	seen(res)
+	return res
 }
 
 func (a *Agent) storeFailure(ctx context.Context, err error) runResult {

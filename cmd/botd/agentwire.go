@@ -190,6 +190,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"), Location: d.cfg.Location(),
 		RunDone: d.metrics.RunDone,
+		Gate:    d.newGate(), AckReaction: d.cfg.AckReaction,
 	})
 	d.sink = d.agent
 	ag := d.agent
