@@ -50,11 +50,12 @@ func (a *Agent) ackRun(ctx context.Context, trig store.Trigger) func(runResult) 
 	if !ok {
 		return nothing
 	}
-	if m, err := a.opts.Store.Message(ctx, trig.ChatID, trig.MessageID); err != nil || isTask(&m) {
+	m, err := a.opts.Store.Message(ctx, trig.ChatID, trig.MessageID)
+	if err != nil || isTask(&m) {
 		return nothing
 	}
 	react := func(ctx context.Context, old, emoji string) {
-		if err := r.React(ctx, trig.ChatID, trig.MessageID, old, emoji); err != nil {
+		if err := r.React(ctx, channels.Reaction{Chat: trig.ChatID, MessageID: trig.MessageID, Sender: m.SenderID, Old: old, Emoji: emoji}); err != nil {
 			a.log.Debug("agent: reaction not set", "chat", trig.ChatID, "message", trig.MessageID, "emoji", emoji, "err", err)
 		}
 	}

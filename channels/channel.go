@@ -89,13 +89,22 @@ type Typer interface {
 
 // Reactor is a channel that can put the assistant's own reaction on a
 // message and take it off: botd marks the question a run answers as seen
-// (agent's ack_reaction), then clears it or marks a failure.
+// (ack_reaction), then clears it or marks a failure.
 type Reactor interface {
-	// React replaces the assistant's reaction old on the message with
-	// emoji: old "" only adds, emoji "" only takes old off. Emoji are
-	// Unicode ("👀"); a network that names them maps them itself and says
-	// so in an error when it cannot.
-	React(ctx context.Context, chat, messageID, old, emoji string) error
+	React(ctx context.Context, r Reaction) error
+}
+
+// Reaction replaces the assistant's reaction Old on a message with Emoji:
+// Old "" only adds, Emoji "" only takes Old off. Emoji are Unicode ("👀");
+// a network that names them maps them itself and says so in an error when
+// it cannot.
+type Reaction struct {
+	Chat      string
+	MessageID string
+	// Sender is who wrote the message, as Inbound.SenderID had it (a
+	// network may name a message by chat, sender and id).
+	Sender     string
+	Old, Emoji string
 }
 
 // Sighted is a channel that may not see every message of a group chat

@@ -42,12 +42,13 @@ func knownEmoji() string {
 // React implements channels.Reactor with reactions.remove of old and
 // reactions.add of emoji. A reaction already there (or already gone) is
 // what was asked for: not an error.
-func (s *Slack) React(ctx context.Context, chat, messageID, old, emoji string) error {
+func (s *Slack) React(ctx context.Context, r channels.Reaction) error {
+	chat, old, emoji := r.Chat, r.Old, r.Emoji
 	channel, err := nativeID(chat)
 	if err != nil {
 		return err
 	}
-	ref := slackapi.NewRefToMessage(channel, messageID)
+	ref := slackapi.NewRefToMessage(channel, r.MessageID)
 	if old != "" {
 		name, err := emojiName(old)
 		if err != nil {

@@ -20,7 +20,8 @@ var (
 // replaces the bot's reaction: old needs no call of its own. A bot may
 // only use Telegram's fixed list of reaction emoji; another is refused
 // by the Bot API (REACTION_INVALID) and reported here.
-func (t *Telegram) React(ctx context.Context, chat, messageID, old, emoji string) error {
+func (t *Telegram) React(ctx context.Context, r channels.Reaction) error {
+	chat, messageID, emoji := r.Chat, r.MessageID, r.Emoji
 	id, err := nativeChat(chat)
 	if err != nil {
 		return err
