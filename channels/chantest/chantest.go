@@ -31,7 +31,7 @@ type Channel struct {
 	// reactions are the emoji each React left on a message, in order ("" for
 	// taken off), by chat and message id.
 	reactions map[[2]string][]string
-	sendErr error
+	sendErr   error
 
 	downloads atomic.Int64
 
