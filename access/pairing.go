@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -399,18 +398,4 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		return nil
 	})
 	return n, err
-}
-
-// Age says how long ago t was, roughly, for listings.
-func Age(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + "m ago"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + "h ago"
-	}
-	return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
 }

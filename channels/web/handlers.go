@@ -584,6 +584,8 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 				_, err = fmt.Fprintf(rw, "event: typing\ndata: {\"on\":%t}\n\n", ev.typing)
 			case "draft", "draft_end":
 				err = sendJSON(ev.kind, ev.draft)
+			case "reaction":
+				err = sendJSON(ev.kind, ev.reaction)
 			}
 		case <-tick.C:
 			if !w.auth.alive(s) {

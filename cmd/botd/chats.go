@@ -11,6 +11,7 @@ import (
 
 	"github.com/botd-dev/botd/access"
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/store"
@@ -135,7 +136,7 @@ func listChats(ctx context.Context, cfg *config.Config, as *access.Store, stdout
 		fmt.Fprintf(tw, "%s\t%s\t%s\tconfig\n", g.Folder, g.Chat, orDash(g.Name, ""))
 	}
 	for _, k := range kept {
-		fmt.Fprintf(tw, "%s\t%s\t%s\tapproved %s by %s\n", k.Folder, k.Chat, orDash(k.Name, ""), access.Age(now, k.Approved), k.ApprovedBy)
+		fmt.Fprintf(tw, "%s\t%s\t%s\tapproved %s by %s\n", k.Folder, k.Chat, orDash(k.Name, ""), ago(now.Sub(k.Approved))+" ago", k.ApprovedBy)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -153,7 +154,7 @@ func listChats(ctx context.Context, cfg *config.Config, as *access.Store, stdout
 			kind = "direct"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", access.ShowCode(r.Code), r.Chat, orDash(r.ChatName, ""), kind,
-			access.Age(now, r.Created), orDash(r.SenderName, r.SenderID))
+			ago(now.Sub(r.Created))+" ago", orDash(r.SenderName, r.SenderID))
 	}
 	return tw.Flush()
 }
@@ -301,4 +302,22 @@ func (d *daemon) sweepPairing(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// pendingChats are the chats waiting with a code, for the dashboard.
+func (d *daemon) pendingChats(ctx context.Context) ([]web.PendingChat, error) {
+	ps, err := d.accessStore().Pending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.PendingChat, 0, len(ps))
+	for _, p := range ps {
+		kind := "group"
+		if !p.IsGroup {
+			kind = "direct"
+		}
+		out = append(out, web.PendingChat{Code: access.ShowCode(p.Code), Chat: p.Chat, Name: p.ChatName, Kind: kind,
+			By: orDash(p.SenderName, p.SenderID), Asked: p.Created})
+	}
+	return out, nil
 }
