@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-telegram/bot/models"
+
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/internal/testwait"
@@ -179,4 +181,79 @@ func TestSlackAckReactionEndToEnd(t *testing.T) {
 		t.Errorf("reactions left on the question: %q", rs)
 	}
 	host.stop(t)
+}
+
+// An owner approves from a DM with /approve CODE; the chat is greeted and
+// answered. What pairing keeps survives a restart: the group approved live
+// is still answered, and a chat told its code is not told again within
+// the hour.
+func TestOwnerApprovesFromADMAndItSurvivesARestart(t *testing.T) {
+	const answer = "Answered in the approved group."
+	r := newAgentRig(t, "openai", answer)
+	writeFile(t, filepath.Join(r.dir, "botd.yaml"), strings.Replace(readFile(t, filepath.Join(r.dir, "botd.yaml")),
+		"groups:\n", "access: {owners: [\"telegram:42\"]}\ngroups:\n", 1))
+	host := startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	owner, stranger := telegramtest.Person(42, "Owner"), telegramtest.Person(77, "Sam")
+	msg := 100
+	say := func(chat models.Chat, from models.User, text string) int {
+		t.Helper()
+		msg++
+		u := telegramtest.Text(chat, from, msg, text)
+		u.Message.Date = int(time.Now().Unix())
+		r.tg.Enqueue(u)
+		return msg
+	}
+	club, other := telegramtest.Group(-300, "Chess"), telegramtest.Group(-400, "Other")
+	say(club, stranger, "@botd_test_bot hi")
+	say(other, stranger, "@botd_test_bot hi")
+	testwait.Within(t, 60*time.Second, "both pairing replies", func() bool {
+		return len(sentTo(r.tg, -300)) == 1 && len(sentTo(r.tg, -400)) == 1
+	})
+	code := pairingCode.FindStringSubmatch(sentTo(r.tg, -300)[0])[1]
+
+	// A stranger's /approve in a DM is refused; the owner's is carried out.
+	say(telegramtest.Private(stranger), stranger, "/approve "+code)
+	testwait.Within(t, 60*time.Second, "the refusal", func() bool { return len(sentTo(r.tg, 77)) == 1 })
+	if got := sentTo(r.tg, 77)[0]; !strings.Contains(got, "Only an owner") {
+		t.Fatalf("a stranger's /approve got %q", got)
+	}
+	say(telegramtest.Private(owner), owner, "/approve "+code)
+	testwait.Within(t, 60*time.Second, "the owner's confirmation", func() bool { return len(sentTo(r.tg, 42)) == 1 })
+	if got := sentTo(r.tg, 42)[0]; !strings.Contains(got, `is now the group "chess"`) {
+		t.Fatalf("the owner's /approve got %q", got)
+	}
+	testwait.Within(t, 30*time.Second, "the greeting in the approved chat", func() bool {
+		return slices.ContainsFunc(sentTo(r.tg, -300), func(s string) bool { return strings.Contains(s, "This chat is approved") })
+	})
+	host.stop(t)
+
+	// Restarted: the approved group is answered, the other chat is not
+	// told its code again (within the hour), and the model never saw it.
+	host = startBotd(t, r.dir, "run", "--config", "botd.yaml")
+	host.waitLog(t, "botd running")
+	say(other, stranger, "@botd_test_bot hello again")
+	q := say(club, stranger, "@Andy who moves first?")
+	testwait.Within(t, 60*time.Second, "the answer after the restart", func() bool {
+		return slices.ContainsFunc(sentTo(r.tg, -300), func(s string) bool { return strings.Contains(s, answer) })
+	})
+	if got := sentTo(r.tg, -400); len(got) != 1 {
+		t.Errorf("the unapproved chat was told %d times across a restart within the hour, want 1: %q", len(got), got)
+	}
+	for _, req := range r.model.Requests() {
+		if strings.Contains(req, "hello again") {
+			t.Error("the model was sent the unapproved chat's message")
+		}
+	}
+	testwait.Within(t, 30*time.Second, "the reaction taken off", func() bool { return len(r.tg.Reactions(-300, q)) == 2 })
+	host.stop(t)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
