@@ -279,6 +279,8 @@ func (d *daemon) greet(ctx context.Context, g *groups.Group) {
 	text := fmt.Sprintf("This chat is approved. Start a message with %s (or mention me) and I'll answer.", g.Trigger)
 	if isGroup, known, err := d.store.ChatIsGroup(ctx, g.Chat); err == nil && known && !isGroup {
 		text = "This chat is approved. Write to me here and I'll answer."
+	} else if s, ok := ch.(channels.Sighted); ok && s.SightNote() != "" {
+		text += "\n\n" + s.SightNote()
 	}
 	if _, err := ch.Send(ctx, channels.OutMessage{Chat: g.Chat, Text: text}); err != nil {
 		d.log.Warn("could not greet the approved chat", "group", g.Folder, "err", err)

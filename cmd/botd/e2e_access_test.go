@@ -226,6 +226,9 @@ func TestOwnerApprovesFromADMAndItSurvivesARestart(t *testing.T) {
 	testwait.Within(t, 30*time.Second, "the greeting in the approved chat", func() bool {
 		return slices.ContainsFunc(sentTo(r.tg, -300), func(s string) bool { return strings.Contains(s, "This chat is approved") })
 	})
+	if greeting := sentTo(r.tg, -300)[1]; !strings.Contains(greeting, "@Andy") || !strings.Contains(greeting, "privacy mode is on") {
+		t.Errorf("greeting = %q; want how to address the assistant and the privacy-mode note", greeting)
+	}
 	host.stop(t)
 
 	// Restarted: the approved group is answered, the other chat is not
