@@ -217,3 +217,32 @@ func TestFolderFor(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAskFlood is what one stranger's addressed message costs while
+// a flood from many chats runs: the pending table is full, no reply is
+// due (one transaction: a lookup, an insert, the trim).
+func BenchmarkAskFlood(b *testing.B) {
+	storetest.EachB(b, func(b *testing.B, c store.Config) {
+		ctx := context.Background()
+		st := storetest.Open(b, c)
+		clk := &fakeNow{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+		s := &Store{DB: st.DB, Now: clk.Now}
+		for i := range MaxPending + MaxRepliesPerHour {
+			if _, _, err := s.Ask(ctx, Request{Chat: fmt.Sprintf("telegram:-%d", i), IsGroup: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			clk.Add(time.Millisecond)
+			if _, tell, err := s.Ask(ctx, Request{Chat: fmt.Sprintf("telegram:-%d", 10000+i), IsGroup: true}); err != nil || tell {
+				b.Fatalf("ask = %v, %v", tell, err)
+			}
+		}
+		b.StopTimer()
+		var n int
+		if err := st.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM pairing_requests`).Scan(&n); err != nil || n != MaxPending {
+			b.Fatalf("pending after the flood = %d, %v; want %d", n, err, MaxPending)
+		}
+	})
+}
