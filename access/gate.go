@@ -66,7 +66,9 @@ func (gt *Gate) Intercept(ctx context.Context, in channels.Inbound, g *groups.Gr
 		gt.command(ctx, in, verb, code)
 		return true
 	}
-	if g != nil || gt.Config.UnknownChats != Pair || !(in.Mentioned || !in.IsGroup) {
+	// Mentioned is the network's word: a DM to the bot is, a DM to a
+	// shared WhatsApp number is not.
+	if g != nil || gt.Config.UnknownChats != Pair || !in.Mentioned {
 		return false
 	}
 	gt.pair(ctx, in)

@@ -62,8 +62,13 @@ func TestGatePairsAddressedStrangers(t *testing.T) {
 	if !r.gate.Intercept(ctx, group, nil) || len(r.ch.Sent()) != 1 {
 		t.Fatalf("a second addressed message: sent %d replies, want still 1", len(r.ch.Sent()))
 	}
-	// A DM addresses the assistant without a mention; no network note.
+	// A DM the network does not call addressed (a shared number's) is
+	// not paired; one it does is, without the network's group note.
 	dm := channels.Inbound{ChatID: "telegram:55", SenderID: "55", ID: "3"}
+	if r.gate.Intercept(ctx, dm, nil) {
+		t.Fatal("a DM not addressed to the assistant was paired")
+	}
+	dm.Mentioned = true
 	if !r.gate.Intercept(ctx, dm, nil) || len(r.ch.Sent()) != 2 || strings.Contains(r.ch.Sent()[1].Text, "mention me") {
 		t.Fatalf("a DM: sent = %+v", r.ch.Sent())
 	}

@@ -34,8 +34,9 @@ import (
 // sender typed is lost.
 //
 // Of a stranger's message two things reach the sink beyond the ids:
-// whether it addresses the assistant (Mentioned: a direct message, the
-// trigger, or what the network said), so botd can offer pairing, and the
+// whether it addresses the assistant (Mentioned: what the network said —
+// a mention, a reply, a DM to the bot — or the trigger), so botd can offer
+// pairing, and the
 // text only when it is a short chat command ("/approve ABCD-EF23"), so an
 // owner can approve a chat from a direct message.
 //
@@ -91,7 +92,9 @@ const maxStrangerCommand = 64
 // stranger fills what of a stranger's message the sink may see (Compose).
 func (e Env) stranger(in *Inbound, text string) {
 	typed := strings.TrimSpace(text)
-	if !in.IsGroup || (e.AssistantName != "" && groups.MatchTrigger("@"+e.AssistantName, typed)) {
+	// A direct message addresses the assistant when its network says so
+	// (Mentioned): not every DM does (a shared WhatsApp number's).
+	if e.AssistantName != "" && groups.MatchTrigger("@"+e.AssistantName, typed) {
 		in.Mentioned = true
 	}
 	if cmd := commandText(typed); cmd != "" {

@@ -302,11 +302,12 @@ func TestComposeStranger(t *testing.T) {
 		{"group chatter", channels.Inbound{IsGroup: true}, "hello all, see you at 5", "", false},
 		{"group trigger", channels.Inbound{IsGroup: true}, "  @andy what is this", "", true},
 		{"network mention kept", channels.Inbound{IsGroup: true, Mentioned: true}, "hey bot", "", true},
-		{"a DM addresses", channels.Inbound{}, "hi there", "", true},
-		{"a command", channels.Inbound{}, "/approve ABCD-EF23", "/approve ABCD-EF23", true},
+		{"a DM the network says is to the bot", channels.Inbound{Mentioned: true}, "hi there", "", true},
+		{"a DM it does not (a shared number)", channels.Inbound{}, "hi there", "", false},
+		{"a command", channels.Inbound{Mentioned: true}, "/approve ABCD-EF23", "/approve ABCD-EF23", true},
 		{"a command after a mention", channels.Inbound{IsGroup: true}, "@Andy /approve ABCD-EF23", "@Andy /approve ABCD-EF23", true},
-		{"a long command", channels.Inbound{}, "/approve " + strings.Repeat("x", 80), "", true},
-		{"two lines", channels.Inbound{}, "/approve ABCD-EF23\nand my secrets", "", true},
+		{"a long command", channels.Inbound{}, "/approve " + strings.Repeat("x", 80), "", false},
+		{"two lines", channels.Inbound{}, "/approve ABCD-EF23\nand my secrets", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := channels.Env{Sink: chantest.NewSink(), AssistantName: "Andy"}
