@@ -164,7 +164,7 @@ func (gt *Gate) pair(ctx context.Context, in channels.Inbound) {
 	gt.reply(ctx, in, gt.pairingText(in, code))
 }
 
-// PairingText is the reply a chat gets with its code.
+// pairingText is the reply a chat gets with its code.
 func (gt *Gate) pairingText(in channels.Inbound, code string) string {
 	c := ShowCode(code)
 	var b strings.Builder

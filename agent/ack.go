@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
@@ -26,6 +27,9 @@ func (a *Agent) gate(ctx context.Context, in channels.Inbound, g groups.Group, r
 	}
 	return a.opts.Gate.Intercept(ctx, in, &g)
 }
+
+// ackTimeout bounds one change of the reaction.
+const ackTimeout = 10 * time.Second
 
 // failReaction replaces the ack reaction when a run fails; every network
 // with reactions offers it (Telegram's bots pick from a fixed list).
@@ -55,6 +59,9 @@ func (a *Agent) ackRun(ctx context.Context, trig store.Trigger) func(runResult) 
 		return nothing
 	}
 	react := func(ctx context.Context, old, emoji string) {
+		// A network that does not answer must not hold the run up.
+		ctx, cancel := context.WithTimeout(ctx, ackTimeout)
+		defer cancel()
 		if err := r.React(ctx, channels.Reaction{Chat: trig.ChatID, MessageID: trig.MessageID, Sender: m.SenderID, Old: old, Emoji: emoji}); err != nil {
 			a.log.Debug("agent: reaction not set", "chat", trig.ChatID, "message", trig.MessageID, "emoji", emoji, "err", err)
 		}

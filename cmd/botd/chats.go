@@ -323,3 +323,25 @@ func (d *daemon) pendingChats(ctx context.Context) ([]web.PendingChat, error) {
 	}
 	return out, nil
 }
+
+// keptFolders are the folders of the groups approved live, for commands
+// that name a group; none when the database is not there or not read.
+func keptFolders(ctx context.Context, cfg *config.Config) []string {
+	if databaseExists(cfg, "") != nil {
+		return nil
+	}
+	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	kept, err := (&access.Store{DB: st.DB}).Kept(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range kept {
+		out = append(out, k.Folder)
+	}
+	return out
+}

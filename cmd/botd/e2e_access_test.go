@@ -114,6 +114,9 @@ func TestPairingApprovedLiveEndToEnd(t *testing.T) {
 	if rs := r.tg.Reactions(-200, 13); !slices.Equal(rs, []string{"👀", ""}) {
 		t.Errorf("reactions on the question = %q, want 👀 then taken off", rs)
 	}
+	if out, c := runCLI(t, r.dir, "usage", "--group", "book-club", "--config", "botd.yaml"); c != 0 {
+		t.Errorf("usage of the group approved live (exit %d):\n%s", c, out)
+	}
 	if rs := r.tg.Reactions(-200, 10); len(rs) != 0 {
 		t.Errorf("the stranger's first message got reactions %q; the model never ran on it", rs)
 	}
