@@ -2,11 +2,14 @@ package access
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
@@ -147,6 +150,44 @@ func TestCommand(t *testing.T) {
 		verb, code, ok := Command(tc.text)
 		if verb != tc.verb || code != tc.code || ok != (tc.verb != "") {
 			t.Errorf("Command(%q) = %q, %q, %v; want %q, %q", tc.text, verb, code, ok, tc.verb, tc.code)
+		}
+	}
+}
+
+// A stranger writing from many chats at once (concurrently, as several
+// channels deliver) makes botd send at most MaxRepliesPerHour replies and
+// keep at most MaxPending chats; names far too long are clipped, still
+// valid UTF-8.
+func TestGateFloodFromManyChats(t *testing.T) {
+	ctx := context.Background()
+	r := newGate(t, Config{UnknownChats: Pair})
+	long := strings.Repeat("é", 5000)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				in := channels.Inbound{ChatID: fmt.Sprintf("telegram:-%d%03d", w+1, i), ChatName: long, SenderName: long,
+					IsGroup: true, Mentioned: true, ID: "1"}
+				r.gate.Intercept(ctx, in, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(r.ch.Sent()); n != MaxRepliesPerHour {
+		t.Errorf("replies to 160 chats = %d, want %d", n, MaxRepliesPerHour)
+	}
+	p, err := r.gate.Store.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != MaxPending {
+		t.Errorf("pending = %d, want %d", len(p), MaxPending)
+	}
+	for _, q := range p {
+		if len(q.ChatName) > 200 || !utf8.ValidString(q.ChatName) || len(q.SenderName) > 200 || !utf8.ValidString(q.SenderName) {
+			t.Fatalf("kept a name of %d bytes (valid UTF-8: %v)", len(q.ChatName), utf8.ValidString(q.ChatName))
 		}
 	}
 }
