@@ -161,7 +161,7 @@ func TestCommand(t *testing.T) {
 func TestGateFloodFromManyChats(t *testing.T) {
 	ctx := context.Background()
 	r := newGate(t, Config{UnknownChats: Pair})
-	long := strings.Repeat("é", 5000)
+	long := "\u202eevil\nline " + strings.Repeat("é", 5000)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -186,8 +186,11 @@ func TestGateFloodFromManyChats(t *testing.T) {
 		t.Errorf("pending = %d, want %d", len(p), MaxPending)
 	}
 	for _, q := range p {
-		if len(q.ChatName) > 200 || !utf8.ValidString(q.ChatName) || len(q.SenderName) > 200 || !utf8.ValidString(q.SenderName) {
-			t.Fatalf("kept a name of %d bytes (valid UTF-8: %v)", len(q.ChatName), utf8.ValidString(q.ChatName))
+		if strings.ContainsAny(q.ChatName+q.SenderName, "\n\u202e") {
+			t.Fatalf("kept a name with a line break or a bidi override: %q", q.ChatName)
+		}
+		if utf8.RuneCountInString(q.ChatName) > maxName+1 || !utf8.ValidString(q.ChatName) || utf8.RuneCountInString(q.SenderName) > maxName+1 {
+			t.Fatalf("kept a name of %d runes (valid UTF-8: %v)", utf8.RuneCountInString(q.ChatName), utf8.ValidString(q.ChatName))
 		}
 	}
 }

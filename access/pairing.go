@@ -20,6 +20,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/sqlrows"
+	"github.com/botd-dev/botd/internal/textclip"
 )
 
 // Bounds of what strangers can make botd keep and send.
@@ -161,20 +162,13 @@ func (s *Store) Ask(ctx context.Context, r Request) (code string, tell bool, err
 	return code, tell, nil
 }
 
-// clip bounds what a network said about a stranger (a chat's title, a
-// sender's name) before it is kept.
-func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	for i := max; i > 0; i-- {
-		if s[i]&0xC0 != 0x80 { // a rune's first byte
-			return s[:i]
-		}
-	}
-	return ""
-}
+// clip is what a network said about a stranger (a chat's title, a
+// sender's name) as botd keeps and shows it: one line, no bidi controls,
+// at most maxName runes.
+func clip(s string) string { return textclip.OneLine(s, maxName) }
+
+// maxName bounds a stranger's chat or sender name.
+const maxName = 100
 
 // Pending lists the chats waiting for approval, newest first.
 func (s *Store) Pending(ctx context.Context) ([]Request, error) {
