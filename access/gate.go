@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -129,8 +128,7 @@ func (gt *Gate) command(ctx context.Context, in channels.Inbound, verb, code str
 // words is an error as the chat may read it: the store's own failures
 // are logged, not shown.
 func (gt *Gate) words(err error) string {
-	switch {
-	case errors.Is(err, ErrNoCode), errors.Is(err, ErrBadCode):
+	if Refused(err) {
 		return err.Error()
 	}
 	gt.Log.Error("access: chat command failed", "err", err)

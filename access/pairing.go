@@ -196,6 +196,22 @@ func (s *Store) Kept(ctx context.Context) ([]Kept, error) {
 	}, `SELECT folder, name, chat_id, approved, approved_by FROM approved_groups ORDER BY approved, folder`)
 }
 
+// refusal is an error that says what the person asking did wrong (a code
+// no chat waits with, a folder taken): it may be shown to them as it is.
+// Any other error of this package is the database's and is logged.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+func refuse(format string, args ...any) error { return refusal(fmt.Sprintf(format, args...)) }
+
+// Refused reports whether err is one a person may read as it is: a
+// refusal of what they asked, not a failure of botd's.
+func Refused(err error) bool {
+	var r refusal
+	return errors.As(err, &r) || errors.Is(err, ErrNoCode) || errors.Is(err, ErrBadCode) || errors.Is(err, ErrNotKept)
+}
+
 // ErrNoCode is a code no chat waits with: mistyped, expired, used or
 // denied.
 var ErrNoCode = errors.New("no chat waits with that code (codes expire after 24h and are used once; the chat gets a new one when it writes to the assistant again)")
@@ -222,7 +238,7 @@ func (s *Store) Approve(ctx context.Context, code string, a Approval) (Kept, err
 	}
 	if a.Folder != "" {
 		if err := groups.ValidateFolder(a.Folder); err != nil {
-			return Kept{}, fmt.Errorf("folder: %w", err)
+			return Kept{}, refuse("folder: %v", err)
 		}
 	}
 	taken := func(tx *sql.Tx, col, v string) (bool, error) {
@@ -247,7 +263,7 @@ func (s *Store) Approve(ctx context.Context, code string, a Approval) (Kept, err
 		if t, err := taken(tx, "chat_id", req.Chat); err != nil {
 			return fmt.Errorf("approve: %w", err)
 		} else if t {
-			return fmt.Errorf("chat %s is already a group", req.Chat)
+			return refuse("chat %s is already a group", req.Chat)
 		}
 		k = Kept{Folder: a.Folder, Name: a.Name, Chat: req.Chat, Approved: s.now(), ApprovedBy: a.By}
 		if k.Name == "" {
@@ -257,7 +273,7 @@ func (s *Store) Approve(ctx context.Context, code string, a Approval) (Kept, err
 			if t, err := taken(tx, "folder", k.Folder); err != nil {
 				return fmt.Errorf("approve: %w", err)
 			} else if t {
-				return fmt.Errorf("folder %q is already a group's; choose another with --folder", k.Folder)
+				return refuse("folder %q is already a group's; choose another", k.Folder)
 			}
 		} else {
 			base := folderFor(req)
@@ -274,7 +290,7 @@ func (s *Store) Approve(ctx context.Context, code string, a Approval) (Kept, err
 					break
 				}
 				if i > 100 {
-					return errors.New("approve: no free folder; choose one with --folder")
+					return refuse("no free folder for this chat; choose one")
 				}
 			}
 		}

@@ -52,6 +52,8 @@ type dashBody struct {
 	Pending    []PendingChat
 	PendingOn  bool
 	PendingErr string
+	// Deciding: the list has approve and deny buttons.
+	Deciding bool
 }
 
 // PendingChat is a chat waiting for approval with its pairing code.
@@ -259,7 +261,7 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 		b.Groups = append(b.Groups, row)
 	}
 	if w.o.Pending != nil {
-		b.PendingOn = true
+		b.PendingOn, b.Deciding = true, w.o.Decide != nil
 		pending, err := w.o.Pending(ctx)
 		if err != nil {
 			b.PendingErr = err.Error()

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/botd-dev/botd/channels"
 )
@@ -29,4 +30,25 @@ func (w *Web) React(ctx context.Context, r channels.Reaction) error {
 	}
 	rm.publish(event{kind: "reaction", reaction: reaction{ID: r.MessageID, Emoji: r.Emoji}})
 	return nil
+}
+
+// decideChat approves or denies a chat waiting with a pairing code, from
+// the dashboard's list of them.
+func (w *Web) decideChat(rw http.ResponseWriter, r *http.Request) {
+	s := w.adminPost(rw, r)
+	if s == nil {
+		return
+	}
+	verb := r.PathValue("verb")
+	if w.o.Decide == nil || (verb != "approve" && verb != "deny") {
+		w.fail(rw, r, http.StatusNotFound, "no such action")
+		return
+	}
+	said, err := w.o.Decide(r.Context(), r.PostFormValue("code"), verb == "approve")
+	if err != nil {
+		w.fail(rw, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.log.Info("web: pending chat decided on the dashboard", "action", verb, "result", said)
+	http.Redirect(rw, r, "/admin#pending", http.StatusSeeOther)
 }

@@ -2,7 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,9 +63,67 @@ func TestDashboardPendingChats(t *testing.T) {
 			t.Errorf("dashboard lacks %q", want)
 		}
 	}
+	// Without Decide, no buttons.
+	if strings.Contains(page, "/admin/chats/approve") {
+		t.Error("approve buttons without a way to approve")
+	}
 	// Without pairing wired, no section.
 	h2 := newHarness(t)
 	if _, page := h2.get(h2.admin(), "/admin"); strings.Contains(page, "Chats waiting for approval") {
 		t.Error("the section shows without Pending")
+	}
+}
+
+// The dashboard's Approve and Deny buttons carry the code to Decide, with
+// the admin's CSRF token; a refusal is said, nothing else is done.
+func TestDashboardDecidesPendingChats(t *testing.T) {
+	type call struct {
+		code    string
+		approve bool
+	}
+	var calls []call
+	h := newHarness(t, func(_ *Config, o *Options) {
+		o.Pending = func(context.Context) ([]PendingChat, error) {
+			return []PendingChat{{Code: "ABCD-EF23", Chat: "telegram:-200", Kind: "group"}}, nil
+		}
+		o.Decide = func(_ context.Context, code string, approve bool) (string, error) {
+			calls = append(calls, call{code, approve})
+			if code != "ABCD-EF23" {
+				return "", errors.New("no chat waits with that code")
+			}
+			return "done", nil
+		}
+	})
+	admin := h.admin()
+	_, page := h.get(admin, "/admin")
+	if !strings.Contains(page, `formaction="/admin/chats/approve"`) || !strings.Contains(page, `formaction="/admin/chats/deny"`) {
+		t.Fatal("the pending chat has no Approve and Deny buttons")
+	}
+	csrf := hiddenCSRF.FindStringSubmatch(page)[1]
+	for _, tc := range []struct {
+		path, csrf, code string
+		status           int
+		want             []call
+	}{
+		{"/admin/chats/approve", csrf, "ABCD-EF23", http.StatusSeeOther, []call{{"ABCD-EF23", true}}},
+		{"/admin/chats/deny", csrf, "ABCD-EF23", http.StatusSeeOther, []call{{"ABCD-EF23", false}}},
+		{"/admin/chats/approve", csrf, "ZZZZ-ZZZZ", http.StatusBadRequest, []call{{"ZZZZ-ZZZZ", true}}},
+		{"/admin/chats/approve", "forged", "ABCD-EF23", http.StatusForbidden, nil},
+		{"/admin/chats/delete", csrf, "ABCD-EF23", http.StatusNotFound, nil},
+	} {
+		calls = nil
+		resp, body := h.postForm(admin, tc.path, url.Values{"csrf": {tc.csrf}, "code": {tc.code}})
+		if resp.StatusCode != tc.status || !slices.Equal(calls, tc.want) {
+			t.Errorf("%s %s (csrf %s): %d %q, calls %v; want %d, %v", tc.path, tc.code, tc.csrf, resp.StatusCode, body, calls, tc.status, tc.want)
+		}
+		if tc.status == http.StatusBadRequest && !strings.Contains(body, "no chat waits with that code") {
+			t.Errorf("the refusal is not said: %q", body)
+		}
+	}
+	// A guest (a room link) cannot decide.
+	guest, _ := h.guest(admin, "main")
+	calls = nil
+	if resp, _ := h.postForm(guest, "/admin/chats/approve", url.Values{"csrf": {csrf}, "code": {"ABCD-EF23"}}); resp.StatusCode != http.StatusForbidden || len(calls) != 0 {
+		t.Errorf("a guest's approve: %d, calls %v", resp.StatusCode, calls)
 	}
 }

@@ -182,17 +182,43 @@ func (d *daemon) loadKept(ctx context.Context) error {
 func (d *daemon) newGate() *access.Gate {
 	return &access.Gate{
 		Store: d.accessStore(), Config: d.cfg.Access, AssistantName: d.cfg.AssistantName,
-		Channel: d.chanFor,
-		Taken: func(v string) bool {
-			if _, ok := d.groups.ByFolder(v); ok {
-				return true
-			}
-			_, ok := d.groups.ByChat(v)
-			return ok
-		},
-		Approved: d.kickKept,
-		Log:      d.log.With("component", "access"),
+		Channel: d.chanFor, Taken: d.taken, Approved: d.kickKept,
+		Log: d.log.With("component", "access"),
 	}
+}
+
+// taken reports whether a folder or chat is a running group's.
+func (d *daemon) taken(v string) bool {
+	if _, ok := d.groups.ByFolder(v); ok {
+		return true
+	}
+	_, ok := d.groups.ByChat(v)
+	return ok
+}
+
+// decideChat approves or denies a chat from the dashboard; a refusal is
+// said as it is, a failure of the database only as a failure (logged).
+func (d *daemon) decideChat(ctx context.Context, code string, approve bool) (string, error) {
+	as := d.accessStore()
+	var said string
+	var err error
+	if approve {
+		var k access.Kept
+		if k, err = as.Approve(ctx, code, access.Approval{By: "dashboard", Taken: d.taken}); err == nil {
+			d.kickKept()
+			said = fmt.Sprintf("approved %s as the group %q", k.Chat, k.Folder)
+		}
+	} else {
+		var r access.Request
+		if r, err = as.Deny(ctx, code); err == nil {
+			said = "denied " + r.Chat
+		}
+	}
+	if err != nil && !access.Refused(err) {
+		d.log.Error("dashboard: pending chat not decided", "err", err)
+		return "", errors.New("the database did not take it; see botd's log")
+	}
+	return said, err
 }
 
 // chanFor finds the channel of a chat among those started; safe while
