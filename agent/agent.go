@@ -169,6 +169,9 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 		return fmt.Errorf("deliver: %w", err)
 	}
 	g, ok := a.book.byChat(in.ChatID)
+	if a.gate(ctx, in, g, ok) {
+		return nil
+	}
 	if !ok {
 		// Logged once per chat and run of the daemon, so the operator
 		// can copy the id into groups:.

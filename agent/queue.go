@@ -22,6 +22,13 @@ type IntakeOptions struct {
 	// RetryDelay is the wait before retry number try (1-based) after a
 	// failed run; nil means 5s·3^(try-1).
 	RetryDelay func(try int) time.Duration
+	// Gate, when set, sees every message before it is routed and may
+	// answer it without the model (pairing of unknown chats, an owner's
+	// /approve); what it handled is neither stored nor routed.
+	Gate Gate
+	// AckReaction is put on the message a run answers while it runs
+	// (ack.go); empty puts none.
+	AckReaction string
 }
 
 func (o IntakeOptions) withDefaults(def Config) IntakeOptions {
@@ -183,6 +190,14 @@ func (q *queue) again(folder string) {
 	q.mu.Lock()
 	q.st(folder).pending = true
 	q.mu.Unlock()
+}
+
+// retrying says whether folder's last run failed (a streak goes on).
+func (q *queue) retrying(folder string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, ok := q.state[folder]
+	return ok && st.tries > 0
 }
 
 func (q *queue) st(folder string) *groupState {

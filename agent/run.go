@@ -80,7 +80,10 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if res, over := a.budget.over(ctx, folder, trig); over {
 		return res
 	}
-	return newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	seen := a.ackRun(ctx, trig) // the question's reaction while it runs (ack.go)
+	res := newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	seen(res)
+	return res
 }
 
 // target is where a run's answer goes and which messages it answers.

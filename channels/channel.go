@@ -87,6 +87,34 @@ type Typer interface {
 	SetTyping(ctx context.Context, chat string, on bool) error
 }
 
+// Reactor is a channel that can put the assistant's own reaction on a
+// message and take it off: botd marks the question a run answers as seen
+// (ack_reaction), then clears it or marks a failure.
+type Reactor interface {
+	React(ctx context.Context, r Reaction) error
+}
+
+// Reaction replaces the assistant's reaction Old on a message with Emoji:
+// Old "" only adds, Emoji "" only takes Old off. Emoji are Unicode ("👀");
+// a network that names them maps them itself and says so in an error when
+// it cannot.
+type Reaction struct {
+	Chat      string
+	MessageID string
+	// Sender is who wrote the message, as Inbound.SenderID had it (a
+	// network may name a message by chat, sender and id).
+	Sender     string
+	Old, Emoji string
+}
+
+// Sighted is a channel that may not see every message of a group chat
+// (a bot that only gets commands and mentions): SightNote says so in a
+// sentence or two for the people of the chat, "" when it sees all. botd
+// adds it to the first thing it says in a chat it does not know.
+type Sighted interface {
+	SightNote() string
+}
+
 // OutMessage is text for a chat; ThreadID keeps a reply in the thread the
 // question was asked in (Slack), ReplyTo quotes a message where supported.
 type OutMessage struct {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -32,11 +33,19 @@ import (
 // with metadata-only placeholders (RenderMeta) and no refs, so nothing the
 // sender typed is lost.
 //
+// Of a stranger's message two things reach the sink beyond the ids:
+// whether it addresses the assistant (Mentioned: what the network said —
+// a mention, a reply, a DM to the bot — or the trigger), so botd can offer
+// pairing, and the
+// text only when it is a short chat command ("/approve ABCD-EF23"), so an
+// owner can approve a chat from a direct message.
+//
 // Compose reports whether the chat is registered.
 func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []mediaregistry.MediaReference) bool {
 	links := in.Links
 	in.Text, in.Refs, in.Links = "", nil, nil
 	if e.Sink == nil || !e.Sink.Registered(in.ChatID) {
+		e.stranger(in, text)
 		return false
 	}
 	// A copy: a failed registration must not leave ids in the caller's
@@ -74,6 +83,40 @@ func (e Env) Compose(ctx context.Context, in *Inbound, text string, refs []media
 	lines = append(lines, previews...)
 	in.Text = strings.Join(lines, "\n")
 	return true
+}
+
+// maxStrangerCommand bounds the one kind of stranger's text that reaches
+// the sink: a command and a short argument.
+const maxStrangerCommand = 64
+
+// stranger fills what of a stranger's message the sink may see (Compose).
+func (e Env) stranger(in *Inbound, text string) {
+	typed := strings.TrimSpace(text)
+	// A direct message addresses the assistant when its network says so
+	// (Mentioned): not every DM does (a shared WhatsApp number's).
+	if e.AssistantName != "" && groups.MatchTrigger("@"+e.AssistantName, typed) {
+		in.Mentioned = true
+	}
+	if cmd := commandText(typed); cmd != "" {
+		in.Text = cmd
+	}
+}
+
+// commandText is text when it is one line opening with a chat command
+// (after an optional mention) and short, else "".
+func commandText(text string) string {
+	if len(text) > maxStrangerCommand || strings.ContainsAny(text, "\n\r") {
+		return ""
+	}
+	rest := text
+	if strings.HasPrefix(rest, "@") {
+		_, rest, _ = strings.Cut(rest, " ")
+		rest = strings.TrimSpace(rest)
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return ""
+	}
+	return text
 }
 
 func (e Env) register(ctx context.Context, in Inbound, refs []*mediaregistry.MediaReference) error {

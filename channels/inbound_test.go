@@ -287,3 +287,38 @@ func TestRenderMeta(t *testing.T) {
 		})
 	}
 }
+
+// Of a stranger's message only whether it addresses the assistant and a
+// short chat command reach the sink.
+func TestComposeStranger(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		in        channels.Inbound
+		text      string
+		wantText  string
+		mentioned bool
+	}{
+		{"group chatter", channels.Inbound{IsGroup: true}, "hello all, see you at 5", "", false},
+		{"group trigger", channels.Inbound{IsGroup: true}, "  @andy what is this", "", true},
+		{"network mention kept", channels.Inbound{IsGroup: true, Mentioned: true}, "hey bot", "", true},
+		{"a DM the network says is to the bot", channels.Inbound{Mentioned: true}, "hi there", "", true},
+		{"a DM it does not (a shared number)", channels.Inbound{}, "hi there", "", false},
+		{"a command", channels.Inbound{Mentioned: true}, "/approve ABCD-EF23", "/approve ABCD-EF23", true},
+		{"a command after a mention", channels.Inbound{IsGroup: true}, "@Andy /approve ABCD-EF23", "@Andy /approve ABCD-EF23", true},
+		{"a long command", channels.Inbound{}, "/approve " + strings.Repeat("x", 80), "", false},
+		{"two lines", channels.Inbound{}, "/approve ABCD-EF23\nand my secrets", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := channels.Env{Sink: chantest.NewSink(), AssistantName: "Andy"}
+			in := c.in
+			in.ChatID, in.ID = "telegram:-5", "1"
+			if env.Compose(ctx, &in, c.text, nil) {
+				t.Fatal("a stranger's chat reported registered")
+			}
+			if in.Text != c.wantText || in.Mentioned != c.mentioned {
+				t.Errorf("text %q mentioned %v; want %q, %v", in.Text, in.Mentioned, c.wantText, c.mentioned)
+			}
+		})
+	}
+}

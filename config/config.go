@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/botd-dev/botd/access"
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
@@ -30,6 +31,9 @@ import (
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 )
+
+// DefaultAckReaction is ack_reaction's default.
+const DefaultAckReaction = "👀"
 
 // Duration is a time.Duration written as "30m", "24h" in YAML.
 type Duration = settings.Duration
@@ -55,6 +59,12 @@ type Config struct {
 	Internet links.Config `yaml:"internet"`
 	// Ops is the health and metrics server (package ops owns it).
 	Ops ops.Config `yaml:"ops"`
+	// Access is who botd answers beyond the config's groups (package
+	// access owns it).
+	Access access.Config `yaml:"access"`
+	// AckReaction marks the message a run answers while it runs; empty
+	// turns it off.
+	AckReaction string `yaml:"ack_reaction"`
 
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
@@ -140,6 +150,8 @@ func Defaults() *Config {
 		Scheduler:     scheduler.DefaultConfig(),
 		Internet:      links.DefaultConfig(),
 		Ops:           ops.DefaultConfig(),
+		Access:        access.DefaultConfig(),
+		AckReaction:   DefaultAckReaction,
 	}
 }
 

@@ -156,6 +156,11 @@ media: {generation: {image: {provider: o, model: m, price: -1}}}`, `media.genera
 		{"upload threshold", `llm: {files: {upload_over_bytes: -1}}`, `llm.files.upload_over_bytes: must not be negative`},
 		{"upload keep", `llm: {files: {keep: 10m}}`, `llm.files.keep: must be at least 1h`},
 		{"batch poll", `scheduler: {batch_poll: 100ms}`, `scheduler.batch_poll: must be between 1s and 1h`},
+		{"unknown chats", `access: {unknown_chats: answer}`, `access.unknown_chats: must be "pair" or "ignore"`},
+		{"owner shape", `access: {owners: ["123456"]}`, `access.owners[0]: "123456" must look like <network>:<user id>`},
+		{"owner twice", `access: {owners: ["telegram:1", "telegram:1"]}`, `access.owners[1]: "telegram:1" is listed twice`},
+		{"ack reaction words", `ack_reaction: "seen it"`, `ack_reaction: must be one emoji`},
+		{"ack reaction name", `ack_reaction: ":eyes:"`, `ack_reaction: must be one emoji`},
 		{"public endpoint", `media: {store: {type: s3, endpoint: "http://127.0.0.1:9000", bucket: b, access_key: a, secret_key: s, public_endpoint: "ftp://x"}}`, `media.store.public_endpoint:`},
 	}
 	for _, tt := range tests {
@@ -175,6 +180,13 @@ func TestEmptyFileIsDefaults(t *testing.T) {
 	}
 	if cfg.Agent.MaxConcurrent != 4 || cfg.Agent.MaxIterations != 12 || cfg.Agent.MaxMessages != 30 {
 		t.Errorf("agent defaults = %+v", cfg.Agent)
+	}
+	if cfg.Access.UnknownChats != "pair" || cfg.AckReaction != "👀" {
+		t.Errorf("access defaults = %+v, ack_reaction %q", cfg.Access, cfg.AckReaction)
+	}
+	off, err := Parse([]byte(`ack_reaction: ""`), noEnv)
+	if err != nil || off.AckReaction != "" {
+		t.Errorf(`ack_reaction: "" = %q, %v; want off`, off.AckReaction, err)
 	}
 }
 

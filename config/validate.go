@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
@@ -31,6 +32,9 @@ func (c *Config) Validate() error {
 	default:
 		ps.Add("log_level", "must be one of debug, info, warn, error")
 	}
+	if r := c.AckReaction; len(r) > 32 || strings.ContainsFunc(r, unicode.IsSpace) || strings.ContainsAny(r, ":") {
+		ps.Add("ack_reaction", "must be one emoji, like \"👀\" (or \"\" for none)")
+	}
 	providers := map[string]string{}
 	for name, p := range c.LLM.Providers {
 		providers[name] = p.Type
@@ -48,6 +52,7 @@ func (c *Config) Validate() error {
 		c.Scheduler.Validate(),
 		c.Internet.Validate(),
 		c.Ops.Validate(),
+		c.Access.Validate(),
 	} {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {

@@ -93,6 +93,10 @@ type Group struct {
 	// Aliases are further chat ids that lead to this group, e.g. a
 	// Telegram group's new id after it was migrated to a supergroup.
 	Aliases []string
+	// Kept marks a group approved live (a pairing code) and kept in the
+	// database rather than the config; only such a group can be removed
+	// while botd runs.
+	Kept bool
 }
 
 // aliasMu guards every group's Aliases. Migrations are rare, so one lock
@@ -219,8 +223,67 @@ func NewSet(assistantName string, gs []Group) (*Set, error) {
 	return s, nil
 }
 
-// All returns the groups in config order.
-func (s *Set) All() []*Group { return s.list }
+// All returns the groups in config order, then those added live. The
+// slice is a copy: a group added or removed later does not change it.
+func (s *Set) All() []*Group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.list)
+}
+
+// Add registers a group while botd runs (a chat approved live): its
+// folder and chat must be free. The trigger defaults as in NewSet; a
+// group added live is never the main group.
+func (s *Set) Add(assistantName string, g Group) error {
+	if err := ValidateFolder(g.Folder); err != nil {
+		return fmt.Errorf("group folder: %w", err)
+	}
+	if g.Trigger == "" {
+		g.Trigger = "@" + assistantName
+	}
+	g.Main = false
+	g.Aliases = slices.Clone(g.Aliases)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.folder[g.Folder]; dup {
+		return fmt.Errorf("group folder %q is already used", g.Folder)
+	}
+	for _, c := range g.ChatIDs() {
+		if other, dup := s.chat[c]; dup {
+			return fmt.Errorf("chat %q already belongs to group %q", c, other.Folder)
+		}
+	}
+	gp := &g
+	s.list = append(s.list, gp)
+	s.folder[g.Folder] = gp
+	for _, c := range gp.ChatIDs() {
+		s.chat[c] = gp
+	}
+	return nil
+}
+
+// Remove unregisters a group added live (Kept); a group of the config
+// stays until it is taken out of the file. It reports whether the group
+// was there to remove.
+func (s *Set) Remove(folder string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.folder[folder]
+	if !ok {
+		return false, nil
+	}
+	if !g.Kept {
+		return false, fmt.Errorf("group %q is in the config file; remove it there", folder)
+	}
+	delete(s.folder, folder)
+	for _, c := range g.ChatIDs() {
+		if s.chat[c] == g {
+			delete(s.chat, c)
+		}
+	}
+	s.list = slices.DeleteFunc(s.list, func(x *Group) bool { return x == g })
+	return true, nil
+}
 
 // ByFolder finds a group by its folder.
 func (s *Set) ByFolder(folder string) (*Group, bool) {
@@ -261,6 +324,8 @@ func (s *Set) Disabled(folder string) (string, bool) {
 
 // Main returns the main group, if one is configured.
 func (s *Set) Main() (*Group, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for _, g := range s.list {
 		if g.Main {
 			return g, true

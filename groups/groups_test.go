@@ -217,3 +217,46 @@ func TestTriggeredAfterPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+func TestSetAddRemoveLive(t *testing.T) {
+	s, err := NewSet("Andy", []Group{{Folder: "main", Chat: "telegram:1", Main: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.All()
+	if err := s.Add("Andy", Group{Folder: "fam", Chat: "telegram:-100", Main: true, Kept: true}); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := s.ByChat("telegram:-100")
+	if !ok || g.Folder != "fam" || g.Trigger != "@Andy" || g.Main {
+		t.Fatalf("added group = %+v, %v; want fam with the default trigger, never main", g, ok)
+	}
+	if len(before) != 1 || len(s.All()) != 2 {
+		t.Errorf("All before = %d, after = %d; want 1 (a copy) and 2", len(before), len(s.All()))
+	}
+	for _, tc := range []struct {
+		name string
+		g    Group
+	}{
+		{"folder taken", Group{Folder: "fam", Chat: "telegram:-2"}},
+		{"chat taken", Group{Folder: "x", Chat: "telegram:1"}},
+		{"bad folder", Group{Folder: "../x", Chat: "telegram:-3"}},
+		{"reserved", Group{Folder: "global", Chat: "telegram:-4"}},
+	} {
+		if err := s.Add("Andy", tc.g); err == nil {
+			t.Errorf("%s: Add succeeded", tc.name)
+		}
+	}
+	if _, err := s.Remove("main"); err == nil {
+		t.Error("a group of the config was removed")
+	}
+	if ok, err := s.Remove("fam"); !ok || err != nil {
+		t.Fatalf("Remove(fam) = %v, %v", ok, err)
+	}
+	if _, ok := s.ByChat("telegram:-100"); ok {
+		t.Error("the removed group's chat still leads to it")
+	}
+	if ok, err := s.Remove("fam"); ok || err != nil {
+		t.Errorf("Remove twice = %v, %v; want false, nil", ok, err)
+	}
+}

@@ -520,6 +520,34 @@ var migrations = []string{
 		PRIMARY KEY (room, seq)
 	);
 	CREATE UNIQUE INDEX web_room_messages_id ON web_room_messages(room, id);`,
+	// 19: pairing (package access): chats that addressed botd without a
+	// group, each with its code until approved, denied or expired; when
+	// each chat was last told its code (or that it was denied), so a
+	// restart resets no limit; and the groups approved live.
+	`CREATE TABLE pairing_requests (
+		code TEXT PRIMARY KEY,
+		chat_id TEXT NOT NULL UNIQUE,
+		chat_name TEXT NOT NULL DEFAULT '',
+		is_group INTEGER NOT NULL DEFAULT 0,
+		sender_id TEXT NOT NULL DEFAULT '',
+		sender_name TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		expires INTEGER NOT NULL
+	);
+	CREATE INDEX pairing_requests_created ON pairing_requests(created);
+	CREATE TABLE pairing_replies (
+		chat_id TEXT PRIMARY KEY,
+		at INTEGER NOT NULL,
+		denied INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX pairing_replies_at ON pairing_replies(at);
+	CREATE TABLE approved_groups (
+		folder TEXT PRIMARY KEY,
+		name TEXT NOT NULL DEFAULT '',
+		chat_id TEXT NOT NULL UNIQUE,
+		approved INTEGER NOT NULL,
+		approved_by TEXT NOT NULL DEFAULT ''
+	);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -28,7 +28,10 @@ type Channel struct {
 	files   []SentFile
 	typing  map[string]bool
 	typings map[string]int // times typing was switched on, by chat
-	sendErr error
+	// reactions are the emoji each React left on a message, in order ("" for
+	// taken off), by chat and message id.
+	reactions map[[2]string][]string
+	sendErr   error
 
 	downloads atomic.Int64
 
@@ -68,6 +71,7 @@ var (
 	_ channels.Downloader  = (*Channel)(nil)
 	_ channels.MediaSender = (*Channel)(nil)
 	_ channels.Typer       = (*Channel)(nil)
+	_ channels.Reactor     = (*Channel)(nil)
 )
 
 // New returns a fake channel called name ("telegram", "slack", ...).
@@ -231,4 +235,28 @@ func OpenFile(t testing.TB, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// React records the reaction: what a message shows after it. It goes
+// through the fence like every call out.
+func (c *Channel) React(ctx context.Context, r channels.Reaction) error {
+	if err := c.fenced(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reactions == nil {
+		c.reactions = map[[2]string][]string{}
+	}
+	k := [2]string{r.Chat, r.MessageID}
+	c.reactions[k] = append(c.reactions[k], r.Emoji)
+	return nil
+}
+
+// Reactions are the emoji React left on the message, in order, "" for
+// taken off.
+func (c *Channel) Reactions(chat, messageID string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.reactions[[2]string{chat, messageID}]...)
 }

@@ -186,7 +186,10 @@ func CheckInbound(t testing.TB, reg *mediaregistry.Registry, in channels.Inbound
 		t.Fatalf("chat id %q does not start with <channel>:", in.ChatID)
 	}
 	if !registered {
-		if in.Text != "" || len(in.Refs) != 0 {
+		// Only a short chat command of a stranger reaches the sink (an
+		// owner's /approve in a DM).
+		cmd := len(in.Text) <= 64 && !strings.ContainsAny(in.Text, "\n\r") && strings.Contains(in.Text, "/")
+		if (in.Text != "" && !cmd) || len(in.Refs) != 0 {
 			t.Fatalf("unregistered chat %s delivered text %q and %d refs", in.ChatID, in.Text, len(in.Refs))
 		}
 		return

@@ -116,8 +116,13 @@ func (d *Discord) inbound(ctx context.Context, m *discordgo.Message, edit bool) 
 	if text != "" {
 		notes = append(notes, text)
 	}
+	// Bots never address the assistant: two bots in one channel must not
+	// answer each other forever.
+	addressed := !in.IsBot && (!in.IsGroup || mentionsBot(m, me.ID) || repliesToBot(m, me.ID))
+	in.Mentioned = addressed
 	if !d.env.Compose(ctx, &in, strings.Join(notes, "\n"), refs) {
-		// Not a group of ours: only enough for an operator to register it.
+		// Not a group of ours: only enough for an operator to register it
+		// (and whether it addressed the bot, for pairing).
 		return in, true
 	}
 	for _, r := range in.Refs {
@@ -125,9 +130,7 @@ func (d *Discord) inbound(ctx context.Context, m *discordgo.Message, edit bool) 
 			d.known.put(knownKey(chat, m.ID, h.Attachment), r)
 		}
 	}
-	// Bots never address the assistant: two bots in one channel must not
-	// answer each other forever.
-	in.Mentioned = !in.IsBot && (!in.IsGroup || mentionsBot(m, me.ID) || repliesToBot(m, me.ID))
+	in.Mentioned = addressed
 	return in, true
 }
 

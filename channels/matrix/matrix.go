@@ -73,6 +73,9 @@ type Matrix struct {
 
 	render func(md string, limit int) []string
 
+	// reactions are the events of the bot's own reactions (react.go).
+	reactions reactionEvents
+
 	once channels.StartOnce
 	wg   sync.WaitGroup
 

@@ -306,10 +306,10 @@ func (m *Matrix) handleMessage(ctx context.Context, r id.RoomID, evt *event.Even
 		return
 	}
 	mentioned := in.Mentioned
-	in.Mentioned = false
 	if !m.env.Compose(ctx, &in, text, refs) {
 		// Not a group of ours: only enough for an operator to find and
-		// register the chat. No refs, no text from strangers.
+		// register the chat (and whether it addressed the bot, for
+		// pairing). No refs, no text from strangers.
 		m.deliver(ctx, in)
 		return
 	}

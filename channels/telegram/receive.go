@@ -109,8 +109,12 @@ func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit 
 		in.ThreadID = strconv.Itoa(msg.MessageThreadID)
 	}
 
+	mentionedByName := mentions(msg, me)
+	in.Mentioned = msg.Chat.Type == models.ChatTypePrivate || mentionedByName ||
+		(msg.ReplyToMessage != nil && msg.ReplyToMessage.From != nil && me.ID != 0 && msg.ReplyToMessage.From.ID == me.ID)
 	// Not a group of ours: Compose leaves only enough for an operator to
-	// find and register the chat. No refs, no text from strangers.
+	// find and register the chat (and whether it addressed the bot, for
+	// pairing). No refs, no text from strangers.
 	if !t.env.Compose(ctx, &in, mediaregistry.Neutralize(msg.Text), Extract(chat, msg)) {
 		return t.deliver(ctx, in)
 	}
@@ -119,9 +123,6 @@ func (t *Telegram) handleMessage(ctx context.Context, msg *models.Message, edit 
 		return true
 	}
 
-	mentionedByName := mentions(msg, me)
-	in.Mentioned = msg.Chat.Type == models.ChatTypePrivate || mentionedByName ||
-		(msg.ReplyToMessage != nil && msg.ReplyToMessage.From != nil && me.ID != 0 && msg.ReplyToMessage.From.ID == me.ID)
 	if mentionedByName && t.env.AssistantName != "" {
 		in.Text = withTrigger(in.Text, "@"+t.env.AssistantName, me.Username)
 	}

@@ -277,6 +277,9 @@ func (t *Telegram) Start(ctx context.Context) error {
 	t.me = *me
 	t.mu.Unlock()
 	t.log.Info("telegram connected", "bot", "@"+me.Username, "id", me.ID)
+	if !me.CanReadAllGroupMessages {
+		t.log.Info("telegram: privacy mode is on: in groups the bot sees only commands, mentions and replies to it (@BotFather /setprivacy to change)")
+	}
 
 	if t.cfg.Webhook != nil {
 		return t.startWebhook(ctx)

@@ -47,6 +47,21 @@ type dashBody struct {
 	// Intake is set while the store refuses what the channels receive,
 	// or messages are still held.
 	Intake *intakeRow
+	// Pending are the chats waiting for approval; PendingOn says the
+	// daemon pairs at all.
+	Pending    []PendingChat
+	PendingOn  bool
+	PendingErr string
+	// Deciding: the list has approve and deny buttons.
+	Deciding bool
+}
+
+// PendingChat is a chat waiting for approval with its pairing code.
+type PendingChat struct {
+	Code, Chat, Name, Kind, By string
+	Asked                      time.Time
+	// AskedText is Asked as the dashboard shows it.
+	AskedText string
 }
 
 // intakeRow says that the store refuses messages and how many wait.
@@ -244,6 +259,17 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 			total.Downloaded += st.Downloaded
 		}
 		b.Groups = append(b.Groups, row)
+	}
+	if w.o.Pending != nil {
+		b.PendingOn, b.Deciding = true, w.o.Decide != nil
+		pending, err := w.o.Pending(ctx)
+		if err != nil {
+			b.PendingErr = err.Error()
+		}
+		for _, p := range pending {
+			p.AskedText = ago(now, p.Asked)
+			b.Pending = append(b.Pending, p)
+		}
 	}
 	links, err := w.auth.Links(ctx)
 	if err != nil {

@@ -74,6 +74,7 @@ func (w *Web) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /admin/links", w.createLink)
 	mux.HandleFunc("POST /admin/links/{id}/revoke", w.revokeLink)
+	mux.HandleFunc("POST /admin/chats/{verb}", w.decideChat)
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	if w.o.Standby {
@@ -584,6 +585,8 @@ func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
 				_, err = fmt.Fprintf(rw, "event: typing\ndata: {\"on\":%t}\n\n", ev.typing)
 			case "draft", "draft_end":
 				err = sendJSON(ev.kind, ev.draft)
+			case "reaction":
+				err = sendJSON(ev.kind, ev.reaction)
 			}
 		case <-tick.C:
 			if !w.auth.alive(s) {

@@ -86,10 +86,11 @@ type sub struct {
 // event is what a page hears: a new message, the assistant typing, an
 // answer so far, or a draft removed.
 type event struct {
-	kind   string // "message" | "typing" | "draft" | "draft_end"
-	msg    Message
-	typing bool
-	draft  draft
+	kind     string // "message" | "typing" | "draft" | "draft_end" | "reaction"
+	msg      Message
+	typing   bool
+	draft    draft
+	reaction reaction
 }
 
 // open loads the room's newest messages from the database. Unless the

@@ -88,6 +88,13 @@ type Options struct {
 	// since when ("" while they succeed): the one instance on SQLite runs
 	// on through a store hiccup and reports it here.
 	LeaseTrouble func() (problem string, since time.Time)
+	// Pending lists the chats waiting for approval with a pairing code
+	// (package access), for the dashboard; nil leaves them out.
+	Pending func(ctx context.Context) ([]PendingChat, error)
+	// Decide approves (or, approve false, denies) the chat waiting with
+	// code, from the dashboard's list; what it returns is said on the
+	// page. Nil: the list has no buttons.
+	Decide func(ctx context.Context, code string, approve bool) (said string, err error)
 	// Standby makes this the server of an instance standing by: every
 	// page says so, with Lease's view, and what would reach the assistant
 	// or change the rooms (posts, stops, room links) is refused with 503,

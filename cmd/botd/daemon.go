@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,11 @@ type daemon struct {
 	// while the active instance's channels and agent run, for /readyz.
 	metrics *ops.Metrics
 	serving atomic.Bool
+	// chanSnap is the channels once built, for the replies of access
+	// (chats.go) while channels deliver; keptKick wakes the watcher of
+	// the groups approved live.
+	chanSnap atomic.Pointer[map[string]channels.Channel]
+	keptKick chan struct{}
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -73,7 +79,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fail(1, "groups: %v", err)
 	}
-	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard}
+	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard, keptKick: make(chan struct{}, 1)}
 	d.observe()
 	d.observeOps()
 	return d, nil
@@ -95,6 +101,9 @@ func (d *daemon) open(ctx context.Context) error {
 		return err
 	}
 	if err := useStore(d.cfg, d.cache); err != nil {
+		return err
+	}
+	if err := d.loadKept(ctx); err != nil {
 		return err
 	}
 	for _, g := range d.groups.All() {
@@ -288,6 +297,9 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.cache.RunUploader(ctx, d.log.With("component", "media-store")) }()
 	go func() { defer d.wg.Done(); d.agent.RunRetention(ctx, d.cfg.Agent.Retention.D(), time.Hour) }()
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); d.watchKept(ctx) }()
+	go func() { defer d.wg.Done(); d.sweepPairing(ctx, time.Hour) }()
 	if d.uploads != nil {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.uploads.Run(ctx, time.Hour, d.llm.filesAPIs) }()
@@ -368,6 +380,8 @@ func (d *daemon) serve(ctx context.Context) error {
 	if err := d.buildChannels(); err != nil {
 		return err
 	}
+	snap := maps.Clone(d.chans)
+	d.chanSnap.Store(&snap)
 	if err := d.startHost(hostCtx); err != nil {
 		return err
 	}

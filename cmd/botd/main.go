@@ -42,6 +42,7 @@ func commands() []command {
 		{"doctor", doctorLine, "check the config, credentials, programs, disk, database and listen addresses: one OK/WARN/FAIL line each", cmdDoctor},
 		{"status", statusLine, "which instance is active on the database, since when, and the lease's epoch", cmdStatus},
 		{"usage", usageLine, "what the model calls cost, per group, day and model", cmdUsage},
+		{"chats", chatsLine, "chats waiting with a pairing code, and the groups approved live: list, approve, deny, remove", cmdChats},
 	}
 	cs = append(cs, networkCommands...)
 	return append(cs, command{"version", "botd version", "print the version", cmdVersion})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,7 +33,12 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			folders = append(folders, g.Folder)
 		}
 		if !known {
-			return fail(2, "--group: no group %q in the config (groups: %s)", *group, strings.Join(folders, ", "))
+			kept := keptFolders(ctx, cfg)
+			known = slices.Contains(kept, *group)
+			folders = append(folders, kept...)
+		}
+		if !known {
+			return fail(2, "--group: no group %q in the config or approved live (groups: %s)", *group, strings.Join(folders, ", "))
 		}
 	}
 	loc := cfg.Location()

@@ -57,6 +57,7 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 		o.Lease = d.leaseView
 	}
 	o.LeaseTrouble = d.leaseTrouble
+	o.Pending, o.Decide = d.pendingChats, d.decideChat
 	w, err := web.New(c, env, o)
 	if err != nil {
 		return nil, fail(1, "%v", err)

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,6 +134,8 @@ type Server struct {
 	heartbeatsSeen int
 	noAcks         bool
 	uploadLimit    int
+	// reactions are the bot's reactions now, by channel and message.
+	reactions map[[2]string][]string
 }
 
 type wsConn struct {
@@ -609,6 +612,8 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		status = s.create(w, r, parts[1])
 	case len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
 		status = s.message(w, r, parts[1], parts[3])
+	case len(parts) == 7 && parts[0] == "channels" && parts[2] == "messages" && parts[4] == "reactions" && parts[6] == "@me":
+		status = s.react(w, r.Method, parts[1], parts[3], parts[5])
 	default:
 		status = http.StatusNotFound
 		apiErr(w, status, 0, "404: Not Found")
@@ -947,4 +952,39 @@ func (s *Server) resume(conn *wsConn, d json.RawMessage) bool {
 	}
 	s.seq++
 	return conn.writeJSON(map[string]any{"op": 0, "s": s.seq, "t": "RESUMED", "d": map[string]any{}}) == nil
+}
+
+// react puts (PUT) or deletes (DELETE) the bot's reaction emoji (the
+// path's segment, decoded).
+func (s *Server) react(w http.ResponseWriter, method, channel, message, emoji string) int {
+	if emoji == "" {
+		apiErr(w, http.StatusBadRequest, 10014, "Unknown Emoji")
+		return http.StatusBadRequest
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reactions == nil {
+		s.reactions = map[[2]string][]string{}
+	}
+	k := [2]string{channel, message}
+	switch method {
+	case http.MethodPut:
+		if !slices.Contains(s.reactions[k], emoji) {
+			s.reactions[k] = append(s.reactions[k], emoji)
+		}
+	case http.MethodDelete:
+		s.reactions[k] = slices.DeleteFunc(s.reactions[k], func(e string) bool { return e == emoji })
+	default:
+		apiErr(w, http.StatusMethodNotAllowed, 0, "405: Method Not Allowed")
+		return http.StatusMethodNotAllowed
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent
+}
+
+// Reactions are the bot's reactions on the message now.
+func (s *Server) Reactions(channel, message string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reactions[[2]string{channel, message}])
 }

@@ -119,6 +119,20 @@ type Server struct {
 	acks        map[string]chan struct{}
 	seq         int
 	connections int
+	// reactions are the bot's reactions now, by channel and ts;
+	// reactionLog every reactions.add and reactions.remove answered ok.
+	reactions   map[[2]string][]string
+	reactionLog []ReactionCall
+}
+
+// ReactionCall is one reactions.add or reactions.remove that succeeded.
+type ReactionCall struct {
+	Method    string // "reactions.add" or "reactions.remove"
+	Channel   string
+	Timestamp string
+	Name      string
+	// Logged is how many message-writing calls (Log) came before it.
+	Logged int
 }
 
 type hostedFile struct {
@@ -522,6 +536,8 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			Text: p.Text, Mrkdwn: r.FormValue("mrkdwn")})
 		writeJSON(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS,
 			"message": map[string]any{"text": p.Text, "ts": p.TS}})
+	case "reactions.add", "reactions.remove":
+		s.react(w, method, r.FormValue("channel"), r.FormValue("timestamp"), r.FormValue("name"))
 	case "files.info":
 		f, ok := s.fileInfo[r.FormValue("file")]
 		if !ok {
@@ -767,4 +783,48 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// react answers reactions.add and reactions.remove as Slack does: a name
+// without colons, already_reacted for a second add of the same name,
+// no_reaction for removing one the bot did not add. s.mu is held.
+func (s *Server) react(w http.ResponseWriter, method, channel, ts, name string) {
+	if channel == "" || ts == "" || name == "" || strings.Contains(name, ":") {
+		slackErr(w, "invalid_arguments")
+		return
+	}
+	if s.reactions == nil {
+		s.reactions = map[[2]string][]string{}
+	}
+	k := [2]string{channel, ts}
+	have := slices.Contains(s.reactions[k], name)
+	switch {
+	case method == "reactions.add" && have:
+		slackErr(w, "already_reacted")
+		return
+	case method == "reactions.remove" && !have:
+		slackErr(w, "no_reaction")
+		return
+	case method == "reactions.add":
+		s.reactions[k] = append(s.reactions[k], name)
+	default:
+		s.reactions[k] = slices.DeleteFunc(s.reactions[k], func(n string) bool { return n == name })
+	}
+	s.reactionLog = append(s.reactionLog, ReactionCall{Method: method, Channel: channel, Timestamp: ts, Name: name, Logged: len(s.log)})
+	writeJSON(w, map[string]any{"ok": true})
+}
+
+// Reactions are the names of the bot's reactions on the message now.
+func (s *Server) Reactions(channel, ts string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reactions[[2]string{channel, ts}])
+}
+
+// ReactionCalls are the reactions.add and reactions.remove calls that
+// succeeded, in order.
+func (s *Server) ReactionCalls() []ReactionCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reactionLog)
 }

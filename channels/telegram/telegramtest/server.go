@@ -61,7 +61,7 @@ type Failure struct {
 
 // Sent is one outgoing call the fake recorded (sendMessage, sendPhoto,
 // sendDocument, sendAudio, sendVoice, sendChatAction, editMessageText,
-// sendMessageDraft, deleteMessage). An edit or a deletion carries the id
+// sendMessageDraft, deleteMessage, setMessageReaction). An edit or a deletion carries the id
 // of the message it changed.
 type Sent struct {
 	Method    string
@@ -74,6 +74,8 @@ type Sent struct {
 	ThreadID  int
 	ReplyTo   int
 	Action    string
+	// Reaction is setMessageReaction's emoji ("" takes the bot's off).
+	Reaction  string
 	FileField string // "photo", "document", ...
 	FileName  string
 	Data      []byte
@@ -410,6 +412,8 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		s.draft(w, form)
 	case "deletemessage":
 		s.deleteMessage(w, form)
+	case "setmessagereaction":
+		s.react(w, form)
 	case "sendmessage", "sendphoto", "senddocument", "sendaudio", "sendvoice", "sendanimation", "sendvideo":
 		s.send(w, method, form, files)
 	default:
@@ -675,4 +679,50 @@ func Text(chat models.Chat, from models.User, id int, text string) models.Update
 func (m Sent) String() string {
 	return fmt.Sprintf("%s(chat=%d id=%d text=%q caption=%q file=%s/%s %dB action=%s)",
 		m.Method, m.ChatID, m.MessageID, m.Text, m.Caption, m.FileField, m.FileName, len(m.Data), m.Action)
+}
+
+// react records setMessageReaction as the Bot API takes it: at most one
+// emoji reaction (a bot is not premium), none to take the bot's off.
+func (s *Server) react(w http.ResponseWriter, form map[string]string) {
+	chat, err := strconv.ParseInt(form["chat_id"], 10, 64)
+	if err != nil {
+		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: chat not found"})
+		return
+	}
+	var rs []struct {
+		Type  string `json:"type"`
+		Emoji string `json:"emoji"`
+	}
+	if raw := form["reaction"]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &rs); err != nil {
+			writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: can't parse reaction types JSON object"})
+			return
+		}
+	}
+	if len(rs) > 1 || len(rs) == 1 && (rs[0].Type != "emoji" || rs[0].Emoji == "") {
+		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: REACTION_INVALID"})
+		return
+	}
+	sent := Sent{Method: "setMessageReaction", ChatID: chat, MessageID: atoi(form["message_id"])}
+	if len(rs) == 1 {
+		sent.Reaction = rs[0].Emoji
+	}
+	s.mu.Lock()
+	s.sent = append(s.sent, sent)
+	s.mu.Unlock()
+	writeResult(w, true)
+}
+
+// Reactions are the setMessageReaction calls on message id of chat, in
+// order: each the emoji set, "" for one taken off.
+func (s *Server) Reactions(chat int64, id int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.sent {
+		if m.Method == "setMessageReaction" && m.ChatID == chat && m.MessageID == id {
+			out = append(out, m.Reaction)
+		}
+	}
+	return out
 }

@@ -133,6 +133,7 @@
     const li = el("li", "msg" + (m.assistant ? " assistant" : "") + (m.system ? " system" : ""));
     li.id = "m" + m.seq;
     li.dataset.seq = m.seq;
+    li.dataset.id = m.id;
     const meta = el("div", "meta");
     meta.append(el("span", "from", m.from), " ", el("time", "", m.clock));
     li.append(meta);
@@ -183,6 +184,17 @@
     scrollDown();
   }
 
+  // The assistant's reaction on a message (👀 while it works on it).
+  function showReaction(r) {
+    const li = list.querySelector('li[data-id="' + CSS.escape(r.id) + '"]');
+    if (!li) return;
+    let span = li.querySelector(".meta .reaction");
+    if (!r.emoji) { if (span) span.remove(); return; }
+    if (!span) { span = el("span", "reaction"); li.querySelector(".meta").append(" ", span); }
+    span.textContent = r.emoji;
+    span.title = "seen by the assistant";
+  }
+
   function setConn(state, label) { conn.dataset.state = state; conn.textContent = label; chat.dataset.live = state === "live" ? "true" : "false"; }
 
   // The browser reconnects by itself (with Last-Event-ID) after a
@@ -200,6 +212,7 @@
     });
     es.addEventListener("typing", (e) => { typing.hidden = !JSON.parse(e.data).on; working(); });
     es.addEventListener("draft", (e) => showDraft(JSON.parse(e.data)));
+    es.addEventListener("reaction", (e) => showReaction(JSON.parse(e.data)));
     es.addEventListener("draft_end", (e) => {
       const li = document.getElementById("d" + JSON.parse(e.data).id);
       if (li) li.remove();
