@@ -9,9 +9,9 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // captionMax is the longest text sent as a file's caption instead of a
@@ -215,8 +215,8 @@ func (a *Agent) sendVoice(ctx context.Context, it *store.OutboxItem, ws groups.W
 	if !it.Voice || !canMedia || !a.opts.Generate.Speech || a.opts.Media == nil {
 		return channels.Delivery{}, false
 	}
-	var res ipc.GeneratedResult
-	if err := a.opts.Media(it.Folder).Call(ctx, ipc.TypeSpeak, ipc.SpeakArgs{Text: text}, &res); err != nil {
+	var res tools.GeneratedResult
+	if err := a.opts.Media(it.Folder).Call(ctx, tools.Speak, tools.SpeakArgs{Text: text}, &res); err != nil {
 		a.log.Warn("agent: answer not spoken; sending it as text", "group", it.Folder, "outbox", it.ID, "err", err)
 		return channels.Delivery{}, false
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/botd-dev/botd/doctext/doctexttest"
 	"github.com/botd-dev/botd/internal/box"
-	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // attackGoalMB is issue 27's goal for every child, whatever arrives.
@@ -116,7 +116,7 @@ func fetchHostile(t *testing.T, name, kind, mime string, data []byte, parse box.
 		t.Fatal(err)
 	}
 	rl := &rssLog{peak: map[string]int64{}}
-	tl, err := newTools(Options{GroupDir: dir, Log: slog.New(rl), InlineMaxBytes: 1 << 20, Parse: parse, Caller: instantHost{ipc.FetchMediaResult{
+	tl, err := newTools(Options{GroupDir: dir, Log: slog.New(rl), InlineMaxBytes: 1 << 20, Parse: parse, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Hostile00001", Kind: kind, MIME: mime, Size: int64(len(data)), Path: rel, Name: name}}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,17 +10,16 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/botd-dev/botd/ipc"
 	registry "github.com/botd-dev/botd/tools"
 )
 
 // instantHost answers fetch_media at once for a file already in place,
 // so the benchmark measures the tool's own work: argument checks, opening
 // the file inside the group folder, DecodeConfig, base64.
-type instantHost struct{ res ipc.FetchMediaResult }
+type instantHost struct{ res registry.FetchMediaResult }
 
 func (h instantHost) Call(_ context.Context, _ string, _, result any) error {
-	*(result.(*ipc.FetchMediaResult)) = h.res
+	*(result.(*registry.FetchMediaResult)) = h.res
 	return nil
 }
 
@@ -47,7 +46,7 @@ func BenchmarkFetchMediaInline10KB(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{ipc.FetchMediaResult{
+	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000001", Kind: "Image", MIME: "image/png", Size: int64(len(data)), Path: rel, Name: "photo.png",
 	}}, Log: testLoggerB()})
 	if err != nil {
@@ -80,7 +79,7 @@ func BenchmarkFetchMediaPreview3000x2000(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{ipc.FetchMediaResult{
+	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000002", Kind: "Image", MIME: "image/jpeg", Size: int64(len(data)), Path: rel,
 	}}, Log: testLoggerB(), InlineMaxBytes: 1 << 20})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/doctext/doctexttest"
-	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // BenchmarkFetchMediaPDF reads the text of a cached three-page PDF: the
@@ -34,7 +34,7 @@ func BenchmarkFetchMediaPDF(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{ipc.FetchMediaResult{
+	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000003", Kind: "Document", MIME: "application/pdf", Size: int64(len(data)), Path: rel, Name: "report.pdf",
 	}}, Log: testLoggerB(), InlineMaxBytes: 1024})
 	if err != nil {

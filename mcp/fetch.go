@@ -16,7 +16,6 @@ import (
 
 	"github.com/botd-dev/botd/doctext"
 	"github.com/botd-dev/botd/ffmpeg"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -38,8 +37,8 @@ func (t *tools) FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if err != nil {
 		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
 	}
-	var res ipc.FetchMediaResult
-	f, rel, fail := t.callPlaced(ctx, registry.FetchMedia, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res, &res)
+	var res registry.FetchMediaResult
+	f, rel, fail := t.callPlaced(ctx, registry.FetchMedia, registry.FetchMedia, registry.FetchMediaArgs{MediaRef: ref}, &res, &res)
 	if fail != nil {
 		return fail, nil
 	}
@@ -63,7 +62,7 @@ const placeTries = 3
 // copy or the network, so the copy being gone is never the model's
 // error; once open, an eviction no longer matters. A failure never names
 // a path: the log has it.
-func (t *tools) callPlaced(ctx context.Context, tool, typ string, args, out any, res *ipc.FetchMediaResult) (*os.File, string, *mcpgo.CallToolResult) {
+func (t *tools) callPlaced(ctx context.Context, tool, typ string, args, out any, res *registry.FetchMediaResult) (*os.File, string, *mcpgo.CallToolResult) {
 	for try := 1; ; try++ {
 		if err := t.Call(ctx, typ, args, out); err != nil {
 			return nil, "", registry.ToolError(tool, err)
@@ -81,7 +80,7 @@ func (t *tools) callPlaced(ctx context.Context, tool, typ string, args, out any,
 		if errors.Is(err, fs.ErrNotExist) {
 			why = " (media.max_disk_bytes is too small for what is in use: it was evicted each time as soon as it was saved)"
 		}
-		return nil, "", registry.ToolError(tool, ipc.Errorf(ipc.CodeInternal, "the group's copy of %s could not be opened%s", res.Ref, why))
+		return nil, "", registry.ToolError(tool, registry.Errorf(registry.CodeInternal, "the group's copy of %s could not be opened%s", res.Ref, why))
 	}
 }
 
@@ -91,7 +90,7 @@ const keyframeCount = 4
 
 // fetchResult builds what the model sees from the file the host saved,
 // opened (callPlaced) as f at rel.
-func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, f *os.File, rel, pages string) *mcpgo.CallToolResult {
+func (t *tools) fetchResult(ctx context.Context, res registry.FetchMediaResult, f *os.File, rel, pages string) *mcpgo.CallToolResult {
 	// Why a transcription failed is an error of the host's (provider URL,
 	// paths): the model reads it rewritten.
 	res.TranscriptNote = ForModel(res.TranscriptNote, t.ws.Root)
@@ -101,7 +100,7 @@ func (t *tools) fetchResult(ctx context.Context, res ipc.FetchMediaResult, f *os
 	}
 	if err != nil {
 		t.log.Warn("mcp fetch_media: cannot read the fetched file", "ref", res.Ref, "path", rel, "err", err)
-		return registry.ToolError(registry.FetchMedia, ipc.Errorf(ipc.CodeInternal, "the group's copy of %s cannot be read", res.Ref))
+		return registry.ToolError(registry.FetchMedia, registry.Errorf(registry.CodeInternal, "the group's copy of %s cannot be read", res.Ref))
 	}
 
 	m := mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size()}
@@ -235,7 +234,7 @@ func savedLink(m *mediaInfo) mcpgo.ResourceLink {
 
 // mediaInfo is the fetched file as the result text describes it.
 type mediaInfo struct {
-	res           ipc.FetchMediaResult
+	res           registry.FetchMediaResult
 	rel, abs      string
 	mime          string
 	size          int64

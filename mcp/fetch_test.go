@@ -15,7 +15,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/botd-dev/botd/ipc"
 	registry "github.com/botd-dev/botd/tools"
 )
 
@@ -69,7 +68,7 @@ func largeJPEG(t testing.TB) []byte {
 }
 
 func media(ref, kind, mime, rel string, data []byte) fakeMedia {
-	return fakeMedia{data: data, res: ipc.FetchMediaResult{
+	return fakeMedia{data: data, res: registry.FetchMediaResult{
 		Ref: ref, Kind: kind, Name: filepath.Base(rel), MIME: mime, Size: int64(len(data)),
 		Path: rel, Sender: "Alice", Caption: "look at this",
 	}}
@@ -267,10 +266,10 @@ func TestFetchRefusesPathsOutsideGroup(t *testing.T) {
 	}
 	// The host is trusted, but a bug or a planted link must not turn
 	// fetch_media into a reader of arbitrary files.
-	h.add(fakeMedia{res: ipc.FetchMediaResult{Ref: "tg_SymlinkOut1", Kind: "Image", MIME: "image/png", Path: "media/tg_SymlinkOut1.png"}})
-	h.add(fakeMedia{res: ipc.FetchMediaResult{Ref: "tg_DotDotPath1", Kind: "Image", MIME: "image/png", Path: "../secret.png"}})
-	h.add(fakeMedia{res: ipc.FetchMediaResult{Ref: "tg_AbsPath0001", Kind: "Image", MIME: "image/png", Path: outside}})
-	h.add(fakeMedia{res: ipc.FetchMediaResult{Ref: "tg_Missing0001", Kind: "Image", MIME: "image/png", Path: "media/gone.png"}})
+	h.add(fakeMedia{res: registry.FetchMediaResult{Ref: "tg_SymlinkOut1", Kind: "Image", MIME: "image/png", Path: "media/tg_SymlinkOut1.png"}})
+	h.add(fakeMedia{res: registry.FetchMediaResult{Ref: "tg_DotDotPath1", Kind: "Image", MIME: "image/png", Path: "../secret.png"}})
+	h.add(fakeMedia{res: registry.FetchMediaResult{Ref: "tg_AbsPath0001", Kind: "Image", MIME: "image/png", Path: outside}})
+	h.add(fakeMedia{res: registry.FetchMediaResult{Ref: "tg_Missing0001", Kind: "Image", MIME: "image/png", Path: "media/gone.png"}})
 	c := connect(t, newTestServer(t, h, 0))
 	for _, ref := range []string{"tg_SymlinkOut1", "tg_DotDotPath1", "tg_AbsPath0001", "tg_Missing0001"} {
 		res := callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})

@@ -20,7 +20,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/botd-dev/botd/ipc"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // Peak RSS is a property of a process, so each preview runs in a fresh
@@ -46,7 +46,7 @@ func TestPreviewChild(t *testing.T) {
 	group := filepath.Dir(filepath.Dir(file))
 	rel := "media/" + filepath.Base(file)
 	tl, err := newTools(Options{GroupDir: group, InlineMaxBytes: 1 << 20, Log: testLoggerB(),
-		Caller: instantHost{ipc.FetchMediaResult{Ref: "tg_PeakRss000001", Kind: "Image", Path: rel}}})
+		Caller: instantHost{registry.FetchMediaResult{Ref: "tg_PeakRss000001", Kind: "Image", Path: rel}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,30 +17,30 @@ import (
 	registry "github.com/botd-dev/botd/tools"
 )
 
-// fileHandler is an ipc.Handler that "downloads" one image into the group
+// fileHandler is an registry.Handler that "downloads" one image into the group
 // folder, standing in for the media service.
 type fileHandler struct {
 	groupsDir string
 	data      []byte
 }
 
-func (f fileHandler) Handle(_ context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
-	if req.Type != ipc.TypeFetchMedia {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "unsupported %s", req.Type)
+func (f fileHandler) Handle(_ context.Context, group string, req *registry.Request) (any, *registry.Error) {
+	if req.Type != registry.FetchMedia {
+		return nil, registry.Errorf(registry.CodeBadRequest, "unsupported %s", req.Type)
 	}
-	var a ipc.FetchMediaArgs
+	var a registry.FetchMediaArgs
 	if err := json.Unmarshal(req.Args, &a); err != nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		return nil, registry.Errorf(registry.CodeBadRequest, "%v", err)
 	}
 	if a.MediaRef != "tg_ThroughIpc01" {
-		return nil, ipc.Errorf(ipc.CodeNotFound, "no media %s", a.MediaRef)
+		return nil, registry.Errorf(registry.CodeNotFound, "no media %s", a.MediaRef)
 	}
 	rel := "media/tg_ThroughIpc01.png"
 	p := filepath.Join(f.groupsDir, group, rel)
 	if err := os.WriteFile(p, f.data, 0o640); err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "%v", err)
+		return nil, registry.Errorf(registry.CodeInternal, "%v", err)
 	}
-	return ipc.FetchMediaResult{Ref: a.MediaRef, Kind: "Image", MIME: "image/png", Size: int64(len(f.data)), Path: rel}, nil
+	return registry.FetchMediaResult{Ref: a.MediaRef, Kind: "Image", MIME: "image/png", Size: int64(len(f.data)), Path: rel}, nil
 }
 
 // ipcServer wires the MCP server to a real ipc.Client and ipc.Host over

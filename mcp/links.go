@@ -13,8 +13,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // A remote MCP client (Streamable HTTP from another machine) cannot open
@@ -119,7 +119,7 @@ func (t *tools) registerLinks(s *server.MCPServer) {
 
 // linkResult adds the fetched file to r as a resource link, replacing a
 // file:// link a remote client could not open.
-func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res ipc.FetchMediaResult) {
+func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res registry.FetchMediaResult) {
 	mime := mediaregistry.CleanMIME(res.MIME)
 	id, expires := t.links.add(link{rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
 	name := mediaregistry.SafeName(res.Name)

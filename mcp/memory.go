@@ -11,7 +11,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	registry "github.com/botd-dev/botd/tools"
 )
 
@@ -81,10 +80,10 @@ func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string)
 		ws = t.ws
 	case registry.ScopeGlobal:
 		if !t.main {
-			return ws, false, "", registry.ToolFailure(tool, ipc.CodeForbidden, errGlobalMainOnly)
+			return ws, false, "", registry.ToolFailure(tool, registry.CodeForbidden, errGlobalMainOnly)
 		}
 		if t.global.Root == "" {
-			return ws, false, "", registry.ToolFailure(tool, ipc.CodeForbidden, "this server has no global memory")
+			return ws, false, "", registry.ToolFailure(tool, registry.CodeForbidden, "this server has no global memory")
 		}
 		ws, global = t.global, true
 	default:
@@ -98,14 +97,14 @@ func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string)
 
 // memoryFailure is a tool error for a failed Remember or Forget.
 func memoryFailure(tool string, err error) *mcpgo.CallToolResult {
-	code := ipc.CodeInternal
+	code := registry.CodeInternal
 	switch {
 	case errors.Is(err, groups.ErrBadMemoryText):
-		code = ipc.CodeBadRequest
+		code = registry.CodeBadRequest
 	case errors.Is(err, groups.ErrMemoryFull):
-		code = ipc.CodeTooLarge
+		code = registry.CodeTooLarge
 	case errors.Is(err, groups.ErrNoMatch):
-		code = ipc.CodeNotFound
+		code = registry.CodeNotFound
 	}
 	return registry.ToolFailure(tool, code, err.Error())
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/store"
 	registry "github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/transcribe"
@@ -48,7 +47,7 @@ func TestForModel(t *testing.T) {
 		{"a path in the group folder stays, relative", inGroupErr, []string{"open media/missing.pdf"}, []string{group}},
 		{"a wrapped chain", fmt.Errorf("downloading tg_x failed: %w", fmt.Errorf("telegram: %w", &urlErrorLike{tgURL, pathErr})),
 			[]string{"downloading tg_x failed: telegram:", "the provider"}, []string{"SECRET-token", "api.telegram.org", "/etc/botd-secret-dir"}},
-		{"an ipc error carrying both", ipc.Errorf(ipc.CodeDownloadFailed, "saving into %s: %v", "/var/lib/botd/data/media/ab12", httpErr),
+		{"an ipc error carrying both", registry.Errorf(registry.CodeDownloadFailed, "saving into %s: %v", "/var/lib/botd/data/media/ab12", httpErr),
 			[]string{"saving into (a host path)", "Post to the provider"}, []string{"/var/lib/botd", base}},
 		{"a write the provider reset (*net.OpError)", fmt.Errorf("transcribing: %w", resetErr),
 			[]string{"transcribing: write tcp: "}, resetEnds},
@@ -199,7 +198,7 @@ func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
 	m = h.media["tg_voiceNote1"]
 	m.res.TranscriptNote = "Transcribing it failed: " + rstErr.Error()
 	h.media["tg_voiceNote1"] = m
-	h.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading tg_voiceNote3 failed: %v", rstErr)
+	h.err = registry.Errorf(registry.CodeDownloadFailed, "downloading tg_voiceNote3 failed: %v", rstErr)
 	h.mu.Unlock()
 	for _, ref := range []string{"tg_voiceNote1", "tg_voiceNote3"} {
 		res = callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": ref})
@@ -215,7 +214,7 @@ func TestToolErrorsReachTheModelWithoutHostDetails(t *testing.T) {
 
 	_, pathErr := os.Open("/srv/botd-host/data/media/none")
 	h.mu.Lock()
-	h.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading tg_voiceNote2 failed: %v (via %s)", pathErr, base+"/files")
+	h.err = registry.Errorf(registry.CodeDownloadFailed, "downloading tg_voiceNote2 failed: %v (via %s)", pathErr, base+"/files")
 	h.mu.Unlock()
 	res = callTool(t, c, registry.FetchMedia, map[string]any{"mediaRef": "tg_voiceNote2"})
 	texts, _, _ = parts(t, res)

@@ -14,7 +14,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
 	registry "github.com/botd-dev/botd/tools"
@@ -33,7 +32,7 @@ func (c *schedCaller) Call(ctx context.Context, typ string, args, result any) er
 	if err != nil {
 		return err
 	}
-	res, herr := c.s.Handle(ctx, c.group, &ipc.Request{Version: ipc.Version, ID: fmt.Sprint("r", c.n.Add(1)), Type: typ, Args: raw})
+	res, herr := c.s.Handle(ctx, c.group, &registry.Request{ID: fmt.Sprint("r", c.n.Add(1)), Type: typ, Args: raw})
 	if herr != nil {
 		return herr
 	}

@@ -7,7 +7,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/botd-dev/botd/ipc"
 	registry "github.com/botd-dev/botd/tools"
 )
 
@@ -31,8 +30,8 @@ func (t *tools) SendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 		return registry.BadArgs(registry.SendMedia, "cannot send %s: %v", p, err), nil
 	}
 	f.Close()
-	var res ipc.SendResult
-	if err := t.Call(ctx, ipc.TypeSendMedia, ipc.SendMediaArgs{Path: rel, Caption: caption}, &res); err != nil {
+	var res registry.SendResult
+	if err := t.Call(ctx, registry.SendMedia, registry.SendMediaArgs{Path: rel, Caption: caption}, &res); err != nil {
 		return registry.ToolError(registry.SendMedia, err), nil
 	}
 	return mcpgo.NewToolResultText(registry.DeliveryText("File "+rel, res)), nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/botd-dev/botd/doctext"
 	"github.com/botd-dev/botd/internal/box"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	registry "github.com/botd-dev/botd/tools"
 	"github.com/botd-dev/botd/webpage"
@@ -75,8 +74,8 @@ func (t *tools) FetchURL(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 	if err != nil {
 		return registry.BadArgs(registry.FetchURL, "%v", err), nil
 	}
-	var res ipc.FetchURLResult
-	f, rel, fail := t.callPlaced(ctx, registry.FetchURL, ipc.TypeFetchURL, ipc.FetchURLArgs{URL: raw}, &res, &res.FetchMediaResult)
+	var res registry.FetchURLResult
+	f, rel, fail := t.callPlaced(ctx, registry.FetchURL, registry.FetchURL, registry.FetchURLArgs{URL: raw}, &res, &res.FetchMediaResult)
 	if fail != nil {
 		return fail, nil
 	}
@@ -110,20 +109,20 @@ func isHTML(mime string) bool { return mime == "text/html" || mime == "applicati
 
 // openFetched describes the group's copy of what the host fetched, opened
 // (callPlaced) as f at rel, and reads it from its start.
-func (t *tools) openFetched(res ipc.FetchMediaResult, f *os.File, rel string) (*mediaInfo, *mcpgo.CallToolResult) {
+func (t *tools) openFetched(res registry.FetchMediaResult, f *os.File, rel string) (*mediaInfo, *mcpgo.CallToolResult) {
 	fi, err := f.Stat()
 	if err == nil {
 		_, err = f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
 		t.log.Warn("mcp fetch_url: cannot read the fetched file", "ref", res.Ref, "path", rel, "err", err)
-		return nil, registry.ToolError(registry.FetchURL, ipc.Errorf(ipc.CodeInternal, "the group's copy of %s cannot be read", res.Ref))
+		return nil, registry.ToolError(registry.FetchURL, registry.Errorf(registry.CodeInternal, "the group's copy of %s cannot be read", res.Ref))
 	}
 	return &mediaInfo{res: res, rel: rel, abs: f.Name(), size: fi.Size(), mime: res.MIME}, nil
 }
 
 // webPageResult is a page's readable text, read in a child.
-func (t *tools) webPageResult(ctx context.Context, res ipc.FetchURLResult, f *os.File, rel, src string) *mcpgo.CallToolResult {
+func (t *tools) webPageResult(ctx context.Context, res registry.FetchURLResult, f *os.File, rel, src string) *mcpgo.CallToolResult {
 	m, fail := t.openFetched(res.FetchMediaResult, f, rel)
 	if fail != nil {
 		return fail
@@ -162,7 +161,7 @@ func (t *tools) webPageResult(ctx context.Context, res ipc.FetchURLResult, f *os
 }
 
 // webTextResult is text or JSON shown whole, escaped in <web_page>.
-func (t *tools) webTextResult(res ipc.FetchURLResult, f *os.File, rel, src, declared string) *mcpgo.CallToolResult {
+func (t *tools) webTextResult(res registry.FetchURLResult, f *os.File, rel, src, declared string) *mcpgo.CallToolResult {
 	m, fail := t.openFetched(res.FetchMediaResult, f, rel)
 	if fail != nil {
 		return fail

@@ -16,7 +16,7 @@ import (
 // Caller for the built-in agent. Which method answers which request is
 // the tool registry's (tools.Serve). A panic in a handler is an internal
 // error for this request, never a dead daemon.
-func (s *Service) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
+func (s *Service) Handle(ctx context.Context, group string, req *tools.Request) (result any, herr *ipc.Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.o.Log.Error("media: handler panicked", "group", group, "type", req.Type, "panic", p)

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Media generation: the host's media service answers these (it holds the
@@ -19,11 +17,11 @@ import (
 
 // Tool names of media generation.
 const (
-	GenerateImage = ipc.TypeGenerateImage
-	Speak         = ipc.TypeSpeak
-	GenerateVideo = ipc.TypeGenerateVideo
-	CancelVideo   = ipc.TypeCancelVideo
-	ListVideos    = ipc.TypeListVideos
+	GenerateImage = "generate_image"
+	Speak         = "speak"
+	GenerateVideo = "generate_video"
+	CancelVideo   = "cancel_video"
+	ListVideos    = "list_videos"
 )
 
 func imageConfigured(o Offer) bool  { return o.Generate.Image }
@@ -107,15 +105,15 @@ var listVideos = Spec{
 // generationError answers a failed generation: a refusal or a spent
 // budget is a plain sentence the model passes on, not an error dump.
 func generationError(tool string, err error) *mcpgo.CallToolResult {
-	var ie *ipc.Error
-	if errors.As(err, &ie) && (ie.Code == ipc.CodeRefused || ie.Code == ipc.CodeOverBudget) {
+	var ie *Error
+	if errors.As(err, &ie) && (ie.Code == CodeRefused || ie.Code == CodeOverBudget) {
 		return mcpgo.NewToolResultError(ie.Message + " Tell the chat so in one sentence; do not try again with the same request.")
 	}
 	return ToolError(tool, err)
 }
 
 func generateImageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.GenerateImageArgs
+	var a GenerateImageArgs
 	var err error
 	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the image"); err == nil {
 		err = readStrings(req, into{"size", &a.Size}, into{"source_ref", &a.SourceRef}, into{"caption", &a.Caption})
@@ -127,15 +125,15 @@ func generateImageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*m
 		return BadArgs(GenerateImage, "%v", err), nil
 	}
 	a.SourceRef = strings.TrimPrefix(strings.TrimSpace(a.SourceRef), "ref:")
-	var res ipc.GeneratedResult
-	if err := e.CallLong(ctx, ipc.TypeGenerateImage, a, &res); err != nil {
+	var res GeneratedResult
+	if err := e.CallLong(ctx, GenerateImage, a, &res); err != nil {
 		return generationError(GenerateImage, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Image", res)), nil
 }
 
 func speakMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.SpeakArgs
+	var a SpeakArgs
 	var err error
 	if a.Text, err = requiredArg(req, "text", "text is required: the words to speak"); err == nil {
 		err = readStrings(req, into{"voice", &a.Voice})
@@ -146,8 +144,8 @@ func speakMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 	if err != nil {
 		return BadArgs(Speak, "%v", err), nil
 	}
-	var res ipc.GeneratedResult
-	if err := e.CallLong(ctx, ipc.TypeSpeak, a, &res); err != nil {
+	var res GeneratedResult
+	if err := e.CallLong(ctx, Speak, a, &res); err != nil {
 		return generationError(Speak, err), nil
 	}
 	return mcpgo.NewToolResultText(generatedText("Voice note", res)), nil
@@ -156,7 +154,7 @@ func speakMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 // generatedText tells the model what was made and where it went; the
 // provider's note came from a model that read a chat's prompt, so it is
 // kept on one line.
-func generatedText(what string, res ipc.GeneratedResult) string {
+func generatedText(what string, res GeneratedResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s made by %s and saved as %s: %s", what, res.Model, res.Path, res.Placeholder)
 	if res.Cost != "" {
@@ -174,7 +172,7 @@ func generatedText(what string, res ipc.GeneratedResult) string {
 }
 
 func generateVideoMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.GenerateVideoArgs
+	var a GenerateVideoArgs
 	var err error
 	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the video"); err != nil {
 		return BadArgs(GenerateVideo, "%v", err), nil
@@ -193,8 +191,8 @@ func generateVideoMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*m
 	if a.Size, _, err = StringArg(req, "size"); err != nil {
 		return BadArgs(GenerateVideo, "%v", err), nil
 	}
-	var res ipc.VideoJobResult
-	if err := e.Call(ctx, ipc.TypeGenerateVideo, a, &res); err != nil {
+	var res VideoJobResult
+	if err := e.Call(ctx, GenerateVideo, a, &res); err != nil {
 		return generationError(GenerateVideo, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d started with %s (%s, %ds); it must be ready by %s. %s",
@@ -206,16 +204,16 @@ func cancelVideoMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if !ok || id < 1 {
 		return BadArgs(CancelVideo, "id must be a video job id (a positive integer) from generate_video"), nil
 	}
-	var res ipc.VideoJobResult
-	if err := e.Call(ctx, ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: int64(id)}, &res); err != nil {
+	var res VideoJobResult
+	if err := e.Call(ctx, CancelVideo, CancelVideoArgs{ID: int64(id)}, &res); err != nil {
 		return ToolError(CancelVideo, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note)), nil
 }
 
 func listVideosMCP(e Env, ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var res ipc.ListVideosResult
-	if err := e.Call(ctx, ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
+	var res ListVideosResult
+	if err := e.Call(ctx, ListVideos, ListVideosArgs{}, &res); err != nil {
 		return ToolError(ListVideos, err), nil
 	}
 	return mcpgo.NewToolResultText(videosText(res)), nil
@@ -223,7 +221,7 @@ func listVideosMCP(e Env, ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.
 
 // videosText is list_videos' answer, one line a job; the prompts and the
 // reasons came from models and providers, so each stays on its line.
-func videosText(res ipc.ListVideosResult) string {
+func videosText(res ListVideosResult) string {
 	if len(res.Jobs) == 0 {
 		return fmt.Sprintf("No video jobs in this group in the last %d days.", res.Days)
 	}
@@ -239,7 +237,7 @@ func videosText(res ipc.ListVideosResult) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func videoState(j ipc.VideoJobInfo) string {
+func videoState(j VideoJobInfo) string {
 	why := OneLine(j.Error, 300)
 	switch j.State {
 	case "submitted":

@@ -11,15 +11,14 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// Handler is the MCP half of a tool: it turns the model's arguments into
+// ModelHandler is the MCP half of a tool: it turns the model's arguments into
 // the request (or, for a Local tool, does the work) and the answer into
 // what the model reads. A tool failure is a result (IsError), never the
 // error, which is kept for protocol problems.
-type Handler func(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+type ModelHandler func(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
 
 // Env is what an MCP server gives a tool's Handler (mcp's server of one
 // group implements it). A tool of the simple kind needs Call alone; the
@@ -142,18 +141,18 @@ const (
 
 // ErrCode classifies err for logs and tool errors.
 func ErrCode(err error) string {
-	var ie *ipc.Error
+	var ie *Error
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &ie):
 		return ie.Code
-	case errors.Is(err, ipc.ErrNoHost), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrNoHost), errors.Is(err, context.DeadlineExceeded):
 		return CodeNoHost
 	case errors.Is(err, context.Canceled):
 		return CodeCancelled
 	default:
-		return ipc.CodeInternal
+		return CodeInternal
 	}
 }
 
@@ -163,19 +162,19 @@ func ErrCode(err error) string {
 func ToolError(tool string, err error) *mcpgo.CallToolResult {
 	code := ErrCode(err)
 	msg := err.Error()
-	var ie *ipc.Error
+	var ie *Error
 	switch {
 	case errors.As(err, &ie):
 		msg = ie.Message
 	case code == CodeNoHost:
-		msg = ipc.ErrNoHost.Error()
+		msg = ErrNoHost.Error()
 	}
 	return ToolFailure(tool, code, msg)
 }
 
 // BadArgs is a tool error for arguments refused before any IPC.
 func BadArgs(tool, format string, a ...any) *mcpgo.CallToolResult {
-	return ToolFailure(tool, ipc.CodeBadRequest, fmt.Sprintf(format, a...))
+	return ToolFailure(tool, CodeBadRequest, fmt.Sprintf(format, a...))
 }
 
 // ToolFailure is the one form of every tool error: "tool failed [code]: msg".

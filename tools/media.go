@@ -9,31 +9,30 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // MediaHost is what the host's media service answers (media.Service).
 type MediaHost interface {
-	Fetch(ctx context.Context, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error)
-	List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error)
-	SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error)
-	SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error)
-	GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error)
-	Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error)
-	GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error)
-	FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error)
-	WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error)
+	Fetch(ctx context.Context, g *groups.Group, ref string) (*FetchMediaResult, *Error)
+	List(ctx context.Context, g *groups.Group, a ListMediaArgs) (*ListMediaResult, *Error)
+	SendMessage(ctx context.Context, g *groups.Group, a SendMessageArgs) (*SendResult, *Error)
+	SendMedia(ctx context.Context, g *groups.Group, a SendMediaArgs) (*SendResult, *Error)
+	GenerateImage(ctx context.Context, g *groups.Group, a GenerateImageArgs) (*GeneratedResult, *Error)
+	Speak(ctx context.Context, g *groups.Group, a SpeakArgs) (*GeneratedResult, *Error)
+	GenerateVideo(ctx context.Context, g *groups.Group, a GenerateVideoArgs) (*VideoJobResult, *Error)
+	CancelVideo(ctx context.Context, g *groups.Group, a CancelVideoArgs) (*VideoJobResult, *Error)
+	ListVideos(ctx context.Context, g *groups.Group, a ListVideosArgs) (*ListVideosResult, *Error)
+	FetchURL(ctx context.Context, g *groups.Group, a FetchURLArgs) (*FetchURLResult, *Error)
+	WebSearch(ctx context.Context, g *groups.Group, a WebSearchArgs) (*WebSearchResult, *Error)
 }
 
 // Tool names of the media tools (each is its IPC request type too).
 const (
-	ListMedia   = ipc.TypeListMedia
-	FetchMedia  = ipc.TypeFetchMedia
-	SendMessage = ipc.TypeSendMessage
-	SendMedia   = ipc.TypeSendMedia
+	ListMedia   = "list_media"
+	FetchMedia  = "fetch_media"
+	SendMessage = "send_message"
+	SendMedia   = "send_media"
 )
 
 // Bounds of the media tools' arguments, shared with their MCP handlers.
@@ -77,7 +76,7 @@ var fetchMedia = Spec{
 	// A member shared the file, but its words (a forwarded PDF, a
 	// screenshot, a recording) are whoever made it.
 	Origin: OriginStrangers,
-	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *Request, a FetchMediaArgs) (*FetchMediaResult, *Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
 	Def: fixed(FetchMedia,
@@ -130,15 +129,15 @@ func sendMessageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if len(text) > MaxSendText {
 		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText), nil
 	}
-	var res ipc.SendResult
-	if err := e.Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: text}, &res); err != nil {
+	var res SendResult
+	if err := e.Call(ctx, SendMessage, SendMessageArgs{Text: text}, &res); err != nil {
 		return ToolError(SendMessage, err), nil
 	}
 	return mcpgo.NewToolResultText(DeliveryText("Message", res)), nil
 }
 
 // DeliveryText is the answer of a tool that sent to the chat.
-func DeliveryText(what string, res ipc.SendResult) string {
+func DeliveryText(what string, res SendResult) string {
 	s := what + " sent"
 	if res.Chat != "" {
 		s += " to " + res.Chat
@@ -150,7 +149,7 @@ func DeliveryText(what string, res ipc.SendResult) string {
 }
 
 func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	args := ipc.ListMediaArgs{Limit: DefaultListLimit}
+	args := ListMediaArgs{Limit: DefaultListLimit}
 	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if !ok || n < 1 {
@@ -169,8 +168,8 @@ func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 		}
 		args.Kind = string(k)
 	}
-	var res ipc.ListMediaResult
-	if err := e.Call(ctx, ipc.TypeListMedia, args, &res); err != nil {
+	var res ListMediaResult
+	if err := e.Call(ctx, ListMedia, args, &res); err != nil {
 		return ToolError(ListMedia, err), nil
 	}
 	return mcpgo.NewToolResultText(formatList(res.Items, args.Kind, time.Now())), nil
@@ -178,7 +177,7 @@ func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 
 // formatList renders one line per item, in the placeholder's vocabulary so
 // the model recognises the fields.
-func formatList(items []ipc.MediaItem, kind string, now time.Time) string {
+func formatList(items []MediaItem, kind string, now time.Time) string {
 	if len(items) == 0 {
 		if kind != "" {
 			return fmt.Sprintf("No %s media available in this group.", kind)

@@ -8,7 +8,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Scheduled tasks: the host's scheduler answers them, and decides there
@@ -20,18 +19,18 @@ import (
 
 // TasksHost is what the host's scheduler answers (scheduler.Scheduler).
 type TasksHost interface {
-	ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error)
-	ServeList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error)
-	ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (ipc.TaskResult, *ipc.Error)
+	ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ScheduleTaskArgs) (TaskResult, *Error)
+	ServeList(ctx context.Context, caller *groups.Group, a ListTasksArgs) (ListTasksResult, *Error)
+	ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (TaskResult, *Error)
 }
 
 // Tool names of scheduled tasks.
 const (
-	ScheduleTask = ipc.TypeScheduleTask
-	ListTasks    = ipc.TypeListTasks
-	PauseTask    = ipc.TypePauseTask
-	ResumeTask   = ipc.TypeResumeTask
-	CancelTask   = ipc.TypeCancelTask
+	ScheduleTask = "schedule_task"
+	ListTasks    = "list_tasks"
+	PauseTask    = "pause_task"
+	ResumeTask   = "resume_task"
+	CancelTask   = "cancel_task"
 )
 
 // MaxTaskPrompt matches the scheduler's cap, so a model hears it before
@@ -40,7 +39,7 @@ const MaxTaskPrompt = 4000
 
 var scheduleTask = Spec{
 	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule,
-	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
+	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a ScheduleTaskArgs) (TaskResult, *Error) {
 		return s.ServeSchedule(ctx, g, req.ID, a)
 	}),
 	Def: func(o Offer) mcpgo.Tool {
@@ -115,7 +114,7 @@ var (
 func taskChange(name, desc string) Spec {
 	return Spec{
 		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP, Widens: widenTaskChange,
-		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.TaskIDArgs) (ipc.TaskResult, *ipc.Error) {
+		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a TaskIDArgs) (TaskResult, *Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),
 		Def: func(Offer) mcpgo.Tool {
@@ -129,7 +128,7 @@ func taskChange(name, desc string) Spec {
 }
 
 func scheduleTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.ScheduleTaskArgs
+	var a ScheduleTaskArgs
 	var err error
 	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: what to do when the task runs"); err == nil {
 		a.Schedule, err = scheduleArg(req.GetArguments()["schedule"])
@@ -143,8 +142,8 @@ func scheduleTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mc
 	if err != nil {
 		return BadArgs(ScheduleTask, "%v", err), nil
 	}
-	var res ipc.TaskResult
-	if err := e.Call(ctx, ipc.TypeScheduleTask, a, &res); err != nil {
+	var res TaskResult
+	if err := e.Call(ctx, ScheduleTask, a, &res); err != nil {
 		return ToolError(ScheduleTask, err), nil
 	}
 	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
@@ -156,8 +155,8 @@ const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"eve
 // scheduleArg reads the schedule object. A model that writes a string
 // ("every 30m", "cron: 0 9 * * 1") is understood too; the host checks
 // the values either way.
-func scheduleArg(v any) (ipc.TaskSchedule, error) {
-	var ts ipc.TaskSchedule
+func scheduleArg(v any) (TaskSchedule, error) {
+	var ts TaskSchedule
 	switch s := v.(type) {
 	case nil:
 		return ts, fmt.Errorf("schedule is required: %s", scheduleForms)
@@ -191,13 +190,13 @@ func scheduleArg(v any) (ipc.TaskSchedule, error) {
 		if ok {
 			switch kind {
 			case "cron":
-				return ipc.TaskSchedule{Cron: expr}, nil
+				return TaskSchedule{Cron: expr}, nil
 			case "every":
-				return ipc.TaskSchedule{Every: expr}, nil
+				return TaskSchedule{Every: expr}, nil
 			case "at":
-				return ipc.TaskSchedule{At: expr}, nil
+				return TaskSchedule{At: expr}, nil
 			case "in":
-				return ipc.TaskSchedule{In: expr}, nil
+				return TaskSchedule{In: expr}, nil
 			}
 		}
 		return ts, fmt.Errorf("schedule %q is not understood: %s", OneLine(s, 100), scheduleForms)
@@ -206,12 +205,12 @@ func scheduleArg(v any) (ipc.TaskSchedule, error) {
 }
 
 func listTasksMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.ListTasksArgs
+	var a ListTasksArgs
 	if err := readStrings(req, into{"group", &a.Group}); err != nil {
 		return BadArgs(ListTasks, "%v", err), nil
 	}
-	var res ipc.ListTasksResult
-	if err := e.Call(ctx, ipc.TypeListTasks, a, &res); err != nil {
+	var res ListTasksResult
+	if err := e.Call(ctx, ListTasks, a, &res); err != nil {
 		return ToolError(ListTasks, err), nil
 	}
 	return mcpgo.NewToolResultText(formatTasks(res)), nil
@@ -219,7 +218,7 @@ func listTasksMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 
 // formatTasks writes one line per task. The prompt was dictated by a
 // chat member: kept on its line and short.
-func formatTasks(res ipc.ListTasksResult) string {
+func formatTasks(res ListTasksResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Timezone %s; now %s. At most %d active or paused tasks per group.\n", res.Timezone, res.Now, res.MaxTasks)
 	if len(res.Tasks) == 0 {
@@ -266,8 +265,8 @@ func changeTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if !ok || id < 1 {
 		return BadArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
 	}
-	var res ipc.TaskResult
-	if err := e.Call(ctx, tool, ipc.TaskIDArgs{ID: int64(id)}, &res); err != nil {
+	var res TaskResult
+	if err := e.Call(ctx, tool, TaskIDArgs{ID: int64(id)}, &res); err != nil {
 		return ToolError(tool, err), nil
 	}
 	ti := res.Task

@@ -1,9 +1,13 @@
-// Package tools is the one declaration of botd's tools. Each Spec holds a
+// Package tools is the one declaration of botd's tools and owns their
+// contract: each tool's arguments and results (FetchMediaArgs,
+// FetchMediaResult, …), the call (Request), its typed failure (Error and
+// the Code… constants) and who answers it (Handler). Each Spec holds a
 // tool's name, its MCP definition (description and JSON schema), who is
 // offered it, whether a crash may repeat it, its host handler and its MCP
 // handler; the MCP faces (mcp: stdio, HTTP, in-process), the request
 // types the IPC host accepts (IPCTypes) and the host's dispatch (Dispatch)
-// all derive from All.
+// all derive from All. The transports carry these types and define none:
+// ipc is files and framing.
 //
 // Adding a tool is one file plus one line:
 //
@@ -11,7 +15,7 @@
 //     offered to every server), Service, Repeatable, Host (bind of the
 //     service's method, e.g. bind(MediaHost.Speak), or serve where the
 //     method needs more of the request; its argument and result types
-//     live in ipc, the file protocol they cross) and MCP, its Handler:
+//     live here, beside it) and MCP, its Handler:
 //     read the model's arguments (StringArg, IntArg, BadArgs for a
 //     refusal), send the request with Env.Call, and answer text
 //     (ToolError for a failed call), as sendMessageMCP does. A new
@@ -36,7 +40,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Service is who answers a tool's request on the host.
@@ -86,7 +89,7 @@ type Offer struct {
 
 // HostFunc answers one request of group g with the service svc (a
 // MediaHost or TasksHost, as the Spec's Service says).
-type HostFunc func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error)
+type HostFunc func(ctx context.Context, svc any, g *groups.Group, req *Request) (any, *Error)
 
 // Spec declares one tool.
 type Spec struct {
@@ -108,13 +111,13 @@ type Spec struct {
 	// Standby: an instance standing by answers it (docs/scaling.md) — it
 	// reads the shared database, the media store or the web, and sends
 	// nothing to a chat nor changes what the active instance runs. Other
-	// host tools are refused there with ipc.CodeStandby.
+	// host tools are refused there with CodeStandby.
 	Standby bool
 	// Host answers the request on the host (nil for Local tools).
 	Host HostFunc
 	// MCP is the tool's MCP half: the model's arguments into the request,
 	// the answer into text.
-	MCP Handler
+	MCP ModelHandler
 
 	// Origin is who wrote the words its result carries (trust.go).
 	Origin Origin
@@ -164,10 +167,11 @@ func For(o Offer) []Spec {
 	return out
 }
 
-// IPCTypes is every request type the IPC host accepts: the tools a host
-// service answers, with whether each may be repeated after a crash.
-func IPCTypes() ipc.Types {
-	t := ipc.Types{}
+// IPCTypes is every tool a host service answers, each mapped to whether
+// it may be carried out again after a crash: the request types a
+// transport's host accepts (ipc.HostOptions.Types).
+func IPCTypes() map[string]bool {
+	t := map[string]bool{}
 	for _, s := range All {
 		if s.Service != Local {
 			t[s.Name] = s.Repeatable
@@ -178,38 +182,38 @@ func IPCTypes() ipc.Types {
 
 // Serve answers req with the tool it names, if service answers that tool:
 // the dispatch of a host service's Handle.
-func Serve(ctx context.Context, service Service, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+func Serve(ctx context.Context, service Service, svc any, g *groups.Group, req *Request) (any, *Error) {
 	s, ok := byName[req.Type]
 	if !ok || s.Service != service || s.Host == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+		return nil, Errorf(CodeBadRequest, "unknown request type %q", req.Type)
 	}
 	return s.Host(ctx, svc, g, req)
 }
 
-// Dispatch is the host's ipc.Handler: each request goes to the handler of
+// Dispatch is the host's Handler: each request goes to the handler of
 // the service its tool names.
-type Dispatch map[Service]ipc.Handler
+type Dispatch map[Service]Handler
 
-var _ ipc.Handler = Dispatch(nil)
+var _ Handler = Dispatch(nil)
 
 // Handle routes req by its tool's Service.
-func (d Dispatch) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+func (d Dispatch) Handle(ctx context.Context, group string, req *Request) (any, *Error) {
 	if s, ok := byName[req.Type]; ok {
 		if h, ok := d[s.Service]; ok && s.Service != Local {
 			return h.Handle(ctx, group, req)
 		}
 	}
-	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+	return nil, Errorf(CodeBadRequest, "unknown request type %q", req.Type)
 }
 
 // serve binds a service method to a HostFunc: the request's arguments are
 // decoded strictly into A (an unknown field is a bad request), and svc
 // must be an S.
-func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req *ipc.Request, a A) (R, *ipc.Error)) HostFunc {
-	return func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req *Request, a A) (R, *Error)) HostFunc {
+	return func(ctx context.Context, svc any, g *groups.Group, req *Request) (any, *Error) {
 		s, ok := svc.(S)
 		if !ok {
-			return nil, ipc.Errorf(ipc.CodeInternal, "no host service answers %s", req.Type)
+			return nil, Errorf(CodeInternal, "no host service answers %s", req.Type)
 		}
 		var a A
 		if err := DecodeArgs(req, &a); err != nil {
@@ -225,8 +229,8 @@ func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req 
 
 // bind is serve for a service method that takes the decoded arguments
 // alone: Host: bind(MediaHost.GenerateImage).
-func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *ipc.Error)) HostFunc {
-	return serve(func(s S, ctx context.Context, g *groups.Group, _ *ipc.Request, a A) (R, *ipc.Error) {
+func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *Error)) HostFunc {
+	return serve(func(s S, ctx context.Context, g *groups.Group, _ *Request, a A) (R, *Error) {
 		return m(s, ctx, g, a)
 	})
 }
@@ -261,14 +265,14 @@ func optionalText(name, desc string, max int) mcpgo.ToolOption {
 
 // DecodeArgs decodes req's arguments into v; unknown fields are refused.
 // No arguments at all leave v as it is.
-func DecodeArgs(req *ipc.Request, v any) *ipc.Error {
+func DecodeArgs(req *Request, v any) *Error {
 	if len(req.Args) == 0 {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(req.Args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
+		return Errorf(CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/doctext"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // The web tools: fetch_url reads an http(s) address the way fetch_media
@@ -18,8 +17,8 @@ import (
 
 // Tool names of the web tools.
 const (
-	FetchURL  = ipc.TypeFetchURL
-	WebSearch = ipc.TypeWebSearch
+	FetchURL  = "fetch_url"
+	WebSearch = "web_search"
 )
 
 // Internet says which web tools are configured (internet.fetch.enabled,
@@ -81,7 +80,7 @@ func webSearchMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 	if len(q) > MaxSearchQuery {
 		return BadArgs(WebSearch, "query is %d bytes; at most %d", len(q), MaxSearchQuery), nil
 	}
-	args := ipc.WebSearchArgs{Query: q, Count: DefaultSearchCount}
+	args := WebSearchArgs{Query: q, Count: DefaultSearchCount}
 	if v, ok := req.GetArguments()["count"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if !ok || n < 1 {
@@ -89,8 +88,8 @@ func webSearchMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 		}
 		args.Count = min(n, MaxSearchCount)
 	}
-	var res ipc.WebSearchResult
-	if err := e.Call(ctx, ipc.TypeWebSearch, args, &res); err != nil {
+	var res WebSearchResult
+	if err := e.Call(ctx, WebSearch, args, &res); err != nil {
 		return ToolError(WebSearch, err), nil
 	}
 	return mcpgo.NewToolResultText(FormatSearch(q, res)), nil
@@ -99,7 +98,7 @@ func webSearchMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo
 // FormatSearch renders results inside a <search_results> element:
 // titles and snippets come from strangers' pages, escaped so none can
 // close the element and pose as instructions.
-func FormatSearch(query string, res ipc.WebSearchResult) string {
+func FormatSearch(query string, res WebSearchResult) string {
 	var b strings.Builder
 	if len(res.Results) == 0 {
 		b.WriteString("No results.")

@@ -33,8 +33,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/botd-dev/botd/internal/progress"
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Defaults of the media.parse settings.
@@ -212,13 +212,13 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	if !p.TryAcquire(weight) {
 		start := time.Now()
 		log.Info("box: waiting for memory to read a file", "job", name, "memory", lim.Memory, "pool", total)
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressQueued})
+		progress.Report(ctx, progress.Progress{State: progress.Queued})
 		if err := p.Acquire(ctx, weight); err != nil {
 			return nil, &Error{Kind: KindBusy, What: what, Err: err}
 		}
 		res.Waited = time.Since(start)
 		log.Info("box: memory to read a file granted", "job", name, "waited", res.Waited.Round(time.Millisecond))
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+		progress.Report(ctx, progress.Progress{State: progress.Working})
 	}
 	defer p.Release(weight)
 

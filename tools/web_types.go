@@ -1,10 +1,4 @@
-package ipc
-
-// Request types of the web tools.
-const (
-	TypeFetchURL  = "fetch_url"
-	TypeWebSearch = "web_search"
-)
+package tools
 
 // CodeRateLimited: the group used its share of something metered per
 // hour (internet.fetch.per_group_per_hour); the message says when more is

@@ -1,4 +1,4 @@
-package ipc
+package tools
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func (c InProcess) Call(ctx context.Context, typ string, args, result any) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", typ, err)
 	}
-	res, herr := c.Handler.Handle(ctx, c.Group, &Request{Version: Version, Type: typ, Args: raw})
+	res, herr := c.Handler.Handle(ctx, c.Group, &Request{Type: typ, Args: raw})
 	if herr != nil {
 		return herr
 	}

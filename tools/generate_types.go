@@ -1,17 +1,8 @@
-package ipc
+package tools
 
 // Media generation: generate_image, speak, generate_video, cancel_video
 // and list_videos reach the host's media service with these requests
 // (which may be repeated after a crash is the tool registry's to say).
-
-// Request types of media generation.
-const (
-	TypeGenerateImage = "generate_image"
-	TypeSpeak         = "speak"
-	TypeGenerateVideo = "generate_video"
-	TypeCancelVideo   = "cancel_video"
-	TypeListVideos    = "list_videos"
-)
 
 // CodeRefused: the provider refused the request under its content policy;
 // the message is a sentence fit for the chat.

@@ -1,19 +1,10 @@
-package ipc
+package tools
 
 // Scheduled tasks: the MCP tools schedule_task, list_tasks, pause_task,
 // resume_task and cancel_task reach the host's scheduler with these
 // requests. As everywhere, the asking group is the folder the request was
 // found in; Group names the group a task is for, which the host allows
 // only to the main group.
-
-// Request types of scheduled tasks.
-const (
-	TypeScheduleTask = "schedule_task"
-	TypeListTasks    = "list_tasks"
-	TypePauseTask    = "pause_task"
-	TypeResumeTask   = "resume_task"
-	TypeCancelTask   = "cancel_task"
-)
 
 // TaskSchedule is exactly one of its fields: a cron expression ("0 9 * *
 // 1"), an interval ("30m"), a time (RFC 3339) or a delay from now ("2h").
