@@ -20,8 +20,9 @@ import (
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/modelview"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // DefaultMaxTries bounds the runs of one failure streak when
@@ -60,7 +61,7 @@ type Options struct {
 	// send_message, send_media) of a group in-process: the daemon passes
 	// the media service's Caller. Nil means no botd tools (unless Tools is
 	// set).
-	Media func(group string) mcp.Caller
+	Media func(group string) tools.Caller
 	// Batch, when set, answers the runs of tasks marked batch through this
 	// provider's batch API, with BatchModel. Interactive runs never use it.
 	Batch      llm.Batcher
@@ -76,10 +77,10 @@ type Options struct {
 	// Generate offers botd's generation tools whose models are configured;
 	// with Speech, an answer tagged [[audio_as_voice]] is spoken (through
 	// Media's speak).
-	Generate mcp.GenerateTools
+	Generate tools.Generate
 	// Internet offers the web tools that are configured (fetch_url,
 	// web_search), and the prompt says what the model can do with links.
-	Internet mcp.InternetTools
+	Internet tools.Internet
 	// Describe describes an image for a model that cannot see one
 	// (media.describe); nil means such a model gets a note instead.
 	Describe Describe
@@ -221,7 +222,7 @@ func New(opts Options) *Agent {
 		opts.AssistantName = DefaultAssistantName
 	}
 	if opts.InlineMaxBytes <= 0 {
-		opts.InlineMaxBytes = mcp.DefaultInlineMaxBytes
+		opts.InlineMaxBytes = modelview.DefaultInlineMaxBytes
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()

@@ -13,7 +13,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/tools"
@@ -192,7 +191,7 @@ func (gd *guard) Refused() []pendingCall {
 }
 
 // Call checks a call before it runs and learns from its result.
-func (gd *guard) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (gd *guard) Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	spec, own := tools.Lookup(name)
 	if !own {
 		// An extra MCP server's tool (<server>__<tool>) or no tool at
@@ -224,7 +223,7 @@ func (gd *guard) Call(ctx context.Context, name string, args json.RawMessage) (*
 }
 
 // check refuses a call the run may not make; nil lets it run.
-func (gd *guard) check(ctx context.Context, spec *tools.Spec, raw json.RawMessage, args map[string]any) *mcpgo.CallToolResult {
+func (gd *guard) check(ctx context.Context, spec *tools.Spec, raw json.RawMessage, args map[string]any) *tools.Result {
 	if u, ok := spec.Dialled(args); ok && u != "" {
 		k, valid := addressKey(u)
 		gd.mu.Lock()
@@ -271,10 +270,10 @@ func what(tool string) string {
 }
 
 // resultText is the text a result shows the model.
-func resultText(res *mcpgo.CallToolResult) string {
+func resultText(res *tools.Result) string {
 	var b strings.Builder
-	for _, c := range res.Content {
-		switch c := c.(type) {
+	for _, p := range res.Parts {
+		switch c := p.Content.(type) {
 		case mcpgo.TextContent:
 			b.WriteString(c.Text)
 		case *mcpgo.TextContent:
@@ -298,7 +297,7 @@ func resultText(res *mcpgo.CallToolResult) string {
 // ownTaskLookup answers whether id is one of the group's own tasks by
 // asking the host, as list_tasks does (every active and paused task is
 // listed, and only those can be changed).
-func ownTaskLookup(caller mcp.Caller) func(ctx context.Context, id int64) bool {
+func ownTaskLookup(caller tools.Caller) func(ctx context.Context, id int64) bool {
 	return func(ctx context.Context, id int64) bool {
 		var res tools.ListTasksResult
 		if err := caller.Call(ctx, tools.ListTasks, tools.ListTasksArgs{}, &res); err != nil {

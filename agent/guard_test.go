@@ -17,11 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
@@ -250,7 +248,7 @@ func newTaintRig(t *testing.T) *taintRig {
 	r := &taintRig{site: newHostileSite(t), hosts: map[string]*taintHost{}}
 	r.harness = newHarness(t, obedientModel(&r.results, &r.mu), func(o *Options) {
 		o.Internet.Fetch = true
-		o.Media = func(group string) mcp.Caller { return r.hosts[group] }
+		o.Media = func(group string) tools.Caller { return r.hosts[group] }
 	})
 	r.sched = scheduler.New(scheduler.Options{Store: r.st, Groups: r.gs, Fire: func(context.Context, scheduler.Run) error { return nil }})
 	for _, g := range r.gs.All() {
@@ -484,11 +482,11 @@ type cannedTools struct {
 
 func (c *cannedTools) Tools() []llm.Tool { return nil }
 func (c *cannedTools) Close() error      { return nil }
-func (c *cannedTools) Call(_ context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (c *cannedTools) Call(_ context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	c.mu.Lock()
 	c.called = append(c.called, name+" "+string(args))
 	c.mu.Unlock()
-	return mcpgo.NewToolResultText(c.answers[name]), nil
+	return tools.TextResult(c.answers[name]), nil
 }
 
 // What each source of words does to a run: search results and shared

@@ -25,7 +25,6 @@ import (
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/store/storetest"
@@ -241,7 +240,7 @@ func (h *harness) options(mod func(*Options)) Options {
 		LLM:      h.llm, Model: "fake-1", AssistantName: "Andy",
 		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Location:   time.UTC,
-		Media:      func(group string) mcp.Caller { return h.hosts[group] },
+		Media:      func(group string) tools.Caller { return h.hosts[group] },
 		RetryDelay: func(try int) time.Duration { return time.Millisecond },
 	}
 	if testing.Verbose() {

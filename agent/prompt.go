@@ -9,9 +9,9 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // timeLayout is minute precision: seconds only cost tokens in a chat.
@@ -85,7 +85,7 @@ A line like [Link: https://… — "Title" · Site: description] is what the cha
 
 // webSection is the prompt's part on links and the web for what is
 // configured.
-func webSection(web mcp.InternetTools) string {
+func webSection(web tools.Internet) string {
 	s := webIntro
 	if web.Fetch {
 		s += webFetch
@@ -113,7 +113,7 @@ const plainFormatting = "Your reply is shown as plain text: no markdown, heading
 // buildSystem fills the system prompt for one group. The memories hold
 // notes chat members asked for: escaped like messages, so a note cannot
 // close its element.
-func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, memory, global, summary string) string {
+func buildSystem(assistant string, g *groups.Group, web tools.Internet, memory, global, summary string) string {
 	name := g.Name
 	if name == "" {
 		name = g.Folder

@@ -13,7 +13,7 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/modelview"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -419,7 +419,7 @@ func (a *Agent) callTools(ctx context.Context, ws groups.Workspace, tools ToolSe
 			res, err := tools.Call(ctx, c.Name, c.Args)
 			if err != nil {
 				log.Warn("agent: tool call failed", "tool", c.Name, "err", err)
-				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %s", c.Name, mcp.ModelError(err, ws.Root))))
+				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %s", c.Name, modelview.ModelError(err, ws.Root))))
 				return
 			}
 			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ctx, ws, res, caps, a.opts.Describe)...)

@@ -17,8 +17,8 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // inlineDir is where image and blob content that a tool returned inline is
@@ -26,21 +26,22 @@ import (
 // refers to a file and the bytes never live in the transcript.
 const inlineDir = "media/inline"
 
-// resultParts turns an MCP tool result into the content of a tool_result
-// part. Images become file-backed image parts the model sees (when it can
-// see); everything else stays text, with saved paths spelled out.
-func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabilities, describe Describe) []llm.Part {
+// resultParts turns a tool result into the content of a tool_result part.
+// Images become file-backed image parts the model sees (when it can see);
+// everything else stays text, with saved paths spelled out. A part that
+// is a file botd saved (tools.Part.Saved) is handed over as that file.
+func resultParts(ctx context.Context, ws groups.Workspace, res *tools.Result, caps llm.Capabilities, describe Describe) []llm.Part {
 	var parts []llm.Part
-	for _, c := range res.Content {
-		switch c := c.(type) {
+	for _, p := range res.Parts {
+		switch c := p.Content.(type) {
 		case mcpgo.TextContent:
 			parts = append(parts, llm.Text(c.Text))
 		case *mcpgo.TextContent:
 			parts = append(parts, llm.Text(c.Text))
 		case mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, c, caps, describe))
+			parts = append(parts, imagePart(ctx, ws, c, p.Saved, caps, describe))
 		case *mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, *c, caps, describe))
+			parts = append(parts, imagePart(ctx, ws, *c, p.Saved, caps, describe))
 		case mcpgo.AudioContent:
 			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
 		case *mcpgo.AudioContent:
@@ -50,9 +51,9 @@ func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolRe
 		case *mcpgo.EmbeddedResource:
 			parts = append(parts, resourcePart(ws, c.Resource, caps))
 		case mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, c, caps))
+			parts = append(parts, linkPart(ws, c, p.Saved, caps))
 		case *mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, *c, caps))
+			parts = append(parts, linkPart(ws, *c, p.Saved, caps))
 		default:
 			parts = append(parts, llm.Text(fmt.Sprintf("(unsupported tool output of type %T)", c)))
 		}
@@ -63,9 +64,9 @@ func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolRe
 	return parts
 }
 
-func imagePart(ctx context.Context, ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities, describe Describe) llm.Part {
+func imagePart(ctx context.Context, ws groups.Workspace, c mcpgo.ImageContent, saved string, caps llm.Capabilities, describe Describe) llm.Part {
 	mime := mediaregistry.CleanMIME(c.MIMEType)
-	rel, abs, ok := savedImage(ws, c)
+	rel, abs, ok := savedImage(ws, c, saved)
 	var err error
 	if !ok {
 		rel, abs, err = saveInline(ws, c.Data, mime)
@@ -114,14 +115,12 @@ func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabi
 }
 
 // linkPart gives a model that hears audio or watches video natively the
-// saved file a fetch linked to; any other link stays a line of text.
-func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, caps llm.Capabilities) llm.Part {
+// saved file a fetch linked to (saved, its group path); any other link
+// stays a line of text.
+func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, saved string, caps llm.Capabilities) llm.Part {
 	mime := mediaregistry.CleanMIME(c.MIMEType)
 	native := (strings.HasPrefix(mime, "audio/") && caps.Audio) || (strings.HasPrefix(mime, "video/") && caps.Video)
-	p := ""
-	if c.Meta != nil {
-		p, _ = c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
-	}
+	p := saved
 	if native && p != "" {
 		if f, _, err := ws.Open(p); err == nil {
 			fi, err := f.Stat()
@@ -139,14 +138,10 @@ func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, caps llm.Capabilities) 
 const maxNativeMedia = 20 << 20
 
 // savedImage finds the file botd's fetch_media already saved for image
-// content that is that file's bytes (mcp.MetaSavedPath), so the image is
+// content that is that file's bytes (its part's Saved, p), so the image is
 // not written to disk a second time. ok is false for previews, other
 // servers' images, and a file that no longer matches.
-func savedImage(ws groups.Workspace, c mcpgo.ImageContent) (rel, abs string, ok bool) {
-	if c.Meta == nil {
-		return "", "", false
-	}
-	p, _ := c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
+func savedImage(ws groups.Workspace, c mcpgo.ImageContent, p string) (rel, abs string, ok bool) {
 	if p == "" {
 		return "", "", false
 	}

@@ -26,7 +26,7 @@ import (
 // LinkScheme prefixes the resources of fetched files.
 const LinkScheme = "botd://media/"
 
-// Meta keys of the resource link besides MetaSavedPath.
+// Meta keys of the resource link.
 const (
 	MetaExpires = "botd/expires" // RFC 3339, when the resource and URL stop working
 	MetaURL     = "botd/url"     // a presigned download URL (S3 store only)
@@ -119,7 +119,8 @@ func (t *tools) registerLinks(s *server.MCPServer) {
 
 // linkResult adds the fetched file to r as a resource link, replacing a
 // file:// link a remote client could not open.
-func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res registry.FetchMediaResult) {
+func (t *tools) linkResult(ctx context.Context, r *registry.Result) {
+	res := *r.Fetched
 	mime := mediaregistry.CleanMIME(res.MIME)
 	id, expires := t.links.add(link{rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
 	name := mediaregistry.SafeName(res.Name)
@@ -128,7 +129,7 @@ func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res reg
 	}
 	l := mcpgo.NewResourceLink(LinkScheme+id, name, "the fetched file: read it with resources/read until "+
 		expires.UTC().Format(time.RFC3339), mime)
-	meta := map[string]any{MetaSavedPath: res.Path, MetaExpires: expires.UTC().Format(time.RFC3339)}
+	meta := map[string]any{MetaExpires: expires.UTC().Format(time.RFC3339)}
 	note := fmt.Sprintf("\nRemote clients: the file is the resource %s (resources/read, until %s).", LinkScheme+id, expires.UTC().Format(time.RFC3339))
 	if t.links.o.Presign != nil && mediaregistry.ValidSHA256(res.SHA256) {
 		u, err := t.links.o.Presign(ctx, res.SHA256, name, mime, t.links.o.TTL)
@@ -141,21 +142,21 @@ func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res reg
 	}
 	l.Meta = &mcpgo.Meta{AdditionalFields: meta}
 	replaced := false
-	for i, c := range r.Content {
-		switch v := c.(type) {
+	for i, p := range r.Parts {
+		switch v := p.Content.(type) {
 		case mcpgo.ResourceLink:
 			if strings.HasPrefix(v.URI, "file:") && !replaced {
-				r.Content[i], replaced = l, true
+				r.Parts[i], replaced = registry.Part{Content: l}, true
 			}
 		case mcpgo.TextContent:
 			if i == 0 {
 				v.Text += note
-				r.Content[i] = v
+				r.Parts[i].Content = v
 			}
 		}
 	}
 	if !replaced {
-		r.Content = append(r.Content, l)
+		r.Parts = append(r.Parts, registry.Part{Content: l})
 	}
 }
 

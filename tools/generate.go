@@ -104,51 +104,53 @@ var listVideos = Spec{
 
 // generationError answers a failed generation: a refusal or a spent
 // budget is a plain sentence the model passes on, not an error dump.
-func generationError(tool string, err error) *mcpgo.CallToolResult {
+func generationError(tool string, err error) *Result {
 	var ie *Error
 	if errors.As(err, &ie) && (ie.Code == CodeRefused || ie.Code == CodeOverBudget) {
-		return mcpgo.NewToolResultError(ie.Message + " Tell the chat so in one sentence; do not try again with the same request.")
+		r := TextResult(ie.Message + " Tell the chat so in one sentence; do not try again with the same request.")
+		r.IsError = true
+		return r
 	}
 	return ToolError(tool, err)
 }
 
-func generateImageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func generateImageMCP(e Env, ctx context.Context, in Args) *Result {
 	var a GenerateImageArgs
 	var err error
-	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the image"); err == nil {
-		err = readStrings(req, into{"size", &a.Size}, into{"source_ref", &a.SourceRef}, into{"caption", &a.Caption})
+	if a.Prompt, err = requiredArg(in, "prompt", "prompt is required: describe the image"); err == nil {
+		err = readStrings(in, into{"size", &a.Size}, into{"source_ref", &a.SourceRef}, into{"caption", &a.Caption})
 	}
 	if err == nil {
-		a.Send, err = boolArg(req, "send", true)
+		a.Send, err = boolArg(in, "send", true)
 	}
 	if err != nil {
-		return BadArgs(GenerateImage, "%v", err), nil
+		return BadArgs(GenerateImage, "%v", err)
 	}
 	a.SourceRef = strings.TrimPrefix(strings.TrimSpace(a.SourceRef), "ref:")
 	var res GeneratedResult
 	if err := e.CallLong(ctx, GenerateImage, a, &res); err != nil {
-		return generationError(GenerateImage, err), nil
+		return generationError(GenerateImage, err)
 	}
-	return mcpgo.NewToolResultText(generatedText("Image", res)), nil
+	return TextResult(generatedText("Image", res))
 }
 
-func speakMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func speakMCP(e Env, ctx context.Context, in Args) *Result {
 	var a SpeakArgs
 	var err error
-	if a.Text, err = requiredArg(req, "text", "text is required: the words to speak"); err == nil {
-		err = readStrings(req, into{"voice", &a.Voice})
+	if a.Text, err = requiredArg(in, "text", "text is required: the words to speak"); err == nil {
+		err = readStrings(in, into{"voice", &a.Voice})
 	}
 	if err == nil {
-		a.Send, err = boolArg(req, "send", true)
+		a.Send, err = boolArg(in, "send", true)
 	}
 	if err != nil {
-		return BadArgs(Speak, "%v", err), nil
+		return BadArgs(Speak, "%v", err)
 	}
 	var res GeneratedResult
 	if err := e.CallLong(ctx, Speak, a, &res); err != nil {
-		return generationError(Speak, err), nil
+		return generationError(Speak, err)
 	}
-	return mcpgo.NewToolResultText(generatedText("Voice note", res)), nil
+	return TextResult(generatedText("Voice note", res))
 }
 
 // generatedText tells the model what was made and where it went; the
@@ -171,52 +173,52 @@ func generatedText(what string, res GeneratedResult) string {
 	return b.String()
 }
 
-func generateVideoMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func generateVideoMCP(e Env, ctx context.Context, in Args) *Result {
 	var a GenerateVideoArgs
 	var err error
-	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: describe the video"); err != nil {
-		return BadArgs(GenerateVideo, "%v", err), nil
+	if a.Prompt, err = requiredArg(in, "prompt", "prompt is required: describe the video"); err != nil {
+		return BadArgs(GenerateVideo, "%v", err)
 	}
-	if v, ok := req.GetArguments()["seconds"]; ok && v != nil {
+	if v, ok := in["seconds"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if s, isStr := v.(string); isStr {
 			_, err := fmt.Sscan(s, &n)
 			ok = err == nil
 		}
 		if !ok || (n != 4 && n != 8 && n != 12) {
-			return BadArgs(GenerateVideo, "seconds must be 4, 8 or 12"), nil
+			return BadArgs(GenerateVideo, "seconds must be 4, 8 or 12")
 		}
 		a.Seconds = n
 	}
-	if a.Size, _, err = StringArg(req, "size"); err != nil {
-		return BadArgs(GenerateVideo, "%v", err), nil
+	if a.Size, _, err = StringArg(in, "size"); err != nil {
+		return BadArgs(GenerateVideo, "%v", err)
 	}
 	var res VideoJobResult
 	if err := e.Call(ctx, GenerateVideo, a, &res); err != nil {
-		return generationError(GenerateVideo, err), nil
+		return generationError(GenerateVideo, err)
 	}
-	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d started with %s (%s, %ds); it must be ready by %s. %s",
-		res.ID, res.Model, res.State, res.Seconds, res.Deadline, res.Note)), nil
+	return TextResult(fmt.Sprintf("Video job %d started with %s (%s, %ds); it must be ready by %s. %s",
+		res.ID, res.Model, res.State, res.Seconds, res.Deadline, res.Note))
 }
 
-func cancelVideoMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	id, ok := IntArg(req.GetArguments()["id"])
+func cancelVideoMCP(e Env, ctx context.Context, in Args) *Result {
+	id, ok := IntArg(in["id"])
 	if !ok || id < 1 {
-		return BadArgs(CancelVideo, "id must be a video job id (a positive integer) from generate_video"), nil
+		return BadArgs(CancelVideo, "id must be a video job id (a positive integer) from generate_video")
 	}
 	var res VideoJobResult
 	if err := e.Call(ctx, CancelVideo, CancelVideoArgs{ID: int64(id)}, &res); err != nil {
-		return ToolError(CancelVideo, err), nil
+		return ToolError(CancelVideo, err)
 	}
-	return mcpgo.NewToolResultText(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note)), nil
+	return TextResult(fmt.Sprintf("Video job %d: %s. %s", res.ID, res.State, res.Note))
 }
 
-func listVideosMCP(e Env, ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func listVideosMCP(e Env, ctx context.Context, in Args) *Result {
 	var res ListVideosResult
 	if err := e.Call(ctx, ListVideos, ListVideosArgs{}, &res); err != nil {
-		return ToolError(ListVideos, err), nil
+		return ToolError(ListVideos, err)
 	}
-	return mcpgo.NewToolResultText(videosText(res)), nil
+	return TextResult(videosText(res))
 }
 
 // videosText is list_videos' answer, one line a job; the prompts and the

@@ -121,19 +121,19 @@ var sendMedia = Spec{
 	),
 }
 
-func sendMessageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	text, err := requiredArg(req, "text", "text is required and must not be empty")
+func sendMessageMCP(e Env, ctx context.Context, in Args) *Result {
+	text, err := requiredArg(in, "text", "text is required and must not be empty")
 	if err != nil {
-		return BadArgs(SendMessage, "%v", err), nil
+		return BadArgs(SendMessage, "%v", err)
 	}
 	if len(text) > MaxSendText {
-		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText), nil
+		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText)
 	}
 	var res SendResult
 	if err := e.Call(ctx, SendMessage, SendMessageArgs{Text: text}, &res); err != nil {
-		return ToolError(SendMessage, err), nil
+		return ToolError(SendMessage, err)
 	}
-	return mcpgo.NewToolResultText(DeliveryText("Message", res)), nil
+	return TextResult(DeliveryText("Message", res))
 }
 
 // DeliveryText is the answer of a tool that sent to the chat.
@@ -148,31 +148,31 @@ func DeliveryText(what string, res SendResult) string {
 	return s + "."
 }
 
-func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func listMediaMCP(e Env, ctx context.Context, in Args) *Result {
 	args := ListMediaArgs{Limit: DefaultListLimit}
-	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
+	if v, ok := in["limit"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if !ok || n < 1 {
-			return BadArgs(ListMedia, "limit must be a positive integer"), nil
+			return BadArgs(ListMedia, "limit must be a positive integer")
 		}
 		args.Limit = min(n, MaxListLimit)
 	}
-	kind, has, err := StringArg(req, "kind")
+	kind, has, err := StringArg(in, "kind")
 	if err != nil {
-		return BadArgs(ListMedia, "%v", err), nil
+		return BadArgs(ListMedia, "%v", err)
 	}
 	if has && kind != "" {
 		k, ok := mediaregistry.ParseKind(kind)
 		if !ok {
-			return BadArgs(ListMedia, "unknown kind %q; one of %s", kind, strings.Join(KindNames(), ", ")), nil
+			return BadArgs(ListMedia, "unknown kind %q; one of %s", kind, strings.Join(KindNames(), ", "))
 		}
 		args.Kind = string(k)
 	}
 	var res ListMediaResult
 	if err := e.Call(ctx, ListMedia, args, &res); err != nil {
-		return ToolError(ListMedia, err), nil
+		return ToolError(ListMedia, err)
 	}
-	return mcpgo.NewToolResultText(formatList(res.Items, args.Kind, time.Now())), nil
+	return TextResult(formatList(res.Items, args.Kind, time.Now()))
 }
 
 // formatList renders one line per item, in the placeholder's vocabulary so

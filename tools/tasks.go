@@ -113,7 +113,7 @@ var (
 // taskChange is pause_task, resume_task or cancel_task: one task id.
 func taskChange(name, desc string) Spec {
 	return Spec{
-		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP, Widens: widenTaskChange,
+		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP(name), Widens: widenTaskChange,
 		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a TaskIDArgs) (TaskResult, *Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),
@@ -127,27 +127,27 @@ func taskChange(name, desc string) Spec {
 	}
 }
 
-func scheduleTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func scheduleTaskMCP(e Env, ctx context.Context, in Args) *Result {
 	var a ScheduleTaskArgs
 	var err error
-	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: what to do when the task runs"); err == nil {
-		a.Schedule, err = scheduleArg(req.GetArguments()["schedule"])
+	if a.Prompt, err = requiredArg(in, "prompt", "prompt is required: what to do when the task runs"); err == nil {
+		a.Schedule, err = scheduleArg(in["schedule"])
 	}
 	if err == nil {
-		err = readStrings(req, into{"context", &a.Context}, into{"group", &a.Group})
+		err = readStrings(in, into{"context", &a.Context}, into{"group", &a.Group})
 	}
 	if err == nil {
-		a.Batch, err = boolArg(req, "batch", false)
+		a.Batch, err = boolArg(in, "batch", false)
 	}
 	if err != nil {
-		return BadArgs(ScheduleTask, "%v", err), nil
+		return BadArgs(ScheduleTask, "%v", err)
 	}
 	var res TaskResult
 	if err := e.Call(ctx, ScheduleTask, a, &res); err != nil {
-		return ToolError(ScheduleTask, err), nil
+		return ToolError(ScheduleTask, err)
 	}
-	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
-		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now)), nil
+	return TextResult(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
+		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now))
 }
 
 const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"every": "30m"}, {"at": "2026-12-01T09:00:00+01:00"} or {"in": "2h"}`
@@ -204,16 +204,16 @@ func scheduleArg(v any) (TaskSchedule, error) {
 	return ts, fmt.Errorf("schedule must be an object: %s", scheduleForms)
 }
 
-func listTasksMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+func listTasksMCP(e Env, ctx context.Context, in Args) *Result {
 	var a ListTasksArgs
-	if err := readStrings(req, into{"group", &a.Group}); err != nil {
-		return BadArgs(ListTasks, "%v", err), nil
+	if err := readStrings(in, into{"group", &a.Group}); err != nil {
+		return BadArgs(ListTasks, "%v", err)
 	}
 	var res ListTasksResult
 	if err := e.Call(ctx, ListTasks, a, &res); err != nil {
-		return ToolError(ListTasks, err), nil
+		return ToolError(ListTasks, err)
 	}
-	return mcpgo.NewToolResultText(formatTasks(res)), nil
+	return TextResult(formatTasks(res))
 }
 
 // formatTasks writes one line per task. The prompt was dictated by a
@@ -257,24 +257,27 @@ func formatTasks(res ListTasksResult) string {
 	return b.String()
 }
 
-// changeTask is pause_task, resume_task and cancel_task: the tool's name
-// is its request type.
-func changeTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	tool := req.Params.Name
-	id, ok := IntArg(req.GetArguments()["id"])
+// changeTaskMCP is the model half of pause_task, resume_task and
+// cancel_task: the tool's name is its request type.
+func changeTaskMCP(tool string) ModelHandler {
+	return func(e Env, ctx context.Context, in Args) *Result { return changeTask(e, ctx, tool, in) }
+}
+
+func changeTask(e Env, ctx context.Context, tool string, in Args) *Result {
+	id, ok := IntArg(in["id"])
 	if !ok || id < 1 {
-		return BadArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
+		return BadArgs(tool, "id must be a task id (a positive integer) from list_tasks")
 	}
 	var res TaskResult
 	if err := e.Call(ctx, tool, TaskIDArgs{ID: int64(id)}, &res); err != nil {
-		return ToolError(tool, err), nil
+		return ToolError(tool, err)
 	}
 	ti := res.Task
 	text := fmt.Sprintf("Task %d in %s is now %s (%s)", ti.ID, ti.Group, ti.State, ti.Schedule)
 	if ti.NextRun != "" && ti.State == "active" {
 		text += "; next run " + ti.NextRun
 	}
-	return mcpgo.NewToolResultText(text + "."), nil
+	return TextResult(text + ".")
 }
 
 func batchNote(batch bool) string {

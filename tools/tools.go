@@ -1,13 +1,14 @@
 // Package tools is the one declaration of botd's tools and owns their
 // contract: each tool's arguments and results (FetchMediaArgs,
 // FetchMediaResult, …), the call (Request), its typed failure (Error and
-// the Code… constants) and who answers it (Handler). Each Spec holds a
-// tool's name, its MCP definition (description and JSON schema), who is
-// offered it, whether a crash may repeat it, its host handler and its MCP
-// handler; the MCP faces (mcp: stdio, HTTP, in-process), the request
-// types the IPC host accepts (IPCTypes) and the host's dispatch (Dispatch)
-// all derive from All. The transports carry these types and define none:
-// ipc is files and framing.
+// the Code… constants), who answers it (Handler) and what the model is
+// shown of it (Result). Each Spec holds a tool's name, its definition
+// (description and JSON schema, in mcp-go's shape for now), who is offered
+// it, whether a crash may repeat it, its host handler and its model half;
+// modelview's Session (which the agent calls directly), the MCP faces
+// (mcp: stdio, HTTP), the request types the IPC host accepts (IPCTypes)
+// and the host's dispatch (Dispatch) all derive from All. The transports
+// carry these types and define none: ipc is files and framing.
 //
 // Adding a tool is one file plus one line:
 //
@@ -15,7 +16,7 @@
 //     offered to every server), Service, Repeatable, Host (bind of the
 //     service's method, e.g. bind(MediaHost.Speak), or serve where the
 //     method needs more of the request; its argument and result types
-//     live here, beside it) and MCP, its Handler:
+//     live here, beside it) and MCP, its model half (a ModelHandler):
 //     read the model's arguments (StringArg, IntArg, BadArgs for a
 //     refusal), send the request with Env.Call, and answer text
 //     (ToolError for a failed call), as sendMessageMCP does. A new
@@ -23,12 +24,12 @@
 //     TasksHost).
 //  2. Add the Spec to All (one line).
 //
-// A tool whose MCP half needs more of the server than a call (the group
-// folder, the files it renders for the model) has that half as a method
-// of Env, which mcp's server implements, and names it: MCP: Env.FetchMedia.
+// A tool whose model half needs more than a call (the group folder, the
+// files it renders for the model) has that half as a method of Env, which
+// modelview's Session implements, and names it: MCP: Env.FetchMedia.
 //
-// TestRegistry (here) and mcp's tests fail while a registered tool lacks
-// a handler on either side.
+// TestRegistry (here) and mcp's TestToolsList fail while a registered tool
+// lacks a handler on either side.
 package tools
 
 import (
@@ -46,8 +47,8 @@ import (
 type Service int
 
 const (
-	// Local tools are answered by the MCP server itself (the memory
-	// tools change files of the group folder it serves); no IPC request.
+	// Local tools are answered by the tool session itself (the memory
+	// tools change files of the group folder it serves); no host call.
 	Local Service = iota
 	// Media is the host's media service (media.Service).
 	Media
@@ -115,8 +116,9 @@ type Spec struct {
 	Standby bool
 	// Host answers the request on the host (nil for Local tools).
 	Host HostFunc
-	// MCP is the tool's MCP half: the model's arguments into the request,
-	// the answer into text.
+	// MCP is the tool's model half: the model's arguments into the
+	// request, the answer into what the model reads. Every face runs it
+	// (modelview.Session.Run).
 	MCP ModelHandler
 
 	// Origin is who wrote the words its result carries (trust.go).

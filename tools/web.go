@@ -72,27 +72,27 @@ var webSearch = Spec{
 	),
 }
 
-func webSearchMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	q, err := requiredArg(req, "query", "query is required and must not be empty")
+func webSearchMCP(e Env, ctx context.Context, in Args) *Result {
+	q, err := requiredArg(in, "query", "query is required and must not be empty")
 	if err != nil {
-		return BadArgs(WebSearch, "%v", err), nil
+		return BadArgs(WebSearch, "%v", err)
 	}
 	if len(q) > MaxSearchQuery {
-		return BadArgs(WebSearch, "query is %d bytes; at most %d", len(q), MaxSearchQuery), nil
+		return BadArgs(WebSearch, "query is %d bytes; at most %d", len(q), MaxSearchQuery)
 	}
 	args := WebSearchArgs{Query: q, Count: DefaultSearchCount}
-	if v, ok := req.GetArguments()["count"]; ok && v != nil {
+	if v, ok := in["count"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if !ok || n < 1 {
-			return BadArgs(WebSearch, "count must be a positive integer"), nil
+			return BadArgs(WebSearch, "count must be a positive integer")
 		}
 		args.Count = min(n, MaxSearchCount)
 	}
 	var res WebSearchResult
 	if err := e.Call(ctx, WebSearch, args, &res); err != nil {
-		return ToolError(WebSearch, err), nil
+		return ToolError(WebSearch, err)
 	}
-	return mcpgo.NewToolResultText(FormatSearch(q, res)), nil
+	return TextResult(FormatSearch(q, res))
 }
 
 // FormatSearch renders results inside a <search_results> element:

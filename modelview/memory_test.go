@@ -1,7 +1,6 @@
-package mcp
+package modelview
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
@@ -21,12 +19,12 @@ import (
 type memoryWorld struct {
 	groupsDir string
 	hosts     map[string]*fakeHost
-	clients   map[string]*client.Client
+	clients   map[string]*Session
 }
 
 func newMemoryWorld(t *testing.T) *memoryWorld {
 	t.Helper()
-	w := &memoryWorld{groupsDir: filepath.Join(t.TempDir(), "groups"), hosts: map[string]*fakeHost{}, clients: map[string]*client.Client{}}
+	w := &memoryWorld{groupsDir: filepath.Join(t.TempDir(), "groups"), hosts: map[string]*fakeHost{}, clients: map[string]*Session{}}
 	global := groups.GlobalWorkspace(w.groupsDir).Root
 	for _, g := range []groups.Group{{Folder: "family", Name: "Family"}, {Folder: "me", Name: "Me", Main: true}} {
 		ws, err := groups.EnsureWorkspace(w.groupsDir, &g)
@@ -34,7 +32,7 @@ func newMemoryWorld(t *testing.T) *memoryWorld {
 			t.Fatal(err)
 		}
 		h := &fakeHost{group: g.Folder, dir: ws.Root, media: map[string]fakeMedia{}}
-		srv, err := NewServer(Options{GroupDir: ws.Root, GlobalDir: global, Main: g.Main, Caller: h, Version: "test",
+		srv, err := New(Options{GroupDir: ws.Root, GlobalDir: global, Main: g.Main, Caller: h,
 			Log: testLogger(t), CallTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -247,14 +245,14 @@ func TestMemoryOptions(t *testing.T) {
 		{GroupDir: group, GlobalDir: "groups/global", Caller: &fakeHost{}},
 		{GroupDir: group, GlobalDir: group + "/", Caller: &fakeHost{}},
 	} {
-		if _, err := NewServer(bad); err == nil {
-			t.Errorf("NewServer(%+v) accepted", bad)
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%+v) accepted", bad)
 		}
 	}
 	// The main group's server without a global folder: scope is not
 	// offered, and refused when given.
 	h := &fakeHost{group: "me", dir: filepath.Join(dir, "groups", "me"), media: map[string]fakeMedia{}}
-	srv, err := NewServer(Options{GroupDir: h.dir, Main: true, Caller: h, Log: testLogger(t)})
+	srv, err := New(Options{GroupDir: h.dir, Main: true, Caller: h, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +284,9 @@ func TestMemoryScopeOffered(t *testing.T) {
 }
 
 // toolProps lists each tool's argument names, joined.
-func toolProps(t *testing.T, c *client.Client) map[string]string {
+func toolProps(t *testing.T, c *Session) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	res, err := listTools(c)
 	if err != nil {
 		t.Fatal(err)
 	}

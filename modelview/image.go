@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"bufio"
@@ -25,11 +25,8 @@ import (
 
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mediaregistry"
+	registry "github.com/botd-dev/botd/tools"
 )
-
-// MetaSavedPath is the _meta key of image content whose bytes are exactly
-// the file saved in the group folder, at this group-relative path.
-const MetaSavedPath = "botd/savedPath"
 
 // PreviewMaxSide is the longest side of a preview: the size vision models
 // work at anyway, so larger previews only cost tokens.
@@ -75,7 +72,7 @@ const decodeShare = 2
 
 // imageResult returns the image inline, or a preview, or nil and a note
 // saying why the model only gets the path.
-func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcpgo.CallToolResult, string) {
+func (t *Session) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*registry.Result, string) {
 	size, asIs, why := m.size, true, ""
 	if m.mime == "image/heic" || m.mime == "image/heif" {
 		// No Go decoder and few models take it: a JPEG of it is shown.
@@ -120,10 +117,11 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 		}
 		if data, err := readSmall(f, m.size, t.inlineMax); err == nil {
 			img := mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), mime)
+			r := registry.TextResult(m.describe(""))
 			// The bytes are the saved file itself: an in-process agent
 			// can point its model at the file instead of writing them again.
-			img.Meta = &mcpgo.Meta{AdditionalFields: map[string]any{MetaSavedPath: m.rel}}
-			return &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(m.describe("")), img}}, ""
+			r.Parts = append(r.Parts, registry.Part{Content: img, Saved: m.rel})
+			return r, ""
 		}
 	}
 
@@ -155,10 +153,10 @@ func (t *tools) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*mcp
 	}
 	note := join(why, fmt.Sprintf("Shown: a %dx%d %s preview (%s); the full-size original is the saved file.",
 		w, h, kind, mediaregistry.FormatSize(int64(len(data)))))
-	return &mcpgo.CallToolResult{Content: []mcpgo.Content{
+	return registry.ContentResult(
 		mcpgo.NewTextContent(m.describe(note)),
 		mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), pmime),
-	}}, ""
+	), ""
 }
 
 // imageSource makes the decode see the header that was measured: the

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/doctext/doctexttest"
 	registry "github.com/botd-dev/botd/tools"
@@ -34,17 +32,16 @@ func BenchmarkFetchMediaPDF(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
+	tl, err := New(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000003", Kind: "Document", MIME: "application/pdf", Size: int64(len(data)), Path: rel, Name: "report.pdf",
 	}}, Log: testLoggerB(), InlineMaxBytes: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000003"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_Bench0000003"})
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.FetchMedia(context.Background(), req)
+		res, err := fetchMCP(tl, context.Background(), req)
 		if err != nil || res.IsError || len(res.Content) != 1 {
 			b.Fatalf("%v %+v", err, res)
 		}

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/ipc"
@@ -18,14 +17,12 @@ import (
 // Generation tools are offered only for configured models.
 func TestGenerateToolsOnlyWhenConfigured(t *testing.T) {
 	h := newFakeHost(t, "family")
-	srv, err := NewServer(Options{GroupDir: h.dir, Caller: h, Log: testLogger(t), Generate: GenerateTools{Speech: true}})
+	srv, err := New(Options{GroupDir: h.dir, Caller: h, Log: testLogger(t), Generate: registry.Generate{Speech: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	res, err := listTools(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +109,10 @@ func (f hostFunc) Call(ctx context.Context, typ string, args, result any) error 
 	return json.Unmarshal(b, result)
 }
 
-func hostServer(t *testing.T, h hostFunc, callTimeout, genTimeout time.Duration) *client.Client {
+func hostServer(t *testing.T, h hostFunc, callTimeout, genTimeout time.Duration) *Session {
 	t.Helper()
-	srv, err := NewServer(Options{GroupDir: t.TempDir(), Caller: h, Log: testLogger(t), CallTimeout: callTimeout,
-		GenerateTimeout: genTimeout, Generate: GenerateTools{Image: true, Speech: true, Video: true}})
+	srv, err := New(Options{GroupDir: t.TempDir(), Caller: h, Log: testLogger(t), CallTimeout: callTimeout,
+		GenerateTimeout: genTimeout, Generate: registry.Generate{Image: true, Speech: true, Video: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +222,7 @@ func TestCallTimeouts(t *testing.T) {
 		{9 * time.Minute, 0, 9 * time.Minute, 9 * time.Minute}, // never below the call timeout
 	}
 	for _, tc := range cases {
-		tl, err := newTools(Options{GroupDir: t.TempDir(), Caller: hostFunc(nil), CallTimeout: tc.call, GenerateTimeout: tc.gen})
+		tl, err := New(Options{GroupDir: t.TempDir(), Caller: hostFunc(nil), CallTimeout: tc.call, GenerateTimeout: tc.gen})
 		if err != nil {
 			t.Fatal(err)
 		}

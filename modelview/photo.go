@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"bytes"
@@ -218,7 +218,7 @@ var errNoHEICConverter = box.Missing("heif-convert", "install libheif's heif-con
 // convertHEIC writes a JPEG of the HEIC file f into a temporary file, in a
 // child of package box, and returns it opened (already unlinked, so
 // nothing is left behind whatever happens next).
-func (t *tools) convertHEIC(ctx context.Context, f *os.File) (*os.File, error) {
+func (t *Session) convertHEIC(ctx context.Context, f *os.File) (*os.File, error) {
 	for _, c := range heicConverters {
 		if _, err := exec.LookPath(c.name); err != nil {
 			continue

@@ -1,7 +1,8 @@
-package mcp
+package modelview
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"image"
@@ -13,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -251,7 +254,10 @@ func TestHEICIsConvertedWhenAConverterIsInstalled(t *testing.T) {
 	if !strings.Contains(texts[0], "Converted from HEIC") || !strings.Contains(texts[0], "64x32") {
 		t.Errorf("text: %s", texts[0])
 	}
-	if images[0].Meta != nil && images[0].Meta.AdditionalFields[MetaSavedPath] != nil {
-		t.Errorf("a converted preview claims to be the saved file's bytes")
+	r := c.Run(context.Background(), registry.FetchMedia, map[string]any{"mediaRef": "tg_IphonePhoto1"})
+	for _, p := range r.Parts {
+		if _, img := p.Content.(mcpgo.ImageContent); img && p.Saved != "" {
+			t.Errorf("a converted preview claims to be the saved file's bytes")
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/scheduler"
@@ -58,7 +55,7 @@ func taskServers(t *testing.T) (fam, main *mcpTestClient) {
 	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Location: time.UTC,
 		Fire: func(context.Context, scheduler.Run) error { return nil }})
 	mk := func(folder string, isMain bool) *mcpTestClient {
-		srv, err := NewServer(Options{GroupDir: filepath.Join(dir, "groups", folder), Caller: &schedCaller{s: s, group: folder},
+		srv, err := New(Options{GroupDir: filepath.Join(dir, "groups", folder), Caller: &schedCaller{s: s, group: folder},
 			Main: isMain, Log: testLogger(t), CallTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +67,7 @@ func taskServers(t *testing.T) (fam, main *mcpTestClient) {
 
 type mcpTestClient struct {
 	t *testing.T
-	c *client.Client
+	c *Session
 }
 
 func (m *mcpTestClient) call(name string, args map[string]any) (string, bool) {
@@ -167,7 +164,7 @@ func TestTaskToolsOfferGroupToMainOnly(t *testing.T) {
 		cl   *mcpTestClient
 		want bool
 	}{{fam, false}, {main, true}} {
-		res, err := c.cl.c.ListTools(context.Background(), mcpgo.ListToolsRequest{})
+		res, err := listTools(c.cl.c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -75,7 +75,7 @@ func (e *childError) Unwrap() error { return e.kind }
 
 // documentText is doctext.Extract run in a child, over the file f opened
 // in the group folder.
-func (t *tools) documentText(ctx context.Context, f *os.File, m *mediaInfo, name, pages string) (doctext.Result, error) {
+func (t *Session) documentText(ctx context.Context, f *os.File, m *mediaInfo, name, pages string) (doctext.Result, error) {
 	arg, err := json.Marshal(docTextArgs{Name: name, MIME: m.mime, Pages: pages, Size: m.size})
 	if err != nil {
 		return doctext.Result{}, err
@@ -139,7 +139,7 @@ func previewJob(ctx context.Context, in *os.File, arg []byte) ([]byte, error) {
 
 // previewInBox makes the preview of the image whose header src read, in
 // a child.
-func (t *tools) previewInBox(ctx context.Context, src *imageSource, orientation int) ([]byte, string, int, int, error) {
+func (t *Session) previewInBox(ctx context.Context, src *imageSource, orientation int) ([]byte, string, int, int, error) {
 	arg, err := json.Marshal(previewArgs{Size: src.size, Budget: t.inlineMax, Orientation: orientation,
 		Format: src.format, Width: src.cfg.Width, Height: src.cfg.Height})
 	if err != nil {

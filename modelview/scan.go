@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -22,7 +22,7 @@ var errNoRasterizer = box.Missing("pdftoppm", "install poppler-utils to see scan
 // renderPages draws pages first..last (at most maxScanPages) of the PDF
 // in f as JPEGs with pdftoppm, in a child of package box, for a model
 // that can look at them.
-func (t *tools) renderPages(ctx context.Context, f *os.File, first, last int) ([][]byte, error) {
+func (t *Session) renderPages(ctx context.Context, f *os.File, first, last int) ([][]byte, error) {
 	last = min(last, first+maxScanPages-1)
 	var out [][]byte
 	_, err := box.Run(ctx, box.Job{Tool: "pdftoppm", Install: errNoRasterizer.Detail, Input: f, What: "this PDF", Limits: t.parse, Log: t.log,

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -46,20 +44,18 @@ func BenchmarkFetchMediaInline10KB(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
+	tl, err := New(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000001", Kind: "Image", MIME: "image/png", Size: int64(len(data)), Path: rel, Name: "photo.png",
 	}}, Log: testLoggerB()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := mcpgo.CallToolRequest{}
-	req.Params.Name = registry.FetchMedia
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000001"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_Bench0000001"})
 	ctx := context.Background()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.FetchMedia(ctx, req)
+		res, err := fetchMCP(tl, ctx, req)
 		if err != nil || res.IsError || len(res.Content) != 2 {
 			b.Fatalf("%v %+v", err, res)
 		}
@@ -79,17 +75,16 @@ func BenchmarkFetchMediaPreview3000x2000(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o640); err != nil {
 		b.Fatal(err)
 	}
-	tl, err := newTools(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
+	tl, err := New(Options{GroupDir: dir, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Bench0000002", Kind: "Image", MIME: "image/jpeg", Size: int64(len(data)), Path: rel,
 	}}, Log: testLoggerB(), InlineMaxBytes: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_Bench0000002"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_Bench0000002"})
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.FetchMedia(context.Background(), req)
+		res, err := fetchMCP(tl, context.Background(), req)
 		if err != nil || res.IsError || len(res.Content) != 2 {
 			b.Fatalf("%v %+v", err, res)
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package mcp
+package modelview
 
 import (
 	"bytes"
@@ -116,14 +116,13 @@ func fetchHostile(t *testing.T, name, kind, mime string, data []byte, parse box.
 		t.Fatal(err)
 	}
 	rl := &rssLog{peak: map[string]int64{}}
-	tl, err := newTools(Options{GroupDir: dir, Log: slog.New(rl), InlineMaxBytes: 1 << 20, Parse: parse, Caller: instantHost{registry.FetchMediaResult{
+	tl, err := New(Options{GroupDir: dir, Log: slog.New(rl), InlineMaxBytes: 1 << 20, Parse: parse, Caller: instantHost{registry.FetchMediaResult{
 		Ref: "tg_Hostile00001", Kind: kind, MIME: mime, Size: int64(len(data)), Path: rel, Name: name}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_Hostile00001"}
-	res, err := tl.FetchMedia(context.Background(), req)
+	req := registry.Args(map[string]any{"mediaRef": "tg_Hostile00001"})
+	res, err := fetchMCP(tl, context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcp
+package modelview
 
 import (
 	"bytes"
@@ -45,18 +45,17 @@ func TestPreviewChild(t *testing.T) {
 	parallel = max(parallel, 1)
 	group := filepath.Dir(filepath.Dir(file))
 	rel := "media/" + filepath.Base(file)
-	tl, err := newTools(Options{GroupDir: group, InlineMaxBytes: 1 << 20, Log: testLoggerB(),
+	tl, err := New(Options{GroupDir: group, InlineMaxBytes: 1 << 20, Log: testLoggerB(),
 		Caller: instantHost{registry.FetchMediaResult{Ref: "tg_PeakRss000001", Kind: "Image", Path: rel}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_PeakRss000001"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_PeakRss000001"})
 	results := make([]*mcpgo.CallToolResult, parallel)
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Go(func() {
-			res, err := tl.FetchMedia(context.Background(), req)
+			res, err := fetchMCP(tl, context.Background(), req)
 			if err != nil {
 				t.Error(err)
 			}

@@ -14,14 +14,18 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// ModelHandler is the MCP half of a tool: it turns the model's arguments into
-// the request (or, for a Local tool, does the work) and the answer into
-// what the model reads. A tool failure is a result (IsError), never the
-// error, which is kept for protocol problems.
-type ModelHandler func(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+// ModelHandler is the model's half of a tool: it turns the model's
+// arguments into the request (or, for a Local tool, does the work) and the
+// answer into what the model reads. A tool failure is a result (IsError).
+// Every face runs it: the agent in process, the MCP servers for external
+// clients.
+type ModelHandler func(e Env, ctx context.Context, a Args) *Result
 
-// Env is what an MCP server gives a tool's Handler (mcp's server of one
-// group implements it). A tool of the simple kind needs Call alone; the
+// Args are the model's arguments of one call, as JSON decodes them.
+type Args = map[string]any
+
+// Env is what a face gives a tool's ModelHandler: modelview's Session of
+// one group implements it, for the agent and the MCP servers alike. A tool of the simple kind needs Call alone; the
 // tools whose MCP half reads or changes the group folder, or renders
 // files for the model, are the server's own methods, named by their Spec
 // as method expressions (MCP: Env.FetchMedia).
@@ -35,23 +39,23 @@ type Env interface {
 
 	// FetchMedia is fetch_media's MCP half: it reads the fetched file in
 	// the group folder and renders it (image, transcript, text).
-	FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	FetchMedia(ctx context.Context, a Args) *Result
 	// SendMedia is send_media's: it checks the path in the group folder
 	// before the round trip.
-	SendMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	SendMedia(ctx context.Context, a Args) *Result
 	// FetchURL is fetch_url's: it renders the fetched page from the group
 	// folder (readable text, document parts, images).
-	FetchURL(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	FetchURL(ctx context.Context, a Args) *Result
 	// Remember and Forget change the memory file of the server's group
 	// (or the global one): Local tools, no IPC.
-	Remember(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
-	Forget(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error)
+	Remember(ctx context.Context, a Args) *Result
+	Forget(ctx context.Context, a Args) *Result
 }
 
 // StringArg reads an optional string argument; a value of another type is
 // an error rather than silently ignored.
-func StringArg(req mcpgo.CallToolRequest, key string) (string, bool, error) {
-	v, ok := req.GetArguments()[key]
+func StringArg(a Args, key string) (string, bool, error) {
+	v, ok := a[key]
 	if !ok || v == nil {
 		return "", false, nil
 	}
@@ -64,8 +68,8 @@ func StringArg(req mcpgo.CallToolRequest, key string) (string, bool, error) {
 
 // requiredArg reads a string argument that must not be blank; missing is
 // the error's sentence when it is.
-func requiredArg(req mcpgo.CallToolRequest, key, missing string) (string, error) {
-	s, _, err := StringArg(req, key)
+func requiredArg(a Args, key, missing string) (string, error) {
+	s, _, err := StringArg(a, key)
 	if err != nil {
 		return "", err
 	}
@@ -83,13 +87,13 @@ type into struct {
 
 // readStrings reads optional string arguments in order; the first of
 // another type is the error.
-func readStrings(req mcpgo.CallToolRequest, args ...into) error {
-	for _, a := range args {
-		s, _, err := StringArg(req, a.key)
+func readStrings(a Args, args ...into) error {
+	for _, in := range args {
+		s, _, err := StringArg(a, in.key)
 		if err != nil {
 			return err
 		}
-		*a.dst = s
+		*in.dst = s
 	}
 	return nil
 }
@@ -115,8 +119,8 @@ func IntArg(v any) (int, bool) {
 }
 
 // boolArg reads an optional boolean, def when absent.
-func boolArg(req mcpgo.CallToolRequest, key string, def bool) (bool, error) {
-	v, ok := req.GetArguments()[key]
+func boolArg(a Args, key string, def bool) (bool, error) {
+	v, ok := a[key]
 	if !ok || v == nil {
 		return def, nil
 	}
@@ -159,7 +163,7 @@ func ErrCode(err error) string {
 // ToolError turns a failed call into a tool result the model can read:
 // "fetch_media failed [not_found]: ...". Protocol errors are kept for
 // protocol problems; a failed tool is data for the model.
-func ToolError(tool string, err error) *mcpgo.CallToolResult {
+func ToolError(tool string, err error) *Result {
 	code := ErrCode(err)
 	msg := err.Error()
 	var ie *Error
@@ -173,11 +177,11 @@ func ToolError(tool string, err error) *mcpgo.CallToolResult {
 }
 
 // BadArgs is a tool error for arguments refused before any IPC.
-func BadArgs(tool, format string, a ...any) *mcpgo.CallToolResult {
+func BadArgs(tool, format string, a ...any) *Result {
 	return ToolFailure(tool, CodeBadRequest, fmt.Sprintf(format, a...))
 }
 
 // ToolFailure is the one form of every tool error: "tool failed [code]: msg".
-func ToolFailure(tool, code, msg string) *mcpgo.CallToolResult {
-	return mcpgo.NewToolResultError(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))
+func ToolFailure(tool, code, msg string) *Result {
+	return &Result{Parts: []Part{{Content: mcpgo.NewTextContent(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))}}, IsError: true}
 }

@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/ipc"
@@ -45,7 +43,7 @@ func (f fileHandler) Handle(_ context.Context, group string, req *registry.Reque
 
 // ipcServer wires the MCP server to a real ipc.Client and ipc.Host over
 // temp folders, as `botd run` + `botd mcp --group family` would.
-func ipcServer(t testing.TB, data []byte) *tools {
+func ipcServer(t testing.TB, data []byte) *Session {
 	t.Helper()
 	root := t.TempDir()
 	ipcRoot, groupsDir := filepath.Join(root, "ipc"), filepath.Join(root, "groups")
@@ -65,7 +63,7 @@ func ipcServer(t testing.TB, data []byte) *tools {
 	}
 	cl := ipc.NewClient(lay, registry.IPCTypes())
 	t.Cleanup(func() { cancel(); host.Wait(); cl.Close() })
-	tl, err := newTools(Options{GroupDir: filepath.Join(groupsDir, "family"), Caller: cl, Log: testLoggerB(), CallTimeout: 10 * time.Second})
+	tl, err := New(Options{GroupDir: filepath.Join(groupsDir, "family"), Caller: cl, Log: testLoggerB(), CallTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +73,9 @@ func ipcServer(t testing.TB, data []byte) *tools {
 func TestFetchThroughRealIPC(t *testing.T) {
 	src := encodePNG(t, gradient(40, 30))
 	tl := ipcServer(t, src)
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_ThroughIpc01"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_ThroughIpc01"})
 	start := time.Now()
-	res, err := tl.FetchMedia(context.Background(), req)
+	res, err := fetchMCP(tl, context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +87,8 @@ func TestFetchThroughRealIPC(t *testing.T) {
 	if got, _ := base64.StdEncoding.DecodeString(images[0].Data); !bytes.Equal(got, src) {
 		t.Error("image bytes differ after the IPC round trip")
 	}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_NotThere0001"}
-	res, _ = tl.FetchMedia(context.Background(), req)
+	req = map[string]any{"mediaRef": "tg_NotThere0001"}
+	res, _ = fetchMCP(tl, context.Background(), req)
 	if texts, _, _ := parts(t, res); !res.IsError || !bytes.Contains([]byte(texts[0]), []byte("[not_found]")) {
 		t.Errorf("typed error lost across IPC: %q", texts)
 	}
@@ -99,11 +96,10 @@ func TestFetchThroughRealIPC(t *testing.T) {
 
 func BenchmarkFetchMediaInline10KBOverIPC(b *testing.B) {
 	tl := ipcServer(b, tenKBPNG(b))
-	req := mcpgo.CallToolRequest{}
-	req.Params.Arguments = map[string]any{"mediaRef": "tg_ThroughIpc01"}
+	req := registry.Args(map[string]any{"mediaRef": "tg_ThroughIpc01"})
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tl.FetchMedia(context.Background(), req)
+		res, err := fetchMCP(tl, context.Background(), req)
 		if err != nil || res.IsError {
 			b.Fatalf("%v %+v", err, res)
 		}

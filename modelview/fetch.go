@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -20,34 +20,34 @@ import (
 	registry "github.com/botd-dev/botd/tools"
 )
 
-func (t *tools) FetchMedia(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ref, _, err := registry.StringArg(req, "mediaRef")
+func (t *Session) FetchMedia(ctx context.Context, in registry.Args) *registry.Result {
+	ref, _, err := registry.StringArg(in, "mediaRef")
 	if err != nil {
-		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
+		return registry.BadArgs(registry.FetchMedia, "%v", err)
 	}
 	// Models often copy the whole "ref:tg_..." field from the placeholder.
 	ref = strings.TrimPrefix(strings.TrimSpace(ref), "ref:")
 	if ref == "" {
-		return registry.BadArgs(registry.FetchMedia, "mediaRef is required"), nil
+		return registry.BadArgs(registry.FetchMedia, "mediaRef is required")
 	}
 	if !mediaregistry.ValidRefID(ref) {
-		return registry.BadArgs(registry.FetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", registry.OneLine(ref, 80)), nil
+		return registry.BadArgs(registry.FetchMedia, "%q is not a media ref; use the ref:... field of a placeholder, e.g. tg_k3J9x2Qa7P", registry.OneLine(ref, 80))
 	}
-	pages, _, err := registry.StringArg(req, "pages")
+	pages, _, err := registry.StringArg(in, "pages")
 	if err != nil {
-		return registry.BadArgs(registry.FetchMedia, "%v", err), nil
+		return registry.BadArgs(registry.FetchMedia, "%v", err)
 	}
 	var res registry.FetchMediaResult
 	f, rel, fail := t.callPlaced(ctx, registry.FetchMedia, registry.FetchMedia, registry.FetchMediaArgs{MediaRef: ref}, &res, &res)
 	if fail != nil {
-		return fail, nil
+		return fail
 	}
 	defer f.Close()
 	r := t.fetchResult(ctx, res, f, rel, strings.TrimSpace(pages))
-	if t.links != nil && !r.IsError {
-		t.linkResult(ctx, r, res)
+	if !r.IsError {
+		r.Fetched = &res
 	}
-	return r, nil
+	return r
 }
 
 // placeTries bounds how often a fetch is asked for again when the group's
@@ -62,7 +62,7 @@ const placeTries = 3
 // copy or the network, so the copy being gone is never the model's
 // error; once open, an eviction no longer matters. A failure never names
 // a path: the log has it.
-func (t *tools) callPlaced(ctx context.Context, tool, typ string, args, out any, res *registry.FetchMediaResult) (*os.File, string, *mcpgo.CallToolResult) {
+func (t *Session) callPlaced(ctx context.Context, tool, typ string, args, out any, res *registry.FetchMediaResult) (*os.File, string, *registry.Result) {
 	for try := 1; ; try++ {
 		if err := t.Call(ctx, typ, args, out); err != nil {
 			return nil, "", registry.ToolError(tool, err)
@@ -90,7 +90,7 @@ const keyframeCount = 4
 
 // fetchResult builds what the model sees from the file the host saved,
 // opened (callPlaced) as f at rel.
-func (t *tools) fetchResult(ctx context.Context, res registry.FetchMediaResult, f *os.File, rel, pages string) *mcpgo.CallToolResult {
+func (t *Session) fetchResult(ctx context.Context, res registry.FetchMediaResult, f *os.File, rel, pages string) *registry.Result {
 	// Why a transcription failed is an error of the host's (provider URL,
 	// paths): the model reads it rewritten.
 	res.TranscriptNote = ForModel(res.TranscriptNote, t.ws.Root)
@@ -141,7 +141,9 @@ func (t *tools) fetchResult(ctx context.Context, res registry.FetchMediaResult, 
 		for _, fr := range frames {
 			content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(fr), "image/jpeg"))
 		}
-		return &mcpgo.CallToolResult{Content: append(content, savedLink(&m))}
+		r := registry.ContentResult(content...)
+		r.Parts = append(r.Parts, savedLink(&m))
+		return r
 	}
 	if m.size <= t.inlineMax && embeddable(m.mime) {
 		if r := t.embedResult(f, &m, note); r != nil {
@@ -149,9 +151,11 @@ func (t *tools) fetchResult(ctx context.Context, res registry.FetchMediaResult, 
 		}
 	}
 	if strings.HasPrefix(m.mime, "audio/") || strings.HasPrefix(m.mime, "video/") {
-		return &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(m.describe(note)), savedLink(&m)}}
+		r := registry.TextResult(m.describe(note))
+		r.Parts = append(r.Parts, savedLink(&m))
+		return r
 	}
-	return mcpgo.NewToolResultText(m.describe(note))
+	return registry.TextResult(m.describe(note))
 }
 
 // readAsText reports documents the model gets as text: PDFs, office and
@@ -177,7 +181,7 @@ func readAsText(m *mediaInfo, inlineMax int64) bool {
 // <document> element that escapes it; nil when doctext cannot read the
 // format (the caller falls back to the path). A scanned PDF small enough
 // is attached as well, for a model that reads PDFs itself.
-func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pages string) *mcpgo.CallToolResult {
+func (t *Session) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pages string) *registry.Result {
 	name := m.res.Name
 	if name == "" {
 		name = m.rel
@@ -197,7 +201,7 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 				return r
 			}
 		}
-		return mcpgo.NewToolResultText(m.describe(note))
+		return registry.TextResult(m.describe(note))
 	}
 	text := m.describe("") + "\n" + doc.Text
 	if doc.NoText && m.mime == "application/pdf" {
@@ -209,7 +213,7 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 				for _, img := range imgs {
 					content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/jpeg"))
 				}
-				return &mcpgo.CallToolResult{Content: content}
+				return registry.ContentResult(content...)
 			}
 			t.log.Info("mcp fetch_media: scanned pages not drawn", "ref", m.res.Ref, "err", err)
 			text += "\nIts pages cannot be shown as images: " + err.Error() + "."
@@ -220,16 +224,15 @@ func (t *tools) documentResult(ctx context.Context, f *os.File, m *mediaInfo, pa
 			return r
 		}
 	}
-	return mcpgo.NewToolResultText(text)
+	return registry.TextResult(text)
 }
 
-// savedLink points at the saved file as a resource link, with its group
-// path in _meta: a model that hears audio or watches video natively is
+// savedLink points at the saved file as a resource link, the part's Saved
+// its group path: a model that hears audio or watches video natively is
 // given the file itself by an agent that can open it.
-func savedLink(m *mediaInfo) mcpgo.ResourceLink {
+func savedLink(m *mediaInfo) registry.Part {
 	l := mcpgo.NewResourceLink((&url.URL{Scheme: "file", Path: m.abs}).String(), m.rel, "the saved file", m.mime)
-	l.Meta = &mcpgo.Meta{AdditionalFields: map[string]any{MetaSavedPath: m.rel}}
-	return l
+	return registry.Part{Content: l, Saved: m.rel}
 }
 
 // mediaInfo is the fetched file as the result text describes it.
@@ -334,7 +337,7 @@ var displayOnlyText = map[string]bool{
 // embedResult returns the metadata text plus the file as an embedded
 // resource, or nil when the file cannot be read (the caller falls back to
 // the path alone).
-func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallToolResult {
+func (t *Session) embedResult(f *os.File, m *mediaInfo, note string) *registry.Result {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil
 	}
@@ -358,10 +361,10 @@ func (t *tools) embedResult(f *os.File, m *mediaInfo, note string) *mcpgo.CallTo
 		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: string(data)}
 		attached = "Its source is attached as plain text."
 	}
-	return &mcpgo.CallToolResult{Content: []mcpgo.Content{
-		mcpgo.NewTextContent(m.describe(note) + "\n" + attached),
+	return registry.ContentResult(
+		mcpgo.NewTextContent(m.describe(note)+"\n"+attached),
 		mcpgo.NewEmbeddedResource(rc),
-	}}
+	)
 }
 
 // readSmall reads a file of the stat'ed size in one allocation, refusing

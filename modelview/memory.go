@@ -1,4 +1,4 @@
-package mcp
+package modelview
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	registry "github.com/botd-dev/botd/tools"
@@ -24,30 +22,30 @@ import (
 // global memory.
 const errGlobalMainOnly = "only the main group can change the global memory"
 
-func (t *tools) Remember(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ws, global, note, refused := t.memoryArgs(registry.Remember, req, "note")
+func (t *Session) Remember(_ context.Context, in registry.Args) *registry.Result {
+	ws, global, note, refused := t.memoryArgs(registry.Remember, in, "note")
 	if refused != nil {
-		return refused, nil
+		return refused
 	}
 	stored, err := ws.Remember(note, time.Now())
 	if err != nil {
-		return memoryFailure(registry.Remember, err), nil
+		return memoryFailure(registry.Remember, err)
 	}
 	t.log.Info("mcp memory: note added", "global", global, "runes", utf8.RuneCountInString(stored))
 	if global {
-		return mcpgo.NewToolResultText("remembered in the global memory: " + stored), nil
+		return registry.TextResult("remembered in the global memory: " + stored)
 	}
-	return mcpgo.NewToolResultText("remembered: " + stored), nil
+	return registry.TextResult("remembered: " + stored)
 }
 
-func (t *tools) Forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	ws, global, text, refused := t.memoryArgs(registry.Forget, req, "text")
+func (t *Session) Forget(_ context.Context, in registry.Args) *registry.Result {
+	ws, global, text, refused := t.memoryArgs(registry.Forget, in, "text")
 	if refused != nil {
-		return refused, nil
+		return refused
 	}
 	n, err := ws.Forget(text)
 	if err != nil {
-		return memoryFailure(registry.Forget, err), nil
+		return memoryFailure(registry.Forget, err)
 	}
 	t.log.Info("mcp memory: notes removed", "global", global, "notes", n)
 	msg := fmt.Sprintf("forgot %d line", n)
@@ -57,21 +55,21 @@ func (t *tools) Forget(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 	if global {
 		msg += " from the global memory"
 	}
-	return mcpgo.NewToolResultText(msg), nil
+	return registry.TextResult(msg)
 }
 
 // memoryArgs checks a memory tool's arguments, reads its field, and picks
 // the memory it may change: the group's own, or the global one for the
 // main group only. Any argument besides field and scope is refused, so
 // that a model passing e.g. a group name learns that it cannot choose one.
-func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string) (ws groups.Workspace, global bool, value string, refused *mcpgo.CallToolResult) {
-	for k := range req.GetArguments() {
+func (t *Session) memoryArgs(tool string, in registry.Args, field string) (ws groups.Workspace, global bool, value string, refused *registry.Result) {
+	for k := range in {
 		if k != field && k != "scope" {
 			return ws, false, "", registry.BadArgs(tool, "unknown argument %q: %s takes %s and scope, and changes only this group's memory "+
 				"(or, from the main group, the global one)", k, tool, field)
 		}
 	}
-	scope, _, err := registry.StringArg(req, "scope")
+	scope, _, err := registry.StringArg(in, "scope")
 	if err != nil {
 		return ws, false, "", registry.BadArgs(tool, "%v", err)
 	}
@@ -89,14 +87,14 @@ func (t *tools) memoryArgs(tool string, req mcpgo.CallToolRequest, field string)
 	default:
 		return ws, false, "", registry.BadArgs(tool, "scope %q: use %q (this group's memory, the default) or %q", scope, registry.ScopeGroup, registry.ScopeGlobal)
 	}
-	if value, _, err = registry.StringArg(req, field); err != nil {
+	if value, _, err = registry.StringArg(in, field); err != nil {
 		return groups.Workspace{}, false, "", registry.BadArgs(tool, "%v", err)
 	}
 	return ws, global, value, nil
 }
 
 // memoryFailure is a tool error for a failed Remember or Forget.
-func memoryFailure(tool string, err error) *mcpgo.CallToolResult {
+func memoryFailure(tool string, err error) *registry.Result {
 	code := registry.CodeInternal
 	switch {
 	case errors.Is(err, groups.ErrBadMemoryText):
