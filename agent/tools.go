@@ -97,13 +97,8 @@ func connect(ctx context.Context, log *slog.Logger, own *modelview.Session, conn
 		slices.SortFunc(specs, func(a, b tools.Spec) int { return strings.Compare(a.Name, b.Name) })
 		for _, spec := range specs {
 			def := spec.Def(o)
-			schema, err := inputSchema(def)
-			if err != nil {
-				log.Warn("agent: botd tool with an unusable schema left out", "tool", spec.Name, "err", err)
-				continue
-			}
 			s.routes[spec.Name] = route{own: own, name: spec.Name}
-			s.tools = append(s.tools, llm.Tool{Name: spec.Name, Description: def.Description, Parameters: schema})
+			s.tools = append(s.tools, llm.Tool{Name: spec.Name, Description: def.Description, Parameters: def.Schema()})
 		}
 	}
 	for _, c := range conns {

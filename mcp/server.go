@@ -131,7 +131,7 @@ func (t *tools) register(srv *server.MCPServer) {
 	o := t.s.Offer()
 	for _, spec := range t.s.Tools() {
 		name := spec.Name
-		srv.AddTool(spec.Def(o), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		srv.AddTool(mcpTool(spec.Def(o)), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			r := t.s.Run(ctx, name, req.GetArguments())
 			if t.links != nil && r.Fetched != nil {
 				t.linkResult(ctx, r)
@@ -140,4 +140,16 @@ func (t *tools) register(srv *server.MCPServer) {
 		})
 	}
 	t.registerLinks(srv)
+}
+
+// mcpTool is a tool's definition in MCP's shape, its hints said outright.
+func mcpTool(d registry.Def) mcpgo.Tool {
+	h := d.Hints
+	return mcpgo.Tool{
+		Name:        d.Name,
+		Description: d.Description,
+		InputSchema: mcpgo.ToolInputSchema{Type: "object", Properties: d.Properties, Required: d.Required},
+		Annotations: mcpgo.ToolAnnotation{ReadOnlyHint: &h.ReadOnly, DestructiveHint: &h.Destructive,
+			IdempotentHint: &h.Idempotent, OpenWorldHint: &h.OpenWorld},
+	}
 }

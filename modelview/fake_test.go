@@ -248,7 +248,9 @@ func links(res *mcpgo.CallToolResult) []mcpgo.ResourceLink {
 func listTools(s *Session) (*mcpgo.ListToolsResult, error) {
 	res := &mcpgo.ListToolsResult{}
 	for _, spec := range s.Tools() {
-		res.Tools = append(res.Tools, spec.Def(s.Offer()))
+		d := spec.Def(s.Offer())
+		res.Tools = append(res.Tools, mcpgo.Tool{Name: d.Name, Description: d.Description,
+			InputSchema: mcpgo.ToolInputSchema{Type: "object", Properties: d.Properties, Required: d.Required}})
 	}
 	return res, nil
 }

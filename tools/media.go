@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -58,16 +56,16 @@ var listMedia = Spec{
 	Origin: OriginPeople,
 	Host:   bind(MediaHost.List),
 	Def: fixed(ListMedia,
-		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
+		withDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
 			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
 			"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
-		annotate(hints{readOnly: true}),
-		mcpgo.WithInteger("limit",
-			mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
-			mcpgo.Min(1), mcpgo.Max(MaxListLimit)),
-		mcpgo.WithString("kind",
-			mcpgo.Description("Only this kind of media."),
-			mcpgo.Enum(KindNames()...)),
+		annotate(Hints{ReadOnly: true}),
+		withInteger("limit",
+			description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
+			minimum(1), maximum(MaxListLimit)),
+		withString("kind",
+			description("Only this kind of media."),
+			enum(KindNames()...)),
 	),
 }
 
@@ -80,7 +78,7 @@ var fetchMedia = Spec{
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
 	Def: fixed(FetchMedia,
-		mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
+		withDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
 			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
 			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
 			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
@@ -88,7 +86,7 @@ var fetchMedia = Spec{
 			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
 			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
 			"continues: call again in a minute."),
-		annotate(hints{readOnly: true, idempotent: true, openWorld: true}),
+		annotate(Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}),
 		requiredText("mediaRef", "The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix).", 128),
 		optionalText("pages", "For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
 			"omit to start at the beginning.", 32),
@@ -99,11 +97,11 @@ var sendMessage = Spec{
 	Name: SendMessage, Service: Media, MCP: sendMessageMCP,
 	Host: bind(MediaHost.SendMessage),
 	Def: fixed(SendMessage,
-		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
+		withDescription("Send a text message to this group's chat right away (for example a progress note "+
 			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
 			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
 			"send it again unless asked."),
-		annotate(hints{openWorld: true}),
+		annotate(Hints{OpenWorld: true}),
 		requiredText("text", "The message text.", MaxSendText),
 	),
 }
@@ -112,10 +110,10 @@ var sendMedia = Spec{
 	Name: SendMedia, Service: Media, MCP: Env.SendMedia,
 	Host: bind(MediaHost.SendMedia),
 	Def: fixed(SendMedia,
-		mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
+		withDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
 			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
 			"absolute paths and paths leaving the folder are refused."),
-		annotate(hints{openWorld: true}),
+		annotate(Hints{OpenWorld: true}),
 		requiredText("path", "File path relative to the group folder, e.g. media/chart.png.", 1024),
 		optionalText("caption", "Optional caption shown with the file.", 4096),
 	),

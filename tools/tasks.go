@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 )
 
@@ -42,12 +40,12 @@ var scheduleTask = Spec{
 	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a ScheduleTaskArgs) (TaskResult, *Error) {
 		return s.ServeSchedule(ctx, g, req.ID, a)
 	}),
-	Def: func(o Offer) mcpgo.Tool {
+	Def: func(o Offer) Def {
 		str := func(desc string) map[string]any {
 			return map[string]any{"type": "string", "description": desc, "minLength": 1, "maxLength": 200}
 		}
-		opts := []mcpgo.ToolOption{
-			mcpgo.WithDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
+		opts := []defOption{
+			withDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
 				"group and your reply is posted to the group's chat (you may fetch media, send files or schedule more then). " +
 				"Use it when someone asks for something later or regularly: \"every Monday at 9 summarise last week's " +
 				"photos\", \"remind us on the 1st to pay rent\", \"in two hours check whether anyone answered\". Write the " +
@@ -56,24 +54,24 @@ var scheduleTask = Spec{
 				"timezone list_tasks shows), {\"every\": \"30m\"} (an interval, at least 1m), {\"at\": " +
 				"\"2026-12-01T09:00:00+01:00\"} (once, RFC 3339) or {\"in\": \"2h\"} (once, after a delay). Answers the " +
 				"task id and its next run."),
-			annotate(hints{}),
+			annotate(Hints{}),
 			requiredText("prompt", "What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\"", MaxTaskPrompt),
-			mcpgo.WithObject("schedule",
-				mcpgo.Required(),
-				mcpgo.Description("When to run: exactly one of cron, every, at, in."),
-				mcpgo.Properties(map[string]any{
+			withObject("schedule",
+				required(),
+				description("When to run: exactly one of cron, every, at, in."),
+				properties(map[string]any{
 					"cron":  str("Cron expression, five fields: minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1\" (Mondays 9:00), \"0 10 1 * *\" (the 1st at 10:00)."),
 					"every": str("Interval between runs, e.g. \"30m\", \"6h\", \"24h\"; at least 1m."),
 					"at":    str("One run at this time, RFC 3339, e.g. \"2026-12-01T09:00:00+01:00\"."),
 					"in":    str("One run after this delay from now, e.g. \"10m\", \"2h\", \"48h\"."),
 				}),
-				mcpgo.MinProperties(1), mcpgo.MaxProperties(1), mcpgo.AdditionalProperties(false)),
-			mcpgo.WithString("context",
-				mcpgo.Description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
+				minProperties(1), maxProperties(1), additionalProperties(false)),
+			withString("context",
+				description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
 					"it sees the prompt alone."),
-				mcpgo.Enum("group", "isolated")),
-			mcpgo.WithBoolean("batch",
-				mcpgo.Description("true: run through the provider's batch API at about half the price; the answer comes "+
+				enum("group", "isolated")),
+			withBoolean("batch",
+				description("true: run through the provider's batch API at about half the price; the answer comes "+
 					"within hours, not at the scheduled minute. Only for work nobody waits for (a weekly digest, a report); "+
 					"never for reminders.")),
 		}
@@ -81,24 +79,24 @@ var scheduleTask = Spec{
 			opts = append(opts, optionalText("group", "The folder of the group the task runs in (its answer goes to that group's chat); "+
 				"default this group. Only this group (the main one) may name another.", 64))
 		}
-		return mcpgo.NewTool(ScheduleTask, opts...)
+		return newDef(ScheduleTask, opts...)
 	},
 }
 
 var listTasks = Spec{
 	Name: ListTasks, Service: Tasks, Repeatable: true, Standby: true, MCP: listTasksMCP,
 	Host: bind(TasksHost.ServeList),
-	Def: func(o Offer) mcpgo.Tool {
-		opts := []mcpgo.ToolOption{
-			mcpgo.WithDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
+	Def: func(o Offer) Def {
+		opts := []defOption{
+			withDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
 				"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
 				"use and the current time there."),
-			annotate(hints{readOnly: true}),
+			annotate(Hints{ReadOnly: true}),
 		}
 		if o.Main {
 			opts = append(opts, optionalText("group", "Another group's folder, or \"*\" for every group; default this group.", 64))
 		}
-		return mcpgo.NewTool(ListTasks, opts...)
+		return newDef(ListTasks, opts...)
 	},
 }
 
@@ -117,11 +115,11 @@ func taskChange(name, desc string) Spec {
 		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a TaskIDArgs) (TaskResult, *Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),
-		Def: func(Offer) mcpgo.Tool {
-			return mcpgo.NewTool(name,
-				mcpgo.WithDescription(desc),
-				annotate(hints{destructive: name == CancelTask, idempotent: true}),
-				mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The task id, from schedule_task or list_tasks."), mcpgo.Min(1)),
+		Def: func(Offer) Def {
+			return newDef(name,
+				withDescription(desc),
+				annotate(Hints{Destructive: name == CancelTask, Idempotent: true}),
+				withInteger("id", required(), description("The task id, from schedule_task or list_tasks."), minimum(1)),
 			)
 		},
 	}

@@ -38,8 +38,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 )
 
@@ -97,9 +95,9 @@ type Spec struct {
 	// Name is the tool's name and, for a tool the host answers, its IPC
 	// request type.
 	Name string
-	// Def is the MCP definition (description, annotations, schema) offered
-	// to a server built for o.
-	Def func(o Offer) mcpgo.Tool
+	// Def is the definition (description, hints, arguments' schema)
+	// offered to a session built for o.
+	Def func(o Offer) Def
 	// Offered reports whether a server built for o shows the tool at all;
 	// nil is every server.
 	Offered func(o Offer) bool
@@ -239,30 +237,19 @@ func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *Error))
 
 // fixed is the Def of a tool whose definition is the same for every
 // server.
-func fixed(name string, opts ...mcpgo.ToolOption) func(Offer) mcpgo.Tool {
-	return func(Offer) mcpgo.Tool { return mcpgo.NewTool(name, opts...) }
-}
-
-// hints are a tool's MCP annotations, each said outright (mcp-go's
-// defaults differ: destructive and open-world unless told).
-type hints struct{ readOnly, destructive, idempotent, openWorld bool }
-
-func annotate(h hints) mcpgo.ToolOption {
-	return mcpgo.WithToolAnnotation(mcpgo.ToolAnnotation{
-		ReadOnlyHint: &h.readOnly, DestructiveHint: &h.destructive,
-		IdempotentHint: &h.idempotent, OpenWorldHint: &h.openWorld,
-	})
+func fixed(name string, opts ...defOption) func(Offer) Def {
+	return func(Offer) Def { return newDef(name, opts...) }
 }
 
 // requiredText is a string argument that must be given, of 1 to max
 // characters.
-func requiredText(name, desc string, max int) mcpgo.ToolOption {
-	return mcpgo.WithString(name, mcpgo.Required(), mcpgo.Description(desc), mcpgo.MinLength(1), mcpgo.MaxLength(max))
+func requiredText(name, desc string, max int) defOption {
+	return withString(name, required(), description(desc), minLength(1), maxLength(max))
 }
 
 // optionalText is a string argument of at most max characters.
-func optionalText(name, desc string, max int) mcpgo.ToolOption {
-	return mcpgo.WithString(name, mcpgo.Description(desc), mcpgo.MaxLength(max))
+func optionalText(name, desc string, max int) defOption {
+	return withString(name, description(desc), maxLength(max))
 }
 
 // DecodeArgs decodes req's arguments into v; unknown fields are refused.
