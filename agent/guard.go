@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -273,19 +271,9 @@ func what(tool string) string {
 func resultText(res *tools.Result) string {
 	var b strings.Builder
 	for _, p := range res.Parts {
-		switch c := p.Content.(type) {
-		case mcpgo.TextContent:
-			b.WriteString(c.Text)
-		case *mcpgo.TextContent:
-			b.WriteString(c.Text)
-		case mcpgo.EmbeddedResource:
-			if t, ok := c.Resource.(mcpgo.TextResourceContents); ok {
-				b.WriteString(t.Text)
-			}
-		case *mcpgo.EmbeddedResource:
-			if t, ok := c.Resource.(mcpgo.TextResourceContents); ok {
-				b.WriteString(t.Text)
-			}
+		switch p.Kind {
+		case tools.PartText, tools.PartTextResource:
+			b.WriteString(p.Text)
 		default:
 			continue
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
@@ -33,29 +32,19 @@ const inlineDir = "media/inline"
 func resultParts(ctx context.Context, ws groups.Workspace, res *tools.Result, caps llm.Capabilities, describe Describe) []llm.Part {
 	var parts []llm.Part
 	for _, p := range res.Parts {
-		switch c := p.Content.(type) {
-		case mcpgo.TextContent:
-			parts = append(parts, llm.Text(c.Text))
-		case *mcpgo.TextContent:
-			parts = append(parts, llm.Text(c.Text))
-		case mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, c, p.Saved, caps, describe))
-		case *mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, *c, p.Saved, caps, describe))
-		case mcpgo.AudioContent:
-			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
-		case *mcpgo.AudioContent:
-			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
-		case mcpgo.EmbeddedResource:
-			parts = append(parts, resourcePart(ws, c.Resource, caps))
-		case *mcpgo.EmbeddedResource:
-			parts = append(parts, resourcePart(ws, c.Resource, caps))
-		case mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, c, p.Saved, caps))
-		case *mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, *c, p.Saved, caps))
+		switch p.Kind {
+		case tools.PartImage:
+			parts = append(parts, imagePart(ctx, ws, p, caps, describe))
+		case tools.PartAudio:
+			parts = append(parts, blobPart(ws, p.Data, p.MIME, "audio", caps))
+		case tools.PartTextResource:
+			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", p.URI, p.MIME, p.Text)))
+		case tools.PartBlobResource:
+			parts = append(parts, blobPart(ws, p.Data, p.MIME, "document", caps))
+		case tools.PartLink:
+			parts = append(parts, linkPart(ws, p, caps))
 		default:
-			parts = append(parts, llm.Text(fmt.Sprintf("(unsupported tool output of type %T)", c)))
+			parts = append(parts, llm.Text(p.Text))
 		}
 	}
 	if len(parts) == 0 {
@@ -64,9 +53,9 @@ func resultParts(ctx context.Context, ws groups.Workspace, res *tools.Result, ca
 	return parts
 }
 
-func imagePart(ctx context.Context, ws groups.Workspace, c mcpgo.ImageContent, saved string, caps llm.Capabilities, describe Describe) llm.Part {
-	mime := mediaregistry.CleanMIME(c.MIMEType)
-	rel, abs, ok := savedImage(ws, c, saved)
+func imagePart(ctx context.Context, ws groups.Workspace, c tools.Part, caps llm.Capabilities, describe Describe) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIME)
+	rel, abs, ok := savedImage(ws, c)
 	var err error
 	if !ok {
 		rel, abs, err = saveInline(ws, c.Data, mime)
@@ -100,27 +89,13 @@ func blobPart(ws groups.Workspace, data, mime, what string, caps llm.Capabilitie
 	return llm.Text(fmt.Sprintf("(%s content, %s, saved in the group folder as %s)", what, mime, rel))
 }
 
-func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabilities) llm.Part {
-	switch r := r.(type) {
-	case mcpgo.TextResourceContents:
-		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
-	case *mcpgo.TextResourceContents:
-		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
-	case mcpgo.BlobResourceContents:
-		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
-	case *mcpgo.BlobResourceContents:
-		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
-	}
-	return llm.Text("(an embedded resource of an unknown shape was left out)")
-}
-
 // linkPart gives a model that hears audio or watches video natively the
-// saved file a fetch linked to (saved, its group path); any other link
-// stays a line of text.
-func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, saved string, caps llm.Capabilities) llm.Part {
-	mime := mediaregistry.CleanMIME(c.MIMEType)
+// saved file a fetch linked to (the part's Saved); any other link stays a
+// line of text.
+func linkPart(ws groups.Workspace, c tools.Part, caps llm.Capabilities) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIME)
 	native := (strings.HasPrefix(mime, "audio/") && caps.Audio) || (strings.HasPrefix(mime, "video/") && caps.Video)
-	p := saved
+	p := c.Saved
 	if native && p != "" {
 		if f, _, err := ws.Open(p); err == nil {
 			fi, err := f.Stat()
@@ -138,10 +113,11 @@ func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, saved string, caps llm.
 const maxNativeMedia = 20 << 20
 
 // savedImage finds the file botd's fetch_media already saved for image
-// content that is that file's bytes (its part's Saved, p), so the image is
+// content that is that file's bytes (the part's Saved), so the image is
 // not written to disk a second time. ok is false for previews, other
 // servers' images, and a file that no longer matches.
-func savedImage(ws groups.Workspace, c mcpgo.ImageContent, p string) (rel, abs string, ok bool) {
+func savedImage(ws groups.Workspace, c tools.Part) (rel, abs string, ok bool) {
+	p := c.Saved
 	if p == "" {
 		return "", "", false
 	}

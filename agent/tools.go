@@ -205,11 +205,54 @@ func (s *MCPSession) Call(ctx context.Context, name string, args json.RawMessage
 }
 
 // fromMCP is an extra server's result as the model is shown it: its
-// content as it is, no part a file botd saved.
+// content in botd's words, no part a file botd saved.
 func fromMCP(res *mcpgo.CallToolResult) *tools.Result {
-	r := tools.ContentResult(res.Content...)
-	r.IsError = res.IsError
+	r := &tools.Result{IsError: res.IsError, Parts: make([]tools.Part, 0, len(res.Content))}
+	for _, c := range res.Content {
+		r.Parts = append(r.Parts, partOf(c))
+	}
 	return r
+}
+
+// partOf is one piece of an MCP server's content.
+func partOf(c mcpgo.Content) tools.Part {
+	switch c := c.(type) {
+	case mcpgo.TextContent:
+		return tools.Text(c.Text)
+	case *mcpgo.TextContent:
+		return tools.Text(c.Text)
+	case mcpgo.ImageContent:
+		return tools.Image(c.Data, c.MIMEType)
+	case *mcpgo.ImageContent:
+		return tools.Image(c.Data, c.MIMEType)
+	case mcpgo.AudioContent:
+		return tools.Part{Kind: tools.PartAudio, Data: c.Data, MIME: c.MIMEType}
+	case *mcpgo.AudioContent:
+		return tools.Part{Kind: tools.PartAudio, Data: c.Data, MIME: c.MIMEType}
+	case mcpgo.EmbeddedResource:
+		return resourceOf(c.Resource)
+	case *mcpgo.EmbeddedResource:
+		return resourceOf(c.Resource)
+	case mcpgo.ResourceLink:
+		return tools.Link(c.URI, c.Name, c.Description, c.MIMEType)
+	case *mcpgo.ResourceLink:
+		return tools.Link(c.URI, c.Name, c.Description, c.MIMEType)
+	}
+	return tools.Text(fmt.Sprintf("(unsupported tool output of type %T)", c))
+}
+
+func resourceOf(r mcpgo.ResourceContents) tools.Part {
+	switch r := r.(type) {
+	case mcpgo.TextResourceContents:
+		return tools.TextResource(r.URI, r.MIMEType, r.Text)
+	case *mcpgo.TextResourceContents:
+		return tools.TextResource(r.URI, r.MIMEType, r.Text)
+	case mcpgo.BlobResourceContents:
+		return tools.BlobResource(r.URI, r.MIMEType, r.Blob)
+	case *mcpgo.BlobResourceContents:
+		return tools.BlobResource(r.URI, r.MIMEType, r.Blob)
+	}
+	return tools.Text("(an embedded resource of an unknown shape was left out)")
 }
 
 // Close closes every client (ending stdio servers).

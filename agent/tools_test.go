@@ -100,9 +100,9 @@ func TestDefaultToolSource(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		var b strings.Builder
-		for _, c := range res.Content() {
-			if tc, ok := c.(mcpgo.TextContent); ok {
-				b.WriteString(tc.Text)
+		for _, p := range res.Parts {
+			if p.Kind == tools.PartText {
+				b.WriteString(p.Text)
 			}
 		}
 		if res.IsError {
@@ -150,12 +150,12 @@ func TestResultParts(t *testing.T) {
 	ws := testWorkspace(t)
 	png := tinyPNG(t, color.RGBA{R: 9, A: 255})
 	b64 := base64.StdEncoding.EncodeToString(png)
-	res := tools.ContentResult([]mcpgo.Content{
-		mcpgo.NewTextContent("Image ref:tg_x: cat.png"),
-		mcpgo.NewImageContent(b64, "image/png"),
-		mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello"}),
-		mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: "file:///a.pdf", MIMEType: "application/pdf", Blob: base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))}),
-	}...)
+	res := tools.PartsResult(
+		tools.Text("Image ref:tg_x: cat.png"),
+		tools.Image(b64, "image/png"),
+		tools.TextResource("file:///notes.txt", "text/plain", "hello"),
+		tools.BlobResource("file:///a.pdf", "application/pdf", base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))),
+	)
 	parts := resultParts(context.Background(), ws, res, llm.Capabilities{Vision: true, Documents: true}, nil)
 	if len(parts) != 4 || parts[0].Text != "Image ref:tg_x: cat.png" {
 		t.Fatalf("parts = %+v", parts)
@@ -185,7 +185,7 @@ func TestResultParts(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("inline dir has %d files, want 2 (image and pdf, deduplicated)", len(entries))
 	}
-	bad := resultParts(context.Background(), ws, tools.ContentResult(mcpgo.NewImageContent("!!!", "image/png")), llm.Capabilities{Vision: true}, nil)
+	bad := resultParts(context.Background(), ws, tools.PartsResult(tools.Image("!!!", "image/png")), llm.Capabilities{Vision: true}, nil)
 	if bad[0].Kind != llm.PartText {
 		t.Errorf("broken base64 = %+v", bad[0])
 	}
@@ -221,7 +221,7 @@ func TestConnectMCPPrefixesAndAllowList(t *testing.T) {
 		t.Errorf("tools = %v", names)
 	}
 	res, err := sess.Call(ctx, "web__fetch_media", nil)
-	if err != nil || res.Parts[0].Content.(mcpgo.TextContent).Text != "from fetch_media" {
+	if err != nil || res.Parts[0].Text != "from fetch_media" {
 		t.Errorf("call = %+v, %v", res, err)
 	}
 	for _, tl := range sess.Tools() {

@@ -117,10 +117,9 @@ func (t *tools) registerLinks(s *server.MCPServer) {
 			"(the fetch_media result links to it).")), t.readLink)
 }
 
-// linkResult adds the fetched file to r as a resource link, replacing a
+// linkResult adds the fetched file to out as a resource link, replacing a
 // file:// link a remote client could not open.
-func (t *tools) linkResult(ctx context.Context, r *registry.Result) {
-	res := *r.Fetched
+func (t *tools) linkResult(ctx context.Context, out *mcpgo.CallToolResult, res registry.FetchMediaResult) {
 	mime := mediaregistry.CleanMIME(res.MIME)
 	id, expires := t.links.add(link{rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
 	name := mediaregistry.SafeName(res.Name)
@@ -142,21 +141,21 @@ func (t *tools) linkResult(ctx context.Context, r *registry.Result) {
 	}
 	l.Meta = &mcpgo.Meta{AdditionalFields: meta}
 	replaced := false
-	for i, p := range r.Parts {
-		switch v := p.Content.(type) {
+	for i, c := range out.Content {
+		switch v := c.(type) {
 		case mcpgo.ResourceLink:
 			if strings.HasPrefix(v.URI, "file:") && !replaced {
-				r.Parts[i], replaced = registry.Part{Content: l}, true
+				out.Content[i], replaced = l, true
 			}
 		case mcpgo.TextContent:
 			if i == 0 {
 				v.Text += note
-				r.Parts[i].Content = v
+				out.Content[i] = v
 			}
 		}
 	}
 	if !replaced {
-		r.Parts = append(r.Parts, registry.Part{Content: l})
+		out.Content = append(out.Content, l)
 	}
 }
 

@@ -133,10 +133,11 @@ func (t *tools) register(srv *server.MCPServer) {
 		name := spec.Name
 		srv.AddTool(mcpTool(spec.Def(o)), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			r := t.s.Run(ctx, name, req.GetArguments())
+			out := toMCP(r)
 			if t.links != nil && r.Fetched != nil {
-				t.linkResult(ctx, r)
+				t.linkResult(ctx, out, *r.Fetched)
 			}
-			return &mcpgo.CallToolResult{Content: r.Content(), IsError: r.IsError}, nil
+			return out, nil
 		})
 	}
 	t.registerLinks(srv)
@@ -152,4 +153,30 @@ func mcpTool(d registry.Def) mcpgo.Tool {
 		Annotations: mcpgo.ToolAnnotation{ReadOnlyHint: &h.ReadOnly, DestructiveHint: &h.Destructive,
 			IdempotentHint: &h.Idempotent, OpenWorldHint: &h.OpenWorld},
 	}
+}
+
+// toMCP is a tool's result in MCP's content shapes.
+func toMCP(r *registry.Result) *mcpgo.CallToolResult {
+	out := &mcpgo.CallToolResult{Content: make([]mcpgo.Content, 0, len(r.Parts)), IsError: r.IsError}
+	for _, p := range r.Parts {
+		out.Content = append(out.Content, contentOf(p))
+	}
+	return out
+}
+
+// contentOf is one part in MCP's shape.
+func contentOf(p registry.Part) mcpgo.Content {
+	switch p.Kind {
+	case registry.PartImage:
+		return mcpgo.NewImageContent(p.Data, p.MIME)
+	case registry.PartAudio:
+		return mcpgo.NewAudioContent(p.Data, p.MIME)
+	case registry.PartLink:
+		return mcpgo.NewResourceLink(p.URI, p.Name, p.Description, p.MIME)
+	case registry.PartTextResource:
+		return mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: p.URI, MIMEType: p.MIME, Text: p.Text})
+	case registry.PartBlobResource:
+		return mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: p.URI, MIMEType: p.MIME, Blob: p.Data})
+	}
+	return mcpgo.NewTextContent(p.Text)
 }

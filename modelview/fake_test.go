@@ -206,8 +206,32 @@ func callTool(t *testing.T, s *Session, name string, args map[string]any) *mcpgo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := s.Run(ctx, name, args)
-	return &mcpgo.CallToolResult{Content: r.Content(), IsError: r.IsError}
+	return asMCP(s.Run(ctx, name, args))
+}
+
+// asMCP is a result in MCP's content shapes, as mcp's faces show it
+// (mcp.toMCP; the tests read results the way an MCP client would).
+func asMCP(r *registry.Result) *mcpgo.CallToolResult {
+	out := &mcpgo.CallToolResult{IsError: r.IsError}
+	for _, p := range r.Parts {
+		var c mcpgo.Content
+		switch p.Kind {
+		case registry.PartImage:
+			c = mcpgo.NewImageContent(p.Data, p.MIME)
+		case registry.PartAudio:
+			c = mcpgo.NewAudioContent(p.Data, p.MIME)
+		case registry.PartLink:
+			c = mcpgo.NewResourceLink(p.URI, p.Name, p.Description, p.MIME)
+		case registry.PartTextResource:
+			c = mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: p.URI, MIMEType: p.MIME, Text: p.Text})
+		case registry.PartBlobResource:
+			c = mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: p.URI, MIMEType: p.MIME, Blob: p.Data})
+		default:
+			c = mcpgo.NewTextContent(p.Text)
+		}
+		out.Content = append(out.Content, c)
+	}
+	return out
 }
 
 // parts splits a result into its text, images and embedded resources.
@@ -257,8 +281,7 @@ func listTools(s *Session) (*mcpgo.ListToolsResult, error) {
 
 // fetchMCP is fetch_media's model half in MCP's shape.
 func fetchMCP(s *Session, ctx context.Context, args registry.Args) (*mcpgo.CallToolResult, error) {
-	r := s.FetchMedia(ctx, args)
-	return &mcpgo.CallToolResult{Content: r.Content(), IsError: r.IsError}, nil
+	return asMCP(s.FetchMedia(ctx, args)), nil
 }
 
 func addFile(t *testing.T, h *fakeHost, ref, kind, name, mime, path string, data []byte, transcript string) {

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/doctext"
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -136,12 +134,11 @@ func (t *Session) fetchResult(ctx context.Context, res registry.FetchMediaResult
 		for _, d := range at {
 			when = append(when, ffmpeg.Clock(d))
 		}
-		content := []mcpgo.Content{mcpgo.NewTextContent(m.describe(fmt.Sprintf("Shown: %d frames of the video, at %s.",
-			len(frames), strings.Join(when, ", "))))}
+		r := registry.TextResult(m.describe(fmt.Sprintf("Shown: %d frames of the video, at %s.",
+			len(frames), strings.Join(when, ", "))))
 		for _, fr := range frames {
-			content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(fr), "image/jpeg"))
+			r.Parts = append(r.Parts, registry.Image(base64.StdEncoding.EncodeToString(fr), "image/jpeg"))
 		}
-		r := registry.ContentResult(content...)
 		r.Parts = append(r.Parts, savedLink(&m))
 		return r
 	}
@@ -209,11 +206,11 @@ func (t *Session) documentResult(ctx context.Context, f *os.File, m *mediaInfo, 
 		if first, last, ok := pageRange(doc.Shown); ok {
 			imgs, err := t.renderPages(ctx, f, first, last)
 			if err == nil {
-				content := []mcpgo.Content{mcpgo.NewTextContent(text + fmt.Sprintf("\nShown: pages %d-%d as images.", first, first+len(imgs)-1))}
+				r := registry.TextResult(text + fmt.Sprintf("\nShown: pages %d-%d as images.", first, first+len(imgs)-1))
 				for _, img := range imgs {
-					content = append(content, mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(img), "image/jpeg"))
+					r.Parts = append(r.Parts, registry.Image(base64.StdEncoding.EncodeToString(img), "image/jpeg"))
 				}
-				return registry.ContentResult(content...)
+				return r
 			}
 			t.log.Info("mcp fetch_media: scanned pages not drawn", "ref", m.res.Ref, "err", err)
 			text += "\nIts pages cannot be shown as images: " + err.Error() + "."
@@ -231,8 +228,9 @@ func (t *Session) documentResult(ctx context.Context, f *os.File, m *mediaInfo, 
 // its group path: a model that hears audio or watches video natively is
 // given the file itself by an agent that can open it.
 func savedLink(m *mediaInfo) registry.Part {
-	l := mcpgo.NewResourceLink((&url.URL{Scheme: "file", Path: m.abs}).String(), m.rel, "the saved file", m.mime)
-	return registry.Part{Content: l, Saved: m.rel}
+	l := registry.Link((&url.URL{Scheme: "file", Path: m.abs}).String(), m.rel, "the saved file", m.mime)
+	l.Saved = m.rel
+	return l
 }
 
 // mediaInfo is the fetched file as the result text describes it.
@@ -346,25 +344,22 @@ func (t *Session) embedResult(f *os.File, m *mediaInfo, note string) *registry.R
 		return nil
 	}
 	uri := (&url.URL{Scheme: "file", Path: m.abs}).String()
-	var rc mcpgo.ResourceContents
+	var rc registry.Part
 	attached := "The content is attached as an embedded resource."
 	switch {
 	case m.mime == "application/pdf", displayOnlyText[m.mime] && !utf8.Valid(data):
-		rc = mcpgo.BlobResourceContents{URI: uri, MIMEType: m.mime, Blob: base64.StdEncoding.EncodeToString(data)}
+		rc = registry.BlobResource(uri, m.mime, base64.StdEncoding.EncodeToString(data))
 	case displayOnlyText[m.mime]:
-		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: m.mime, Text: string(data)}
+		rc = registry.TextResource(uri, m.mime, string(data))
 	case !utf8.Valid(data):
 		// Not text in any charset we could name, and as a blob it would
 		// keep a type that renders.
 		return nil
 	default:
-		rc = mcpgo.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: string(data)}
+		rc = registry.TextResource(uri, "text/plain", string(data))
 		attached = "Its source is attached as plain text."
 	}
-	return registry.ContentResult(
-		mcpgo.NewTextContent(m.describe(note)+"\n"+attached),
-		mcpgo.NewEmbeddedResource(rc),
-	)
+	return registry.PartsResult(registry.Text(m.describe(note)+"\n"+attached), rc)
 }
 
 // readSmall reads a file of the stat'ed size in one allocation, refusing

@@ -21,8 +21,6 @@ import (
 	"golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/mediaregistry"
 	registry "github.com/botd-dev/botd/tools"
@@ -116,12 +114,11 @@ func (t *Session) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*r
 			return nil, "The image could not be read back, so it is not shown; open the saved file instead."
 		}
 		if data, err := readSmall(f, m.size, t.inlineMax); err == nil {
-			img := mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), mime)
-			r := registry.TextResult(m.describe(""))
+			img := registry.Image(base64.StdEncoding.EncodeToString(data), mime)
 			// The bytes are the saved file itself: an in-process agent
 			// can point its model at the file instead of writing them again.
-			r.Parts = append(r.Parts, registry.Part{Content: img, Saved: m.rel})
-			return r, ""
+			img.Saved = m.rel
+			return registry.PartsResult(registry.Text(m.describe("")), img), ""
 		}
 	}
 
@@ -153,9 +150,9 @@ func (t *Session) imageResult(ctx context.Context, f *os.File, m *mediaInfo) (*r
 	}
 	note := join(why, fmt.Sprintf("Shown: a %dx%d %s preview (%s); the full-size original is the saved file.",
 		w, h, kind, mediaregistry.FormatSize(int64(len(data)))))
-	return registry.ContentResult(
-		mcpgo.NewTextContent(m.describe(note)),
-		mcpgo.NewImageContent(base64.StdEncoding.EncodeToString(data), pmime),
+	return registry.PartsResult(
+		registry.Text(m.describe(note)),
+		registry.Image(base64.StdEncoding.EncodeToString(data), pmime),
 	), ""
 }
 

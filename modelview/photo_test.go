@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	registry "github.com/botd-dev/botd/tools"
 )
 
@@ -256,7 +254,7 @@ func TestHEICIsConvertedWhenAConverterIsInstalled(t *testing.T) {
 	}
 	r := c.Run(context.Background(), registry.FetchMedia, map[string]any{"mediaRef": "tg_IphonePhoto1"})
 	for _, p := range r.Parts {
-		if _, img := p.Content.(mcpgo.ImageContent); img && p.Saved != "" {
+		if p.Kind == registry.PartImage && p.Saved != "" {
 			t.Errorf("a converted preview claims to be the saved file's bytes")
 		}
 	}

@@ -17,8 +17,6 @@ import (
 	"path/filepath"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
 	registry "github.com/botd-dev/botd/tools"
@@ -188,9 +186,8 @@ func (t *Session) forModel(res *registry.Result) {
 		return
 	}
 	for i, p := range res.Parts {
-		if tc, ok := p.Content.(mcpgo.TextContent); ok {
-			tc.Text = ForModel(tc.Text, t.ws.Root)
-			res.Parts[i].Content = tc
+		if p.Kind == registry.PartText {
+			res.Parts[i].Text = ForModel(p.Text, t.ws.Root)
 		}
 	}
 }

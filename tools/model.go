@@ -8,8 +8,6 @@ import (
 	"math"
 	"strings"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -183,5 +181,5 @@ func BadArgs(tool, format string, a ...any) *Result {
 
 // ToolFailure is the one form of every tool error: "tool failed [code]: msg".
 func ToolFailure(tool, code, msg string) *Result {
-	return &Result{Parts: []Part{{Content: mcpgo.NewTextContent(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))}}, IsError: true}
+	return &Result{Parts: []Part{Text(fmt.Sprintf("%s failed [%s]: %s", tool, code, msg))}, IsError: true}
 }

@@ -3,7 +3,7 @@
 // FetchMediaResult, …), the call (Request), its typed failure (Error and
 // the Code… constants), who answers it (Handler) and what the model is
 // shown of it (Result). Each Spec holds a tool's name, its definition
-// (description and JSON schema, in mcp-go's shape for now), who is offered
+// (Def: description, JSON schema, hints), who is offered
 // it, whether a crash may repeat it, its host handler and its model half;
 // modelview's Session (which the agent calls directly), the MCP faces
 // (mcp: stdio, HTTP), the request types the IPC host accepts (IPCTypes)
