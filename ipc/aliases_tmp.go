@@ -3,10 +3,11 @@ package ipc
 // TEMPORARY (issue 39): the tool types, codes and progress moved to their
 // owners (package tools, internal/progress); media/ still spells them
 // ipc.X while another branch splits it into packages. These aliases are
-// for media/ only and go once its references are rewritten:
-//
-//	sed -E 's/\bipc\.(Type)?([A-Z])/tools.\2/' … (see the branch's report)
-//
+// for media/ only. To remove them: rewrite each ipc.X in media/ to what
+// its alias below names (ipc.TypeFetchMedia → tools.FetchMedia,
+// ipc.ReportProgress → progress.Report, ipc.ProgressQueued →
+// progress.Queued, …), delete this file, and drop media from the
+// exemption in config/layering_test.go (TestServicesImportNoProtocol).
 // Nothing else may use them.
 
 import (
