@@ -1,6 +1,10 @@
-// Package ipc is the file protocol between the MCP server (agent side) and
-// the botd host. Each group has one folder, data/ipc/<group>/, and the group
-// is that folder, never a field of the payload:
+// Package ipc is the file transport of tool calls between botd mcp (the
+// MCP faces for external clients) and the botd host: files, framing and
+// progress files. What it carries is package tools' (the call as a
+// tools.Request, a failure as a *tools.Error, the progress a service
+// reports through internal/progress); it defines no tool type itself.
+// Each group has one folder, data/ipc/<group>/, and the group is that
+// folder, never a field of the payload:
 //
 //	requests/<id>.json    a request, written by the client (temp file in the
 //	                      group folder, renamed in)
@@ -13,8 +17,8 @@
 //	failed/<name>         quarantined files (at most their first
 //	                      FailedKeepBytes) with <name>.reason beside them
 //
-// Every request gets exactly one response, success or a typed *tools.Error. The
-// host creates these folders itself and serves a group only while each of
+// Every request gets exactly one response, success or a typed
+// *tools.Error. The host creates these folders itself and serves a group only while each of
 // them is a real directory of botd's user, not a symlink and not the same
 // directory as any other group's; a folder that changes while botd runs
 // stops that group until restart. A request older than MaxRequestAge is
