@@ -10,9 +10,9 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // timeLayout is minute precision: seconds only cost tokens in a chat.
@@ -86,7 +86,7 @@ A line like [Link: https://… — "Title" · Site: description] is what the cha
 
 // webSection is the prompt's part on links and the web for what is
 // configured.
-func webSection(web mcp.InternetTools) string {
+func webSection(web tools.Internet) string {
 	s := webIntro
 	if web.Fetch {
 		s += webFetch
@@ -121,7 +121,7 @@ type recalled struct {
 // buildSystem fills the system prompt for one group. The memories hold
 // notes chat members asked for: escaped like messages, so a note cannot
 // close its element.
-func buildSystem(assistant string, g *groups.Group, web mcp.InternetTools, rc recalled) string {
+func buildSystem(assistant string, g *groups.Group, web tools.Internet, rc recalled) string {
 	memory, global, summary := rc.memory, rc.global, rc.summary
 	name := g.Name
 	if name == "" {

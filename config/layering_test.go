@@ -171,3 +171,36 @@ func hasTag(t *testing.T, path, constraint string) bool {
 	}
 	return strings.HasPrefix(string(src), "//go:build "+constraint+"\n")
 }
+
+// Services speak their own types; protocols only adapt (issue 39): tools,
+// which owns every tool's arguments, results and error codes, links
+// neither the IPC transport nor mcp-go; the agent calls the tools through
+// modelview and links neither ipc nor mcp; and no package but the wiring
+// (cmd/, config) and the protocols themselves imports ipc or mcp.
+func TestServicesImportNoProtocol(t *testing.T) {
+	const mod = "github.com/botd-dev/botd/"
+	for _, d := range goList(t, "-deps", mod+"tools") {
+		if d == mod+"ipc" || d == mod+"mcp" || strings.HasPrefix(d, "github.com/mark3labs/mcp-go") {
+			t.Errorf("tools links %s", d)
+		}
+	}
+	for _, d := range goList(t, "-deps", mod+"agent") {
+		if d == mod+"ipc" || d == mod+"mcp" {
+			t.Errorf("agent links %s", d)
+		}
+	}
+	allowed := []string{mod + "ipc", mod + "mcp", mod + "config"}
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		// A test rig (mediatest, chantest…) drives a service through the
+		// transports on purpose; it is linked by tests only.
+		if slices.Contains(allowed, pkg) || strings.HasPrefix(pkg, mod+"cmd/") || strings.HasSuffix(pkg, "test") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == mod+"ipc" || imp == mod+"mcp" {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
+		}
+	}
+}

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/internal/testwait"
-	registry "github.com/botd-dev/botd/tools"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/internal/testwait"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // syncBuffer records what the server wrote to stdout.

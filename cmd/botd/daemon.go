@@ -232,7 +232,7 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 }
 
 // newHost is the IPC host of the groups that run, answering with h.
-func (d *daemon) newHost(h ipc.Handler, log *slog.Logger) *ipc.Host {
+func (d *daemon) newHost(h tools.Handler, log *slog.Logger) *ipc.Host {
 	var folders []string
 	for _, g := range d.groups.All() {
 		if _, off := d.groups.Disabled(g.Folder); !off {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/botd-dev/botd/config"
@@ -37,9 +38,11 @@ func loadConfig(flagValue string) (*config.Config, error) {
 	if err != nil {
 		return nil, fail(1, "%v", err)
 	}
-	// One pool for every child that reads a member's file in this
-	// process, whatever group or client asks.
+	// One pool for every child that reads a member's file on this host,
+	// whatever group, client or botd process (the daemon, each botd mcp)
+	// asks: lock files in data/box share it between the processes.
 	box.SetPool(cfg.Media.Parse.TotalMemoryBytes)
+	box.SetHostPool(filepath.Join(cfg.DataDir, "box"))
 	return cfg, nil
 }
 
