@@ -50,6 +50,8 @@ const (
 	Media
 	// Tasks is the host's scheduler (scheduler.Scheduler).
 	Tasks
+	// Messages is the host's history service (chatlog.Service).
+	Messages
 )
 
 func (s Service) String() string {
@@ -60,6 +62,8 @@ func (s Service) String() string {
 		return "media"
 	case Tasks:
 		return "tasks"
+	case Messages:
+		return "history"
 	}
 	return fmt.Sprintf("service(%d)", int(s))
 }
@@ -134,6 +138,7 @@ var All = []Spec{
 	remember, forget,
 	scheduleTask, listTasks, pauseTask, resumeTask, cancelTask,
 	generateImage, speak, generateVideo, cancelVideo, listVideos,
+	searchMessages, readMessages, listChats,
 }
 
 var byName = func() map[string]*Spec {
