@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/chatlog"
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/store/storetest"
 )
@@ -274,4 +275,20 @@ func TestChats(t *testing.T) {
 			t.Fatalf("chats = %+v", got)
 		}
 	})
+}
+
+// A database copied from SQLite to Postgres (`botd database copy`) is
+// searched the same: SQLite's index stays behind, Postgres indexes the
+// rows as they arrive.
+func TestSearchAfterCopyToPostgres(t *testing.T) {
+	from := storetest.Open(t, storetest.Config(t, sqldialect.SQLite))
+	conversation(t, from)
+	to := storetest.Open(t, storetest.Config(t, sqldialect.Postgres))
+	if _, err := from.CopyTo(context.Background(), to); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chatlog.New(to).Search(context.Background(), chatlog.Query{Chats: []string{fam}, Text: "tickets bag"})
+	if err != nil || len(got) != 1 || got[0].ID != "2" {
+		t.Fatalf("search on the copy: %v %v", ids(got), err)
+	}
 }
