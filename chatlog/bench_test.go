@@ -215,12 +215,14 @@ func BenchmarkChatlogSearch(b *testing.B) {
 		}{{"one-chat", all[:1]}, {"all-chats", all}} {
 			b.Run(scope.name, func(b *testing.B) {
 				var lat []time.Duration
+				per := make([][]time.Duration, len(qs))
 				hits := 0
-				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
 					t := time.Now()
 					ms, err := log.Search(ctx, chatlog.Query{Chats: scope.chats, Text: qs[i%len(qs)], Limit: 20})
-					lat = append(lat, time.Since(t))
+					d := time.Since(t)
+					lat = append(lat, d)
+					per[i%len(qs)] = append(per[i%len(qs)], d)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -230,6 +232,14 @@ func BenchmarkChatlogSearch(b *testing.B) {
 					b.Fatal("no query found anything: the corpus or the queries are wrong")
 				}
 				reportLatency(b, lat)
+				var each []string
+				for i, ds := range per {
+					if len(ds) > 0 {
+						slices.Sort(ds)
+						each = append(each, fmt.Sprintf("%q %v", qs[i], ds[len(ds)/2].Round(10*time.Microsecond)))
+					}
+				}
+				b.Logf("median of each query: %s", strings.Join(each, ", "))
 			})
 		}
 		var after, before int64
