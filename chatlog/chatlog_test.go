@@ -126,6 +126,14 @@ func TestSearch(t *testing.T) {
 			got[0].SenderName != "Bob" || !got[0].Time.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("the match lacks its placeholder, sender or time: %+v %v", got, err)
 		}
+		// Whatever a query holds, it is words or nothing: never an error of
+		// the database's query parser.
+		for _, q := range []string{"\u0301\u0301", "x\u0301", "日本語のチケット", "ＴＩＣＫＥＴＳ", "🎟️ tickets", "tick\x00ets", "\xff\xfe tickets",
+			"a b c d e f g h i j k l m n o p q r s", strings.Repeat("é", 5000), "''", `\\`, "tickets:*", "NEAR(a b, 3)", "{text}: x"} {
+			if _, err := log.Search(ctx, chatlog.Query{Chats: []string{fam}, Text: q}); err != nil && !errors.Is(err, chatlog.ErrEmptyQuery) {
+				t.Errorf("query %q: %v", clip(q), err)
+			}
+		}
 		for _, q := range []string{"", "   ", `"*-()`, "!!!"} {
 			if _, err := log.Search(ctx, chatlog.Query{Chats: []string{fam}, Text: q}); !errors.Is(err, chatlog.ErrEmptyQuery) {
 				t.Errorf("query %q: %v, want ErrEmptyQuery", q, err)
