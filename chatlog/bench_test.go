@@ -242,6 +242,20 @@ func BenchmarkChatlogSearch(b *testing.B) {
 				b.Logf("median of each query: %s", strings.Join(each, ", "))
 			})
 		}
+		// read_messages around a message: the anchor by id, then the
+		// messages on each side by the (chat, time) index.
+		b.Run("read-around", func(b *testing.B) {
+			var lat []time.Duration
+			for i := 0; b.Loop(); i++ {
+				t := time.Now()
+				ms, err := log.Read(ctx, chatlog.Window{Chats: all[:1], Dir: chatlog.Around, ID: fmt.Sprint((i * 7919 % (n / benchChats)) * benchChats), Limit: 20})
+				lat = append(lat, time.Since(t))
+				if err != nil || len(ms) < 10 {
+					b.Fatalf("read around: %d messages, %v", len(ms), err)
+				}
+			}
+			reportLatency(b, lat)
+		})
 		var after, before int64
 		var once sync.Once
 		b.Run("size", func(b *testing.B) {
