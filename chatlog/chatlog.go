@@ -20,6 +20,7 @@ import (
 	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/internal/sqlrows"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Bounds of a call.
@@ -35,7 +36,7 @@ const (
 	// and a prefix of it still finds it.
 	maxTermRunes = 64
 	// rankWindow is how many of the newest matches a search ranks.
-	rankWindow = 1000
+	rankWindow = tools.SearchRankWindow
 	// minPrefixRunes: shorter words are matched whole, not as prefixes
 	// (a one-letter prefix matches most of a chat, and costs it).
 	minPrefixRunes = 3

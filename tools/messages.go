@@ -45,6 +45,9 @@ const (
 	// placeholders are kept whole after the cut, so every ref stays
 	// fetchable.
 	MaxMessageRunes = 2000
+	// SearchRankWindow: when more messages match a search, the newest
+	// this many are ranked (chatlog walks the matches newest first).
+	SearchRankWindow = 1000
 )
 
 // SearchMessagesArgs are search_messages' arguments. From and To are
@@ -118,7 +121,8 @@ var searchMessages = Spec{
 			mcpgo.WithDescription("Search this group's whole stored chat history for messages containing words, best " +
 				"matches first: use it when someone asks about something said before what you are shown (\"what did Bob " +
 				"say about the tickets last week?\"). Every word must appear; each matches words starting with it " +
-				"(\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. Answers each match with its " +
+				fmt.Sprintf("(\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. When more than %d messages "+
+					"match, the newest %[1]d are ranked: add words or from/to to reach older ones. ", SearchRankWindow) + "Answers each match with its " +
 				"id, time, sender and text (media as their placeholders, whose ref fetch_media takes). Use read_messages " +
 				"with around=<id> to see the conversation around a match."),
 			annotate(hints{readOnly: true}),
