@@ -315,13 +315,15 @@ func (l *Log) side(ctx context.Context, chats []string, at anchor, after bool, n
 		return nil, nil
 	}
 	where, args := inChats("m.chat_id", chats)
+	// The bound on ts alone is what the (chat_id, ts) index ranges over;
+	// the rest only sorts out the messages of the anchor's millisecond.
 	args = append(args, at.ts, at.ts, at.seq, n)
 	if after {
 		return sqlrows.Query(ctx, l.db, "read messages", scan, `SELECT `+cols+` FROM messages m WHERE `+where+`
-			AND (m.ts > ? OR (m.ts = ? AND m.seq > ?)) ORDER BY m.ts, m.seq LIMIT ?`, args...)
+			AND m.ts >= ? AND (m.ts > ? OR m.seq > ?) ORDER BY m.ts, m.seq LIMIT ?`, args...)
 	}
 	return sqlrows.Query(ctx, l.db, "read messages", scan, `SELECT * FROM (SELECT `+cols+` FROM messages m WHERE `+where+`
-		AND (m.ts < ? OR (m.ts = ? AND m.seq < ?)) ORDER BY m.ts DESC, m.seq DESC LIMIT ?) AS w ORDER BY ts, seq`, args...)
+		AND m.ts <= ? AND (m.ts < ? OR m.seq < ?) ORDER BY m.ts DESC, m.seq DESC LIMIT ?) AS w ORDER BY ts, seq`, args...)
 }
 
 // Chats returns the stored chats among ids, most recently active first;
