@@ -189,10 +189,13 @@ func (l *Log) Search(ctx context.Context, q Query) ([]store.Message, error) {
 	// matches a tenth of a chat, and ranking them all is what would make
 	// a search slow (at a million messages, a second instead of
 	// milliseconds). Both databases walk the matches newest first and stop.
+	// ts_rank's normalization 1 divides by the log of the message's
+	// length, as bm25 weighs it: a short message about the word beats a
+	// long one that mentions it.
 	var query string
 	expr := l.matchExpr(terms)
 	if l.dialect == sqldialect.Postgres {
-		query = `SELECT ` + cols + ` FROM (SELECT ` + cols + `, ts_rank(m.text_search, q) AS score
+		query = `SELECT ` + cols + ` FROM (SELECT ` + cols + `, ts_rank(m.text_search, q, 1) AS score
 				FROM messages m, to_tsquery('simple', ?) q
 				WHERE m.text_search @@ q AND ` + where + `
 				ORDER BY m.seq DESC LIMIT ` + fmt.Sprint(rankWindow) + `) AS m

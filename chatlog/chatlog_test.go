@@ -14,6 +14,7 @@ import (
 	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/store/storetest"
+	"github.com/botd-dev/botd/tools"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -299,4 +300,40 @@ func TestSearchAfterCopyToPostgres(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != "2" {
 		t.Fatalf("search on the copy: %v %v", ids(got), err)
 	}
+}
+
+// When more messages match than the rank window, the newest window's
+// worth are ranked: an older, better match is reached by narrowing the
+// time (as search_messages tells the model).
+func TestSearchRanksTheNewestWindow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		st := storetest.Open(t, c)
+		ctx := context.Background()
+		put(t, st, msg{fam, "best", "A", "concert", t0})
+		tx, err := st.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tools.SearchRankWindow {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO messages(chat_id, id, sender_id, sender_name, text, ts) VALUES (?, ?, '', 'B', ?, ?)`,
+				fam, fmt.Sprint("n", i), "we went to the concert with the whole family last night", t0.Add(time.Duration(i+1)*time.Minute).UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		log := chatlog.New(st)
+		got, err := log.Search(ctx, chatlog.Query{Chats: []string{fam}, Text: "concert", Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 5 || slices.Contains(ids(got), "best") {
+			t.Fatalf("with %d newer matches: %v; want 5 of the newer ones", tools.SearchRankWindow, ids(got))
+		}
+		got, err = log.Search(ctx, chatlog.Query{Chats: []string{fam}, Text: "concert", To: t0.Add(time.Hour), Limit: 5})
+		if err != nil || len(got) == 0 || got[0].ID != "best" {
+			t.Fatalf("narrowed to the first hour: %v %v; want best first", ids(got), err)
+		}
+	})
 }
