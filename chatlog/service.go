@@ -208,7 +208,7 @@ func (s *Service) result(g *groups.Group, ms []store.Message) tools.MessagesResu
 			sender = m.SenderID
 		}
 		res.Messages = append(res.Messages, tools.ChatMessage{ID: m.ID, Time: formatTime(m.Time, s.loc), Sender: sender,
-			FromAssistant: m.FromMe || m.IsBot, Text: m.Text})
+			FromAssistant: m.FromMe || m.IsBot, Text: tools.ClipKeepingRefs(m.Text, tools.MaxMessageRunes)})
 	}
 	return res
 }

@@ -2,8 +2,10 @@ package chatlog_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/botd-dev/botd/chatlog"
 	"github.com/botd-dev/botd/groups"
@@ -74,4 +76,31 @@ func TestServiceTimes(t *testing.T) {
 			t.Fatalf("an unregistered group: %v", herr)
 		}
 	})
+}
+
+// A long message comes back cut, with every placeholder whole after the
+// cut, so each ref can still be fetched.
+func TestServiceCutsLongMessagesKeepingRefs(t *testing.T) {
+	st := storetest.Open(t, storetest.Config(t, "sqlite"))
+	long := strings.Repeat("tickets and more words ", 200) + "[Image: a.jpg, 1KB, image/jpeg, ref:tg_Aaaa1111Aa] " +
+		strings.Repeat("x", 3000) + " [Document: b.pdf, 2KB, application/pdf, ref:tg_Bbbb2222Bb]"
+	put(t, st, msg{fam, "long", "A", long, t0})
+	gs, err := groups.NewSet("Andy", []groups.Group{{Folder: "family", Chat: fam, RequiresTrigger: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gs.ByFolder("family")
+	res, herr := chatlog.NewService(st, gs, time.UTC, nil).SearchMessages(context.Background(), g, tools.SearchMessagesArgs{Query: "tickets"})
+	if herr != nil || len(res.Messages) != 1 {
+		t.Fatalf("%v %v", res, herr)
+	}
+	text := res.Messages[0].Text
+	if n := utf8.RuneCountInString(text); n > tools.MaxMessageRunes+200 || n >= utf8.RuneCountInString(long) {
+		t.Fatalf("the message came back with %d runes", n)
+	}
+	for _, ref := range []string{"ref:tg_Aaaa1111Aa]", "ref:tg_Bbbb2222Bb]"} {
+		if !strings.Contains(text, ref) {
+			t.Errorf("the cut message lost %s", ref)
+		}
+	}
 }

@@ -41,9 +41,9 @@ const (
 	MaxMessagesQuery     = 400
 	DefaultMessagesLimit = 20
 	MaxMessagesLimit     = 100
-	// MaxMessageRunes cuts one message's text in an answer; its media
-	// placeholders are kept whole after the cut, so every ref stays
-	// fetchable.
+	// MaxMessageRunes cuts one message's text in an answer (the host
+	// does, ClipKeepingRefs); its media placeholders are kept whole after
+	// the cut, so every ref stays fetchable.
 	MaxMessageRunes = 2000
 	// SearchRankWindow: when more messages match a search, the newest
 	// this many are ranked (chatlog walks the matches newest first).
@@ -286,7 +286,7 @@ func writeMessages(b *strings.Builder, ms []ChatMessage) {
 			b.WriteString(` from_you="true"`)
 		}
 		b.WriteByte('>')
-		b.WriteString(xmlEscape(clipKeepingRefs(m.Text, MaxMessageRunes), false))
+		b.WriteString(xmlEscape(m.Text, false))
 		b.WriteString("</message>\n")
 	}
 }
@@ -315,9 +315,10 @@ func xmlEscape(s string, attr bool) string {
 	return b.String()
 }
 
-// clipKeepingRefs cuts s to max runes, but keeps every media placeholder
-// whole: those past the cut follow it, one a line.
-func clipKeepingRefs(s string, max int) string {
+// ClipKeepingRefs cuts s to max runes, but keeps every media placeholder
+// whole: those past the cut follow it, one a line. The history service
+// cuts each message it answers with it (MaxMessageRunes).
+func ClipKeepingRefs(s string, max int) string {
 	if utf8.RuneCountInString(s) <= max {
 		return s
 	}
