@@ -118,13 +118,13 @@ var searchMessages = Spec{
 	Host:   bind(MessagesHost.SearchMessages),
 	Def: func(o Offer) mcpgo.Tool {
 		opts := []mcpgo.ToolOption{
-			mcpgo.WithDescription("Search this group's whole stored chat history for messages containing words, best " +
-				"matches first: use it when someone asks about something said before what you are shown (\"what did Bob " +
-				"say about the tickets last week?\"). Every word must appear; each matches words starting with it " +
-				fmt.Sprintf("(\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. When more than %d messages "+
-					"match, the newest %[1]d are ranked: add words or from/to to reach older ones. ", SearchRankWindow) + "Answers each match with its " +
-				"id, time, sender and text (media as their placeholders, whose ref fetch_media takes). Use read_messages " +
-				"with around=<id> to see the conversation around a match."),
+			mcpgo.WithDescription(fmt.Sprintf("Search this group's whole stored chat history for messages containing words, "+
+				"best matches first: use it when someone asks about something said before what you are shown (\"what did "+
+				"Bob say about the tickets last week?\"). Every word must appear; each matches words starting with it "+
+				"(\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. When more than %d messages "+
+				"match, the newest %[1]d are ranked: add words or from/to to reach older ones. Answers each match with its "+
+				"id, time, sender and text (media as their placeholders, whose ref fetch_media takes). Use read_messages "+
+				"with around=<id> to see the conversation around a match.", SearchRankWindow)),
 			annotate(hints{readOnly: true}),
 			requiredText("query", "The words to find, e.g. \"tickets saturday\".", MaxMessagesQuery),
 			optionalText("from", "Only messages at or after this time: RFC 3339 (2026-11-18T14:00:00+01:00) or a date (2026-11-18).", 40),
