@@ -88,8 +88,8 @@ func TestDefaultToolSource(t *testing.T) {
 	defer sess.Close()
 	names := toolNames(sess.Tools())
 	slices.Sort(names)
-	want := []string{"cancel_task", "fetch_media", "forget", "list_media", "list_tasks", "notes__echo", "notes__whoami", "pause_task", "remember",
-		"resume_task", "schedule_task", "send_media", "send_message"}
+	want := []string{"cancel_task", "fetch_media", "forget", "list_chats", "list_media", "list_tasks", "notes__echo", "notes__whoami", "pause_task",
+		"read_messages", "remember", "resume_task", "schedule_task", "search_messages", "send_media", "send_message"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}

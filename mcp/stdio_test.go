@@ -85,8 +85,9 @@ func TestStdioAnswersWhileHostIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tools/list while the host is busy: %v", err)
 	}
-	// 11 tools plus the 4 generation tools the test server offers.
-	if len(tools.Tools) != 16 {
+	// 14 tools (the 3 conversation tools among them) plus the generation
+	// tools the test server offers.
+	if len(tools.Tools) != 19 {
 		t.Fatalf("%d tools", len(tools.Tools))
 	}
 	t.Logf("initialize + tools/list with a stuck host call: %v", time.Since(start))

@@ -42,6 +42,10 @@ func TestToolsList(t *testing.T) {
 		registry.GenerateVideo: {"prompt"},
 		registry.CancelVideo:   {"id"},
 		registry.ListVideos:    nil,
+		// The conversation, read from the store.
+		registry.SearchMessages: {"query"},
+		registry.ReadMessages:   nil,
+		registry.ListChats:      nil,
 	}
 	if len(res.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(res.Tools), len(want))

@@ -52,6 +52,8 @@ const (
 	Media
 	// Tasks is the host's scheduler (scheduler.Scheduler).
 	Tasks
+	// Messages is the host's history service (chatlog.Service).
+	Messages
 )
 
 func (s Service) String() string {
@@ -62,6 +64,8 @@ func (s Service) String() string {
 		return "media"
 	case Tasks:
 		return "tasks"
+	case Messages:
+		return "history"
 	}
 	return fmt.Sprintf("service(%d)", int(s))
 }
@@ -137,6 +141,7 @@ var All = []Spec{
 	remember, forget,
 	scheduleTask, listTasks, pauseTask, resumeTask, cancelTask,
 	generateImage, speak, generateVideo, cancelVideo, listVideos,
+	searchMessages, readMessages, listChats,
 }
 
 var byName = func() map[string]*Spec {

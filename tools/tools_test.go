@@ -90,6 +90,21 @@ func (f *fakeTasks) ServeChange(_ context.Context, _ *groups.Group, typ string, 
 	return tools.TaskResult{}, nil
 }
 
+type fakeMessages struct{ reached }
+
+func (f *fakeMessages) SearchMessages(context.Context, *groups.Group, tools.SearchMessagesArgs) (tools.MessagesResult, *tools.Error) {
+	f.hit()
+	return tools.MessagesResult{}, nil
+}
+func (f *fakeMessages) ReadMessages(context.Context, *groups.Group, tools.ReadMessagesArgs) (tools.MessagesResult, *tools.Error) {
+	f.hit()
+	return tools.MessagesResult{}, nil
+}
+func (f *fakeMessages) ListChats(context.Context, *groups.Group, tools.ListChatsArgs) (tools.ListChatsResult, *tools.Error) {
+	f.hit()
+	return tools.ListChatsResult{}, nil
+}
+
 // every Offer combination a server can be built for.
 func offers() []tools.Offer {
 	var out []tools.Offer
@@ -104,8 +119,8 @@ func offers() []tools.Offer {
 // own name, and a host handler exactly when the host answers it — and
 // every method of the host services is the handler of a registered tool.
 func TestRegistry(t *testing.T) {
-	media, tasks := &fakeMedia{}, &fakeTasks{}
-	svc := map[tools.Service]any{tools.Media: media, tools.Tasks: tasks}
+	media, tasks, msgs := &fakeMedia{}, &fakeTasks{}, &fakeMessages{}
+	svc := map[tools.Service]any{tools.Media: media, tools.Tasks: tasks, tools.Messages: msgs}
 	g := &groups.Group{Folder: "fam"}
 	for _, s := range tools.All {
 		t.Run(s.Name, func(t *testing.T) {
@@ -124,7 +139,7 @@ func TestRegistry(t *testing.T) {
 			// A standby answers reads only: a tool it answers is a host's,
 			// repeatable, and not one that sends or changes tasks.
 			if s.Standby && (s.Service == tools.Local || !s.Repeatable || !strings.HasPrefix(s.Name, "list_") &&
-				!slices.Contains([]string{tools.FetchMedia, tools.FetchURL, tools.WebSearch}, s.Name)) {
+				!slices.Contains([]string{tools.FetchMedia, tools.FetchURL, tools.WebSearch, tools.SearchMessages, tools.ReadMessages}, s.Name)) {
 				t.Errorf("answered on a standby, but it is not a read of the host")
 			}
 			switch {
@@ -151,8 +166,9 @@ func TestRegistry(t *testing.T) {
 		})
 	}
 	for iface, r := range map[reflect.Type]*reached{
-		reflect.TypeFor[tools.MediaHost](): &media.reached,
-		reflect.TypeFor[tools.TasksHost](): &tasks.reached,
+		reflect.TypeFor[tools.MediaHost]():    &media.reached,
+		reflect.TypeFor[tools.TasksHost]():    &tasks.reached,
+		reflect.TypeFor[tools.MessagesHost](): &msgs.reached,
 	} {
 		for i := range iface.NumMethod() {
 			if m := iface.Method(i).Name; !slices.Contains(r.methods, m) {

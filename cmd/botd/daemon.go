@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/chatlog"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
@@ -52,6 +53,8 @@ type daemon struct {
 	sink   channels.Sink
 	agent  *agent.Agent
 	sched  *scheduler.Scheduler
+	// history answers the conversation tools (search_messages, …).
+	history *chatlog.Service
 	// llm builds the providers; uploads is nil when llm.files.upload is off.
 	llm     *llmProviders
 	uploads *uploads.Store
@@ -95,6 +98,7 @@ func (d *daemon) open(ctx context.Context) error {
 		return err
 	}
 	d.store = st
+	d.history = chatlog.NewService(st, d.groups, d.cfg.Location(), d.log.With("component", "chatlog"))
 	d.reg = mediaregistry.New(st.DB, d.cfg.Media.RefTTL.D())
 	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, d.cfg.Media.CacheTTL.D())
 	if err != nil {

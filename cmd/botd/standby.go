@@ -43,7 +43,7 @@ func (d *daemon) standBy(ctx context.Context) (stop func()) {
 	sched := scheduler.New(scheduler.Options{
 		Store: d.store, Groups: d.groups, Location: d.cfg.Location(), Log: d.log.With("component", "scheduler"),
 	})
-	h := standbyHandler{serve: tools.Dispatch{tools.Media: ms, tools.Tasks: sched}, why: d.standbyText}
+	h := standbyHandler{serve: tools.Dispatch{tools.Media: ms, tools.Tasks: sched, tools.Messages: d.history}, why: d.standbyText}
 	host := d.newHost(h, log)
 	if err := host.Start(ctx); err != nil {
 		log.Error("standby: `botd mcp` clients are not answered while standing by", "err", err)

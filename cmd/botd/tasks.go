@@ -41,7 +41,7 @@ func (d *daemon) waitScheduler() {
 type hostHandler struct{ d *daemon }
 
 func (h hostHandler) Handle(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
-	return tools.Dispatch{tools.Media: h.d.media, tools.Tasks: h.d.sched}.Handle(ctx, group, req)
+	return tools.Dispatch{tools.Media: h.d.media, tools.Tasks: h.d.sched, tools.Messages: h.d.history}.Handle(ctx, group, req)
 }
 
 // caller answers the built-in agent's botd tools in-process, routed like
