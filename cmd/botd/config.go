@@ -5,9 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/box"
 )
 
 func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,8 +32,7 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	path := configPath(*cfgFlag)
-	cfg, err := config.Load(path)
+	path, cfg, err := readConfig(*cfgFlag)
 	var ps config.Problems
 	if errors.As(err, &ps) {
 		fmt.Fprintf(stdout, "%s: %d problem(s)\n", path, len(ps))
@@ -82,4 +87,91 @@ func configWarnings(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// unknownGroup is the error for a group folder the config does not have:
+// it lists the ones it has.
+func unknownGroup(set *groups.Set, folder string) error {
+	var have []string
+	for _, g := range set.All() {
+		have = append(have, g.Folder)
+	}
+	if len(have) == 0 {
+		return fail(1, "unknown group %q: the config has no groups (add one under groups:)", folder)
+	}
+	slices.Sort(have)
+	return fail(1, "unknown group %q: the config's groups are %s", folder, strings.Join(have, ", "))
+}
+
+// readConfig loads the config that flagValue (--config), ./config.yaml or
+// $BOTD_CONFIG names. A missing file is told with the folder looked in
+// and how to name another.
+func readConfig(flagValue string) (string, *config.Config, error) {
+	path := configPath(flagValue)
+	cfg, err := config.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		where, _ := filepath.Abs(filepath.Dir(path))
+		how := "give --config FILE or set BOTD_CONFIG"
+		if flagValue != "" {
+			how = "check the --config path"
+		}
+		return path, nil, fmt.Errorf("no config file %s in %s: %s (to start, copy config.example.yaml to config.yaml)",
+			filepath.Base(path), where, how)
+	}
+	return path, cfg, err
+}
+
+// loadConfigFor loads and validates for a command that uses only part of
+// the config: a problem under a key it does not use (uses says no) is
+// printed to warn as a warning and the command goes on; every other
+// problem stops it, listed. A nil uses means the command uses it all.
+func loadConfigFor(flagValue string, uses func(path string) bool, warn io.Writer) (*config.Config, error) {
+	path, cfg, err := readConfig(flagValue)
+	var ps config.Problems
+	if errors.As(err, &ps) {
+		var stop, skip config.Problems
+		for _, p := range ps {
+			if uses != nil && p.Path != "" && !uses(p.Path) {
+				skip = append(skip, p)
+			} else {
+				stop = append(stop, p)
+			}
+		}
+		if len(stop) > 0 {
+			lines := make([]string, len(stop))
+			for i, p := range stop {
+				lines[i] = "  " + p.String()
+			}
+			return nil, fail(1, "%s has %d problem(s):\n%s\nrun 'botd config check' after fixing them", path, len(stop), strings.Join(lines, "\n"))
+		}
+		for _, p := range skip {
+			fmt.Fprintf(warn, "warning: %s: %s (not used by this command; botd config check lists it)\n", path, p.String())
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, fail(1, "%v", err)
+	}
+	// One pool for every child that reads a member's file in this
+	// process, whatever group or client asks.
+	box.SetPool(cfg.Media.Parse.TotalMemoryBytes)
+	return cfg, nil
+}
+
+// under is a uses function: the keys at or below one of prefixes.
+func under(prefixes ...string) func(string) bool {
+	return func(path string) bool {
+		for _, p := range prefixes {
+			if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// notUnder is a uses function: every key but those at or below prefixes.
+func notUnder(prefixes ...string) func(string) bool {
+	in := under(prefixes...)
+	return func(path string) bool { return !in(path) }
 }

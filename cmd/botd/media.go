@@ -206,7 +206,7 @@ func mediaPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *group != "" {
 		g, ok := env.set.ByFolder(*group)
 		if !ok {
-			return fail(1, "no group with folder %q in the config", *group)
+			return unknownGroup(env.set, *group)
 		}
 		o.Group = g
 	}

@@ -19,7 +19,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"Print which botd instance is active on the config's database: its instance id, since when, the lease's epoch "+
 			"and when it was last renewed. Exit status 3 when no instance holds the lease.", stderr)
 	cfgFlag := configFlag(fs)
-	cfg, err := parseAndLoad(fs, args, cfgFlag)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	// It reads the lease: a mistake anywhere else is only a warning.
+	cfg, err := loadConfigFor(*cfgFlag, under("data_dir", "database", "timezone", "log_level"), stderr)
 	if err != nil {
 		return err
 	}
