@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/botd-dev/botd/channels"
@@ -37,7 +38,7 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if errors.As(err, &ps) {
 		fmt.Fprintf(stdout, "%s: %d problem(s)\n", path, len(ps))
 		for _, p := range ps {
-			fmt.Fprintln(stdout, "  "+p.String())
+			fmt.Fprintln(stdout, "  "+p.Located())
 		}
 		return fail(1, "")
 	}
@@ -77,10 +78,13 @@ func configWarnings(cfg *config.Config) []string {
 		if len(cfg.LLM.Models()) == 0 {
 			out = append(out, "llm.model: no model is configured, so no message can be answered (set llm.model and a provider's api_key)")
 		} else {
+			// LLMSetup names this config's variables, a local server's
+			// base URL among them (it needs no key).
 			out = append(out, "llm: no model can answer: every entry of llm.model and llm.fallback names a provider without an "+
-				"api_key (set one, e.g. ANTHROPIC_API_KEY for the example config)")
+				"api_key. "+cfg.LLMSetup())
 		}
 	}
+	out = append(out, groupWarnings(cfg)...)
 	for _, n := range channels.Networks() {
 		if w, ok := cfg.Channels.Network(n.Name).(channels.Warner); ok {
 			out = append(out, w.Warnings()...)
@@ -140,12 +144,12 @@ func loadConfigFor(flagValue string, uses func(path string) bool, warn io.Writer
 		if len(stop) > 0 {
 			lines := make([]string, len(stop))
 			for i, p := range stop {
-				lines[i] = "  " + p.String()
+				lines[i] = "  " + p.Located()
 			}
 			return nil, fail(1, "%s has %d problem(s):\n%s\nrun 'botd config check' after fixing them", path, len(stop), strings.Join(lines, "\n"))
 		}
 		for _, p := range skip {
-			fmt.Fprintf(warn, "warning: %s: %s (not used by this command; botd config check lists it)\n", path, p.String())
+			fmt.Fprintf(warn, "warning: %s: %s (not used by this command; botd config check lists it)\n", path, p.Located())
 		}
 		err = nil
 	}
@@ -174,4 +178,24 @@ func under(prefixes ...string) func(string) bool {
 func notUnder(prefixes ...string) func(string) bool {
 	in := under(prefixes...)
 	return func(path string) bool { return !in(path) }
+}
+
+// groupWarnings are groups entries that are valid but cannot be what was
+// meant: a chat id no chat of its network has, a trigger nobody types.
+func groupWarnings(cfg *config.Config) []string {
+	var out []string
+	for i, g := range cfg.Groups {
+		path := "groups[" + strconv.Itoa(i) + "]"
+		name, native, _ := strings.Cut(g.Chat, ":")
+		if n, ok := channels.Lookup(name); ok && n.ChatWarning != nil {
+			if w := n.ChatWarning(native); w != "" {
+				out = append(out, fmt.Sprintf("%s.chat%s: %q cannot be a %s chat: %s", path, cfg.At(path+".chat"), g.Chat, name, w))
+			}
+		}
+		if t := g.Trigger; t != "" && !strings.HasPrefix(t, "@") {
+			out = append(out, fmt.Sprintf("%s.trigger%s: %q has no @, so botd answers every message that starts with the word %s; "+
+				"for a mention write trigger: %q", path, cfg.At(path+".trigger"), t, t, "@"+t))
+		}
+	}
+	return out
 }

@@ -56,7 +56,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch {
 	case errors.As(err, &ps):
 		for _, p := range ps {
-			r.fail("config", p.String())
+			r.fail("config", p.Located())
 		}
 		r.fail("config", fmt.Sprintf("%s has %d problem(s); the other checks need a valid config", path, len(ps)))
 		return r.exit()

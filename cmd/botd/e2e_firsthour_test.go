@@ -242,3 +242,37 @@ func TestStatusWarnsAboutUnusedSections(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
+
+// A missing config names the folder looked in and how to name another;
+// an unknown group lists the groups; a bare media prune needs --yes.
+func TestCLIFirstMistakes(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), stdioOnlyConfig)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no config here", []string{"status"}, 1, []string{"no config file config.yaml in " + dir, "--config FILE", "BOTD_CONFIG"}},
+		{"no config at --config", []string{"config", "check", "--config", "nope.yaml"}, 1, []string{"no config file nope.yaml in " + dir, "check the --config path"}},
+		{"unknown group", []string{"mcp", "--group", "famly", "--config", "botd.yaml"}, 1, []string{`unknown group "famly": the config's groups are family`}},
+		{"bare prune", []string{"media", "prune", "--config", "botd.yaml"}, 2, []string{"add --yes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runCLI(t, dir, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "ipc", "famly")); err == nil {
+		t.Error("an unknown group got an IPC folder")
+	}
+}
