@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/nokey"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -83,6 +85,7 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 	if err != nil {
 		return conversation{}, 0, err
 	}
+	msgs = withoutNotices(msgs)
 	c := conversation{Msgs: msgs}
 	if len(msgs) > a.opts.MaxMessages {
 		c.Msgs, c.Omitted = msgs[len(msgs)-a.opts.MaxMessages:], true
@@ -111,6 +114,7 @@ func (a *Agent) loadConversation(ctx context.Context, g *groups.Group, cursor in
 		if err != nil {
 			return conversation{}, 0, err
 		}
+		c.Earlier = withoutNotices(c.Earlier)
 		if n := a.opts.ContextMessages; len(c.Earlier) == n && n >= 2 {
 			total, err := st.CountHistory(ctx, chats, after, cursor, since)
 			if err != nil {
@@ -323,3 +327,10 @@ func (a *Agent) recordNotes(ctx context.Context, g *groups.Group, runID string, 
 }
 
 func (a *Agent) now() time.Time { return a.opts.Now() }
+
+// withoutNotices drops botd's canned no-key answers (nokey) from the
+// assistant's own messages: they stay in the chat and the store, but a
+// model that later gets a key must not read them as what it said.
+func withoutNotices(ms []store.Message) []store.Message {
+	return slices.DeleteFunc(ms, func(m store.Message) bool { return m.FromMe && nokey.IsNotice(m.Text) })
+}
