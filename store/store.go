@@ -513,6 +513,8 @@ var migrations = []string{
 		PRIMARY KEY (room, seq)
 	);
 	CREATE UNIQUE INDEX web_room_messages_id ON web_room_messages(room, id);`,
+	// the name a web room guest chose, fixed for the session (websessions.go).
+	`ALTER TABLE web_sessions ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -377,7 +377,7 @@ func (w *Web) channelRows(now time.Time) []channelRow {
 }
 
 // withNames is a message as the dashboard quotes it: each attachment's
-// placeholder replaced by its name (or kind), the text kept.
+// placeholder replaced by its name (or kind) in brackets, the text kept.
 func withNames(text string) string {
 	ps := mediaregistry.Parse(text)
 	if len(ps) == 0 {
@@ -391,7 +391,7 @@ func withNames(text string) string {
 		if name == "" {
 			name = strings.ToLower(string(p.Kind))
 		}
-		b.WriteString("📎 " + name)
+		b.WriteString("[" + name + "]")
 		at = p.End
 	}
 	b.WriteString(text[at:])

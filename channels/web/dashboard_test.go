@@ -75,7 +75,7 @@ func TestDashboard(t *testing.T) {
 		`<span class="state running">running</span>`, // web
 		`<span class="state failed">failed</span>`,   // whatsapp
 		"logged out; run botd whatsapp login",        // its last problem
-		`data-run="run-1"`, "claude-haiku-4-5", "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: 📎 a.png look at this", "3s",
+		`data-run="run-1"`, "claude-haiku-4-5", "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: [a.png] look at this", "3s",
 		`data-run="run-0"`, "model_failed", "rate limited",
 		"web:main", "every message", "telegram:-100", "@Andy", // groups
 		"fake/model",
@@ -179,9 +179,9 @@ func TestCostTile(t *testing.T) {
 func TestWithNames(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain words": "plain words",
-		"[Image: cat.png, 1KB, image/png, ref:wb_abcdefghij12] look":             "📎 cat.png look",
-		"[Voice: 7s, 12KB, audio/ogg, ref:tg_abcdefghij12]":                      "📎 voice",
-		"[Document: a.pdf, 2KB, application/pdf, ref:tg_abcdefghij12]\nand this": "📎 a.pdf\nand this",
+		"[Image: cat.png, 1KB, image/png, ref:wb_abcdefghij12] look":             "[cat.png] look",
+		"[Voice: 7s, 12KB, audio/ogg, ref:tg_abcdefghij12]":                      "[voice]",
+		"[Document: a.pdf, 2KB, application/pdf, ref:tg_abcdefghij12]\nand this": "[a.pdf]\nand this",
 	} {
 		if got := withNames(in); got != want {
 			t.Errorf("withNames(%q) = %q, want %q", in, got, want)
