@@ -115,6 +115,9 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(1, "mcp http: %v", err)
 	}
 	log.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", mcp.HTTPPath, "groups", len(servers))
+	if cfg.MCP.HTTP.AllowRemote {
+		log.Warn("botd mcp --http may be reachable from other machines (mcp.http.allow_remote): put it behind TLS, the tokens cross the network")
+	}
 	return mcp.Serve(ctx, ln, h)
 }
 
