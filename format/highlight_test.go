@@ -44,6 +44,10 @@ func TestWebHighlight(t *testing.T) {
 			}
 		})
 	}
+	// A draft (an answer still being written) is not coloured yet.
+	if p := Render("```go\nx := 1\n```", WebDraft, 0); strings.Contains(p[0], "span") || !strings.Contains(p[0], `<pre><code class="language-go">x := 1</code></pre>`) {
+		t.Errorf("web draft: %s", p[0])
+	}
 	// Other networks show code plain.
 	if p := Render("```go\nx := 1\n```", Telegram, 0); strings.Contains(p[0], "span") {
 		t.Errorf("telegram got spans: %s", p[0])
