@@ -581,6 +581,8 @@ var migrations = []string{
 		GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, left(text, 100000))) STORED;
 	CREATE INDEX messages_text_search ON messages USING GIN (text_search);`) +
 		`CREATE INDEX messages_chat_ts ON messages(chat_id, ts);`,
+	// 21: the name a web room guest chose, fixed for the session (websessions.go).
+	`ALTER TABLE web_sessions ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -193,6 +193,12 @@ func TestResourcesReadOfALargeFileInParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); host.Wait() })
+	// The host stands in for `botd run`, so it holds the data folder.
+	lock, err := lockDataDir(filepath.Join(dir, "data"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
 
 	// Without the race detector, whose shadow memory would make the peak meaningless.
 	p := startBin(t, plainBotd(t), dir, "mcp", "--http", "--config", "botd.yaml")
