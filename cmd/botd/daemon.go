@@ -19,7 +19,6 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/internal/startpages"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/llm/uploads"
@@ -412,11 +411,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	defer d.serving.Store(false)
 	// Start is over: the init code of every linked package (networks not
 	// enabled included) need not stay mapped.
-	if n, err := startpages.Release(); err != nil {
-		d.log.Debug("start pages kept", "err", err)
-	} else {
-		d.log.Debug("start pages released", "kB", n/1024)
-	}
+	releaseStartPages(d.log)
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
 	d.serving.Store(false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/startpages"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/tools"
@@ -73,6 +75,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if up, _ := dataDirRunning(cfg.DataDir); !up {
 			log.Warn("botd run is not running on this data folder: the media tools answer so until it starts", "data_dir", cfg.DataDir)
 		}
+		releaseStartPages(log)
 		return mcp.ServeStdio(ctx, srv, os.Stdin, stdout)
 	}
 	// Clients over HTTP may be on other machines: fetched files also come
@@ -118,7 +121,19 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.MCP.HTTP.AllowRemote {
 		log.Warn("botd mcp --http may be reachable from other machines (mcp.http.allow_remote): put it behind TLS, the tokens cross the network")
 	}
+	releaseStartPages(log)
 	return mcp.Serve(ctx, ln, h)
+}
+
+// releaseStartPages gives back the binary's pages only the start touched
+// (internal/startpages): a botd mcp runs as long as its client, often
+// several at once beside botd run.
+func releaseStartPages(log *slog.Logger) {
+	if n, err := startpages.Release(); err != nil {
+		log.Debug("start pages kept", "err", err)
+	} else {
+		log.Debug("start pages released", "kB", n/1024)
+	}
 }
 
 // httpFlag is --http, whose address is optional: --http alone serves on
