@@ -138,4 +138,30 @@ func TestHistoryIsSearchedEndToEnd(t *testing.T) {
 	if res.IsError || !gotImage {
 		t.Fatalf("fetch_media of the ref read_messages showed: error %v, image %v: %s", res.IsError, gotImage, resultText(res))
 	}
+
+	// And through the official TypeScript SDK's client, as Claude Desktop.
+	if !haveSDK(t) {
+		return
+	}
+	got := sdkClient(t, []string{"BOTD_CONFIG="}, []string{"mcp", "--group", "family", "--config", filepath.Join(dir, "botd.yaml")},
+		[]sdkCall{
+			{Tool: "search_messages", Args: map[string]any{"query": "tickets"}},
+			{Tool: "read_messages", Args: map[string]any{"around": "11", "limit": 3}},
+			{Tool: "fetch_media", Args: map[string]any{"mediaRef": ref}},
+		})
+	search, around, fetched := got[0], got[1], got[2]
+	if m := bobsMatch.FindStringSubmatch(search.text()); search.IsError || m == nil || m[1] != "11" ||
+		!strings.Contains(search.text(), old.Add(time.Minute).UTC().Format("2006-01-02")) {
+		t.Fatalf("search_messages through the SDK: Bob's message with its time and sender not found: %+v", search)
+	}
+	if txt := around.text(); around.IsError || !strings.Contains(txt, "Who has the tickets") || !strings.Contains(txt, "ref:"+ref) {
+		t.Fatalf("read_messages around Bob's message through the SDK lacks its neighbours or the photo's placeholder:\n%s", txt)
+	}
+	var sdkImage bool
+	for _, c := range fetched.Content {
+		sdkImage = sdkImage || (c.Type == "image" && strings.HasPrefix(c.MimeType, "image/") && c.Data != "")
+	}
+	if fetched.IsError || !sdkImage {
+		t.Fatalf("fetch_media of the ref through the SDK: %+v", fetched.text())
+	}
 }
