@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,16 @@ type daemon struct {
 	// the groups approved live.
 	chanSnap atomic.Pointer[map[string]channels.Channel]
 	keptKick chan struct{}
+	// cfgPath is the config file a reload reads again (reload.go); live
+	// is the config in force (d.cfg is the one botd started with), and
+	// cfgSum the bytes last read, so a change of the file that changes
+	// nothing is not a reload. reloadMu holds one reload at a time.
+	cfgPath  string
+	live     atomic.Pointer[config.Config]
+	cfgSum   [32]byte
+	reloadMu sync.Mutex
+	// hup delivers SIGHUP, caught for the whole run (notifyHUP).
+	hup <-chan os.Signal
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -80,6 +91,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 		return nil, fail(1, "groups: %v", err)
 	}
 	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard, keptKick: make(chan struct{}, 1)}
+	d.live.Store(cfg)
 	d.observe()
 	d.observeOps()
 	return d, nil
@@ -343,6 +355,9 @@ func (d *daemon) startChannels(ctx context.Context) error {
 // opens the database and waits; the active instance serves until ctx
 // ends or the lease may be lost.
 func (d *daemon) run(ctx context.Context) error {
+	hup, stopHUP := notifyHUP()
+	defer stopHUP()
+	d.hup = hup
 	lock, err := lockDataDir(d.cfg.DataDir, time.Now())
 	if err != nil {
 		return err
@@ -404,6 +419,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	// Video jobs send to the chats, so they resume once channels run.
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.videos.RunVideoJobs(hostCtx) }()
+	d.startReload(intakeCtx)
 	d.serving.Store(true)
 	defer d.serving.Store(false)
 	// Start is over: the init code of every linked package (networks not

@@ -70,5 +70,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	d.out = stdout
+	d.followFile(configPath(*cfgFlag))
 	return d.run(ctx)
 }
