@@ -162,9 +162,9 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Run: set.Run, Context: set.Context,
 		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
 			Gate: set.Gate, AckReaction: set.AckReaction},
-		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
-		Time:   agent.TimeOptions{Location: d.cfg.Location()},
-		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
+		Batch: agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
+		Time:  agent.TimeOptions{Location: d.cfg.Location()},
+		Hooks: agent.Hooks{RunDone: d.metrics.RunDone},
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
