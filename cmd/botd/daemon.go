@@ -81,8 +81,10 @@ type daemon struct {
 	live     atomic.Pointer[config.Config]
 	cfgSum   [32]byte
 	reloadMu sync.Mutex
-	// hup delivers SIGHUP, caught for the whole run (notifyHUP).
-	hup <-chan os.Signal
+	// hup delivers SIGHUP, caught for the whole run (notifyHUP);
+	// logLevel is log's level, which a reload may change (nil: fixed).
+	hup      <-chan os.Signal
+	logLevel *slog.LevelVar
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {

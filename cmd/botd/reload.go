@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,12 +29,12 @@ import (
 const reloadSettle = 300 * time.Millisecond
 
 // liveKeys are the config's keys that a running botd takes up when it
-// reads its file again (reload): the groups (added, removed, changed;
+// reads its file again (reload): the log level, the groups (added, removed, changed;
 // those approved live stay), access, the reaction, the model chain and
 // its providers, and the agent's limits. Every other key needs a restart,
 // and a reload names those that changed in one log line.
 var liveKeys = []string{
-	"groups", "access", "ack_reaction",
+	"log_level", "groups", "access", "ack_reaction",
 	"llm.model", "llm.fallback", "llm.providers",
 	"agent.max_cost_per_day", "agent.max_iterations", "agent.max_messages", "agent.run_timeout", "agent.context",
 }
@@ -178,13 +180,21 @@ func (d *daemon) reload(ctx context.Context, why string) {
 // force: the agent's settings first (a new chain can still fail to
 // build, and then nothing changed), then the groups.
 func (d *daemon) applyLive(next *config.Config, live []string) error {
-	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool { return touches([]string{k}, "groups") })
+	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool {
+		return touches([]string{k}, "groups") || k == "log_level"
+	})
 	if len(agentKeys) > 0 {
 		set, err := d.agentSettings(next, newLLMProviders(next, d.llmFiles()))
 		if err != nil {
 			return err
 		}
 		d.agent.Apply(set)
+	}
+	if slices.Contains(live, "log_level") && d.logLevel != nil {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(next.LogLevel)); err == nil {
+			d.logLevel.Set(l)
+		}
 	}
 	if !touches(live, "groups") {
 		return nil
@@ -307,6 +317,15 @@ func (d *daemon) watchConfig(ctx context.Context, w *fsnotify.Watcher, hup <-cha
 			d.reload(ctx, "the file changed")
 		}
 	}
+}
+
+// newLevelLogger is newLogger whose level a reload can change (log_level).
+func newLevelLogger(level string, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	lv.Set(l)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), lv
 }
 
 // notifyHUP catches SIGHUP for the whole life of `botd run`: from the
