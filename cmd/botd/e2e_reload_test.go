@@ -235,5 +235,37 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 	}
 	r.say(-100, "@Andy q-after-restart-keys")
 	r.answered(-100, "q-after-restart-keys")
+	// botd reload asks the running botd and reports its word: the keys
+	// still wait for a restart.
+	out, code := runCLI(t, r.dir, "reload", "--config", "botd.yaml")
+	if code != 0 || !strings.Contains(out, "needs a restart to take effect: agent.max_concurrent, ops.listen") {
+		t.Fatalf("botd reload (exit %d):\n%s", code, out)
+	}
+
+	// The model: the next request names the new one.
+	r.replace("name: gpt-4.1}", "name: gpt-4.1-mini}")
+	r.logged("changed=llm.model.name", 1)
+	r.say(-100, "@Andy q-new-model")
+	r.answered(-100, "q-new-model")
+	var last string
+	for _, req := range r.model.Requests() {
+		if strings.Contains(string(req.Body), "q-new-model") {
+			last = string(req.Body)
+		}
+	}
+	if !strings.Contains(last, `"model":"gpt-4.1-mini"`) {
+		t.Fatalf("the request after the reload does not name the new model:\n%.600s", last)
+	}
+
+	// A broken file is not sent: botd reload lists config check's lines.
+	r.replace("groups:\n", "groupz: 1\ngroups:\n")
+	check, _ := runCLI(t, r.dir, "config", "check", "--config", "botd.yaml")
+	out, code = runCLI(t, r.dir, "reload", "--config", "botd.yaml")
+	if code != 1 || !strings.Contains(out, "not reloaded") || !strings.Contains(out, strings.Split(strings.TrimSpace(check), "\n")[1]) {
+		t.Fatalf("botd reload of a broken file (exit %d):\n%s\nconfig check says:\n%s", code, out, check)
+	}
 	r.host.stop(t)
+	if out, code := runCLI(t, r.dir, "reload", "--config", "botd.yaml"); code != 1 || !strings.Contains(out, "not running") {
+		t.Fatalf("botd reload with botd stopped (exit %d):\n%s", code, out)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/atomicfile"
 )
 
 // reloadSettle is how long the config's folder must be quiet after a
@@ -120,26 +123,62 @@ func checkConfig(ctx context.Context, path string) (problems []string, ok bool) 
 	return problems, false
 }
 
+// reloadStatusName is the file in data_dir where `botd run` writes how
+// its last reload went, for `botd reload` to report: key paths and
+// config check's messages, never a value of the config.
+const reloadStatusName = "reload.json"
+
+// reloadStatus is how one reload went.
+type reloadStatus struct {
+	At      time.Time `json:"at"`
+	Because string    `json:"because"`
+	// Outcome is "reloaded", "unchanged" or "refused".
+	Outcome  string   `json:"outcome"`
+	Changed  []string `json:"changed,omitempty"`
+	Restart  []string `json:"restart,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+}
+
 // reload reads the config file again and puts what can change live in
 // force; why says what asked (a signal, a change of the file). A config
 // with problems is refused, logged with config check's messages, and the
-// running config stays. One reload at a time.
+// running config stays. One reload at a time; each is logged and written
+// to reloadStatusName.
 func (d *daemon) reload(ctx context.Context, why string) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	st := d.reloadOnce(ctx)
+	st.At, st.Because = time.Now().UTC(), why
 	log := d.log.With("component", "reload", "config", d.cfgPath, "because", why)
-	refuse := func(problems []string) {
+	switch {
+	case st.Outcome == "refused":
 		log.Error("config not reloaded: it has problems; the running config stays (botd config check lists them)",
-			"problems", strings.Join(problems, "; "))
+			"problems", strings.Join(st.Problems, "; "))
+	case len(st.Changed) > 0:
+		log.Info("config reloaded", "changed", strings.Join(st.Changed, ", "))
+	case len(st.Restart) == 0:
+		log.Info("config read again: nothing changed")
 	}
+	if len(st.Restart) > 0 {
+		log.Warn("config changes that need a restart; botd keeps running with the values it started with",
+			"keys", strings.Join(st.Restart, ", "))
+	}
+	if b, err := json.Marshal(st); err == nil {
+		if err := atomicfile.WriteFile(filepath.Join(d.cfg.DataDir, reloadStatusName), b, 0o640); err != nil {
+			log.Warn("how the reload went was not written for botd reload", "err", err)
+		}
+	}
+}
+
+// reloadOnce is reload's work: check, read, compare, apply.
+func (d *daemon) reloadOnce(ctx context.Context) reloadStatus {
+	refused := func(problems ...string) reloadStatus { return reloadStatus{Outcome: "refused", Problems: problems} }
 	data, err := os.ReadFile(d.cfgPath)
 	if err != nil {
-		refuse([]string{err.Error()})
-		return
+		return refused(err.Error())
 	}
 	if problems, ok := checkConfig(ctx, d.cfgPath); !ok {
-		refuse(problems)
-		return
+		return refused(problems...)
 	}
 	// Read again for the values: the check read the file too, and one
 	// that changed in between is checked here (Load validates).
@@ -150,45 +189,57 @@ func (d *daemon) reload(ctx context.Context, why string) {
 		for _, p := range ps {
 			lines = append(lines, p.String())
 		}
-		refuse(lines)
-		return
+		return refused(lines...)
 	}
 	if err != nil {
-		refuse([]string{err.Error()})
-		return
+		return refused(err.Error())
 	}
 	d.cfgSum = sha256.Sum256(data)
 	p := planReload(d.cfg, d.live.Load(), next)
 	if err := d.applyLive(next, p.live); err != nil {
-		refuse([]string{err.Error()})
-		return
+		return refused(err.Error())
 	}
 	d.live.Store(next)
-	switch {
-	case len(p.live) > 0:
-		log.Info("config reloaded", "changed", strings.Join(p.live, ", "))
-	case len(p.restart) == 0:
-		log.Info("config read again: nothing changed")
+	st := reloadStatus{Outcome: "unchanged", Changed: p.live, Restart: p.restart}
+	if len(p.live) > 0 {
+		st.Outcome = "reloaded"
 	}
-	if len(p.restart) > 0 {
-		log.Warn("config changes that need a restart; botd keeps running with the values it started with",
-			"keys", strings.Join(p.restart, ", "))
-	}
+	return st
 }
 
 // applyLive puts the changed keys (live, from planReload) of next in
-// force: the agent's settings first (a new chain can still fail to
-// build, and then nothing changed), then the groups.
+// force. What can fail is done first (the new chain built, the groups
+// replaced), so a failure changes nothing; then the agent's settings are
+// swapped, the log level set, and the new groups' folders made.
 func (d *daemon) applyLive(next *config.Config, live []string) error {
 	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool {
 		return touches([]string{k}, "groups") || k == "log_level"
 	})
+	var set *agent.Settings
 	if len(agentKeys) > 0 {
-		set, err := d.agentSettings(next, newLLMProviders(next, d.llmFiles()))
+		s, err := d.agentSettings(next, newLLMProviders(next, d.llmFiles()))
 		if err != nil {
 			return err
 		}
-		d.agent.Apply(set)
+		set = &s
+	}
+	was := map[string]bool{}
+	for _, g := range d.groups.All() {
+		was[g.Folder] = true
+	}
+	if touches(live, "groups") {
+		// Triggers default to the name botd started with: assistant_name
+		// needs a restart.
+		left, err := d.groups.Replace(d.cfg.AssistantName, next.GroupList())
+		if err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
+		for _, k := range left {
+			d.log.Warn("group approved live left out: the config now has its folder or chat", "group", k.Folder, "chat", k.Chat)
+		}
+	}
+	if set != nil {
+		d.agent.Apply(*set)
 	}
 	if slices.Contains(live, "log_level") && d.logLevel != nil {
 		var l slog.Level
@@ -198,19 +249,6 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 	}
 	if !touches(live, "groups") {
 		return nil
-	}
-	was := map[string]bool{}
-	for _, g := range d.groups.All() {
-		was[g.Folder] = true
-	}
-	// Triggers default to the name botd started with: assistant_name
-	// needs a restart.
-	left, err := d.groups.Replace(d.cfg.AssistantName, next.GroupList())
-	if err != nil {
-		return fmt.Errorf("groups: %w", err)
-	}
-	for _, k := range left {
-		d.log.Warn("group approved live left out: the config now has its folder or chat", "group", k.Folder, "chat", k.Chat)
 	}
 	for _, g := range d.groups.All() {
 		if was[g.Folder] || g.Kept {
