@@ -265,6 +265,7 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 		t.Fatalf("botd reload of a broken file (exit %d):\n%s\nconfig check says:\n%s", code, out, check)
 	}
 	r.host.stop(t)
+	r.edit(func(string) string { return string(good) })
 	if out, code := runCLI(t, r.dir, "reload", "--config", "botd.yaml"); code != 1 || !strings.Contains(out, "not running") {
 		t.Fatalf("botd reload with botd stopped (exit %d):\n%s", code, out)
 	}
