@@ -241,6 +241,10 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 	if set != nil {
 		d.agent.Apply(*set)
 	}
+	if slices.Contains(live, "agent.max_cost_per_day") && d.videos != nil {
+		// The same day's budget bounds the media the group makes.
+		d.videos.SetMaxCostPerDay(set.MaxCostPerDay)
+	}
 	if slices.Contains(live, "log_level") && d.logLevel != nil {
 		var l slog.Level
 		if err := l.UnmarshalText([]byte(next.LogLevel)); err == nil {
