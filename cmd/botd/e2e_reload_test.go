@@ -56,15 +56,23 @@ type reloadRig struct {
 	id    int
 }
 
-func newReloadRig(t *testing.T) *reloadRig {
+// answerQuestion is the scripted model: "A:" and the newest question.
+func answerQuestion(req llmfake.Request) llmfake.Reply {
+	qs := question.FindAllStringSubmatch(string(req.Body), -1)
+	if len(qs) == 0 {
+		return llmfake.Reply{Text: "no question"}
+	}
+	return llmfake.Reply{Text: "A:" + qs[len(qs)-1][1]}
+}
+
+// newReloadRig starts botd over a model answering with reply (nil:
+// answerQuestion).
+func newReloadRig(t *testing.T, reply func(llmfake.Request) llmfake.Reply) *reloadRig {
 	r := &reloadRig{t: t, dir: t.TempDir(), tg: telegramtest.New(t)}
-	r.model = llmfake.New(t, func(req llmfake.Request) llmfake.Reply {
-		qs := question.FindAllStringSubmatch(string(req.Body), -1)
-		if len(qs) == 0 {
-			return llmfake.Reply{Text: "no question"}
-		}
-		return llmfake.Reply{Text: "A:" + qs[len(qs)-1][1]}
-	})
+	if reply == nil {
+		reply = answerQuestion
+	}
+	r.model = llmfake.New(t, reply)
 	r.cfg = filepath.Join(r.dir, "botd.yaml")
 	r.edit(func(string) string {
 		return fmt.Sprintf(reloadConfig, telegramtest.Token, r.tg.URL(), r.model.URL+"/v1")
@@ -150,7 +158,7 @@ func (r *reloadRig) lastTrigger(folder string) string {
 // keeps answering. A group added to the file is answered, no signal and no
 // restart. A key that needs a restart is named in the one restart line.
 func TestConfigReloadEndToEnd(t *testing.T) {
-	r := newReloadRig(t)
+	r := newReloadRig(t, nil)
 	r.say(-200, "@Andy q-club-before")
 	r.answered(-200, "q-club-before")
 
@@ -269,4 +277,47 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 	if out, code := runCLI(t, r.dir, "reload", "--config", "botd.yaml"); code != 1 || !strings.Contains(out, "not running") {
 		t.Fatalf("botd reload with botd stopped (exit %d):\n%s", code, out)
 	}
+}
+
+// A reload while a run is going: the run finishes with the model it
+// started with (its second turn, after a tool call, still names it), the
+// next run names the new one.
+func TestReloadDuringARunEndToEnd(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	r := newReloadRig(t, func(req llmfake.Request) llmfake.Reply {
+		// The question's first turn only: a later run carries it as an
+		// earlier message, and its second turn the tool's result.
+		if answerQuestion(req).Text == "A:q-inflight" && !strings.Contains(string(req.Body), `"tool_call_id"`) {
+			close(entered)
+			<-release
+			return llmfake.Reply{Tool: "list_media", Args: `{}`}
+		}
+		return answerQuestion(req)
+	})
+	r.say(-100, "@Andy q-inflight")
+	testwait.Within(t, 60*time.Second, "the run's first model call", func() bool {
+		select {
+		case <-entered:
+			return true
+		default:
+			return false
+		}
+	})
+	r.replace("name: gpt-4.1}", "name: gpt-4.1-mini}")
+	r.logged("changed=llm.model.name", 1)
+	close(release)
+	r.answered(-100, "q-inflight")
+	r.say(-100, "@Andy q-after")
+	r.answered(-100, "q-after")
+	var models []string
+	for _, req := range r.model.Requests() {
+		m := regexp.MustCompile(`"model":"([^"]+)"`).FindStringSubmatch(string(req.Body))
+		if m != nil {
+			models = append(models, m[1])
+		}
+	}
+	if want := []string{"gpt-4.1", "gpt-4.1", "gpt-4.1-mini"}; !slices.Equal(models, want) {
+		t.Fatalf("models asked = %q, want %q: the run in flight keeps its model, the next takes the new one", models, want)
+	}
+	r.host.stop(t)
 }
