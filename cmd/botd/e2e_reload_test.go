@@ -229,6 +229,20 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 		t.Errorf("the added group's workspace: %v", err)
 	}
 
+	// Access: a stranger gets a pairing code; with unknown_chats: ignore
+	// read again, the next stranger gets nothing (the family's marker,
+	// later in the same stream of updates, shows it was handled).
+	r.say(-800, "@botd_test_bot q-stranger-before")
+	testwait.Within(t, 60*time.Second, "the pairing reply", func() bool { return len(sentTo(r.tg, -800)) > 0 })
+	r.replace("data_dir: ./data\n", "data_dir: ./data\naccess: {unknown_chats: ignore}\n")
+	r.logged("changed=access.unknown_chats", 1)
+	r.say(-900, "@botd_test_bot q-stranger-after")
+	r.say(-100, "@Andy q-family-marker-2")
+	r.answered(-100, "q-family-marker-2")
+	if got := sentTo(r.tg, -900); len(got) != 0 {
+		t.Fatalf("with unknown_chats: ignore a stranger was answered: %q", got)
+	}
+
 	// Keys that need a restart: named, all in one line; botd goes on.
 	r.replace("data_dir: ./data\n", "data_dir: ./data\nagent: {max_concurrent: 2}\nops: {listen: \"127.0.0.1:0\"}\n")
 	r.logged("config changes that need a restart", 1)

@@ -32,9 +32,9 @@ import (
 const reloadSettle = 300 * time.Millisecond
 
 // liveKeys are the config's keys that a running botd takes up when it
-// reads its file again (reload): the log level, the groups (added, removed, changed;
-// those approved live stay), access, the reaction, the model chain and
-// its providers, and the agent's limits. Every other key needs a restart,
+// reads its file again (reload): the log level, the groups (added,
+// removed, changed; those approved live stay), access, the reaction, the
+// model chain and its providers, and the agent's limits. Every other key needs a restart,
 // and a reload names those that changed in one log line.
 var liveKeys = []string{
 	"log_level", "groups", "access", "ack_reaction",
@@ -44,12 +44,13 @@ var liveKeys = []string{
 
 // isLive reports whether the key path is at or below one of liveKeys.
 func isLive(path string) bool {
-	for _, k := range liveKeys {
-		if path == k || strings.HasPrefix(path, k+".") || strings.HasPrefix(path, k+"[") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(liveKeys, func(k string) bool { return keyUnder(path, k) })
+}
+
+// keyUnder reports whether the key path is key or one of its keys or
+// entries.
+func keyUnder(path, key string) bool {
+	return path == key || strings.HasPrefix(path, key+".") || strings.HasPrefix(path, key+"[")
 }
 
 // mediaProviders are the providers of llm.providers the media services
@@ -87,7 +88,7 @@ func planReload(started, applied, next *config.Config) plan {
 		// A provider the media services use: the chain takes the new
 		// values, the services keep those they started with.
 		for _, name := range media {
-			if name != "" && (k == "llm.providers."+name || strings.HasPrefix(k, "llm.providers."+name+".")) {
+			if name != "" && keyUnder(k, "llm.providers."+name) {
 				p.restart = append(p.restart, k)
 				break
 			}
@@ -96,11 +97,9 @@ func planReload(started, applied, next *config.Config) plan {
 	return p
 }
 
-// touches reports whether a key of keys is at or below prefix.
-func touches(keys []string, prefix string) bool {
-	return slices.ContainsFunc(keys, func(k string) bool {
-		return k == prefix || strings.HasPrefix(k, prefix+".") || strings.HasPrefix(k, prefix+"[")
-	})
+// touches reports whether a key of keys is at or below key.
+func touches(keys []string, key string) bool {
+	return slices.ContainsFunc(keys, func(k string) bool { return keyUnder(k, key) })
 }
 
 // checkConfig is `botd config check` of the file at path, in this
@@ -109,7 +108,8 @@ func touches(keys []string, prefix string) bool {
 // problems are the lines that list them.
 func checkConfig(ctx context.Context, path string) (problems []string, ok bool) {
 	var out bytes.Buffer
-	if err := cmdConfig(ctx, []string{"check", "--config", path}, &out, &out); err == nil {
+	err := cmdConfig(ctx, []string{"check", "--config", path}, &out, &out)
+	if err == nil {
 		return nil, true
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -117,8 +117,9 @@ func checkConfig(ctx context.Context, path string) (problems []string, ok bool) 
 			problems = append(problems, l)
 		}
 	}
-	if len(problems) == 0 {
-		problems = []string{strings.TrimSpace(out.String())}
+	if msg := err.Error(); msg != "" {
+		// Said by the command itself (the file unreadable).
+		problems = append(problems, msg)
 	}
 	return problems, false
 }
@@ -212,9 +213,7 @@ func (d *daemon) reloadOnce(ctx context.Context) reloadStatus {
 // replaced), so a failure changes nothing; then the agent's settings are
 // swapped, the log level set, and the new groups' folders made.
 func (d *daemon) applyLive(next *config.Config, live []string) error {
-	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool {
-		return touches([]string{k}, "groups") || k == "log_level"
-	})
+	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool { return keyUnder(k, "groups") || k == "log_level" })
 	var set *agent.Settings
 	if len(agentKeys) > 0 {
 		s, err := d.agentSettings(next, newLLMProviders(next, d.llmFiles()))
