@@ -68,18 +68,32 @@ func answerQuestion(req llmfake.Request) llmfake.Reply {
 // newReloadRig starts botd over a model answering with reply (nil:
 // answerQuestion).
 func newReloadRig(t *testing.T, reply func(llmfake.Request) llmfake.Reply) *reloadRig {
+	r := prepareReloadRig(t, reply)
+	r.edit(func(string) string { return r.config() })
+	r.start()
+	return r
+}
+
+// prepareReloadRig is newReloadRig before the config is written and
+// botd started.
+func prepareReloadRig(t *testing.T, reply func(llmfake.Request) llmfake.Reply) *reloadRig {
 	r := &reloadRig{t: t, dir: t.TempDir(), tg: telegramtest.New(t)}
 	if reply == nil {
 		reply = answerQuestion
 	}
 	r.model = llmfake.New(t, reply)
 	r.cfg = filepath.Join(r.dir, "botd.yaml")
-	r.edit(func(string) string {
-		return fmt.Sprintf(reloadConfig, telegramtest.Token, r.tg.URL(), r.model.URL+"/v1")
-	})
-	r.host = startBotd(t, r.dir, "run", "--config", "botd.yaml")
-	r.host.waitLog(t, "botd running")
 	return r
+}
+
+// config is the rig's first config.
+func (r *reloadRig) config() string {
+	return fmt.Sprintf(reloadConfig, telegramtest.Token, r.tg.URL(), r.model.URL+"/v1")
+}
+
+func (r *reloadRig) start() {
+	r.host = startBotd(r.t, r.dir, "run", "--config", "botd.yaml")
+	r.host.waitLog(r.t, "botd running")
 }
 
 // edit rewrites the config as an editor saves: a new file renamed over
@@ -333,5 +347,40 @@ func TestReloadDuringARunEndToEnd(t *testing.T) {
 	if want := []string{"gpt-4.1", "gpt-4.1", "gpt-4.1-mini"}; !slices.Equal(models, want) {
 		t.Fatalf("models asked = %q, want %q: the run in flight keeps its model, the next takes the new one", models, want)
 	}
+	r.host.stop(t)
+}
+
+// A Kubernetes ConfigMap mounted as a folder: botd.yaml is a link to
+// ..data/botd.yaml, ..data a link to a folder of the version; an update
+// writes a new folder and renames a new ..data link over the old one.
+// The watch sees the swap, and the group the new version adds is answered.
+func TestConfigReloadConfigMapSwapEndToEnd(t *testing.T) {
+	r := prepareReloadRig(t, nil)
+	version := func(name, content string) {
+		t.Helper()
+		if err := os.Mkdir(filepath.Join(r.dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(r.dir, name, "botd.yaml"), content)
+		if err := os.Symlink(name, filepath.Join(r.dir, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(r.dir, "..data_tmp"), filepath.Join(r.dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_01", r.config())
+	if err := os.Symlink("..data/botd.yaml", r.cfg); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	version("..2026_02", strings.Replace(r.config(), "groups:\n", "groups:\n  - {folder: mapped, chat: \"telegram:-300\"}\n", 1))
+	os.RemoveAll(filepath.Join(r.dir, "..2026_01"))
+	r.logged("group added by the config: answering there now", 1)
+	if !strings.Contains(r.host.Logs(), `because="the file changed"`) {
+		t.Fatalf("the reload was not the watch's:\n%s", r.host.Logs())
+	}
+	r.say(-300, "@Andy q-mapped")
+	r.answered(-300, "q-mapped")
 	r.host.stop(t)
 }
