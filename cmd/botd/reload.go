@@ -148,9 +148,10 @@ type reloadStatus struct {
 func (d *daemon) reload(ctx context.Context, why string) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	began := time.Now()
 	st := d.reloadOnce(ctx)
 	st.At, st.Because = time.Now().UTC(), why
-	log := d.log.With("component", "reload", "config", d.cfgPath, "because", why)
+	log := d.log.With("component", "reload", "config", d.cfgPath, "because", why, "took", time.Since(began).Round(time.Millisecond))
 	switch {
 	case st.Outcome == "refused":
 		log.Error("config not reloaded: it has problems; the running config stays (botd config check lists them)",
