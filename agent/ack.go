@@ -36,8 +36,9 @@ const ackTimeout = 10 * time.Second
 // with reactions offers it (Telegram's bots pick from a fixed list).
 const failReaction = "😢"
 
-// ackRun puts emoji (the AckReaction of the run's settings) on the message trig points at, where
-// its network has reactions, and returns what ends it with the run: off
+// ackRun puts emoji (the run's settings' AckReaction) on the message
+// trig points at, where its network has reactions, and returns what ends
+// it with the run: off
 // once the answer is out (or nothing was to be said), a failure mark when
 // the run failed, left alone when botd is stopping (the run comes again).
 // A scheduled task's message is botd's own: no reaction.
