@@ -38,10 +38,10 @@ const failReaction = "😢"
 
 // ackRun puts emoji (the run's settings' AckReaction) on the message
 // trig points at, where its network has reactions, and returns what ends
-// it with the run: off
-// once the answer is out (or nothing was to be said), a failure mark when
-// the run failed, left alone when botd is stopping (the run comes again).
-// A scheduled task's message is botd's own: no reaction.
+// it with the run: off once the answer is out (or nothing was to be
+// said), a failure mark when the run failed, left alone when botd is
+// stopping (the run comes again). A scheduled task's message is botd's
+// own: no reaction.
 func (a *Agent) ackRun(ctx context.Context, trig store.Trigger, emoji string) func(runResult) {
 	nothing := func(runResult) {}
 	if emoji == "" || trig.MessageID == "" {
