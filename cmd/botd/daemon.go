@@ -47,12 +47,14 @@ type daemon struct {
 	groups *groups.Set
 	chans  map[string]channels.Channel
 	media  *mediahost.Host
-	// videos runs the video jobs (media/generation).
-	videos *generation.Service
-	host   *ipc.Host
-	sink   channels.Sink
-	agent  *agent.Agent
-	sched  *scheduler.Scheduler
+	// videos runs the video jobs (media/generation); downloads is the
+	// media service, whose timeouts a reload may change.
+	videos    *generation.Service
+	downloads *media.Service
+	host      *ipc.Host
+	sink      channels.Sink
+	agent     *agent.Agent
+	sched     *scheduler.Scheduler
 	// llm builds the providers; uploads is nil when llm.files.upload is off.
 	llm     *llmProviders
 	uploads *uploads.Store
@@ -232,6 +234,7 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
 		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: log,
 	})
+	d.downloads = ms
 	ss := sending.New(sending.Options{Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, Log: log})
 	ls := links.New(links.Options{Media: ms, Pages: pages, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
 		Bill: d.store, Log: log})

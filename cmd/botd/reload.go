@@ -23,6 +23,7 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
+	"github.com/botd-dev/botd/media"
 )
 
 // reloadSettle is how long the config's folder must be quiet after a
@@ -34,12 +35,14 @@ const reloadSettle = 300 * time.Millisecond
 // liveKeys are the config's keys that a running botd takes up when it
 // reads its file again (reload): the log level, the groups (added,
 // removed, changed; those approved live stay), access, the reaction, the
-// model chain and its providers, and the agent's limits. Every other key needs a restart,
+// model chain and its providers, the agent's limits and a download's
+// timeouts. Every other key needs a restart,
 // and a reload names those that changed in one log line.
 var liveKeys = []string{
 	"log_level", "groups", "access", "ack_reaction",
 	"llm.model", "llm.fallback", "llm.providers",
 	"agent.max_cost_per_day", "agent.max_iterations", "agent.max_messages", "agent.run_timeout", "agent.context",
+	"media.download_timeout", "media.download_idle_timeout",
 }
 
 // isLive reports whether the key path is at or below one of liveKeys.
@@ -214,7 +217,9 @@ func (d *daemon) reloadOnce(ctx context.Context) reloadStatus {
 // replaced), so a failure changes nothing; then the agent's settings are
 // swapped, the log level set, and the new groups' folders made.
 func (d *daemon) applyLive(next *config.Config, live []string) error {
-	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool { return keyUnder(k, "groups") || k == "log_level" })
+	agentKeys := slices.DeleteFunc(slices.Clone(live), func(k string) bool {
+		return keyUnder(k, "groups") || keyUnder(k, "media") || k == "log_level"
+	})
 	var set *agent.Settings
 	if len(agentKeys) > 0 {
 		s, err := d.agentSettings(next, newLLMProviders(next, d.llmFiles()))
@@ -244,6 +249,9 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 	if slices.Contains(live, "agent.max_cost_per_day") && d.videos != nil {
 		// The same day's budget bounds the media the group makes.
 		d.videos.SetMaxCostPerDay(set.MaxCostPerDay)
+	}
+	if touches(live, "media") && d.downloads != nil {
+		d.downloads.SetTimeouts(media.Timeouts{Overall: next.Media.DownloadTimeout.D(), Idle: next.Media.DownloadIdleTimeout.D()})
 	}
 	if slices.Contains(live, "log_level") && d.logLevel != nil {
 		var l slog.Level

@@ -67,6 +67,8 @@ func TestPlanReload(t *testing.T) {
 		{"a key the media services use too", edit("api_key: k2", "api_key: k3"),
 			[]string{"llm.providers.voice.api_key"}, []string{"llm.providers.voice.api_key"}},
 		{"the chain's key only", edit("api_key: k1", "api_key: k9"), []string{"llm.providers.chat.api_key"}, nil},
+		{"a download's timeouts and its size", edit("media:\n", "media:\n  download_timeout: 20m\n  download_idle_timeout: 2m\n  max_download_bytes: 50000000\n"),
+			[]string{"media.download_timeout", "media.download_idle_timeout"}, []string{"media.max_download_bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planReload(started, started, tc.next)
