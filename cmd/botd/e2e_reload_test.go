@@ -257,6 +257,20 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 		t.Fatalf("with unknown_chats: ignore a stranger was answered: %q", got)
 	}
 
+	// The group taken out of the file again: no longer answered (its
+	// folder stays).
+	r.replace("  - {folder: newcomers, name: Newcomers, chat: \"telegram:-300\"}\n", "")
+	r.logged("changed=groups\n", 2)
+	gone := r.say(-300, "@Andy q-newcomer-gone")
+	r.say(-100, "@Andy q-family-marker-3")
+	r.answered(-100, "q-family-marker-3")
+	if r.lastTrigger("newcomers") == fmt.Sprint(gone) || slices.Contains(sentTo(r.tg, -300), "A:q-newcomer-gone") {
+		t.Fatal("a group taken out of the config still asked for an answer")
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "groups", "newcomers", "MEMORY.md")); err != nil {
+		t.Errorf("the removed group's folder: %v", err)
+	}
+
 	// Keys that need a restart: named, all in one line; botd goes on.
 	r.replace("data_dir: ./data\n", "data_dir: ./data\nagent: {max_concurrent: 2}\nops: {listen: \"127.0.0.1:0\"}\n")
 	r.logged("config changes that need a restart", 1)
