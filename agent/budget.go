@@ -49,7 +49,6 @@ const msgBudget = "I've reached today's spending limit for this group, so I'll b
 // already cost that much is not run; the messages count as handled, and
 // the chat is told once a day.
 type budget struct {
-	limit int64 // micro-cents; 0 is no limit
 	st    *store.Store
 	now   func() time.Time
 	loc   *time.Location
@@ -60,9 +59,10 @@ type budget struct {
 	told map[string]string // folder → the day the chat was told its budget is spent
 }
 
-// over reports, and handles, a run the budget stops before it starts.
-func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (runResult, bool) {
-	if b.limit <= 0 {
+// over reports, and handles, a run the budget stops before it starts;
+// limit is the run's settings' (micro-cents; 0 is no limit).
+func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, limit int64) (runResult, bool) {
+	if limit <= 0 {
 		return runResult{}, false
 	}
 	log := b.log.With("group", folder)
@@ -72,10 +72,10 @@ func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (r
 	if err != nil {
 		return storeFailure(ctx, err), true
 	}
-	if spent < b.limit {
+	if spent < limit {
 		return runResult{}, false
 	}
-	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", b.limit)
+	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", limit)
 	if err := b.st.AdvanceAgentCursor(ctx, folder, trig.Seq); err != nil {
 		return storeFailure(ctx, err), true
 	}

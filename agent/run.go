@@ -67,7 +67,7 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	} else if ok {
 		a.queue.again(folder) // then whatever else is due
 		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-		return newRun(a, g, to).resume(ctx, b)
+		return newRun(a, a.settings(), g, to).resume(ctx, b)
 	}
 	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
@@ -76,12 +76,14 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
+	// The settings in force now are the run's to its end (settings.go).
+	set := a.settings()
 	// A group whose day's budget is spent is not run (budget.go).
-	if res, over := a.budget.over(ctx, folder, trig); over {
+	if res, over := a.budget.over(ctx, folder, trig, set.MaxCostPerDay); over {
 		return res
 	}
-	seen := a.ackRun(ctx, trig) // the question's reaction while it runs (ack.go)
-	res := newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	seen := a.ackRun(ctx, trig, set.AckReaction) // the question's reaction while it runs (ack.go)
+	res := newRun(a, set, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 	seen(res)
 	return res
 }
@@ -97,7 +99,10 @@ type target struct {
 // tools behind its guard, its live answer, its bill and its record. It is
 // made by the group's worker and lives until its answer is queued.
 type Run struct {
-	a       *Agent
+	a *Agent
+	// set are the settings the run was made with (a reload changes the
+	// next run's, never this one's).
+	set     *Settings
 	g       groups.Group
 	ws      groups.Workspace
 	id      string
@@ -117,10 +122,10 @@ type Run struct {
 	live  *liveRun    // nil: not shown while written (a batch run)
 }
 
-func newRun(a *Agent, g groups.Group, to target) *Run {
+func newRun(a *Agent, set *Settings, g groups.Group, to target) *Run {
 	id := newRunID()
-	return &Run{a: a, g: g, id: id, to: to, started: time.Now(), log: a.log.With("group", g.Folder, "run", id),
-		caps: a.opts.LLM.Capabilities()}
+	return &Run{a: a, set: set, g: g, id: id, to: to, started: time.Now(), log: a.log.With("group", g.Folder, "run", id),
+		caps: set.LLM.Capabilities()}
 }
 
 // failed is the result of a run that must be retried, told to the chat
@@ -144,7 +149,7 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	if err := r.begin(ctx); err != nil {
 		return r.failed(outcomeDeliveryFailed, err)
 	}
-	conv, upTo, err := a.history.load(r.ctx, g, cursor)
+	conv, upTo, err := a.history.with(r.set).load(r.ctx, g, cursor)
 	if err != nil {
 		return storeFailure(r.ctx, err)
 	}
@@ -174,10 +179,10 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	}
 	memory, global := r.memory(isolatedRun(conv.Msgs))
 	r.req = &llm.Request{
-		Model:     a.opts.Run.Model,
+		Model:     r.set.Run.Model,
 		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}),
 		Messages:  []llm.Message{llm.UserText(user)},
-		MaxTokens: a.opts.Run.MaxTokens,
+		MaxTokens: r.set.Run.MaxTokens,
 	}
 	if r.tools != nil && r.caps.Tools {
 		r.req.Tools = r.tools.Tools()
@@ -241,7 +246,7 @@ func (r *Run) open() (done func()) {
 	stopTyping := a.chans.keepTyping(r.ctx, chat)
 	stopCtx, stop := context.WithCancelCause(r.ctx)
 	forget := a.queue.stoppable(r.g.Folder, stop)
-	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.Run.Timeout)
+	runCtx, cancelTimeout := context.WithTimeout(stopCtx, r.set.Run.Timeout)
 	r.runCtx = runCtx
 	tools, err := a.opts.ToolSource(runCtx, &r.g)
 	if err != nil {
@@ -364,7 +369,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 	ctx, runCtx, rec, lv := r.ctx, r.runCtx, &r.rec, r.live
 	var usage llm.Usage
 	answered := false
-	for rec.Iterations < r.a.opts.Run.MaxIterations {
+	for rec.Iterations < r.set.Run.MaxIterations {
 		rec.Iterations++
 		res, err := first, error(nil)
 		if first == nil {
@@ -428,7 +433,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
 	if answered && final != "" {
-		r.a.history.recordNotes(context.WithoutCancel(ctx), &r.g, r.id, r.req.Messages, final)
+		r.a.history.with(r.set).recordNotes(context.WithoutCancel(ctx), &r.g, r.id, r.req.Messages, final)
 	}
 	return final, nil
 }
@@ -439,7 +444,7 @@ func (r *Run) ask() (*llm.Result, error) {
 	if r.live != nil && r.caps.Streaming {
 		return r.streamTurn()
 	}
-	return r.a.opts.LLM.Generate(r.runCtx, r.req)
+	return r.set.LLM.Generate(r.runCtx, r.req)
 }
 
 // stoppedByUser reports a run someone stopped from the chat (StopRun).
@@ -501,7 +506,7 @@ func (r *Run) streamTurn() (*llm.Result, error) {
 // whether any content arrived before an error.
 func (r *Run) streamOnce() (res *llm.Result, wrote bool, err error) {
 	ctx := r.runCtx
-	s, err := r.a.opts.LLM.Stream(ctx, r.req)
+	s, err := r.set.LLM.Stream(ctx, r.req)
 	if err != nil {
 		return nil, false, err
 	}

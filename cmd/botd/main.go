@@ -37,6 +37,7 @@ func commands() []command {
 		{"run", "botd run [--config FILE]", "run the daemon: channels, agent, IPC host", cmdRun},
 		{"mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]", "serve the media and memory tools over MCP (stdio for one group, or Streamable HTTP)", cmdMCP},
 		{"config", "botd config check [--config FILE]", "validate the config and list every problem", cmdConfig},
+		{"reload", reloadLine, "make the running botd read its config again; report what changed, what needs a restart, or the problems", cmdReload},
 		{"media", "botd media [usage | prune [--group G] [--older-than AGE] | migrate --to s3|local]", "show media disk use per group; prune by group or age; move the bytes to or from the bucket", cmdMedia},
 		{"database", databaseMigrateLine, "copy the SQLite database into Postgres, every table, counts checked", cmdDatabase},
 		{"doctor", doctorLine, "check the config, credentials, programs, disk, database and listen addresses: one OK/WARN/FAIL line each", cmdDoctor},
