@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/agent/mcpremote"
 	"github.com/botd-dev/botd/internal/settings"
 )
 
@@ -35,13 +37,26 @@ type ContextConfig struct {
 	MaxTokens int `yaml:"max_tokens"`
 }
 
-// MCPServer is a further stdio MCP server of agent.mcp_servers.
+// MCPServer is a further MCP server of agent.mcp_servers: a child process
+// over stdio (Command) or a remote server over Streamable HTTP (URL).
 type MCPServer struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
+	// URL is a remote server's Streamable HTTP endpoint, instead of
+	// Command. It goes through the SSRF guard (netguard).
+	URL string `yaml:"url"`
+	// Headers go with every request to URL (Authorization: "Bearer
+	// ${TOKEN}", the token from the environment); never logged.
+	Headers map[string]string `yaml:"headers"`
+	// AllowPrivate lets URL be on this machine or the local network (a
+	// Home Assistant on the LAN), given as an address.
+	AllowPrivate bool `yaml:"allow_private"`
 	// Tools is the allow-list of tool names the agent may call; empty allows none.
 	Tools []string `yaml:"tools"`
+	// Groups are the group folders offered the server's tools; empty
+	// offers them to every group.
+	Groups []string `yaml:"groups"`
 }
 
 // DefaultAssistantName is assistant_name when the config names none.
@@ -94,9 +109,57 @@ func (c Config) Validate() error {
 		if name == "botd" {
 			ps.Add("agent.mcp_servers.botd", "the name botd is reserved for the built-in media server")
 		}
-		if s.Command == "" {
-			ps.Add("agent.mcp_servers."+name+".command", "must not be empty")
-		}
+		validateServer(&ps, "agent.mcp_servers."+name, s)
 	}
 	return ps.Err()
+}
+
+// validateServer checks one agent.mcp_servers entry: a command or a URL,
+// and the keys that go with each.
+func validateServer(ps *settings.Problems, key string, s MCPServer) {
+	switch {
+	case s.Command == "" && s.URL == "":
+		ps.Add(key+".command", "must not be empty (or give url for a remote server)")
+	case s.Command != "" && s.URL != "":
+		ps.Add(key+".url", "give either command (a server botd starts) or url (a remote server), not both")
+	case s.URL != "":
+		if err := mcpremote.Check(s.URL, s.AllowPrivate); err != nil {
+			ps.Add(key+".url", "%s", err)
+		}
+		if len(s.Args) > 0 || len(s.Env) > 0 {
+			ps.Add(key, "args and env are for a command; a remote server (url) takes headers")
+		}
+	default:
+		if len(s.Headers) > 0 || s.AllowPrivate {
+			ps.Add(key, "headers and allow_private are for a remote server (url), not a command")
+		}
+	}
+	for h, v := range s.Headers {
+		if !validHeaderName(h) {
+			ps.Add(key+".headers", "%q is not a header name", h)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			// The value is a secret: named by its header only.
+			ps.Add(key+".headers."+h, "the value holds a line break or NUL")
+		}
+	}
+	for _, g := range s.Groups {
+		if strings.TrimSpace(g) == "" {
+			ps.Add(key+".groups", "an empty group name (leave the list empty to offer the server to every group)")
+		}
+	}
+}
+
+// validHeaderName is an HTTP token (RFC 9110).
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -184,12 +184,13 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			MaxAge: d.cfg.Agent.Context.MaxAge.D(), MaxTokens: d.cfg.Agent.Context.MaxTokens},
 		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: agent.USD(d.cfg.Agent.MaxCostPerDay),
 			Gate: d.newGate(), AckReaction: d.cfg.AckReaction},
-		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
-		Time:   agent.TimeOptions{Location: d.cfg.Location()},
-		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
+		Batch: agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
+		Time:  agent.TimeOptions{Location: d.cfg.Location()},
+		Hooks: agent.Hooks{RunDone: d.metrics.RunDone},
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
+			DataDir: d.cfg.DataDir,
 		},
 	})
 	d.sink = d.agent

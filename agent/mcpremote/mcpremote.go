@@ -1,0 +1,189 @@
+// Package mcpremote connects the assistant to a remote MCP server over
+// Streamable HTTP (agent.mcp_servers.<name>.url): mcp-go's client over an
+// http.Client that dials only through netguard, with the configured
+// headers (a bearer token from the environment) or an OAuth 2.1
+// client-credentials token. The protocol is mcp-go's; this package only
+// decides where botd may connect and with what credentials.
+package mcpremote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/botd-dev/botd/netguard"
+)
+
+// privateRanges are what allow_private opens: this machine and the
+// networks a home or office uses (a Home Assistant on the LAN). Link-local
+// stays closed (the cloud metadata address lives there), and names such
+// as homeassistant.local stay refused by netguard: give the address.
+var privateRanges = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// Options are one configured remote server.
+type Options struct {
+	// Name is the server's key in agent.mcp_servers (for sentences).
+	Name string
+	URL  string
+	// Headers go with every request (Authorization: Bearer …). They are
+	// secrets: never logged, never in an error.
+	Headers map[string]string
+	// AllowPrivate opens loopback and the private ranges for this server.
+	AllowPrivate bool
+	// Token, when set, is asked for an access token before every request
+	// (OAuth 2.1 client credentials, see ClientCredentials); it wins over
+	// an Authorization header.
+	Token func(ctx context.Context) (string, error)
+	// Resolver answers names; nil is DNS (tests pass a fake).
+	Resolver netguard.Resolver
+}
+
+// Server is one remote MCP server: its address checked once, its HTTP
+// client (dialling only through netguard) built once and shared by every
+// run's connection.
+type Server struct {
+	name    string
+	url     string
+	headers map[string]string
+	token   func(ctx context.Context) (string, error)
+	http    *http.Client
+}
+
+// Guard is the SSRF guard a server's requests go through.
+func Guard(allowPrivate bool, r netguard.Resolver) *netguard.Guard {
+	o := netguard.Options{Resolver: r}
+	if allowPrivate {
+		o.AllowPrivate = privateRanges
+	}
+	return netguard.New(o)
+}
+
+// Check refuses an address botd will not connect to, with a sentence: not
+// http(s), credentials in it, a private or local address without
+// allow_private, a name that means "inside".
+func Check(raw string, allowPrivate bool) error {
+	_, err := checkURL(Guard(allowPrivate, nil), raw, allowPrivate)
+	return err
+}
+
+func checkURL(g *netguard.Guard, raw string, allowPrivate bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("it is not a URL (want e.g. https://mcp.example.com/mcp)")
+	}
+	if err := g.CheckURL(u); err != nil {
+		return nil, hint(err, allowPrivate)
+	}
+	return u, nil
+}
+
+// hint adds what the operator can do to a refusal of a private address.
+func hint(err error, allowPrivate bool) error {
+	var r *netguard.Refusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	for _, w := range openable {
+		if strings.Contains(r.Reason, w) {
+			if allowPrivate {
+				return fmt.Errorf("%w (allow_private opens addresses, never names: give the server's address)", err)
+			}
+			return fmt.Errorf("%w (for a server on your own network, set allow_private: true and give its address, not a name)", err)
+		}
+	}
+	return err
+}
+
+// openable are the words of the refusals allow_private (with an address
+// instead of a local name) would lift.
+var openable = []string{"loopback", "private", "unique local", "carrier-grade", "inside botd's own network"}
+
+// New checks the address and builds the server's HTTP client.
+func New(o Options) (*Server, error) {
+	g := Guard(o.AllowPrivate, o.Resolver)
+	if _, err := checkURL(g, o.URL, o.AllowPrivate); err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: g.Transport(), CheckRedirect: g.CheckRedirect}
+	return &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), token: o.Token, http: hc}, nil
+}
+
+// HTTPClient is the server's guarded client (the OAuth token endpoint is
+// asked through one like it).
+func HTTPClient(allowPrivate bool, r netguard.Resolver) *http.Client {
+	g := Guard(allowPrivate, r)
+	return &http.Client{Transport: g.Transport(), CheckRedirect: g.CheckRedirect}
+}
+
+// Connect starts a client of the server; the caller initialises it (one
+// MCP session per run) and closes it.
+func (s *Server) Connect(ctx context.Context) (*client.Client, error) {
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPHeaders(s.headers)}
+	if s.token != nil {
+		tok := s.token
+		opts = append(opts, transport.WithHTTPHeaderFunc(func(ctx context.Context) map[string]string {
+			t, err := tok(ctx)
+			if err != nil {
+				// The request goes without it and is refused (401):
+				// Explain says so; the token source logged why.
+				return nil
+			}
+			return map[string]string{"Authorization": "Bearer " + t}
+		}))
+	}
+	tr, err := transport.NewStreamableHTTP(s.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("remote MCP server %s: %w", s.name, err)
+	}
+	c := client.NewClient(tr)
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("remote MCP server %s: %w", s.name, err)
+	}
+	return c, nil
+}
+
+// CloseIdle drops the server's idle connections (at shutdown).
+func (s *Server) CloseIdle() { s.http.CloseIdleConnections() }
+
+// Explain is why a server could not be used, as a sentence for the log
+// and the dashboard: refused by the guard, refused credentials, not an
+// MCP endpoint, or not reachable. It never carries a header's value.
+func Explain(err error, allowPrivate bool) string {
+	var r *netguard.Refusal
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &r):
+		return hint(r, allowPrivate).Error()
+	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+		return "the server refused botd's credentials (401 Unauthorized): check its headers (the token) or oauth settings"
+	case errors.Is(err, transport.ErrLegacySSEServer):
+		return "the server refused the MCP initialize request (a 4xx answer): the token may lack the right, or the URL is not a Streamable HTTP MCP endpoint"
+	case errors.As(err, &dns):
+		return "its name does not resolve (" + dns.Err + ")"
+	case errors.As(err, &op):
+		return "it cannot be reached (" + op.Err.Error() + ")"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer in time"
+	}
+	return err.Error()
+}
