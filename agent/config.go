@@ -52,11 +52,23 @@ type MCPServer struct {
 	// AllowPrivate lets URL be on this machine or the local network (a
 	// Home Assistant on the LAN), given as an address.
 	AllowPrivate bool `yaml:"allow_private"`
+	// OAuth gets the bearer token with OAuth 2.1 client credentials.
+	OAuth *MCPOAuth `yaml:"oauth"`
 	// Tools is the allow-list of tool names the agent may call; empty allows none.
 	Tools []string `yaml:"tools"`
 	// Groups are the group folders offered the server's tools; empty
 	// offers them to every group.
 	Groups []string `yaml:"groups"`
+}
+
+// MCPOAuth is a remote server's OAuth 2.1 client credentials grant: botd
+// asks TokenURL for an access token, keeps it in the data folder (0600)
+// and asks again before it expires.
+type MCPOAuth struct {
+	TokenURL     string   `yaml:"token_url"`
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 }
 
 // DefaultAssistantName is assistant_name when the config names none.
@@ -109,6 +121,9 @@ func (c Config) Validate() error {
 		if name == "botd" {
 			ps.Add("agent.mcp_servers.botd", "the name botd is reserved for the built-in media server")
 		}
+		if !validServerName(name) {
+			ps.Add("agent.mcp_servers."+name, "a server's name is letters, digits, _ and - (it prefixes its tools' names, which models accept only so)")
+		}
 		validateServer(&ps, "agent.mcp_servers."+name, s)
 	}
 	return ps.Err()
@@ -130,8 +145,8 @@ func validateServer(ps *settings.Problems, key string, s MCPServer) {
 			ps.Add(key, "args and env are for a command; a remote server (url) takes headers")
 		}
 	default:
-		if len(s.Headers) > 0 || s.AllowPrivate {
-			ps.Add(key, "headers and allow_private are for a remote server (url), not a command")
+		if len(s.Headers) > 0 || s.OAuth != nil || s.AllowPrivate {
+			ps.Add(key, "headers, oauth and allow_private are for a remote server (url), not a command")
 		}
 	}
 	for h, v := range s.Headers {
@@ -143,11 +158,43 @@ func validateServer(ps *settings.Problems, key string, s MCPServer) {
 			ps.Add(key+".headers."+h, "the value holds a line break or NUL")
 		}
 	}
+	if o := s.OAuth; o != nil {
+		if o.TokenURL == "" {
+			ps.Add(key+".oauth.token_url", "must not be empty")
+		} else if err := mcpremote.Check(o.TokenURL, s.AllowPrivate); err != nil {
+			ps.Add(key+".oauth.token_url", "%s", err)
+		}
+		if o.ClientID == "" {
+			ps.Add(key+".oauth.client_id", "must not be empty")
+		}
+		if o.ClientSecret == "" {
+			ps.Add(key+".oauth.client_secret", "must not be empty")
+		}
+		for h := range s.Headers {
+			if strings.EqualFold(h, "Authorization") {
+				ps.Add(key+".headers", "give either an Authorization header or oauth, not both")
+			}
+		}
+	}
 	for _, g := range s.Groups {
 		if strings.TrimSpace(g) == "" {
 			ps.Add(key+".groups", "an empty group name (leave the list empty to offer the server to every group)")
 		}
 	}
+}
+
+// validServerName is a name that can prefix a tool's name.
+func validServerName(n string) bool {
+	if n == "" || len(n) > 32 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // validHeaderName is an HTTP token (RFC 9110).

@@ -3,10 +3,13 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -326,6 +329,10 @@ func TestMCPServerConfig(t *testing.T) {
 		{"bad header value", MCPServer{URL: "https://mcp.example.com/", Headers: map[string]string{"Authorization": "Bearer x\r\nX-Evil: 1"}},
 			"agent.mcp_servers.s.headers.Authorization: the value holds a line break"},
 		{"bad header name", MCPServer{URL: "https://mcp.example.com/", Headers: map[string]string{"Bad Name": "v"}}, "is not a header name"},
+		{"oauth incomplete", MCPServer{URL: "https://mcp.example.com/", OAuth: &MCPOAuth{TokenURL: "http://10.0.0.1/token"}},
+			"agent.mcp_servers.s.oauth.token_url: botd does not open 10.0.0.1"},
+		{"oauth and an Authorization header", MCPServer{URL: "https://mcp.example.com/", Headers: map[string]string{"authorization": "Bearer x"},
+			OAuth: &MCPOAuth{TokenURL: "https://auth.example.com/token", ClientID: "c", ClientSecret: "s"}}, "either an Authorization header or oauth"},
 		{"empty group", MCPServer{URL: "https://mcp.example.com/", Groups: []string{""}}, "an empty group name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,5 +349,130 @@ func TestMCPServerConfig(t *testing.T) {
 				t.Errorf("a header's value is echoed: %v", err)
 			}
 		})
+	}
+}
+
+// tokenEndpoint is an OAuth 2.1 token endpoint of the client credentials
+// grant: it issues tok-1, tok-2… (an hour each) to the right client and
+// scope, and has the MCP server accept only the newest.
+type tokenEndpoint struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	issued int
+}
+
+func newTokenEndpoint(t *testing.T, ha *remoteMCP) *tokenEndpoint {
+	t.Helper()
+	e := &tokenEndpoint{}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, secret, _ := r.BasicAuth()
+		if r.ParseForm() != nil || r.Method != http.MethodPost || r.Form.Get("grant_type") != "client_credentials" {
+			http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if id != "botd" || secret != "s3cret-client" || r.Form.Get("scope") != "mcp:tools" {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		e.mu.Lock()
+		e.issued++
+		tok := fmt.Sprintf("tok-%d", e.issued)
+		e.mu.Unlock()
+		ha.accept(tok)
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, tok)
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *tokenEndpoint) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.issued
+}
+
+// OAuth 2.1 client credentials: botd asks the token endpoint (through the
+// guard) once, keeps the token 0600 in the data folder without the
+// secret, reuses it across runs and a restart, asks for a new one before
+// it expires, and again when the server refuses it (revoked). Wrong
+// client credentials are refused with a sentence that never names them.
+func TestRemoteMCPOAuthClientCredentials(t *testing.T) {
+	ha := newRemoteMCP(t, "none-yet", "ok")
+	tokens := newTokenEndpoint(t, ha)
+	dataDir := t.TempDir()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var log logBuffer
+	newAgent := func(secret string) *Agent {
+		return New(Options{Log: slog.New(slog.NewTextHandler(&log, nil)), Time: TimeOptions{Now: func() time.Time { return now }},
+			ToolOptions: ToolOptions{DataDir: dataDir, ExtraMCP: map[string]MCPServer{"ha": {URL: ha.url(), AllowPrivate: true, Tools: []string{"state"},
+				OAuth: &MCPOAuth{TokenURL: tokens.srv.URL + "/token", ClientID: "botd", ClientSecret: secret, Scopes: []string{"mcp:tools"}}}}}})
+	}
+	offered := func(a *Agent) bool {
+		t.Helper()
+		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		if !slices.Equal(toolNames(sess.Tools()), []string{"ha__state"}) {
+			return false
+		}
+		res, err := sess.Call(context.Background(), "ha__state", nil)
+		if err != nil || res.IsError {
+			t.Fatalf("ha__state = %+v, %v", res, err)
+		}
+		return true
+	}
+	kept := filepath.Join(dataDir, "mcp", "ha.token.json")
+	a := newAgent("s3cret-client")
+	if !offered(a) || !offered(a) {
+		t.Fatalf("the server's tools were not offered:\n%s", log.String())
+	}
+	if n := tokens.count(); n != 1 {
+		t.Errorf("token endpoint asked %d times in 2 runs, want 1", n)
+	}
+	fi, err := os.Stat(kept)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kept token: %v, %v; want a 0600 file", fi, err)
+	}
+	b, _ := os.ReadFile(kept)
+	if !strings.Contains(string(b), "tok-1") || strings.Contains(string(b), "s3cret-client") {
+		t.Errorf("kept token file = %s; want the token and never the secret", b)
+	}
+	// A restart reuses the kept token.
+	a = newAgent("s3cret-client")
+	if !offered(a) || tokens.count() != 1 {
+		t.Fatalf("after a restart: offered?, token endpoint asked %d times, want still 1", tokens.count())
+	}
+	// Before it expires (an hour), a new one is asked for.
+	now = now.Add(56 * time.Minute)
+	if !offered(a) || tokens.count() != 2 {
+		t.Fatalf("near expiry: token endpoint asked %d times, want 2", tokens.count())
+	}
+	if b, _ := os.ReadFile(kept); !strings.Contains(string(b), "tok-2") {
+		t.Errorf("kept token after renewal = %s", b)
+	}
+	// Revoked: the server refuses it; the next attempt asks anew.
+	ha.accept("revoked")
+	if offered(a) {
+		t.Fatal("tools offered with a refused token")
+	}
+	now = now.Add(remoteRetry.Wait(0))
+	if !offered(a) || tokens.count() != 3 {
+		t.Fatalf("after a revoked token: token endpoint asked %d times, want 3:\n%s", tokens.count(), log.String())
+	}
+
+	var bad logBuffer
+	b2 := New(Options{Log: slog.New(slog.NewTextHandler(&bad, nil)), Time: TimeOptions{Now: func() time.Time { return now }},
+		ToolOptions: ToolOptions{ExtraMCP: map[string]MCPServer{"ha": {URL: ha.url(), AllowPrivate: true, Tools: []string{"state"},
+			OAuth: &MCPOAuth{TokenURL: tokens.srv.URL + "/token", ClientID: "botd", ClientSecret: "wr0ng-s3cret", Scopes: []string{"mcp:tools"}}}}}})
+	if offered(b2) {
+		t.Fatal("tools offered with wrong client credentials")
+	}
+	out := bad.String()
+	if !strings.Contains(out, "the token endpoint refused botd's client credentials (invalid_client)") || strings.Contains(out, "wr0ng") {
+		t.Errorf("log = %s", out)
 	}
 }

@@ -475,6 +475,9 @@ func (a *Agent) remoteConn(ctx context.Context, name string, cfg MCPServer) (MCP
 	}
 	a.remoteResult(name, err)
 	if err != nil {
+		if srv != nil {
+			srv.Failed(err)
+		}
 		return MCPConn{}, false
 	}
 	return MCPConn{Name: name, Client: c, Allow: cfg.Tools, listed: listed, prelisted: true}, true
@@ -531,5 +534,13 @@ func (a *Agent) RemoteMCPProblems() map[string]string {
 
 // newRemote builds a remote server's client from its settings.
 func (a *Agent) newRemote(name string, cfg MCPServer) (*mcpremote.Server, error) {
-	return mcpremote.New(mcpremote.Options{Name: name, URL: cfg.URL, Headers: cfg.Headers, AllowPrivate: cfg.AllowPrivate})
+	o := mcpremote.Options{Name: name, URL: cfg.URL, Headers: cfg.Headers, AllowPrivate: cfg.AllowPrivate}
+	if oa := cfg.OAuth; oa != nil {
+		o.OAuth = &mcpremote.ClientCredentials{TokenURL: oa.TokenURL, ClientID: oa.ClientID, ClientSecret: oa.ClientSecret, Scopes: oa.Scopes,
+			File: name + ".token.json", Now: a.opts.Time.Now}
+		if a.opts.DataDir != "" {
+			o.OAuth.Dir = filepath.Join(a.opts.DataDir, "mcp")
+		}
+	}
+	return mcpremote.New(o)
 }

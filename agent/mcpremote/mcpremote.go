@@ -47,10 +47,10 @@ type Options struct {
 	Headers map[string]string
 	// AllowPrivate opens loopback and the private ranges for this server.
 	AllowPrivate bool
-	// Token, when set, is asked for an access token before every request
-	// (OAuth 2.1 client credentials, see ClientCredentials); it wins over
-	// an Authorization header.
-	Token func(ctx context.Context) (string, error)
+	// OAuth, when set, gets the bearer token with client credentials
+	// (its HTTP is set here: the token endpoint is asked through the same
+	// guard); it wins over an Authorization header.
+	OAuth *ClientCredentials
 	// Resolver answers names; nil is DNS (tests pass a fake).
 	Resolver netguard.Resolver
 }
@@ -62,7 +62,7 @@ type Server struct {
 	name    string
 	url     string
 	headers map[string]string
-	token   func(ctx context.Context) (string, error)
+	tokens  *Tokens
 	http    *http.Client
 }
 
@@ -122,7 +122,16 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hc := &http.Client{Transport: g.Transport(), CheckRedirect: g.CheckRedirect}
-	return &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), token: o.Token, http: hc}, nil
+	s := &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), http: hc}
+	if o.OAuth != nil {
+		if _, err := checkURL(g, o.OAuth.TokenURL, o.AllowPrivate); err != nil {
+			return nil, &tokenError{err}
+		}
+		cc := *o.OAuth
+		cc.HTTP = hc
+		s.tokens = NewTokens(cc)
+	}
+	return s, nil
 }
 
 // HTTPClient is the server's guarded client (the OAuth token endpoint is
@@ -136,14 +145,17 @@ func HTTPClient(allowPrivate bool, r netguard.Resolver) *http.Client {
 // MCP session per run) and closes it.
 func (s *Server) Connect(ctx context.Context) (*client.Client, error) {
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPHeaders(s.headers)}
-	if s.token != nil {
-		tok := s.token
+	if s.tokens != nil {
+		// Asked first so that a refusal of the token endpoint is the
+		// reason given, not the server's 401 without a token.
+		if _, err := s.tokens.Token(ctx); err != nil {
+			return nil, err
+		}
+		tokens := s.tokens
 		opts = append(opts, transport.WithHTTPHeaderFunc(func(ctx context.Context) map[string]string {
-			t, err := tok(ctx)
+			t, err := tokens.Token(ctx)
 			if err != nil {
-				// The request goes without it and is refused (401):
-				// Explain says so; the token source logged why.
-				return nil
+				return nil // refused (401) without it; the next run asks again
 			}
 			return map[string]string{"Authorization": "Bearer " + t}
 		}))
@@ -159,6 +171,14 @@ func (s *Server) Connect(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
+// Failed hears why a session could not be opened: a refused token is
+// dropped, so the next attempt asks the token endpoint for a new one.
+func (s *Server) Failed(err error) {
+	if s.tokens != nil && errors.Is(err, transport.ErrAuthorizationRequired) {
+		s.tokens.Invalidate()
+	}
+}
+
 // CloseIdle drops the server's idle connections (at shutdown).
 func (s *Server) CloseIdle() { s.http.CloseIdleConnections() }
 
@@ -169,9 +189,15 @@ func Explain(err error, allowPrivate bool) string {
 	var r *netguard.Refusal
 	var dns *net.DNSError
 	var op *net.OpError
+	var te *tokenError
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &te):
+		if errors.Is(te.err, ErrTokenRefused) {
+			return te.err.Error()
+		}
+		return "its OAuth token endpoint: " + Explain(te.err, allowPrivate)
 	case errors.As(err, &r):
 		return hint(r, allowPrivate).Error()
 	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
