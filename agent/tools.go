@@ -544,3 +544,26 @@ func (a *Agent) newRemote(name string, cfg MCPServer) (*mcpremote.Server, error)
 	}
 	return mcpremote.New(o)
 }
+
+// CheckRemoteMCP opens one session with a remote server of
+// agent.mcp_servers as a run would (its OAuth token kept in dataDir/mcp
+// like the daemon's) and lists its tools (botd doctor). The error is a
+// sentence.
+func CheckRemoteMCP(ctx context.Context, name string, cfg MCPServer, dataDir string) ([]string, error) {
+	a := &Agent{opts: Options{ToolOptions: ToolOptions{DataDir: dataDir}, Time: TimeOptions{Now: time.Now}}}
+	srv, err := a.newRemote(name, cfg)
+	if err == nil {
+		var c MCPClient
+		var listed []mcpgo.Tool
+		c, listed, err = dialRemote(ctx, srv)
+		if err == nil {
+			c.Close()
+			names := make([]string, 0, len(listed))
+			for _, t := range listed {
+				names = append(names, t.Name)
+			}
+			return names, nil
+		}
+	}
+	return nil, errors.New(mcpremote.Explain(err, cfg.AllowPrivate))
+}
