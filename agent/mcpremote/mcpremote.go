@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -53,6 +54,8 @@ type Options struct {
 	OAuth *ClientCredentials
 	// Resolver answers names; nil is DNS (tests pass a fake).
 	Resolver netguard.Resolver
+	// Dial opens a checked address; nil is a net.Dialer (tests).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Server is one remote MCP server: its address checked once, its HTTP
@@ -66,20 +69,20 @@ type Server struct {
 	http    *http.Client
 }
 
-// Guard is the SSRF guard a server's requests go through.
-func Guard(allowPrivate bool, r netguard.Resolver) *netguard.Guard {
-	o := netguard.Options{Resolver: r}
-	if allowPrivate {
-		o.AllowPrivate = privateRanges
+// guard is the SSRF guard a server's requests go through.
+func guard(o Options) *netguard.Guard {
+	no := netguard.Options{Resolver: o.Resolver, Dial: o.Dial}
+	if o.AllowPrivate {
+		no.AllowPrivate = privateRanges
 	}
-	return netguard.New(o)
+	return netguard.New(no)
 }
 
 // Check refuses an address botd will not connect to, with a sentence: not
 // http(s), credentials in it, a private or local address without
 // allow_private, a name that means "inside".
 func Check(raw string, allowPrivate bool) error {
-	_, err := checkURL(Guard(allowPrivate, nil), raw, allowPrivate)
+	_, err := checkURL(guard(Options{AllowPrivate: allowPrivate}), raw, allowPrivate)
 	return err
 }
 
@@ -117,11 +120,11 @@ var openable = []string{"loopback", "private", "unique local", "carrier-grade", 
 
 // New checks the address and builds the server's HTTP client.
 func New(o Options) (*Server, error) {
-	g := Guard(o.AllowPrivate, o.Resolver)
+	g := guard(o)
 	if _, err := checkURL(g, o.URL, o.AllowPrivate); err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: g.Transport(), CheckRedirect: g.CheckRedirect}
+	hc := guardedClient(g)
 	s := &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), http: hc}
 	if o.OAuth != nil {
 		if _, err := checkURL(g, o.OAuth.TokenURL, o.AllowPrivate); err != nil {
@@ -134,11 +137,56 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// HTTPClient is the server's guarded client (the OAuth token endpoint is
-// asked through one like it).
-func HTTPClient(allowPrivate bool, r netguard.Resolver) *http.Client {
-	g := Guard(allowPrivate, r)
-	return &http.Client{Transport: g.Transport(), CheckRedirect: g.CheckRedirect}
+// MaxResponseBytes bounds one response of a remote server (a tool's
+// answer, an event stream): a server cannot make botd hold more.
+const MaxResponseBytes = 16 << 20
+
+// guardedClient dials only through g, follows only redirects g allows,
+// and reads at most MaxResponseBytes of a response.
+func guardedClient(g *netguard.Guard) *http.Client {
+	return &http.Client{Transport: capped{g.Transport()}, CheckRedirect: g.CheckRedirect}
+}
+
+// capped ends every response body after MaxResponseBytes with an error.
+type capped struct{ base *http.Transport }
+
+func (c capped) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	return resp, nil
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// transport.
+func (c capped) CloseIdleConnections() { c.base.CloseIdleConnections() }
+
+// ErrResponseTooLarge is what reading past MaxResponseBytes Is.
+var ErrResponseTooLarge = fmt.Errorf("the server's answer is larger than botd reads (%d MB)", MaxResponseBytes>>20)
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the cap: only the end of the body may follow.
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 || err == nil {
+			return 0, ErrResponseTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // Connect starts a client of the server; the caller initialises it (one
@@ -204,6 +252,8 @@ func Explain(err error, allowPrivate bool) string {
 		return "the server refused botd's credentials (401 Unauthorized): check its headers (the token) or oauth settings"
 	case errors.Is(err, transport.ErrLegacySSEServer):
 		return "the server refused the MCP initialize request (a 4xx answer): the token may lack the right, or the URL is not a Streamable HTTP MCP endpoint"
+	case errors.Is(err, ErrResponseTooLarge):
+		return ErrResponseTooLarge.Error()
 	case errors.As(err, &dns):
 		return "its name does not resolve (" + dns.Err + ")"
 	case errors.As(err, &op):

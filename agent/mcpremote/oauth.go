@@ -31,7 +31,7 @@ type ClientCredentials struct {
 	// Dir keeps the token (data_dir/mcp), File its name there; an empty
 	// Dir keeps it in memory only.
 	Dir, File string
-	// HTTP asks the token endpoint: a guarded client (HTTPClient).
+	// HTTP asks the token endpoint; New sets the server's guarded client.
 	HTTP *http.Client
 	// Now is the clock of expiry; nil is time.Now.
 	Now func() time.Time
