@@ -489,3 +489,29 @@ func TestUntrustedWrap(t *testing.T) {
 		t.Errorf("a 100,000-character answer: %d bytes, ends %q", len(long), long[len(long)-120:])
 	}
 }
+
+// A changed server setting (a reloaded config: a new token) is used at
+// the next run, without waiting for the retry of the old one.
+func TestRemoteMCPSettingChanged(t *testing.T) {
+	ha := newRemoteMCP(t, "new-token", "ok")
+	var log logBuffer
+	a := New(Options{Log: slog.New(slog.NewTextHandler(&log, nil)), ToolOptions: ToolOptions{ExtraMCP: map[string]MCPServer{
+		"ha": {URL: ha.url(), Headers: map[string]string{"Authorization": "Bearer old-token"}, AllowPrivate: true, Tools: []string{"state"}}}}})
+	tools := func() []string {
+		t.Helper()
+		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		return toolNames(sess.Tools())
+	}
+	if got := tools(); len(got) != 0 {
+		t.Fatalf("tools with the old token: %v", got)
+	}
+	a.opts.ExtraMCP = map[string]MCPServer{
+		"ha": {URL: ha.url(), Headers: map[string]string{"Authorization": "Bearer new-token"}, AllowPrivate: true, Tools: []string{"state"}}}
+	if got := tools(); !slices.Equal(got, []string{"ha__state"}) {
+		t.Fatalf("tools after the token changed: %v\n%s", got, log.String())
+	}
+}

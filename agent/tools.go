@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -443,6 +444,7 @@ type extraServers struct {
 }
 
 type remoteState struct {
+	cfg     MCPServer // what srv was built from: a reloaded config rebuilds it
 	srv     *mcpremote.Server
 	why     string // the last failure's sentence; "" while it works
 	fails   int
@@ -466,8 +468,11 @@ func (a *Agent) remoteConn(ctx context.Context, name string, cfg MCPServer) (MCP
 		a.extra.remote = map[string]*remoteState{}
 	}
 	st := a.extra.remote[name]
-	if st == nil {
-		st = &remoteState{}
+	if st == nil || !reflect.DeepEqual(st.cfg, cfg) {
+		if st != nil && st.srv != nil {
+			st.srv.CloseIdle()
+		}
+		st = &remoteState{cfg: cfg}
 		a.extra.remote[name] = st
 	}
 	now := a.opts.Time.Now()
