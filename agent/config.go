@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net/url"
 	"strings"
 	"time"
 
@@ -61,10 +62,15 @@ type MCPServer struct {
 	Groups []string `yaml:"groups"`
 }
 
-// MCPOAuth is a remote server's OAuth 2.1 client credentials grant: botd
-// asks TokenURL for an access token, keeps it in the data folder (0600)
-// and asks again before it expires.
+// MCPOAuth is a remote server's OAuth 2.1 sign-in. Flow
+// client_credentials (the default): botd asks TokenURL for an access
+// token, keeps it in the data folder (0600) and asks again before it
+// expires. Flow authorization_code: a person signs botd in once with
+// botd mcp-login (PKCE; the authorization server found from the server's
+// metadata), and the kept token is refreshed.
 type MCPOAuth struct {
+	Flow         string   `yaml:"flow"`
+	RedirectURI  string   `yaml:"redirect_uri"`
 	TokenURL     string   `yaml:"token_url"`
 	ClientID     string   `yaml:"client_id"`
 	ClientSecret string   `yaml:"client_secret"`
@@ -159,16 +165,31 @@ func validateServer(ps *settings.Problems, key string, s MCPServer) {
 		}
 	}
 	if o := s.OAuth; o != nil {
-		if o.TokenURL == "" {
-			ps.Add(key+".oauth.token_url", "must not be empty")
-		} else if err := mcpremote.Check(o.TokenURL, s.AllowPrivate); err != nil {
-			ps.Add(key+".oauth.token_url", "%s", err)
+		switch o.Flow {
+		case "", FlowClientCredentials:
+			if o.TokenURL == "" {
+				ps.Add(key+".oauth.token_url", "must not be empty")
+			} else if err := mcpremote.Check(o.TokenURL, s.AllowPrivate); err != nil {
+				ps.Add(key+".oauth.token_url", "%s", err)
+			}
+			if o.ClientSecret == "" {
+				ps.Add(key+".oauth.client_secret", "must not be empty")
+			}
+			if o.RedirectURI != "" {
+				ps.Add(key+".oauth.redirect_uri", "is for flow authorization_code")
+			}
+		case FlowAuthorizationCode:
+			if o.TokenURL != "" {
+				ps.Add(key+".oauth.token_url", "is for flow client_credentials (authorization_code finds the endpoints in the server's metadata)")
+			}
+			if err := checkRedirect(o.RedirectURI); err != "" {
+				ps.Add(key+".oauth.redirect_uri", "%s", err)
+			}
+		default:
+			ps.Add(key+".oauth.flow", "%q is not a flow botd speaks (client_credentials or authorization_code)", o.Flow)
 		}
 		if o.ClientID == "" {
 			ps.Add(key+".oauth.client_id", "must not be empty")
-		}
-		if o.ClientSecret == "" {
-			ps.Add(key+".oauth.client_secret", "must not be empty")
 		}
 		for h := range s.Headers {
 			if strings.EqualFold(h, "Authorization") {
@@ -209,4 +230,23 @@ func validHeaderName(h string) bool {
 		}
 	}
 	return true
+}
+
+// The OAuth flows of agent.mcp_servers.<name>.oauth.flow.
+const (
+	FlowClientCredentials = "client_credentials"
+	FlowAuthorizationCode = "authorization_code"
+)
+
+// checkRedirect is why an authorization code redirect URI will not do:
+// botd listens on it itself, on loopback, for the person's browser.
+func checkRedirect(raw string) string {
+	if raw == "" {
+		return "must not be empty (e.g. http://127.0.0.1:8976/callback, registered with the authorization server)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || (u.Hostname() != "127.0.0.1" && u.Hostname() != "::1" && u.Hostname() != "localhost") || u.Port() == "" {
+		return "must be http://127.0.0.1:PORT/… (botd mcp-login listens there for the browser's answer)"
+	}
+	return ""
 }

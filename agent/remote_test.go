@@ -3,12 +3,16 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -333,6 +337,12 @@ func TestMCPServerConfig(t *testing.T) {
 			"agent.mcp_servers.s.oauth.token_url: botd does not open 10.0.0.1"},
 		{"oauth and an Authorization header", MCPServer{URL: "https://mcp.example.com/", Headers: map[string]string{"authorization": "Bearer x"},
 			OAuth: &MCPOAuth{TokenURL: "https://auth.example.com/token", ClientID: "c", ClientSecret: "s"}}, "either an Authorization header or oauth"},
+		{"authorization code", MCPServer{URL: "https://mcp.example.com/", OAuth: &MCPOAuth{Flow: FlowAuthorizationCode, ClientID: "c", RedirectURI: "http://127.0.0.1:8976/callback"}}, ""},
+		{"authorization code to a public redirect", MCPServer{URL: "https://mcp.example.com/", OAuth: &MCPOAuth{Flow: FlowAuthorizationCode, ClientID: "c", RedirectURI: "https://evil.example/cb"}},
+			"agent.mcp_servers.s.oauth.redirect_uri: must be http://127.0.0.1:PORT/"},
+		{"authorization code with a token_url", MCPServer{URL: "https://mcp.example.com/", OAuth: &MCPOAuth{Flow: FlowAuthorizationCode, ClientID: "c",
+			RedirectURI: "http://127.0.0.1:8976/callback", TokenURL: "https://auth.example.com/token"}}, "is for flow client_credentials"},
+		{"unknown flow", MCPServer{URL: "https://mcp.example.com/", OAuth: &MCPOAuth{Flow: "implicit", ClientID: "c"}}, `"implicit" is not a flow botd speaks`},
 		{"empty group", MCPServer{URL: "https://mcp.example.com/", Groups: []string{""}}, "an empty group name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -513,5 +523,182 @@ func TestRemoteMCPSettingChanged(t *testing.T) {
 		"ha": {URL: ha.url(), Headers: map[string]string{"Authorization": "Bearer new-token"}, AllowPrivate: true, Tools: []string{"state"}}}
 	if got := tools(); !slices.Equal(got, []string{"ha__state"}) {
 		t.Fatalf("tools after the token changed: %v\n%s", got, log.String())
+	}
+}
+
+// authServer is an OAuth 2.1 authorization server with PKCE in front of a
+// real MCP server (mcp-go's, Streamable HTTP), all on one loopback
+// server: /authorize sends the browser back with a code, /token takes the
+// code only with the verifier of its challenge, and refresh tokens.
+type authServer struct {
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	challenge string
+	access    string // the token /mcp accepts
+	refreshes int
+	issued    int
+}
+
+func newAuthServer(t *testing.T) *authServer {
+	t.Helper()
+	a := &authServer{}
+	ms := server.NewMCPServer("cloud", "1")
+	ms.AddTool(mcpgo.NewTool("search"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("found it"), nil
+	})
+	mcpH := server.NewStreamableHTTPServer(ms)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("client_id") != "botd" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		a.mu.Lock()
+		a.challenge = q.Get("code_challenge")
+		a.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=the-code&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Form.Get("grant_type") {
+		case "authorization_code":
+			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+			if r.Form.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != a.challenge {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":"invalid_grant"}`)
+				return
+			}
+		case "refresh_token":
+			if r.Form.Get("refresh_token") != fmt.Sprintf("rt-%d", a.issued) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":"invalid_grant"}`)
+				return
+			}
+			a.refreshes++
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		a.issued++
+		a.access = fmt.Sprintf("at-%d", a.issued)
+		fmt.Fprintf(w, `{"access_token":%q,"refresh_token":"rt-%d","token_type":"Bearer","expires_in":3600}`, a.access, a.issued)
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		ok := a.access != "" && r.Header.Get("Authorization") == "Bearer "+a.access
+		a.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcpH.ServeHTTP(w, r)
+	})
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// Authorization code with PKCE: before a person signs botd in, the server
+// is left out with a sentence saying how; botd mcp-login's flow (the test
+// is the browser) keeps the token 0600; the next run is offered the
+// server's tools; an expired token is refreshed with its refresh token. A
+// forged answer to the redirect URI is refused.
+func TestRemoteMCPAuthorizationCode(t *testing.T) {
+	as := newAuthServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect := "http://" + ln.Addr().String() + "/callback"
+	ln.Close()
+	dataDir := t.TempDir()
+	cfg := MCPServer{URL: as.srv.URL + "/mcp", AllowPrivate: true, Tools: []string{"search"},
+		OAuth: &MCPOAuth{Flow: FlowAuthorizationCode, ClientID: "botd", RedirectURI: redirect}}
+	c := DefaultConfig()
+	c.MCPServers = map[string]MCPServer{"cloud": cfg}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var log logBuffer
+	newAgent := func() *Agent {
+		return New(Options{Log: slog.New(slog.NewTextHandler(&log, nil)), ToolOptions: ToolOptions{DataDir: dataDir, ExtraMCP: map[string]MCPServer{"cloud": cfg}}})
+	}
+	offered := func(a *Agent) []string {
+		t.Helper()
+		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		return toolNames(sess.Tools())
+	}
+	if got := offered(newAgent()); len(got) != 0 {
+		t.Fatalf("tools before signing in: %v", got)
+	}
+	if !strings.Contains(log.String(), "botd is not signed in to it, or its sign-in ended: sign botd in once with botd mcp-login") {
+		t.Errorf("log:\n%s", log.String())
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = LoginRemoteMCP(ctx, "cloud", cfg, dataDir, func(authURL string) {
+		// A forged answer first: refused, the sign-in goes on.
+		if resp, err := http.Get(redirect + "?code=stolen&state=forged"); err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a forged answer: %v, %v", resp, err)
+		}
+		resp, err := http.Get(authURL) // the person's browser, sent back to botd
+		if err != nil {
+			t.Errorf("browser: %v", err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "botd is signed in") {
+			t.Errorf("the browser was shown %q", body)
+		}
+	})
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	kept := filepath.Join(dataDir, "mcp", "cloud.token.json")
+	fi, err := os.Stat(kept)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kept token %v, %v; want 0600", fi, err)
+	}
+	a := newAgent()
+	if got := offered(a); !slices.Equal(got, []string{"cloud__search"}) {
+		t.Fatalf("tools after signing in: %v\n%s", got, log.String())
+	}
+	// The token expired: the next run refreshes it.
+	b, _ := os.ReadFile(kept)
+	var st struct {
+		For   string         `json:"for"`
+		Token map[string]any `json:"token"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	st.Token["expires_at"] = time.Now().Add(-time.Minute).Format(time.RFC3339)
+	b, _ = json.Marshal(st)
+	if err := os.WriteFile(kept, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := offered(newAgent()); !slices.Equal(got, []string{"cloud__search"}) {
+		t.Fatalf("tools after the token expired: %v\n%s", got, log.String())
+	}
+	as.mu.Lock()
+	refreshes, access := as.refreshes, as.access
+	as.mu.Unlock()
+	if refreshes != 1 || access != "at-2" {
+		t.Errorf("refreshes = %d, access = %s; want one refresh to at-2", refreshes, access)
+	}
+	if b, _ := os.ReadFile(kept); !strings.Contains(string(b), "at-2") {
+		t.Errorf("the refreshed token was not kept: %s", b)
 	}
 }

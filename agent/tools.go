@@ -554,15 +554,38 @@ func (a *Agent) RemoteMCPProblems() map[string]string {
 
 // newRemote builds a remote server's client from its settings.
 func (a *Agent) newRemote(name string, cfg MCPServer) (*mcpremote.Server, error) {
+	return mcpremote.New(remoteOptions(name, cfg, a.opts.DataDir, a.opts.Time.Now))
+}
+
+// remoteOptions are a server's settings as mcpremote takes them; its
+// OAuth token is kept in dataDir/mcp/<name>.token.json.
+func remoteOptions(name string, cfg MCPServer, dataDir string, now func() time.Time) mcpremote.Options {
 	o := mcpremote.Options{Name: name, URL: cfg.URL, Headers: cfg.Headers, AllowPrivate: cfg.AllowPrivate}
-	if oa := cfg.OAuth; oa != nil {
-		o.OAuth = &mcpremote.ClientCredentials{TokenURL: oa.TokenURL, ClientID: oa.ClientID, ClientSecret: oa.ClientSecret, Scopes: oa.Scopes,
-			File: name + ".token.json", Now: a.opts.Time.Now}
-		if a.opts.DataDir != "" {
-			o.OAuth.Dir = filepath.Join(a.opts.DataDir, "mcp")
-		}
+	oa := cfg.OAuth
+	if oa == nil {
+		return o
 	}
-	return mcpremote.New(o)
+	dir, file := "", name+".token.json"
+	if dataDir != "" {
+		dir = filepath.Join(dataDir, "mcp")
+	}
+	if oa.Flow == FlowAuthorizationCode {
+		o.AuthCode = &mcpremote.AuthCode{ClientID: oa.ClientID, ClientSecret: oa.ClientSecret, Scopes: oa.Scopes, RedirectURI: oa.RedirectURI, Dir: dir, File: file}
+		return o
+	}
+	o.OAuth = &mcpremote.ClientCredentials{TokenURL: oa.TokenURL, ClientID: oa.ClientID, ClientSecret: oa.ClientSecret, Scopes: oa.Scopes,
+		Dir: dir, File: file, Now: now}
+	return o
+}
+
+// LoginRemoteMCP signs botd in to a remote server whose oauth flow is
+// authorization_code (botd mcp-login): show gets the address a person
+// opens; the token is kept in dataDir/mcp for the daemon's runs.
+func LoginRemoteMCP(ctx context.Context, name string, cfg MCPServer, dataDir string, show func(authURL string)) error {
+	if cfg.URL == "" || cfg.OAuth == nil || cfg.OAuth.Flow != FlowAuthorizationCode {
+		return fmt.Errorf("agent.mcp_servers.%s has no oauth with flow: authorization_code; nothing to sign in to", name)
+	}
+	return mcpremote.Login(ctx, remoteOptions(name, cfg, dataDir, time.Now), show)
 }
 
 // CheckRemoteMCP opens one session with a remote server of

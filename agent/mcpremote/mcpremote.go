@@ -52,6 +52,9 @@ type Options struct {
 	// (its HTTP is set here: the token endpoint is asked through the same
 	// guard); it wins over an Authorization header.
 	OAuth *ClientCredentials
+	// AuthCode, when set, signs in with the authorization code grant and
+	// PKCE (Login once; mcp-go's handler refreshes the kept token).
+	AuthCode *AuthCode
 	// Resolver answers names; nil is DNS (tests pass a fake).
 	Resolver netguard.Resolver
 	// Dial opens a checked address; nil is a net.Dialer (tests).
@@ -66,6 +69,7 @@ type Server struct {
 	url     string
 	headers map[string]string
 	tokens  *Tokens
+	auth    *AuthCode
 	http    *http.Client
 }
 
@@ -125,7 +129,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	hc := guardedClient(g)
-	s := &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), http: hc}
+	s := &Server{name: o.Name, url: o.URL, headers: maps.Clone(o.Headers), auth: o.AuthCode, http: hc}
 	if o.OAuth != nil {
 		if _, err := checkURL(g, o.OAuth.TokenURL, o.AllowPrivate); err != nil {
 			return nil, &tokenError{err}
@@ -208,6 +212,9 @@ func (s *Server) Connect(ctx context.Context) (*client.Client, error) {
 			return map[string]string{"Authorization": "Bearer " + t}
 		}))
 	}
+	if s.auth != nil {
+		opts = append(opts, transport.WithHTTPOAuth(s.auth.oauthConfig(s.http, s.url)))
+	}
 	tr, err := transport.NewStreamableHTTP(s.url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("remote MCP server %s: %w", s.name, err)
@@ -248,7 +255,9 @@ func Explain(err error, allowPrivate bool) string {
 		return "its OAuth token endpoint: " + Explain(te.err, allowPrivate)
 	case errors.As(err, &r):
 		return hint(r, allowPrivate).Error()
-	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+	case errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+		return "botd is not signed in to it, or its sign-in ended: sign botd in once with botd mcp-login <name>"
+	case errors.Is(err, transport.ErrAuthorizationRequired):
 		return "the server refused botd's credentials (401 Unauthorized): check its headers (the token) or oauth settings"
 	case errors.Is(err, transport.ErrLegacySSEServer):
 		return "the server refused the MCP initialize request (a 4xx answer): the token may lack the right, or the URL is not a Streamable HTTP MCP endpoint"
