@@ -44,7 +44,7 @@ type remoteMCP struct {
 	called int      // calls of "state"
 }
 
-func newRemoteMCP(t *testing.T, token, reply string) *remoteMCP {
+func newRemoteMCP(t testing.TB, token, reply string) *remoteMCP {
 	t.Helper()
 	r := &remoteMCP{token: token, reply: reply}
 	s := server.NewMCPServer("ha", "1")
