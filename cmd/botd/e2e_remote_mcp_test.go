@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -197,5 +202,131 @@ func TestRemoteMCPServerEndToEnd(t *testing.T) {
 	out, _ = cmd.CombinedOutput()
 	if !strings.Contains(string(out), "OK   MCP server house: answered with 2 tools; state offered") {
 		t.Errorf("doctor with the right token:\n%s", out)
+	}
+}
+
+const loginConfig = `
+data_dir: ./data
+groups_dir: ./groups
+llm:
+  providers:
+    fake: {type: openai, api_key: test-key-not-real, base_url: "http://127.0.0.1:1/v1"}
+  model: {provider: fake, name: gpt-4.1}
+agent:
+  mcp_servers:
+    cloud:
+      url: "%s/mcp"
+      allow_private: true
+      oauth: {flow: authorization_code, client_id: botd, redirect_uri: "%s"}
+      tools: [search]
+groups:
+  - {folder: home, name: Home, chat: "telegram:-100", main: true}
+`
+
+// botd mcp-login with the real binary: it prints the authorization
+// address, the test's browser signs in (the authorization server takes
+// the code only with the verifier of its PKCE challenge), botd keeps the
+// token, and botd doctor then reaches the server with it.
+func TestRemoteMCPLoginEndToEnd(t *testing.T) {
+	var mu sync.Mutex
+	var challenge, access string
+	ms := server.NewMCPServer("cloud", "1")
+	ms.AddTool(mcpgo.NewTool("search"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("found"), nil
+	})
+	mcpH := server.NewStreamableHTTPServer(ms)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		mu.Lock()
+		challenge = q.Get("code_challenge")
+		mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=c0de&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Form.Get("code") != "c0de" || challenge == "" || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		access = "at-login-e2e"
+		fmt.Fprintf(w, `{"access_token":%q,"refresh_token":"rt","token_type":"Bearer","expires_in":3600}`, access)
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ok := access != "" && r.Header.Get("Authorization") == "Bearer "+access
+		mu.Unlock()
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcpH.ServeHTTP(w, r)
+	})
+	as := httptest.NewServer(mux)
+	t.Cleanup(as.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect := "http://" + ln.Addr().String() + "/callback"
+	ln.Close()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(loginConfig, as.URL, redirect))
+
+	doctor := func() string {
+		cmd := exec.Command(botdBin, "doctor", "--config", "botd.yaml")
+		cmd.Dir = dir
+		cmd.Env = append(cmd.Environ(), "BOTD_CONFIG=")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := doctor(); !strings.Contains(out, "FAIL MCP server cloud: botd is not signed in to it") {
+		t.Errorf("doctor before signing in:\n%s", out)
+	}
+
+	cmd := exec.Command(botdBin, "mcp-login", "cloud", "--timeout", "2m", "--config", "botd.yaml")
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Environ(), "BOTD_CONFIG=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(stdout)
+	var printed strings.Builder
+	var authURL string
+	for authURL == "" && sc.Scan() {
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if s := strings.TrimSpace(line); strings.HasPrefix(s, as.URL+"/authorize?") {
+			authURL = s
+		}
+	}
+	if authURL == "" {
+		t.Fatalf("mcp-login printed no authorization address:\n%s%s", printed.String(), stderr.String())
+	}
+	resp, err := http.Get(authURL) // the person's browser
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+	}
+	if err := cmd.Wait(); err != nil || !strings.Contains(printed.String(), "Signed in: the token is kept in") {
+		t.Fatalf("mcp-login: %v\n%s%s", err, printed.String(), stderr.String())
+	}
+	if out := doctor(); !strings.Contains(out, "OK   MCP server cloud: answered with 1 tools; search offered") {
+		t.Errorf("doctor after signing in:\n%s", out)
 	}
 }
