@@ -20,7 +20,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -700,5 +702,37 @@ func TestRemoteMCPAuthorizationCode(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(kept); !strings.Contains(string(b), "at-2") {
 		t.Errorf("the refreshed token was not kept: %s", b)
+	}
+}
+
+// An extra server's tool whose arguments' schema is over 64 KB is left
+// out (it would ride along with every request); its description is cut.
+func TestExtraToolBounds(t *testing.T) {
+	s := server.NewMCPServer("x", "1")
+	s.AddTool(mcpgo.NewTool("huge", mcpgo.WithString("q", mcpgo.Description(strings.Repeat("y", 70<<10)))), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("x"), nil
+	})
+	s.AddTool(mcpgo.NewTool("wordy", mcpgo.WithDescription(strings.Repeat("z", 5000))), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("x"), nil
+	})
+	c, err := client.NewInProcessClient(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var log logBuffer
+	sess := ConnectMCP(context.Background(), slog.New(slog.NewTextHandler(&log, nil)), MCPConn{Name: "x", Client: c, Allow: []string{"huge", "wordy"}})
+	defer sess.Close()
+	tl := sess.Tools()
+	if len(tl) != 1 {
+		t.Fatalf("tools = %v, want x__wordy only", toolNames(tl))
+	}
+	if tl[0].Name != "x__wordy" || utf8.RuneCountInString(tl[0].Description) != mcpDescriptionMax+1 {
+		t.Fatalf("tool %q with a %d-character description; want x__wordy cut at %d and marked", tl[0].Name, utf8.RuneCountInString(tl[0].Description), mcpDescriptionMax)
+	}
+	if !strings.Contains(log.String(), "schema over 64 KB left out") {
+		t.Errorf("log:\n%s", log.String())
 	}
 }

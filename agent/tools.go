@@ -142,6 +142,12 @@ func connect(ctx context.Context, log *slog.Logger, own *modelview.Session, conn
 				log.Warn("agent: MCP tool with an unusable schema left out", "tool", exposed, "err", err)
 				continue
 			}
+			if !c.AllowAll && len(schema) > mcpSchemaMax {
+				// Sent with every request of every run: a server
+				// cannot make each one that much larger.
+				log.Warn("agent: MCP tool with a schema over 64 KB left out", "tool", exposed, "bytes", len(schema))
+				continue
+			}
 			r := route{conn: c.Client, name: t.Name}
 			if !c.AllowAll {
 				r.server = serverLabel(c)
@@ -259,6 +265,7 @@ func untrusted(server, tool, text string) string {
 const (
 	mcpResultMaxText  = 60000
 	mcpDescriptionMax = 2000
+	mcpSchemaMax      = 64 << 10
 )
 
 // partOf is one piece of an MCP server's content.
