@@ -48,6 +48,8 @@ type Agent struct {
 	outbox   *outbox
 	lives    *lives
 	batches  *batcher // nil: no batch API
+
+	extra extraServers // remote MCP servers between runs (tools.go)
 }
 
 var _ channels.Sink = (*Agent)(nil)

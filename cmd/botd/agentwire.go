@@ -168,6 +168,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
+			DataDir: d.cfg.DataDir,
 		},
 	})
 	d.sink = d.agent

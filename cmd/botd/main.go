@@ -44,6 +44,7 @@ func commands() []command {
 		{"status", statusLine, "which instance is active on the database, since when, and the lease's epoch", cmdStatus},
 		{"usage", usageLine, "what the model calls cost, per group, day and model", cmdUsage},
 		{"chats", chatsLine, "chats waiting with a pairing code, and the groups approved live: list, approve, deny, remove", cmdChats},
+		{"mcp-login", mcpLoginLine, "sign botd in to a remote MCP server of agent.mcp_servers (OAuth authorization code with PKCE)", cmdMCPLogin},
 	}
 	cs = append(cs, networkCommands...)
 	return append(cs, command{"version", "botd version", "print the version", cmdVersion})
