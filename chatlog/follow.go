@@ -1,0 +1,85 @@
+package chatlog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/botd-dev/botd/internal/sqlrows"
+)
+
+// The change notification of the conversation: which chats got a message
+// since a point in the store's order (messages.seq). Every writer — the
+// networks' messages, botd's own answers, what generation sends, another
+// instance sharing the database — shows up here, so one cheap indexed
+// read replaces a hook in each of them.
+
+// Newest is the seq of the newest stored message (0 with none).
+func (l *Log) Newest(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := l.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("newest message: %w", err)
+	}
+	return seq, nil
+}
+
+// Changed are the chats that got a message after seq, and the newest seq
+// among them (seq itself when none did). An edit keeps its message's seq
+// and is not a change here.
+func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest int64, err error) {
+	type row struct {
+		chat string
+		seq  int64
+	}
+	rows, err := sqlrows.Query(ctx, l.db, "changed chats", func(r sqlrows.Scanner) (row, error) {
+		var x row
+		err := r.Scan(&x.chat, &x.seq)
+		return x, err
+	}, `SELECT chat_id, MAX(seq) FROM messages WHERE seq > ? GROUP BY chat_id`, seq)
+	if err != nil {
+		return nil, seq, err
+	}
+	newest = seq
+	for _, r := range rows {
+		chats = append(chats, r.chat)
+		newest = max(newest, r.seq)
+	}
+	return chats, newest, nil
+}
+
+// Follow calls fn with the chats that got messages, looking every
+// interval, until ctx ends; what was stored before it started is not a
+// change. A failed look is logged and tried again at the next.
+func (l *Log) Follow(ctx context.Context, every time.Duration, log *slog.Logger, fn func(chats []string)) {
+	seq, err := l.Newest(ctx)
+	for err != nil {
+		log.Warn("chatlog: cannot read the newest message; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		seq, err = l.Newest(ctx)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		chats, newest, err := l.Changed(ctx, seq)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("chatlog: cannot read new messages; trying again", "err", err)
+			}
+			continue
+		}
+		seq = newest
+		if len(chats) > 0 {
+			fn(chats)
+		}
+	}
+}

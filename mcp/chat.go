@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	registry "github.com/botd-dev/botd/tools"
+)
+
+// Each group the server serves is a resource, botd://chat/<folder>:
+// resources/read answers its recent conversation as read_messages shows
+// it (each message escaped in its element), and a client that subscribed
+// hears notifications/resources/updated when a message is stored in it
+// (Server.ChatUpdated, which the watch of ChatMarks calls).
+
+// ChatScheme prefixes each group's conversation resource.
+const ChatScheme = "botd://chat/"
+
+// ChatResourceMessages is how many of the newest messages resources/read
+// of a chat answers (read_messages pages further back).
+const ChatResourceMessages = 50
+
+// registerChats lists the resource of each group served.
+func (t *tools) registerChats(srv *server.MCPServer) {
+	for _, g := range t.groups {
+		uri := ChatScheme + g.folder
+		srv.AddResource(mcpgo.NewResource(uri, "chat "+g.folder,
+			mcpgo.WithResourceDescription("The recent conversation of group "+g.folder+" (its newest messages, in "+
+				"order; read_messages pages back). Subscribe to hear when a message arrives."),
+			mcpgo.WithMIMEType("text/plain")),
+			func(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+				return t.readChat(ctx, g, uri)
+			})
+	}
+}
+
+// readChat answers resources/read of a group's chat: read_messages'
+// answer, through the same session (and so the same host service and
+// escaping) as the tool.
+func (t *tools) readChat(ctx context.Context, g *served, uri string) ([]mcpgo.ResourceContents, error) {
+	r := g.s.Run(ctx, registry.ReadMessages, registry.Args{"limit": ChatResourceMessages})
+	var b strings.Builder
+	for _, p := range r.Parts {
+		if p.Kind == registry.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	if r.IsError {
+		return nil, errors.New(b.String())
+	}
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: b.String()}}, nil
+}
+
+// subscriptions are the chat resources each session subscribed to. mcp-go
+// answers resources/subscribe and leaves the bookkeeping to the server
+// (its hooks); a session that ends takes its subscriptions along.
+type subscriptions struct {
+	mu    sync.Mutex
+	known func(uri string) bool
+	by    map[string]map[string]bool // session id → URIs
+}
+
+func newSubscriptions() *subscriptions {
+	return &subscriptions{by: map[string]map[string]bool{}}
+}
+
+func (s *subscriptions) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
+		sess := server.ClientSessionFromContext(ctx)
+		if sess == nil || !s.known(req.Params.URI) {
+			return // a URI this server does not serve never changes
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.by[sess.SessionID()] == nil {
+			s.by[sess.SessionID()] = map[string]bool{}
+		}
+		s.by[sess.SessionID()][req.Params.URI] = true
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcpgo.UnsubscribeRequest, _ *mcpgo.EmptyResult) {
+		if sess := server.ClientSessionFromContext(ctx); sess != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(s.by[sess.SessionID()], req.Params.URI)
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.by, sess.SessionID())
+	})
+	return h
+}
+
+// subscribers are the sessions subscribed to uri.
+func (s *subscriptions) subscribers(uri string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id, uris := range s.by {
+		if uris[uri] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ChatUpdated tells every session subscribed to the chat of folder that
+// it changed. A folder the server does not serve is ignored.
+func (s *Server) ChatUpdated(folder string) {
+	if _, ok := s.t.byFolder[folder]; !ok {
+		return
+	}
+	uri := ChatScheme + folder
+	for _, id := range s.t.subs.subscribers(uri) {
+		if err := s.SendNotificationToSpecificClient(id, mcpgo.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
+			s.t.log.Debug("mcp: chat update not delivered", "group", folder, "err", err)
+		}
+	}
+}
