@@ -3,6 +3,9 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -57,55 +60,97 @@ func (t *tools) readChat(ctx context.Context, g *served, uri string) ([]mcpgo.Re
 }
 
 // subscriptions are the chat resources each session subscribed to. mcp-go
-// answers resources/subscribe and leaves the bookkeeping to the server
-// (its hooks); a session that ends takes its subscriptions along.
+// answers resources/subscribe (protocols up to 2025-11-25) and
+// subscriptions/listen (2026-07-28) and leaves the bookkeeping to the
+// server (its hooks): a listen stream's URIs hold while it is open, and a
+// session that ends takes its subscriptions along.
 type subscriptions struct {
+	log   *slog.Logger
 	mu    sync.Mutex
 	known func(uri string) bool
-	by    map[string]map[string]bool // session id → URIs
+	by    map[subKey]map[string]bool // → URIs
+}
+
+// subKey is a session's resources/subscribe set (listen nil) or one of
+// its subscriptions/listen streams (listen: the request's id).
+type subKey struct {
+	session string
+	listen  any
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{by: map[string]map[string]bool{}}
+	return &subscriptions{by: map[subKey]map[string]bool{}}
+}
+
+// add records uris for k, the ones this server serves only (a URI it
+// does not serve never changes).
+func (s *subscriptions) add(k subKey, uris ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range uris {
+		if !s.known(u) {
+			continue
+		}
+		if s.by[k] == nil {
+			s.by[k] = map[string]bool{}
+		}
+		s.by[k][u] = true
+	}
 }
 
 func (s *subscriptions) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
-		sess := server.ClientSessionFromContext(ctx)
-		if sess == nil || !s.known(req.Params.URI) {
-			return // a URI this server does not serve never changes
+		if sess := server.ClientSessionFromContext(ctx); sess != nil {
+			s.add(subKey{session: sess.SessionID()}, req.Params.URI)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.by[sess.SessionID()] == nil {
-			s.by[sess.SessionID()] = map[string]bool{}
-		}
-		s.by[sess.SessionID()][req.Params.URI] = true
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcpgo.UnsubscribeRequest, _ *mcpgo.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			delete(s.by[sess.SessionID()], req.Params.URI)
+			delete(s.by[subKey{session: sess.SessionID()}], req.Params.URI)
 		}
 	})
+	h.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcpgo.SubscriptionsListenRequest) {
+		if sess := server.ClientSessionFromContext(ctx); sess != nil && id != nil {
+			s.add(subKey{session: sess.SessionID(), listen: fmt.Sprint(id)}, req.Params.Notifications.ResourceSubscriptions...)
+			s.log.Debug("mcp: subscriptions/listen", "resources", len(req.Params.Notifications.ResourceSubscriptions))
+		}
+	})
+	// The stream ends with the listen request: answered or failed.
+	end := func(ctx context.Context, id any, method mcpgo.MCPMethod) {
+		if method != mcpgo.MethodSubscriptionsListen {
+			return
+		}
+		if sess := server.ClientSessionFromContext(ctx); sess != nil && id != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(s.by, subKey{session: sess.SessionID(), listen: fmt.Sprint(id)})
+		}
+	}
+	h.AddOnSuccess(func(ctx context.Context, id any, method mcpgo.MCPMethod, _ any, _ any) { end(ctx, id, method) })
+	h.AddOnError(func(ctx context.Context, id any, method mcpgo.MCPMethod, _ any, _ error) { end(ctx, id, method) })
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		delete(s.by, sess.SessionID())
+		for k := range s.by {
+			if k.session == sess.SessionID() {
+				delete(s.by, k)
+			}
+		}
 	})
 	return h
 }
 
-// subscribers are the sessions subscribed to uri.
+// subscribers are the sessions subscribed to uri, each once.
 func (s *subscriptions) subscribers(uri string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for id, uris := range s.by {
-		if uris[uri] {
-			out = append(out, id)
+	for k, uris := range s.by {
+		if uris[uri] && !slices.Contains(out, k.session) {
+			out = append(out, k.session)
 		}
 	}
 	return out
@@ -118,7 +163,9 @@ func (s *Server) ChatUpdated(folder string) {
 		return
 	}
 	uri := ChatScheme + folder
-	for _, id := range s.t.subs.subscribers(uri) {
+	subs := s.t.subs.subscribers(uri)
+	s.t.log.Debug("mcp: chat updated", "group", folder, "subscribers", len(subs))
+	for _, id := range subs {
 		if err := s.SendNotificationToSpecificClient(id, mcpgo.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
 			s.t.log.Debug("mcp: chat update not delivered", "group", folder, "err", err)
 		}

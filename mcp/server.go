@@ -178,6 +178,7 @@ func NewServer(opts Options) (*Server, error) {
 		t.offer.GlobalMemory = t.offer.GlobalMemory || o.GlobalMemory
 	}
 	t.log = t.groups[0].s.Log()
+	t.subs.log = t.log
 	if len(t.groups) > 1 {
 		for _, g := range t.groups {
 			t.offer.Groups = append(t.offer.Groups, g.folder)
