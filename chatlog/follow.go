@@ -48,20 +48,11 @@ func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest in
 	return chats, newest, nil
 }
 
-// Follow calls fn with the chats that got messages, looking every
-// interval, until ctx ends; what was stored before it started is not a
-// change. A failed look is logged and tried again at the next.
-func (l *Log) Follow(ctx context.Context, every time.Duration, log *slog.Logger, fn func(chats []string)) {
-	seq, err := l.Newest(ctx)
-	for err != nil {
-		log.Warn("chatlog: cannot read the newest message; trying again", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(every):
-		}
-		seq, err = l.Newest(ctx)
-	}
+// Follow calls fn with the chats that got a message after seq since,
+// looking every interval, until ctx ends (Newest is where "from now" is).
+// A failed look is logged and tried again at the next.
+func (l *Log) Follow(ctx context.Context, since int64, every time.Duration, log *slog.Logger, fn func(chats []string)) {
+	seq := since
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

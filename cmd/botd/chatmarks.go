@@ -20,7 +20,13 @@ const chatMarkEvery = time.Second
 // hears of new messages for its subscribed clients.
 func (d *daemon) markChats(ctx context.Context) {
 	log := d.log.With("component", "chat-marks")
-	chatlog.New(d.store).Follow(ctx, chatMarkEvery, log, func(chats []string) {
+	l := chatlog.New(d.store)
+	since, err := l.Newest(ctx)
+	if err != nil {
+		// From the start then: every chat's mark is written once.
+		log.Warn("cannot read the newest message", "err", err)
+	}
+	l.Follow(ctx, since, chatMarkEvery, log, func(chats []string) {
 		done := map[string]bool{}
 		for _, c := range chats {
 			g, ok := d.groups.ByChat(c)
