@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/botd-dev/botd/internal/sqlrows"
@@ -24,9 +26,14 @@ func (l *Log) Newest(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
+// changedBatch bounds one look: a burst past it is read at the next.
+const changedBatch = 1000
+
 // Changed are the chats that got a message after seq, and the newest seq
-// among them (seq itself when none did). An edit keeps its message's seq
-// and is not a change here.
+// read (seq itself when none did); past changedBatch messages the rest
+// are the next call's. An edit keeps its message's seq and is not a
+// change here. It walks the primary key from seq (a range, not a scan:
+// grouping in SQL would let SQLite walk the (chat_id, seq) index whole).
 func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest int64, err error) {
 	type row struct {
 		chat string
@@ -36,13 +43,15 @@ func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest in
 		var x row
 		err := r.Scan(&x.chat, &x.seq)
 		return x, err
-	}, `SELECT chat_id, MAX(seq) FROM messages WHERE seq > ? GROUP BY chat_id`, seq)
+	}, `SELECT chat_id, seq FROM messages WHERE seq > ? ORDER BY seq LIMIT `+strconv.Itoa(changedBatch), seq)
 	if err != nil {
 		return nil, seq, err
 	}
 	newest = seq
 	for _, r := range rows {
-		chats = append(chats, r.chat)
+		if !slices.Contains(chats, r.chat) {
+			chats = append(chats, r.chat)
+		}
 		newest = max(newest, r.seq)
 	}
 	return chats, newest, nil

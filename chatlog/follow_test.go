@@ -81,3 +81,34 @@ func TestFollowCallsWithEachNewChat(t *testing.T) {
 		t.Fatalf("follow saw %v, want only [%s]", seen, fam)
 	}
 }
+
+// BenchmarkChatlogChanged is what botd run's look for new messages costs
+// the database each second (chat marks for botd mcp): a million messages
+// (BOTD_BENCH_MESSAGES), nothing new since the last look, then ten new.
+func BenchmarkChatlogChanged(b *testing.B) {
+	n := benchMessages(b)
+	storetest.EachB(b, func(b *testing.B, cfg store.Config) {
+		st := storetest.Open(b, cfg)
+		fill(b, st, newCorpus(1), n)
+		l := chatlog.New(st)
+		ctx := context.Background()
+		newest, err := l.Newest(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("nothing new", func(b *testing.B) {
+			for b.Loop() {
+				if chats, _, err := l.Changed(ctx, newest); err != nil || len(chats) != 0 {
+					b.Fatal(chats, err)
+				}
+			}
+		})
+		b.Run("ten new", func(b *testing.B) {
+			for b.Loop() {
+				if chats, _, err := l.Changed(ctx, newest-10); err != nil || len(chats) == 0 {
+					b.Fatal(chats, err)
+				}
+			}
+		})
+	})
+}
