@@ -50,7 +50,8 @@ func MarkChat(dir string, stamp int64) error {
 
 // WatchChats watches the chat marks of folders under ipcRoot (data/ipc)
 // and calls each server's ChatUpdated with the folder whose mark changed,
-// until ctx ends. It returns once the watches are in place; an update
+// until ctx ends. It returns once the watches are in place (a folder
+// that cannot be watched is logged and left out); an update
 // that arrives while the servers are told of the last one is told once
 // after it (bursts fold into one notification).
 func WatchChats(ctx context.Context, ipcRoot string, log *slog.Logger, servers ...*Server) error {
@@ -70,11 +71,15 @@ func WatchChats(ctx context.Context, ipcRoot string, log *slog.Logger, servers .
 				continue
 			}
 			if err := w.Add(dir); err != nil {
-				w.Close()
+				// The group's tools work without it; its subscribers are
+				// not told until botd mcp starts again.
 				if errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("watching the chat of group %s: its IPC folder does not exist yet (botd run creates it)", f)
+					log.Warn("mcp: new messages of this group will not reach subscribed clients: its IPC folder does not "+
+						"exist yet (botd run creates it); start botd mcp again once botd run is running", "group", f)
+				} else {
+					log.Warn("mcp: new messages of this group will not reach subscribed clients", "group", f, "err", err)
 				}
-				return fmt.Errorf("watching the chat of group %s: %w", f, err)
+				continue
 			}
 			kicks[dir] = make(chan struct{}, 1)
 			folderOf[dir] = f

@@ -279,11 +279,11 @@ func (n *notes) updated(uri string) bool {
 
 func TestSubscribedClientHearsOfNewMessages(t *testing.T) {
 	srv, _, _ := twoGroups(t, true)
+	// family's IPC folder does not exist yet: it is left out, work is
+	// watched.
 	ipcRoot := t.TempDir()
-	for _, f := range []string{"family", "work"} {
-		if err := os.MkdirAll(filepath.Join(ipcRoot, f), 0o750); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(filepath.Join(ipcRoot, "work"), 0o750); err != nil {
+		t.Fatal(err)
 	}
 	h, err := NewHTTPHandler(HTTPOptions{Addr: "127.0.0.1:8765", Tokens: map[string]string{tokFamily: "both"},
 		Servers: map[string]*Server{"both": srv}, Log: testLogger(t)})

@@ -43,21 +43,12 @@ func (d *daemon) markChats(ctx context.Context) {
 }
 
 // followChats makes the servers tell their subscribed clients of new
-// messages: the chat marks of their groups' IPC folders (created as the
-// IPC client would, so a botd mcp started before botd run still hears).
-// A folder it cannot watch leaves the tools working: it is logged, and
-// subscribers are not told.
+// messages: the chat marks of their groups' IPC folders. It creates no
+// folder (the stdio server's checkHostAccess has; botd run does), and
+// one it cannot watch leaves the tools working: it is logged, and that
+// group's subscribers are not told.
 func followChats(ctx context.Context, dataDir string, log *slog.Logger, servers ...*mcp.Server) {
-	root := filepath.Join(dataDir, "ipc")
-	for _, s := range servers {
-		for _, f := range s.Folders() {
-			if err := ipc.GroupLayout(root, f).Ensure(); err != nil {
-				log.Warn("new messages will not reach subscribed clients", "group", f, "err", err)
-				return
-			}
-		}
-	}
-	if err := mcp.WatchChats(ctx, root, log, servers...); err != nil {
+	if err := mcp.WatchChats(ctx, filepath.Join(dataDir, "ipc"), log, servers...); err != nil {
 		log.Warn("new messages will not reach subscribed clients", "err", err)
 	}
 }
