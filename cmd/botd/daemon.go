@@ -320,6 +320,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.watchKept(ctx) }()
 	go func() { defer d.wg.Done(); d.sweepPairing(ctx, time.Hour) }()
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.markChats(ctx) }()
 	if d.uploads != nil {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.uploads.Run(ctx, time.Hour, d.llm.filesAPIs) }()
