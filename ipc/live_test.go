@@ -182,3 +182,35 @@ func TestAddGroupAfterStop(t *testing.T) {
 	}
 	r.host.RemoveGroup("fam") // harmless
 }
+
+// Groups added and removed while other groups' calls go on: no race (run
+// with -race), every call of the group that stays is answered, and the
+// group added last is served.
+func TestGroupsChangeUnderTraffic(t *testing.T) {
+	r := newRig(t, &funcHandler{}, ipc.HostOptions{}, "fam")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			if err := r.host.AddGroup("late"); err != nil {
+				t.Errorf("AddGroup %d: %v", i, err)
+				return
+			}
+			r.host.RemoveGroup("late")
+			r.host.Rescan()
+		}
+	}()
+	fam := r.client(t, "fam")
+	for i := 0; i < 20; i++ {
+		if err := fam.Call(guard(t), tools.ListMedia, tools.ListMediaArgs{}, nil); err != nil {
+			t.Fatalf("fam call %d: %v", i, err)
+		}
+	}
+	recv(t, "the adds and removes", done)
+	if err := r.host.AddGroup("late"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.client(t, "late").Call(guard(t), tools.ListMedia, tools.ListMediaArgs{}, nil); err != nil {
+		t.Fatalf("late: %v", err)
+	}
+}
