@@ -291,6 +291,7 @@ func (d *daemon) syncKept(ctx context.Context) error {
 			}
 		}
 	}
+	d.followGroups()
 	return nil
 }
 

@@ -52,6 +52,7 @@ type daemon struct {
 	videos    *generation.Service
 	downloads *media.Service
 	host      *ipc.Host
+	hostMu    sync.Mutex // one followGroups at a time
 	sink      channels.Sink
 	agent     *agent.Agent
 	sched     *scheduler.Scheduler
