@@ -96,6 +96,10 @@ func TestPairingApprovedLiveEndToEnd(t *testing.T) {
 	}
 	// Its IPC folder is served at once: an external MCP client reaches it.
 	ipcListMedia(t, r.dir, "book-club")
+	// botd mcp finds the group in the database, as Claude Desktop would.
+	if res := callTool(t, mcpStdio(t, r.dir, "botd.yaml", "book-club"), "list_media", map[string]any{}); res.IsError {
+		t.Fatalf("list_media over botd mcp --group book-club: %s", resultText(res))
+	}
 	if out, c := runCLI(t, r.dir, "chats", "approve", code, "--config", "botd.yaml"); c != 1 {
 		t.Fatalf("a code used twice was accepted (exit %d):\n%s", c, out)
 	}

@@ -67,6 +67,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fail(1, "groups: %v", err)
 	}
+	addKeptGroups(ctx, cfg, set, folders)
 	// stdout carries the protocol; every log line goes to stderr.
 	log := newLogger(cfg.LogLevel, stderr).With("component", "mcp")
 	if len(folders) > 0 {
