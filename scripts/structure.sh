@@ -103,7 +103,7 @@ rsses=()
 for i in 1 2 3; do
 	rm -rf "$tmp/data" "$tmp/groups"
 	: >"$tmp/out"
-	"$tmp/botd" run --config "$tmp/config.yaml" >"$tmp/out" 2>&1 &
+	"$tmp/botd-release" run --config "$tmp/config.yaml" >"$tmp/out" 2>&1 &
 	pid=$!
 	# Wait for the start to finish (the log's "botd running" line), then
 	# let the start-up garbage settle before reading the resident set.
@@ -113,7 +113,10 @@ for i in 1 2 3; do
 		sleep 0.1
 	done
 	grep -q 'botd running' "$tmp/out" || { echo "botd did not start:" >&2; cat "$tmp/out" >&2; exit 1; }
-	sleep 5
+	# Long enough for the periodic work (the lease's renewal, the sweeps)
+	# to have run once: what botd keeps resident while idle, not the
+	# moment after start.
+	sleep 20
 	# VmRSS, then its anonymous part (the heap, what the process holds)
 	# and its file part (the binary's pages, clean and shared, which the
 	# kernel may drop), all in kB.
@@ -123,5 +126,5 @@ for i in 1 2 3; do
 	pid=
 done
 read -r rss anon file < <(printf '%s\n' "${rsses[@]}" | sort -n | sed -n 2p)
-printf 'idle RSS of botd run (web channel only): %d kB (%.1f MB): anonymous %d kB, binary pages %d kB (the median of 3 starts)\n' \
+printf 'idle RSS of botd run as packaged (web channel only, 20 s after start): %d kB (%.1f MB): anonymous %d kB, binary pages %d kB (the median of 3 starts)\n' \
 	"$rss" "$(echo "$rss/1024" | bc -l)" "$anon" "$file"
