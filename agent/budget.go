@@ -61,21 +61,25 @@ type budget struct {
 }
 
 // over reports, and handles, a run the budget stops before it starts.
-func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (runResult, bool) {
-	if b.limit <= 0 {
+// limit is the group's own (micro-cents; GroupRun.MaxCostPerDay), or
+// the agent's when 0.
+func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, limit int64) (runResult, bool) {
+	if limit <= 0 {
+		limit = b.limit
+	}
+	if limit <= 0 {
 		return runResult{}, false
 	}
 	log := b.log.With("group", folder)
-	now := b.now().In(b.loc)
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	day := b.dayStart()
 	spent, err := b.st.SpentSince(ctx, folder, day)
 	if err != nil {
 		return storeFailure(ctx, err), true
 	}
-	if spent < b.limit {
+	if spent < limit {
 		return runResult{}, false
 	}
-	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", b.limit)
+	log.Warn("agent: daily budget spent; not running the model", "spent_microcents", spent, "budget_microcents", limit)
 	if err := b.st.AdvanceAgentCursor(ctx, folder, trig.Seq); err != nil {
 		return storeFailure(ctx, err), true
 	}
@@ -89,6 +93,12 @@ func (b *budget) over(ctx context.Context, folder string, trig store.Trigger) (r
 		}
 	}
 	return runResult{outcome: outcomeDone}, true
+}
+
+// dayStart is the start of today in the agent's time zone.
+func (b *budget) dayStart() time.Time {
+	now := b.now().In(b.loc)
+	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 }
 
 // USD is a cost in dollars as micro-cents (1e-8 USD), the unit of every

@@ -67,7 +67,7 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	} else if ok {
 		a.queue.again(folder) // then whatever else is due
 		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-		return newRun(a, g, to).resume(ctx, b)
+		return newRun(a, g, a.settings(ctx, &g), to).resume(ctx, b)
 	}
 	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
@@ -76,12 +76,13 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
+	set := a.settings(ctx, &g) // the group's model, prompt, tools, budget (settings.go)
 	// A group whose day's budget is spent is not run (budget.go).
-	if res, over := a.budget.over(ctx, folder, trig); over {
+	if res, over := a.budget.over(ctx, folder, trig, set.MaxCostPerDay); over {
 		return res
 	}
 	seen := a.ackRun(ctx, trig) // the question's reaction while it runs (ack.go)
-	res := newRun(a, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	res := newRun(a, g, set, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 	seen(res)
 	return res
 }
@@ -104,23 +105,30 @@ type Run struct {
 	log     *slog.Logger
 	started time.Time
 	to      target
+	// set is the group's own choices (model, prompt, tools); role is the
+	// asker's (settings.go).
+	set  GroupRun
+	role groups.Role
 	// ctx is the worker's (shutdown ends it), observed for the bill;
 	// runCtx bounds the model and the tools (the run's timeout, Stop).
 	ctx, runCtx context.Context
 
-	bill  attempts
-	req   *llm.Request
-	rec   store.AgentRun
-	caps  llm.Capabilities
-	tools ToolSession // nil: the run answers without tools
-	guard *guard      // nil when there are no tools
-	live  *liveRun    // nil: not shown while written (a batch run)
+	bill attempts
+	req  *llm.Request
+	rec  store.AgentRun
+	caps llm.Capabilities
+	// settled ends the run's being stoppable (/stop, the Stop button)
+	// once its answer is decided, before it is sent.
+	settled func()
+	tools   ToolSession // nil: the run answers without tools
+	guard   *guard      // nil when there are no tools
+	live    *liveRun    // nil: not shown while written (a batch run)
 }
 
-func newRun(a *Agent, g groups.Group, to target) *Run {
+func newRun(a *Agent, g groups.Group, set GroupRun, to target) *Run {
 	id := newRunID()
-	return &Run{a: a, g: g, id: id, to: to, started: time.Now(), log: a.log.With("group", g.Folder, "run", id),
-		caps: a.opts.LLM.Capabilities()}
+	return &Run{a: a, g: g, id: id, to: to, set: set, role: groups.Owner, started: time.Now(),
+		log: a.log.With("group", g.Folder, "run", id), caps: set.LLM.Capabilities()}
 }
 
 // failed is the result of a run that must be retried, told to the chat
@@ -149,6 +157,11 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 		return storeFailure(r.ctx, err)
 	}
 	if len(conv.Msgs) == 0 {
+		if upTo > cursor { // what was due came before /new: handled
+			if err := a.opts.Store.AdvanceAgentCursor(r.ctx, g.Folder, upTo); err != nil {
+				return storeFailure(r.ctx, err)
+			}
+		}
 		return runResult{outcome: outcomeDone}
 	}
 	if upTo < trig.Seq {
@@ -163,8 +176,10 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 		r.to.replyTo = trig.MessageID // in a busy group, quote the question
 	}
 	user := r.render(conv)
+	r.role = a.role(g, asker(conv.Msgs, trig))
 
 	defer r.open()()
+	r.permitTools()
 	// What a person confirmed is done before the model is asked, by
 	// botd, past the guard (confirm.go).
 	user += runConfirmed(r.runCtx, r.tools, a.confirms.take(g.Folder, conv.Msgs), r.log)
@@ -174,8 +189,9 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	}
 	memory, global := r.memory(isolatedRun(conv.Msgs))
 	r.req = &llm.Request{
-		Model:     a.opts.Run.Model,
-		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}),
+		Model: r.set.Model,
+		System: buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}) +
+			standing(r.set, r.role, a.opts.Policy != nil),
 		Messages:  []llm.Message{llm.UserText(user)},
 		MaxTokens: a.opts.Run.MaxTokens,
 	}
@@ -194,6 +210,9 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	if stop != nil {
 		return *stop
 	}
+	// Decided: from here /stop finds nothing to stop, and /status says
+	// so by the time the answer shows.
+	r.settled()
 	final = r.askToConfirm(final)
 	r.log.Info("agent: run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations,
 		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
@@ -240,7 +259,8 @@ func (r *Run) open() (done func()) {
 	a, chat := r.a, r.to.chat
 	stopTyping := a.chans.keepTyping(r.ctx, chat)
 	stopCtx, stop := context.WithCancelCause(r.ctx)
-	forget := a.queue.stoppable(r.g.Folder, stop)
+	forget := sync.OnceFunc(a.queue.stoppable(r.g.Folder, stop))
+	r.settled = forget
 	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.Run.Timeout)
 	r.runCtx = runCtx
 	tools, err := a.opts.ToolSource(runCtx, &r.g)
@@ -258,6 +278,15 @@ func (r *Run) open() (done func()) {
 		stopTyping()
 		a.chans.typing(context.WithoutCancel(r.ctx), chat, false)
 	}
+}
+
+// permitTools puts the group's allow-list and the asker's role before
+// the run's tools (settings.go).
+func (r *Run) permitTools() {
+	if r.tools == nil || (r.set.Tools == nil && r.role == groups.Owner) {
+		return
+	}
+	r.tools = &permit{ToolSession: r.tools, folder: r.g.Folder, allow: r.set.Tools, role: r.role}
 }
 
 // guardTools puts the run's guard (guard.go) before its tools; without
@@ -439,7 +468,7 @@ func (r *Run) ask() (*llm.Result, error) {
 	if r.live != nil && r.caps.Streaming {
 		return r.streamTurn()
 	}
-	return r.a.opts.LLM.Generate(r.runCtx, r.req)
+	return r.set.LLM.Generate(r.runCtx, r.req)
 }
 
 // stoppedByUser reports a run someone stopped from the chat (StopRun).
@@ -501,7 +530,7 @@ func (r *Run) streamTurn() (*llm.Result, error) {
 // whether any content arrived before an error.
 func (r *Run) streamOnce() (res *llm.Result, wrote bool, err error) {
 	ctx := r.runCtx
-	s, err := r.a.opts.LLM.Stream(ctx, r.req)
+	s, err := r.set.LLM.Stream(ctx, r.req)
 	if err != nil {
 		return nil, false, err
 	}

@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 		c.Internet.Validate(),
 		c.Ops.Validate(),
 		c.Access.Validate(),
+		c.groupModelProblems().Err(),
 	} {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {
@@ -204,4 +205,19 @@ func orList(xs []string) string {
 		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// groupModelProblems are the groups' models whose provider is not under
+// llm.providers (groups.ValidateList checks their shape).
+func (c *Config) groupModelProblems() settings.Problems {
+	var ps settings.Problems
+	for i, g := range c.Groups {
+		for j, m := range g.Model {
+			p, _, ok := strings.Cut(m, "/")
+			if _, known := c.LLM.Providers[p]; ok && !known {
+				ps.Add(fmt.Sprintf("groups[%d].model[%d]", i, j), "provider %q is not defined under llm.providers", p)
+			}
+		}
+	}
+	return ps
 }

@@ -27,7 +27,7 @@ const (
 )
 
 var remember = Spec{
-	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory,
+	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) mcpgo.Tool {
 		return mcpgo.NewTool(Remember,
 			mcpgo.WithDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
@@ -45,7 +45,7 @@ var remember = Spec{
 }
 
 var forget = Spec{
-	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory,
+	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) mcpgo.Tool {
 		return mcpgo.NewTool(Forget,
 			mcpgo.WithDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
@@ -74,4 +74,13 @@ func scopeOption(global bool) mcpgo.ToolOption {
 		mcpgo.Description(`"group" (the default): this group's memory. "global": the memory every group's `+
 			"assistant is shown, for facts that hold for everyone; only this group (the main one) can change it."),
 		mcpgo.Enum(ScopeGroup, ScopeGlobal))
+}
+
+// needsMemory: the group's memory is any member's to write; the global
+// memory every group reads only an owner's.
+func needsMemory(c Call) groups.Role {
+	if scope, _ := c.Args["scope"].(string); scope == ScopeGlobal {
+		return groups.Owner
+	}
+	return groups.Member
 }

@@ -39,7 +39,7 @@ const (
 const MaxTaskPrompt = 4000
 
 var scheduleTask = Spec{
-	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule,
+	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule, Needs: NeedsAdmin,
 	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
 		return s.ServeSchedule(ctx, g, req.ID, a)
 	}),
@@ -114,7 +114,7 @@ var (
 // taskChange is pause_task, resume_task or cancel_task: one task id.
 func taskChange(name, desc string) Spec {
 	return Spec{
-		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP, Widens: widenTaskChange,
+		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP, Widens: widenTaskChange, Needs: NeedsAdmin,
 		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.TaskIDArgs) (ipc.TaskResult, *ipc.Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),

@@ -118,3 +118,38 @@ func (d DB) Notes(ctx context.Context, folder string, refs []string) (map[string
 	}
 	return out, nil
 }
+
+// Floor is where the group's conversation starts: the newest message
+// stored when someone said /new (0: from the beginning). Earlier
+// messages and summaries are not shown again.
+func (d DB) Floor(ctx context.Context, folder string) (int64, error) {
+	var seq int64
+	err := d.st.DB.QueryRowContext(ctx, `SELECT seq FROM conversation_floors WHERE folder = ?`, folder).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("conversation floor of %s: %w", folder, err)
+	}
+	return seq, nil
+}
+
+// StartAfresh sets the group's floor at its newest stored message in
+// chats, so its next run starts without the earlier conversation.
+func (d DB) StartAfresh(ctx context.Context, folder string, chats []string, now time.Time) error {
+	if len(chats) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(chats)+2)
+	args = append(args, folder, now.UnixMilli())
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	_, err := d.st.DB.ExecContext(ctx, `INSERT INTO conversation_floors(folder, seq, at)
+		SELECT ?, COALESCE(MAX(seq), 0), ? FROM messages WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`)
+		ON CONFLICT(folder) DO UPDATE SET seq = excluded.seq, at = excluded.at`, args...)
+	if err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/nokey"
@@ -133,7 +134,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	}
 	ps := newLLMProviders(d.cfg, files)
 	d.llm = ps
-	chain, err := buildLLM(d.cfg, ps, func(a llm.Attempt) {
+	observe := func(a llm.Attempt) {
 		attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
 		if a.Reason != "" {
 			attrs = append(attrs, "reason", a.Reason)
@@ -145,7 +146,8 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			attrs = append(attrs, "cost_microcents", a.Usage.CostMicrocents)
 		}
 		d.log.Info("llm attempt", attrs...)
-	})
+	}
+	chain, err := buildLLM(d.cfg, ps, observe)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -175,6 +177,12 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			d.log.Info("scheduled tasks marked batch run at once: the provider has no batch API", "provider", primary.Provider)
 		}
 	}
+	// The chat's commands, the roles and the groups' own settings
+	// (chatctl); the commands reach the agent once it is made.
+	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: observe},
+		Log: d.log.With("component", "chatctl")}
+	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
+		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
 	d.agent = agent.New(agent.Options{
 		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: chain,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
@@ -183,7 +191,8 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Context: agent.ContextLimits{MaxMessages: d.cfg.Agent.MaxMessages, Messages: contextMessages(d.cfg.Agent.Context.Messages),
 			MaxAge: d.cfg.Agent.Context.MaxAge.D(), MaxTokens: d.cfg.Agent.Context.MaxTokens},
 		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: agent.USD(d.cfg.Agent.MaxCostPerDay),
-			Gate: d.newGate(), AckReaction: d.cfg.AckReaction},
+			Gate: agent.Gates{d.newGate(), cmds}, Admit: cmds.Admit, AckReaction: d.cfg.AckReaction},
+		Policy: policy,
 		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
 		Time:   agent.TimeOptions{Location: d.cfg.Location()},
 		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
@@ -192,6 +201,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 		},
 	})
+	cmds.Agent = d.agent
 	d.sink = d.agent
 	ag := d.agent
 	d.metrics.WatchQueue(func() ops.QueueState {

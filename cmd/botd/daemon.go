@@ -319,6 +319,7 @@ func (d *daemon) startChannels(ctx context.Context) error {
 		d.mon.Started(name, err)
 		if err == nil {
 			d.log.Info("channel started", "channel", name)
+			d.offerCommands(ctx, name, ch)
 			continue
 		}
 		if ctx.Err() != nil {
