@@ -140,14 +140,18 @@ func (d DB) StartAfresh(ctx context.Context, folder string, chats []string, now 
 	if len(chats) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(chats)+2)
-	args = append(args, folder, now.UnixMilli())
+	args := make([]any, 0, len(chats))
 	for _, c := range chats {
 		args = append(args, c)
 	}
-	_, err := d.st.DB.ExecContext(ctx, `INSERT INTO conversation_floors(folder, seq, at)
-		SELECT ?, COALESCE(MAX(seq), 0), ? FROM messages WHERE chat_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`)
-		ON CONFLICT(folder) DO UPDATE SET seq = excluded.seq, at = excluded.at`, args...)
+	var seq int64
+	err := d.st.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`)`, args...).Scan(&seq)
+	if err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	_, err = d.st.DB.ExecContext(ctx, `INSERT INTO conversation_floors(folder, seq, at) VALUES (?, ?, ?)
+		ON CONFLICT(folder) DO UPDATE SET seq = excluded.seq, at = excluded.at`, folder, seq, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("start %s afresh: %w", folder, err)
 	}

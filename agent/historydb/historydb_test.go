@@ -75,3 +75,48 @@ func TestNotesAreTheGroupsOwn(t *testing.T) {
 		}
 	})
 }
+
+// /new sets the floor at the newest message of the group's chats only;
+// a second /new moves it on; a group that never said it starts at 0.
+func TestFloorFollowsStartAfresh(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		ctx := context.Background()
+		st := storetest.Open(t, c)
+		s := historydb.New(st)
+		for _, chat := range []string{"telegram:-100", "telegram:-200"} {
+			if err := st.UpsertChat(ctx, store.Chat{ID: chat, IsGroup: true, LastMessageAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put := func(chat, id string) int64 {
+			t.Helper()
+			seq, err := st.PutMessage(ctx, store.Message{ChatID: chat, ID: id, SenderID: "1", Text: "hi", Time: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return seq
+		}
+		if f, err := s.Floor(ctx, "family"); err != nil || f != 0 {
+			t.Fatalf("floor before /new = %d, %v; want 0", f, err)
+		}
+		put("telegram:-100", "1")
+		mine := put("telegram:-100", "2")
+		put("telegram:-200", "3") // another group's, newer
+		if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if f, _ := s.Floor(ctx, "family"); f != mine {
+			t.Fatalf("floor = %d, want %d (the group's newest)", f, mine)
+		}
+		later := put("telegram:-100", "4")
+		if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if f, _ := s.Floor(ctx, "family"); f != later {
+			t.Fatalf("floor after a second /new = %d, want %d", f, later)
+		}
+		if f, _ := s.Floor(ctx, "club"); f != 0 {
+			t.Errorf("another group's floor = %d, want 0", f)
+		}
+	})
+}
