@@ -183,6 +183,7 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	// What a person confirmed is done before the model is asked, by
 	// botd, past the guard (confirm.go).
 	user += runConfirmed(r.runCtx, r.tools, a.confirms.take(g.Folder, conv.Msgs), r.log)
+	user += askerLine(r.set, r.role)
 	r.guardTools()
 	if r.guard != nil {
 		r.guard.fromConversation(conv)
@@ -191,7 +192,7 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	r.req = &llm.Request{
 		Model: r.set.Model,
 		System: buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}) +
-			standing(r.set, r.role, a.opts.Policy != nil),
+			standing(r.set),
 		Messages:  []llm.Message{llm.UserText(user)},
 		MaxTokens: a.opts.Run.MaxTokens,
 	}

@@ -46,6 +46,9 @@ type GroupRun struct {
 	// MaxCostPerDay (micro-cents) is the group's own daily budget; 0 is
 	// IntakeOptions.MaxCostPerDay.
 	MaxCostPerDay int64
+	// Roles: someone is named owner or admin, so the prompt names the
+	// asker's role.
+	Roles bool
 }
 
 // Gates asks each gate in turn; the first that deals with a message ends
@@ -102,9 +105,8 @@ func asker(msgs []store.Message, trig store.Trigger) *store.Message {
 	return nil
 }
 
-// standing is what the group's settings and the asker's role add to the
-// system prompt.
-func standing(s GroupRun, role groups.Role, policy bool) string {
+// standing is what the group's settings add to the system prompt.
+func standing(s GroupRun) string {
 	var b strings.Builder
 	if p := strings.TrimSpace(s.Prompt); p != "" {
 		b.WriteString("\n\n## This group's standing instructions (set by its admins)\n\n")
@@ -113,10 +115,17 @@ func standing(s GroupRun, role groups.Role, policy bool) string {
 	if l := strings.TrimSpace(s.Language); l != "" {
 		fmt.Fprintf(&b, "\n\nWrite your answers in %s.", escaped(l))
 	}
-	if policy {
-		fmt.Fprintf(&b, "\n\nThe person asking is the group's %s.", roleWords[role])
-	}
 	return b.String()
+}
+
+// askerLine names the asker's role, after the conversation (it changes
+// from run to run, so the system prompt stays cached); "" where roles do
+// not apply.
+func askerLine(s GroupRun, role groups.Role) string {
+	if !s.Roles {
+		return ""
+	}
+	return fmt.Sprintf("\n\nThe person asking is the group's %s.", roleWords[role])
 }
 
 var roleWords = map[groups.Role]string{

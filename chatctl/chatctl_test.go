@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 		{"/model " + strings.Repeat("x", 400), "", "", false},
 	}
 	for _, c := range cases {
-		name, args, ok := Parse(c.text)
+		name, args, _, ok := Parse(c.text)
 		if name != c.name || args != c.args || ok != c.ok {
 			t.Errorf("Parse(%.40q) = %q, %q, %v; want %q, %q, %v", c.text, name, args, ok, c.name, c.args, c.ok)
 		}
@@ -177,6 +177,13 @@ func TestCommands(t *testing.T) {
 		in := channels.Inbound{ChatID: "telegram:-100", SenderID: "43", Text: "/status"}
 		if r.cmds.Intercept(ctx, in, nil) {
 			t.Error("a command in a chat no group registers was answered (pairing is access's)")
+		}
+		other := channels.Inbound{ChatID: "telegram:-100", SenderID: "43", Text: "/status@other_bot"}
+		if r.cmds.Intercept(ctx, other, &r.group) {
+			t.Error("a command addressed to another bot was answered")
+		}
+		if other.Mentioned = true; !r.cmds.Intercept(ctx, other, &r.group) {
+			t.Error("a command addressed to this bot by name was not answered")
 		}
 		for _, in := range []channels.Inbound{{FromMe: true}, {IsBot: true}, {Edit: true}} {
 			in.ChatID, in.SenderID, in.Text = "telegram:-100", "43", "/status"

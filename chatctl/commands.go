@@ -50,17 +50,18 @@ var List = []Command{
 // command is a chat's "/name args", after an optional mention ("@Andy
 // /status", where a client keeps a leading slash to itself) and with an
 // optional "@botname" on the command (Telegram's form in groups).
-var command = regexp.MustCompile(`(?is)^\s*(?:@\S+\s+)?/(help|start|status|new|reset|stop|model|usage)(?:@\S+)?(?:\s+(.*?))?\s*$`)
+var command = regexp.MustCompile(`(?is)^\s*(?:@\S+\s+)?/(help|start|status|new|reset|stop|model|usage)(@\S+)?(?:\s+(.*?))?\s*$`)
 
 // Parse picks a command of this package out of text: name lower-cased
-// ("start" is "help", "reset" is "new"), args trimmed.
-func Parse(text string) (name, args string, ok bool) {
+// ("start" is "help", "reset" is "new"), args trimmed; named reports a
+// command addressed to a bot by name ("/status@some_bot").
+func Parse(text string) (name, args string, named, ok bool) {
 	if len(text) > 300 {
-		return "", "", false // a command is short; a long message is a question
+		return "", "", false, false // a command is short; a long message is a question
 	}
 	m := command.FindStringSubmatch(text)
 	if m == nil {
-		return "", "", false
+		return "", "", false, false
 	}
 	name = strings.ToLower(m[1])
 	switch name {
@@ -69,7 +70,7 @@ func Parse(text string) (name, args string, ok bool) {
 	case "reset":
 		name = "new"
 	}
-	return name, strings.TrimSpace(m[2]), true
+	return name, strings.TrimSpace(m[3]), m[2] != "", true
 }
 
 // Commands answers the chat's commands in registered groups; it is one of
@@ -96,9 +97,9 @@ func (c *Commands) Intercept(ctx context.Context, in channels.Inbound, g *groups
 	if g == nil || in.FromMe || in.IsBot || in.Edit {
 		return false
 	}
-	name, args, ok := Parse(in.Text)
-	if !ok {
-		return false
+	name, args, named, ok := Parse(in.Text)
+	if !ok || named && !in.Mentioned {
+		return false // another bot's: "/status@other_bot"
 	}
 	role := c.Policy.Role(g, in.ChatID, in.SenderID)
 	c.Log.Info("chatctl: command", "group", g.Folder, "command", name, "sender", groups.UserID(in.ChatID, in.SenderID), "role", role)

@@ -102,7 +102,8 @@ func (p *Policy) Model(ctx context.Context, g *groups.Group) (list []string, sou
 // Run implements agent.Policy.
 func (p *Policy) Run(ctx context.Context, g *groups.Group) agent.GroupRun {
 	s := g.Settings
-	r := agent.GroupRun{Prompt: s.Prompt, Language: s.Language, Tools: s.Tools, MaxCostPerDay: agent.USD(s.MaxCostPerDay)}
+	r := agent.GroupRun{Prompt: s.Prompt, Language: s.Language, Tools: s.Tools, MaxCostPerDay: agent.USD(s.MaxCostPerDay),
+		Roles: len(p.Access.Owners) > 0 || len(s.Admins) > 0}
 	list, source, _ := p.Model(ctx, g)
 	if source == "default" {
 		return r

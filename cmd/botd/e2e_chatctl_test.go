@@ -105,7 +105,7 @@ llm:
 %s
 groups:
   - {folder: family, name: Family, chat: "telegram:-100", requires_trigger: true, admins: ["telegram:42"]}
-  - {folder: club, name: Club, chat: "telegram:-200", requires_trigger: true, model: [fake/gpt-4.1-club]}
+  - {folder: club, name: Club, chat: "telegram:-200", requires_trigger: true, model: [fake/gpt-4.1-club], prompt: "Speak like a chess coach.", language: French}
 `
 
 // tgChat is a Telegram rig for the commands: say writes in a chat as a
@@ -145,6 +145,13 @@ func (c *tgChat) reply(chat int64, want string) string {
 	return got
 }
 
+// settled waits until the run that answered message id is over: its 👀
+// is taken off after the run (the answer shows while it streams).
+func (c *tgChat) settled(chat int64, id int) {
+	c.t.Helper()
+	testwait.Within(c.t, 60*time.Second, "the run over (its reaction off)", func() bool { return len(c.tg.Reactions(chat, id)) == 2 })
+}
+
 func startCmdRig(t *testing.T, access string) (*tgChat, *cmdModel, *proc) {
 	t.Helper()
 	dir := t.TempDir()
@@ -178,15 +185,27 @@ func TestChatCommandsTelegramEndToEnd(t *testing.T) {
 		t.Errorf("setMyCommands registered %q, want %q", menu, want)
 	}
 
-	c.say(family, annAdmin, "@Andy qtag-paris what is the capital of France?")
+	q := c.say(family, annAdmin, "@Andy qtag-paris what is the capital of France?")
 	c.reply(-100, "Answer to qtag-paris.")
+	c.settled(-100, q)
 	if got := m.asked(t, "qtag-paris").Model; got != "gpt-4.1" {
 		t.Errorf("the family's first request named %q, want llm.model's gpt-4.1", got)
 	}
 	c.say(club, annAdmin, "@Andy qtag-club hello")
 	c.reply(-200, "Answer to qtag-club.")
-	if got := m.asked(t, "qtag-club").Model; got != "gpt-4.1-club" {
-		t.Errorf("the club's request named %q, want its groups[].model gpt-4.1-club", got)
+	clubReq, familyReq := m.asked(t, "qtag-club"), m.asked(t, "qtag-paris")
+	if clubReq.Model != "gpt-4.1-club" {
+		t.Errorf("the club's request named %q, want its groups[].model gpt-4.1-club", clubReq.Model)
+	}
+	if !strings.Contains(clubReq.System, "Speak like a chess coach.") || !strings.Contains(clubReq.System, "Write your answers in French.") {
+		t.Errorf("the club's system prompt lacks its groups[].prompt and language:\n%.4000s", clubReq.System)
+	}
+	if strings.Contains(familyReq.System, "chess coach") || strings.Contains(familyReq.System, "French") {
+		t.Error("the family's prompt carries the club's settings")
+	}
+	if strings.Contains(clubReq.User, "The person asking") || !strings.Contains(familyReq.User, "The person asking is the group's admin") {
+		t.Errorf("the asker's role is named where nobody is named, or not where the family has admins:\nclub: %.500s\nfamily: %.500s",
+			clubReq.User, familyReq.User)
 	}
 
 	c.say(family, annAdmin, "/help")
@@ -248,8 +267,9 @@ func TestChatCommandsTelegramEndToEnd(t *testing.T) {
 	c.reply(-100, "Now: writing an answer")
 	c.say(family, bobMember, "/stop")
 	c.reply(-100, "Stopped.")
-	c.say(family, annAdmin, "@Andy qtag-last and now?")
+	q = c.say(family, annAdmin, "@Andy qtag-last and now?")
 	c.reply(-100, "Answer to qtag-last.")
+	c.settled(-100, q)
 	c.say(family, annAdmin, "/stop")
 	c.reply(-100, "I'm not writing anything right now.")
 	if slices.ContainsFunc(sentTo(c.tg, -100), func(s string) bool { return strings.Contains(s, "Answer to qtag-slow") }) {
@@ -276,8 +296,8 @@ func TestRolesAndSenderLimitEndToEnd(t *testing.T) {
 	if !strings.Contains(refused, "schedule_task failed [forbidden]") || !strings.Contains(refused, "admin") {
 		t.Errorf("a member's schedule_task came back as %q, want forbidden with why", refused)
 	}
-	if sys := m.asked(t, "qtag-b1").System; !strings.Contains(sys, "The person asking is the group's member") {
-		t.Errorf("the prompt does not name the member's role:\n%.3000s", sys)
+	if u := m.asked(t, "qtag-b1").User; !strings.Contains(u, "The person asking is the group's member") {
+		t.Errorf("the prompt does not name the member's role:\n%.3000s", u)
 	}
 
 	c.say(family, annAdmin, "@Andy qtag-a1 schedule it")
@@ -293,8 +313,8 @@ func TestRolesAndSenderLimitEndToEnd(t *testing.T) {
 	if strings.Contains(accepted, "failed") || !strings.Contains(accepted, "scheduled in family") {
 		t.Errorf("an admin's schedule_task came back as %q, want a task scheduled", accepted)
 	}
-	if sys := m.asked(t, "qtag-a1").System; !strings.Contains(sys, "The person asking is the group's admin") {
-		t.Errorf("the prompt does not name the admin's role:\n%.3000s", sys)
+	if u := m.asked(t, "qtag-a1").User; !strings.Contains(u, "The person asking is the group's admin") {
+		t.Errorf("the prompt does not name the admin's role:\n%.3000s", u)
 	}
 
 	// Bob started one run; the second is his last within the hour.
@@ -339,12 +359,14 @@ func TestChatCommandsSlackEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // hang guard only
 	defer cancel()
 	n := 0
-	say := func(user, text string) {
+	say := func(user, text string) string {
 		t.Helper()
 		n++
-		if err := fake.SendEvent(ctx, slackMessage(channel, user, slackTS(time.Now(), n), "<@"+slackfake.BotUserID+"> "+text, nil)); err != nil {
+		ts := slackTS(time.Now(), n)
+		if err := fake.SendEvent(ctx, slackMessage(channel, user, ts, "<@"+slackfake.BotUserID+"> "+text, nil)); err != nil {
 			t.Fatal(err)
 		}
+		return ts
 	}
 	posted := func(want string) string {
 		t.Helper()
@@ -361,8 +383,15 @@ func TestChatCommandsSlackEndToEnd(t *testing.T) {
 		return got
 	}
 
-	say(ann, "qtag-first what is up?")
+	first := say(ann, "qtag-first what is up?")
 	posted("Answer to qtag-first.")
+	// The run is over once its :eyes: is taken off (the answer shows
+	// while it streams).
+	testwait.Within(t, 60*time.Second, "the first run over", func() bool {
+		return slices.ContainsFunc(fake.ReactionCalls(), func(c slackfake.ReactionCall) bool {
+			return c.Method == "reactions.remove" && c.Timestamp == first
+		})
+	})
 	say(ann, "/status")
 	if st := posted("Model: "); !strings.Contains(st, "fake/gpt-4.1 (botd") || !strings.Contains(st, "Now: idle") {
 		t.Errorf("/status = %q", st)
