@@ -9,6 +9,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Validate reports every structural problem: the top-level keys and the
@@ -53,7 +54,7 @@ func (c *Config) Validate() error {
 		c.Internet.Validate(),
 		c.Ops.Validate(),
 		c.Access.Validate(),
-		c.groupModelProblems().Err(),
+		c.groupProblems().Err(),
 	} {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {
@@ -207,11 +208,23 @@ func orList(xs []string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
-// groupModelProblems are the groups' models whose provider is not under
-// llm.providers (groups.ValidateList checks their shape).
-func (c *Config) groupModelProblems() settings.Problems {
+// groupProblems are the groups' models whose provider is not under
+// llm.providers and the tools of their allow-lists that do not exist
+// (groups.ValidateList checks the shapes).
+func (c *Config) groupProblems() settings.Problems {
 	var ps settings.Problems
 	for i, g := range c.Groups {
+		for j, name := range g.Tools {
+			server, _, extra := strings.Cut(name, "__")
+			_, known := tools.Lookup(name)
+			if extra {
+				_, known = c.Agent.MCPServers[server]
+			}
+			if !known {
+				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "unknown tool %q (botd's own by name, e.g. fetch_url; "+
+					"an agent.mcp_servers server's as <server>__<tool>)", name)
+			}
+		}
 		for j, m := range g.Model {
 			p, _, ok := strings.Cut(m, "/")
 			if _, known := c.LLM.Providers[p]; ok && !known {
