@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/nokey"
 	"github.com/botd-dev/botd/store"
@@ -303,4 +304,27 @@ func TestAdmit(t *testing.T) {
 			t.Errorf("%d rows kept for the sender after the hour, want 1 (older ones dropped)", n)
 		}
 	})
+}
+
+// A flood of commands in one chat is answered up to MaxRepliesPerMinute;
+// the rest are swallowed (never the model's), and a minute later they
+// are answered again. Another chat is not held up.
+func TestCommandFlood(t *testing.T) {
+	r := newRig(t, storetest.Config(t, sqldialect.SQLite), access.Config{})
+	for i := range MaxRepliesPerMinute + 5 {
+		if _, ok := r.say("43", "/help"); !ok {
+			t.Fatalf("command %d was not taken", i)
+		}
+	}
+	if n := len(r.ch.Sent()); n != MaxRepliesPerMinute {
+		t.Fatalf("%d replies to a flood, want %d", n, MaxRepliesPerMinute)
+	}
+	other := channels.Inbound{ChatID: "telegram:-200", SenderID: "43", Text: "/help"}
+	if !r.cmds.Intercept(context.Background(), other, &r.group) || len(r.ch.Sent()) != MaxRepliesPerMinute+1 {
+		t.Error("another chat's command was not answered during the flood")
+	}
+	r.now = r.now.Add(time.Minute)
+	if got, _ := r.say("43", "/help"); got == "" {
+		t.Error("a minute later the command was not answered")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -85,6 +86,42 @@ type Commands struct {
 	AssistantName string
 	Location      *time.Location
 	Log           *slog.Logger
+
+	mu      sync.Mutex
+	replies map[string]*window // by chat: command replies this minute
+}
+
+// MaxRepliesPerMinute bounds the command replies of one chat: a flood of
+// /help costs the network's rate limit nothing past it (the rest are
+// dropped, and logged once a minute).
+const MaxRepliesPerMinute = 20
+
+type window struct {
+	start time.Time
+	n     int
+}
+
+// allow counts a reply to chat; false past MaxRepliesPerMinute.
+func (c *Commands) allow(chat string) bool {
+	now := c.Policy.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replies == nil {
+		c.replies = map[string]*window{}
+	}
+	w := c.replies[chat]
+	if w == nil || now.Sub(w.start) >= time.Minute {
+		if len(c.replies) >= 10_000 { // many chats at once: start over rather than grow
+			clear(c.replies)
+		}
+		w = &window{start: now}
+		c.replies[chat] = w
+	}
+	w.n++
+	if w.n == MaxRepliesPerMinute+1 {
+		c.Log.Warn("chatctl: too many commands in a chat; not answering them for the rest of the minute", "chat", chat)
+	}
+	return w.n <= MaxRepliesPerMinute
 }
 
 // sendTimeout bounds one reply: it is sent while the channel waits to
@@ -100,6 +137,9 @@ func (c *Commands) Intercept(ctx context.Context, in channels.Inbound, g *groups
 	name, args, named, ok := Parse(in.Text)
 	if !ok || named && !in.Mentioned {
 		return false // another bot's: "/status@other_bot"
+	}
+	if !c.allow(in.ChatID) {
+		return true // a command all the same: neither stored nor sent to the model
 	}
 	role := c.Policy.Role(g, in.ChatID, in.SenderID)
 	c.Log.Info("chatctl: command", "group", g.Folder, "command", name, "sender", groups.UserID(in.ChatID, in.SenderID), "role", role)

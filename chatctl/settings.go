@@ -41,6 +41,9 @@ type Override struct {
 	At    time.Time
 }
 
+// maxChains bounds the model chains kept built.
+const maxChains = 64
+
 // The settings an admin can change from the chat.
 const settingModel = "model"
 
@@ -129,8 +132,8 @@ func (p *Policy) chain(list []string) (llm.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.chains == nil {
-		p.chains = map[string]llm.Provider{}
+	if p.chains == nil || len(p.chains) >= maxChains {
+		p.chains = map[string]llm.Provider{} // admins tried many lists: start over
 	}
 	p.chains[key] = c
 	return c, nil
