@@ -209,7 +209,6 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 	if !triggers {
 		return nil
 	}
-
 	if err := a.opts.Store.RecordTrigger(ctx, store.Trigger{Folder: g.Folder, Seq: seq, ChatID: in.ChatID, MessageID: in.ID, ThreadID: in.ThreadID}); err != nil {
 		return fmt.Errorf("deliver: %w", err)
 	}

@@ -127,7 +127,9 @@ type Run struct {
 
 func newRun(a *Agent, g groups.Group, set GroupRun, to target) *Run {
 	id := newRunID()
-	return &Run{a: a, g: g, id: id, to: to, set: set, role: groups.Owner, started: time.Now(),
+	// The asker is known once the conversation is read (think); a
+	// resumed batch run is a scheduled task's (role's nil message).
+	return &Run{a: a, g: g, id: id, to: to, set: set, role: a.role(&g, nil), started: time.Now(),
 		log: a.log.With("group", g.Folder, "run", id), caps: set.LLM.Capabilities()}
 }
 
