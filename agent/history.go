@@ -128,13 +128,7 @@ type history struct {
 func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conversation, int64, error) {
 	st := h.st
 	chats := g.ChatIDs()
-	// After /new the conversation starts at its floor: what came before
-	// is neither shown nor summarised.
-	floor, err := h.db.Floor(ctx, g.Folder)
-	if err != nil {
-		return conversation{}, 0, err
-	}
-	msgs, err := st.MessagesAfter(ctx, chats, max(cursor, floor), h.lim.MaxMessages+1)
+	msgs, err := st.MessagesAfter(ctx, chats, cursor, h.lim.MaxMessages+1)
 	if err != nil {
 		return conversation{}, 0, err
 	}
@@ -144,7 +138,7 @@ func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conv
 	}
 	c.Msgs = taskAlone(c.Msgs)
 	if len(c.Msgs) == 0 {
-		return c, max(cursor, floor), nil
+		return c, cursor, nil
 	}
 	if isolatedRun(c.Msgs) {
 		c.Msgs = c.Msgs[len(c.Msgs)-1:]
@@ -155,8 +149,8 @@ func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conv
 	if err != nil {
 		return conversation{}, 0, err
 	}
-	after := floor
-	if ok && sum.Created.After(since) && sum.UpToSeq > after {
+	after := int64(0)
+	if ok && sum.Created.After(since) {
 		c.Summary, after = sum.Text, sum.UpToSeq
 	}
 	if !c.Omitted {

@@ -159,11 +159,6 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 		return storeFailure(r.ctx, err)
 	}
 	if len(conv.Msgs) == 0 {
-		if upTo > cursor { // what was due came before /new: handled
-			if err := a.opts.Store.AdvanceAgentCursor(r.ctx, g.Folder, upTo); err != nil {
-				return storeFailure(r.ctx, err)
-			}
-		}
 		return runResult{outcome: outcomeDone}
 	}
 	if upTo < trig.Seq {

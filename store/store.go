@@ -548,16 +548,10 @@ var migrations = []string{
 		approved INTEGER NOT NULL,
 		approved_by TEXT NOT NULL DEFAULT ''
 	);`,
-	// 20: chat control (package chatctl, agent/historydb): where a
-	// group's conversation starts again after /new; the settings an admin
-	// changed from the chat, each with who and when; and the runs each
-	// person started, for access.per_sender_per_hour.
-	`CREATE TABLE conversation_floors (
-		folder TEXT PRIMARY KEY,
-		seq INTEGER NOT NULL,
-		at INTEGER NOT NULL
-	);
-	CREATE TABLE group_settings (
+	// 20: chat control (package chatctl): the settings an admin changed
+	// from the chat, each with who and when; and the runs each person
+	// started, for access.per_sender_per_hour.
+	`CREATE TABLE group_settings (
 		folder TEXT NOT NULL,
 		name TEXT NOT NULL,
 		value TEXT NOT NULL,

@@ -119,23 +119,11 @@ func (d DB) Notes(ctx context.Context, folder string, refs []string) (map[string
 	return out, nil
 }
 
-// Floor is where the group's conversation starts: the newest message
-// stored when someone said /new (0: from the beginning). Earlier
-// messages and summaries are not shown again.
-func (d DB) Floor(ctx context.Context, folder string) (int64, error) {
-	var seq int64
-	err := d.st.DB.QueryRowContext(ctx, `SELECT seq FROM conversation_floors WHERE folder = ?`, folder).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("conversation floor of %s: %w", folder, err)
-	}
-	return seq, nil
-}
-
-// StartAfresh sets the group's floor at its newest stored message in
-// chats, so its next run starts without the earlier conversation.
+// StartAfresh makes the group's next run start without the earlier
+// conversation (/new): an empty summary stands for everything up to the
+// newest message stored in chats, and the group's cursor moves there, so
+// neither what was answered nor what was said since is shown again.
+// Notes on refs and the memory stay.
 func (d DB) StartAfresh(ctx context.Context, folder string, chats []string, now time.Time) error {
 	if len(chats) == 0 {
 		return nil
@@ -150,9 +138,10 @@ func (d DB) StartAfresh(ctx context.Context, folder string, chats []string, now 
 	if err != nil {
 		return fmt.Errorf("start %s afresh: %w", folder, err)
 	}
-	_, err = d.st.DB.ExecContext(ctx, `INSERT INTO conversation_floors(folder, seq, at) VALUES (?, ?, ?)
-		ON CONFLICT(folder) DO UPDATE SET seq = excluded.seq, at = excluded.at`, folder, seq, now.UnixMilli())
-	if err != nil {
+	if err := d.SaveSummary(ctx, Summary{Folder: folder, UpToSeq: seq, Created: now}); err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	if err := d.st.AdvanceAgentCursor(ctx, folder, seq); err != nil {
 		return fmt.Errorf("start %s afresh: %w", folder, err)
 	}
 	return nil

@@ -76,9 +76,10 @@ func TestNotesAreTheGroupsOwn(t *testing.T) {
 	})
 }
 
-// /new sets the floor at the newest message of the group's chats only;
-// a second /new moves it on; a group that never said it starts at 0.
-func TestFloorFollowsStartAfresh(t *testing.T) {
+// /new leaves an empty summary at the newest message of the group's
+// chats only (another group's newer message does not count) and moves the
+// cursor there; a second /new moves both on.
+func TestStartAfresh(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, c store.Config) {
 		ctx := context.Background()
 		st := storetest.Open(t, c)
@@ -96,27 +97,30 @@ func TestFloorFollowsStartAfresh(t *testing.T) {
 			}
 			return seq
 		}
-		if f, err := s.Floor(ctx, "family"); err != nil || f != 0 {
-			t.Fatalf("floor before /new = %d, %v; want 0", f, err)
+		afresh := func(want int64) {
+			t.Helper()
+			if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			sm, ok, err := s.LatestSummary(ctx, "family")
+			if err != nil || !ok || sm.Text != "" || sm.UpToSeq != want {
+				t.Fatalf("summary after /new = %+v, %v, %v; want an empty one up to %d", sm, ok, err, want)
+			}
+			if cur, err := st.AgentCursor(ctx, "family"); err != nil || cur != want {
+				t.Fatalf("cursor after /new = %d, %v; want %d", cur, err, want)
+			}
+		}
+		if err := s.SaveSummary(ctx, historydb.Summary{Folder: "family", UpToSeq: 0, Text: "old talk", Created: time.Now()}); err != nil {
+			t.Fatal(err)
 		}
 		put("telegram:-100", "1")
 		mine := put("telegram:-100", "2")
 		put("telegram:-200", "3") // another group's, newer
-		if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		if f, _ := s.Floor(ctx, "family"); f != mine {
-			t.Fatalf("floor = %d, want %d (the group's newest)", f, mine)
-		}
-		later := put("telegram:-100", "4")
-		if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		if f, _ := s.Floor(ctx, "family"); f != later {
-			t.Fatalf("floor after a second /new = %d, want %d", f, later)
-		}
-		if f, _ := s.Floor(ctx, "club"); f != 0 {
-			t.Errorf("another group's floor = %d, want 0", f)
+		afresh(mine)
+		afresh(mine) // again, nothing new: the same
+		afresh(put("telegram:-100", "4"))
+		if _, ok, _ := s.LatestSummary(ctx, "club"); ok {
+			t.Error("another group got a summary")
 		}
 	})
 }
