@@ -230,6 +230,10 @@ func TestCommands(t *testing.T) {
 		if run.Prompt != "Be brief." || run.Language != "German" || len(run.Tools) != 1 || run.MaxCostPerDay != 50_000_000 {
 			t.Errorf("the run's settings = %+v", run)
 		}
+		restarted := &Policy{DB: r.cmds.Policy.DB, Models: r.ms, Log: r.cmds.Log}
+		if list, source, o := restarted.Model(ctx, &r.group); source != "chat" || len(list) != 2 || o.By != "telegram:42" {
+			t.Errorf("after a restart the model is %q from %q by %q; want the chat's, kept", list, source, o.By)
+		}
 		r.cmds.Policy.Run(ctx, &r.group)
 		if r.ms.chains != 1 {
 			t.Errorf("%d chains built for one list, want 1 (cached)", r.ms.chains)
@@ -326,5 +330,39 @@ func TestCommandFlood(t *testing.T) {
 	r.now = r.now.Add(time.Minute)
 	if got, _ := r.say("43", "/help"); got == "" {
 		t.Error("a minute later the command was not answered")
+	}
+}
+
+// What a triggering message costs with access.per_sender_per_hour set
+// (the count, the insert, the sweep of the sender's older rows).
+func BenchmarkAdmit(b *testing.B) {
+	st := storetest.Open(b, storetest.Config(b, sqldialect.SQLite))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	p := &Policy{DB: st.DB, Access: access.Config{PerSenderPerHour: 1 << 30}, Models: &models{}, Log: log,
+		Now: func() time.Time { now = now.Add(time.Second); return now }}
+	c := &Commands{Policy: p, Log: log, Channel: func(string) (channels.Channel, bool) { return nil, false }}
+	g := groups.Group{Folder: "family", Chat: "telegram:-100"}
+	in := channels.Inbound{ChatID: "telegram:-100", SenderID: "43"}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if !c.Admit(ctx, in, &g) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// What a run's settings cost once the group's override was read.
+func BenchmarkPolicyRun(b *testing.B) {
+	st := storetest.Open(b, storetest.Config(b, sqldialect.SQLite))
+	p := &Policy{DB: st.DB, Models: &models{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	g := groups.Group{Folder: "family", Chat: "telegram:-100", Settings: groups.Settings{Model: []string{"a/x", "b/y"}}}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if p.Run(ctx, &g).LLM == nil {
+			b.Fatal("no chain")
+		}
 	}
 }

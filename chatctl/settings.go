@@ -58,6 +58,10 @@ type Policy struct {
 
 	mu     sync.Mutex
 	chains map[string]llm.Provider // by the joined model list
+	// models are the groups' /model overrides as last read or set (nil:
+	// none), so a run costs the database nothing for them; only the
+	// active instance answers chats, and it reads each group once.
+	models map[string]*Override
 }
 
 var _ agent.Policy = (*Policy)(nil)
@@ -89,13 +93,24 @@ func (p *Policy) Role(g *groups.Group, chat, sender string) groups.Role {
 // Model is the group's model list and where it comes from: "chat" (an
 // admin's /model), "config" (groups[].model) or "default" (llm.model).
 func (p *Policy) Model(ctx context.Context, g *groups.Group) (list []string, source string, o Override) {
-	o, ok, err := p.override(ctx, g.Folder, settingModel)
-	if err != nil {
-		p.Log.Warn("chatctl: group settings unreadable; using the config's", "group", g.Folder, "err", err)
+	p.mu.Lock()
+	kept, known := p.models[g.Folder]
+	p.mu.Unlock()
+	if !known {
+		read, ok, err := p.override(ctx, g.Folder, settingModel)
+		switch {
+		case err != nil:
+			p.Log.Warn("chatctl: group settings unreadable; using the config's", "group", g.Folder, "err", err)
+		case ok:
+			kept = &read
+			p.keep(g.Folder, kept)
+		default:
+			p.keep(g.Folder, nil)
+		}
 	}
 	switch {
-	case ok:
-		return strings.Split(o.Value, ","), "chat", o
+	case kept != nil:
+		return strings.Split(kept.Value, ","), "chat", *kept
 	case len(g.Settings.Model) > 0:
 		return g.Settings.Model, "config", Override{}
 	}
@@ -146,18 +161,31 @@ func (p *Policy) SetModel(ctx context.Context, g *groups.Group, list []string, b
 		if _, err := p.DB.ExecContext(ctx, `DELETE FROM group_settings WHERE folder = ? AND name = ?`, g.Folder, settingModel); err != nil {
 			return fmt.Errorf("reset the model of %s: %w", g.Folder, err)
 		}
+		p.keep(g.Folder, nil)
 		return nil
 	}
 	if _, err := p.chain(list); err != nil {
 		return err
 	}
+	o := Override{Value: strings.Join(list, ","), By: by, At: time.UnixMilli(p.now().UnixMilli())}
 	_, err := p.DB.ExecContext(ctx, `INSERT INTO group_settings(folder, name, value, set_by, at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(folder, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at`,
-		g.Folder, settingModel, strings.Join(list, ","), by, p.now().UnixMilli())
+		g.Folder, settingModel, o.Value, by, o.At.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("set the model of %s: %w", g.Folder, err)
 	}
+	p.keep(g.Folder, &o)
 	return nil
+}
+
+// keep remembers a group's /model override (nil: none).
+func (p *Policy) keep(folder string, o *Override) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.models == nil {
+		p.models = map[string]*Override{}
+	}
+	p.models[folder] = o
 }
 
 func (p *Policy) override(ctx context.Context, folder, name string) (Override, bool, error) {
