@@ -311,8 +311,9 @@ func TestAdmit(t *testing.T) {
 }
 
 // A flood of commands in one chat is answered up to MaxRepliesPerMinute;
-// the rest are swallowed (never the model's), and a minute later they
-// are answered again. Another chat is not held up.
+// the rest are carried out unanswered (never the model's) — a /stop
+// still stops — and a minute later they are answered again. Another chat
+// is not held up.
 func TestCommandFlood(t *testing.T) {
 	r := newRig(t, storetest.Config(t, sqldialect.SQLite), access.Config{})
 	for i := range MaxRepliesPerMinute + 5 {
@@ -322,6 +323,10 @@ func TestCommandFlood(t *testing.T) {
 	}
 	if n := len(r.ch.Sent()); n != MaxRepliesPerMinute {
 		t.Fatalf("%d replies to a flood, want %d", n, MaxRepliesPerMinute)
+	}
+	r.ag.running = true
+	if got, ok := r.say("42", "/stop"); !ok || got != "" || r.ag.stopped != 1 {
+		t.Errorf("/stop during the flood: taken %v, said %q, stopped %d; want stopped unanswered", ok, got, r.ag.stopped)
 	}
 	other := channels.Inbound{ChatID: "telegram:-200", SenderID: "43", Text: "/help"}
 	if !r.cmds.Intercept(context.Background(), other, &r.group) || len(r.ch.Sent()) != MaxRepliesPerMinute+1 {

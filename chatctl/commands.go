@@ -92,8 +92,8 @@ type Commands struct {
 }
 
 // MaxRepliesPerMinute bounds the command replies of one chat: a flood of
-// /help costs the network's rate limit nothing past it (the rest are
-// dropped, and logged once a minute).
+// /help costs the network's rate limit nothing past it (the commands are
+// still carried out, unanswered; logged once a minute).
 const MaxRepliesPerMinute = 20
 
 type window struct {
@@ -138,9 +138,6 @@ func (c *Commands) Intercept(ctx context.Context, in channels.Inbound, g *groups
 	if !ok || named && !in.Mentioned {
 		return false // another bot's: "/status@other_bot"
 	}
-	if !c.allow(in.ChatID) {
-		return true // a command all the same: neither stored nor sent to the model
-	}
 	role := c.Policy.Role(g, in.ChatID, in.SenderID)
 	c.Log.Info("chatctl: command", "group", g.Folder, "command", name, "sender", groups.UserID(in.ChatID, in.SenderID), "role", role)
 	var text string
@@ -167,7 +164,11 @@ func (c *Commands) Intercept(ctx context.Context, in channels.Inbound, g *groups
 	case "usage":
 		text = c.usage(ctx, g, args)
 	}
-	c.reply(ctx, in, text)
+	// Past the chat's bound the command is carried out (an admin's /stop
+	// works during someone's flood) but not answered.
+	if c.allow(in.ChatID) {
+		c.reply(ctx, in, text)
+	}
 	return true
 }
 
