@@ -111,3 +111,74 @@ func TestStanding(t *testing.T) {
 		t.Errorf("without roles the asker line is %q", got)
 	}
 }
+
+// policyOf gives each group its own GroupRun and everyone one role.
+type policyOf struct {
+	runs map[string]GroupRun
+	role groups.Role
+}
+
+func (p policyOf) Run(_ context.Context, g *groups.Group) GroupRun { return p.runs[g.Folder] }
+func (p policyOf) Role(*groups.Group, string, string) groups.Role { return p.role }
+
+// A group's own model chain, prompt and budget apply to its runs only:
+// the family asks its model by its name, with its standing instructions,
+// and stops at its own day's limit; the main group keeps the agent's.
+func TestGroupSettingsApplyToTheirGroup(t *testing.T) {
+	costly := func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		r := textResult("answer")
+		r.Usage = llm.Usage{InputTokens: 10, OutputTokens: 1, CostMicrocents: USD(0.02), CostKnown: true}
+		return r, nil
+	}
+	own, agents := newFakeLLM(costly), newFakeLLM(costly)
+	// Attempts are billed through a chain's observer, as in the daemon.
+	chain := func(p llm.Provider, model string) llm.Provider {
+		c, err := llm.NewChain([]llm.Entry{{Provider: p, Model: model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	h := newHarness(t, agents, func(o *Options) {
+		o.LLM, o.Run.Model = chain(agents, "default-1"), "default-1"
+		o.Policy = policyOf{role: groups.Member, runs: map[string]GroupRun{
+			"family": {LLM: chain(own, "family-1"), Model: "family-1", Prompt: "Answer in rhyme.", MaxCostPerDay: USD(0.01), Roles: true},
+		}}
+	})
+	h.start()
+	h.say(famChat, "Ann", "@Andy first")
+	h.idle()
+	h.say(mainChat, "Me", "hello")
+	h.idle()
+	h.say(famChat, "Ann", "@Andy second") // 0.02 spent of the family's 0.01: told
+	h.idle()
+	h.say(mainChat, "Me", "again") // the agent's budget has no limit
+	h.idle()
+	if own.calls() != 1 || agents.calls() != 2 {
+		t.Fatalf("the family's model answered %d times, the agent's %d; want 1 and 2", own.calls(), agents.calls())
+	}
+	fam := own.requests()[0]
+	if fam.Model != "family-1" || !strings.Contains(fam.System, "Answer in rhyme.") {
+		t.Errorf("the family's request: model %q, system prompt holds its instructions: %v", fam.Model, strings.Contains(fam.System, "Answer in rhyme."))
+	}
+	if u := firstText(fam); !strings.Contains(u, "The person asking is the group's member") {
+		t.Errorf("the family's conversation does not name the asker's role:\n%s", u)
+	}
+	for _, req := range agents.requests() {
+		if req.Model != "default-1" || strings.Contains(req.System, "rhyme") || strings.Contains(firstText(req), "The person asking") {
+			t.Errorf("the main group's request carries the family's settings: model %q", req.Model)
+		}
+	}
+	if got := sentTexts(h.tg.Sent()); !slices.Contains(got, msgBudget) {
+		t.Errorf("sent %q; want the family told its budget is spent", got)
+	}
+}
+
+// firstText is the text of a request's first message: the conversation.
+func firstText(req llm.Request) string {
+	var b strings.Builder
+	for _, p := range req.Messages[0].Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}

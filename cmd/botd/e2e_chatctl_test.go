@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,6 +84,29 @@ func (m *cmdModel) asked(t *testing.T, text string) chatRequest {
 	return chatRequest{}
 }
 
+// offered are the tool names of the first request whose conversation
+// holds text.
+func (m *cmdModel) offered(t *testing.T, text string) []string {
+	t.Helper()
+	for _, r := range m.Requests() {
+		var req struct {
+			Tools []struct {
+				Function struct{ Name string } `json:"function"`
+			} `json:"tools"`
+		}
+		if !strings.Contains(readChat(r.Body).Users, text) || json.Unmarshal(r.Body, &req) != nil {
+			continue
+		}
+		var names []string
+		for _, tl := range req.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		return names
+	}
+	t.Fatalf("the model was never sent %q", text)
+	return nil
+}
+
 // sentAny reports whether anything the model was sent holds text.
 func (m *cmdModel) sentAny(text string) bool {
 	return slices.ContainsFunc(m.Requests(), func(r llmfake.Request) bool { return strings.Contains(string(r.Body), text) })
@@ -105,7 +129,7 @@ llm:
 %s
 groups:
   - {folder: family, name: Family, chat: "telegram:-100", requires_trigger: true, admins: ["telegram:42"]}
-  - {folder: club, name: Club, chat: "telegram:-200", requires_trigger: true, model: [fake/gpt-4.1-club], prompt: "Speak like a chess coach.", language: French}
+  - {folder: club, name: Club, chat: "telegram:-200", requires_trigger: true, model: [fake/gpt-4.1-club], prompt: "Speak like a chess coach.", language: French, tools: [remember, list_tasks]}
 `
 
 // tgChat is a Telegram rig for the commands: say writes in a chat as a
@@ -202,6 +226,12 @@ func TestChatCommandsTelegramEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(familyReq.System, "chess coach") || strings.Contains(familyReq.System, "French") {
 		t.Error("the family's prompt carries the club's settings")
+	}
+	if got := m.offered(t, "qtag-club"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"list_tasks", "remember"}) {
+		t.Errorf("the club was offered %q, want its groups[].tools", got)
+	}
+	if got := m.offered(t, "qtag-paris"); !slices.Contains(got, "schedule_task") || !slices.Contains(got, "send_message") {
+		t.Errorf("the family (no allow-list) was offered %q, want every tool", got)
 	}
 	if strings.Contains(clubReq.User, "The person asking") || !strings.Contains(familyReq.User, "The person asking is the group's admin") {
 		t.Errorf("the asker's role is named where nobody is named, or not where the family has admins:\nclub: %.500s\nfamily: %.500s",
