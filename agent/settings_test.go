@@ -119,7 +119,7 @@ type policyOf struct {
 }
 
 func (p policyOf) Run(_ context.Context, g *groups.Group) GroupRun { return p.runs[g.Folder] }
-func (p policyOf) Role(*groups.Group, string, string) groups.Role { return p.role }
+func (p policyOf) Role(*groups.Group, string, string) groups.Role  { return p.role }
 
 // A group's own model chain, prompt and budget apply to its runs only:
 // the family asks its model by its name, with its standing instructions,
