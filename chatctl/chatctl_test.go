@@ -195,7 +195,9 @@ func TestCommands(t *testing.T) {
 
 		r.ag.spent, r.ag.limit, r.ag.running = 12_345_678, 50_000_000, true
 		st, _ := r.say("43", "/status")
-		for _, want := range []string{"Model: b/config (from the config)", "Spent today: $0.1235 of $0.5000", "Now: writing an answer"} {
+		for _, want := range []string{"Model: b/config (from the config)", "Tools: only fetch_url (from the config)",
+			"Language: German (from the config)", "Standing instructions: set in the config", "You are: a member",
+			"Spent today: $0.1235 of $0.5000", "Now: writing an answer"} {
 			if !strings.Contains(st, want) {
 				t.Errorf("/status = %q, want %q", st, want)
 			}

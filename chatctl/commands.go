@@ -145,7 +145,7 @@ func (c *Commands) Intercept(ctx context.Context, in channels.Inbound, g *groups
 	case "help":
 		text = c.help()
 	case "status":
-		text = c.status(ctx, g)
+		text = c.status(ctx, g, role)
 	case "new":
 		if err := c.Agent.StartAfresh(ctx, g); err != nil {
 			c.Log.Error("chatctl: /new failed", "group", g.Folder, "err", err)
@@ -185,9 +185,22 @@ func (c *Commands) help() string {
 	return b.String()
 }
 
-func (c *Commands) status(ctx context.Context, g *groups.Group) string {
+func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role) string {
 	var b strings.Builder
 	b.WriteString("Model: " + c.modelLine(ctx, g))
+	s := g.Settings
+	if len(s.Tools) > 0 {
+		b.WriteString("\nTools: only " + strings.Join(s.Tools, ", ") + " (from the config)")
+	}
+	if s.Language != "" {
+		b.WriteString("\nLanguage: " + s.Language + " (from the config)")
+	}
+	if s.Prompt != "" {
+		b.WriteString("\nStanding instructions: set in the config")
+	}
+	if len(c.Policy.Access.Owners) > 0 || len(s.Admins) > 0 {
+		b.WriteString("\nYou are: " + article(role))
+	}
 	spent, limit, err := c.Agent.SpentToday(ctx, g)
 	switch {
 	case err != nil:
@@ -304,6 +317,13 @@ func (c *Commands) loc() *time.Location {
 		return c.Location
 	}
 	return time.Local
+}
+
+func article(r groups.Role) string {
+	if r == groups.Member {
+		return "a member"
+	}
+	return "an " + r.String()
 }
 
 // usd is micro-cents (1e-8 USD) as dollars.
