@@ -61,9 +61,13 @@ func (gt *Gate) Intercept(ctx context.Context, in channels.Inbound, g *groups.Gr
 	if in.FromMe || in.IsBot || in.Edit {
 		return false
 	}
-	if verb, code, ok := Command(in.Text); ok && (!in.IsGroup || g != nil && g.Main) {
-		gt.command(ctx, in, verb, code)
-		return true
+	// Commands count in the main group and in DMs only; elsewhere the
+	// text is not even looked at.
+	if !in.IsGroup || g != nil && g.Main {
+		if verb, code, ok := Command(in.Text); ok {
+			gt.command(ctx, in, verb, code)
+			return true
+		}
 	}
 	// Mentioned is the network's word: a DM to the bot is, a DM to a
 	// shared WhatsApp number is not.

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/internal/settings"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Config is the agent section of botd's config file.
@@ -99,4 +101,16 @@ func (c Config) Validate() error {
 		}
 	}
 	return ps.Err()
+}
+
+// KnownTool reports whether a run can be offered a tool of that name:
+// one of botd's own, or <server>__<tool> of one of agent.mcp_servers (its
+// tools are known only once it runs). groups[].tools is checked by it.
+func (c Config) KnownTool(name string) bool {
+	if server, _, extra := strings.Cut(name, "__"); extra {
+		_, ok := c.MCPServers[server]
+		return ok
+	}
+	_, ok := tools.Lookup(name)
+	return ok
 }

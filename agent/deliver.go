@@ -12,10 +12,9 @@ import (
 	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // captionMax is the longest text sent as a file's caption instead of a
@@ -44,10 +43,10 @@ type outbox struct {
 }
 
 // speakWith is outbox.speak through botd's own speak tool of the group.
-func speakWith(media func(group string) mcp.Caller) func(ctx context.Context, folder, text string) (string, string, error) {
+func speakWith(media func(group string) tools.Caller) func(ctx context.Context, folder, text string) (string, string, error) {
 	return func(ctx context.Context, folder, text string) (string, string, error) {
-		var res ipc.GeneratedResult
-		if err := media(folder).Call(ctx, ipc.TypeSpeak, ipc.SpeakArgs{Text: text}, &res); err != nil {
+		var res tools.GeneratedResult
+		if err := media(folder).Call(ctx, tools.Speak, tools.SpeakArgs{Text: text}, &res); err != nil {
 			return "", "", err
 		}
 		return res.Path, res.MIME, nil

@@ -17,12 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/store"
@@ -143,35 +140,35 @@ type taintHost struct {
 
 func (h *taintHost) Call(ctx context.Context, typ string, args, result any) error {
 	switch typ {
-	case ipc.TypeFetchURL:
-		a := args.(ipc.FetchURLArgs)
+	case tools.FetchURL:
+		a := args.(tools.FetchURLArgs)
 		u, err := mediaregistry.CanonicalURL(a.URL)
 		if err != nil {
-			return ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+			return tools.Errorf(tools.CodeBadRequest, "%v", err)
 		}
 		resp, err := http.Get(u.String())
 		if err != nil {
-			return ipc.Errorf(ipc.CodeDownloadFailed, "%v", err)
+			return tools.Errorf(tools.CodeDownloadFailed, "%v", err)
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return ipc.Errorf(ipc.CodeDownloadFailed, "%s answered %s", u.Host, resp.Status)
+			return tools.Errorf(tools.CodeDownloadFailed, "%s answered %s", u.Host, resp.Status)
 		}
 		ref := mediaregistry.LinkID(h.g.Chat, u.String())
 		rel := "media/" + ref + "_page.html"
 		if err := os.WriteFile(filepath.Join(h.groupDir, filepath.FromSlash(rel)), body, 0o640); err != nil {
 			return err
 		}
-		*result.(*ipc.FetchURLResult) = ipc.FetchURLResult{URL: u.String(), ContentType: "text/html; charset=utf-8", FetchMediaResult: ipc.FetchMediaResult{
+		*result.(*tools.FetchURLResult) = tools.FetchURLResult{URL: u.String(), ContentType: "text/html; charset=utf-8", FetchMediaResult: tools.FetchMediaResult{
 			Ref: ref, Kind: "document", Name: "page.html", MIME: "text/html", Size: int64(len(body)), Path: rel}}
 		return nil
-	case ipc.TypeScheduleTask, ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask:
+	case tools.ScheduleTask, tools.ListTasks, tools.PauseTask, tools.ResumeTask, tools.CancelTask:
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return err
 		}
-		out, ierr := tools.Serve(ctx, tools.Tasks, h.sched, &h.g, &ipc.Request{ID: uuid.NewString(), Type: typ, Args: raw})
+		out, ierr := tools.Serve(ctx, tools.Tasks, h.sched, &h.g, &tools.Request{ID: uuid.NewString(), Type: typ, Args: raw})
 		if ierr != nil {
 			return ierr
 		}
@@ -251,7 +248,7 @@ func newTaintRig(t *testing.T) *taintRig {
 	r := &taintRig{site: newHostileSite(t), hosts: map[string]*taintHost{}}
 	r.harness = newHarness(t, obedientModel(&r.results, &r.mu), func(o *Options) {
 		o.Internet.Fetch = true
-		o.Media = func(group string) mcp.Caller { return r.hosts[group] }
+		o.Media = func(group string) tools.Caller { return r.hosts[group] }
 	})
 	r.sched = scheduler.New(scheduler.Options{Store: r.st, Groups: r.gs, Fire: func(context.Context, scheduler.Run) error { return nil }})
 	for _, g := range r.gs.All() {
@@ -271,10 +268,10 @@ func (r *taintRig) toolResults() []string {
 }
 
 // tasks are every group's tasks, as the main group lists them.
-func (r *taintRig) tasks() []ipc.TaskInfo {
+func (r *taintRig) tasks() []tools.TaskInfo {
 	r.t.Helper()
 	main, _ := r.gs.ByFolder("main")
-	res, err := r.sched.ServeList(context.Background(), main, ipc.ListTasksArgs{Group: "*"})
+	res, err := r.sched.ServeList(context.Background(), main, tools.ListTasksArgs{Group: "*"})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -302,20 +299,20 @@ func (r *taintRig) lastSent() string {
 func (r *taintRig) schedule(folder, prompt string) int64 {
 	r.t.Helper()
 	g, _ := r.gs.ByFolder(folder)
-	res, err := r.sched.ServeSchedule(context.Background(), g, uuid.NewString(), ipc.ScheduleTaskArgs{Prompt: prompt, Schedule: ipc.TaskSchedule{Every: "24h"}})
+	res, err := r.sched.ServeSchedule(context.Background(), g, uuid.NewString(), tools.ScheduleTaskArgs{Prompt: prompt, Schedule: tools.TaskSchedule{Every: "24h"}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return res.Task.ID
 }
 
-func (r *taintRig) task(id int64) (ipc.TaskInfo, bool) {
+func (r *taintRig) task(id int64) (tools.TaskInfo, bool) {
 	for _, ti := range r.tasks() {
 		if ti.ID == id {
 			return ti, true
 		}
 	}
-	return ipc.TaskInfo{}, false
+	return tools.TaskInfo{}, false
 }
 
 var confirmRe = regexp.MustCompile(`confirm ([A-Z0-9]{6})`)
@@ -485,11 +482,11 @@ type cannedTools struct {
 
 func (c *cannedTools) Tools() []llm.Tool { return nil }
 func (c *cannedTools) Close() error      { return nil }
-func (c *cannedTools) Call(_ context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (c *cannedTools) Call(_ context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	c.mu.Lock()
 	c.called = append(c.called, name+" "+string(args))
 	c.mu.Unlock()
-	return mcpgo.NewToolResultText(c.answers[name]), nil
+	return tools.TextResult(c.answers[name]), nil
 }
 
 // What each source of words does to a run: search results and shared

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"github.com/botd-dev/botd/store/storetest"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -26,11 +24,11 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/store/storetest"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Chats of the default test groups.
@@ -141,11 +139,11 @@ type fakeMedia struct {
 
 func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error {
 	switch typ {
-	case ipc.TypeFetchMedia:
-		a := args.(ipc.FetchMediaArgs)
+	case tools.FetchMedia:
+		a := args.(tools.FetchMediaArgs)
 		m, ok := h.media[a.MediaRef]
 		if !ok {
-			return ipc.Errorf(ipc.CodeNotFound, "no media %s", a.MediaRef)
+			return tools.Errorf(tools.CodeNotFound, "no media %s", a.MediaRef)
 		}
 		h.mu.Lock()
 		h.fetches[a.MediaRef]++
@@ -155,23 +153,23 @@ func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 			return err
 		}
 		sum := sha256.Sum256(m.Data)
-		*result.(*ipc.FetchMediaResult) = ipc.FetchMediaResult{Ref: a.MediaRef, Kind: m.Kind, Name: m.Name, MIME: m.MIME,
+		*result.(*tools.FetchMediaResult) = tools.FetchMediaResult{Ref: a.MediaRef, Kind: m.Kind, Name: m.Name, MIME: m.MIME,
 			Size: int64(len(m.Data)), SHA256: hex.EncodeToString(sum[:]), Path: rel, Transcript: m.Transcript}
 		return nil
-	case ipc.TypeListMedia:
-		*result.(*ipc.ListMediaResult) = ipc.ListMediaResult{}
+	case tools.ListMedia:
+		*result.(*tools.ListMediaResult) = tools.ListMediaResult{}
 		return nil
-	case ipc.TypeFetchURL:
+	case tools.FetchURL:
 		// Pages by canonical address, under the key media has them:
 		// "url:" + the address.
-		a := args.(ipc.FetchURLArgs)
+		a := args.(tools.FetchURLArgs)
 		u, err := mediaregistry.CanonicalURL(a.URL)
 		if err != nil {
-			return ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+			return tools.Errorf(tools.CodeBadRequest, "%v", err)
 		}
 		m, ok := h.media["url:"+u.String()]
 		if !ok {
-			return ipc.Errorf(ipc.CodeDownloadFailed, "%s answered 404 Not Found", u.Host)
+			return tools.Errorf(tools.CodeDownloadFailed, "%s answered 404 Not Found", u.Host)
 		}
 		ref := mediaregistry.LinkID(famChat, u.String())
 		h.mu.Lock()
@@ -181,11 +179,11 @@ func (h *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 		if err := os.WriteFile(filepath.Join(h.groupDir, filepath.FromSlash(rel)), m.Data, 0o640); err != nil {
 			return err
 		}
-		*result.(*ipc.FetchURLResult) = ipc.FetchURLResult{URL: u.String(), ContentType: m.MIME, FetchMediaResult: ipc.FetchMediaResult{
+		*result.(*tools.FetchURLResult) = tools.FetchURLResult{URL: u.String(), ContentType: m.MIME, FetchMediaResult: tools.FetchMediaResult{
 			Ref: ref, Kind: m.Kind, Name: m.Name, MIME: m.MIME, Size: int64(len(m.Data)), Path: rel}}
 		return nil
 	}
-	return ipc.Errorf(ipc.CodeBadRequest, "fake host does not do %s", typ)
+	return tools.Errorf(tools.CodeBadRequest, "fake host does not do %s", typ)
 }
 
 func (h *fakeHost) fetched(ref string) int {
@@ -247,7 +245,7 @@ func (h *harness) options(mod func(*Options)) Options {
 		LLM:      h.llm, Run: RunLimits{Model: "fake-1"}, AssistantName: "Andy",
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Time:        TimeOptions{Location: time.UTC},
-		ToolOptions: ToolOptions{Media: func(group string) mcp.Caller { return h.hosts[group] }},
+		ToolOptions: ToolOptions{Media: func(group string) tools.Caller { return h.hosts[group] }},
 		Intake:      IntakeOptions{RetryDelay: func(try int) time.Duration { return time.Millisecond }},
 	}
 	if testing.Verbose() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/llm/nokey"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -132,6 +134,7 @@ func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conv
 	if err != nil {
 		return conversation{}, 0, err
 	}
+	msgs = withoutNotices(msgs)
 	c := conversation{Msgs: msgs}
 	if len(msgs) > h.lim.MaxMessages {
 		c.Msgs, c.Omitted = msgs[len(msgs)-h.lim.MaxMessages:], true
@@ -160,6 +163,7 @@ func (h *history) load(ctx context.Context, g *groups.Group, cursor int64) (conv
 		if err != nil {
 			return conversation{}, 0, err
 		}
+		c.Earlier = withoutNotices(c.Earlier)
 		if n := h.lim.Messages; len(c.Earlier) == n && n >= 2 {
 			total, err := st.CountHistory(ctx, chats, after, cursor, since)
 			if err != nil {
@@ -369,4 +373,11 @@ func (h *history) recordNotes(ctx context.Context, g *groups.Group, runID string
 			}
 		}
 	}
+}
+
+// withoutNotices drops botd's canned no-key answers (nokey) from the
+// assistant's own messages: they stay in the chat and the store, but a
+// model that later gets a key must not read them as what it said.
+func withoutNotices(ms []store.Message) []store.Message {
+	return slices.DeleteFunc(ms, func(m store.Message) bool { return m.FromMe && nokey.IsNotice(m.Text) })
 }

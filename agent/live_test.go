@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
@@ -19,6 +17,7 @@ import (
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/tools"
 )
 
 // step is one thing a fake stream does: hand out a chunk, fail, or block
@@ -343,11 +342,11 @@ func (g *gateTools) Tools() []llm.Tool {
 	return []llm.Tool{{Name: g.name, Parameters: json.RawMessage(`{"type":"object"}`)}}
 }
 
-func (g *gateTools) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (g *gateTools) Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	g.started <- struct{}{}
 	select {
 	case <-g.gate:
-		return mcpgo.NewToolResultText("page text"), nil
+		return tools.TextResult("page text"), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/modelview"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 // DefaultMaxTries bounds the runs of one failure streak when
@@ -54,14 +55,14 @@ type ToolOptions struct {
 	// send_message, send_media) of a group in-process: the daemon passes
 	// the media service's Caller. Nil means no botd tools (unless
 	// ToolSource is set).
-	Media func(group string) mcp.Caller
+	Media func(group string) tools.Caller
 	// Generate offers botd's generation tools whose models are configured;
 	// with Speech, an answer tagged [[audio_as_voice]] is spoken (through
 	// Media's speak).
-	Generate mcp.GenerateTools
+	Generate tools.Generate
 	// Internet offers the web tools that are configured (fetch_url,
 	// web_search), and the prompt says what the model can do with links.
-	Internet mcp.InternetTools
+	Internet tools.Internet
 	// Describe describes an image for a model that cannot see one
 	// (media.describe); nil means such a model gets a note instead.
 	Describe Describe
@@ -121,7 +122,7 @@ func (o Options) withDefaults() Options {
 		o.AssistantName = DefaultAssistantName
 	}
 	if o.InlineMaxBytes <= 0 {
-		o.InlineMaxBytes = mcp.DefaultInlineMaxBytes
+		o.InlineMaxBytes = modelview.DefaultInlineMaxBytes
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()

@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
+	"github.com/botd-dev/botd/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -71,7 +71,7 @@ func TestPromptConversationGolden(t *testing.T) {
 
 func TestSystemPromptGolden(t *testing.T) {
 	g := &groups.Group{Folder: "family", Name: "Family", Chat: famChat, Trigger: "@Andy", RequiresTrigger: true}
-	golden(t, "system.golden.txt", buildSystem("Andy", g, mcp.InternetTools{Fetch: true}, recalled{memory: "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", global: "- 2026-11-01: The family dentist is Dr. Weiss.\n"}))
+	golden(t, "system.golden.txt", buildSystem("Andy", g, tools.Internet{Fetch: true}, recalled{memory: "# Memory for Family\n\n- Dinner is at seven on Sundays.\n", global: "- 2026-11-01: The family dentist is Dr. Weiss.\n"}))
 }
 
 func TestEscape(t *testing.T) {
@@ -191,7 +191,7 @@ func TestSystemPromptFormattingByNetwork(t *testing.T) {
 		{"fakenet:-100", "shown as fakenet formatting"},
 		{"irc:#botd", "plain text: no markdown"},
 	} {
-		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, mcp.InternetTools{}, recalled{})
+		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, tools.Internet{}, recalled{})
 		if !strings.Contains(sys, tc.want) || strings.Contains(sys, "{{formatting}}") {
 			t.Errorf("%s: the prompt does not say %q", tc.chat, tc.want)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/botd-dev/botd/agent/outboxdb"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/modelview"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -495,7 +495,7 @@ func (r *Run) callTools(calls []llm.ToolCall) llm.Message {
 			res, err := tools.Call(ctx, c.Name, c.Args)
 			if err != nil {
 				r.log.Warn("agent: tool call failed", "tool", c.Name, "err", err)
-				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %s", c.Name, mcp.ModelError(err, ws.Root))))
+				parts[i] = llm.ToolResultPart(c.ID, true, llm.Text(fmt.Sprintf("the tool %s failed: %s", c.Name, modelview.ModelError(err, ws.Root))))
 				return
 			}
 			parts[i] = llm.ToolResultPart(c.ID, res.IsError, resultParts(ctx, ws, res, r.caps, r.a.opts.Describe)...)

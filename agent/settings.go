@@ -8,11 +8,8 @@ import (
 	"strings"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/store"
 	"github.com/botd-dev/botd/tools"
@@ -136,7 +133,7 @@ var roleWords = map[groups.Role]string{
 
 // permit is the run's tools as the group's allow-list and the asker's
 // role make them: a tool off the list is not offered, a call the role
-// does not allow is refused with ipc.CodeForbidden and a sentence the
+// does not allow is refused with tools.CodeForbidden and a sentence the
 // model can pass on.
 type permit struct {
 	ToolSession
@@ -161,9 +158,9 @@ func (p *permit) Tools() []llm.Tool {
 	return out
 }
 
-func (p *permit) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (p *permit) Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	if !p.allowed(name) {
-		return tools.ToolFailure(name, ipc.CodeForbidden, "this tool is not offered in this group (groups[].tools). Say you cannot do that here."), nil
+		return tools.ToolFailure(name, tools.CodeForbidden, "this tool is not offered in this group (groups[].tools). Say you cannot do that here."), nil
 	}
 	if spec, own := tools.Lookup(name); own {
 		var a map[string]any
@@ -171,7 +168,7 @@ func (p *permit) Call(ctx context.Context, name string, args json.RawMessage) (*
 			_ = json.Unmarshal(args, &a) // the tool says what is wrong with bad arguments
 		}
 		if need := spec.Need(tools.Call{Folder: p.folder, Args: a}); !p.role.Allows(need) {
-			return tools.ToolFailure(name, ipc.CodeForbidden, fmt.Sprintf("only the group's %ss may do this, and the person asking is a %s. "+
+			return tools.ToolFailure(name, tools.CodeForbidden, fmt.Sprintf("only the group's %ss may do this, and the person asking is a %s. "+
 				"Tell them so, and that an %s of the group can ask for it.", need, p.role, need)), nil
 		}
 	}

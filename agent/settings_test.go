@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/tools"
 )
 
 // toolsHere is a ToolSession offering names; it records the calls that
@@ -28,9 +27,9 @@ func (s *toolsHere) Tools() []llm.Tool {
 	return out
 }
 
-func (s *toolsHere) Call(_ context.Context, name string, _ json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (s *toolsHere) Call(_ context.Context, name string, _ json.RawMessage) (*tools.Result, error) {
 	s.called = append(s.called, name)
-	return mcpgo.NewToolResultText("done"), nil
+	return tools.TextResult("done"), nil
 }
 
 func (s *toolsHere) Close() error { return nil }

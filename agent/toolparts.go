@@ -12,13 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // inlineDir is where image and blob content that a tool returned inline is
@@ -26,35 +25,26 @@ import (
 // refers to a file and the bytes never live in the transcript.
 const inlineDir = "media/inline"
 
-// resultParts turns an MCP tool result into the content of a tool_result
-// part. Images become file-backed image parts the model sees (when it can
-// see); everything else stays text, with saved paths spelled out.
-func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolResult, caps llm.Capabilities, describe Describe) []llm.Part {
+// resultParts turns a tool result into the content of a tool_result part.
+// Images become file-backed image parts the model sees (when it can see);
+// everything else stays text, with saved paths spelled out. A part that
+// is a file botd saved (tools.Part.Saved) is handed over as that file.
+func resultParts(ctx context.Context, ws groups.Workspace, res *tools.Result, caps llm.Capabilities, describe Describe) []llm.Part {
 	var parts []llm.Part
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case mcpgo.TextContent:
-			parts = append(parts, llm.Text(c.Text))
-		case *mcpgo.TextContent:
-			parts = append(parts, llm.Text(c.Text))
-		case mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, c, caps, describe))
-		case *mcpgo.ImageContent:
-			parts = append(parts, imagePart(ctx, ws, *c, caps, describe))
-		case mcpgo.AudioContent:
-			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
-		case *mcpgo.AudioContent:
-			parts = append(parts, blobPart(ws, c.Data, c.MIMEType, "audio", caps))
-		case mcpgo.EmbeddedResource:
-			parts = append(parts, resourcePart(ws, c.Resource, caps))
-		case *mcpgo.EmbeddedResource:
-			parts = append(parts, resourcePart(ws, c.Resource, caps))
-		case mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, c, caps))
-		case *mcpgo.ResourceLink:
-			parts = append(parts, linkPart(ws, *c, caps))
+	for _, p := range res.Parts {
+		switch p.Kind {
+		case tools.PartImage:
+			parts = append(parts, imagePart(ctx, ws, p, caps, describe))
+		case tools.PartAudio:
+			parts = append(parts, blobPart(ws, p.Data, p.MIME, "audio", caps))
+		case tools.PartTextResource:
+			parts = append(parts, llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", p.URI, p.MIME, p.Text)))
+		case tools.PartBlobResource:
+			parts = append(parts, blobPart(ws, p.Data, p.MIME, "document", caps))
+		case tools.PartLink:
+			parts = append(parts, linkPart(ws, p, caps))
 		default:
-			parts = append(parts, llm.Text(fmt.Sprintf("(unsupported tool output of type %T)", c)))
+			parts = append(parts, llm.Text(p.Text))
 		}
 	}
 	if len(parts) == 0 {
@@ -63,8 +53,8 @@ func resultParts(ctx context.Context, ws groups.Workspace, res *mcpgo.CallToolRe
 	return parts
 }
 
-func imagePart(ctx context.Context, ws groups.Workspace, c mcpgo.ImageContent, caps llm.Capabilities, describe Describe) llm.Part {
-	mime := mediaregistry.CleanMIME(c.MIMEType)
+func imagePart(ctx context.Context, ws groups.Workspace, c tools.Part, caps llm.Capabilities, describe Describe) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIME)
 	rel, abs, ok := savedImage(ws, c)
 	var err error
 	if !ok {
@@ -99,29 +89,13 @@ func blobPart(ws groups.Workspace, data, mime, what string, caps llm.Capabilitie
 	return llm.Text(fmt.Sprintf("(%s content, %s, saved in the group folder as %s)", what, mime, rel))
 }
 
-func resourcePart(ws groups.Workspace, r mcpgo.ResourceContents, caps llm.Capabilities) llm.Part {
-	switch r := r.(type) {
-	case mcpgo.TextResourceContents:
-		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
-	case *mcpgo.TextResourceContents:
-		return llm.Text(fmt.Sprintf("Resource %s (%s):\n%s", r.URI, r.MIMEType, r.Text))
-	case mcpgo.BlobResourceContents:
-		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
-	case *mcpgo.BlobResourceContents:
-		return blobPart(ws, r.Blob, r.MIMEType, "document", caps)
-	}
-	return llm.Text("(an embedded resource of an unknown shape was left out)")
-}
-
 // linkPart gives a model that hears audio or watches video natively the
-// saved file a fetch linked to; any other link stays a line of text.
-func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, caps llm.Capabilities) llm.Part {
-	mime := mediaregistry.CleanMIME(c.MIMEType)
+// saved file a fetch linked to (the part's Saved); any other link stays a
+// line of text.
+func linkPart(ws groups.Workspace, c tools.Part, caps llm.Capabilities) llm.Part {
+	mime := mediaregistry.CleanMIME(c.MIME)
 	native := (strings.HasPrefix(mime, "audio/") && caps.Audio) || (strings.HasPrefix(mime, "video/") && caps.Video)
-	p := ""
-	if c.Meta != nil {
-		p, _ = c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
-	}
+	p := c.Saved
 	if native && p != "" {
 		if f, _, err := ws.Open(p); err == nil {
 			fi, err := f.Stat()
@@ -139,14 +113,11 @@ func linkPart(ws groups.Workspace, c mcpgo.ResourceLink, caps llm.Capabilities) 
 const maxNativeMedia = 20 << 20
 
 // savedImage finds the file botd's fetch_media already saved for image
-// content that is that file's bytes (mcp.MetaSavedPath), so the image is
+// content that is that file's bytes (the part's Saved), so the image is
 // not written to disk a second time. ok is false for previews, other
 // servers' images, and a file that no longer matches.
-func savedImage(ws groups.Workspace, c mcpgo.ImageContent) (rel, abs string, ok bool) {
-	if c.Meta == nil {
-		return "", "", false
-	}
-	p, _ := c.Meta.AdditionalFields[mcp.MetaSavedPath].(string)
+func savedImage(ws groups.Workspace, c tools.Part) (rel, abs string, ok bool) {
+	p := c.Saved
 	if p == "" {
 		return "", "", false
 	}

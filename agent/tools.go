@@ -21,14 +21,16 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/modelview"
+	"github.com/botd-dev/botd/tools"
 )
 
-// ToolSession is the set of tools one run may call. Results stay in MCP's
-// shape; the agent turns them into model parts (writing images to files).
+// ToolSession is the set of tools one run may call. A result is what the
+// model is shown (tools.Result: MCP's content shapes, each saved file
+// named); the agent turns it into model parts (writing images to files).
 type ToolSession interface {
 	Tools() []llm.Tool
-	Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error)
+	Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error)
 	Close() error
 }
 
@@ -59,7 +61,8 @@ type MCPConn struct {
 	Allow    []string
 }
 
-// MCPSession is a ToolSession over one or more MCP clients.
+// MCPSession is a ToolSession over botd's own tools (a modelview.Session,
+// called directly) and one or more MCP clients.
 type MCPSession struct {
 	tools  []llm.Tool
 	routes map[string]route
@@ -67,6 +70,7 @@ type MCPSession struct {
 }
 
 type route struct {
+	own  *modelview.Session // botd's own tool, in process
 	conn MCPClient
 	name string // the server's own tool name
 }
@@ -77,10 +81,26 @@ var _ ToolSession = (*MCPSession)(nil)
 // that fails to initialise is closed and left out with a warning: a chat
 // answer without one tool beats no answer.
 func ConnectMCP(ctx context.Context, log *slog.Logger, conns ...MCPConn) *MCPSession {
+	return connect(ctx, log, nil, conns)
+}
+
+// connect is ConnectMCP with botd's own tools first, when own is set.
+func connect(ctx context.Context, log *slog.Logger, own *modelview.Session, conns []MCPConn) *MCPSession {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &MCPSession{routes: map[string]route{}}
+	if own != nil {
+		o := own.Offer()
+		specs := own.Tools()
+		// By name, as an MCP server lists them.
+		slices.SortFunc(specs, func(a, b tools.Spec) int { return strings.Compare(a.Name, b.Name) })
+		for _, spec := range specs {
+			def := spec.Def(o)
+			s.routes[spec.Name] = route{own: own, name: spec.Name}
+			s.tools = append(s.tools, llm.Tool{Name: spec.Name, Description: def.Description, Parameters: def.Schema()})
+		}
+	}
 	for _, c := range conns {
 		tools, err := listTools(ctx, c.Client)
 		if err != nil {
@@ -156,10 +176,21 @@ func (s *MCPSession) Tools() []llm.Tool { return s.tools }
 
 // Call runs one tool. An unknown tool is a tool error the model can read,
 // not a failure of the run.
-func (s *MCPSession) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (s *MCPSession) Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	r, ok := s.routes[name]
 	if !ok {
-		return mcpgo.NewToolResultError(fmt.Sprintf("there is no tool called %q", name)), nil
+		res := tools.TextResult(fmt.Sprintf("there is no tool called %q", name))
+		res.IsError = true
+		return res, nil
+	}
+	if r.own != nil {
+		var a tools.Args
+		if len(args) > 0 {
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, fmt.Errorf("tool %s: arguments: %w", name, err)
+			}
+		}
+		return r.own.Run(ctx, r.name, a), nil
 	}
 	req := mcpgo.CallToolRequest{}
 	req.Params.Name = r.name
@@ -170,7 +201,58 @@ func (s *MCPSession) Call(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", name, err)
 	}
-	return res, nil
+	return fromMCP(res), nil
+}
+
+// fromMCP is an extra server's result as the model is shown it: its
+// content in botd's words, no part a file botd saved.
+func fromMCP(res *mcpgo.CallToolResult) *tools.Result {
+	r := &tools.Result{IsError: res.IsError, Parts: make([]tools.Part, 0, len(res.Content))}
+	for _, c := range res.Content {
+		r.Parts = append(r.Parts, partOf(c))
+	}
+	return r
+}
+
+// partOf is one piece of an MCP server's content.
+func partOf(c mcpgo.Content) tools.Part {
+	switch c := c.(type) {
+	case mcpgo.TextContent:
+		return tools.Text(c.Text)
+	case *mcpgo.TextContent:
+		return tools.Text(c.Text)
+	case mcpgo.ImageContent:
+		return tools.Image(c.Data, c.MIMEType)
+	case *mcpgo.ImageContent:
+		return tools.Image(c.Data, c.MIMEType)
+	case mcpgo.AudioContent:
+		return tools.Part{Kind: tools.PartAudio, Data: c.Data, MIME: c.MIMEType}
+	case *mcpgo.AudioContent:
+		return tools.Part{Kind: tools.PartAudio, Data: c.Data, MIME: c.MIMEType}
+	case mcpgo.EmbeddedResource:
+		return resourceOf(c.Resource)
+	case *mcpgo.EmbeddedResource:
+		return resourceOf(c.Resource)
+	case mcpgo.ResourceLink:
+		return tools.Link(c.URI, c.Name, c.Description, c.MIMEType)
+	case *mcpgo.ResourceLink:
+		return tools.Link(c.URI, c.Name, c.Description, c.MIMEType)
+	}
+	return tools.Text(fmt.Sprintf("(unsupported tool output of type %T)", c))
+}
+
+func resourceOf(r mcpgo.ResourceContents) tools.Part {
+	switch r := r.(type) {
+	case mcpgo.TextResourceContents:
+		return tools.TextResource(r.URI, r.MIMEType, r.Text)
+	case *mcpgo.TextResourceContents:
+		return tools.TextResource(r.URI, r.MIMEType, r.Text)
+	case mcpgo.BlobResourceContents:
+		return tools.BlobResource(r.URI, r.MIMEType, r.Blob)
+	case *mcpgo.BlobResourceContents:
+		return tools.BlobResource(r.URI, r.MIMEType, r.Blob)
+	}
+	return tools.Text("(an embedded resource of an unknown shape was left out)")
 }
 
 // Close closes every client (ending stdio servers).
@@ -184,19 +266,20 @@ func (s *MCPSession) Close() error {
 	return errors.Join(errs...)
 }
 
-// defaultTools is the default ToolSource: botd's own MCP server for the
-// group, in-process over the media service (no child process, no IPC
-// files: the agent lives in the daemon that answers them), plus the
-// configured extra servers, each a child process over stdio for the length
-// of the run.
+// defaultTools is the default ToolSource: botd's own tools for the group,
+// called directly over the media service (no MCP server, no child
+// process, no IPC files: the agent lives in the daemon that answers
+// them), plus the configured extra servers, each a child process over
+// stdio for the length of the run.
 func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
 	var conns []MCPConn
+	var own *modelview.Session
 	if a.opts.Media != nil {
-		c, err := a.botdTools(ctx, g)
+		s, err := a.botdTools(g)
 		if err != nil {
 			a.log.Error("agent: cannot open botd's media tools; answering without them", "group", g.Folder, "err", err)
 		} else {
-			conns = append(conns, MCPConn{Client: c, AllowAll: true})
+			own = s
 		}
 	}
 	names := slices.Sorted(maps.Keys(a.opts.ExtraMCP))
@@ -216,25 +299,14 @@ func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession,
 		}
 		conns = append(conns, MCPConn{Name: name, Client: c, Allow: srv.Tools})
 	}
-	return ConnectMCP(ctx, a.log, conns...), nil
+	return connect(ctx, a.log, own, conns), nil
 }
 
-// botdTools is botd's MCP server of g over the in-process caller.
-func (a *Agent) botdTools(ctx context.Context, g *groups.Group) (*client.Client, error) {
-	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(a.opts.GroupsDir, g.Folder), InlineMaxBytes: a.opts.InlineMaxBytes,
+// botdTools is botd's tool session of g over the in-process caller.
+func (a *Agent) botdTools(g *groups.Group) (*modelview.Session, error) {
+	return modelview.New(modelview.Options{GroupDir: filepath.Join(a.opts.GroupsDir, g.Folder), InlineMaxBytes: a.opts.InlineMaxBytes,
 		GlobalDir: groups.GlobalWorkspace(a.opts.GroupsDir).Root, Main: g.Main,
-		Caller: a.opts.Media(g.Folder), Generate: a.opts.Generate, Internet: a.opts.Internet, Parse: a.opts.Parse, Log: a.log.With("mcp_server", "botd", "group", g.Folder)})
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.NewInProcessClient(srv)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+		Caller: a.opts.Media(g.Folder), Generate: a.opts.Generate, Internet: a.opts.Internet, Parse: a.opts.Parse, Log: a.log.With("tools", "botd", "group", g.Folder)})
 }
 
 // passEnv are the variables an extra MCP server inherits besides its

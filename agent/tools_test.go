@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/botd-dev/botd/store/storetest"
+	"github.com/botd-dev/botd/tools"
 
 	"context"
 	"encoding/base64"
@@ -23,7 +24,6 @@ import (
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/llm"
-	"github.com/botd-dev/botd/mcp"
 )
 
 // fakeMCPEnv makes the test binary act as a stdio MCP server (see
@@ -74,7 +74,7 @@ func TestDefaultToolSource(t *testing.T) {
 	var asked []string
 	a := New(Options{
 		GroupsDir: dir,
-		ToolOptions: ToolOptions{Media: func(group string) mcp.Caller { asked = append(asked, group); return host },
+		ToolOptions: ToolOptions{Media: func(group string) tools.Caller { asked = append(asked, group); return host },
 			ExtraMCP: map[string]MCPServer{
 				"notes":  {Command: exe, Args: []string{"notes-server"}, Env: map[string]string{"FAKE_TOKEN": "t0k", fakeMCPEnv: "1"}, Tools: []string{"whoami", "echo"}},
 				"closed": {Command: exe, Tools: nil}, // nothing allowed: never started
@@ -88,8 +88,8 @@ func TestDefaultToolSource(t *testing.T) {
 	defer sess.Close()
 	names := toolNames(sess.Tools())
 	slices.Sort(names)
-	want := []string{"cancel_task", "fetch_media", "forget", "list_media", "list_tasks", "notes__echo", "notes__whoami", "pause_task", "remember",
-		"resume_task", "schedule_task", "send_media", "send_message"}
+	want := []string{"cancel_task", "fetch_media", "forget", "list_chats", "list_media", "list_tasks", "notes__echo", "notes__whoami", "pause_task",
+		"read_messages", "remember", "resume_task", "schedule_task", "search_messages", "send_media", "send_message"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
@@ -100,9 +100,9 @@ func TestDefaultToolSource(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(mcpgo.TextContent); ok {
-				b.WriteString(tc.Text)
+		for _, p := range res.Parts {
+			if p.Kind == tools.PartText {
+				b.WriteString(p.Text)
 			}
 		}
 		if res.IsError {
@@ -150,12 +150,12 @@ func TestResultParts(t *testing.T) {
 	ws := testWorkspace(t)
 	png := tinyPNG(t, color.RGBA{R: 9, A: 255})
 	b64 := base64.StdEncoding.EncodeToString(png)
-	res := &mcpgo.CallToolResult{Content: []mcpgo.Content{
-		mcpgo.NewTextContent("Image ref:tg_x: cat.png"),
-		mcpgo.NewImageContent(b64, "image/png"),
-		mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello"}),
-		mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: "file:///a.pdf", MIMEType: "application/pdf", Blob: base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))}),
-	}}
+	res := tools.PartsResult(
+		tools.Text("Image ref:tg_x: cat.png"),
+		tools.Image(b64, "image/png"),
+		tools.TextResource("file:///notes.txt", "text/plain", "hello"),
+		tools.BlobResource("file:///a.pdf", "application/pdf", base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 tiny"))),
+	)
 	parts := resultParts(context.Background(), ws, res, llm.Capabilities{Vision: true, Documents: true}, nil)
 	if len(parts) != 4 || parts[0].Text != "Image ref:tg_x: cat.png" {
 		t.Fatalf("parts = %+v", parts)
@@ -185,7 +185,7 @@ func TestResultParts(t *testing.T) {
 	if len(entries) != 2 {
 		t.Errorf("inline dir has %d files, want 2 (image and pdf, deduplicated)", len(entries))
 	}
-	bad := resultParts(context.Background(), ws, &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewImageContent("!!!", "image/png")}}, llm.Capabilities{Vision: true}, nil)
+	bad := resultParts(context.Background(), ws, tools.PartsResult(tools.Image("!!!", "image/png")), llm.Capabilities{Vision: true}, nil)
 	if bad[0].Kind != llm.PartText {
 		t.Errorf("broken base64 = %+v", bad[0])
 	}
@@ -221,7 +221,7 @@ func TestConnectMCPPrefixesAndAllowList(t *testing.T) {
 		t.Errorf("tools = %v", names)
 	}
 	res, err := sess.Call(ctx, "web__fetch_media", nil)
-	if err != nil || res.Content[0].(mcpgo.TextContent).Text != "from fetch_media" {
+	if err != nil || res.Parts[0].Text != "from fetch_media" {
 		t.Errorf("call = %+v, %v", res, err)
 	}
 	for _, tl := range sess.Tools() {
@@ -243,7 +243,7 @@ func (b *barrierTools) Tools() []llm.Tool {
 	return []llm.Tool{{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)}}
 }
 
-func (b *barrierTools) Call(ctx context.Context, name string, args json.RawMessage) (*mcpgo.CallToolResult, error) {
+func (b *barrierTools) Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error) {
 	b.arrived <- struct{}{}
 	for len(b.arrived) < b.n {
 		select {
@@ -252,7 +252,7 @@ func (b *barrierTools) Call(ctx context.Context, name string, args json.RawMessa
 		case <-time.After(time.Millisecond):
 		}
 	}
-	return mcpgo.NewToolResultText("done " + string(args)), nil
+	return tools.TextResult("done " + string(args)), nil
 }
 
 func (b *barrierTools) Close() error { return nil }

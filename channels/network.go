@@ -35,6 +35,10 @@ type Network struct {
 	// ValidChat checks the native part of a chat id ("<Name>:<native>");
 	// nil accepts any without spaces.
 	ValidChat func(native string) error
+	// ChatWarning says why a chat id ValidChat lets through cannot be a
+	// chat of this network ("1234567890x" for Telegram), for a warning
+	// of `botd config check`; "" when it can be. Nil: no opinion.
+	ChatWarning func(native string) string
 	// Setup says in a few words how to turn the network on, for the
 	// message of a config with no channel enabled.
 	Setup string

@@ -69,6 +69,8 @@ type Config struct {
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
 	secretVars map[string][]string
+	// lines maps each key path written in the file to its line.
+	lines map[string]int
 }
 
 // Channels holds each channel's own section: the one its description
@@ -213,12 +215,14 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 			// An empty file is all defaults.
 			return cfg, cfg.Validate()
 		}
-		return nil, Problems{{Msg: "invalid YAML: " + err.Error()}}
+		return nil, Problems{syntaxProblem(data, err)}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
+	cfg.lines = map[string]int{}
+	lineIndex(root, "", cfg.lines)
 	var probs Problems
 	probs = append(probs, expand(root, "", lookup, cfg.secretVars)...)
 	probs = append(probs, checkKeys(root, "", typeOfConfig)...)
@@ -228,6 +232,11 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	var vp Problems
 	if errors.As(cfg.Validate(), &vp) {
 		probs = append(probs, vp...)
+	}
+	for i := range probs {
+		if probs[i].Path != "" {
+			probs[i].Line = cfg.Line(probs[i].Path)
+		}
 	}
 	if len(probs) > 0 {
 		return cfg, probs

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -170,4 +171,108 @@ func hasTag(t *testing.T, path, constraint string) bool {
 		t.Fatal(err)
 	}
 	return strings.HasPrefix(string(src), "//go:build "+constraint+"\n")
+}
+
+// Services speak their own types; protocols only adapt (issue 39): tools,
+// which owns every tool's arguments, results and error codes, links
+// neither the IPC transport nor mcp-go; the agent calls the tools through
+// modelview and links neither ipc nor mcp; and no package but the wiring
+// (cmd/, config) and the protocols themselves imports ipc or mcp.
+func TestServicesImportNoProtocol(t *testing.T) {
+	const mod = "github.com/botd-dev/botd/"
+	for _, d := range goList(t, "-deps", mod+"tools") {
+		if d == mod+"ipc" || d == mod+"mcp" || strings.HasPrefix(d, "github.com/mark3labs/mcp-go") {
+			t.Errorf("tools links %s", d)
+		}
+	}
+	for _, d := range goList(t, "-deps", mod+"agent") {
+		if d == mod+"ipc" || d == mod+"mcp" {
+			t.Errorf("agent links %s", d)
+		}
+	}
+	allowed := []string{mod + "ipc", mod + "mcp", mod + "config"}
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		// A test rig (mediatest, chantest…) drives a service through the
+		// transports on purpose; it is linked by tests only.
+		if slices.Contains(allowed, pkg) || strings.HasPrefix(pkg, mod+"cmd/") || strings.HasSuffix(pkg, "test") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == mod+"ipc" || imp == mod+"mcp" {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
+		}
+	}
+}
+
+// config imports only what it composes (issue 39): every package of botd
+// it imports gives it a section — a type named in a field of one of its
+// struct types or a type declared over one — besides internal/settings (the problems and durations
+// every section speaks) and channels (the networks' registry). A helper
+// imported for its functions belongs in the component that needs it.
+func TestConfigImportsOnlyWhatItComposes(t *testing.T) {
+	const mod = "github.com/botd-dev/botd/"
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	composed := map[string]bool{} // import paths named in a struct field's type
+	imported := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{} // local name → import path
+		for _, imp := range file.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if !strings.HasPrefix(path, mod) {
+				continue
+			}
+			imported[path] = true
+			name := filepath.Base(path)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			names[name] = path
+		}
+		note := func(typ ast.Expr) {
+			ast.Inspect(typ, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && names[id.Name] != "" {
+						composed[names[id.Name]] = true
+					}
+				}
+				return true
+			})
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.StructType:
+				for _, fld := range n.Fields.List {
+					note(fld.Type)
+				}
+			case *ast.TypeSpec:
+				// type Group = groups.Config: a section under its own name.
+				if _, isStruct := n.Type.(*ast.StructType); !isStruct {
+					note(n.Type)
+				}
+			}
+			return true
+		})
+	}
+	if len(composed) == 0 {
+		t.Fatal("no section found in config's struct types; the parse is not what this test expects")
+	}
+	for path := range imported {
+		if composed[path] || path == mod+"internal/settings" || path == mod+"channels" {
+			continue
+		}
+		t.Errorf("config imports %s but composes no section of it", strings.TrimPrefix(path, mod))
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
-	"github.com/botd-dev/botd/tools"
 )
 
 // Validate reports every structural problem: the top-level keys and the
@@ -215,12 +214,7 @@ func (c *Config) groupProblems() settings.Problems {
 	var ps settings.Problems
 	for i, g := range c.Groups {
 		for j, name := range g.Tools {
-			server, _, extra := strings.Cut(name, "__")
-			_, known := tools.Lookup(name)
-			if extra {
-				_, known = c.Agent.MCPServers[server]
-			}
-			if !known {
+			if !c.Agent.KnownTool(name) {
 				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "unknown tool %q (botd's own by name, e.g. fetch_url; "+
 					"an agent.mcp_servers server's as <server>__<tool>)", name)
 			}

@@ -37,6 +37,9 @@ const (
 	Slack    Network = "slack"
 	WhatsApp Network = "whatsapp"
 	Web      Network = "web"
+	// WebDraft is Web for an answer still being written: code blocks are
+	// not coloured yet.
+	WebDraft Network = "web-draft"
 	Plain    Network = "plain"
 )
 
@@ -761,7 +764,11 @@ func (w *walker) pre(lang, s string) {
 		w.codeLines(s)
 		return
 	}
-	w.codeLines(s)
+	// The web rooms colour code whose language is named; elsewhere the
+	// network shows it plain.
+	if !nw.highlight || lang == "" || !w.highlighted(lang, s) {
+		w.codeLines(s)
+	}
 	w.close()
 }
 

@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -64,8 +65,11 @@ var webAllow = map[string]map[string]bool{
 	"p": {}, "strong": {}, "em": {}, "del": {}, "code": {"class": true}, "pre": {},
 	"a": {"href": true, "rel": true, "target": true}, "ul": {}, "ol": {"start": true}, "li": {},
 	"blockquote": {}, "h3": {}, "h4": {}, "h5": {}, "h6": {}, "table": {}, "thead": {}, "tbody": {},
-	"tr": {}, "th": {}, "td": {}, "hr": {}, "br": {},
+	"tr": {}, "th": {}, "td": {}, "hr": {}, "br": {}, "span": {"class": true},
 }
+
+// hlClass is the only class a span may carry: a highlighted token's.
+var hlClass = regexp.MustCompile(`^hl-[a-z]{1,2}$`)
 
 // webAllowed parses rendered web HTML as a browser would and reports the
 // first tag or attribute outside the allow-list, or a link that is not
@@ -92,7 +96,10 @@ func webAllowed(s string) error {
 				if a.Key == "href" && !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") && !strings.HasPrefix(l, "mailto:") {
 					return fmt.Errorf("web output links to %q", a.Val)
 				}
-				if a.Key == "class" && !strings.HasPrefix(a.Val, "language-") {
+				if a.Key == "class" && tok.Data == "span" && !hlClass.MatchString(a.Val) {
+					return fmt.Errorf("web output has span class %q", a.Val)
+				}
+				if a.Key == "class" && tok.Data == "code" && !strings.HasPrefix(a.Val, "language-") {
 					return fmt.Errorf("web output has class %q", a.Val)
 				}
 			}

@@ -8,6 +8,9 @@ import (
 type network struct {
 	name Network
 	html bool // block structure as tags (the web room), not as lines
+	// highlight colours code blocks whose language is named (the web
+	// room's finished answers).
+	highlight bool
 
 	boldOpen, boldClose     string
 	italicOpen, italicClose string
@@ -51,7 +54,7 @@ var networks = map[Network]*network{
 		schemes: []string{"http://", "https://", "mailto:"},
 	},
 	Web: {
-		name: Web, html: true, boldOpen: "<strong>", boldClose: "</strong>", italicOpen: "<em>", italicClose: "</em>",
+		name: Web, html: true, highlight: true, boldOpen: "<strong>", boldClose: "</strong>", italicOpen: "<em>", italicClose: "</em>",
 		strikeOpen: "<del>", strikeClose: "</del>", codeOpen: "<code>", codeClose: "</code>",
 		escape: webEscaper.Replace, count: runes, markup: zero,
 		schemes: []string{"http://", "https://", "mailto:"},
@@ -60,6 +63,15 @@ var networks = map[Network]*network{
 		name: Plain, escape: same, count: runes, markup: runes,
 		schemes: []string{"http://", "https://", "mailto:"},
 	},
+}
+
+func init() {
+	// A draft is the web room's answer as it is written: the same, but
+	// its code is not coloured until it is finished (colouring is slow
+	// beside rendering, and the block is still growing).
+	d := *networks[Web]
+	d.highlight = false
+	networks[WebDraft] = &d
 }
 
 func networkFor(n Network) *network {

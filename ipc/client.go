@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/botd-dev/botd/tools"
 )
 
-// ErrNoHost means no response arrived before the deadline and no host ever
-// looked at the request: the host is probably not running. (A host that
-// claimed the request but had not answered yet gives an *Error with
-// CodeInProgress instead; one that saw it but had no free slot, CodeBusy.)
-var ErrNoHost = errors.New("no answer from the botd host (is `botd run` running?)")
+// ErrNoHost (tools.ErrNoHost) means no response arrived before the deadline and no host ever
+// looked at the request. The tool contract owns it: every face reads it as
+// no_host.
+var ErrNoHost = tools.ErrNoHost
 
 // Client is the agent side: it writes requests and waits for responses.
 // One Client serves many concurrent calls over one fsnotify watch.
@@ -116,11 +117,11 @@ func (c *Client) Close() error {
 }
 
 // Call sends a request of type typ and decodes the result into result
-// (may be nil). A typed failure comes back as *Error. When ctx's deadline
-// passes first: an *Error with CodeInProgress if the host has claimed the
-// request (its message says how far it got: the work goes on), CodeBusy if
+// (may be nil). A typed failure comes back as *tools.Error. When ctx's deadline
+// passes first: an *tools.Error with tools.CodeInProgress if the host has claimed the
+// request (its message says how far it got: the work goes on), tools.CodeBusy if
 // the host saw it but never started it (it is withdrawn: not carried out),
-// else ErrNoHost (withdrawn too).
+// else tools.ErrNoHost (withdrawn too).
 func (c *Client) Call(ctx context.Context, typ string, args, result any) error {
 	if err := c.start(); err != nil {
 		return err
@@ -194,11 +195,11 @@ func (c *Client) giveUp(ctx context.Context, typ, id, respPath string, result an
 	now := time.Now()
 	switch {
 	case withdrawn && p != nil && now.Sub(p.Updated) <= progressFresh:
-		return &Error{Code: CodeBusy, Message: busyMessage(c.types.Repeatable(typ))}
+		return &tools.Error{Code: tools.CodeBusy, Message: busyMessage(c.types.Repeatable(typ))}
 	case withdrawn || !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("ipc %s: %w", typ, ErrNoHost)
+		return fmt.Errorf("ipc %s: %w", typ, tools.ErrNoHost)
 	}
-	return &Error{Code: CodeInProgress, Message: inProgressMessage(c.types.Repeatable(typ), p, now)}
+	return &tools.Error{Code: tools.CodeInProgress, Message: inProgressMessage(c.types.Repeatable(typ), p, now)}
 }
 
 // readProgress returns the host's progress file for id, or nil.
@@ -232,7 +233,7 @@ func decodeResult(typ string, r *Response, result any) error {
 	}
 	if !r.OK {
 		if r.Error == nil {
-			return &Error{Code: CodeInternal, Message: "the host failed without a reason"}
+			return &tools.Error{Code: tools.CodeInternal, Message: "the host failed without a reason"}
 		}
 		return r.Error
 	}

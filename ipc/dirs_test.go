@@ -62,7 +62,7 @@ func TestStartRefusesFoldersBotdDidNotCreate(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Join(root, "fam"), 0o750))
 			must(t, ipc.GroupLayout(root, "work").Ensure())
 			// A request of work waits; it must never be handled as fam's.
-			writeRequest(t, filepath.Join(root, "work", "requests"), "w1", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "for work"}, time.Now())
+			writeRequest(t, filepath.Join(root, "work", "requests"), "w1", tools.SendMessage, tools.SendMessageArgs{Text: "for work"}, time.Now())
 			tt.setup(t, root, outside)
 			h := &funcHandler{}
 			host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"fam", "work"}, Handler: h, Rescan: time.Hour})
@@ -121,11 +121,11 @@ func TestSymlinkedFailedWhileRunningRefusesTheGroup(t *testing.T) {
 		t.Fatalf("fam was not refused; outside holds %v; log:\n%s", es, r.log)
 	}
 	// Served: the other group. Refused: everything of fam.
-	if err := r.client(t, "work").Call(guard(t), ipc.TypeListMedia, ipc.ListMediaArgs{}, nil); err != nil {
+	if err := r.client(t, "work").Call(guard(t), tools.ListMedia, tools.ListMediaArgs{}, nil); err != nil {
 		t.Fatalf("work after fam was refused: %v", err)
 	}
 	r.host.Rescan()
-	if err := r.client(t, "work").Call(guard(t), ipc.TypeListMedia, ipc.ListMediaArgs{}, nil); err != nil {
+	if err := r.client(t, "work").Call(guard(t), tools.ListMedia, tools.ListMediaArgs{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if es, _ := os.ReadDir(outside); len(es) != 0 {
@@ -144,20 +144,20 @@ func TestSymlinkedFailedWhileRunningRefusesTheGroup(t *testing.T) {
 func TestRequestsSwappedWhileRunningAreNotServedAsTheOtherGroup(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan call, 4)
-	h := &funcHandler{fn: func(ctx context.Context, g string, req *ipc.Request) (any, *ipc.Error) {
+	h := &funcHandler{fn: func(ctx context.Context, g string, req *tools.Request) (any, *tools.Error) {
 		entered <- call{Group: g, ID: req.ID}
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return ipc.SendResult{Chat: "chat-of-" + g}, nil
+		return tools.SendResult{Chat: "chat-of-" + g}, nil
 	}}
 	r := newRig(t, h, ipc.HostOptions{}, "fam", "work")
 	fam, work := r.layout("fam"), r.layout("work")
 	must(t, os.Rename(fam.Requests(), fam.Requests()+".old"))
 	must(t, os.Symlink("../work/requests", fam.Requests()))
 
-	writeRequest(t, work.Requests(), "w1", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "for work"}, time.Now())
+	writeRequest(t, work.Requests(), "w1", tools.SendMessage, tools.SendMessageArgs{Text: "for work"}, time.Now())
 	r.host.Rescan()
 	if got := recv(t, "work's send handled", entered); got.Group != "work" {
 		t.Fatalf("work's request handled as %q", got.Group)
@@ -176,7 +176,7 @@ func TestRequestsSwappedWhileRunningAreNotServedAsTheOtherGroup(t *testing.T) {
 	}
 	// fam's own client refuses to write through the symlink at once.
 	start := time.Now()
-	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "x"}, nil)
+	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), tools.SendMessage, tools.SendMessageArgs{Text: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "fam/requests is a symlink") || time.Since(start) > hangGuard/2 {
 		t.Errorf("fam client: %v", err)
 	}
@@ -281,7 +281,7 @@ func helperBindMount() {
 		os.Exit(1)
 	}
 	fmt.Println("RUNTIME:", log.matching("ERROR", "group=fam")[0])
-	raw, _ := json.Marshal(ipc.Request{Version: ipc.Version, ID: "w1", Type: ipc.TypeSendMessage, Created: time.Now()})
+	raw, _ := json.Marshal(ipc.Request{Version: ipc.Version, ID: "w1", Type: tools.SendMessage, Created: time.Now()})
 	ipc.WriteAtomic(work.Requests(), "w1.json", raw)
 	host.Rescan()
 	if !testwait.Eventually(func() bool { return exists(filepath.Join(work.Responses(), "w1.json")) }) {
@@ -306,7 +306,7 @@ func TestClientRefusesSymlinkedRequests(t *testing.T) {
 	must(t, work.Ensure())
 	must(t, os.MkdirAll(fam.Root, 0o750))
 	must(t, os.Symlink("../work/requests", fam.Requests()))
-	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), ipc.TypeListMedia, nil, nil)
+	err := ipc.NewClient(fam, tools.IPCTypes()).Call(guard(t), tools.ListMedia, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "fam/requests is a symlink") {
 		t.Fatalf("Call: %v", err)
 	}

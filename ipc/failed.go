@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/botd-dev/botd/tools"
 )
 
 // Bounds of a group's failed/ folder. A quarantined file keeps at most its
@@ -48,7 +50,7 @@ func (h *Host) quarantine(g *group, dir, name, id, reason string) {
 	g.failedMu.Unlock()
 	h.opts.Log.Warn("ipc: request quarantined", "group", g.name, "file", name, "reason", reason+note)
 	if id != "" {
-		h.respond(g, &Response{Version: Version, ID: id, Error: Errorf(CodeBadRequest, "%s", reason)})
+		h.respond(g, &Response{Version: Version, ID: id, Error: tools.Errorf(tools.CodeBadRequest, "%s", reason)})
 	}
 }
 

@@ -24,7 +24,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	types := tools.IPCTypes()
+	types := ipc.Types(tools.IPCTypes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, reason := ipc.DecodeRequest(b, "a1", types)
 		if (req == nil) == (reason == "") {

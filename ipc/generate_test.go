@@ -15,11 +15,11 @@ func TestGenerateTypes(t *testing.T) {
 		typ        string
 		idempotent bool
 	}{
-		{ipc.TypeGenerateImage, false},
-		{ipc.TypeSpeak, false},
-		{ipc.TypeGenerateVideo, false},
-		{ipc.TypeCancelVideo, false},
-		{ipc.TypeListVideos, true},
+		{tools.GenerateImage, false},
+		{tools.Speak, false},
+		{tools.GenerateVideo, false},
+		{tools.CancelVideo, false},
+		{tools.ListVideos, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.typ, func(t *testing.T) {
@@ -27,7 +27,7 @@ func TestGenerateTypes(t *testing.T) {
 			if req, reason := ipc.DecodeRequest(b, "a1", tools.IPCTypes()); req == nil {
 				t.Errorf("refused: %s", reason)
 			}
-			if got := tools.IPCTypes().Repeatable(tc.typ); got != tc.idempotent {
+			if got := ipc.Types(tools.IPCTypes()).Repeatable(tc.typ); got != tc.idempotent {
 				t.Errorf("Repeatable %v, want %v", got, tc.idempotent)
 			}
 		})

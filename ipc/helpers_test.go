@@ -49,15 +49,15 @@ type call struct {
 type funcHandler struct {
 	mu    sync.Mutex
 	calls []call
-	fn    func(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error)
+	fn    func(ctx context.Context, group string, req *tools.Request) (any, *tools.Error)
 }
 
-func (f *funcHandler) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+func (f *funcHandler) Handle(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{group, req.Type, req.ID, req.Args})
 	f.mu.Unlock()
 	if f.fn == nil {
-		return ipc.ListMediaResult{}, nil
+		return tools.ListMediaResult{}, nil
 	}
 	return f.fn(ctx, group, req)
 }
@@ -239,8 +239,8 @@ func recv[T any](t *testing.T, what string, ch <-chan T) T {
 	panic("unreachable")
 }
 
-func ipcError(err error) *ipc.Error {
-	var ie *ipc.Error
+func ipcError(err error) *tools.Error {
+	var ie *tools.Error
 	if errors.As(err, &ie) {
 		return ie
 	}

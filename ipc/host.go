@@ -17,24 +17,24 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/botd-dev/botd/internal/atomicfile"
-	"github.com/botd-dev/botd/internal/wake"
 	"github.com/fsnotify/fsnotify"
-)
 
-// Handler answers one request of a group. The group is the folder the
-// request was found in, never a field of the request. A handler that takes
-// a while tells the waiting caller how it goes with ReportProgress(ctx, …).
-type Handler interface {
-	Handle(ctx context.Context, group string, req *Request) (result any, err *Error)
-}
+	"github.com/botd-dev/botd/internal/atomicfile"
+	"github.com/botd-dev/botd/internal/progress"
+	"github.com/botd-dev/botd/internal/wake"
+	"github.com/botd-dev/botd/tools"
+)
 
 // HostOptions configure a Host.
 type HostOptions struct {
 	Root string // data/ipc
 	// Groups are the folders served, one per group.
-	Groups  []string
-	Handler Handler
+	Groups []string
+	// Handler answers each request; the group is the folder the request
+	// was found in, never a field of it. A handler that takes a while
+	// tells the waiting caller how it goes with progress.Report(ctx, …):
+	// the host puts a reporter writing progress/<id>.json in ctx.
+	Handler tools.Handler
 	// Types are the request types accepted (tools.IPCTypes()); a request
 	// of another type is quarantined unread by the handler.
 	Types Types
@@ -466,7 +466,7 @@ func (h *Host) settle(g *group) {
 			}
 			continue
 		}
-		herr := Errorf(CodeSendUnknown, "botd stopped while sending this (request written at %s); it may or may not have "+
+		herr := tools.Errorf(tools.CodeSendUnknown, "botd stopped while sending this (request written at %s); it may or may not have "+
 			"reached the chat — check the chat before sending again", stamp(req.Created))
 		if err := h.respond(g, &Response{Version: Version, ID: id, Error: herr}); err != nil {
 			h.opts.Log.Error("ipc: cannot answer an interrupted send", "group", g.name, "id", id, "err", err)
@@ -583,7 +583,7 @@ func shortDuration(d time.Duration) string {
 }
 
 func (h *Host) answerExpired(g *group, rel string, req *Request, why string) {
-	err := h.respond(g, &Response{Version: Version, ID: req.ID, Error: Errorf(CodeExpired, "%s; not carried out", why)})
+	err := h.respond(g, &Response{Version: Version, ID: req.ID, Error: tools.Errorf(tools.CodeExpired, "%s; not carried out", why)})
 	if err != nil {
 		h.opts.Log.Error("ipc: cannot answer an expired request", "group", g.name, "id", req.ID, "err", err)
 	}
@@ -670,7 +670,7 @@ func acquire(ctx context.Context, sem chan struct{}, t *tracker) bool {
 		return true
 	default:
 	}
-	t.set(Progress{State: ProgressQueued})
+	t.set(progress.Progress{State: progress.Queued})
 	select {
 	case sem <- struct{}{}:
 		return true
@@ -735,7 +735,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 	t.claim()
 
 	start := time.Now()
-	result, herr := h.safeHandle(context.WithValue(ctx, progressKey{}, t), g.name, req)
+	result, herr := h.safeHandle(progress.With(ctx, t.set), g.name, req)
 	if ctx.Err() != nil && herr != nil {
 		// Stopping, and the handler gave up. A fetch or list stays in
 		// processing/ and is carried out again at the next start; a send
@@ -745,7 +745,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 			return
 		}
 		if !definite(herr.Code) {
-			herr = Errorf(CodeSendUnknown, "botd was stopping while sending this (%s); it may or may not have reached the chat — "+
+			herr = tools.Errorf(tools.CodeSendUnknown, "botd was stopping while sending this (%s); it may or may not have reached the chat — "+
 				"check the chat before sending again", herr.Message)
 		}
 	}
@@ -753,7 +753,7 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 	if herr == nil && result != nil {
 		b, err := json.Marshal(result)
 		if err != nil {
-			resp.OK, resp.Error = false, Errorf(CodeInternal, "cannot encode result: %v", err)
+			resp.OK, resp.Error = false, tools.Errorf(tools.CodeInternal, "cannot encode result: %v", err)
 		} else {
 			resp.Result = b
 		}
@@ -777,22 +777,22 @@ func (h *Host) handle(ctx context.Context, g *group, name string, req *Request) 
 // (refused before sending), whatever happened to the context.
 func definite(code string) bool {
 	switch code {
-	case CodeBadRequest, CodeForbidden, CodeNotFound, CodeTooLarge, CodeExpired:
+	case tools.CodeBadRequest, tools.CodeForbidden, tools.CodeNotFound, tools.CodeTooLarge, tools.CodeExpired:
 		return true
 	}
 	return false
 }
 
-func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result any, herr *Error) {
+func (h *Host) safeHandle(ctx context.Context, g string, req *Request) (result any, herr *tools.Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.opts.Log.Error("ipc: handler panicked", "group", g, "type", req.Type, "panic", p)
-			result, herr = nil, Errorf(CodeInternal, "the host failed handling %s", req.Type)
+			result, herr = nil, tools.Errorf(tools.CodeInternal, "the host failed handling %s", req.Type)
 			if !h.opts.Types.Repeatable(req.Type) {
-				herr = Errorf(CodeSendUnknown, "botd failed while sending this; it may or may not have reached the chat — "+
+				herr = tools.Errorf(tools.CodeSendUnknown, "botd failed while sending this; it may or may not have reached the chat — "+
 					"check the chat before sending again")
 			}
 		}
 	}()
-	return h.opts.Handler.Handle(ctx, g, req)
+	return h.opts.Handler.Handle(ctx, g, &tools.Request{ID: req.ID, Type: req.Type, Args: req.Args})
 }

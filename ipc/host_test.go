@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/internal/progress"
 	"github.com/botd-dev/botd/internal/testwait"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
@@ -46,7 +47,7 @@ func TestKilledSendIsNotRepeated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*hangGuard)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- c.Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hello"}, nil) }()
+	go func() { errc <- c.Call(ctx, tools.SendMessage, tools.SendMessageArgs{Text: "hello"}, nil) }()
 	testwait.Until(t, "the helper host sent", func() bool { return exists(marker) })
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
@@ -57,7 +58,7 @@ func TestKilledSendIsNotRepeated(t *testing.T) {
 	r.start(t, ipc.HostOptions{}, "fam")
 	r.host.Rescan()
 	err := recv(t, "the caller's answer", errc)
-	if ie := ipcError(err); ie == nil || ie.Code != ipc.CodeSendUnknown || !strings.Contains(ie.Message, "check the chat before sending again") {
+	if ie := ipcError(err); ie == nil || ie.Code != tools.CodeSendUnknown || !strings.Contains(ie.Message, "check the chat before sending again") {
 		t.Errorf("caller got %v, want send_unknown", err)
 	}
 	r.stop()
@@ -74,8 +75,8 @@ func TestKilledSendIsNotRepeated(t *testing.T) {
 // helperSendThenHang is a host whose send "reaches the network" (the
 // marker) and then hangs until it is killed.
 func helperSendThenHang() {
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
-		if req.Type == ipc.TypeSendMessage {
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
+		if req.Type == tools.SendMessage {
 			os.WriteFile(os.Getenv("IPC_TEST_MARKER"), []byte(req.ID), 0o600)
 			select {}
 		}
@@ -94,25 +95,25 @@ func helperSendThenHang() {
 // and is carried out by the next start.
 func TestStopSettlesInterruptedRequests(t *testing.T) {
 	entered := make(chan string, 4)
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
 		entered <- req.ID
 		<-ctx.Done()
-		if req.Type == ipc.TypeSendMessage {
-			return nil, ipc.Errorf(ipc.CodeSendFailed, "telegram: %v", ctx.Err())
+		if req.Type == tools.SendMessage {
+			return nil, tools.Errorf(tools.CodeSendFailed, "telegram: %v", ctx.Err())
 		}
-		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "cancelled while downloading")
+		return nil, tools.Errorf(tools.CodeDownloadFailed, "cancelled while downloading")
 	}}
 	r := newRig(t, h, ipc.HostOptions{}, "fam")
 	fam := r.layout("fam")
-	writeRequest(t, fam.Requests(), "s1", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hi"}, time.Now())
-	writeRequest(t, fam.Requests(), "f1", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
+	writeRequest(t, fam.Requests(), "s1", tools.SendMessage, tools.SendMessageArgs{Text: "hi"}, time.Now())
+	writeRequest(t, fam.Requests(), "f1", tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
 	r.host.Rescan()
 	recv(t, "handler entered", entered)
 	recv(t, "handler entered", entered)
 	r.stop()
 
 	resp := response(t, fam, "s1")
-	wantCode(t, resp, ipc.CodeSendUnknown)
+	wantCode(t, resp, tools.CodeSendUnknown)
 	if !strings.Contains(resp.Error.Message, "telegram: context canceled") {
 		t.Errorf("send_unknown message %q lost the handler's", resp.Error.Message)
 	}
@@ -138,16 +139,16 @@ func TestStartSettlesProcessing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "data", "ipc")
 	fam := ipc.GroupLayout(root, "fam")
 	must(t, fam.Ensure())
-	writeRequest(t, fam.Processing(), "s1", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hi"}, time.Now())
-	writeRequest(t, fam.Processing(), "m1", ipc.TypeSendMedia, ipc.SendMediaArgs{Path: "a.png"}, time.Now())
-	writeRequest(t, fam.Processing(), "f1", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
-	writeRequest(t, fam.Processing(), "l1", ipc.TypeListMedia, ipc.ListMediaArgs{}, time.Now())
+	writeRequest(t, fam.Processing(), "s1", tools.SendMessage, tools.SendMessageArgs{Text: "hi"}, time.Now())
+	writeRequest(t, fam.Processing(), "m1", tools.SendMedia, tools.SendMediaArgs{Path: "a.png"}, time.Now())
+	writeRequest(t, fam.Processing(), "f1", tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
+	writeRequest(t, fam.Processing(), "l1", tools.ListMedia, tools.ListMediaArgs{}, time.Now())
 	h := &funcHandler{}
 	r := &rig{root: root, h: h, log: &logRec{}}
 	r.start(t, ipc.HostOptions{}, "fam")
 	for _, id := range []string{"s1", "m1"} {
 		resp := response(t, fam, id)
-		wantCode(t, resp, ipc.CodeSendUnknown)
+		wantCode(t, resp, tools.CodeSendUnknown)
 		if !strings.Contains(resp.Error.Message, "may or may not have reached the chat") {
 			t.Errorf("%s: %q", id, resp.Error.Message)
 		}
@@ -190,7 +191,7 @@ func TestOldRequestsExpire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		// Written aside and renamed in, so the host sees it with its time.
-		writeRequest(t, fam.Root, tt.id, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "late"}, tt.created)
+		writeRequest(t, fam.Root, tt.id, tools.SendMessage, tools.SendMessageArgs{Text: "late"}, tt.created)
 		aside := filepath.Join(fam.Root, tt.id+".json")
 		if !tt.mtime.IsZero() {
 			must(t, os.Chtimes(aside, tt.mtime, tt.mtime))
@@ -200,14 +201,14 @@ func TestOldRequestsExpire(t *testing.T) {
 	r.host.Rescan()
 	for _, tt := range tests {
 		resp := response(t, fam, tt.id)
-		wantCode(t, resp, ipc.CodeExpired)
+		wantCode(t, resp, tools.CodeExpired)
 		if !strings.Contains(resp.Error.Message, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.id, resp.Error.Message, tt.want)
 		}
 	}
 	// Fresh requests, with or without Created, are carried out.
-	writeRequest(t, fam.Requests(), "fresh", ipc.TypeListMedia, nil, time.Now())
-	writeRequest(t, fam.Requests(), "nocreated", ipc.TypeListMedia, nil, time.Time{})
+	writeRequest(t, fam.Requests(), "fresh", tools.ListMedia, nil, time.Now())
+	writeRequest(t, fam.Requests(), "nocreated", tools.ListMedia, nil, time.Time{})
 	r.host.Rescan()
 	for _, id := range []string{"fresh", "nocreated"} {
 		if resp := response(t, fam, id); !resp.OK {
@@ -226,34 +227,34 @@ func TestOldRequestsExpire(t *testing.T) {
 // hears how far the download got, not that botd is not running.
 func TestProgressReachesTheClient(t *testing.T) {
 	reported, release := make(chan struct{}), make(chan struct{})
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressDownloading, Done: 12 << 20, Total: 50 << 20})
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
+		progress.Report(ctx, progress.Progress{State: progress.Downloading, Done: 12 << 20, Total: 50 << 20})
 		close(reported)
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return ipc.FetchMediaResult{Ref: "tg_x"}, nil
+		return tools.FetchMediaResult{Ref: "tg_x"}, nil
 	}}
 	r := newRig(t, h, ipc.HostOptions{}, "fam")
 	fam := r.layout("fam")
 	ctx := newManualDeadline()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.client(t, "fam").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_x"}, nil)
+		errc <- r.client(t, "fam").Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_x"}, nil)
 	}()
 	recv(t, "progress reported", reported)
 	ctx.pass()
 	err := recv(t, "the caller's answer", errc)
 	ie := ipcError(err)
-	if ie == nil || ie.Code != ipc.CodeInProgress {
+	if ie == nil || ie.Code != tools.CodeInProgress {
 		t.Fatalf("Call: %v, want in_progress", err)
 	}
 	const want = "botd is still downloading this (12.0 of 50.0 MB); ask again shortly — the download continues"
 	if ie.Message != want {
 		t.Errorf("message %q\nwant      %q", ie.Message, want)
 	}
-	if errors.Is(err, ipc.ErrNoHost) {
+	if errors.Is(err, tools.ErrNoHost) {
 		t.Error("in_progress is also ErrNoHost")
 	}
 	es, _ := os.ReadDir(fam.Progress())
@@ -273,7 +274,7 @@ func TestNoHostIsStillNoHost(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := c.Call(ctx, ipc.TypeListMedia, nil, nil); !errors.Is(err, ipc.ErrNoHost) {
+	if err := c.Call(ctx, tools.ListMedia, nil, nil); !errors.Is(err, tools.ErrNoHost) {
 		t.Fatalf("Call: %v, want ErrNoHost", err)
 	}
 	if es, _ := os.ReadDir(fam.Requests()); len(es) != 0 {
@@ -285,7 +286,7 @@ func TestNoHostIsStillNoHost(t *testing.T) {
 // caller hears busy, the request is withdrawn and never carried out.
 func TestBusyGroupWithdraws(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
 		entered <- req.ID
 		select {
 		case <-release:
@@ -295,14 +296,14 @@ func TestBusyGroupWithdraws(t *testing.T) {
 	}}
 	r := newRig(t, h, ipc.HostOptions{PerGroup: 1}, "fam")
 	fam := r.layout("fam")
-	writeRequest(t, fam.Requests(), "slow", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
+	writeRequest(t, fam.Requests(), "slow", tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_x"}, time.Now())
 	r.host.Rescan()
 	recv(t, "slow handled", entered)
 
 	ctx := newManualDeadline()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.client(t, "fam").Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hi"}, nil)
+		errc <- r.client(t, "fam").Call(ctx, tools.SendMessage, tools.SendMessageArgs{Text: "hi"}, nil)
 	}()
 	testwait.Until(t, "the send queued", func() bool {
 		es, _ := os.ReadDir(fam.Progress())
@@ -315,7 +316,7 @@ func TestBusyGroupWithdraws(t *testing.T) {
 	})
 	ctx.pass()
 	err := recv(t, "the caller's answer", errc)
-	if ie := ipcError(err); ie == nil || ie.Code != ipc.CodeBusy || !strings.Contains(ie.Message, "NOT sent") {
+	if ie := ipcError(err); ie == nil || ie.Code != tools.CodeBusy || !strings.Contains(ie.Message, "NOT sent") {
 		t.Fatalf("Call: %v, want busy", err)
 	}
 	close(release)
@@ -329,15 +330,15 @@ func TestBusyGroupWithdraws(t *testing.T) {
 // of the same group from being answered.
 func TestSlowHandlersDoNotBlockTheGroup(t *testing.T) {
 	entered, release := make(chan string, 8), make(chan struct{})
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
-		if req.Type == ipc.TypeFetchMedia {
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
+		if req.Type == tools.FetchMedia {
 			entered <- req.ID
 			select {
 			case <-release:
 			case <-ctx.Done():
 			}
 		}
-		return ipc.ListMediaResult{}, nil
+		return tools.ListMediaResult{}, nil
 	}}
 	r := newRig(t, h, ipc.HostOptions{}, "fam")
 	c := r.client(t, "fam")
@@ -350,7 +351,7 @@ func TestSlowHandlersDoNotBlockTheGroup(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*hangGuard)
 			defer cancel()
-			c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_x"}, nil)
+			c.Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_x"}, nil)
 		}()
 	}
 	for i := 0; i < 4; i++ {
@@ -358,8 +359,8 @@ func TestSlowHandlersDoNotBlockTheGroup(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	var list ipc.ListMediaResult
-	if err := c.Call(ctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil {
+	var list tools.ListMediaResult
+	if err := c.Call(ctx, tools.ListMedia, tools.ListMediaArgs{}, &list); err != nil {
 		t.Fatalf("list while four fetches hang: %v", err)
 	}
 }
@@ -390,7 +391,7 @@ func TestFailedIsBounded(t *testing.T) {
 	must(t, os.WriteFile(big, []byte(`{"version":1,"id":"big","type":"list_media","args":{"x":"`), 0o600))
 	must(t, os.Truncate(big, 1<<30))
 	r.host.Rescan()
-	wantCode(t, response(t, fam, "big"), ipc.CodeBadRequest)
+	wantCode(t, response(t, fam, "big"), tools.CodeBadRequest)
 	fi, err := os.Lstat(filepath.Join(fam.Failed(), "big.json"))
 	if err != nil || fi.Size() > ipc.FailedKeepBytes {
 		t.Fatalf("failed/big.json: %v, %v bytes; want at most %d", err, sizeOf(fi), ipc.FailedKeepBytes)
@@ -413,7 +414,7 @@ func TestFailedIsBounded(t *testing.T) {
 	}
 	r.host.Rescan()
 	for i := 0; i < flood; i++ {
-		wantCode(t, response(t, fam, fmt.Sprintf("bad%03d", i)), ipc.CodeBadRequest)
+		wantCode(t, response(t, fam, fmt.Sprintf("bad%03d", i)), tools.CodeBadRequest)
 	}
 	entries, bytes := failedUsage(t, fam)
 	if entries > ipc.FailedMaxEntries || bytes > ipc.FailedMaxBytes {
@@ -450,19 +451,19 @@ func failedUsage(t *testing.T, l ipc.Layout) (entries int, bytes int64) {
 // The progress file never looks like a response to the client.
 func TestProgressIsNotAResponse(t *testing.T) {
 	gate := make(chan struct{})
-	h := &funcHandler{fn: func(ctx context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressDownloading, Done: 1})
+	h := &funcHandler{fn: func(ctx context.Context, _ string, req *tools.Request) (any, *tools.Error) {
+		progress.Report(ctx, progress.Progress{State: progress.Downloading, Done: 1})
 		select {
 		case <-gate:
 		case <-ctx.Done():
 		}
-		return ipc.FetchMediaResult{Ref: "tg_ok"}, nil
+		return tools.FetchMediaResult{Ref: "tg_ok"}, nil
 	}}
 	r := newRig(t, h, ipc.HostOptions{}, "fam")
-	var res ipc.FetchMediaResult
+	var res tools.FetchMediaResult
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.client(t, "fam").Call(guard(t), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "tg_ok"}, &res)
+		errc <- r.client(t, "fam").Call(guard(t), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "tg_ok"}, &res)
 	}()
 	testwait.Until(t, "progress written", func() bool { es, _ := os.ReadDir(r.layout("fam").Progress()); return len(es) == 1 })
 	if es, _ := os.ReadDir(r.layout("fam").Responses()); len(es) != 0 {
@@ -488,7 +489,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cctx, ccancel := context.WithTimeout(ctx, hangGuard)
-		if err := c.Call(cctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, nil); err != nil {
+		if err := c.Call(cctx, tools.ListMedia, tools.ListMediaArgs{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		ccancel()

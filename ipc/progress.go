@@ -1,34 +1,12 @@
 package ipc
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
-)
 
-// Progress is what a handler says about a request that takes a while.
-// Done and Total count bytes; Total is 0 when unknown.
-type Progress struct {
-	State string
-	Done  int64
-	Total int64
-}
-
-// Progress states. A handler may use others; the client then words them
-// generically.
-const (
-	// ProgressQueued: waiting for a free slot (the host's, or the
-	// handler's own download slots).
-	ProgressQueued = "queued"
-	// ProgressWorking: claimed by the host, the handler runs. The host
-	// sets it at claim.
-	ProgressWorking = "working"
-	// ProgressDownloading: bytes are coming from the network.
-	ProgressDownloading = "downloading"
-	// ProgressSending: bytes are going to the chat.
-	ProgressSending = "sending"
+	"github.com/botd-dev/botd/internal/progress"
 )
 
 // Timing of progress files: a change of state a handler reports is written
@@ -42,18 +20,6 @@ const (
 	progressHeartbeat = 5 * time.Second
 	progressFresh     = 30 * time.Second
 )
-
-type progressKey struct{}
-
-// ReportProgress tells the caller waiting on the request handled under ctx
-// how it is going. Outside a host (an in-process call) it does nothing.
-// Cheap enough to call for every chunk: the host writes at most once per
-// second unless the state changes.
-func ReportProgress(ctx context.Context, p Progress) {
-	if t, ok := ctx.Value(progressKey{}).(*tracker); ok && t != nil {
-		t.set(p)
-	}
-}
 
 // progressFile is progress/<id>.json.
 type progressFile struct {
@@ -78,7 +44,7 @@ type tracker struct {
 	since time.Time
 
 	mu      sync.Mutex
-	p       Progress
+	p       progress.Progress
 	claimed bool
 	written time.Time // zero: no file yet
 	dirty   bool
@@ -87,7 +53,7 @@ type tracker struct {
 
 // set records p; a new state is written at once, new figures at most once
 // per progressEvery (the host's ticker writes what was held back).
-func (t *tracker) set(p Progress) {
+func (t *tracker) set(p progress.Progress) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done {
@@ -123,7 +89,7 @@ func (t *tracker) tick(now time.Time) {
 func (t *tracker) claim() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.p, t.claimed, t.dirty = Progress{State: ProgressWorking}, true, true
+	t.p, t.claimed, t.dirty = progress.Progress{State: progress.Working}, true, true
 	if !t.written.IsZero() {
 		t.writeLocked() // it was queued: say at once that it runs
 	}
@@ -183,14 +149,14 @@ func inProgressMessage(repeatable bool, p *progressFile, now time.Time) string {
 		paren = " (" + figures + ")"
 	}
 	switch {
-	case p.State == ProgressSending || send:
+	case p.State == progress.Sending || send:
 		return "botd is still sending this" + paren + "; " + sendTail
-	case p.State == ProgressDownloading:
+	case p.State == progress.Downloading:
 		return "botd is still downloading this" + paren + "; ask again shortly — the download continues"
-	case p.State == ProgressQueued:
+	case p.State == progress.Queued:
 		return fmt.Sprintf("botd has this queued behind other work of this group (waiting %s); ask again shortly — it stays queued",
 			humanDuration(now.Sub(p.Since)))
-	case p.State == ProgressWorking || p.State == "":
+	case p.State == progress.Working || p.State == "":
 		return fmt.Sprintf("botd is still working on this (for %s); ask again shortly — the work continues", humanDuration(now.Sub(p.Since)))
 	}
 	if figures != "" {

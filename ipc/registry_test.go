@@ -19,14 +19,14 @@ func TestInterruptedRequestsFollowTheRegistry(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "data", "ipc")
 	fam := ipc.GroupLayout(root, "fam")
 	must(t, fam.Ensure())
-	types := tools.IPCTypes()
+	types := ipc.Types(tools.IPCTypes())
 	if len(types) == 0 {
 		t.Fatal("the registry declares no IPC request types")
 	}
 	for typ := range types {
 		writeRequest(t, fam.Processing(), "crash-"+typ, typ, struct{}{}, time.Now())
 	}
-	h := &funcHandler{fn: func(context.Context, string, *ipc.Request) (any, *ipc.Error) { return struct{}{}, nil }}
+	h := &funcHandler{fn: func(context.Context, string, *tools.Request) (any, *tools.Error) { return struct{}{}, nil }}
 	r := &rig{root: root, h: h, log: &logRec{}}
 	r.start(t, ipc.HostOptions{}, "fam")
 
@@ -36,7 +36,7 @@ func TestInterruptedRequestsFollowTheRegistry(t *testing.T) {
 		switch {
 		case repeatable && !resp.OK:
 			t.Errorf("%s (repeatable) was not carried out again: %+v", typ, resp.Error)
-		case !repeatable && (resp.Error == nil || resp.Error.Code != ipc.CodeSendUnknown):
+		case !repeatable && (resp.Error == nil || resp.Error.Code != tools.CodeSendUnknown):
 			t.Errorf("%s (not repeatable) answered %+v, want send_unknown", typ, resp)
 		}
 		if repeatable {
@@ -54,7 +54,7 @@ func TestInterruptedRequestsFollowTheRegistry(t *testing.T) {
 		t.Errorf("carried out again: %v, want exactly the repeatable %v", got, wantAgain)
 	}
 	// The sends are what a crash must never repeat.
-	for _, typ := range []string{ipc.TypeSendMessage, ipc.TypeSendMedia, ipc.TypeGenerateImage, ipc.TypeSpeak, ipc.TypeGenerateVideo} {
+	for _, typ := range []string{tools.SendMessage, tools.SendMedia, tools.GenerateImage, tools.Speak, tools.GenerateVideo} {
 		if types.Repeatable(typ) {
 			t.Errorf("%s is declared repeatable", typ)
 		}

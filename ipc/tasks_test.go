@@ -20,10 +20,10 @@ func TestTaskRequestsReachTheHandler(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "data", "ipc")
 	fam := ipc.GroupLayout(root, "fam")
 	must(t, fam.Ensure())
-	writeRequest(t, fam.Processing(), "t1", ipc.TypeScheduleTask,
-		ipc.ScheduleTaskArgs{Prompt: "remind us", Schedule: ipc.TaskSchedule{In: "2h"}}, time.Now())
-	h := &funcHandler{fn: func(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
-		return ipc.TaskResult{Task: ipc.TaskInfo{ID: 7, Group: group}}, nil
+	writeRequest(t, fam.Processing(), "t1", tools.ScheduleTask,
+		tools.ScheduleTaskArgs{Prompt: "remind us", Schedule: tools.TaskSchedule{In: "2h"}}, time.Now())
+	h := &funcHandler{fn: func(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
+		return tools.TaskResult{Task: tools.TaskInfo{ID: 7, Group: group}}, nil
 	}}
 	r := &rig{root: root, h: h, log: &logRec{}}
 	r.start(t, ipc.HostOptions{}, "fam")
@@ -31,9 +31,9 @@ func TestTaskRequestsReachTheHandler(t *testing.T) {
 		t.Fatalf("interrupted schedule_task: %+v", resp)
 	}
 	c := r.client(t, "fam")
-	for _, typ := range []string{ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask} {
-		var res ipc.TaskResult
-		if err := c.Call(guard(t), typ, ipc.TaskIDArgs{ID: 7}, &res); err != nil {
+	for _, typ := range []string{tools.ListTasks, tools.PauseTask, tools.ResumeTask, tools.CancelTask} {
+		var res tools.TaskResult
+		if err := c.Call(guard(t), typ, tools.TaskIDArgs{ID: 7}, &res); err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		if res.Task.Group != "fam" {
@@ -52,14 +52,14 @@ func TestTaskRequestsReachTheHandler(t *testing.T) {
 }
 
 func TestTaskTypesAreIdempotent(t *testing.T) {
-	types := tools.IPCTypes()
-	for _, typ := range []string{ipc.TypeScheduleTask, ipc.TypeListTasks, ipc.TypePauseTask, ipc.TypeResumeTask, ipc.TypeCancelTask} {
+	types := ipc.Types(tools.IPCTypes())
+	for _, typ := range []string{tools.ScheduleTask, tools.ListTasks, tools.PauseTask, tools.ResumeTask, tools.CancelTask} {
 		spec, ok := tools.Lookup(typ)
 		if !ok || spec.Service != tools.Tasks || !types.Repeatable(typ) {
 			t.Errorf("%s: registered %v, repeatable %v", typ, ok, types.Repeatable(typ))
 		}
 	}
-	if spec, _ := tools.Lookup(ipc.TypeSendMessage); spec.Service == tools.Tasks || types.Repeatable(ipc.TypeSendMessage) {
+	if spec, _ := tools.Lookup(tools.SendMessage); spec.Service == tools.Tasks || types.Repeatable(tools.SendMessage) {
 		t.Error("send_message counted as a task request or repeatable")
 	}
 }

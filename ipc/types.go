@@ -1,6 +1,10 @@
-// Package ipc is the file protocol between the MCP server (agent side) and
-// the botd host. Each group has one folder, data/ipc/<group>/, and the group
-// is that folder, never a field of the payload:
+// Package ipc is the file transport of tool calls between botd mcp (the
+// MCP faces for external clients) and the botd host: files, framing and
+// progress files. What it carries is package tools' (the call as a
+// tools.Request, a failure as a *tools.Error, the progress a service
+// reports through internal/progress); it defines no tool type itself.
+// Each group has one folder, data/ipc/<group>/, and the group is that
+// folder, never a field of the payload:
 //
 //	requests/<id>.json    a request, written by the client (temp file in the
 //	                      group folder, renamed in)
@@ -13,8 +17,8 @@
 //	failed/<name>         quarantined files (at most their first
 //	                      FailedKeepBytes) with <name>.reason beside them
 //
-// Every request gets exactly one response, success or a typed *Error. The
-// host creates these folders itself and serves a group only while each of
+// Every request gets exactly one response, success or a typed
+// *tools.Error. The host creates these folders itself and serves a group only while each of
 // them is a real directory of botd's user, not a symlink and not the same
 // directory as any other group's; a folder that changes while botd runs
 // stops that group until restart. A request older than MaxRequestAge is
@@ -25,58 +29,23 @@
 // A caller whose deadline passes hears in_progress (with the last Progress)
 // when the host has claimed its request, busy when the host saw it but had
 // no free slot (the request is then withdrawn, not carried out), and
-// ErrNoHost only when no host ever looked at it.
+// tools.ErrNoHost only when no host ever looked at it.
 package ipc
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/botd-dev/botd/tools"
 )
 
 // Version is the protocol version written into every file.
 const Version = 1
 
-// Request types.
-const (
-	TypeFetchMedia  = "fetch_media"
-	TypeListMedia   = "list_media"
-	TypeSendMessage = "send_message"
-	TypeSendMedia   = "send_media"
-)
-
-// Error codes of a failed response.
-const (
-	CodeNotFound       = "not_found"
-	CodeExpired        = "expired"
-	CodeForbidden      = "forbidden"
-	CodeTooLarge       = "too_large"
-	CodeDownloadFailed = "download_failed"
-	CodeBadRequest     = "bad_request"
-	CodeSendFailed     = "send_failed"
-	CodeInternal       = "internal"
-	// CodeSendUnknown: botd stopped (or its handler failed) while a send
-	// was under way, so it may or may not have reached the chat. It is
-	// never retried blindly.
-	CodeSendUnknown = "send_unknown"
-	// CodeInProgress is the client's verdict when its deadline passed
-	// while the host was still working on the claimed request; the work
-	// goes on (a fetch can be asked for again shortly).
-	CodeInProgress = "in_progress"
-	// CodeBusy is the client's verdict when the host saw the request but
-	// had no free slot for it by the deadline; the client withdrew it, so
-	// it was not carried out.
-	CodeBusy = "busy"
-	// CodeStandby: the botd answering is a standby (docs/scaling.md):
-	// it serves reads, and refuses what only the active instance may do.
-	// The message names the active one.
-	CodeStandby = "standby"
-)
-
 // MaxRequestAge is how old a request may be when the host claims it.
-// Older ones are answered CodeExpired and never carried out, so a request
+// Older ones are answered tools.CodeExpired and never carried out, so a request
 // left behind by a long stop (or copied back from a backup) cannot act
 // late; the client gives up long before (two minutes in botd mcp). The age
 // is judged on both the request's Created and its file's modification
@@ -93,7 +62,7 @@ const MaxClockSkew = time.Minute
 // Types are the request types a host accepts, each mapped to whether
 // carrying it out twice is harmless (a fetch, a list, a task change keyed
 // by its request id). One that is not (a send, a generation) and was
-// interrupted by a crash is answered CodeSendUnknown rather than carried
+// interrupted by a crash is answered tools.CodeSendUnknown rather than carried
 // out again. The tool registry (package tools) builds it; ipc names no
 // tool itself.
 type Types map[string]bool
@@ -126,93 +95,8 @@ type Response struct {
 	Version int             `json:"version"`
 	ID      string          `json:"id"`
 	OK      bool            `json:"ok"`
-	Error   *Error          `json:"error,omitempty"`
+	Error   *tools.Error    `json:"error,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
-}
-
-// Error is a typed failure with a message fit for the agent (and a human).
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// Errorf builds an *Error.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// FetchMediaArgs asks for the bytes of one ref.
-type FetchMediaArgs struct {
-	MediaRef string `json:"mediaRef"`
-}
-
-// FetchMediaResult tells where the bytes were put. Path is relative to the
-// group folder (groups/<folder>/), e.g. "media/tg_abc_photo.jpg".
-type FetchMediaResult struct {
-	Ref      string `json:"ref"`
-	Kind     string `json:"kind"`
-	Name     string `json:"name,omitempty"`
-	MIME     string `json:"mime"`
-	Declared string `json:"declared_mime,omitempty"` // what the sender claimed, when it differed
-	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256"`
-	Path     string `json:"path"`
-	Width    int    `json:"width,omitempty"`
-	Height   int    `json:"height,omitempty"`
-	Duration string `json:"duration,omitempty"`
-	Caption  string `json:"caption,omitempty"`
-	Sender   string `json:"sender,omitempty"`
-	Cached   bool   `json:"cached"` // served without a download
-	// Transcript is what was said in audio (a voice note, an audio file);
-	// TranscriptNote says why there is none, or where it came from.
-	Transcript     string `json:"transcript,omitempty"`
-	TranscriptNote string `json:"transcript_note,omitempty"`
-}
-
-// ListMediaArgs narrows list_media.
-type ListMediaArgs struct {
-	Limit int    `json:"limit,omitempty"`
-	Kind  string `json:"kind,omitempty"`
-}
-
-// MediaItem is one entry of list_media: metadata only, no secrets.
-type MediaItem struct {
-	Ref      string    `json:"ref"`
-	Kind     string    `json:"kind"`
-	Name     string    `json:"name,omitempty"`
-	Size     int64     `json:"size,omitempty"`
-	MIME     string    `json:"mime,omitempty"`
-	Sender   string    `json:"sender,omitempty"`
-	Time     time.Time `json:"time"`
-	Caption  string    `json:"caption,omitempty"`
-	Duration string    `json:"duration,omitempty"`
-	Expires  time.Time `json:"expires"`
-}
-
-// ListMediaResult is the answer to list_media, newest first.
-type ListMediaResult struct {
-	Items []MediaItem `json:"items"`
-}
-
-// SendMessageArgs sends text. Chat is honoured only for the main group.
-type SendMessageArgs struct {
-	Text string `json:"text"`
-	Chat string `json:"chat,omitempty"`
-}
-
-// SendMediaArgs sends a file inside the group folder.
-type SendMediaArgs struct {
-	Path    string `json:"path"`
-	Caption string `json:"caption,omitempty"`
-	Chat    string `json:"chat,omitempty"`
-}
-
-// SendResult is the channel's delivery report.
-type SendResult struct {
-	Chat       string   `json:"chat"`
-	MessageIDs []string `json:"message_ids"`
 }
 
 // Layout is the IPC folder of one group.

@@ -20,6 +20,10 @@ type HTTPConfig struct {
 	// MaxSessionsPerToken bounds one token's open sessions (0: the
 	// default, DefaultMaxSessionsPerToken).
 	MaxSessionsPerToken int `yaml:"max_sessions_per_token"`
+	// AllowRemote lets listen be an address other machines reach (put
+	// TLS in front); AllowedHosts are the names they send in Host then.
+	AllowRemote  bool     `yaml:"allow_remote"`
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // TokenGrant maps one bearer token to the single group it may reach.

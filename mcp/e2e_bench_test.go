@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/mediahost"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/modelview"
 	"github.com/botd-dev/botd/store"
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -31,31 +33,30 @@ import (
 // BenchmarkFetchMediaEndToEnd is fetch_media of a cached image through
 // every real layer but the process boundary: MCP tool call → IPC request
 // file → host watcher → media service (registry, cache) → response file →
-// MCP image content. Reports p50/p99 per call.
+// MCP image content. "in-process" is an MCP server over the media
+// service's in-process caller (no IPC files); "agent" is the built-in
+// agent's path: modelview's Session called directly over that caller (no
+// MCP at all). Reports p50/p99 per call.
 func BenchmarkFetchMediaEndToEnd(b *testing.B) {
 	for _, tc := range []struct {
-		name      string
-		side      int
-		inProcess bool
-	}{{"cached-10KB", 58, false}, {"cached-1MB", 590, false}, {"in-process-cached-10KB", 58, true}} {
+		name string
+		side int
+		path string // "ipc", "in-process" or "agent"
+	}{{"cached-10KB", 58, "ipc"}, {"cached-1MB", 590, "ipc"}, {"in-process-cached-10KB", 58, "in-process"}, {"agent-cached-10KB", 58, "agent"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			img := noisyPNG(tc.side)
-			c, ref := e2eRig(b, img, tc.inProcess)
+			call, ref := e2eRig(b, img, tc.path)
 			ctx := context.Background()
-			req := mcpgo.CallToolRequest{}
-			req.Params.Name = registry.FetchMedia
-			req.Params.Arguments = map[string]any{"mediaRef": ref}
-			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
-				b.Fatalf("warm-up fetch: %v %+v", err, res)
+			if err := call(ctx, ref); err != nil {
+				b.Fatalf("warm-up fetch: %v", err)
 			}
 			lat := make([]time.Duration, 0, b.N)
 			b.SetBytes(int64(len(img)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				res, err := c.CallTool(ctx, req)
-				if err != nil || res.IsError {
-					b.Fatalf("%v %+v", err, res)
+				if err := call(ctx, ref); err != nil {
+					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
 			}
@@ -83,8 +84,10 @@ func noisyPNG(side int) []byte {
 }
 
 // e2eRig serves fetch_media over IPC files (external MCP clients), or
-// in-process over the media service's Caller (the built-in agent).
-func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
+// in-process over the media service's Caller, through an MCP server or
+// directly (the built-in agent). call fetches ref once and checks that an
+// image came back.
+func e2eRig(b *testing.B, img []byte, path string) (call func(ctx context.Context, ref string) error, id string) {
 	b.Helper()
 	root := b.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -123,8 +126,21 @@ func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
 	ic := ipc.NewClient(ipc.GroupLayout(ipcRoot, "family"), registry.IPCTypes())
 	b.Cleanup(func() { ic.Close() })
 	var caller mcp.Caller = ic
-	if inProcess {
+	if path != "ipc" {
 		caller = svc.Caller("family")
+	}
+	if path == "agent" {
+		s, err := modelview.New(modelview.Options{GroupDir: filepath.Join(groupsDir, "family"), InlineMaxBytes: 2 << 20, Caller: caller, Log: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(ctx context.Context, ref string) error {
+			r := s.Run(ctx, registry.FetchMedia, registry.Args{"mediaRef": ref})
+			if r.IsError || len(r.Parts) != 2 || r.Parts[1].Saved == "" {
+				return fmt.Errorf("fetch: %+v", r)
+			}
+			return nil
+		}, ref.ID
 	}
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: filepath.Join(groupsDir, "family"), InlineMaxBytes: 2 << 20, Caller: caller, Log: quiet})
 	if err != nil {
@@ -144,5 +160,17 @@ func e2eRig(b *testing.B, img []byte, inProcess bool) (*client.Client, string) {
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		b.Fatal(err)
 	}
-	return c, ref.ID
+	return func(ctx context.Context, ref string) error {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = registry.FetchMedia
+		req.Params.Arguments = map[string]any{"mediaRef": ref}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			return err
+		}
+		if res.IsError || len(res.Content) != 2 {
+			return fmt.Errorf("fetch: %+v", res)
+		}
+		return nil
+	}, ref.ID
 }

@@ -175,7 +175,9 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		return nil, fmt.Errorf("mcp http: listen address %q: %w", opts.Addr, err)
 	}
 	if !opts.AllowNonLoopback && !isLoopback(host) {
-		return nil, fmt.Errorf("mcp http: refusing to listen on %q: not a loopback address (allow it explicitly to expose the server)", opts.Addr)
+		return nil, fmt.Errorf("mcp http: refusing to listen on %q: not a loopback address; to expose the server set "+
+			"mcp.http.allow_remote: true (and mcp.http.allowed_hosts to the names clients use), behind TLS, or reach it "+
+			"through an SSH tunnel instead", opts.Addr)
 	}
 	if len(opts.Tokens) == 0 {
 		return nil, errors.New("mcp http: no tokens configured")

@@ -109,8 +109,9 @@ func TestHTTPTokenReachesOnlyItsGroup(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		tools, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
 		cancel()
-		// 11 tools plus the 4 generation tools the test server offers.
-		if err != nil || len(tools.Tools) != 16 {
+		// 14 tools (the 3 conversation tools among them) plus the generation
+		// tools the test server offers.
+		if err != nil || len(tools.Tools) != 19 {
 			t.Fatalf("tools/list: %v (%d tools)", err, len(tools.Tools))
 		}
 		before := len(tc.other.Served())

@@ -13,8 +13,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // A remote MCP client (Streamable HTTP from another machine) cannot open
@@ -26,7 +26,7 @@ import (
 // LinkScheme prefixes the resources of fetched files.
 const LinkScheme = "botd://media/"
 
-// Meta keys of the resource link besides MetaSavedPath.
+// Meta keys of the resource link.
 const (
 	MetaExpires = "botd/expires" // RFC 3339, when the resource and URL stop working
 	MetaURL     = "botd/url"     // a presigned download URL (S3 store only)
@@ -117,9 +117,9 @@ func (t *tools) registerLinks(s *server.MCPServer) {
 			"(the fetch_media result links to it).")), t.readLink)
 }
 
-// linkResult adds the fetched file to r as a resource link, replacing a
+// linkResult adds the fetched file to out as a resource link, replacing a
 // file:// link a remote client could not open.
-func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res ipc.FetchMediaResult) {
+func (t *tools) linkResult(ctx context.Context, out *mcpgo.CallToolResult, res registry.FetchMediaResult) {
 	mime := mediaregistry.CleanMIME(res.MIME)
 	id, expires := t.links.add(link{rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
 	name := mediaregistry.SafeName(res.Name)
@@ -128,7 +128,7 @@ func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res ipc
 	}
 	l := mcpgo.NewResourceLink(LinkScheme+id, name, "the fetched file: read it with resources/read until "+
 		expires.UTC().Format(time.RFC3339), mime)
-	meta := map[string]any{MetaSavedPath: res.Path, MetaExpires: expires.UTC().Format(time.RFC3339)}
+	meta := map[string]any{MetaExpires: expires.UTC().Format(time.RFC3339)}
 	note := fmt.Sprintf("\nRemote clients: the file is the resource %s (resources/read, until %s).", LinkScheme+id, expires.UTC().Format(time.RFC3339))
 	if t.links.o.Presign != nil && mediaregistry.ValidSHA256(res.SHA256) {
 		u, err := t.links.o.Presign(ctx, res.SHA256, name, mime, t.links.o.TTL)
@@ -141,21 +141,21 @@ func (t *tools) linkResult(ctx context.Context, r *mcpgo.CallToolResult, res ipc
 	}
 	l.Meta = &mcpgo.Meta{AdditionalFields: meta}
 	replaced := false
-	for i, c := range r.Content {
+	for i, c := range out.Content {
 		switch v := c.(type) {
 		case mcpgo.ResourceLink:
 			if strings.HasPrefix(v.URI, "file:") && !replaced {
-				r.Content[i], replaced = l, true
+				out.Content[i], replaced = l, true
 			}
 		case mcpgo.TextContent:
 			if i == 0 {
 				v.Text += note
-				r.Content[i] = v
+				out.Content[i] = v
 			}
 		}
 	}
 	if !replaced {
-		r.Content = append(r.Content, l)
+		out.Content = append(out.Content, l)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store/s3test"
 	registry "github.com/botd-dev/botd/tools"
@@ -66,7 +65,7 @@ func newRemoteFixture(t *testing.T, presign func(context.Context, string, string
 func addFile(t *testing.T, h *fakeHost, ref, kind, name, mime, path string, data []byte, transcript string) {
 	t.Helper()
 	sum := sha256.Sum256(data)
-	h.add(fakeMedia{data: data, res: ipc.FetchMediaResult{Ref: ref, Kind: kind, Name: name, MIME: mime, Size: int64(len(data)),
+	h.add(fakeMedia{data: data, res: registry.FetchMediaResult{Ref: ref, Kind: kind, Name: name, MIME: mime, Size: int64(len(data)),
 		SHA256: hex.EncodeToString(sum[:]), Path: path, Transcript: transcript}})
 }
 

@@ -1,17 +1,14 @@
-// Package mcp is the agent-facing side of botd: an MCP server whose tools
-// (list_media, fetch_media, send_message, send_media) turn into IPC requests
-// that the botd host answers. It never touches channels or the database;
-// what it reaches directly is the group folder the host writes fetched
-// media into, whose memory file remember and forget change (and, for the
-// main group only, the global memory).
+// Package mcp is botd's MCP faces: the server of one group for external
+// clients (stdio for botd mcp, Streamable HTTP for botd mcp --http), whose
+// tools are the registry's (package tools) as modelview's Session runs
+// them, reaching the host through the IPC files. It adds only what MCP
+// itself needs: registration, the protocol's content shapes and, for
+// clients on other machines, resource links to fetched files.
 package mcp
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -19,35 +16,24 @@ import (
 
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
-	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/modelview"
 	registry "github.com/botd-dev/botd/tools"
 )
 
 // ServerName is the MCP server name announced at initialize.
 const ServerName = "botd"
 
-// DefaultInlineMaxBytes applies when Options.InlineMaxBytes is zero; it
-// matches media.inline_max_bytes' default.
-const DefaultInlineMaxBytes = 1 << 20
+// DefaultInlineMaxBytes, DefaultCallTimeout and DefaultGenerateTimeout
+// are modelview's (see there).
+const (
+	DefaultInlineMaxBytes  = modelview.DefaultInlineMaxBytes
+	DefaultCallTimeout     = modelview.DefaultCallTimeout
+	DefaultGenerateTimeout = modelview.DefaultGenerateTimeout
+)
 
-// DefaultCallTimeout bounds one IPC call. Fetching a large video through a
-// slow channel can take a while, so it is generous; when it passes, a call
-// the host took answers in_progress (with the download's figures) and
-// only a call no host ever looked at answers ErrNoHost.
-const DefaultCallTimeout = 2 * time.Minute
-
-// DefaultGenerateTimeout bounds a generate_image or speak call, which can
-// take the provider minutes; it stays below ipc.MaxRequestAge, past which
-// the host would refuse a request it had not yet claimed.
-const DefaultGenerateTimeout = 8 * time.Minute
-
-// Caller sends one IPC request and decodes its result. *ipc.Client
-// satisfies it; tests use a fake host.
-type Caller interface {
-	Call(ctx context.Context, typ string, args, result any) error
-}
-
-var _ Caller = (*ipc.Client)(nil)
+// Caller sends one request to the host and decodes its result: an
+// *ipc.Client of the group's IPC folder, or a fake host in tests.
+type Caller = registry.Caller
 
 // Options configures the MCP server of one group.
 type Options struct {
@@ -100,156 +86,97 @@ type GenerateTools = registry.Generate
 // internet.search).
 type InternetTools = registry.Internet
 
-// tools holds the state the tool handlers share.
+// tools is one group's server state: the session that runs the tools,
+// and the links handed to remote clients.
 type tools struct {
-	ws          groups.Workspace
-	global      groups.Workspace // Root "" when there is no global memory
-	main        bool
-	inlineMax   int64
-	caller      Caller
-	log         *slog.Logger
-	callTimeout time.Duration
-	genTimeout  time.Duration // generate_image and speak
-	links       *linkTable    // nil: paths only (stdio on the same machine)
-	gen         GenerateTools
-	internet    registry.Internet
-	parse       box.Limits
+	s     *modelview.Session
+	ws    groups.Workspace
+	log   *slog.Logger
+	links *linkTable // nil: paths only (stdio on the same machine)
 }
 
 // NewServer builds the MCP server of one group. It does no I/O: the group
 // folder may not exist yet, and initialize/tools/list never wait on the
 // host.
 func NewServer(opts Options) (*server.MCPServer, error) {
-	t, err := newTools(opts)
+	s, err := modelview.New(modelview.Options{GroupDir: opts.GroupDir, InlineMaxBytes: opts.InlineMaxBytes, Caller: opts.Caller,
+		Log: opts.Log, CallTimeout: opts.CallTimeout, GenerateTimeout: opts.GenerateTimeout, GlobalDir: opts.GlobalDir,
+		Main: opts.Main, Generate: opts.Generate, Internet: opts.Internet, Parse: opts.Parse})
 	if err != nil {
 		return nil, err
+	}
+	t := &tools{s: s, ws: groups.Workspace{Root: s.Dir()}, log: s.Log()}
+	if opts.Links != nil {
+		t.links = newLinkTable(*opts.Links)
 	}
 	version := opts.Version
 	if version == "" {
 		version = "dev"
 	}
-	s := server.NewMCPServer(ServerName, version,
+	srv := server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(t.errorsForModel),
 		server.WithInstructions("botd media tools for one chat group. Attachments in messages appear as "+
 			"placeholders like [Image: name, size, mime, ref:tg_x]; pass the ref to fetch_media to see the "+
 			"content. list_media shows what is available; send_message and send_media reply to the group's chat. "+
 			"remember and forget keep notes in the group's memory, which is shown in every conversation."),
 	)
-	if err := t.register(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	t.register(srv)
+	return srv, nil
 }
 
-func newTools(opts Options) (*tools, error) {
-	if opts.Caller == nil {
-		return nil, errors.New("mcp server: no Caller")
-	}
-	if opts.GroupDir == "" || !filepath.IsAbs(opts.GroupDir) {
-		return nil, fmt.Errorf("mcp server: group dir %q must be an absolute path", opts.GroupDir)
-	}
-	if opts.GlobalDir != "" {
-		if !filepath.IsAbs(opts.GlobalDir) {
-			return nil, fmt.Errorf("mcp server: global dir %q must be an absolute path", opts.GlobalDir)
-		}
-		if filepath.Clean(opts.GlobalDir) == filepath.Clean(opts.GroupDir) {
-			return nil, fmt.Errorf("mcp server: global dir %q is the group dir", opts.GlobalDir)
-		}
-	}
-	t := &tools{
-		ws:          groups.Workspace{Root: filepath.Clean(opts.GroupDir)},
-		main:        opts.Main,
-		inlineMax:   opts.InlineMaxBytes,
-		caller:      opts.Caller,
-		log:         opts.Log,
-		callTimeout: opts.CallTimeout,
-		genTimeout:  opts.GenerateTimeout,
-		gen:         opts.Generate,
-		internet:    opts.Internet,
-		parse:       opts.Parse.WithDefaults(),
-	}
-	if opts.GlobalDir != "" {
-		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}
-	}
-	if opts.Links != nil {
-		t.links = newLinkTable(*opts.Links)
-	}
-	if t.inlineMax <= 0 {
-		t.inlineMax = DefaultInlineMaxBytes
-	}
-	if t.log == nil {
-		t.log = slog.Default()
-	}
-	if t.callTimeout <= 0 {
-		t.callTimeout = DefaultCallTimeout
-	}
-	if t.genTimeout <= 0 {
-		t.genTimeout = DefaultGenerateTimeout
-	}
-	t.genTimeout = max(t.genTimeout, t.callTimeout)
-	return t, nil
-}
-
-// offer is what this server is built for, in the registry's terms.
-func (t *tools) offer() registry.Offer {
-	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen, Internet: t.internet}
-}
-
-// register adds the registry's tools this server offers.
-func (t *tools) register(s *server.MCPServer) error {
-	o := t.offer()
-	for _, spec := range registry.For(o) {
-		h := spec.MCP
-		if h == nil {
-			return fmt.Errorf("mcp server: tool %s has no MCP handler", spec.Name)
-		}
-		s.AddTool(spec.Def(o), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			return h(t, ctx, req)
+// register adds the registry's tools the session offers, each answered by
+// the session and shown in MCP's shapes.
+func (t *tools) register(srv *server.MCPServer) {
+	o := t.s.Offer()
+	for _, spec := range t.s.Tools() {
+		name := spec.Name
+		srv.AddTool(mcpTool(spec.Def(o)), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			r := t.s.Run(ctx, name, req.GetArguments())
+			out := toMCP(r)
+			if t.links != nil && r.Fetched != nil {
+				t.linkResult(ctx, out, *r.Fetched)
+			}
+			return out, nil
 		})
 	}
-	t.registerLinks(s)
-	return nil
+	t.registerLinks(srv)
 }
 
-var _ registry.Env = (*tools)(nil)
-
-// Call runs one IPC request under the call timeout.
-func (t *tools) Call(ctx context.Context, typ string, args, result any) error {
-	return t.callFor(ctx, t.callTimeout, typ, args, result)
-}
-
-// CallLong runs one IPC request under the generation timeout.
-func (t *tools) CallLong(ctx context.Context, typ string, args, result any) error {
-	return t.callFor(ctx, t.genTimeout, typ, args, result)
-}
-
-// callFor runs one IPC request under timeout: the one place a call is
-// bounded (generation waits longer than the rest).
-func (t *tools) callFor(ctx context.Context, timeout time.Duration, typ string, args, result any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	start := time.Now()
-	err := t.caller.Call(ctx, typ, args, result)
-	t.log.Debug("mcp ipc call", "type", typ, "ms", time.Since(start).Milliseconds(), "err", registry.ErrCode(err))
-	return err
-}
-
-// errorsForModel is the step every tool error passes before the model (or
-// an external client) reads it: its text goes through ForModel.
-func (t *tools) errorsForModel(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		res, err := next(ctx, req)
-		if res == nil || !res.IsError {
-			return res, err
-		}
-		for i, c := range res.Content {
-			if tc, ok := c.(mcpgo.TextContent); ok {
-				tc.Text = ForModel(tc.Text, t.ws.Root)
-				res.Content[i] = tc
-			}
-		}
-		return res, err
+// mcpTool is a tool's definition in MCP's shape, its hints said outright.
+func mcpTool(d registry.Def) mcpgo.Tool {
+	h := d.Hints
+	return mcpgo.Tool{
+		Name:        d.Name,
+		Description: d.Description,
+		InputSchema: mcpgo.ToolInputSchema{Type: "object", Properties: d.Properties, Required: d.Required},
+		Annotations: mcpgo.ToolAnnotation{ReadOnlyHint: &h.ReadOnly, DestructiveHint: &h.Destructive,
+			IdempotentHint: &h.Idempotent, OpenWorldHint: &h.OpenWorld},
 	}
+}
+
+// toMCP is a tool's result in MCP's content shapes.
+func toMCP(r *registry.Result) *mcpgo.CallToolResult {
+	out := &mcpgo.CallToolResult{Content: make([]mcpgo.Content, 0, len(r.Parts)), IsError: r.IsError}
+	for _, p := range r.Parts {
+		out.Content = append(out.Content, contentOf(p))
+	}
+	return out
+}
+
+// contentOf is one part in MCP's shape.
+func contentOf(p registry.Part) mcpgo.Content {
+	switch p.Kind {
+	case registry.PartImage:
+		return mcpgo.NewImageContent(p.Data, p.MIME)
+	case registry.PartAudio:
+		return mcpgo.NewAudioContent(p.Data, p.MIME)
+	case registry.PartLink:
+		return mcpgo.NewResourceLink(p.URI, p.Name, p.Description, p.MIME)
+	case registry.PartTextResource:
+		return mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: p.URI, MIMEType: p.MIME, Text: p.Text})
+	case registry.PartBlobResource:
+		return mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: p.URI, MIMEType: p.MIME, Blob: p.Data})
+	}
+	return mcpgo.NewTextContent(p.Text)
 }

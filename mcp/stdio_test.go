@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/internal/testwait"
-	registry "github.com/botd-dev/botd/tools"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/botd-dev/botd/internal/testwait"
+	registry "github.com/botd-dev/botd/tools"
 )
 
 // syncBuffer records what the server wrote to stdout.
@@ -84,8 +85,9 @@ func TestStdioAnswersWhileHostIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tools/list while the host is busy: %v", err)
 	}
-	// 11 tools plus the 4 generation tools the test server offers.
-	if len(tools.Tools) != 16 {
+	// 14 tools (the 3 conversation tools among them) plus the generation
+	// tools the test server offers.
+	if len(tools.Tools) != 19 {
 		t.Fatalf("%d tools", len(tools.Tools))
 	}
 	t.Logf("initialize + tools/list with a stuck host call: %v", time.Since(start))

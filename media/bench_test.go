@@ -2,7 +2,6 @@ package media_test
 
 import (
 	"context"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"os"
 	"sort"
@@ -12,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -27,15 +28,15 @@ func BenchmarkIPCRoundTripCached(b *testing.B) {
 	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "ten.png", MIME: "image/png"}, chantest.Media{Data: img})
 	c := r.Client("family")
 	ctx := context.Background()
-	if err := c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil); err != nil {
+	if err := c.Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, nil); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		var res ipc.FetchMediaResult
-		if err := c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil || !res.Cached {
+		var res tools.FetchMediaResult
+		if err := c.Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil || !res.Cached {
 			b.Fatal(err, res.Cached)
 		}
 		lat = append(lat, time.Since(start))
@@ -80,8 +81,8 @@ func BenchmarkFetch200MBRSS(b *testing.B) {
 				}
 			}
 		}()
-		var res ipc.FetchMediaResult
-		if err := r.Client("family").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+		var res tools.FetchMediaResult
+		if err := r.Client("family").Call(context.Background(), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 			b.Fatal(err)
 		}
 		close(stop)

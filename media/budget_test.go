@@ -4,15 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/diskbudget"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -37,11 +38,11 @@ func TestDiskBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 			chantest.Media{Data: data})
 	}
 	c := r.Client("family")
-	fetch := func(ref string) ipc.FetchMediaResult {
+	fetch := func(ref string) tools.FetchMediaResult {
 		t.Helper()
 		r.Clock.Advance(time.Minute)
-		var res ipc.FetchMediaResult
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		var res tools.FetchMediaResult
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %s: %v", ref, err)
 		}
 		return res
@@ -93,15 +94,15 @@ func TestFetchAfterTheCacheLostABlob(t *testing.T) {
 	r := mediatest.New(t)
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "a.png"}, chantest.Media{Data: mediatest.PNG(t, 4, 4)})
 	c := r.Client("family")
-	var first ipc.FetchMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &first); err != nil {
+	var first tools.FetchMediaResult
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &first); err != nil {
 		t.Fatal(err)
 	}
 	// Gone from the cache and the group folder, index rows still there.
 	os.Remove(r.Cache.Path(first.SHA256))
 	os.Remove(filepath.Join(r.GroupsDir, "family", first.Path))
-	var again ipc.FetchMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &again); err != nil {
+	var again tools.FetchMediaResult
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &again); err != nil {
 		t.Fatalf("fetch after the blob vanished: %v", err)
 	}
 	if again.Cached || r.TG.Downloads() != 2 || again.SHA256 != first.SHA256 {
@@ -132,10 +133,10 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "notes.bin", Kind: mediaregistry.Document}, chantest.Media{Data: data})
 	other := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "other.bin", Kind: mediaregistry.Document}, chantest.Media{Data: []byte("other")})
 	c := r.Client("family")
-	fetch := func(ref string) ipc.FetchMediaResult {
+	fetch := func(ref string) tools.FetchMediaResult {
 		t.Helper()
-		var res ipc.FetchMediaResult
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		var res tools.FetchMediaResult
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %s: %v", ref, err)
 		}
 		return res
@@ -146,7 +147,7 @@ func TestHandedOffCopyOutlivesSweeps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	copyOf := func(res ipc.FetchMediaResult) ([]byte, error) {
+	copyOf := func(res tools.FetchMediaResult) ([]byte, error) {
 		return os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path))
 	}
 

@@ -3,7 +3,6 @@ package media_test
 import (
 	"bytes"
 	"context"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"math/rand"
 	"os"
@@ -14,8 +13,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -88,7 +89,7 @@ func assertNothingKept(t *testing.T, r *mediatest.Rig, ref string, ignore ...str
 
 func wantDiskFull(t *testing.T, err error) {
 	t.Helper()
-	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
+	mediatest.WantCode(t, err, tools.CodeDownloadFailed)
 	if msg := err.Error(); !strings.Contains(msg, "disk is full") {
 		t.Errorf("error %q does not say the disk is full", msg)
 	}
@@ -105,12 +106,12 @@ func TestFetchOnAFullDisk(t *testing.T) {
 		MIME: "application/octet-stream", Size: int64(len(data))}, chantest.Media{Data: data})
 	c := r.Client("family")
 
-	var res ipc.FetchMediaResult
-	wantDiskFull(t, mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
+	var res tools.FetchMediaResult
+	wantDiskFull(t, mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res))
 	assertNothingKept(t, r, id)
 
 	d.setRoom(1 << 30)
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatalf("fetch after space returned: %v", err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path)); !bytes.Equal(got, data) {
@@ -144,12 +145,12 @@ func TestFetchOnAFullTmpfs(t *testing.T) {
 		MIME: "application/octet-stream", Size: int64(len(data))}, chantest.Media{Data: data})
 	c := r.Client("family")
 
-	var res ipc.FetchMediaResult
-	wantDiskFull(t, mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res))
+	var res tools.FetchMediaResult
+	wantDiskFull(t, mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res))
 	assertNothingKept(t, r, id)
 
 	os.Remove(filler)
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatalf("fetch after space returned: %v", err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path)); !bytes.Equal(got, data) {

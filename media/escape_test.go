@@ -2,16 +2,17 @@ package media_test
 
 import (
 	"errors"
-	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -50,8 +51,8 @@ func TestLinkedGroupFoldersAreRefused(t *testing.T) {
 			}
 			target := tt.plant(t, r)
 			id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "a.png"}, chantest.Media{Data: mediatest.PNG(t, 2, 2)})
-			err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
-			var herr *ipc.Error
+			err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, nil)
+			var herr *tools.Error
 			if !errors.As(err, &herr) || !strings.Contains(herr.Message, "symlink") {
 				t.Fatalf("fetch through a linked folder: %v, want a refusal that names the link", err)
 			}
@@ -104,8 +105,8 @@ func TestOtherGroupsRefReadsAsUnknown(t *testing.T) {
 	const unknown = "tg_AAAAAAAAAAAAAAAA"
 	answer := func(id string) string {
 		t.Helper()
-		var herr *ipc.Error
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil); !errors.As(err, &herr) {
+		var herr *tools.Error
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, nil); !errors.As(err, &herr) {
 			t.Fatalf("fetch %s: %v, want a typed error", id, err)
 		}
 		return herr.Code + ": " + strings.ReplaceAll(herr.Message, id, "<ref>")

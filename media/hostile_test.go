@@ -3,13 +3,15 @@ package media_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
 
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/internal/testwait"
@@ -35,43 +37,43 @@ func TestHostileRequestFiles(t *testing.T) {
 		quarantine string // reason expected in failed/, "" = not quarantined
 	}{
 		{"other group's ref in my folder", "h1.json", func(t *testing.T, p string) {
-			os.WriteFile(p, req("h1", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: family}), 0o600)
-		}, ipc.CodeNotFound, ""},
+			os.WriteFile(p, req("h1", tools.FetchMedia, tools.FetchMediaArgs{MediaRef: family}), 0o600)
+		}, tools.CodeNotFound, ""},
 		{"claims the other group in the payload", "h2.json", func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"version":1,"id":"h2","type":"fetch_media","group":"family","args":{"mediaRef":"`+family+`"}}`), 0o600)
-		}, ipc.CodeBadRequest, "unknown field"},
+		}, tools.CodeBadRequest, "unknown field"},
 		{"folder in the ref", "h3.json", func(t *testing.T, p string) {
-			os.WriteFile(p, req("h3", ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "../family/" + family}), 0o600)
-		}, ipc.CodeNotFound, ""},
+			os.WriteFile(p, req("h3", tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "../family/" + family}), 0o600)
+		}, tools.CodeNotFound, ""},
 		{"id that climbs out", "h4.json", func(t *testing.T, p string) {
-			os.WriteFile(p, req("../../family/responses/h4", ipc.TypeListMedia, nil), 0o600)
-		}, ipc.CodeBadRequest, "does not match"},
+			os.WriteFile(p, req("../../family/responses/h4", tools.ListMedia, nil), 0o600)
+		}, tools.CodeBadRequest, "does not match"},
 		{"truncated mid-string", "h5.json", func(t *testing.T, p string) {
 			os.WriteFile(p, []byte(`{"version":1,"id":"h5","type":"fetch_med`), 0o600)
 			mustOld(t, p)
-		}, ipc.CodeBadRequest, "malformed JSON"},
+		}, tools.CodeBadRequest, "malformed JSON"},
 		{"empty file", "h6.json", func(t *testing.T, p string) {
 			os.WriteFile(p, nil, 0o600)
 			mustOld(t, p)
-		}, ipc.CodeBadRequest, "malformed JSON"},
+		}, tools.CodeBadRequest, "malformed JSON"},
 		{"two requests in one file", "h7.json", func(t *testing.T, p string) {
-			b := req("h7", ipc.TypeListMedia, nil)
-			os.WriteFile(p, append(append(b, '\n'), req("h7", ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "spam"})...), 0o600)
+			b := req("h7", tools.ListMedia, nil)
+			os.WriteFile(p, append(append(b, '\n'), req("h7", tools.SendMessage, tools.SendMessageArgs{Text: "spam"})...), 0o600)
 			mustOld(t, p)
-		}, ipc.CodeBadRequest, "trailing data"},
+		}, tools.CodeBadRequest, "trailing data"},
 		{"directory named like a request", "h8.json", func(t *testing.T, p string) {
 			if err := os.Mkdir(p, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			os.WriteFile(filepath.Join(p, "inner.json"), req("inner", ipc.TypeListMedia, nil), 0o600)
-		}, ipc.CodeBadRequest, "not a regular file"},
+			os.WriteFile(filepath.Join(p, "inner.json"), req("inner", tools.ListMedia, nil), 0o600)
+		}, tools.CodeBadRequest, "not a regular file"},
 		{"fifo named like a request", "h9.json", func(t *testing.T, p string) {
 			// Opening a FIFO for reading blocks until a writer comes: the
 			// host must refuse it without opening it.
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
-		}, ipc.CodeBadRequest, "not a regular file"},
+		}, tools.CodeBadRequest, "not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,8 +117,8 @@ func TestHostileRequestFiles(t *testing.T) {
 		t.Errorf("%d downloads for refused requests", n)
 	}
 	// The host still answers its own group after all that.
-	var list ipc.ListMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 1 {
+	var list tools.ListMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.ListMedia, tools.ListMediaArgs{}, &list); err != nil || len(list.Items) != 1 {
 		t.Fatalf("list after hostile files: %+v, %v", list, err)
 	}
 }
@@ -159,8 +161,8 @@ func TestHostileFileNamesStayInTheGroupFolder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: name},
 				chantest.Media{Data: []byte("%PDF-1.4\n")})
-			var res ipc.FetchMediaResult
-			if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+			var res tools.FetchMediaResult
+			if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 				t.Fatal(err)
 			}
 			dir, file := filepath.Split(filepath.FromSlash(res.Path))
@@ -187,18 +189,18 @@ func TestGroupCopiesShareNoBytes(t *testing.T) {
 	img := mediatest.PNG(t, 8, 8)
 	a := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
 	b := r.Register("telegram:-200", mediaregistry.MediaReference{FileName: "same.png"}, chantest.Media{Data: img})
-	var ra, rb ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: a}, &ra); err != nil {
+	var ra, rb tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: a}, &ra); err != nil {
 		t.Fatal(err)
 	}
-	if err := mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
 		t.Fatal(err)
 	}
 	famPath := filepath.Join(r.GroupsDir, "family", filepath.FromSlash(ra.Path))
 	if err := os.WriteFile(famPath, []byte("tampered by family"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: b}, &rb); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(r.GroupsDir, "work", filepath.FromSlash(rb.Path)), r.Cache.Path(rb.SHA256)} {

@@ -1,13 +1,14 @@
 package media_test
 
 import (
-	"github.com/botd-dev/botd/media/mediatest"
 	"sync"
 	"testing"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -40,13 +41,13 @@ func TestMeterCountsFetchesAndBytes(t *testing.T) {
 	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "cat.png", MIME: "image/png", Size: int64(len(img))}, chantest.Media{Data: img})
 	gone := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "gone.png"}, chantest.Media{Err: channels.ErrUnavailable})
 	c := r.Client("family")
-	var res ipc.FetchMediaResult
+	var res tools.FetchMediaResult
 	for _, ref := range []string{id, id} {
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: gone}, &res); err == nil {
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: gone}, &res); err == nil {
 		t.Fatal("a ref its network no longer has was fetched")
 	}
 	m.mu.Lock()

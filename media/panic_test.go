@@ -3,16 +3,17 @@ package media_test
 import (
 	"bytes"
 	"context"
-	"github.com/botd-dev/botd/media/mediahost"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/botd-dev/botd/media/mediahost"
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
@@ -62,7 +63,7 @@ func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
 
 	const n = 5
 	var wg sync.WaitGroup
-	errs := make([]*ipc.Error, n)
+	errs := make([]*tools.Error, n)
 	for i := range errs {
 		wg.Add(1)
 		go func() {
@@ -73,8 +74,8 @@ func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
 	close(bad.gate)
 	wg.Wait()
 	for i, e := range errs {
-		if e == nil || e.Code != ipc.CodeDownloadFailed {
-			t.Fatalf("caller %d: err = %v, want %s", i, e, ipc.CodeDownloadFailed)
+		if e == nil || e.Code != tools.CodeDownloadFailed {
+			t.Fatalf("caller %d: err = %v, want %s", i, e, tools.CodeDownloadFailed)
 		}
 	}
 	if bad.calls.Load() == 0 {
@@ -85,9 +86,9 @@ func TestPanickingDownloaderFailsEveryWaiterAndServiceGoesOn(t *testing.T) {
 	if _, e := svc.Fetch(context.Background(), fam, good.ID); e != nil {
 		t.Fatalf("fetch after the panic: %v", e)
 	}
-	var res ipc.FetchMediaResult
-	err = mediahost.New(mediahost.Options{Media: svc, Groups: set}).Caller("mixed").Call(context.Background(), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref.ID}, &res)
-	if e, ok := err.(*ipc.Error); !ok || e.Code != ipc.CodeDownloadFailed {
+	var res tools.FetchMediaResult
+	err = mediahost.New(mediahost.Options{Media: svc, Groups: set}).Caller("mixed").Call(context.Background(), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref.ID}, &res)
+	if e, ok := err.(*tools.Error); !ok || e.Code != tools.CodeDownloadFailed {
 		t.Fatalf("in-process fetch of the panicking ref: %v", err)
 	}
 }

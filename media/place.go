@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
@@ -48,7 +49,7 @@ func (s *Service) place(g *groups.Group, ref *mediaregistry.MediaReference, e me
 		held.Close()
 	}
 	// A name of its own: two fetches of one ref may place it at once.
-	tmp := "media/" + groups.TempPrefix + ipc.NewID() + "-" + name
+	tmp := "media/" + groups.TempPrefix + uuid.NewString() + "-" + name
 	// The copy is held from birth: the lock is on the file, not the name,
 	// so it still holds once the file is renamed into place, and no sweep
 	// (woken by a guest's upload, say) can take the copy between the

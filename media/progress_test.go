@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/botd-dev/botd/internal/progress"
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
 
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/internal/testwait"
@@ -79,14 +82,14 @@ func TestSlowFetchReportsProgress(t *testing.T) {
 	ctx := newDeadlineCtx()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- r.Client("family").Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
+		errc <- r.Client("family").Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, nil)
 	}()
-	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == 1", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == 1 })
+	testwait.Until(t, "countState(progressStates(t, r, \"family\"), progress.Downloading) == 1", func() bool { return countState(progressStates(t, r, "family"), progress.Downloading) == 1 })
 	close(ctx.done)
 	err := <-errc
 	t.Logf("caller heard: %v", err)
-	var herr *ipc.Error
-	if !errors.As(err, &herr) || herr.Code != ipc.CodeInProgress || !strings.Contains(herr.Message, "downloading") ||
+	var herr *tools.Error
+	if !errors.As(err, &herr) || herr.Code != tools.CodeInProgress || !strings.Contains(herr.Message, "downloading") ||
 		!strings.Contains(herr.Message, "900") {
 		t.Fatalf("caller heard %v, want in_progress saying it is downloading (of 900 KB)", err)
 	}
@@ -109,10 +112,10 @@ func TestConcurrentFetchesShareOneDownload(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, nil)
+			errs[i] = mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, nil)
 		}()
 	}
-	testwait.Until(t, "countState(progressStates(t, r, \"family\"), ipc.ProgressDownloading) == len(errs)", func() bool { return countState(progressStates(t, r, "family"), ipc.ProgressDownloading) == len(errs) })
+	testwait.Until(t, "countState(progressStates(t, r, \"family\"), progress.Downloading) == len(errs)", func() bool { return countState(progressStates(t, r, "family"), progress.Downloading) == len(errs) })
 	close(gate)
 	wg.Wait()
 	for _, err := range errs {

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/testwait"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store"
@@ -108,7 +109,7 @@ func (e *s3env) register(name, mime string, data []byte) string {
 
 // fetch fetches ref for the family group and checks the group's copy holds
 // exactly want.
-func (e *s3env) fetch(ref string, want []byte) *ipc.FetchMediaResult {
+func (e *s3env) fetch(ref string, want []byte) *tools.FetchMediaResult {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

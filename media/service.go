@@ -23,12 +23,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/botd-dev/botd/internal/progress"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/ffmpeg"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -93,7 +95,7 @@ func (noMeter) MediaFetched(string, string)   {}
 func (noMeter) MediaDownloaded(string, int64) {}
 
 // fetchResult is how a fetch_media call ended, for the Meter.
-func fetchResult(cached bool, err *ipc.Error) string {
+func fetchResult(cached bool, err *tools.Error) string {
 	switch {
 	case err != nil:
 		return "failed"
@@ -105,7 +107,7 @@ func fetchResult(cached bool, err *ipc.Error) string {
 
 // Pages downloads a link ref's page again into the cache.
 type Pages interface {
-	Refetch(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error)
+	Refetch(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *tools.Error)
 }
 
 // Service answers fetch_media and list_media of every group.
@@ -121,7 +123,7 @@ type flight struct {
 	done  chan struct{}
 	meter *meter
 	entry mediaregistry.Entry
-	err   *ipc.Error
+	err   *tools.Error
 }
 
 // New returns the service; it does no I/O.
@@ -159,9 +161,9 @@ func Workspace(groupsDir string, g *groups.Group) groups.Workspace {
 }
 
 // expired says how old an expired ref is and why it no longer works.
-func (s *Service) expired(ref *mediaregistry.MediaReference) *ipc.Error {
+func (s *Service) expired(ref *mediaregistry.MediaReference) *tools.Error {
 	now := s.o.Registry.Now()
-	return ipc.Errorf(ipc.CodeExpired, "media ref %s was shared %s ago and expired %s ago: refs from %s stay fetchable for %s "+
+	return tools.Errorf(tools.CodeExpired, "media ref %s was shared %s ago and expired %s ago: refs from %s stay fetchable for %s "+
 		"(media.ref_ttl), and its bytes are no longer cached; ask the sender to share it again",
 		ref.ID, age(now.Sub(ref.Created)), age(now.Sub(ref.Expires)), ref.Channel, age(ref.Expires.Sub(ref.Created)))
 }
@@ -179,22 +181,22 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%ds", int(d/time.Second))
 }
 
-func refError(id string, err error) *ipc.Error {
+func refError(id string, err error) *tools.Error {
 	switch {
 	case errors.Is(err, mediaregistry.ErrNotFound):
-		return ipc.Errorf(ipc.CodeNotFound, "no media with ref %s (check the ref in the placeholder, or call list_media)", id)
+		return tools.Errorf(tools.CodeNotFound, "no media with ref %s (check the ref in the placeholder, or call list_media)", id)
 	case errors.Is(err, mediaregistry.ErrExpired):
-		return ipc.Errorf(ipc.CodeExpired, "media ref %s has expired; ask the sender to share it again", id)
+		return tools.Errorf(tools.CodeExpired, "media ref %s has expired; ask the sender to share it again", id)
 	}
-	return ipc.Errorf(ipc.CodeInternal, "looking up %s failed", id)
+	return tools.Errorf(tools.CodeInternal, "looking up %s failed", id)
 }
 
 // Fetch authorises ref id for g, downloads it unless cached, and places
 // the group's copy in its folder.
-func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.FetchMediaResult, *ipc.Error) {
+func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*tools.FetchMediaResult, *tools.Error) {
 	id = strings.TrimPrefix(strings.TrimSpace(id), "ref:")
 	if id == "" {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "mediaRef is required (the ref:... id from a placeholder)")
+		return nil, tools.Errorf(tools.CodeBadRequest, "mediaRef is required (the ref:... id from a placeholder)")
 	}
 	ref, err := s.o.Registry.Get(ctx, g, id)
 	expired := errors.Is(err, mediaregistry.ErrExpired)
@@ -210,7 +212,7 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	if err != nil {
 		rerr := refError(id, err)
 		switch {
-		case rerr.Code == ipc.CodeInternal:
+		case rerr.Code == tools.CodeInternal:
 			s.o.Log.Error("fetch_media: registry", "ref", id, "err", err)
 		case errors.Is(err, mediaregistry.ErrForbidden):
 			// Answered as unknown; only the operator learns it was a ref
@@ -234,11 +236,11 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 	if err != nil {
 		s.o.Log.Error("fetch_media: placing the group's copy", "group", g.Folder, "ref", id, "err", err)
 		if errors.Is(err, groups.ErrNotOurs) {
-			return nil, ipc.Errorf(ipc.CodeInternal, "could not save the media into the group folder: %v", err)
+			return nil, tools.Errorf(tools.CodeInternal, "could not save the media into the group folder: %v", err)
 		}
-		return nil, ipc.Errorf(ipc.CodeInternal, "could not save the media into the group folder")
+		return nil, tools.Errorf(tools.CodeInternal, "could not save the media into the group folder")
 	}
-	res := &ipc.FetchMediaResult{
+	res := &tools.FetchMediaResult{
 		Ref: ref.ID, Kind: string(ref.Kind), Name: mediaregistry.SafeName(ref.FileName), MIME: entry.MIME,
 		Size: entry.Size, SHA256: entry.SHA256, Path: rel, Width: ref.Width, Height: ref.Height,
 		Caption: mediaregistry.SafeCaption(ref.Caption), Sender: mediaregistry.SafeName(ref.Sender), Cached: cached,
@@ -259,12 +261,12 @@ func (s *Service) Fetch(ctx context.Context, g *groups.Group, id string) (*ipc.F
 }
 
 // transcribeVideo transcribes a video's sound, taken out with ffmpeg.
-func (s *Service) transcribeVideo(ctx context.Context, group string, res *ipc.FetchMediaResult, e mediaregistry.Entry) {
+func (s *Service) transcribeVideo(ctx context.Context, group string, res *tools.FetchMediaResult, e mediaregistry.Entry) {
 	if s.o.Transcriber == nil {
 		res.TranscriptNote = "Its sound is not transcribed: " + transcribe.ErrNotConfigured.Error()
 		return
 	}
-	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	progress.Report(ctx, progress.Progress{State: progress.Working})
 	video, err := os.Open(s.o.Cache.Path(e.SHA256))
 	if err != nil {
 		s.o.Log.Warn("fetch_media: cached video cannot be opened", "ref", res.Ref, "err", err)
@@ -301,12 +303,12 @@ func spoken(ref *mediaregistry.MediaReference, mime string) bool {
 
 // transcribe adds what was said to res. A failure is a note, not a failed
 // fetch: the file is saved either way.
-func (s *Service) transcribe(ctx context.Context, group string, res *ipc.FetchMediaResult, blob *os.File, size int64, mime string) {
+func (s *Service) transcribe(ctx context.Context, group string, res *tools.FetchMediaResult, blob *os.File, size int64, mime string) {
 	if s.o.Transcriber == nil {
 		res.TranscriptNote = transcribe.ErrNotConfigured.Error()
 		return
 	}
-	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	progress.Report(ctx, progress.Progress{State: progress.Working})
 	t, err := s.o.Transcriber.Transcribe(ctx, blob, size, res.Name, mime)
 	s.billTranscript(ctx, group, res.Ref, t, err)
 	if err != nil {
@@ -361,11 +363,11 @@ func (s *Service) billTranscript(ctx context.Context, group, ref string, t trans
 // is downloaded again, unless the ref has expired: then the network may no
 // longer have it. A store that cannot be reached never fails a fetch the
 // channel can still serve.
-func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.MediaReference, expired bool) (mediaregistry.Entry, bool, *os.File, *ipc.Error) {
+func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.MediaReference, expired bool) (mediaregistry.Entry, bool, *os.File, *tools.Error) {
 	root, err := s.o.Cache.OpenRoot()
 	if err != nil {
 		s.o.Log.Error("fetch_media: opening the media cache", "err", err)
-		return mediaregistry.Entry{}, false, nil, ipc.Errorf(ipc.CodeInternal, "the media cache cannot be opened")
+		return mediaregistry.Entry{}, false, nil, tools.Errorf(tools.CodeInternal, "the media cache cannot be opened")
 	}
 	defer root.Close()
 	for attempt := 0; ; attempt++ {
@@ -398,7 +400,7 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 		}
 		if !errors.Is(err, diskbudget.ErrGone) {
 			s.o.Log.Error("fetch_media: opening the cached blob", "ref", ref.ID, "err", err)
-			return entry, false, nil, ipc.Errorf(ipc.CodeInternal, "the cached copy of %s cannot be read", ref.ID)
+			return entry, false, nil, tools.Errorf(tools.CodeInternal, "the cached copy of %s cannot be read", ref.ID)
 		}
 		if expired {
 			return entry, false, nil, s.expired(ref)
@@ -406,7 +408,7 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 		if attempt > 0 {
 			// Evicted twice in a row: the budget is smaller than what is
 			// in use, and downloading again would only repeat that.
-			return entry, false, nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s was evicted from the media cache as soon as it was "+
+			return entry, false, nil, tools.Errorf(tools.CodeDownloadFailed, "%s was evicted from the media cache as soon as it was "+
 				"downloaded: media.max_disk_bytes is too small for what is in use", ref.ID)
 		}
 		s.o.Log.Info("fetch_media: cached blob gone before use, downloading again", "ref", ref.ID)
@@ -416,7 +418,7 @@ func (s *Service) acquire(ctx context.Context, group string, ref *mediaregistry.
 // cachedOrDownload serves a ref from the cache, or downloads it once even
 // when several callers ask at the same time, in one of the group's
 // download slots.
-func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, bool, *ipc.Error) {
+func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, bool, *tools.Error) {
 	if e, ok, err := s.o.Cache.Lookup(ctx, ref.ID); err == nil && ok {
 		return e, true, nil
 	}
@@ -438,7 +440,7 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 			defer func() {
 				if p := recover(); p != nil {
 					s.o.Log.Error("media download panicked", "ref", ref.ID, "channel", ref.Channel, "panic", p)
-					f.entry, f.err = mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: the %s channel crashed while downloading", ref.ID, ref.Channel)
+					f.entry, f.err = mediaregistry.Entry{}, tools.Errorf(tools.CodeDownloadFailed, "downloading %s failed: the %s channel crashed while downloading", ref.ID, ref.Channel)
 				}
 				s.mu.Lock()
 				delete(s.flights, ref.ID)
@@ -448,7 +450,7 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 			release, err := s.slot(dctx, group)
 			if err != nil {
 				if f.err = s.cutShort(ref, f.meter, dctx); f.err == nil {
-					f.err = ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
+					f.err = tools.Errorf(tools.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
 				}
 				return
 			}
@@ -473,7 +475,7 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 var errOverall = errors.New("download took too long")
 
 // wait waits for a flight, telling the caller how it goes.
-func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f *flight) (mediaregistry.Entry, bool, *ipc.Error) {
+func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f *flight) (mediaregistry.Entry, bool, *tools.Error) {
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
@@ -483,7 +485,7 @@ func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f
 			return f.entry, false, f.err
 		case <-tick.C:
 		case <-ctx.Done():
-			return mediaregistry.Entry{}, false, ipc.Errorf(ipc.CodeDownloadFailed, "cancelled while downloading %s", ref.ID)
+			return mediaregistry.Entry{}, false, tools.Errorf(tools.CodeDownloadFailed, "cancelled while downloading %s", ref.ID)
 		}
 	}
 }
@@ -492,16 +494,16 @@ func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f
 const progressEvery = time.Second
 
 // cutShort explains a download that ctx ended: stalled, or over time.
-func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx context.Context) *ipc.Error {
+func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx context.Context) *tools.Error {
 	_, done, _ := m.snapshot()
 	switch context.Cause(ctx) {
 	case errStalled:
 		s.o.Log.Warn("media download stalled", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "idle", s.o.DownloadIdleTimeout)
-		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s stalled: no data from %s for %s after %s; nothing was kept, try again later",
+		return tools.Errorf(tools.CodeDownloadFailed, "downloading %s stalled: no data from %s for %s after %s; nothing was kept, try again later",
 			ref.ID, ref.Channel, s.o.DownloadIdleTimeout, mediaregistry.FormatSize(done))
 	case errOverall:
 		s.o.Log.Warn("media download timed out", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "limit", s.o.DownloadTimeout)
-		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s took longer than %s (%s arrived); nothing was kept, try again later",
+		return tools.Errorf(tools.CodeDownloadFailed, "downloading %s took longer than %s (%s arrived); nothing was kept, try again later",
 			ref.ID, s.o.DownloadTimeout, mediaregistry.FormatSize(done))
 	}
 	return nil
@@ -518,19 +520,19 @@ func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) 
 	return max, why
 }
 
-func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter) (mediaregistry.Entry, *ipc.Error) {
+func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter) (mediaregistry.Entry, *tools.Error) {
 	if ref.Channel == mediaregistry.Generated {
 		// botd made it: no network has the bytes, only the cache had.
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeExpired, "%s was made by botd and its bytes are no longer kept "+
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeExpired, "%s was made by botd and its bytes are no longer kept "+
 			"(media.cache_ttl or the disk budget removed them); make it again", ref.ID)
 	}
 	ch, ok := s.o.Channels[ref.Channel]
 	if !ok {
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel is not running, so %s cannot be downloaded now", ref.Channel, ref.ID)
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeDownloadFailed, "the %s channel is not running, so %s cannot be downloaded now", ref.Channel, ref.ID)
 	}
 	max, why := s.limit(ch, ref)
 	if ref.Size > max {
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeTooLarge, "%s is %s, over %s of %s", ref.ID,
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeTooLarge, "%s is %s, over %s of %s", ref.ID,
 			mediaregistry.FormatSize(ref.Size), why, mediaregistry.FormatSize(max))
 	}
 	start := time.Now()
@@ -555,7 +557,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 			body.Close()
 		}
 	default:
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the %s channel cannot download media", ref.Channel)
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeDownloadFailed, "the %s channel cannot download media", ref.Channel)
 	}
 	if err != nil && ctx.Err() != nil {
 		if herr := s.cutShort(ref, m, ctx); herr != nil {
@@ -564,7 +566,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	}
 	if errors.Is(err, mediaregistry.ErrTooLarge) {
 		s.o.Log.Warn("media download over the limit", "ref", ref.ID, "channel", ref.Channel, "limit", max)
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeTooLarge, "%s is larger than %s of %s; stopped at the limit", ref.ID, why, mediaregistry.FormatSize(max))
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeTooLarge, "%s is larger than %s of %s; stopped at the limit", ref.ID, why, mediaregistry.FormatSize(max))
 	}
 	if err != nil {
 		return mediaregistry.Entry{}, downloadError(ref, err, s.o.Log)
@@ -581,44 +583,44 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 }
 
 // ErrPagesOff answers a web page fetch where fetching pages is off.
-func ErrPagesOff() *ipc.Error {
-	return ipc.Errorf(ipc.CodeForbidden, "fetching web pages is turned off on this botd (internet.fetch.enabled)")
+func ErrPagesOff() *tools.Error {
+	return tools.Errorf(tools.CodeForbidden, "fetching web pages is turned off on this botd (internet.fetch.enabled)")
 }
 
-func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logger) *ipc.Error {
+func downloadError(ref *mediaregistry.MediaReference, err error, log *slog.Logger) *tools.Error {
 	log.Warn("media download failed", "ref", ref.ID, "channel", ref.Channel, "err", err)
 	switch {
 	case errors.Is(err, channels.ErrTooLarge):
-		return ipc.Errorf(ipc.CodeTooLarge, "%s is too large for the %s channel to download: %v", ref.ID, ref.Channel, err)
+		return tools.Errorf(tools.CodeTooLarge, "%s is too large for the %s channel to download: %v", ref.ID, ref.Channel, err)
 	case errors.Is(err, channels.ErrForbidden):
-		return ipc.Errorf(ipc.CodeForbidden, "downloading %s was refused: %v", ref.ID, err)
+		return tools.Errorf(tools.CodeForbidden, "downloading %s was refused: %v", ref.ID, err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: the disk is full (no space left for the media cache); nothing was kept, try again once space is freed", ref.ID)
+		return tools.Errorf(tools.CodeDownloadFailed, "downloading %s failed: the disk is full (no space left for the media cache); nothing was kept, try again once space is freed", ref.ID)
 	}
-	return ipc.Errorf(ipc.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
+	return tools.Errorf(tools.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
 }
 
 // List is list_media: the group's live refs, newest first, metadata only.
-func (s *Service) List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+func (s *Service) List(ctx context.Context, g *groups.Group, a tools.ListMediaArgs) (*tools.ListMediaResult, *tools.Error) {
 	f := mediaregistry.Filter{Limit: a.Limit}
 	if a.Limit < 0 || a.Limit > 200 {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "limit must be between 1 and 200")
+		return nil, tools.Errorf(tools.CodeBadRequest, "limit must be between 1 and 200")
 	}
 	if a.Kind != "" {
 		k, ok := mediaregistry.ParseKind(a.Kind)
 		if !ok {
-			return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown kind %q (one of image, video, audio, voice, document, sticker, animation, videonote)", a.Kind)
+			return nil, tools.Errorf(tools.CodeBadRequest, "unknown kind %q (one of image, video, audio, voice, document, sticker, animation, videonote)", a.Kind)
 		}
 		f.Kind = k
 	}
 	refs, err := s.o.Registry.List(ctx, g, f)
 	if err != nil {
 		s.o.Log.Error("list_media", "group", g.Folder, "err", err)
-		return nil, ipc.Errorf(ipc.CodeInternal, "listing media failed")
+		return nil, tools.Errorf(tools.CodeInternal, "listing media failed")
 	}
-	out := &ipc.ListMediaResult{Items: make([]ipc.MediaItem, 0, len(refs))}
+	out := &tools.ListMediaResult{Items: make([]tools.MediaItem, 0, len(refs))}
 	for _, r := range refs {
-		it := ipc.MediaItem{Ref: r.ID, Kind: string(r.Kind), Name: mediaregistry.SafeName(r.FileName), Size: r.Size,
+		it := tools.MediaItem{Ref: r.ID, Kind: string(r.Kind), Name: mediaregistry.SafeName(r.FileName), Size: r.Size,
 			MIME: mediaregistry.CleanMIME(r.MIME), Sender: mediaregistry.SafeName(r.Sender), Time: r.Created.UTC(),
 			Caption: mediaregistry.SafeCaption(r.Caption), Expires: r.Expires.UTC()}
 		if r.Duration > 0 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/media/mediatest"
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
@@ -30,8 +31,8 @@ func TestFetchOnceThenCached(t *testing.T) {
 	if r.TG.Downloads() != 0 {
 		t.Fatal("downloaded at registration")
 	}
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path))
@@ -41,8 +42,8 @@ func TestFetchOnceThenCached(t *testing.T) {
 	if res.MIME != "image/png" || res.Size != int64(len(img)) || res.Cached || !strings.HasPrefix(res.Path, "media/"+id) {
 		t.Errorf("result = %+v", res)
 	}
-	var again ipc.FetchMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: "ref:" + id}, &again); err != nil {
+	var again tools.FetchMediaResult
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: "ref:" + id}, &again); err != nil {
 		t.Fatal(err)
 	}
 	if !again.Cached || again.Path != res.Path || r.TG.Downloads() != 1 {
@@ -58,11 +59,11 @@ func TestSlowDownloadDoesNotBlockOtherGroup(t *testing.T) {
 	defer close(gate)
 	slow := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "slow.png"}, chantest.Media{Data: []byte("x"), Gate: gate})
 	fast := r.Register("telegram:-200", mediaregistry.MediaReference{FileName: "fast.png"}, chantest.Media{Data: mediatest.PNG(t, 2, 2)})
-	go mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: slow}, nil)
+	go mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: slow}, nil)
 	testwait.Until(t, "r.TG.Downloads() == 1", func() bool { return r.TG.Downloads() == 1 }) // the slow one holds the network
 	// The slow download never ends while this runs: only blocking can
 	// make this call fail (at its hang guard).
-	if err := mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: fast}, nil); err != nil {
+	if err := mediatest.Call(t, r.Client("work"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: fast}, nil); err != nil {
 		t.Fatalf("a slow download in one group blocked another group: %v", err)
 	}
 }
@@ -89,14 +90,14 @@ func TestRefusals(t *testing.T) {
 		code string
 		prep func()
 	}{
-		{"unknown ref", "tg_AAAAAAAAAAAA", ipc.CodeNotFound, nil},
-		{"garbage ref", "../../etc/passwd", ipc.CodeNotFound, nil},
-		{"empty ref", "", ipc.CodeBadRequest, nil},
-		{"another group's ref", other, ipc.CodeNotFound, nil},
-		{"declared over the cap", declaredHuge, ipc.CodeTooLarge, nil},
-		{"stream over the cap", endless, ipc.CodeTooLarge, nil},
-		{"channel lost it", failing, ipc.CodeDownloadFailed, nil},
-		{"expired ref", old, ipc.CodeExpired, func() { r.Clock.Advance(31 * time.Minute) }},
+		{"unknown ref", "tg_AAAAAAAAAAAA", tools.CodeNotFound, nil},
+		{"garbage ref", "../../etc/passwd", tools.CodeNotFound, nil},
+		{"empty ref", "", tools.CodeBadRequest, nil},
+		{"another group's ref", other, tools.CodeNotFound, nil},
+		{"declared over the cap", declaredHuge, tools.CodeTooLarge, nil},
+		{"stream over the cap", endless, tools.CodeTooLarge, nil},
+		{"channel lost it", failing, tools.CodeDownloadFailed, nil},
+		{"expired ref", old, tools.CodeExpired, func() { r.Clock.Advance(31 * time.Minute) }},
 	}
 	before := r.TG.Downloads()
 	for _, tt := range tests {
@@ -104,7 +105,7 @@ func TestRefusals(t *testing.T) {
 			if tt.prep != nil {
 				tt.prep()
 			}
-			err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: tt.ref}, nil)
+			err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: tt.ref}, nil)
 			mediatest.WantCode(t, err, tt.code)
 		})
 	}
@@ -168,8 +169,8 @@ func TestMIMELiesAreCorrected(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: tt.file, MIME: tt.declared},
 				chantest.Media{Data: tt.data})
-			var res ipc.FetchMediaResult
-			if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+			var res tools.FetchMediaResult
+			if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 				t.Fatal(err)
 			}
 			if res.MIME != tt.wantMIME || !strings.HasSuffix(res.Path, tt.wantExt) {
@@ -189,17 +190,17 @@ func TestListMedia(t *testing.T) {
 	r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg", Duration: 12 * time.Second}, chantest.Media{})
 	r.Register("telegram:-200", mediaregistry.MediaReference{FileName: "theirs.jpg"}, chantest.Media{})
 	c := r.Client("family")
-	var res ipc.ListMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeListMedia, ipc.ListMediaArgs{}, &res); err != nil {
+	var res tools.ListMediaResult
+	if err := mediatest.Call(t, c, tools.ListMedia, tools.ListMediaArgs{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Items) != 2 || res.Items[0].Kind != "Voice" || res.Items[0].Duration != "12s" || res.Items[1].Caption != "first" || res.Items[1].Sender != "Ann" {
 		t.Fatalf("items = %+v", res.Items)
 	}
-	if err := mediatest.Call(t, c, ipc.TypeListMedia, ipc.ListMediaArgs{Kind: "image"}, &res); err != nil || len(res.Items) != 1 {
+	if err := mediatest.Call(t, c, tools.ListMedia, tools.ListMediaArgs{Kind: "image"}, &res); err != nil || len(res.Items) != 1 {
 		t.Fatalf("kind filter: %v %+v", err, res.Items)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, c, ipc.TypeListMedia, ipc.ListMediaArgs{Kind: "hologram"}, nil), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, c, tools.ListMedia, tools.ListMediaArgs{Kind: "hologram"}, nil), tools.CodeBadRequest)
 	mediatest.AssertNoSecret(t, r, "file-a.jpg")
 }
 
@@ -243,7 +244,7 @@ func TestMalformedRequestsAreQuarantined(t *testing.T) {
 				testwait.Until(t, "the response file", func() bool { _, err := os.Stat(resp); return err == nil })
 				var got ipc.Response
 				b, _ := os.ReadFile(resp)
-				if json.Unmarshal(b, &got) != nil || got.OK || got.Error.Code != ipc.CodeBadRequest {
+				if json.Unmarshal(b, &got) != nil || got.OK || got.Error.Code != tools.CodeBadRequest {
 					t.Errorf("response = %s", b)
 				}
 			}
@@ -260,7 +261,7 @@ func TestNoHostTimesOut(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := c.Call(ctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, nil)
+	err := c.Call(ctx, tools.ListMedia, tools.ListMediaArgs{}, nil)
 	if !errors.Is(err, ipc.ErrNoHost) {
 		t.Fatalf("err = %v, want ErrNoHost", err)
 	}
@@ -281,8 +282,8 @@ func TestRestartAnswersPendingRequest(t *testing.T) {
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var res ipc.FetchMediaResult
-	go func() { errc <- c.Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res) }()
+	var res tools.FetchMediaResult
+	go func() { errc <- c.Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res) }()
 	testwait.Until(t, "r.TG.Downloads() == 1", func() bool { return r.TG.Downloads() == 1 })
 	// Host goes down mid-download; a crash would also leave a partial file.
 	r.Stop()
@@ -304,8 +305,8 @@ func TestRestartAnswersPendingRequest(t *testing.T) {
 func TestCacheSweep(t *testing.T) {
 	r := mediatest.New(t)
 	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "s.png"}, chantest.Media{Data: mediatest.PNG(t, 6, 6)})
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil {
 		t.Fatal(err)
 	}
 	r.Cache.SetClock(func() time.Time { return time.Now().Add(25 * time.Hour) })
@@ -317,7 +318,7 @@ func TestCacheSweep(t *testing.T) {
 		t.Error("blob survived the sweep")
 	}
 	// Fetching again downloads again.
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: id}, &res); err != nil || res.Cached {
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: id}, &res); err != nil || res.Cached {
 		t.Fatalf("refetch: %v cached=%v", err, res.Cached)
 	}
 }

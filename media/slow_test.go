@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,20 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/internal/testwait"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // fetchInProcess is the built-in agent's path: no IPC host in between.
-func fetchInProcess(t *testing.T, r *mediatest.Rig, group, ref string) (*ipc.FetchMediaResult, error) {
+func fetchInProcess(t *testing.T, r *mediatest.Rig, group, ref string) (*tools.FetchMediaResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
 	defer cancel()
-	var res ipc.FetchMediaResult
-	err := r.Host.Caller(group).Call(ctx, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res)
+	var res tools.FetchMediaResult
+	err := r.Host.Caller(group).Call(ctx, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res)
 	return &res, err
 }
 
@@ -64,8 +65,8 @@ func TestStalledDownloadIsCut(t *testing.T) {
 			})
 			id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "big.bin"}, tt.media())
 			_, err := fetchInProcess(t, r, "family", id)
-			var herr *ipc.Error
-			if !errors.As(err, &herr) || herr.Code != ipc.CodeDownloadFailed || !strings.Contains(herr.Message, "stalled") {
+			var herr *tools.Error
+			if !errors.As(err, &herr) || herr.Code != tools.CodeDownloadFailed || !strings.Contains(herr.Message, "stalled") {
 				t.Fatalf("fetch = %v, want download_failed saying it stalled", err)
 			}
 			if es, _ := os.ReadDir(filepath.Join(r.CacheDir, "tmp")); len(es) != 0 {
@@ -111,8 +112,8 @@ func TestDownloadOverallDeadline(t *testing.T) {
 	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, FileName: "slow.mp4"},
 		chantest.Media{Reader: func() io.ReadCloser { return &tricklingReader{closed: make(chan struct{})} }})
 	_, err := fetchInProcess(t, r, "family", id)
-	var herr *ipc.Error
-	if !errors.As(err, &herr) || herr.Code != ipc.CodeDownloadFailed || !strings.Contains(herr.Message, "took longer than") {
+	var herr *tools.Error
+	if !errors.As(err, &herr) || herr.Code != tools.CodeDownloadFailed || !strings.Contains(herr.Message, "took longer than") {
 		t.Fatalf("fetch = %v, want download_failed saying it took too long", err)
 	}
 }
@@ -146,11 +147,11 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var list ipc.ListMediaResult
-	if err := r.Host.Caller("family").Call(ctx, ipc.TypeListMedia, ipc.ListMediaArgs{}, &list); err != nil || len(list.Items) != 4 {
+	var list tools.ListMediaResult
+	if err := r.Host.Caller("family").Call(ctx, tools.ListMedia, tools.ListMediaArgs{}, &list); err != nil || len(list.Items) != 4 {
 		t.Fatalf("list while the slots are busy: %v, %d items", err, len(list.Items))
 	}
-	if err := r.Host.Caller("family").Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "still here"}, nil); err != nil {
+	if err := r.Host.Caller("family").Call(ctx, tools.SendMessage, tools.SendMessageArgs{Text: "still here"}, nil); err != nil {
 		t.Fatalf("send while the slots are busy: %v", err)
 	}
 	if n := r.TG.Downloads(); n != 3 {

@@ -3,7 +3,6 @@ package media_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/ffmpeg/ffmpegtest"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -58,8 +59,8 @@ func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
 	c := r.Client("family")
 	for i, wantNote := range []string{"Transcript by whisper-test.", "Transcript by whisper-test (transcribed before)."} {
-		var res ipc.FetchMediaResult
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+		var res tools.FetchMediaResult
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 			t.Fatalf("fetch %d: %v", i+1, err)
 		}
 		if res.Transcript != "Pick up <milk> & bread, please." || res.TranscriptNote != wantNote {
@@ -76,8 +77,8 @@ func TestVoiceNoteIsTranscribedOnce(t *testing.T) {
 func TestVoiceNoteWithoutTranscriptionSaysHowToConfigureIt(t *testing.T) {
 	r := mediatest.New(t)
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Transcript != "" || !strings.Contains(res.TranscriptNote, "media.transcription") || res.Path == "" {
@@ -110,8 +111,8 @@ func TestVideoSoundIsTranscribed(t *testing.T) {
 	})
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Video, MIME: "video/mp4"},
 		chantest.Media{Data: []byte("\x00\x00\x00\x18ftypmp42 a party")})
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Transcript != "Happy birthday!" || !strings.HasPrefix(res.TranscriptNote, "What is said in the video.") {
@@ -146,15 +147,15 @@ func TestTranscriptionIsBilled(t *testing.T) {
 	ref := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: oggVoice})
 	c := r.Client("family")
 	for range 2 {
-		var res ipc.FetchMediaResult
-		if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: ref}, &res); err != nil || res.Transcript == "" {
+		var res tools.FetchMediaResult
+		if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: ref}, &res); err != nil || res.Transcript == "" {
 			t.Fatalf("fetch: %v %+v", err, res)
 		}
 	}
 	fail.Store(true)
 	other := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Voice, MIME: "audio/ogg"}, chantest.Media{Data: append([]byte(nil), append(oggVoice, '!')...)})
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, c, ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: other}, &res); err != nil || !strings.Contains(res.TranscriptNote, "failed") {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, c, tools.FetchMedia, tools.FetchMediaArgs{MediaRef: other}, &res); err != nil || !strings.Contains(res.TranscriptNote, "failed") {
 		t.Fatalf("failing fetch: %v %+v", err, res)
 	}
 	rows, err := bill.Usage(context.Background(), "", time.Time{}, time.UTC)

@@ -7,16 +7,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/botd-dev/botd/internal/progress"
+
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/wake"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // Download phases a waiting caller is told about.
 const (
-	stateQueued      = ipc.ProgressQueued
-	stateDownloading = ipc.ProgressDownloading
+	stateQueued      = progress.Queued
+	stateDownloading = progress.Downloading
 )
 
 // errStalled is the cause of a download cancelled for want of bytes.
@@ -119,5 +120,5 @@ func (s *Service) slot(ctx context.Context, group string) (release func(), err e
 // passes hears "still downloading, 12 of 50 MB" instead of "no host".
 func reportProgress(ctx context.Context, m *meter) {
 	state, done, total := m.snapshot()
-	ipc.ReportProgress(ctx, ipc.Progress{State: state, Done: done, Total: total})
+	progress.Report(ctx, progress.Progress{State: state, Done: done, Total: total})
 }

@@ -8,17 +8,16 @@ import (
 	"strings"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
 
 var (
-	_ ipc.Handler     = (*Scheduler)(nil)
+	_ tools.Handler   = (*Scheduler)(nil)
 	_ tools.TasksHost = (*Scheduler)(nil)
 )
 
 // Handle answers the task requests of group (the folder the request came
-// from, or the group of an in-process caller): an ipc.Handler for the
+// from, or the group of an in-process caller): an tools.Handler for the
 // task types. Authorisation lives here, in one place:
 //
 //   - a group schedules, lists and changes the tasks that run in it;
@@ -30,32 +29,32 @@ var (
 // Which group a task runs in is this decision alone: a prompt that says
 // "in group X do ..." is text the task's run reads, in its own group.
 // Which method answers which request is the tool registry's (tools.Serve).
-func (s *Scheduler) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
+func (s *Scheduler) Handle(ctx context.Context, group string, req *tools.Request) (result any, herr *tools.Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("scheduler: handler panicked", "group", group, "type", req.Type, "panic", p)
-			result, herr = nil, ipc.Errorf(ipc.CodeInternal, "the host failed handling %s", req.Type)
+			result, herr = nil, tools.Errorf(tools.CodeInternal, "the host failed handling %s", req.Type)
 		}
 	}()
 	caller, ok := s.opts.Groups.ByFolder(group)
 	if !ok {
-		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
+		return nil, tools.Errorf(tools.CodeForbidden, "%q is not a registered group", group)
 	}
 	return tools.Serve(ctx, tools.Tasks, s, caller, req)
 }
 
 // target is the group a request is for: the caller's own, or for the
 // main group the one it names.
-func (s *Scheduler) target(caller *groups.Group, named string) (string, *ipc.Error) {
+func (s *Scheduler) target(caller *groups.Group, named string) (string, *tools.Error) {
 	named = strings.TrimSpace(named)
 	if named == "" || named == caller.Folder {
 		return caller.Folder, nil
 	}
 	if !caller.Main {
-		return "", ipc.Errorf(ipc.CodeForbidden, "this group (%s) can only schedule and see its own tasks; leave group out", caller.Folder)
+		return "", tools.Errorf(tools.CodeForbidden, "this group (%s) can only schedule and see its own tasks; leave group out", caller.Folder)
 	}
 	if _, ok := s.opts.Groups.ByFolder(named); !ok {
-		return "", ipc.Errorf(ipc.CodeNotFound, "no registered group %q; the groups are: %s", named, strings.Join(s.folders(), ", "))
+		return "", tools.Errorf(tools.CodeNotFound, "no registered group %q; the groups are: %s", named, strings.Join(s.folders(), ", "))
 	}
 	return named, nil
 }
@@ -70,25 +69,25 @@ func (s *Scheduler) folders() []string {
 }
 
 // ServeSchedule is schedule_task.
-func (s *Scheduler) ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
+func (s *Scheduler) ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a tools.ScheduleTaskArgs) (tools.TaskResult, *tools.Error) {
 	folder, herr := s.target(caller, a.Group)
 	if herr != nil {
-		return ipc.TaskResult{}, herr
+		return tools.TaskResult{}, herr
 	}
 	kind, expr, err := pickSchedule(a.Schedule)
 	if err != nil {
-		return ipc.TaskResult{}, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		return tools.TaskResult{}, tools.Errorf(tools.CodeBadRequest, "%v", err)
 	}
 	t, err := s.Schedule(ctx, NewTask{Folder: folder, CreatedBy: caller.Folder, Prompt: a.Prompt, Kind: kind, Expr: expr,
 		Context: a.Context, Batch: a.Batch, RequestID: reqID})
 	if err != nil {
-		return ipc.TaskResult{}, taskError(err)
+		return tools.TaskResult{}, taskError(err)
 	}
 	return s.result(ctx, t), nil
 }
 
 // pickSchedule takes the one schedule field that is set.
-func pickSchedule(ts ipc.TaskSchedule) (kind, expr string, err error) {
+func pickSchedule(ts tools.TaskSchedule) (kind, expr string, err error) {
 	var set []string
 	for _, f := range []struct{ kind, v string }{{KindCron, ts.Cron}, {KindEvery, ts.Every}, {KindAt, ts.At}, {KindIn, ts.In}} {
 		if strings.TrimSpace(f.v) != "" {
@@ -107,19 +106,19 @@ func pickSchedule(ts ipc.TaskSchedule) (kind, expr string, err error) {
 }
 
 // ServeList is list_tasks.
-func (s *Scheduler) ServeList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error) {
+func (s *Scheduler) ServeList(ctx context.Context, caller *groups.Group, a tools.ListTasksArgs) (tools.ListTasksResult, *tools.Error) {
 	folder := ""
 	if a.Group != "*" || !caller.Main {
-		var herr *ipc.Error
+		var herr *tools.Error
 		if folder, herr = s.target(caller, a.Group); herr != nil {
-			return ipc.ListTasksResult{}, herr
+			return tools.ListTasksResult{}, herr
 		}
 	}
 	tasks, omitted, err := s.List(ctx, folder)
 	if err != nil {
-		return ipc.ListTasksResult{}, taskError(err)
+		return tools.ListTasksResult{}, taskError(err)
 	}
-	res := ipc.ListTasksResult{Tasks: []ipc.TaskInfo{}, Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location),
+	res := tools.ListTasksResult{Tasks: []tools.TaskInfo{}, Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location),
 		MaxTasks: s.opts.MaxTasksPerGroup, FinishedOmitted: omitted}
 	for _, t := range tasks {
 		res.Tasks = append(res.Tasks, s.info(ctx, t))
@@ -128,41 +127,41 @@ func (s *Scheduler) ServeList(ctx context.Context, caller *groups.Group, a ipc.L
 }
 
 // ServeChange is pause_task, resume_task or cancel_task (typ).
-func (s *Scheduler) ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (ipc.TaskResult, *ipc.Error) {
+func (s *Scheduler) ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (tools.TaskResult, *tools.Error) {
 	if id <= 0 {
-		return ipc.TaskResult{}, ipc.Errorf(ipc.CodeBadRequest, "id must be a task id from list_tasks")
+		return tools.TaskResult{}, tools.Errorf(tools.CodeBadRequest, "id must be a task id from list_tasks")
 	}
 	t, err := s.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && t.Folder != caller.Folder && !caller.Main) {
 		// Another group's task is not this group's to know of: the
 		// same answer as for an id that never was.
-		return ipc.TaskResult{}, taskError(fmt.Errorf("task %d: %w", id, ErrNotFound))
+		return tools.TaskResult{}, taskError(fmt.Errorf("task %d: %w", id, ErrNotFound))
 	}
 	if err != nil {
-		return ipc.TaskResult{}, taskError(err)
+		return tools.TaskResult{}, taskError(err)
 	}
 	switch typ {
-	case ipc.TypePauseTask:
+	case tools.PauseTask:
 		t, err = s.Pause(ctx, id)
-	case ipc.TypeResumeTask:
+	case tools.ResumeTask:
 		t, err = s.Resume(ctx, id)
 	default:
 		t, err = s.Cancel(ctx, id)
 	}
 	if err != nil {
-		return ipc.TaskResult{}, taskError(err)
+		return tools.TaskResult{}, taskError(err)
 	}
 	return s.result(ctx, t), nil
 }
 
-func (s *Scheduler) result(ctx context.Context, t Task) ipc.TaskResult {
-	return ipc.TaskResult{Task: s.info(ctx, t), Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location)}
+func (s *Scheduler) result(ctx context.Context, t Task) tools.TaskResult {
+	return tools.TaskResult{Task: s.info(ctx, t), Now: FormatTime(s.now(), s.opts.Location), Timezone: zoneName(s.opts.Location)}
 }
 
 // info is a task as the tools show it.
-func (s *Scheduler) info(ctx context.Context, t Task) ipc.TaskInfo {
+func (s *Scheduler) info(ctx context.Context, t Task) tools.TaskInfo {
 	loc := s.opts.Location
-	in := ipc.TaskInfo{ID: t.ID, Group: t.Folder, Prompt: t.Prompt, Context: t.Context, Batch: t.Batch, State: t.State, LastError: t.LastError,
+	in := tools.TaskInfo{ID: t.ID, Group: t.Folder, Prompt: t.Prompt, Context: t.Context, Batch: t.Batch, State: t.State, LastError: t.LastError,
 		Failures: t.Failures, Runs: t.Runs, Skipped: t.Skipped, CreatedBy: t.CreatedBy}
 	if sched, err := Load(t.Kind, t.Spec, loc); err == nil {
 		in.Schedule = sched.Describe()
@@ -183,14 +182,14 @@ func (s *Scheduler) info(ctx context.Context, t Task) ipc.TaskInfo {
 	return in
 }
 
-func taskError(err error) *ipc.Error {
+func taskError(err error) *tools.Error {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return ipc.Errorf(ipc.CodeNotFound, "%v in this group; list_tasks shows the ids", err)
+		return tools.Errorf(tools.CodeNotFound, "%v in this group; list_tasks shows the ids", err)
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrState):
-		return ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		return tools.Errorf(tools.CodeBadRequest, "%v", err)
 	case errors.Is(err, ErrLimit):
-		return ipc.Errorf(ipc.CodeForbidden, "%v", err)
+		return tools.Errorf(tools.CodeForbidden, "%v", err)
 	}
-	return ipc.Errorf(ipc.CodeInternal, "%v", err)
+	return tools.Errorf(tools.CodeInternal, "%v", err)
 }

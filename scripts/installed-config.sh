@@ -23,7 +23,7 @@ rules=(
 	'|^#   driver: sqlite +(#.*)|  driver: ${BOTD_DATABASE_DRIVER:-sqlite}  \1|'
 	'|^#   dsn: "" +(#.*)|  dsn: "${BOTD_DATABASE_DSN}"  \1|'
 	'|^#   instance_id: "" +(#.*)|  instance_id: "${BOTD_INSTANCE_ID}"  \1|'
-	'|^    # allow_remote: true +(#.*)|    allow_remote: ${BOTD_WEB_ALLOW_REMOTE:-false}  \1|'
+	'|^    # allow_remote: true +(# required to listen on anything but loopback.*)|    allow_remote: ${BOTD_WEB_ALLOW_REMOTE:-false}  \1|'
 	'|^    # admin_token: \$\{BOTD_WEB_ADMIN_TOKEN\} +(#.*)|    admin_token: "${BOTD_WEB_ADMIN_TOKEN}"  \1|'
 	'|^    # provider: searxng .*|    provider: "${BOTD_SEARCH_PROVIDER}"  # searxng (your own, with json in its search.formats) or brave|'
 	'|^    # base_url: http://127.0.0.1:8888$|    base_url: "${BOTD_SEARCH_URL}"     # searxng: its address; brave: empty|'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The figures of the code's structure (issue 39): where a network is named
-# outside its own package, what `config` imports, the methods and internal
-# imports of each service answering the media tools, and with --measure the
+# outside its own package, what `config` imports, who imports the protocol
+# packages (ipc, mcp), the methods and internal imports of each service
+# answering the media tools, the agent's shape, and with --measure the
 # default binary's size and the idle RSS of `botd run` with only the web
 # channel (a non-race build, as shipped).
 #
@@ -47,6 +48,20 @@ done
 printf 'methods of *Agent: %s\n' "$($GO run scripts/gofigures.go methods agent Agent)"
 printf 'fields of agent.Options: %s\n' "$($GO run scripts/gofigures.go fields agent Options)"
 printf 'longest parameter list under agent/: %s\n' "$($GO run scripts/gofigures.go params agent)"
+
+# Services speak their own types; protocols only adapt (issue 39.1).
+# Packages besides the wiring (cmd/, config) and the protocols themselves (ipc,
+# mcp) that import ipc or mcp.
+users=$($GO list -tags "$TAGS" -f '{{.ImportPath}} {{join .Imports " "}}' ./... |
+	awk -v m="$MOD" '$1 !~ "^"m"/(cmd/|config$|ipc$|mcp$)" && $1 !~ /test$/ { for (i = 2; i <= NF; i++) if ($i == m"/ipc" || $i == m"/mcp") { print $1; break } }' |
+	sed "s|^$MOD/||" || true)
+printf 'packages importing ipc or mcp (besides the wiring and the protocols): %d\n' "$(printf '%s' "$users" | grep -c . || true)"
+printf '%s\n' "$users" | sed '/^$/d; s/^/    /'
+gofiles() { find . -name '*.go' ! -name '*_test.go' -not -path './.git/*' "$@"; }
+printf 'MetaSavedPath uses (non-test lines): %d\n' "$(gofiles -print0 | xargs -0 grep -h 'MetaSavedPath' | wc -l)"
+printf 'files of mcp/ calling box.Register: %d\n' "$(gofiles -path './mcp/*' -print0 | xargs -0 grep -l 'box\.Register(' | wc -l)"
+printf 'agent links the MCP server (botd/mcp): %d\n' "$($GO list -tags "$TAGS" -deps ./agent | grep -cx "$MOD/mcp" || true)"
+printf 'tools imports ipc or mcp-go: %d\n' "$($GO list -tags "$TAGS" -deps ./tools | grep -cE "^($MOD/ipc|github.com/mark3labs/mcp-go/.*)\$" || true)"
 
 [[ ${1:-} == --measure ]] || exit 0
 

@@ -67,7 +67,14 @@ func (s *Store) CopyTo(ctx context.Context, to *Store, also ...Attached) ([]Tabl
 	tables, err := sqlrows.Query(ctx, s.DB, "copy: tables", func(r sqlrows.Scanner) (string, error) {
 		var n string
 		return n, r.Scan(&n)
-	}, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' ORDER BY name`)
+		// A virtual table (the messages' FTS5 index) and its shadow
+		// tables are SQLite's own index: Postgres keeps its own (a
+		// generated column), filled as the rows arrive.
+	}, `SELECT name FROM sqlite_master m WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'
+		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'
+		AND NOT EXISTS (SELECT 1 FROM sqlite_master v WHERE v.type = 'table' AND v.sql LIKE 'CREATE VIRTUAL TABLE%'
+			AND substr(m.name, 1, length(v.name) + 1) = v.name || '_')
+		ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}

@@ -548,7 +548,42 @@ var migrations = []string{
 		approved INTEGER NOT NULL,
 		approved_by TEXT NOT NULL DEFAULT ''
 	);`,
-	// 20: chat control (package chatctl): the settings an admin changed
+	// 20: full-text search of the messages (package chatlog), kept in
+	// step by the database itself, so every insert, edit and delete of a
+	// message (whoever makes it) changes the index in the same statement.
+	// SQLite: an FTS5 index over messages.text (external content: the
+	// text is not stored twice), its triggers, and a rebuild for the rows
+	// already stored. Postgres: a generated tsvector column (filled for
+	// the rows already stored by the ALTER) with a GIN index. Both split
+	// text into words the same way, language-neutral, without stemming
+	// (the 'simple' configuration; unicode61); chatlog searches words as
+	// prefixes instead. Postgres indexes the first 100,000 characters of
+	// a message: a tsvector holds at most 1 MB. FTS5 merges its segments
+	// once 8 of a level are written, not 4: every message is its own
+	// transaction, and merging half as often halves what the index costs
+	// an insert (BenchmarkChatlogInsert). And the index reading a chat in
+	// time order (read_messages, search's from/to) needs.
+	sqldialect.Only(sqldialect.SQLite, `CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='messages', content_rowid='seq',
+		tokenize='unicode61 remove_diacritics 2');
+	CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+		INSERT INTO messages_fts(rowid, text) VALUES (new.seq, new.text);
+	END;
+	CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+		INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+	END;
+	CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+		INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+		INSERT INTO messages_fts(rowid, text) VALUES (new.seq, new.text);
+	END;
+	INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 8);
+	INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');`) +
+		sqldialect.Only(sqldialect.Postgres, `ALTER TABLE messages ADD COLUMN text_search tsvector
+		GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, left(text, 100000))) STORED;
+	CREATE INDEX messages_text_search ON messages USING GIN (text_search);`) +
+		`CREATE INDEX messages_chat_ts ON messages(chat_id, ts);`,
+	// 21: the name a web room guest chose, fixed for the session (websessions.go).
+	`ALTER TABLE web_sessions ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
+	// 22: chat control (package chatctl): the settings an admin changed
 	// from the chat, each with who and when; and the runs each person
 	// started, for access.per_sender_per_hour.
 	`CREATE TABLE group_settings (

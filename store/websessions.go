@@ -326,3 +326,51 @@ func (s *Store) RevokeRoomLink(ctx context.Context, id string, now time.Time) (f
 	}
 	return true, ended, nil
 }
+
+// SetWebSessionName gives the session nonce names its display name, once:
+// ok is false when it had one already (a guest's name is fixed for the
+// session) or is not live at now.
+func (s *Store) SetWebSessionName(ctx context.Context, nonce, name string, now time.Time) (ok bool, err error) {
+	res, err := s.DB.ExecContext(ctx, `UPDATE web_sessions SET name = ? WHERE nonce = ? AND name = '' AND ended = 0 AND expires > ?`,
+		name, nonce, now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("web session name: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// WebSessionName is the display name of the session nonce names, "" when
+// it has none.
+func (s *Store) WebSessionName(ctx context.Context, nonce string) (string, error) {
+	var name string
+	err := s.DB.QueryRowContext(ctx, `SELECT name FROM web_sessions WHERE nonce = ?`, nonce).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("web session name: %w", err)
+	}
+	return name, nil
+}
+
+// WebRoomNames is the names live sessions other than nonce hold in room
+// at now, for a guest choosing one that is not taken.
+func (s *Store) WebRoomNames(ctx context.Context, room, nonce string, now time.Time) ([]string, error) {
+	return sqlrows.Query(ctx, s.DB, "web room names", func(r sqlrows.Scanner) (string, error) {
+		var n string
+		err := r.Scan(&n)
+		return n, err
+	}, `SELECT name FROM web_sessions WHERE room = ? AND nonce <> ? AND name <> '' AND ended = 0 AND expires > ?`,
+		room, nonce, now.UnixMilli())
+}
+
+// SenderNames is the names the sender senderID posted under in chat, for
+// the web rooms' guests, who may not take the admin's.
+func (s *Store) SenderNames(ctx context.Context, chat, senderID string) ([]string, error) {
+	return sqlrows.Query(ctx, s.DB, "sender names", func(r sqlrows.Scanner) (string, error) {
+		var n string
+		err := r.Scan(&n)
+		return n, err
+	}, `SELECT DISTINCT sender_name FROM messages WHERE chat_id = ? AND sender_id = ?`, chat, senderID)
+}

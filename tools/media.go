@@ -6,34 +6,31 @@ import (
 	"strings"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
 // MediaHost is what the host's media service answers (media.Service).
 type MediaHost interface {
-	Fetch(ctx context.Context, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error)
-	List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error)
-	SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error)
-	SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error)
-	GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error)
-	Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error)
-	GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error)
-	FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error)
-	WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error)
+	Fetch(ctx context.Context, g *groups.Group, ref string) (*FetchMediaResult, *Error)
+	List(ctx context.Context, g *groups.Group, a ListMediaArgs) (*ListMediaResult, *Error)
+	SendMessage(ctx context.Context, g *groups.Group, a SendMessageArgs) (*SendResult, *Error)
+	SendMedia(ctx context.Context, g *groups.Group, a SendMediaArgs) (*SendResult, *Error)
+	GenerateImage(ctx context.Context, g *groups.Group, a GenerateImageArgs) (*GeneratedResult, *Error)
+	Speak(ctx context.Context, g *groups.Group, a SpeakArgs) (*GeneratedResult, *Error)
+	GenerateVideo(ctx context.Context, g *groups.Group, a GenerateVideoArgs) (*VideoJobResult, *Error)
+	CancelVideo(ctx context.Context, g *groups.Group, a CancelVideoArgs) (*VideoJobResult, *Error)
+	ListVideos(ctx context.Context, g *groups.Group, a ListVideosArgs) (*ListVideosResult, *Error)
+	FetchURL(ctx context.Context, g *groups.Group, a FetchURLArgs) (*FetchURLResult, *Error)
+	WebSearch(ctx context.Context, g *groups.Group, a WebSearchArgs) (*WebSearchResult, *Error)
 }
 
 // Tool names of the media tools (each is its IPC request type too).
 const (
-	ListMedia   = ipc.TypeListMedia
-	FetchMedia  = ipc.TypeFetchMedia
-	SendMessage = ipc.TypeSendMessage
-	SendMedia   = ipc.TypeSendMedia
+	ListMedia   = "list_media"
+	FetchMedia  = "fetch_media"
+	SendMessage = "send_message"
+	SendMedia   = "send_media"
 )
 
 // Bounds of the media tools' arguments, shared with their MCP handlers.
@@ -59,16 +56,16 @@ var listMedia = Spec{
 	Origin: OriginPeople,
 	Host:   bind(MediaHost.List),
 	Def: fixed(ListMedia,
-		mcpgo.WithDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
+		withDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
 			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
 			"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
-		annotate(hints{readOnly: true}),
-		mcpgo.WithInteger("limit",
-			mcpgo.Description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
-			mcpgo.Min(1), mcpgo.Max(MaxListLimit)),
-		mcpgo.WithString("kind",
-			mcpgo.Description("Only this kind of media."),
-			mcpgo.Enum(KindNames()...)),
+		annotate(Hints{ReadOnly: true}),
+		withInteger("limit",
+			description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
+			minimum(1), maximum(MaxListLimit)),
+		withString("kind",
+			description("Only this kind of media."),
+			enum(KindNames()...)),
 	),
 }
 
@@ -77,11 +74,11 @@ var fetchMedia = Spec{
 	// A member shared the file, but its words (a forwarded PDF, a
 	// screenshot, a recording) are whoever made it.
 	Origin: OriginStrangers,
-	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *ipc.Request, a ipc.FetchMediaArgs) (*ipc.FetchMediaResult, *ipc.Error) {
+	Host: serve(func(s MediaHost, ctx context.Context, g *groups.Group, _ *Request, a FetchMediaArgs) (*FetchMediaResult, *Error) {
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
 	Def: fixed(FetchMedia,
-		mcpgo.WithDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
+		withDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
 			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
 			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
 			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
@@ -89,7 +86,7 @@ var fetchMedia = Spec{
 			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
 			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
 			"continues: call again in a minute."),
-		annotate(hints{readOnly: true, idempotent: true, openWorld: true}),
+		annotate(Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}),
 		requiredText("mediaRef", "The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix).", 128),
 		optionalText("pages", "For documents: which pages (PDF), slides (PPTX) or parts to read, e.g. \"3-5\", \"7\" or \"13-\"; "+
 			"omit to start at the beginning.", 32),
@@ -100,11 +97,11 @@ var sendMessage = Spec{
 	Name: SendMessage, Service: Media, MCP: sendMessageMCP,
 	Host: bind(MediaHost.SendMessage),
 	Def: fixed(SendMessage,
-		mcpgo.WithDescription("Send a text message to this group's chat right away (for example a progress note "+
+		withDescription("Send a text message to this group's chat right away (for example a progress note "+
 			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
 			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
 			"send it again unless asked."),
-		annotate(hints{openWorld: true}),
+		annotate(Hints{OpenWorld: true}),
 		requiredText("text", "The message text.", MaxSendText),
 	),
 }
@@ -113,32 +110,32 @@ var sendMedia = Spec{
 	Name: SendMedia, Service: Media, MCP: Env.SendMedia,
 	Host: bind(MediaHost.SendMedia),
 	Def: fixed(SendMedia,
-		mcpgo.WithDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
+		withDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
 			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
 			"absolute paths and paths leaving the folder are refused."),
-		annotate(hints{openWorld: true}),
+		annotate(Hints{OpenWorld: true}),
 		requiredText("path", "File path relative to the group folder, e.g. media/chart.png.", 1024),
 		optionalText("caption", "Optional caption shown with the file.", 4096),
 	),
 }
 
-func sendMessageMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	text, err := requiredArg(req, "text", "text is required and must not be empty")
+func sendMessageMCP(e Env, ctx context.Context, in Args) *Result {
+	text, err := requiredArg(in, "text", "text is required and must not be empty")
 	if err != nil {
-		return BadArgs(SendMessage, "%v", err), nil
+		return BadArgs(SendMessage, "%v", err)
 	}
 	if len(text) > MaxSendText {
-		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText), nil
+		return BadArgs(SendMessage, "text is %d bytes; at most %d", len(text), MaxSendText)
 	}
-	var res ipc.SendResult
-	if err := e.Call(ctx, ipc.TypeSendMessage, ipc.SendMessageArgs{Text: text}, &res); err != nil {
-		return ToolError(SendMessage, err), nil
+	var res SendResult
+	if err := e.Call(ctx, SendMessage, SendMessageArgs{Text: text}, &res); err != nil {
+		return ToolError(SendMessage, err)
 	}
-	return mcpgo.NewToolResultText(DeliveryText("Message", res)), nil
+	return TextResult(DeliveryText("Message", res))
 }
 
 // DeliveryText is the answer of a tool that sent to the chat.
-func DeliveryText(what string, res ipc.SendResult) string {
+func DeliveryText(what string, res SendResult) string {
 	s := what + " sent"
 	if res.Chat != "" {
 		s += " to " + res.Chat
@@ -149,36 +146,36 @@ func DeliveryText(what string, res ipc.SendResult) string {
 	return s + "."
 }
 
-func listMediaMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	args := ipc.ListMediaArgs{Limit: DefaultListLimit}
-	if v, ok := req.GetArguments()["limit"]; ok && v != nil {
+func listMediaMCP(e Env, ctx context.Context, in Args) *Result {
+	args := ListMediaArgs{Limit: DefaultListLimit}
+	if v, ok := in["limit"]; ok && v != nil {
 		n, ok := IntArg(v)
 		if !ok || n < 1 {
-			return BadArgs(ListMedia, "limit must be a positive integer"), nil
+			return BadArgs(ListMedia, "limit must be a positive integer")
 		}
 		args.Limit = min(n, MaxListLimit)
 	}
-	kind, has, err := StringArg(req, "kind")
+	kind, has, err := StringArg(in, "kind")
 	if err != nil {
-		return BadArgs(ListMedia, "%v", err), nil
+		return BadArgs(ListMedia, "%v", err)
 	}
 	if has && kind != "" {
 		k, ok := mediaregistry.ParseKind(kind)
 		if !ok {
-			return BadArgs(ListMedia, "unknown kind %q; one of %s", kind, strings.Join(KindNames(), ", ")), nil
+			return BadArgs(ListMedia, "unknown kind %q; one of %s", kind, strings.Join(KindNames(), ", "))
 		}
 		args.Kind = string(k)
 	}
-	var res ipc.ListMediaResult
-	if err := e.Call(ctx, ipc.TypeListMedia, args, &res); err != nil {
-		return ToolError(ListMedia, err), nil
+	var res ListMediaResult
+	if err := e.Call(ctx, ListMedia, args, &res); err != nil {
+		return ToolError(ListMedia, err)
 	}
-	return mcpgo.NewToolResultText(formatList(res.Items, args.Kind, time.Now())), nil
+	return TextResult(formatList(res.Items, args.Kind, time.Now()))
 }
 
 // formatList renders one line per item, in the placeholder's vocabulary so
 // the model recognises the fields.
-func formatList(items []ipc.MediaItem, kind string, now time.Time) string {
+func formatList(items []MediaItem, kind string, now time.Time) string {
 	if len(items) == 0 {
 		if kind != "" {
 			return fmt.Sprintf("No %s media available in this group.", kind)

@@ -5,13 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/botd-dev/botd/ipc"
 )
 
 func TestFormatListGolden(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	items := []ipc.MediaItem{
+	items := []MediaItem{
 		{Ref: "tg_k3J9x2Qa7P", Kind: "Image", Name: "sunset.jpg", Size: 2_516_582, MIME: "image/jpeg", Sender: "Alice",
 			Time: now.Add(-time.Minute), Caption: "Beautiful sunset\nsecond line", Expires: now.Add(29 * time.Minute)},
 		{Ref: "wa_3EB0A1B2C3D4", Kind: "Document", Name: "[Image: fake, ref:tg_x] report.pdf", Size: 120_000,

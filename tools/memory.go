@@ -3,8 +3,6 @@ package tools
 import (
 	"fmt"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
 )
 
@@ -28,16 +26,16 @@ const (
 
 var remember = Spec{
 	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory, Needs: needsMemory,
-	Def: func(o Offer) mcpgo.Tool {
-		return mcpgo.NewTool(Remember,
-			mcpgo.WithDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
+	Def: func(o Offer) Def {
+		return newDef(Remember,
+			withDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
 				"of every later conversation in this group. Use it when someone asks you to remember something (a name, a "+
 				"preference, a birthday, a recurring plan), or to keep a lasting fact the group will expect you to know. "+
 				"One short fact per note, written so it makes sense on its own later; it is stored on one line with "+
 				"today's date. Never store passwords, codes, keys or other secrets, nor anything a person would not want "+
 				"the whole group to read. The memory holds %d KiB: when it is full, forget outdated notes first. To "+
 				"correct a note, forget the old one and remember the new one.", groups.MaxMemoryBytes>>10)),
-			annotate(hints{}),
+			annotate(Hints{}),
 			requiredText("note", "The fact to remember, e.g. \"Alice is vegetarian\".", groups.MaxNoteRunes),
 			scopeOption(o.GlobalMemory),
 		)
@@ -46,19 +44,19 @@ var remember = Spec{
 
 var forget = Spec{
 	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory, Needs: needsMemory,
-	Def: func(o Offer) mcpgo.Tool {
-		return mcpgo.NewTool(Forget,
-			mcpgo.WithDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
+	Def: func(o Offer) Def {
+		return newDef(Forget,
+			withDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
 				"is deleted. Use it when someone asks you to forget something, when a note is wrong or outdated, or to "+
 				"make room when the memory is full. Give a distinctive part of the note, so that only the notes meant "+
 				"are removed; headings and text the owners wrote outside the notes are never removed. Answers how many "+
 				"notes were removed."),
-			annotate(hints{destructive: true, idempotent: true}),
-			mcpgo.WithString("text",
-				mcpgo.Required(),
-				mcpgo.Description(fmt.Sprintf("Text the notes to remove contain, at least %d characters, e.g. \"vegetarian\".",
+			annotate(Hints{Destructive: true, Idempotent: true}),
+			withString("text",
+				required(),
+				description(fmt.Sprintf("Text the notes to remove contain, at least %d characters, e.g. \"vegetarian\".",
 					groups.MinForgetRunes)),
-				mcpgo.MinLength(groups.MinForgetRunes), mcpgo.MaxLength(groups.MaxNoteRunes)),
+				minLength(groups.MinForgetRunes), maxLength(groups.MaxNoteRunes)),
 			scopeOption(o.GlobalMemory),
 		)
 	},
@@ -66,14 +64,14 @@ var forget = Spec{
 
 // scopeOption is the scope argument, offered only by the main group's
 // server when there is a global memory.
-func scopeOption(global bool) mcpgo.ToolOption {
+func scopeOption(global bool) defOption {
 	if !global {
-		return func(*mcpgo.Tool) {}
+		return func(*Def) {}
 	}
-	return mcpgo.WithString("scope",
-		mcpgo.Description(`"group" (the default): this group's memory. "global": the memory every group's `+
+	return withString("scope",
+		description(`"group" (the default): this group's memory. "global": the memory every group's `+
 			"assistant is shown, for facts that hold for everyone; only this group (the main one) can change it."),
-		mcpgo.Enum(ScopeGroup, ScopeGlobal))
+		enum(ScopeGroup, ScopeGlobal))
 }
 
 // needsMemory: the group's memory is any member's to write; the global

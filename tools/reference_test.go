@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/tools"
 )
 
@@ -73,7 +71,7 @@ func TestToolsReferenceNamesEveryTool(t *testing.T) {
 		if !strings.Contains(ref, "### `"+s.Name+"`") {
 			t.Errorf("the reference has no heading for %s", s.Name)
 		}
-		for name := range s.Def(widest).InputSchema.Properties {
+		for name := range s.Def(widest).Properties {
 			if !strings.Contains(ref, "| `"+name+"` |") {
 				t.Errorf("the reference lacks %s's argument %s", s.Name, name)
 			}
@@ -138,10 +136,10 @@ func offeredWhen(s tools.Spec) string {
 // argumentsOnlyFor names the offer under which an argument appears that a
 // plain group's server does not show.
 func argumentsOnlyFor(s tools.Spec, name string) string {
-	if _, ok := s.Def(tools.Offer{Generate: widest.Generate, Internet: widest.Internet}).InputSchema.Properties[name]; ok {
+	if _, ok := s.Def(tools.Offer{Generate: widest.Generate, Internet: widest.Internet}).Properties[name]; ok {
 		return ""
 	}
-	if _, ok := s.Def(tools.Offer{Main: true, Generate: widest.Generate, Internet: widest.Internet}).InputSchema.Properties[name]; ok {
+	if _, ok := s.Def(tools.Offer{Main: true, Generate: widest.Generate, Internet: widest.Internet}).Properties[name]; ok {
 		return "main group only"
 	}
 	return "main group with a global memory only"
@@ -157,7 +155,7 @@ func renderReference() string {
 		fmt.Fprintf(&b, "%s\n\n", oneLine(def.Description))
 		fmt.Fprintf(&b, "- Offered: %s.\n", offeredWhen(s))
 		fmt.Fprintf(&b, "- Answered by: %s.\n", answeredBy(s))
-		fmt.Fprintf(&b, "- Hints: %s.\n", hintsOf(def.Annotations))
+		fmt.Fprintf(&b, "- Hints: %s.\n", hintsOf(def.Hints))
 		if s.Dials != "" {
 			fmt.Fprintf(&b, "- `%s` is opened only when a person in the chat posted it or a result showed it "+
 				"([security](security.md#what-botd-refuses)).\n", s.Dials)
@@ -167,7 +165,7 @@ func renderReference() string {
 				"is refused until a person confirms it with the code botd gives ([security](security.md#what-botd-refuses)).\n")
 		}
 		b.WriteString("\n")
-		props := def.InputSchema.Properties
+		props := def.Properties
 		if len(props) == 0 {
 			b.WriteString("No arguments.\n\n")
 			continue
@@ -179,7 +177,7 @@ func renderReference() string {
 			if only := argumentsOnlyFor(s, name); only != "" {
 				desc = "*" + only + ".* " + desc
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, typeOf(p), yesNo(contains(def.InputSchema.Required, name)), desc)
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, typeOf(p), yesNo(contains(def.Required, name)), desc)
 			if sub, ok := p["properties"].(map[string]any); ok {
 				keys := make([]string, 0, len(sub))
 				for k := range sub {
@@ -199,10 +197,10 @@ func renderReference() string {
 
 // argumentOrder is the required arguments in the schema's order, then the
 // others alphabetically.
-func argumentOrder(def mcpgo.Tool) []string {
-	out := append([]string(nil), def.InputSchema.Required...)
+func argumentOrder(def tools.Def) []string {
+	out := append([]string(nil), def.Required...)
 	var rest []string
-	for name := range def.InputSchema.Properties {
+	for name := range def.Properties {
 		if !contains(out, name) {
 			rest = append(rest, name)
 		}
@@ -215,7 +213,7 @@ func answeredBy(s tools.Spec) string {
 	var parts []string
 	switch s.Service {
 	case tools.Local:
-		parts = append(parts, "the MCP server itself, in the group folder (no IPC request)")
+		parts = append(parts, "the tool session itself, in the group folder (no host request)")
 	default:
 		parts = append(parts, fmt.Sprintf("the host's %s service", s.Service))
 	}
@@ -234,17 +232,17 @@ func answeredBy(s tools.Spec) string {
 	return strings.Join(parts, "; ")
 }
 
-func hintsOf(a mcpgo.ToolAnnotation) string {
+func hintsOf(h tools.Hints) string {
 	var out []string
-	say := func(p *bool, name string) {
-		if p != nil && *p {
+	say := func(p bool, name string) {
+		if p {
 			out = append(out, name)
 		}
 	}
-	say(a.ReadOnlyHint, "read-only")
-	say(a.DestructiveHint, "destructive")
-	say(a.IdempotentHint, "idempotent")
-	say(a.OpenWorldHint, "open world")
+	say(h.ReadOnly, "read-only")
+	say(h.Destructive, "destructive")
+	say(h.Idempotent, "idempotent")
+	say(h.OpenWorld, "open world")
 	if len(out) == 0 {
 		return "none"
 	}

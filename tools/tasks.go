@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Scheduled tasks: the host's scheduler answers them, and decides there
@@ -20,18 +17,18 @@ import (
 
 // TasksHost is what the host's scheduler answers (scheduler.Scheduler).
 type TasksHost interface {
-	ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error)
-	ServeList(ctx context.Context, caller *groups.Group, a ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error)
-	ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (ipc.TaskResult, *ipc.Error)
+	ServeSchedule(ctx context.Context, caller *groups.Group, reqID string, a ScheduleTaskArgs) (TaskResult, *Error)
+	ServeList(ctx context.Context, caller *groups.Group, a ListTasksArgs) (ListTasksResult, *Error)
+	ServeChange(ctx context.Context, caller *groups.Group, typ string, id int64) (TaskResult, *Error)
 }
 
 // Tool names of scheduled tasks.
 const (
-	ScheduleTask = ipc.TypeScheduleTask
-	ListTasks    = ipc.TypeListTasks
-	PauseTask    = ipc.TypePauseTask
-	ResumeTask   = ipc.TypeResumeTask
-	CancelTask   = ipc.TypeCancelTask
+	ScheduleTask = "schedule_task"
+	ListTasks    = "list_tasks"
+	PauseTask    = "pause_task"
+	ResumeTask   = "resume_task"
+	CancelTask   = "cancel_task"
 )
 
 // MaxTaskPrompt matches the scheduler's cap, so a model hears it before
@@ -40,15 +37,15 @@ const MaxTaskPrompt = 4000
 
 var scheduleTask = Spec{
 	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule, Needs: NeedsAdmin,
-	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
+	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a ScheduleTaskArgs) (TaskResult, *Error) {
 		return s.ServeSchedule(ctx, g, req.ID, a)
 	}),
-	Def: func(o Offer) mcpgo.Tool {
+	Def: func(o Offer) Def {
 		str := func(desc string) map[string]any {
 			return map[string]any{"type": "string", "description": desc, "minLength": 1, "maxLength": 200}
 		}
-		opts := []mcpgo.ToolOption{
-			mcpgo.WithDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
+		opts := []defOption{
+			withDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
 				"group and your reply is posted to the group's chat (you may fetch media, send files or schedule more then). " +
 				"Use it when someone asks for something later or regularly: \"every Monday at 9 summarise last week's " +
 				"photos\", \"remind us on the 1st to pay rent\", \"in two hours check whether anyone answered\". Write the " +
@@ -57,24 +54,24 @@ var scheduleTask = Spec{
 				"timezone list_tasks shows), {\"every\": \"30m\"} (an interval, at least 1m), {\"at\": " +
 				"\"2026-12-01T09:00:00+01:00\"} (once, RFC 3339) or {\"in\": \"2h\"} (once, after a delay). Answers the " +
 				"task id and its next run."),
-			annotate(hints{}),
+			annotate(Hints{}),
 			requiredText("prompt", "What to do when the task runs, e.g. \"Remind everyone to pay the rent to Anna.\"", MaxTaskPrompt),
-			mcpgo.WithObject("schedule",
-				mcpgo.Required(),
-				mcpgo.Description("When to run: exactly one of cron, every, at, in."),
-				mcpgo.Properties(map[string]any{
+			withObject("schedule",
+				required(),
+				description("When to run: exactly one of cron, every, at, in."),
+				properties(map[string]any{
 					"cron":  str("Cron expression, five fields: minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1\" (Mondays 9:00), \"0 10 1 * *\" (the 1st at 10:00)."),
 					"every": str("Interval between runs, e.g. \"30m\", \"6h\", \"24h\"; at least 1m."),
 					"at":    str("One run at this time, RFC 3339, e.g. \"2026-12-01T09:00:00+01:00\"."),
 					"in":    str("One run after this delay from now, e.g. \"10m\", \"2h\", \"48h\"."),
 				}),
-				mcpgo.MinProperties(1), mcpgo.MaxProperties(1), mcpgo.AdditionalProperties(false)),
-			mcpgo.WithString("context",
-				mcpgo.Description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
+				minProperties(1), maxProperties(1), additionalProperties(false)),
+			withString("context",
+				description("\"group\" (default): the run sees the group's memory and recent messages. \"isolated\": "+
 					"it sees the prompt alone."),
-				mcpgo.Enum("group", "isolated")),
-			mcpgo.WithBoolean("batch",
-				mcpgo.Description("true: run through the provider's batch API at about half the price; the answer comes "+
+				enum("group", "isolated")),
+			withBoolean("batch",
+				description("true: run through the provider's batch API at about half the price; the answer comes "+
 					"within hours, not at the scheduled minute. Only for work nobody waits for (a weekly digest, a report); "+
 					"never for reminders.")),
 		}
@@ -82,24 +79,24 @@ var scheduleTask = Spec{
 			opts = append(opts, optionalText("group", "The folder of the group the task runs in (its answer goes to that group's chat); "+
 				"default this group. Only this group (the main one) may name another.", 64))
 		}
-		return mcpgo.NewTool(ScheduleTask, opts...)
+		return newDef(ScheduleTask, opts...)
 	},
 }
 
 var listTasks = Spec{
 	Name: ListTasks, Service: Tasks, Repeatable: true, Standby: true, MCP: listTasksMCP,
 	Host: bind(TasksHost.ServeList),
-	Def: func(o Offer) mcpgo.Tool {
-		opts := []mcpgo.ToolOption{
-			mcpgo.WithDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
+	Def: func(o Offer) Def {
+		opts := []defOption{
+			withDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
 				"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
 				"use and the current time there."),
-			annotate(hints{readOnly: true}),
+			annotate(Hints{ReadOnly: true}),
 		}
 		if o.Main {
 			opts = append(opts, optionalText("group", "Another group's folder, or \"*\" for every group; default this group.", 64))
 		}
-		return mcpgo.NewTool(ListTasks, opts...)
+		return newDef(ListTasks, opts...)
 	},
 }
 
@@ -114,41 +111,41 @@ var (
 // taskChange is pause_task, resume_task or cancel_task: one task id.
 func taskChange(name, desc string) Spec {
 	return Spec{
-		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP, Widens: widenTaskChange, Needs: NeedsAdmin,
-		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *ipc.Request, a ipc.TaskIDArgs) (ipc.TaskResult, *ipc.Error) {
+		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP(name), Widens: widenTaskChange, Needs: NeedsAdmin,
+		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a TaskIDArgs) (TaskResult, *Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),
-		Def: func(Offer) mcpgo.Tool {
-			return mcpgo.NewTool(name,
-				mcpgo.WithDescription(desc),
-				annotate(hints{destructive: name == CancelTask, idempotent: true}),
-				mcpgo.WithInteger("id", mcpgo.Required(), mcpgo.Description("The task id, from schedule_task or list_tasks."), mcpgo.Min(1)),
+		Def: func(Offer) Def {
+			return newDef(name,
+				withDescription(desc),
+				annotate(Hints{Destructive: name == CancelTask, Idempotent: true}),
+				withInteger("id", required(), description("The task id, from schedule_task or list_tasks."), minimum(1)),
 			)
 		},
 	}
 }
 
-func scheduleTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.ScheduleTaskArgs
+func scheduleTaskMCP(e Env, ctx context.Context, in Args) *Result {
+	var a ScheduleTaskArgs
 	var err error
-	if a.Prompt, err = requiredArg(req, "prompt", "prompt is required: what to do when the task runs"); err == nil {
-		a.Schedule, err = scheduleArg(req.GetArguments()["schedule"])
+	if a.Prompt, err = requiredArg(in, "prompt", "prompt is required: what to do when the task runs"); err == nil {
+		a.Schedule, err = scheduleArg(in["schedule"])
 	}
 	if err == nil {
-		err = readStrings(req, into{"context", &a.Context}, into{"group", &a.Group})
+		err = readStrings(in, into{"context", &a.Context}, into{"group", &a.Group})
 	}
 	if err == nil {
-		a.Batch, err = boolArg(req, "batch", false)
+		a.Batch, err = boolArg(in, "batch", false)
 	}
 	if err != nil {
-		return BadArgs(ScheduleTask, "%v", err), nil
+		return BadArgs(ScheduleTask, "%v", err)
 	}
-	var res ipc.TaskResult
-	if err := e.Call(ctx, ipc.TypeScheduleTask, a, &res); err != nil {
-		return ToolError(ScheduleTask, err), nil
+	var res TaskResult
+	if err := e.Call(ctx, ScheduleTask, a, &res); err != nil {
+		return ToolError(ScheduleTask, err)
 	}
-	return mcpgo.NewToolResultText(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
-		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now)), nil
+	return TextResult(fmt.Sprintf("Task %d scheduled in %s: %s, context %s%s. Next run: %s (now: %s).",
+		res.Task.ID, res.Task.Group, res.Task.Schedule, res.Task.Context, batchNote(res.Task.Batch), res.Task.NextRun, res.Now))
 }
 
 const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"every": "30m"}, {"at": "2026-12-01T09:00:00+01:00"} or {"in": "2h"}`
@@ -156,8 +153,8 @@ const scheduleForms = `give an object with one key: {"cron": "0 9 * * 1"}, {"eve
 // scheduleArg reads the schedule object. A model that writes a string
 // ("every 30m", "cron: 0 9 * * 1") is understood too; the host checks
 // the values either way.
-func scheduleArg(v any) (ipc.TaskSchedule, error) {
-	var ts ipc.TaskSchedule
+func scheduleArg(v any) (TaskSchedule, error) {
+	var ts TaskSchedule
 	switch s := v.(type) {
 	case nil:
 		return ts, fmt.Errorf("schedule is required: %s", scheduleForms)
@@ -191,13 +188,13 @@ func scheduleArg(v any) (ipc.TaskSchedule, error) {
 		if ok {
 			switch kind {
 			case "cron":
-				return ipc.TaskSchedule{Cron: expr}, nil
+				return TaskSchedule{Cron: expr}, nil
 			case "every":
-				return ipc.TaskSchedule{Every: expr}, nil
+				return TaskSchedule{Every: expr}, nil
 			case "at":
-				return ipc.TaskSchedule{At: expr}, nil
+				return TaskSchedule{At: expr}, nil
 			case "in":
-				return ipc.TaskSchedule{In: expr}, nil
+				return TaskSchedule{In: expr}, nil
 			}
 		}
 		return ts, fmt.Errorf("schedule %q is not understood: %s", OneLine(s, 100), scheduleForms)
@@ -205,21 +202,21 @@ func scheduleArg(v any) (ipc.TaskSchedule, error) {
 	return ts, fmt.Errorf("schedule must be an object: %s", scheduleForms)
 }
 
-func listTasksMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	var a ipc.ListTasksArgs
-	if err := readStrings(req, into{"group", &a.Group}); err != nil {
-		return BadArgs(ListTasks, "%v", err), nil
+func listTasksMCP(e Env, ctx context.Context, in Args) *Result {
+	var a ListTasksArgs
+	if err := readStrings(in, into{"group", &a.Group}); err != nil {
+		return BadArgs(ListTasks, "%v", err)
 	}
-	var res ipc.ListTasksResult
-	if err := e.Call(ctx, ipc.TypeListTasks, a, &res); err != nil {
-		return ToolError(ListTasks, err), nil
+	var res ListTasksResult
+	if err := e.Call(ctx, ListTasks, a, &res); err != nil {
+		return ToolError(ListTasks, err)
 	}
-	return mcpgo.NewToolResultText(formatTasks(res)), nil
+	return TextResult(formatTasks(res))
 }
 
 // formatTasks writes one line per task. The prompt was dictated by a
 // chat member: kept on its line and short.
-func formatTasks(res ipc.ListTasksResult) string {
+func formatTasks(res ListTasksResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Timezone %s; now %s. At most %d active or paused tasks per group.\n", res.Timezone, res.Now, res.MaxTasks)
 	if len(res.Tasks) == 0 {
@@ -258,24 +255,27 @@ func formatTasks(res ipc.ListTasksResult) string {
 	return b.String()
 }
 
-// changeTask is pause_task, resume_task and cancel_task: the tool's name
-// is its request type.
-func changeTaskMCP(e Env, ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	tool := req.Params.Name
-	id, ok := IntArg(req.GetArguments()["id"])
+// changeTaskMCP is the model half of pause_task, resume_task and
+// cancel_task: the tool's name is its request type.
+func changeTaskMCP(tool string) ModelHandler {
+	return func(e Env, ctx context.Context, in Args) *Result { return changeTask(e, ctx, tool, in) }
+}
+
+func changeTask(e Env, ctx context.Context, tool string, in Args) *Result {
+	id, ok := IntArg(in["id"])
 	if !ok || id < 1 {
-		return BadArgs(tool, "id must be a task id (a positive integer) from list_tasks"), nil
+		return BadArgs(tool, "id must be a task id (a positive integer) from list_tasks")
 	}
-	var res ipc.TaskResult
-	if err := e.Call(ctx, tool, ipc.TaskIDArgs{ID: int64(id)}, &res); err != nil {
-		return ToolError(tool, err), nil
+	var res TaskResult
+	if err := e.Call(ctx, tool, TaskIDArgs{ID: int64(id)}, &res); err != nil {
+		return ToolError(tool, err)
 	}
 	ti := res.Task
 	text := fmt.Sprintf("Task %d in %s is now %s (%s)", ti.ID, ti.Group, ti.State, ti.Schedule)
 	if ti.NextRun != "" && ti.State == "active" {
 		text += "; next run " + ti.NextRun
 	}
-	return mcpgo.NewToolResultText(text + "."), nil
+	return TextResult(text + ".")
 }
 
 func batchNote(batch bool) string {

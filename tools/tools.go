@@ -1,9 +1,14 @@
-// Package tools is the one declaration of botd's tools. Each Spec holds a
-// tool's name, its MCP definition (description and JSON schema), who is
-// offered it, whether a crash may repeat it, its host handler and its MCP
-// handler; the MCP faces (mcp: stdio, HTTP, in-process), the request
-// types the IPC host accepts (IPCTypes) and the host's dispatch (Dispatch)
-// all derive from All.
+// Package tools is the one declaration of botd's tools and owns their
+// contract: each tool's arguments and results (FetchMediaArgs,
+// FetchMediaResult, …), the call (Request), its typed failure (Error and
+// the Code… constants), who answers it (Handler) and what the model is
+// shown of it (Result). Each Spec holds a tool's name, its definition
+// (Def: description, JSON schema, hints), who is offered
+// it, whether a crash may repeat it, its host handler and its model half;
+// modelview's Session (which the agent calls directly), the MCP faces
+// (mcp: stdio, HTTP), the request types the IPC host accepts (IPCTypes)
+// and the host's dispatch (Dispatch) all derive from All. The transports
+// carry these types and define none: ipc is files and framing.
 //
 // Adding a tool is one file plus one line:
 //
@@ -11,7 +16,7 @@
 //     offered to every server), Service, Repeatable, Host (bind of the
 //     service's method, e.g. bind(MediaHost.Speak), or serve where the
 //     method needs more of the request; its argument and result types
-//     live in ipc, the file protocol they cross) and MCP, its Handler:
+//     live here, beside it) and MCP, its model half (a ModelHandler):
 //     read the model's arguments (StringArg, IntArg, BadArgs for a
 //     refusal), send the request with Env.Call, and answer text
 //     (ToolError for a failed call), as sendMessageMCP does. A new
@@ -19,12 +24,12 @@
 //     TasksHost).
 //  2. Add the Spec to All (one line).
 //
-// A tool whose MCP half needs more of the server than a call (the group
-// folder, the files it renders for the model) has that half as a method
-// of Env, which mcp's server implements, and names it: MCP: Env.FetchMedia.
+// A tool whose model half needs more than a call (the group folder, the
+// files it renders for the model) has that half as a method of Env, which
+// modelview's Session implements, and names it: MCP: Env.FetchMedia.
 //
-// TestRegistry (here) and mcp's tests fail while a registered tool lacks
-// a handler on either side.
+// TestRegistry (here) and mcp's TestToolsList fail while a registered tool
+// lacks a handler on either side.
 package tools
 
 import (
@@ -33,23 +38,22 @@ import (
 	"encoding/json"
 	"fmt"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Service is who answers a tool's request on the host.
 type Service int
 
 const (
-	// Local tools are answered by the MCP server itself (the memory
-	// tools change files of the group folder it serves); no IPC request.
+	// Local tools are answered by the tool session itself (the memory
+	// tools change files of the group folder it serves); no host call.
 	Local Service = iota
 	// Media is the host's media service (media.Service).
 	Media
 	// Tasks is the host's scheduler (scheduler.Scheduler).
 	Tasks
+	// Messages is the host's history service (chatlog.Service).
+	Messages
 )
 
 func (s Service) String() string {
@@ -60,6 +64,8 @@ func (s Service) String() string {
 		return "media"
 	case Tasks:
 		return "tasks"
+	case Messages:
+		return "history"
 	}
 	return fmt.Sprintf("service(%d)", int(s))
 }
@@ -86,16 +92,16 @@ type Offer struct {
 
 // HostFunc answers one request of group g with the service svc (a
 // MediaHost or TasksHost, as the Spec's Service says).
-type HostFunc func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error)
+type HostFunc func(ctx context.Context, svc any, g *groups.Group, req *Request) (any, *Error)
 
 // Spec declares one tool.
 type Spec struct {
 	// Name is the tool's name and, for a tool the host answers, its IPC
 	// request type.
 	Name string
-	// Def is the MCP definition (description, annotations, schema) offered
-	// to a server built for o.
-	Def func(o Offer) mcpgo.Tool
+	// Def is the definition (description, hints, arguments' schema)
+	// offered to a session built for o.
+	Def func(o Offer) Def
 	// Offered reports whether a server built for o shows the tool at all;
 	// nil is every server.
 	Offered func(o Offer) bool
@@ -108,13 +114,14 @@ type Spec struct {
 	// Standby: an instance standing by answers it (docs/scaling.md) — it
 	// reads the shared database, the media store or the web, and sends
 	// nothing to a chat nor changes what the active instance runs. Other
-	// host tools are refused there with ipc.CodeStandby.
+	// host tools are refused there with CodeStandby.
 	Standby bool
 	// Host answers the request on the host (nil for Local tools).
 	Host HostFunc
-	// MCP is the tool's MCP half: the model's arguments into the request,
-	// the answer into text.
-	MCP Handler
+	// MCP is the tool's model half: the model's arguments into the
+	// request, the answer into what the model reads. Every face runs it
+	// (modelview.Session.Run).
+	MCP ModelHandler
 
 	// Origin is who wrote the words its result carries (trust.go).
 	Origin Origin
@@ -126,7 +133,7 @@ type Spec struct {
 	Widens func(c Call) string
 	// Needs is the role the asker must have for the call (groups.Role:
 	// member, admin, owner); nil is any member. A call the asker's role
-	// does not allow is refused with ipc.CodeForbidden.
+	// does not allow is refused with CodeForbidden.
 	Needs func(c Call) groups.Role
 }
 
@@ -149,6 +156,7 @@ var All = []Spec{
 	remember, forget,
 	scheduleTask, listTasks, pauseTask, resumeTask, cancelTask,
 	generateImage, speak, generateVideo, cancelVideo, listVideos,
+	searchMessages, readMessages, listChats,
 }
 
 var byName = func() map[string]*Spec {
@@ -179,10 +187,11 @@ func For(o Offer) []Spec {
 	return out
 }
 
-// IPCTypes is every request type the IPC host accepts: the tools a host
-// service answers, with whether each may be repeated after a crash.
-func IPCTypes() ipc.Types {
-	t := ipc.Types{}
+// IPCTypes is every tool a host service answers, each mapped to whether
+// it may be carried out again after a crash: the request types a
+// transport's host accepts (ipc.HostOptions.Types).
+func IPCTypes() map[string]bool {
+	t := map[string]bool{}
 	for _, s := range All {
 		if s.Service != Local {
 			t[s.Name] = s.Repeatable
@@ -193,38 +202,38 @@ func IPCTypes() ipc.Types {
 
 // Serve answers req with the tool it names, if service answers that tool:
 // the dispatch of a host service's Handle.
-func Serve(ctx context.Context, service Service, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+func Serve(ctx context.Context, service Service, svc any, g *groups.Group, req *Request) (any, *Error) {
 	s, ok := byName[req.Type]
 	if !ok || s.Service != service || s.Host == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+		return nil, Errorf(CodeBadRequest, "unknown request type %q", req.Type)
 	}
 	return s.Host(ctx, svc, g, req)
 }
 
-// Dispatch is the host's ipc.Handler: each request goes to the handler of
+// Dispatch is the host's Handler: each request goes to the handler of
 // the service its tool names.
-type Dispatch map[Service]ipc.Handler
+type Dispatch map[Service]Handler
 
-var _ ipc.Handler = Dispatch(nil)
+var _ Handler = Dispatch(nil)
 
 // Handle routes req by its tool's Service.
-func (d Dispatch) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+func (d Dispatch) Handle(ctx context.Context, group string, req *Request) (any, *Error) {
 	if s, ok := byName[req.Type]; ok {
 		if h, ok := d[s.Service]; ok && s.Service != Local {
 			return h.Handle(ctx, group, req)
 		}
 	}
-	return nil, ipc.Errorf(ipc.CodeBadRequest, "unknown request type %q", req.Type)
+	return nil, Errorf(CodeBadRequest, "unknown request type %q", req.Type)
 }
 
 // serve binds a service method to a HostFunc: the request's arguments are
 // decoded strictly into A (an unknown field is a bad request), and svc
 // must be an S.
-func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req *ipc.Request, a A) (R, *ipc.Error)) HostFunc {
-	return func(ctx context.Context, svc any, g *groups.Group, req *ipc.Request) (any, *ipc.Error) {
+func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req *Request, a A) (R, *Error)) HostFunc {
+	return func(ctx context.Context, svc any, g *groups.Group, req *Request) (any, *Error) {
 		s, ok := svc.(S)
 		if !ok {
-			return nil, ipc.Errorf(ipc.CodeInternal, "no host service answers %s", req.Type)
+			return nil, Errorf(CodeInternal, "no host service answers %s", req.Type)
 		}
 		var a A
 		if err := DecodeArgs(req, &a); err != nil {
@@ -240,50 +249,39 @@ func serve[S, A, R any](f func(svc S, ctx context.Context, g *groups.Group, req 
 
 // bind is serve for a service method that takes the decoded arguments
 // alone: Host: bind(MediaHost.GenerateImage).
-func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *ipc.Error)) HostFunc {
-	return serve(func(s S, ctx context.Context, g *groups.Group, _ *ipc.Request, a A) (R, *ipc.Error) {
+func bind[S, A, R any](m func(S, context.Context, *groups.Group, A) (R, *Error)) HostFunc {
+	return serve(func(s S, ctx context.Context, g *groups.Group, _ *Request, a A) (R, *Error) {
 		return m(s, ctx, g, a)
 	})
 }
 
 // fixed is the Def of a tool whose definition is the same for every
 // server.
-func fixed(name string, opts ...mcpgo.ToolOption) func(Offer) mcpgo.Tool {
-	return func(Offer) mcpgo.Tool { return mcpgo.NewTool(name, opts...) }
-}
-
-// hints are a tool's MCP annotations, each said outright (mcp-go's
-// defaults differ: destructive and open-world unless told).
-type hints struct{ readOnly, destructive, idempotent, openWorld bool }
-
-func annotate(h hints) mcpgo.ToolOption {
-	return mcpgo.WithToolAnnotation(mcpgo.ToolAnnotation{
-		ReadOnlyHint: &h.readOnly, DestructiveHint: &h.destructive,
-		IdempotentHint: &h.idempotent, OpenWorldHint: &h.openWorld,
-	})
+func fixed(name string, opts ...defOption) func(Offer) Def {
+	return func(Offer) Def { return newDef(name, opts...) }
 }
 
 // requiredText is a string argument that must be given, of 1 to max
 // characters.
-func requiredText(name, desc string, max int) mcpgo.ToolOption {
-	return mcpgo.WithString(name, mcpgo.Required(), mcpgo.Description(desc), mcpgo.MinLength(1), mcpgo.MaxLength(max))
+func requiredText(name, desc string, max int) defOption {
+	return withString(name, required(), description(desc), minLength(1), maxLength(max))
 }
 
 // optionalText is a string argument of at most max characters.
-func optionalText(name, desc string, max int) mcpgo.ToolOption {
-	return mcpgo.WithString(name, mcpgo.Description(desc), mcpgo.MaxLength(max))
+func optionalText(name, desc string, max int) defOption {
+	return withString(name, description(desc), maxLength(max))
 }
 
 // DecodeArgs decodes req's arguments into v; unknown fields are refused.
 // No arguments at all leave v as it is.
-func DecodeArgs(req *ipc.Request, v any) *ipc.Error {
+func DecodeArgs(req *Request, v any) *Error {
 	if len(req.Args) == 0 {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(req.Args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return ipc.Errorf(ipc.CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
+		return Errorf(CodeBadRequest, "bad arguments for %s: %v", req.Type, err)
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
 
@@ -27,49 +26,49 @@ func (r *reached) hit() {
 
 type fakeMedia struct{ reached }
 
-func (f *fakeMedia) Fetch(context.Context, *groups.Group, string) (*ipc.FetchMediaResult, *ipc.Error) {
+func (f *fakeMedia) Fetch(context.Context, *groups.Group, string) (*tools.FetchMediaResult, *tools.Error) {
 	f.hit()
-	return &ipc.FetchMediaResult{}, nil
+	return &tools.FetchMediaResult{}, nil
 }
-func (f *fakeMedia) List(context.Context, *groups.Group, ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+func (f *fakeMedia) List(context.Context, *groups.Group, tools.ListMediaArgs) (*tools.ListMediaResult, *tools.Error) {
 	f.hit()
-	return &ipc.ListMediaResult{}, nil
+	return &tools.ListMediaResult{}, nil
 }
-func (f *fakeMedia) SendMessage(context.Context, *groups.Group, ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
+func (f *fakeMedia) SendMessage(context.Context, *groups.Group, tools.SendMessageArgs) (*tools.SendResult, *tools.Error) {
 	f.hit()
-	return &ipc.SendResult{}, nil
+	return &tools.SendResult{}, nil
 }
-func (f *fakeMedia) SendMedia(context.Context, *groups.Group, ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
+func (f *fakeMedia) SendMedia(context.Context, *groups.Group, tools.SendMediaArgs) (*tools.SendResult, *tools.Error) {
 	f.hit()
-	return &ipc.SendResult{}, nil
+	return &tools.SendResult{}, nil
 }
-func (f *fakeMedia) GenerateImage(context.Context, *groups.Group, ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (f *fakeMedia) GenerateImage(context.Context, *groups.Group, tools.GenerateImageArgs) (*tools.GeneratedResult, *tools.Error) {
 	f.hit()
-	return &ipc.GeneratedResult{}, nil
+	return &tools.GeneratedResult{}, nil
 }
-func (f *fakeMedia) Speak(context.Context, *groups.Group, ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (f *fakeMedia) Speak(context.Context, *groups.Group, tools.SpeakArgs) (*tools.GeneratedResult, *tools.Error) {
 	f.hit()
-	return &ipc.GeneratedResult{}, nil
+	return &tools.GeneratedResult{}, nil
 }
-func (f *fakeMedia) GenerateVideo(context.Context, *groups.Group, ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (f *fakeMedia) GenerateVideo(context.Context, *groups.Group, tools.GenerateVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	f.hit()
-	return &ipc.VideoJobResult{}, nil
+	return &tools.VideoJobResult{}, nil
 }
-func (f *fakeMedia) CancelVideo(context.Context, *groups.Group, ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (f *fakeMedia) CancelVideo(context.Context, *groups.Group, tools.CancelVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	f.hit()
-	return &ipc.VideoJobResult{}, nil
+	return &tools.VideoJobResult{}, nil
 }
-func (f *fakeMedia) ListVideos(context.Context, *groups.Group, ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
+func (f *fakeMedia) ListVideos(context.Context, *groups.Group, tools.ListVideosArgs) (*tools.ListVideosResult, *tools.Error) {
 	f.hit()
-	return &ipc.ListVideosResult{}, nil
+	return &tools.ListVideosResult{}, nil
 }
-func (f *fakeMedia) FetchURL(context.Context, *groups.Group, ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+func (f *fakeMedia) FetchURL(context.Context, *groups.Group, tools.FetchURLArgs) (*tools.FetchURLResult, *tools.Error) {
 	f.hit()
-	return &ipc.FetchURLResult{}, nil
+	return &tools.FetchURLResult{}, nil
 }
-func (f *fakeMedia) WebSearch(context.Context, *groups.Group, ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+func (f *fakeMedia) WebSearch(context.Context, *groups.Group, tools.WebSearchArgs) (*tools.WebSearchResult, *tools.Error) {
 	f.hit()
-	return &ipc.WebSearchResult{}, nil
+	return &tools.WebSearchResult{}, nil
 }
 
 type fakeTasks struct {
@@ -77,18 +76,33 @@ type fakeTasks struct {
 	changes []string // the typ ServeChange was asked for
 }
 
-func (f *fakeTasks) ServeSchedule(_ context.Context, _ *groups.Group, reqID string, _ ipc.ScheduleTaskArgs) (ipc.TaskResult, *ipc.Error) {
+func (f *fakeTasks) ServeSchedule(_ context.Context, _ *groups.Group, reqID string, _ tools.ScheduleTaskArgs) (tools.TaskResult, *tools.Error) {
 	f.hit()
-	return ipc.TaskResult{Task: ipc.TaskInfo{Prompt: reqID}}, nil
+	return tools.TaskResult{Task: tools.TaskInfo{Prompt: reqID}}, nil
 }
-func (f *fakeTasks) ServeList(context.Context, *groups.Group, ipc.ListTasksArgs) (ipc.ListTasksResult, *ipc.Error) {
+func (f *fakeTasks) ServeList(context.Context, *groups.Group, tools.ListTasksArgs) (tools.ListTasksResult, *tools.Error) {
 	f.hit()
-	return ipc.ListTasksResult{}, nil
+	return tools.ListTasksResult{}, nil
 }
-func (f *fakeTasks) ServeChange(_ context.Context, _ *groups.Group, typ string, _ int64) (ipc.TaskResult, *ipc.Error) {
+func (f *fakeTasks) ServeChange(_ context.Context, _ *groups.Group, typ string, _ int64) (tools.TaskResult, *tools.Error) {
 	f.hit()
 	f.changes = append(f.changes, typ)
-	return ipc.TaskResult{}, nil
+	return tools.TaskResult{}, nil
+}
+
+type fakeMessages struct{ reached }
+
+func (f *fakeMessages) SearchMessages(context.Context, *groups.Group, tools.SearchMessagesArgs) (tools.MessagesResult, *tools.Error) {
+	f.hit()
+	return tools.MessagesResult{}, nil
+}
+func (f *fakeMessages) ReadMessages(context.Context, *groups.Group, tools.ReadMessagesArgs) (tools.MessagesResult, *tools.Error) {
+	f.hit()
+	return tools.MessagesResult{}, nil
+}
+func (f *fakeMessages) ListChats(context.Context, *groups.Group, tools.ListChatsArgs) (tools.ListChatsResult, *tools.Error) {
+	f.hit()
+	return tools.ListChatsResult{}, nil
 }
 
 // every Offer combination a server can be built for.
@@ -105,8 +119,8 @@ func offers() []tools.Offer {
 // own name, and a host handler exactly when the host answers it — and
 // every method of the host services is the handler of a registered tool.
 func TestRegistry(t *testing.T) {
-	media, tasks := &fakeMedia{}, &fakeTasks{}
-	svc := map[tools.Service]any{tools.Media: media, tools.Tasks: tasks}
+	media, tasks, msgs := &fakeMedia{}, &fakeTasks{}, &fakeMessages{}
+	svc := map[tools.Service]any{tools.Media: media, tools.Tasks: tasks, tools.Messages: msgs}
 	g := &groups.Group{Folder: "fam"}
 	for _, s := range tools.All {
 		t.Run(s.Name, func(t *testing.T) {
@@ -125,7 +139,7 @@ func TestRegistry(t *testing.T) {
 			// A standby answers reads only: a tool it answers is a host's,
 			// repeatable, and not one that sends or changes tasks.
 			if s.Standby && (s.Service == tools.Local || !s.Repeatable || !strings.HasPrefix(s.Name, "list_") &&
-				!slices.Contains([]string{tools.FetchMedia, tools.FetchURL, tools.WebSearch}, s.Name)) {
+				!slices.Contains([]string{tools.FetchMedia, tools.FetchURL, tools.WebSearch, tools.SearchMessages, tools.ReadMessages}, s.Name)) {
 				t.Errorf("answered on a standby, but it is not a read of the host")
 			}
 			switch {
@@ -136,7 +150,7 @@ func TestRegistry(t *testing.T) {
 			case s.Host == nil || !known:
 				t.Fatalf("answered by %v but host handler %v, IPC type %v", s.Service, s.Host != nil, known)
 			}
-			req := &ipc.Request{Version: ipc.Version, ID: "r1", Type: s.Name, Args: json.RawMessage(`{}`)}
+			req := &tools.Request{ID: "r1", Type: s.Name, Args: json.RawMessage(`{}`)}
 			if _, herr := tools.Serve(context.Background(), s.Service, svc[s.Service], g, req); herr != nil {
 				t.Fatalf("Serve: %v", herr)
 			}
@@ -145,15 +159,16 @@ func TestRegistry(t *testing.T) {
 				if other == s.Service {
 					continue
 				}
-				if _, herr := tools.Serve(context.Background(), other, svc[other], g, req); herr == nil || herr.Code != ipc.CodeBadRequest {
+				if _, herr := tools.Serve(context.Background(), other, svc[other], g, req); herr == nil || herr.Code != tools.CodeBadRequest {
 					t.Errorf("%v answered it: %v", other, herr)
 				}
 			}
 		})
 	}
 	for iface, r := range map[reflect.Type]*reached{
-		reflect.TypeFor[tools.MediaHost](): &media.reached,
-		reflect.TypeFor[tools.TasksHost](): &tasks.reached,
+		reflect.TypeFor[tools.MediaHost]():    &media.reached,
+		reflect.TypeFor[tools.TasksHost]():    &tasks.reached,
+		reflect.TypeFor[tools.MessagesHost](): &msgs.reached,
 	} {
 		for i := range iface.NumMethod() {
 			if m := iface.Method(i).Name; !slices.Contains(r.methods, m) {
@@ -170,9 +185,9 @@ func TestRegistry(t *testing.T) {
 // The host decodes arguments strictly: a field the tool does not take is
 // a bad request, not silently dropped.
 func TestServeRefusesUnknownArguments(t *testing.T) {
-	req := &ipc.Request{Version: ipc.Version, ID: "r1", Type: tools.SendMessage, Args: json.RawMessage(`{"text":"hi","group":"work"}`)}
+	req := &tools.Request{ID: "r1", Type: tools.SendMessage, Args: json.RawMessage(`{"text":"hi","group":"work"}`)}
 	_, herr := tools.Serve(context.Background(), tools.Media, &fakeMedia{}, &groups.Group{Folder: "fam"}, req)
-	if herr == nil || herr.Code != ipc.CodeBadRequest || !strings.Contains(herr.Message, "bad arguments for send_message") {
+	if herr == nil || herr.Code != tools.CodeBadRequest || !strings.Contains(herr.Message, "bad arguments for send_message") {
 		t.Fatalf("got %v, want bad_request", herr)
 	}
 }
@@ -181,8 +196,8 @@ func TestServeRefusesUnknownArguments(t *testing.T) {
 // refuses a type no service answers.
 func TestDispatch(t *testing.T) {
 	var got []string
-	handler := func(name string) ipc.Handler {
-		return handlerFunc(func(_ context.Context, _ string, req *ipc.Request) (any, *ipc.Error) {
+	handler := func(name string) tools.Handler {
+		return handlerFunc(func(_ context.Context, _ string, req *tools.Request) (any, *tools.Error) {
 			got = append(got, name+":"+req.Type)
 			return nil, nil
 		})
@@ -195,12 +210,12 @@ func TestDispatch(t *testing.T) {
 		{tools.FetchMedia, "media:fetch_media", ""},
 		{tools.Speak, "media:speak", ""},
 		{tools.ScheduleTask, "tasks:schedule_task", ""},
-		{tools.Remember, "", ipc.CodeBadRequest}, // Local: never a request
-		{"drop_tables", "", ipc.CodeBadRequest},
+		{tools.Remember, "", tools.CodeBadRequest}, // Local: never a request
+		{"drop_tables", "", tools.CodeBadRequest},
 	}
 	for _, tc := range cases {
 		got = nil
-		_, herr := d.Handle(context.Background(), "fam", &ipc.Request{Type: tc.typ})
+		_, herr := d.Handle(context.Background(), "fam", &tools.Request{Type: tc.typ})
 		if code := errCode(herr); code != tc.code {
 			t.Errorf("%s: code %q, want %q", tc.typ, code, tc.code)
 		}
@@ -240,13 +255,13 @@ func TestFor(t *testing.T) {
 	}
 }
 
-type handlerFunc func(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error)
+type handlerFunc func(ctx context.Context, group string, req *tools.Request) (any, *tools.Error)
 
-func (f handlerFunc) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+func (f handlerFunc) Handle(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
 	return f(ctx, group, req)
 }
 
-func errCode(e *ipc.Error) string {
+func errCode(e *tools.Error) string {
 	if e == nil {
 		return ""
 	}

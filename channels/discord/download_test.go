@@ -13,9 +13,9 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/discord/discordfake"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // TestFetchAfterExpiryRefreshesThenDownloadsOnce follows a photo from the
@@ -66,7 +66,7 @@ func TestFetchAfterExpiryRefreshesThenDownloadsOnce(t *testing.T) {
 	if n := h.fake.Refreshes(); n != 1 {
 		t.Errorf("refreshes = %d, want 1 (the link had expired)", n)
 	}
-	if _, ierr := svc.Fetch(h.ctx, other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeNotFound {
+	if _, ierr := svc.Fetch(h.ctx, other, in.Refs[0].ID); ierr == nil || ierr.Code != tools.CodeNotFound {
 		t.Errorf("fetch from another group: %v, want not_found", ierr)
 	}
 	_ = filepath.WalkDir(groupsDir, func(p string, d os.DirEntry, err error) error {
@@ -162,7 +162,7 @@ func TestFetchSizeCap(t *testing.T) {
 	}
 	svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: t.TempDir(),
 		Channels: map[string]channels.Channel{Name: h.dc}, MaxDownloadBytes: 16 << 10, Log: quiet})
-	if _, ierr := svc.Fetch(h.ctx, g, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeTooLarge {
+	if _, ierr := svc.Fetch(h.ctx, g, in.Refs[0].ID); ierr == nil || ierr.Code != tools.CodeTooLarge {
 		t.Fatalf("fetch of 64 KB with a 16 KB cap: %v", ierr)
 	}
 }

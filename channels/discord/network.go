@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"regexp"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -26,5 +27,16 @@ func init() {
 			return New(*cfg.(*Config), env)
 		},
 		Check: func(ctx context.Context, cfg channels.NetworkConfig) error { return Check(ctx, *cfg.(*Config)) },
+
+		// What its chat ids look like: another shape is warned about.
+		ChatWarning: func(native string) string {
+			if chatIDShape.MatchString(native) {
+				return ""
+			}
+			return "Discord channel ids are numbers of 17 to 20 digits (Developer Mode, then Copy Channel ID)"
+		},
 	})
 }
+
+// chatIDShape is what a chat id of this network looks like.
+var chatIDShape = regexp.MustCompile(`^[0-9]{15,21}$`)

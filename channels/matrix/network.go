@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -24,6 +25,14 @@ func init() {
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {
 			return New(*cfg.(*Config), StoreFor(host.Database, host.DataDir), env)
 		},
+
+		// What its chat ids look like: another shape is warned about.
+		ChatWarning: func(native string) string {
+			if chatIDShape.MatchString(native) {
+				return ""
+			}
+			return "Matrix room ids look like !abcdefgh:example.org (Element: Room settings, Advanced)"
+		},
 	})
 }
 
@@ -36,3 +45,6 @@ func (c *Config) Warnings() []string {
 	return []string{"channels.matrix: this botd was built without end-to-end encryption (build with `make build`, " +
 		"or go build -tags goolm), so it refuses encrypted rooms"}
 }
+
+// chatIDShape is what a chat id of this network looks like.
+var chatIDShape = regexp.MustCompile(`^![^:]+:.+$`)

@@ -13,9 +13,9 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/slack/slackfake"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Files that lie about themselves, from a real file_share event through
@@ -36,8 +36,8 @@ func TestHostileDownloads(t *testing.T) {
 		wantMIME, ext    string
 	}{
 		{"png declared as pdf", "invoice.pdf", "application/pdf", pngBuf.Len(), pngBuf.Bytes(), "", "image/png", ".png"},
-		{"body over the cap though 1KB declared", "small.pdf", "application/pdf", kb, bytes.Repeat([]byte("A"), 512*kb), ipc.CodeTooLarge, "", ""},
-		{"no declared size, body over the cap", "x.bin", "", 0, bytes.Repeat([]byte("A"), 512*kb), ipc.CodeTooLarge, "", ""},
+		{"body over the cap though 1KB declared", "small.pdf", "application/pdf", kb, bytes.Repeat([]byte("A"), 512*kb), tools.CodeTooLarge, "", ""},
+		{"no declared size, body over the cap", "x.bin", "", 0, bytes.Repeat([]byte("A"), 512*kb), tools.CodeTooLarge, "", ""},
 	}
 	h := newHarness(t, nil)
 	h.start(t)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // TestFetchThroughIPC follows one file from a file_share event to the
@@ -46,7 +46,7 @@ func TestFetchThroughIPC(t *testing.T) {
 	groupsDir := t.TempDir()
 	svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 		Channels: map[string]channels.Channel{"slack": h.sl}, MaxDownloadBytes: 1 << 20})
-	fetch := func(t *testing.T, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error) {
+	fetch := func(t *testing.T, g *groups.Group, ref string) (*tools.FetchMediaResult, *tools.Error) {
 		t.Helper()
 		return svc.Fetch(h.ctx, g, ref)
 	}
@@ -67,7 +67,7 @@ func TestFetchThroughIPC(t *testing.T) {
 	}
 
 	// The token never reaches the group's side of the fence.
-	if _, ierr := fetch(t, other, in.Refs[0].ID); ierr == nil || ierr.Code != ipc.CodeNotFound {
+	if _, ierr := fetch(t, other, in.Refs[0].ID); ierr == nil || ierr.Code != tools.CodeNotFound {
 		t.Errorf("fetch from another group: %v, want not_found (no oracle)", ierr)
 	}
 	_ = filepath.WalkDir(groupsDir, func(p string, d os.DirEntry, err error) error {

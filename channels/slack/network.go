@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -24,6 +25,14 @@ func init() {
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {
 			return New(*cfg.(*Config), env)
 		},
+
+		// What its chat ids look like: another shape is warned about.
+		ChatWarning: func(native string) string {
+			if chatIDShape.MatchString(native) {
+				return ""
+			}
+			return "Slack channel ids are capital letters and digits starting with C, G or D, e.g. C0123456789"
+		},
 	})
 }
 
@@ -34,3 +43,6 @@ func (c *Config) Listens() map[string]string {
 	}
 	return map[string]string{"channels.slack.listen": c.Listen}
 }
+
+// chatIDShape is what a chat id of this network looks like.
+var chatIDShape = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)

@@ -16,15 +16,15 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/telegram/telegramtest"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
+	"github.com/botd-dev/botd/tools"
 )
 
 // ipcFetch is the media service's fetch over this harness's channel,
 // registry and a fresh cache, as fetch_media runs it; it returns the group
 // folder and cache dir so tests can look for leftovers.
-func ipcFetch(t *testing.T, h *harness, max int64) (fetch func(ref string) (*ipc.FetchMediaResult, *ipc.Error), groupDir, cacheDir string) {
+func ipcFetch(t *testing.T, h *harness, max int64) (fetch func(ref string) (*tools.FetchMediaResult, *tools.Error), groupDir, cacheDir string) {
 	t.Helper()
 	set, err := groups.NewSet("Andy", []groups.Group{{Folder: "family", Name: "Family", Chat: ChatID(groupID)}})
 	if err != nil {
@@ -39,7 +39,7 @@ func ipcFetch(t *testing.T, h *harness, max int64) (fetch func(ref string) (*ipc
 	groupsDir := t.TempDir()
 	svc := media.New(media.Options{Registry: h.reg, Cache: cache, Groups: set, GroupsDir: groupsDir,
 		Channels: map[string]channels.Channel{Name: h.tg}, MaxDownloadBytes: max})
-	return func(ref string) (*ipc.FetchMediaResult, *ipc.Error) {
+	return func(ref string) (*tools.FetchMediaResult, *tools.Error) {
 		return svc.Fetch(context.Background(), g, ref)
 	}, filepath.Join(groupsDir, g.Folder), cacheDir
 }
@@ -81,11 +81,11 @@ func TestHostileDownloads(t *testing.T) {
 		{"html declared as jpeg", models.Document{FileID: "BQ-html", FileName: "photo.jpg", MimeType: "image/jpeg"},
 			telegramtest.File{ID: "BQ-html", Data: []byte("<!DOCTYPE html><script>alert(1)</script>")}, 0, 1 << 20, "", "text/html", ".txt"},
 		{"body over the host cap though 1KB declared", models.Document{FileID: "BQ-big", FileName: "small.pdf", MimeType: "application/pdf", FileSize: kb},
-			telegramtest.File{ID: "BQ-big", Data: bytes.Repeat([]byte("A"), 512*kb), Size: kb}, 0, 64 * kb, ipc.CodeTooLarge, "", ""},
+			telegramtest.File{ID: "BQ-big", Data: bytes.Repeat([]byte("A"), 512*kb), Size: kb}, 0, 64 * kb, tools.CodeTooLarge, "", ""},
 		{"body over the channel cap though 1KB declared", models.Document{FileID: "BQ-big2", FileName: "small.pdf", MimeType: "application/pdf", FileSize: kb},
-			telegramtest.File{ID: "BQ-big2", Data: bytes.Repeat([]byte("A"), 512*kb), Size: kb}, 64 * kb, 1 << 20, ipc.CodeTooLarge, "", ""},
+			telegramtest.File{ID: "BQ-big2", Data: bytes.Repeat([]byte("A"), 512*kb), Size: kb}, 64 * kb, 1 << 20, tools.CodeTooLarge, "", ""},
 		{"size unknown everywhere, body over the cap", models.Document{FileID: "BQ-big3", FileName: "x.bin"},
-			telegramtest.File{ID: "BQ-big3", Data: bytes.Repeat([]byte("A"), 512*kb)}, 0, 64 * kb, ipc.CodeTooLarge, "", ""},
+			telegramtest.File{ID: "BQ-big3", Data: bytes.Repeat([]byte("A"), 512*kb)}, 0, 64 * kb, tools.CodeTooLarge, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -24,6 +25,14 @@ func init() {
 		New: func(env channels.Env, host channels.Host, cfg channels.NetworkConfig) (channels.Channel, error) {
 			return New(*cfg.(*Config), env)
 		},
+
+		// What its chat ids look like: another shape is warned about.
+		ChatWarning: func(native string) string {
+			if chatIDShape.MatchString(native) {
+				return ""
+			}
+			return "Telegram chat ids are whole numbers, e.g. -1001234567890 for a group"
+		},
 	})
 }
 
@@ -34,3 +43,6 @@ func (c *Config) Listens() map[string]string {
 	}
 	return map[string]string{"channels.telegram.webhook.listen": c.Webhook.Listen}
 }
+
+// chatIDShape is what a chat id of this network looks like.
+var chatIDShape = regexp.MustCompile(`^-?[0-9]{1,20}$`)

@@ -104,14 +104,19 @@ type tile struct{ Big, Small string }
 type channelRow struct {
 	ChannelState
 	SinceText, LastEventText, LastErrorText string
+	// Setup, for a network the config leaves off, is how to turn it on.
+	Setup string
 }
 
 type groupRow struct {
 	Folder, Name, Chat, Trigger, Room string
 	Disabled                          string // why its folder was refused at start
-	Main                              bool
-	Media                             mediaregistry.Stats
-	Saving                            string
+	// Off names the group's network when the config leaves it off: the
+	// group cannot hear anything (the example's placeholder groups).
+	Off    string
+	Main   bool
+	Media  mediaregistry.Stats
+	Saving string
 	// Ratio is downloaded against posted, in percent, for the meter.
 	Ratio int
 }
@@ -232,14 +237,14 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 		}
 	}
 	b.Intake = intakeOf(now, w.o.Monitor.Inbox())
-	for _, st := range w.o.Monitor.States() {
-		b.Channels = append(b.Channels, channelRow{ChannelState: st, SinceText: ago(now, st.Since),
-			LastEventText: ago(now, st.LastEvent), LastErrorText: ago(now, st.LastErrorAt)})
-	}
+	b.Channels = w.channelRows(now)
 	var total mediaregistry.Stats
 	for _, g := range w.o.Groups.All() {
 		row := groupRow{Folder: g.Folder, Name: g.Name, Chat: g.Chat, Trigger: g.Trigger, Main: g.Main}
 		row.Disabled, _ = w.o.Groups.Disabled(g.Folder)
+		if net, _, _ := strings.Cut(g.Chat, ":"); w.o.Networks != nil && !w.o.Networks[net] {
+			row.Off = net
+		}
 		b.Folders = append(b.Folders, g.Folder)
 		if room, ok := RoomOf(g.Chat); ok && w.rooms[room] != nil {
 			row.Room = room
@@ -281,7 +286,7 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 
 	since := startOfDay(now).AddDate(0, 0, -(chartDays - 1))
 	var costTotal int64
-	runsToday := 0
+	costUnknown, runsToday := 0, 0
 	if w.o.Store != nil {
 		runs, err := w.o.Store.FindRuns(ctx, store.RunFilter{Folder: f.Group, Outcome: f.Outcome,
 			Limit: dashRuns + 1, Offset: (f.Page - 1) * dashRuns})
@@ -310,6 +315,7 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 			b.CostChart = costChart(since, days)
 			for _, d := range days {
 				costTotal += d.CostMicrocents
+				costUnknown += d.CostUnknown
 				if d.Day.Equal(startOfDay(now)) {
 					runsToday = d.Runs
 				}
@@ -321,13 +327,101 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 	}
 	sv, _ := saving(total)
 	b.Tiles = []tile{
-		{Big: fmt.Sprint(runsToday), Small: "runs today (UTC)"},
-		{Big: dollars(costTotal, true), Small: fmt.Sprintf("cost, last %d days", chartDays)},
-		{Big: fmt.Sprintf("%d / %d", total.Fetched, total.Refs), Small: "media fetched / shared"},
-		{Big: mediaregistry.FormatSize(total.Downloaded) + " / " + mediaregistry.FormatSize(total.Posted), Small: "downloaded / posted"},
-		{Big: sv, Small: "not downloaded, thanks to lazy fetching"},
+		{Big: fmt.Sprint(runsToday), Small: "times the assistant worked today (UTC)"},
+		costTile(costTotal, costUnknown),
+		{Big: fmt.Sprintf("%d / %d", total.Fetched, total.Refs), Small: "attachments opened by the assistant / shared"},
+		{Big: mediaregistry.FormatSize(total.Downloaded) + " / " + mediaregistry.FormatSize(total.Posted), Small: "data downloaded / shared in the chats"},
+		{Big: sv, Small: "of the data shared was not downloaded, because nobody asked about it"},
 	}
 	return b
+}
+
+// costTile is the cost of the charts' days: "unknown" when runs of a
+// model without a price are all there is, and marked when they are part.
+func costTile(known int64, unknownRuns int) tile {
+	t := tile{Big: dollars(known, true), Small: fmt.Sprintf("cost, last %d days", chartDays)}
+	switch {
+	case unknownRuns > 0 && known == 0:
+		t.Big = dollars(0, false)
+		t.Small += fmt.Sprintf(": %d run%s on models without a price", unknownRuns, plural(unknownRuns))
+	case unknownRuns > 0:
+		t.Big += " + unknown"
+		t.Small += fmt.Sprintf(", and %d run%s on models without a price", unknownRuns, plural(unknownRuns))
+	}
+	return t
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// channelRows is every network botd has, in name order: those that
+// report a state with it, those the config leaves off with how to turn
+// them on, those on and not reporting yet as starting.
+func (w *Web) channelRows(now time.Time) []channelRow {
+	states := map[string]ChannelState{}
+	var out []channelRow
+	row := func(st ChannelState) channelRow {
+		return channelRow{ChannelState: st, SinceText: ago(now, st.Since), LastEventText: ago(now, st.LastEvent),
+			LastErrorText: ago(now, st.LastErrorAt)}
+	}
+	for _, st := range w.o.Monitor.States() {
+		states[st.Name] = st
+	}
+	if w.o.Networks == nil {
+		for _, st := range w.o.Monitor.States() {
+			out = append(out, row(st))
+		}
+		return out
+	}
+	for _, n := range channels.Networks() {
+		st, ok := states[n.Name]
+		delete(states, n.Name)
+		switch {
+		case ok:
+			out = append(out, row(st))
+		case n.Name == Name || w.o.Networks[n.Name]:
+			// On, and not heard from yet (this page is served by web).
+			r := row(ChannelState{Name: n.Name, State: "starting"})
+			if n.Name == Name {
+				r.State = "running"
+			}
+			out = append(out, r)
+		default:
+			out = append(out, channelRow{ChannelState: ChannelState{Name: n.Name, State: "off"}, Setup: n.Setup})
+		}
+	}
+	for _, st := range w.o.Monitor.States() {
+		if _, left := states[st.Name]; left {
+			out = append(out, row(st))
+		}
+	}
+	return out
+}
+
+// withNames is a message as the dashboard quotes it: each attachment's
+// placeholder replaced by its name (or kind) in brackets, the text kept.
+func withNames(text string) string {
+	ps := mediaregistry.Parse(text)
+	if len(ps) == 0 {
+		return text
+	}
+	var b strings.Builder
+	at := 0
+	for _, p := range ps {
+		b.WriteString(text[at:p.Start])
+		name := p.Name
+		if name == "" {
+			name = strings.ToLower(string(p.Kind))
+		}
+		b.WriteString("[" + name + "]")
+		at = p.End
+	}
+	b.WriteString(text[at:])
+	return b.String()
 }
 
 func runView(r store.RunSummary) runRow {
@@ -338,7 +432,7 @@ func runView(r store.RunSummary) runRow {
 		v.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
 	}
 	if r.TriggerText != "" || r.TriggerSender != "" {
-		v.Trigger = trimTo(strings.Join(strings.Fields(r.TriggerSender+": "+r.TriggerText), " "), 90)
+		v.Trigger = trimTo(strings.Join(strings.Fields(r.TriggerSender+": "+withNames(r.TriggerText)), " "), 90)
 	}
 	counts := map[string]int{}
 	var order []string

@@ -15,6 +15,14 @@ import (
 	"github.com/botd-dev/botd/store"
 )
 
+// The dashboard lists every registered network; this package's tests
+// build only the web rooms, so a network that is off stands in here as
+// its description (channels.Register) would.
+func init() {
+	channels.Register(channels.Network{Name: "telegram", RefPrefix: "tg", RefTTL: time.Hour,
+		Setup: "channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN"})
+}
+
 // The dashboard shows what the daemon did: channels and their state,
 // groups and their media, runs with trigger, tokens, cost and tools, and
 // the two charts.
@@ -23,6 +31,8 @@ func TestDashboard(t *testing.T) {
 	h := newHarness(t, func(_ *Config, o *Options) {
 		o.Monitor = mon
 		o.Notice = "The assistant cannot answer yet: set ANTHROPIC_API_KEY"
+		// WhatsApp and the web rooms on; every other network off.
+		o.Networks = map[string]bool{"web": true, "whatsapp": true}
 	})
 	ctx := context.Background()
 	mon.Started("web", nil)
@@ -65,10 +75,18 @@ func TestDashboard(t *testing.T) {
 		`<span class="state running">running</span>`, // web
 		`<span class="state failed">failed</span>`,   // whatsapp
 		"logged out; run botd whatsapp login",        // its last problem
-		`data-run="run-1"`, "claude-haiku-4-5", "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: [Image: a.png", "3s",
+		`data-run="run-1"`, "claude-haiku-4-5", "1234 in / 56 out", "$0.0042", "fetch_media", "Ann: [a.png] look at this", "3s",
 		`data-run="run-0"`, "model_failed", "rate limited",
 		"web:main", "every message", "telegram:-100", "@Andy", // groups
 		"fake/model",
+		"<h1>Dashboard</h1>",
+		// Every network: those off with how to turn them on, and the
+		// group whose network is off marked.
+		`data-net="telegram"><td data-label="network">telegram</td><td data-label="state"><span class="state off">off</span>`,
+		"to turn it on: channels.telegram.enabled: true and TELEGRAM_BOT_TOKEN",
+		`<span class="state off">telegram is off</span>`,
+		// The tiles in plain words.
+		"attachments opened by the assistant / shared", "because nobody asked",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("dashboard lacks %q", want)
@@ -76,7 +94,7 @@ func TestDashboard(t *testing.T) {
 	}
 	// Media: two refs, one fetched; the bytes chart has a bar of each kind
 	// today, the cost chart one two days ago and one today.
-	if !regexp.MustCompile(`<td class="num">2</td><td class="num">1</td>`).MatchString(page) {
+	if !regexp.MustCompile(`<td class="num" data-label="attachments shared">2</td><td class="num" data-label="opened by the assistant">1</td>`).MatchString(page) {
 		t.Error("the main group's media row does not say 2 refs, 1 fetched")
 	}
 	bars := regexp.MustCompile(`<rect class="([a-z ]+)" x="[0-9.]+" y="[0-9.]+" width="[0-9.]+" height="([0-9.]+)"`).FindAllStringSubmatch(page, -1)
@@ -106,7 +124,7 @@ func TestDashboard(t *testing.T) {
 	}
 	// A message through the monitor's sink counts as the channel's event.
 	mon.Sink(h.sink).Deliver(ctx, channels.Inbound{ChatID: "web:main", ID: "x"})
-	if _, page := h.get(admin, "/admin"); !strings.Contains(page, `<td class="num">1</td>`) {
+	if _, page := h.get(admin, "/admin"); !strings.Contains(page, `<td class="num" data-label="messages">1</td>`) {
 		t.Error("the web channel's message count did not move")
 	}
 }
@@ -134,6 +152,39 @@ func TestDollarsAndSaving(t *testing.T) {
 	} {
 		if got, r := saving(tc.s); got != tc.want || r != tc.ratio {
 			t.Errorf("saving(%+v) = %q, %d", tc.s, got, r)
+		}
+	}
+}
+
+// The cost tile says unknown when the runs' models have no price, not $0.
+func TestCostTile(t *testing.T) {
+	for _, tc := range []struct {
+		known   int64
+		unknown int
+		big     string
+		small   string
+	}{
+		{0, 0, "$0", "cost, last 14 days"},
+		{0, 3, "unknown", "cost, last 14 days: 3 runs on models without a price"},
+		{420_000, 1, "$0.0042 + unknown", "cost, last 14 days, and 1 run on models without a price"},
+		{420_000, 0, "$0.0042", "cost, last 14 days"},
+	} {
+		if got := costTile(tc.known, tc.unknown); got.Big != tc.big || got.Small != tc.small {
+			t.Errorf("costTile(%d, %d) = %+v, want %q / %q", tc.known, tc.unknown, got, tc.big, tc.small)
+		}
+	}
+}
+
+// The trigger column names attachments instead of their placeholders.
+func TestWithNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain words": "plain words",
+		"[Image: cat.png, 1KB, image/png, ref:wb_abcdefghij12] look":             "[cat.png] look",
+		"[Voice: 7s, 12KB, audio/ogg, ref:tg_abcdefghij12]":                      "[voice]",
+		"[Document: a.pdf, 2KB, application/pdf, ref:tg_abcdefghij12]\nand this": "[a.pdf]\nand this",
+	} {
+		if got := withNames(in); got != want {
+			t.Errorf("withNames(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

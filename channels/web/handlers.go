@@ -65,6 +65,8 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("GET /r/{room}/events", w.events)
 	mux.HandleFunc("POST /r/{room}/messages", w.post)
 	mux.HandleFunc("POST /r/{room}/stop", w.stop)
+	mux.HandleFunc("POST /r/{room}/name", w.setName)
+	mux.HandleFunc("GET /r/{room}/tools", w.toolsOf)
 	mux.HandleFunc("GET /r/{room}/files/{id}", w.file)
 	mux.HandleFunc("GET /admin", w.dashboard)
 	mux.HandleFunc("GET /admin/live", w.dashboardLive)
@@ -392,6 +394,12 @@ type roomBody struct {
 	Messages  []msgView
 	LastSeq   int64
 	MaxUpload int64
+	// Guest is a room link's visitor; Name the name they chose for the
+	// session ("" until they do: the page asks).
+	Guest bool
+	Name  string
+	// Hint tells an empty room how to reach the assistant.
+	Hint string
 }
 
 func (w *Web) roomPage(rw http.ResponseWriter, r *http.Request) {
@@ -410,9 +418,25 @@ func (w *Web) roomPage(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	b := roomBody{Room: rm.name, Title: rm.title, Folder: rm.folder, MaxUpload: w.o.MaxUploadBytes}
+	b := roomBody{Room: rm.name, Title: rm.title, Folder: rm.folder, MaxUpload: w.o.MaxUploadBytes, Guest: s.Role == roleGuest,
+		Hint: w.roomHint(rm)}
+	if b.Guest {
+		var err error
+		if b.Name, err = w.guestName(r.Context(), s); err != nil {
+			w.log.Error("web room: guest name not read", "room", rm.name, "err", err)
+			w.fail(rw, r, http.StatusInternalServerError, "botd could not read your name; try again")
+			return
+		}
+	}
+	chips, _, err := w.chipsFor(r.Context(), rm, msgs, s.Admin())
+	if err != nil {
+		// The answers are shown all the same, without what they did.
+		w.log.Warn("web room: tool chips not read", "room", rm.name, "err", err)
+	}
 	for _, m := range msgs {
-		b.Messages = append(b.Messages, view(rm.name, m))
+		v := view(rm.name, m)
+		v.Tools = chips[m.Seq]
+		b.Messages = append(b.Messages, v)
 		b.LastSeq = m.Seq
 	}
 	p := w.page(rm.title, s, rm.name)
@@ -429,6 +453,8 @@ type msgView struct {
 	// senders' text is shown as written.
 	HTML  template.HTML `json:"html,omitempty"`
 	Files []fileView    `json:"files,omitempty"`
+	// Tools are what the assistant did for an answer (chipsFor).
+	Tools []toolChip `json:"tools,omitempty"`
 }
 
 type fileView struct {
@@ -730,7 +756,12 @@ func (w *Web) post(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, http.StatusBadRequest, "nothing to send")
 		return
 	}
-	msg := Message{ID: newID(), Time: w.now(), From: cleanSender(name, s), Text: text, Files: files}
+	from, status, why := w.senderName(r.Context(), rm.name, s, name)
+	if status != 0 {
+		w.fail(rw, r, status, why)
+		return
+	}
+	msg := Message{ID: newID(), Time: w.now(), From: from, Text: text, Files: files}
 	msg, err = w.deliver(r.Context(), rm, s, msg)
 	if err != nil {
 		w.fail(rw, r, http.StatusServiceUnavailable, err.Error())
@@ -793,9 +824,9 @@ func rawFileName(p *multipart.Part) string {
 	return params["filename"]
 }
 
-// cleanSender is the display name a sender chose: no control or format
-// characters, one line, capped; a default when empty.
-func cleanSender(name string, s *session) string {
+// cleanName is the display name a sender chose: no control or format
+// characters, one line, capped; "" when nothing is left.
+func cleanName(name string) string {
 	var b strings.Builder
 	for _, r := range name {
 		switch {
@@ -809,12 +840,6 @@ func cleanSender(name string, s *session) string {
 	out := strings.Join(strings.Fields(b.String()), " ")
 	if rs := []rune(out); len(rs) > maxSenderRunes {
 		out = string(rs[:maxSenderRunes])
-	}
-	if out == "" {
-		if s.Admin() {
-			return "Owner"
-		}
-		return "Guest"
 	}
 	return out
 }

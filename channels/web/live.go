@@ -1,7 +1,9 @@
 package web
 
 import (
+	"container/list"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"html/template"
 	"net/http"
@@ -16,12 +18,85 @@ import (
 var _ channels.Streamer = (*Web)(nil)
 
 // render turns an assistant's markdown into the HTML a room shows:
-// sanitised by format, so raw HTML from the model never passes.
+// sanitised by format, so raw HTML from the model never passes. A
+// finished answer is shown again on every page load and event stream,
+// and colouring its code is slow: the HTML is kept (renderCache).
 var render = func(md string) string {
+	if h, ok := rendered.get(md); ok {
+		return h
+	}
+	h := ""
 	if p := format.Render(md, format.Web, 0); len(p) > 0 {
+		h = p[0]
+	}
+	rendered.put(md, h)
+	return h
+}
+
+// renderDraft is render for an answer still being written: its code is
+// coloured once it is finished.
+var renderDraft = func(md string) string {
+	if p := format.Render(md, format.WebDraft, 0); len(p) > 0 {
 		return p[0]
 	}
 	return ""
+}
+
+// rendered is the HTML of the answers shown last.
+var rendered = newRenderCache(renderCacheBytes)
+
+// renderCacheBytes bounds the HTML rendered keeps.
+const renderCacheBytes = 8 << 20
+
+// renderCache keeps rendered HTML by the markdown's SHA-256, the least
+// recently used dropped past max bytes.
+type renderCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	order *list.List // of *renderEntry, the most recent first
+	byKey map[[32]byte]*list.Element
+}
+
+type renderEntry struct {
+	key  [32]byte
+	html string
+}
+
+func newRenderCache(max int) *renderCache {
+	return &renderCache{max: max, order: list.New(), byKey: map[[32]byte]*list.Element{}}
+}
+
+func (c *renderCache) get(md string) (string, bool) {
+	k := sha256.Sum256([]byte(md))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byKey[k]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*renderEntry).html, true
+	}
+	return "", false
+}
+
+func (c *renderCache) put(md, html string) {
+	if len(html) > c.max/8 {
+		return // one answer must not empty the cache
+	}
+	k := sha256.Sum256([]byte(md))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[k]; ok {
+		return
+	}
+	c.byKey[k] = c.order.PushFront(&renderEntry{key: k, html: html})
+	c.size += len(html)
+	for c.size > c.max {
+		e := c.order.Back()
+		old := e.Value.(*renderEntry)
+		c.order.Remove(e)
+		delete(c.byKey, old.key)
+		c.size -= len(old.html)
+	}
 }
 
 // renderHTML is render's answer as the one value templates insert
@@ -140,7 +215,7 @@ func (l *liveMsg) publishLocked() {
 		return
 	}
 	l.shown, l.last = l.text, time.Now()
-	l.r.setDraft(draft{ID: l.id, From: l.w.env.AssistantName, ReplyTo: l.replyTo, HTML: renderHTML(l.text)})
+	l.r.setDraft(draft{ID: l.id, From: l.w.env.AssistantName, ReplyTo: l.replyTo, HTML: template.HTML(renderDraft(l.text))}) //nolint:gosec // sanitised by format
 }
 
 func (l *liveMsg) IDs() []string { return []string{l.id} }

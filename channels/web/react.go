@@ -50,5 +50,5 @@ func (w *Web) decideChat(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.log.Info("web: pending chat decided on the dashboard", "action", verb, "result", said)
-	http.Redirect(rw, r, "/admin#pending", http.StatusSeeOther)
+	http.Redirect(rw, r, "/admin#pending-chats", http.StatusSeeOther)
 }

@@ -68,6 +68,11 @@ type Options struct {
 	Monitor *Monitor
 	// Model is the model runs start with, for the dashboard.
 	Model string
+	// Networks says which registered networks the config turns on, by
+	// name, for the dashboard: every network is listed, one that is off
+	// with how to turn it on, and a group on it is marked. Nil lists only
+	// the channels that report a state.
+	Networks map[string]bool
 	// Notice is shown at the top of every page, e.g. that no LLM key is
 	// set and which one to set.
 	Notice string

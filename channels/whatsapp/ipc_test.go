@@ -109,11 +109,11 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 	call := func(args, res any) error {
 		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 		defer ccancel()
-		return cl.Call(cctx, ipc.TypeFetchMedia, args, res)
+		return cl.Call(cctx, tools.FetchMedia, args, res)
 	}
 
-	var res ipc.FetchMediaResult
-	if err := call(ipc.FetchMediaArgs{MediaRef: refID}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := call(tools.FetchMediaArgs{MediaRef: refID}, &res); err != nil {
 		t.Fatal(err)
 	}
 	saved, err := os.ReadFile(filepath.Join(groupsDir, "family", res.Path))
@@ -138,9 +138,9 @@ func TestFetchMediaThroughIPC(t *testing.T) {
 
 	env.w.cli = fake
 	start := time.Now()
-	err = call(ipc.FetchMediaArgs{MediaRef: goneID}, &res)
-	var ie *ipc.Error
-	if !errors.As(err, &ie) || ie.Code != ipc.CodeDownloadFailed || !strings.Contains(ie.Message, "did not re-upload") {
+	err = call(tools.FetchMediaArgs{MediaRef: goneID}, &res)
+	var ie *tools.Error
+	if !errors.As(err, &ie) || ie.Code != tools.CodeDownloadFailed || !strings.Contains(ie.Message, "did not re-upload") {
 		t.Errorf("expired media: %v", err)
 	}
 	if time.Since(start) > 5*time.Second {

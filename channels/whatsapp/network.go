@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
@@ -45,5 +46,16 @@ func init() {
 			c := *cfg.(*Config)
 			return New(c, SessionFor(c, host.Database, host.DataDir), env)
 		},
+
+		// What its chat ids look like: another shape is warned about.
+		ChatWarning: func(native string) string {
+			if chatIDShape.MatchString(native) {
+				return ""
+			}
+			return "WhatsApp chats are <digits>@g.us for a group"
+		},
 	})
 }
+
+// chatIDShape is what a chat id of this network looks like.
+var chatIDShape = regexp.MustCompile(`^[0-9-]+@(g\.us|s\.whatsapp\.net|lid)$`)

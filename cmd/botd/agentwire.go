@@ -79,7 +79,7 @@ func (l *llmProviders) get(name string) (llm.Provider, error) {
 func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.Provider, error) {
 	models := cfg.LLM.UsableModels()
 	if len(models) == 0 {
-		return nokey.Provider{Message: "I can't answer yet: botd has no LLM API key. " + cfg.LLMSetup()}, nil
+		return nokey.Provider{Message: nokey.Lead + " " + cfg.LLMSetup()}, nil
 	}
 	var entries []llm.Entry
 	for i, m := range models {

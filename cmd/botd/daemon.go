@@ -15,10 +15,10 @@ import (
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/chatlog"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/internal/startpages"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/llm/uploads"
@@ -52,6 +52,8 @@ type daemon struct {
 	sink   channels.Sink
 	agent  *agent.Agent
 	sched  *scheduler.Scheduler
+	// history answers the conversation tools (search_messages, …).
+	history *chatlog.Service
 	// llm builds the providers; uploads is nil when llm.files.upload is off.
 	llm     *llmProviders
 	uploads *uploads.Store
@@ -95,6 +97,7 @@ func (d *daemon) open(ctx context.Context) error {
 		return err
 	}
 	d.store = st
+	d.history = chatlog.NewService(st, d.groups, d.cfg.Location(), d.log.With("component", "chatlog"))
 	d.reg = mediaregistry.New(st.DB, d.cfg.Media.RefTTL.D())
 	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, d.cfg.Media.CacheTTL.D())
 	if err != nil {
@@ -232,7 +235,7 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 }
 
 // newHost is the IPC host of the groups that run, answering with h.
-func (d *daemon) newHost(h ipc.Handler, log *slog.Logger) *ipc.Host {
+func (d *daemon) newHost(h tools.Handler, log *slog.Logger) *ipc.Host {
 	var folders []string
 	for _, g := range d.groups.All() {
 		if _, off := d.groups.Disabled(g.Folder); !off {
@@ -409,11 +412,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	defer d.serving.Store(false)
 	// Start is over: the init code of every linked package (networks not
 	// enabled included) need not stay mapped.
-	if n, err := startpages.Release(); err != nil {
-		d.log.Debug("start pages kept", "err", err)
-	} else {
-		d.log.Debug("start pages released", "kB", n/1024)
-	}
+	releaseStartPages(d.log)
 	d.log.Info("botd running", "groups", len(d.groups.All()), "channels", len(d.chans), "data_dir", d.cfg.DataDir)
 	<-ctx.Done()
 	d.serving.Store(false)

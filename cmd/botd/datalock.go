@@ -33,7 +33,14 @@ func lockDataDir(dir string, now time.Time) (*os.File, error) {
 	if err != nil {
 		return nil, fail(1, "data_dir: lock: %v", err)
 	}
-	if err := groups.Flock(f, true, false); err != nil {
+	err = groups.Flock(f, true, false)
+	for try := 0; errors.Is(err, syscall.EWOULDBLOCK) && try < 5; try++ {
+		// `botd mcp` and `botd doctor` probe the lock with a shared lock
+		// they hold for an instant: a start that meets one tries again.
+		time.Sleep(20 * time.Millisecond)
+		err = groups.Flock(f, true, false)
+	}
+	if err != nil {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			b, _ := io.ReadAll(io.LimitReader(f, 512))

@@ -21,7 +21,6 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
-	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/ops"
@@ -57,7 +56,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch {
 	case errors.As(err, &ps):
 		for _, p := range ps {
-			r.fail("config", p.String())
+			r.fail("config", p.Located())
 		}
 		r.fail("config", fmt.Sprintf("%s has %d problem(s); the other checks need a valid config", path, len(ps)))
 		return r.exit()
@@ -340,20 +339,8 @@ func (r *doctor) dataDir(cfg *config.Config) (running string) {
 // at once: a `botd run` starting in that instant is told another botd
 // holds the folder and can be started again.
 func dataDirHolder(dir string) string {
-	f, err := os.OpenFile(filepath.Join(dir, dataLockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	err = groups.Flock(f, false, false)
-	if !errors.Is(err, syscall.EWOULDBLOCK) {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, 512))
-	if h := holderOf(b); h != "" {
-		return h
-	}
-	return "(starting) "
+	h, _, _ := probeDataDir(dir)
+	return h
 }
 
 // database opens the database read as `botd status` does and says which

@@ -84,11 +84,13 @@ func TestPairingApprovedLiveEndToEnd(t *testing.T) {
 	if out, c := runCLI(t, r.dir, "chats", "approve", "ABCD-EF23", "--config", "botd.yaml"); c != 1 || !strings.Contains(out, "no chat waits with that code") {
 		t.Fatalf("approve of a wrong code (exit %d):\n%s", c, out)
 	}
+	approved := time.Now()
 	out, c := runCLI(t, r.dir, "chats", "approve", strings.ToLower(code), "--config", "botd.yaml")
 	if c != 0 || !strings.Contains(out, `the group "book-club"`) {
 		t.Fatalf("chats approve (exit %d):\n%s", c, out)
 	}
 	host.waitLog(t, "group approved live: answering there now")
+	t.Logf("botd chats approve to the running daemon taking the group up: %v", time.Since(approved).Round(time.Millisecond))
 	if _, err := os.Stat(filepath.Join(r.dir, "groups", "book-club", "MEMORY.md")); err != nil {
 		t.Errorf("the approved group's workspace: %v", err)
 	}

@@ -134,6 +134,10 @@ func checkStandby(t *testing.T, dir string, p *proc, active string) {
 	if res := callTool(t, c, "list_media", map[string]any{}); res.IsError {
 		t.Errorf("list_media on a standby: %s", resultText(res))
 	}
+	// The stored conversation is read from the shared database there too.
+	if res := callTool(t, c, "list_chats", nil); res.IsError || !strings.Contains(resultText(res), "group main") {
+		t.Errorf("list_chats on a standby: %s", resultText(res))
+	}
 	res := callTool(t, c, "send_message", map[string]any{"text": "hello from the standby"})
 	if txt := resultText(res); !res.IsError || !strings.Contains(txt, "standing by: "+active+" is active") {
 		t.Errorf("send_message on a standby: error %v, %q; want a refusal naming %s", res.IsError, txt, active)

@@ -26,11 +26,11 @@ import (
 // bigFileHost stands in for `botd run` on the IPC side: every fetch_media
 // of the family group answers with the one file the test put in the group
 // folder.
-type bigFileHost struct{ res ipc.FetchMediaResult }
+type bigFileHost struct{ res tools.FetchMediaResult }
 
-func (h bigFileHost) Handle(_ context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
-	if group != "family" || req.Type != ipc.TypeFetchMedia {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "not served here")
+func (h bigFileHost) Handle(_ context.Context, group string, req *tools.Request) (any, *tools.Error) {
+	if group != "family" || req.Type != tools.FetchMedia {
+		return nil, tools.Errorf(tools.CodeBadRequest, "not served here")
 	}
 	return h.res, nil
 }
@@ -186,13 +186,19 @@ func TestResourcesReadOfALargeFileInParallel(t *testing.T) {
 	addr := freeAddr(t)
 	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(mcpHTTPConfig, addr))
 	host := ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: filepath.Join(dir, "data", "ipc"), Groups: []string{"family"},
-		Handler: bigFileHost{ipc.FetchMediaResult{Ref: "tg_bigArchive01", Kind: "Document", Name: "archive.bin",
+		Handler: bigFileHost{tools.FetchMediaResult{Ref: "tg_bigArchive01", Kind: "Document", Name: "archive.bin",
 			MIME: "application/octet-stream", Size: size, SHA256: want, Path: rel, Cached: true}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := host.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); host.Wait() })
+	// The host stands in for `botd run`, so it holds the data folder.
+	lock, err := lockDataDir(filepath.Join(dir, "data"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
 
 	// Without the race detector, whose shadow memory would make the peak meaningless.
 	p := startBin(t, plainBotd(t), dir, "mcp", "--http", "--config", "botd.yaml")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/startpages"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/tools"
@@ -45,7 +47,13 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return fail(2, "give exactly one of --group FOLDER or --http [ADDR]")
 	}
-	cfg, err := loadConfig(*cfgFlag)
+	// The stdio server reaches one group's folders and botd run's IPC:
+	// a mistake in a section only others read is a warning.
+	var uses func(string) bool
+	if *group != "" {
+		uses = notUnder("mcp.http", "channels", "database", "ops", "scheduler")
+	}
+	cfg, err := loadConfigFor(*cfgFlag, uses, stderr)
 	if err != nil {
 		return err
 	}
@@ -61,6 +69,13 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer closeFn()
+		if err := checkHostAccess(cfg.DataDir, *group); err != nil {
+			return fail(1, "%v", err)
+		}
+		if up, _ := dataDirRunning(cfg.DataDir); !up {
+			log.Warn("botd run is not running on this data folder: the media tools answer so until it starts", "data_dir", cfg.DataDir)
+		}
+		releaseStartPages(log)
 		return mcp.ServeStdio(ctx, srv, os.Stdin, stdout)
 	}
 	// Clients over HTTP may be on other machines: fetched files also come
@@ -92,17 +107,33 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if addr == "" {
 		return fail(1, "no address to serve on: give --http ADDR, or set mcp.http.listen in the config")
 	}
-	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, Tokens: tokens, Servers: servers, Log: log,
+	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, AllowNonLoopback: cfg.MCP.HTTP.AllowRemote,
+		AllowedHosts: cfg.MCP.HTTP.AllowedHosts, Tokens: tokens, Servers: servers, Log: log,
 		Limits: mcp.HTTPLimits{MaxSessionsPerToken: cfg.MCP.HTTP.MaxSessionsPerToken}})
 	if err != nil {
-		return fail(1, "mcp http: %v", err)
+		return fail(1, "%v", err) // its errors say "mcp http:" already
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(1, "mcp http: %v", err)
 	}
 	log.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", mcp.HTTPPath, "groups", len(servers))
+	if cfg.MCP.HTTP.AllowRemote {
+		log.Warn("botd mcp --http may be reachable from other machines (mcp.http.allow_remote): put it behind TLS, the tokens cross the network")
+	}
+	releaseStartPages(log)
 	return mcp.Serve(ctx, ln, h)
+}
+
+// releaseStartPages gives back the binary's pages only the start touched
+// (internal/startpages): a botd mcp runs as long as its client, often
+// several at once beside botd run.
+func releaseStartPages(log *slog.Logger) {
+	if n, err := startpages.Release(); err != nil {
+		log.Debug("start pages kept", "err", err)
+	} else {
+		log.Debug("start pages released", "kB", n/1024)
+	}
 }
 
 // httpFlag is --http, whose address is optional: --http alone serves on
@@ -151,7 +182,7 @@ func joinHTTPAddr(args []string) []string {
 func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.LinkOptions) (*server.MCPServer, func(), error) {
 	g, ok := set.ByFolder(folder)
 	if !ok {
-		return nil, nil, fail(1, "unknown group %q: it must be one of the folders under groups: in the config", folder)
+		return nil, nil, unknownGroup(set, folder)
 	}
 	dir, err := filepath.Abs(filepath.Join(cfg.GroupsDir, g.Folder))
 	if err != nil {
@@ -163,7 +194,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.
 	}
 	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder), tools.IPCTypes())
 	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: client, Version: version, Links: links, Generate: generateTools(cfg), Internet: internetTools(cfg),
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: &runningCaller{next: client, dataDir: cfg.DataDir}, Version: version, Links: links, Generate: generateTools(cfg), Internet: internetTools(cfg),
 		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
 	if err != nil {
 		client.Close()

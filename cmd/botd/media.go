@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
@@ -21,7 +25,7 @@ import (
 
 const (
 	mediaUsageLine   = "botd media [usage] [--config FILE]"
-	mediaPruneLine   = "botd media prune [--group FOLDER] [--older-than AGE] [--config FILE]"
+	mediaPruneLine   = "botd media prune [--group FOLDER] [--older-than AGE] [--yes] [--config FILE]"
 	mediaMigrateLine = "botd media migrate --to s3|local [--config FILE]"
 )
 
@@ -186,9 +190,16 @@ func mediaPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"media.max_disk_bytes is kept. Files a fetch is using stay; refs stay valid and download again when asked.", stderr)
 	group := fs.String("group", "", "prune this group folder's media")
 	older := fs.String("older-than", "", "prune files last used longer ago than `AGE` (e.g. 36h, 7d)")
+	yes := fs.Bool("yes", false, "without --group or --older-than: evict without asking")
 	cfgFlag := configFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *group == "" && *older == "" && !*yes {
+		// Bare, it removes files of every group: a typo must not do that.
+		if err := confirm(os.Stdin, stderr, "Remove the least recently used media of every group until media.max_disk_bytes is kept? [y/N] "); err != nil {
+			return err
+		}
 	}
 	var o media.PruneOptions
 	if *older != "" {
@@ -206,7 +217,7 @@ func mediaPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *group != "" {
 		g, ok := env.set.ByFolder(*group)
 		if !ok {
-			return fail(1, "no group with folder %q in the config", *group)
+			return unknownGroup(env.set, *group)
 		}
 		o.Group = g
 	}
@@ -259,4 +270,19 @@ func diskAreas(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set) 
 		areas = append(areas, web.DiskAreas(cfg.DataDir, set.All())...)
 	}
 	return areas
+}
+
+// confirm asks a person at a terminal; anything but y/yes, or no
+// terminal to ask at, is a refusal that names --yes.
+func confirm(in *os.File, out io.Writer, question string) error {
+	if !term.IsTerminal(int(in.Fd())) {
+		return fail(2, "botd media prune without --group or --older-than removes media of every group: add --yes to go ahead")
+	}
+	fmt.Fprint(out, question)
+	line, _ := bufio.NewReader(io.LimitReader(in, 64)).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return fail(1, "nothing removed")
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"io"
 	"log/slog"
 	"strings"
 
 	"github.com/botd-dev/botd/config"
-	"github.com/botd-dev/botd/internal/box"
 )
 
 // parseAndLoad parses a command's flags, then loads the config its
@@ -24,23 +22,7 @@ func parseAndLoad(fs *flag.FlagSet, args []string, cfgFlag *string) (*config.Con
 // loadConfig loads and validates, turning problems into an exit-1 error
 // that lists each one.
 func loadConfig(flagValue string) (*config.Config, error) {
-	path := configPath(flagValue)
-	cfg, err := config.Load(path)
-	var ps config.Problems
-	if errors.As(err, &ps) {
-		lines := make([]string, len(ps))
-		for i, p := range ps {
-			lines[i] = "  " + p.String()
-		}
-		return nil, fail(1, "%s has %d problem(s):\n%s\nrun 'botd config check' after fixing them", path, len(ps), strings.Join(lines, "\n"))
-	}
-	if err != nil {
-		return nil, fail(1, "%v", err)
-	}
-	// One pool for every child that reads a member's file in this
-	// process, whatever group or client asks.
-	box.SetPool(cfg.Media.Parse.TotalMemoryBytes)
-	return cfg, nil
+	return loadConfigFor(flagValue, nil, nil)
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/tools"
@@ -17,7 +16,7 @@ import (
 // the lease: the web rooms and the dashboard, marked standby, their posts
 // refused; and the IPC host of `botd mcp` clients, answering the tools a
 // standby may (tools.Spec.Standby: reads of the shared database, the
-// media store and the web) and refusing the others with ipc.CodeStandby
+// media store and the web) and refusing the others with tools.CodeStandby
 // and the name of the active instance. Its channels, agent, scheduler and
 // sweepers do not run: they are the active instance's.
 
@@ -44,7 +43,7 @@ func (d *daemon) standBy(ctx context.Context) (stop func()) {
 	sched := scheduler.New(scheduler.Options{
 		Store: d.store, Groups: d.groups, Location: d.cfg.Location(), Log: d.log.With("component", "scheduler"),
 	})
-	h := standbyHandler{serve: tools.Dispatch{tools.Media: ms, tools.Tasks: sched}, why: d.standbyText}
+	h := standbyHandler{serve: tools.Dispatch{tools.Media: ms, tools.Tasks: sched, tools.Messages: d.history}, why: d.standbyText}
 	host := d.newHost(h, log)
 	if err := host.Start(ctx); err != nil {
 		log.Error("standby: `botd mcp` clients are not answered while standing by", "err", err)
@@ -106,19 +105,19 @@ func (d *daemon) standbyText() string {
 
 // standbyHandler answers `botd mcp` clients on a standby.
 type standbyHandler struct {
-	serve ipc.Handler
+	serve tools.Handler
 	why   func() string
 }
 
-var _ ipc.Handler = standbyHandler{}
+var _ tools.Handler = standbyHandler{}
 
-func (h standbyHandler) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
+func (h standbyHandler) Handle(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
 	s, ok := tools.Lookup(req.Type)
 	if ok && !s.Standby {
-		return nil, ipc.Errorf(ipc.CodeStandby, "%s was not carried out: %s", req.Type, h.why())
+		return nil, tools.Errorf(tools.CodeStandby, "%s was not carried out: %s", req.Type, h.why())
 	}
 	res, err := h.serve.Handle(ctx, group, req)
-	if err != nil && err.Code == ipc.CodeDownloadFailed {
+	if err != nil && err.Code == tools.CodeDownloadFailed {
 		// Its channel runs on the active instance only.
 		err.Message += " (" + h.why() + ")"
 	}

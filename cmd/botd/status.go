@@ -19,7 +19,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"Print which botd instance is active on the config's database: its instance id, since when, the lease's epoch "+
 			"and when it was last renewed. Exit status 3 when no instance holds the lease.", stderr)
 	cfgFlag := configFlag(fs)
-	cfg, err := parseAndLoad(fs, args, cfgFlag)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	// It reads the lease: a mistake anywhere else is only a warning.
+	cfg, err := loadConfigFor(*cfgFlag, under("data_dir", "database", "timezone", "log_level"), stderr)
 	if err != nil {
 		return err
 	}
@@ -39,6 +43,15 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	loc := cfg.Location()
 	at := func(t time.Time) string { return t.In(loc).Format("2006-01-02 15:04:05 MST") }
 	fmt.Fprintf(stdout, "database: %s\n", cfg.Database.Driver)
+	// What `botd mcp` asks before each call: does a botd run hold this
+	// data folder (its IPC is there)?
+	if holder, up, err := probeDataDir(cfg.DataDir); err != nil {
+		fmt.Fprintf(stdout, "this data folder: %v\n", err)
+	} else if up {
+		fmt.Fprintf(stdout, "this data folder: botd run %sholds it\n", holder)
+	} else {
+		fmt.Fprintln(stdout, "this data folder: no botd run holds it (start one with botd run; botd mcp answers that it is not running)")
+	}
 	switch {
 	case !found:
 		fmt.Fprintln(stdout, "active: none (no instance has held the lease yet)")

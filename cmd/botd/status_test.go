@@ -39,4 +39,11 @@ func TestStatusOnSQLite(t *testing.T) {
 	}
 	check(0, "active: solo")
 	check(0, "epoch: 2")
+	check(0, "this data folder: no botd run holds it")
+	lock, err := lockDataDir(filepath.Join(dir, "data"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	check(0, "this data folder: botd run (pid ")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/tools"
@@ -41,12 +40,12 @@ func (d *daemon) waitScheduler() {
 // at each call, so it can be handed out before they are built.
 type hostHandler struct{ d *daemon }
 
-func (h hostHandler) Handle(ctx context.Context, group string, req *ipc.Request) (any, *ipc.Error) {
-	return tools.Dispatch{tools.Media: h.d.media, tools.Tasks: h.d.sched}.Handle(ctx, group, req)
+func (h hostHandler) Handle(ctx context.Context, group string, req *tools.Request) (any, *tools.Error) {
+	return tools.Dispatch{tools.Media: h.d.media, tools.Tasks: h.d.sched, tools.Messages: h.d.history}.Handle(ctx, group, req)
 }
 
 // caller answers the built-in agent's botd tools in-process, routed like
 // hostHandler.
 func (d *daemon) caller(group string) mcp.Caller {
-	return ipc.InProcess{Handler: hostHandler{d: d}, Group: group}
+	return tools.InProcess{Handler: hostHandler{d: d}, Group: group}
 }

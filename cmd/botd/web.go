@@ -49,7 +49,11 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 	o := web.Options{
 		DataDir: d.cfg.DataDir, MaxUploadBytes: d.cfg.Media.MaxDownloadBytes,
 		Groups: d.groups, Store: d.store, Monitor: d.mon, Model: model, Notice: notice, Out: d.out, Budget: d.budget,
-		Standby: standby,
+		Standby: standby, Networks: map[string]bool{},
+	}
+	for _, n := range channels.Networks() {
+		nc := d.cfg.Channels.Network(n.Name)
+		o.Networks[n.Name] = nc != nil && nc.On()
 	}
 	if d.cfg.Database.Driver == "postgres" {
 		// Instances share this database (docs/scaling.md): the dashboard

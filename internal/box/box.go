@@ -11,9 +11,11 @@
 // runs unlimited. The input is handed over as an open descriptor (fd 3):
 // nothing is opened again by name, so the path checks the caller made hold.
 //
-// Every child first takes its memory limit from one process-wide weighted
-// pool (SetPool): however many questions, groups or clients ask at once,
-// the children together never use more than the pool; the rest queue.
+// Every child first takes its memory limit from one weighted pool
+// (SetPool), shared by every botd process of the host that names the same
+// directory (SetHostPool: the daemon and each botd mcp): however many
+// questions, groups, clients or processes ask at once, the children
+// together never use more than the pool; the rest queue.
 package box
 
 import (
@@ -33,8 +35,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/botd-dev/botd/internal/progress"
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/ipc"
 )
 
 // Defaults of the media.parse settings.
@@ -207,20 +209,19 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	}
 
 	res := &Result{}
-	p, total := currentPool()
-	weight := min(lim.Memory, total)
-	if !p.TryAcquire(weight) {
-		start := time.Now()
-		log.Info("box: waiting for memory to read a file", "job", name, "memory", lim.Memory, "pool", total)
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressQueued})
-		if err := p.Acquire(ctx, weight); err != nil {
-			return nil, &Error{Kind: KindBusy, What: what, Err: err}
-		}
-		res.Waited = time.Since(start)
-		log.Info("box: memory to read a file granted", "job", name, "waited", res.Waited.Round(time.Millisecond))
-		ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	release, waited, err := admit(ctx, lim.Memory, log, func() {
+		log.Info("box: waiting for memory to read a file", "job", name, "memory", lim.Memory)
+		progress.Report(ctx, progress.Progress{State: progress.Queued})
+	})
+	if err != nil {
+		return nil, &Error{Kind: KindBusy, What: what, Err: err}
 	}
-	defer p.Release(weight)
+	defer release()
+	if waited > 0 {
+		res.Waited = waited
+		log.Info("box: memory to read a file granted", "job", name, "waited", res.Waited.Round(time.Millisecond))
+		progress.Report(ctx, progress.Progress{State: progress.Working})
+	}
 
 	dir, err := os.MkdirTemp("", "botd-box-")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type Problem struct {
 	// value was meant to come from is named after Msg (" (set %s)");
 	// package config fills it in, since only it saw the raw file.
 	EnvHint string
+	// Line is the line of the config file the problem is on, when known
+	// (package config fills it in from the file).
+	Line int
 }
 
 // SetHint is the usual EnvHint: "required ... (set TELEGRAM_BOT_TOKEN)".
@@ -50,6 +54,16 @@ func (p Problem) String() string {
 		return p.Msg
 	}
 	return p.Path + ": " + p.Msg
+}
+
+// Located is String with the line of the file it is on, when known, for
+// what a person reads: "media.ref_ttl: invalid duration … (line 12)". (A
+// syntax error's message names its line itself.)
+func (p Problem) Located() string {
+	if p.Line > 0 && p.Path != "" {
+		return p.String() + " (line " + strconv.Itoa(p.Line) + ")"
+	}
+	return p.String()
 }
 
 // Problems is every problem found in a config; it is an error.

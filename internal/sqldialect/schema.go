@@ -15,7 +15,30 @@ var (
 	realType      = regexp.MustCompile(`\bREAL\b`)
 	createTable   = regexp.MustCompile(`(?s)CREATE TABLE (IF NOT EXISTS )?(\w+) \((.*?)\n?\s*\);`)
 	insertIgnore  = regexp.MustCompile(`(?s)INSERT OR IGNORE INTO (.*?);`)
+	onlySection   = regexp.MustCompile(`(?s)/\*only (\w+)\*/(.*?)/\*end only\*/`)
 )
+
+// Only marks ddl as run by d alone: a migration that differs in kind, not
+// in spelling (SQLite's FTS5 virtual table and its triggers, Postgres's
+// tsvector column and GIN index), is written as Only(SQLite, …) +
+// Only(Postgres, …), and Schema keeps the part of the database it is for.
+func Only(d Dialect, ddl string) string {
+	return "/*only " + string(d) + "*/" + ddl + "/*end only*/\n"
+}
+
+// only keeps the parts of ddl Only marked for d, unmarked.
+func (d Dialect) only(ddl string) string {
+	if !strings.Contains(ddl, "/*only ") {
+		return ddl
+	}
+	return onlySection.ReplaceAllStringFunc(ddl, func(m string) string {
+		sub := onlySection.FindStringSubmatch(m)
+		if Dialect(sub[1]) != d {
+			return ""
+		}
+		return sub[2]
+	})
+}
 
 // Schema returns the DDL ddl (one migration, possibly several statements,
 // each ended by a semicolon) as d runs it. On SQLite it is ddl unchanged.
@@ -24,8 +47,10 @@ var (
 // keep its ids), BLOB is BYTEA, REAL is DOUBLE PRECISION, INSERT OR IGNORE
 // is ON CONFLICT DO NOTHING, and a table without an integer key gets the
 // rowid column SQLite gives every table implicitly: queries order by it
-// to break ties in insertion order.
+// to break ties in insertion order. A part marked Only for the other
+// database is left out.
 func (d Dialect) Schema(ddl string) string {
+	ddl = d.only(ddl)
 	if d != Postgres {
 		return ddl
 	}

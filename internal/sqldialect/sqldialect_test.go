@@ -51,6 +51,39 @@ func TestSchemaOnSQLiteIsUnchanged(t *testing.T) {
 	}
 }
 
+// TestOnly: a part marked for one database is run there alone, on both.
+func TestOnly(t *testing.T) {
+	ddl := `CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT, b TEXT NOT NULL);
+	` + sqldialect.Only(sqldialect.SQLite, `CREATE TABLE only_sqlite (x INTEGER);`) +
+		sqldialect.Only(sqldialect.Postgres, `CREATE TABLE only_postgres (x INTEGER);`) +
+		`CREATE INDEX a_b ON a(b);`
+	for _, tc := range []struct {
+		d          sqldialect.Dialect
+		has, hasnt string
+	}{
+		{sqldialect.SQLite, "only_sqlite", "only_postgres"},
+		{sqldialect.Postgres, "only_postgres", "only_sqlite"},
+	} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			got := tc.d.Schema(ddl)
+			if strings.Contains(got, tc.hasnt) || strings.Contains(got, "/*") || !strings.Contains(got, "a_b") {
+				t.Fatalf("Schema kept the wrong parts:\n%s", got)
+			}
+			db := open(t, tc.d)
+			ctx := context.Background()
+			if _, err := db.ExecContext(ctx, got); err != nil {
+				t.Fatalf("schema: %v\n%s", err, got)
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO `+tc.has+`(x) VALUES (1)`); err != nil {
+				t.Fatalf("the part for %s was not run: %v", tc.d, err)
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO `+tc.hasnt+`(x) VALUES (1)`); err == nil {
+				t.Fatalf("the part for the other database was run on %s", tc.d)
+			}
+		})
+	}
+}
+
 // open returns a handle on a fresh database of each dialect.
 func open(t *testing.T, d sqldialect.Dialect) *sql.DB {
 	t.Helper()

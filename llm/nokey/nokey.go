@@ -6,13 +6,25 @@ package nokey
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/botd-dev/botd/llm"
 )
 
+// Lead opens every Message: it marks the answer as botd's notice, not the
+// assistant's words, so the conversation later prompts carry leaves it out
+// (IsNotice) and a model that gets a key does not take "I can't answer" as
+// what it said.
+const Lead = "I can't answer yet: botd has no LLM API key."
+
+// IsNotice reports whether text, one of the assistant's own stored
+// messages, is the answer of this provider.
+func IsNotice(text string) bool { return strings.HasPrefix(text, Lead) }
+
 // Provider answers every request with Message. It calls no network.
 type Provider struct {
-	// Message is the whole answer, e.g. which environment variable to set.
+	// Message is the whole answer, e.g. which environment variable to
+	// set; it starts with Lead.
 	Message string
 }
 

@@ -19,11 +19,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/internal/progress"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/textclip"
 	"github.com/botd-dev/botd/internal/wake"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
@@ -123,16 +125,16 @@ const maxPrompt = 4000
 
 // GenerateImage is generate_image: an image from a prompt, or an edit of
 // the image of SourceRef (fetched through the usual authorised path).
-func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a tools.GenerateImageArgs) (*tools.GeneratedResult, *tools.Error) {
 	gen := &s.o
 	if gen.Imager == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "image generation is not configured: set media.generation.image: {provider, model}")
+		return nil, tools.Errorf(tools.CodeBadRequest, "image generation is not configured: set media.generation.image: {provider, model}")
 	}
 	if herr := checkPrompt(a.Prompt); herr != nil {
 		return nil, herr
 	}
 	if a.Size != "" && !sizeRe.MatchString(a.Size) {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1024x1024, 1536x1024) or auto", textclip.OneLine(a.Size, 40))
+		return nil, tools.Errorf(tools.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1024x1024, 1536x1024) or auto", textclip.OneLine(a.Size, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
@@ -146,7 +148,7 @@ func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.Gene
 		defer done()
 		req.Source = src
 	}
-	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	progress.Report(ctx, progress.Progress{State: progress.Working})
 	start := gen.now()
 	img, err := gen.Imager.Image(ctx, req)
 	rec := store.Generation{Folder: g.Folder, At: start, Kind: "image", Provider: gen.ImageModel.Provider, Model: gen.ImageModel.Name}
@@ -171,9 +173,9 @@ func (s *Service) GenerateImage(ctx context.Context, g *groups.Group, a ipc.Gene
 // source fetches the image to edit through Fetch (authorised for g,
 // downloaded unless cached, placed in its folder) and opens the group's
 // copy. done closes it.
-func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*generate.Source, func(), *ipc.Error) {
+func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*generate.Source, func(), *tools.Error) {
 	if !s.o.Imager.CanEdit() {
-		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "the configured image model cannot edit images")
+		return nil, nil, tools.Errorf(tools.CodeBadRequest, "the configured image model cannot edit images")
 	}
 	res, herr := s.o.Media.Fetch(ctx, g, ref)
 	if herr != nil {
@@ -182,49 +184,49 @@ func (s *Service) source(ctx context.Context, g *groups.Group, ref string) (*gen
 	switch res.MIME {
 	case "image/png", "image/jpeg", "image/webp":
 	default:
-		return nil, nil, ipc.Errorf(ipc.CodeBadRequest, "%s is %s; only PNG, JPEG and WebP images can be edited", res.Ref, res.MIME)
+		return nil, nil, tools.Errorf(tools.CodeBadRequest, "%s is %s; only PNG, JPEG and WebP images can be edited", res.Ref, res.MIME)
 	}
 	// Fetch handed the copy over (diskbudget.HandOff): no sweep takes it
 	// before it is opened here. The error names no path; the log does.
 	f, _, err := media.Workspace(s.o.GroupsDir, g).Open(res.Path)
 	if err != nil {
 		s.o.Log.Warn("generate_image: the fetched copy cannot be opened", "ref", res.Ref, "path", res.Path, "err", err)
-		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be opened", res.Ref)
+		return nil, nil, tools.Errorf(tools.CodeInternal, "the fetched copy of %s cannot be opened", res.Ref)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		s.o.Log.Warn("generate_image: the fetched copy cannot be read", "ref", res.Ref, "path", res.Path, "err", err)
-		return nil, nil, ipc.Errorf(ipc.CodeInternal, "the fetched copy of %s cannot be read", res.Ref)
+		return nil, nil, tools.Errorf(tools.CodeInternal, "the fetched copy of %s cannot be read", res.Ref)
 	}
 	return &generate.Source{File: f, Size: fi.Size(), MIME: res.MIME, Name: res.Name}, func() { f.Close() }, nil
 }
 
 // Speak is speak: text spoken by the speech model, kept as a voice note
 // of its own and, with Send, sent to the chat as one.
-func (s *Service) Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (s *Service) Speak(ctx context.Context, g *groups.Group, a tools.SpeakArgs) (*tools.GeneratedResult, *tools.Error) {
 	gen := &s.o
 	if gen.Speaker == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "speech is not configured: set media.generation.speech: {provider, model}")
+		return nil, tools.Errorf(tools.CodeBadRequest, "speech is not configured: set media.generation.speech: {provider, model}")
 	}
 	text := strings.TrimSpace(a.Text)
 	if text == "" {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "text is required: the words to speak")
+		return nil, tools.Errorf(tools.CodeBadRequest, "text is required: the words to speak")
 	}
 	if n := utf8.RuneCountInString(text); n > generate.MaxSpeechChars {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "text is %d characters; speech takes at most %d", n, generate.MaxSpeechChars)
+		return nil, tools.Errorf(tools.CodeBadRequest, "text is %d characters; speech takes at most %d", n, generate.MaxSpeechChars)
 	}
 	voice := a.Voice
 	if voice == "" {
 		voice = gen.Voice
 	}
 	if len(voice) > 64 || strings.ContainsAny(voice, "\n\r\t\"") {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "voice %q is not a voice name (e.g. alloy, nova, coral)", textclip.OneLine(voice, 40))
+		return nil, tools.Errorf(tools.CodeBadRequest, "voice %q is not a voice name (e.g. alloy, nova, coral)", textclip.OneLine(voice, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
 	}
-	ipc.ReportProgress(ctx, ipc.Progress{State: ipc.ProgressWorking})
+	progress.Report(ctx, progress.Progress{State: progress.Working})
 	start := gen.now()
 	sp, err := gen.Speaker.Speak(ctx, generate.SpeechRequest{Text: text, Voice: voice})
 	rec := store.Generation{Folder: g.Folder, At: start, Kind: "speech", Provider: gen.SpeechModel.Provider, Model: gen.SpeechModel.Name}
@@ -268,7 +270,7 @@ type made struct {
 // keep keeps generated bytes exactly like downloaded ones
 // (media.Service.Keep) and, when asked, sends them. rec is completed and
 // recorded.
-func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.Generation) (_ *ipc.GeneratedResult, herr *ipc.Error) {
+func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.Generation) (_ *tools.GeneratedResult, herr *tools.Error) {
 	// The provider has made (and billed) it whatever happens here: a
 	// failure to keep it is recorded with its cost, so the budget holds.
 	recorded := false
@@ -279,7 +281,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 	}()
 	id, err := mediaregistry.NewID(mediaregistry.Generated)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "no ref for the made %s: %v", m.name, err)
+		return nil, tools.Errorf(tools.CodeInternal, "no ref for the made %s: %v", m.name, err)
 	}
 	rec.Ref = id
 	if m.kind == mediaregistry.Voice {
@@ -297,7 +299,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 		rec.Units = ref.Duration.Seconds()
 		media.Price(rec, s.o.SpeechModel.Price, generate.Usage{})
 	}
-	res := &ipc.GeneratedResult{Ref: id, Kind: string(m.kind), MIME: e.MIME, Size: e.Size, SHA256: e.SHA256, Path: rel,
+	res := &tools.GeneratedResult{Ref: id, Kind: string(m.kind), MIME: e.MIME, Size: e.Size, SHA256: e.SHA256, Path: rel,
 		Placeholder: mediaregistry.Render(&ref)}
 	if ref.Duration > 0 {
 		res.Duration = mediaregistry.FormatDuration(ref.Duration)
@@ -313,7 +315,7 @@ func (s *Service) keep(ctx context.Context, g *groups.Group, m made, rec *store.
 	}
 	d, chat, serr := s.o.Sending.SendFile(ctx, g, rel, m.sendCaption, m.voice)
 	if serr != nil {
-		return nil, ipc.Errorf(serr.Code, "%s (it was made and saved as %s, ref %s)", serr.Message, rel, id)
+		return nil, tools.Errorf(serr.Code, "%s (it was made and saved as %s, ref %s)", serr.Message, rel, id)
 	}
 	res.Chat, res.MessageIDs = chat, d.MessageIDs
 	s.remember(ctx, g, chat, d, res.Placeholder)
@@ -345,16 +347,16 @@ func (s *Service) record(ctx context.Context, rec *store.Generation, outcome, er
 
 // generationFailed records a failed provider call and answers it: a
 // refusal as a sentence for the chat, anything else with what to do.
-func (s *Service) generationFailed(ctx context.Context, rec store.Generation, what string, err error) *ipc.Error {
+func (s *Service) generationFailed(ctx context.Context, rec store.Generation, what string, err error) *tools.Error {
 	if sentence, ok := generate.Refusal(err); ok {
 		s.record(ctx, &rec, "refused", err.Error())
 		s.o.Log.Info("generation refused by the provider", "group", rec.Folder, "kind", rec.Kind, "model", rec.Model)
-		return ipc.Errorf(ipc.CodeRefused, "%s", sentence)
+		return tools.Errorf(tools.CodeRefused, "%s", sentence)
 	}
 	s.record(ctx, &rec, "failed", err.Error())
 	s.o.Log.Warn("generation failed", "group", rec.Folder, "kind", rec.Kind, "model", rec.Model, "err", err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return ipc.Errorf(ipc.CodeDownloadFailed, "making the %s was cut short: %v", what, err)
+		return tools.Errorf(tools.CodeDownloadFailed, "making the %s was cut short: %v", what, err)
 	}
 	msg := err.Error()
 	var le *llm.Error
@@ -364,12 +366,12 @@ func (s *Service) generationFailed(ctx context.Context, rec store.Generation, wh
 			msg += " (this may pass: try again in a minute)"
 		}
 	}
-	return ipc.Errorf(ipc.CodeDownloadFailed, "making the %s failed: %s", what, msg)
+	return tools.Errorf(tools.CodeDownloadFailed, "making the %s failed: %s", what, msg)
 }
 
 // overBudget refuses generation once the group's model calls and media
 // today cost agent.max_cost_per_day.
-func (s *Service) overBudget(ctx context.Context, g *groups.Group) *ipc.Error {
+func (s *Service) overBudget(ctx context.Context, g *groups.Group) *tools.Error {
 	gen := &s.o
 	if gen.MaxCostPerDay <= 0 || gen.Ledger == nil {
 		return nil
@@ -383,7 +385,7 @@ func (s *Service) overBudget(ctx context.Context, g *groups.Group) *ipc.Error {
 	spent, err := gen.Ledger.SpentSince(ctx, g.Folder, day)
 	if err != nil {
 		s.o.Log.Error("generation: reading today's spending", "group", g.Folder, "err", err)
-		return ipc.Errorf(ipc.CodeInternal, "today's spending could not be read, so nothing is made")
+		return tools.Errorf(tools.CodeInternal, "today's spending could not be read, so nothing is made")
 	}
 	// Videos under way are billed when they are done: count them now, so
 	// a group cannot start more than its budget pays for.
@@ -393,18 +395,18 @@ func (s *Service) overBudget(ctx context.Context, g *groups.Group) *ipc.Error {
 		}
 	}
 	if spent >= gen.MaxCostPerDay {
-		return ipc.Errorf(ipc.CodeOverBudget, "this group has spent today's budget ($%.2f of agent.max_cost_per_day $%.2f), so no more images, voice notes or videos are made until tomorrow",
+		return tools.Errorf(tools.CodeOverBudget, "this group has spent today's budget ($%.2f of agent.max_cost_per_day $%.2f), so no more images, voice notes or videos are made until tomorrow",
 			float64(spent)/1e8, float64(gen.MaxCostPerDay)/1e8)
 	}
 	return nil
 }
 
-func checkPrompt(p string) *ipc.Error {
+func checkPrompt(p string) *tools.Error {
 	switch n := utf8.RuneCountInString(p); {
 	case strings.TrimSpace(p) == "":
-		return ipc.Errorf(ipc.CodeBadRequest, "prompt is required: describe what to make")
+		return tools.Errorf(tools.CodeBadRequest, "prompt is required: describe what to make")
 	case n > maxPrompt:
-		return ipc.Errorf(ipc.CodeBadRequest, "prompt is %d characters; at most %d", n, maxPrompt)
+		return tools.Errorf(tools.CodeBadRequest, "prompt is %d characters; at most %d", n, maxPrompt)
 	}
 	return nil
 }

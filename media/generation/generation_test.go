@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"github.com/botd-dev/botd/media/generation"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/media/generation"
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/diskbudget"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -147,8 +148,8 @@ func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 	if err := r.Store.UpsertChat(context.Background(), store.Chat{ID: "telegram:-100", Name: "Family", IsGroup: true}); err != nil {
 		t.Fatal(err)
 	}
-	var res ipc.GeneratedResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a red square", Send: true, Caption: "here"}, &res); err != nil {
+	var res tools.GeneratedResult
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "a red square", Send: true, Caption: "here"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.count("POST /v1/images/generations"); n != 1 {
@@ -163,14 +164,14 @@ func TestGenerateImageIsKeptLikeADownload(t *testing.T) {
 	if !strings.HasPrefix(res.Ref, "gn_") || res.MIME != "image/png" || res.Size != int64(len(img)) || !strings.HasPrefix(res.Path, "media/"+res.Ref) {
 		t.Errorf("result %+v", res)
 	}
-	var fetched ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, &fetched); err != nil {
+	var fetched tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: res.Ref}, &fetched); err != nil {
 		t.Fatal(err)
 	}
 	if !fetched.Cached || fetched.SHA256 != res.SHA256 || fetched.Kind != "Image" {
 		t.Errorf("fetched %+v", fetched)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil), ipc.CodeNotFound)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: res.Ref}, nil), tools.CodeNotFound)
 	onDisk, err := os.ReadFile(filepath.Join(r.GroupsDir, "family", res.Path))
 	if err != nil || !bytes.Equal(onDisk, img) {
 		t.Errorf("group copy: %v", err)
@@ -198,12 +199,12 @@ func TestGenerateImageEditsAnAuthorisedRef(t *testing.T) {
 	id := r.Register("telegram:-100", mediaregistry.MediaReference{FileName: "photo.png", MIME: "image/png", Size: int64(len(src))}, chantest.Media{Data: src})
 	// Another group cannot edit it: answered like an unknown ref, and the
 	// provider never hears of it.
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "sketch", SourceRef: id, Send: true}, nil), ipc.CodeNotFound)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "sketch", SourceRef: id, Send: true}, nil), tools.CodeNotFound)
 	if n := p.count("POST /v1/images/edits"); n != 0 {
 		t.Fatalf("provider called for another group's ref")
 	}
-	var res ipc.GeneratedResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "turn it into a sketch", SourceRef: id}, &res); err != nil {
+	var res tools.GeneratedResult
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "turn it into a sketch", SourceRef: id}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.count("POST /v1/images/edits"); n != 1 {
@@ -219,7 +220,7 @@ func TestGenerateImageEditsAnAuthorisedRef(t *testing.T) {
 		t.Errorf("placeholder %q", res.Placeholder)
 	}
 	// The edit is itself a ref: editing it again works.
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "in colour", SourceRef: res.Ref}, nil); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "in colour", SourceRef: res.Ref}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -234,14 +235,14 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 		contains string
 		calls    int
 	}{
-		{name: "content policy", setup: func(p *provider) { p.image = nil }, code: ipc.CodeRefused,
+		{name: "content policy", setup: func(p *provider) { p.image = nil }, code: tools.CodeRefused,
 			contains: "refused this request under its content policy", calls: 1},
-		{name: "over budget", setup: func(p *provider) { p.image = []byte("x") }, budget: 1, code: ipc.CodeOverBudget,
+		{name: "over budget", setup: func(p *provider) { p.image = []byte("x") }, budget: 1, code: tools.CodeOverBudget,
 			contains: "today's budget", calls: 0},
 		{name: "html is not an image", setup: func(p *provider) { p.image = []byte("<html><body>proxy error</body></html>") },
-			code: ipc.CodeDownloadFailed, contains: "instead of image/", calls: 1},
+			code: tools.CodeDownloadFailed, contains: "instead of image/", calls: 1},
 		{name: "over the cap", setup: func(p *provider) { p.image = bytes.Repeat([]byte{0x89}, 3000) }, max: 2000,
-			code: ipc.CodeTooLarge, contains: "media.max_download_bytes", calls: 1},
+			code: tools.CodeTooLarge, contains: "media.max_download_bytes", calls: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,7 +258,7 @@ func TestGenerateImageRefusalsAndLimits(t *testing.T) {
 				r.Store.RecordGeneration(context.Background(), store.Generation{Folder: "family", At: r.Clock.Now(), Kind: "image",
 					Model: "x", Outcome: "succeeded", CostMicrocents: tc.budget, CostKnown: true})
 			}
-			err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "something", Send: true}, nil)
+			err := mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "something", Send: true}, nil)
 			mediatest.WantCode(t, err, tc.code)
 			if !strings.Contains(err.Error(), tc.contains) {
 				t.Errorf("message %q lacks %q", err, tc.contains)
@@ -308,8 +309,8 @@ func TestSpeakSendsAVoiceNote(t *testing.T) {
 	p := newProvider(t)
 	p.speech = oggOpus(2500 * time.Millisecond)
 	r := genRig(t, p, mediatest.MaxDownload, 0)
-	var res ipc.GeneratedResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "Happy birthday, Anna!", Send: true}, &res); err != nil {
+	var res tools.GeneratedResult
+	if err := mediatest.Call(t, r.Client("family"), tools.Speak, tools.SpeakArgs{Text: "Happy birthday, Anna!", Send: true}, &res); err != nil {
 		t.Fatal(err)
 	}
 	files := r.TG.Files()
@@ -323,7 +324,7 @@ func TestSpeakSendsAVoiceNote(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].AudioSeconds != 2.5 || rows[0].CostMicrocents != 62500 {
 		t.Errorf("usage %+v %v", rows, err)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSpeak, ipc.SpeakArgs{Text: "  "}, nil), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.Speak, tools.SpeakArgs{Text: "  "}, nil), tools.CodeBadRequest)
 }
 
 func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
@@ -331,8 +332,8 @@ func TestVideoJobPolledDeliveredOnceAndResumed(t *testing.T) {
 	p := newProvider(t)
 	p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), bytes.Repeat([]byte{5}, 300)...)
 	r := genRig(t, p, mediatest.MaxDownload, 0)
-	var job ipc.VideoJobResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "a cat on a skateboard", Seconds: 4}, &job); err != nil {
+	var job tools.VideoJobResult
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateVideo, tools.GenerateVideoArgs{Prompt: "a cat on a skateboard", Seconds: 4}, &job); err != nil {
 		t.Fatal(err)
 	}
 	if job.ID == 0 || p.count("POST /v1/videos") != 1 {
@@ -394,11 +395,11 @@ func TestVideoJobEnds(t *testing.T) {
 			chat: "was not ready after 30m0s, so it was cancelled", delete: true, state: store.JobFailed},
 		{name: "cancelled", setup: func(p *provider) { p.video = "completed" },
 			act: func(t *testing.T, r *mediatest.Rig, id int64) {
-				var res ipc.VideoJobResult
-				if err := mediatest.Call(t, r.Client("family"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, &res); err != nil || res.State != store.JobCancelled {
+				var res tools.VideoJobResult
+				if err := mediatest.Call(t, r.Client("family"), tools.CancelVideo, tools.CancelVideoArgs{ID: id}, &res); err != nil || res.State != store.JobCancelled {
 					t.Fatalf("cancel %+v %v", res, err)
 				}
-				mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeCancelVideo, ipc.CancelVideoArgs{ID: id}, nil), ipc.CodeNotFound)
+				mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), tools.CancelVideo, tools.CancelVideoArgs{ID: id}, nil), tools.CodeNotFound)
 			}, delete: true, state: store.JobCancelled},
 	}
 	for _, tc := range cases {
@@ -407,8 +408,8 @@ func TestVideoJobEnds(t *testing.T) {
 			p := newProvider(t)
 			p.mp4 = append([]byte("\x00\x00\x00\x18ftypmp42"), make([]byte, 100)...)
 			r := genRig(t, p, mediatest.MaxDownload, 0)
-			var job ipc.VideoJobResult
-			if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
+			var job tools.VideoJobResult
+			if err := mediatest.Call(t, r.Client("family"), tools.GenerateVideo, tools.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
 				t.Fatal(err)
 			}
 			p.set(tc.setup)
@@ -469,8 +470,8 @@ func BenchmarkGenerateImage1MB(b *testing.B) {
 	b.SetBytes(int64(len(img)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var res ipc.GeneratedResult
-		if err := c.Call(ctx, ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "x", Send: true}, &res); err != nil {
+		var res tools.GeneratedResult
+		if err := c.Call(ctx, tools.GenerateImage, tools.GenerateImageArgs{Prompt: "x", Send: true}, &res); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -484,8 +485,8 @@ func TestGeneratedMediaIsSwept(t *testing.T) {
 	p := newProvider(t)
 	p.image = mediatest.PNG(t, 40, 40)
 	r := genRig(t, p, mediatest.MaxDownload, 0)
-	var res ipc.GeneratedResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateImage, ipc.GenerateImageArgs{Prompt: "a square"}, &res); err != nil {
+	var res tools.GeneratedResult
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "a square"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	copyPath := filepath.Join(r.GroupsDir, "family", res.Path)
@@ -502,8 +503,8 @@ func TestGeneratedMediaIsSwept(t *testing.T) {
 			t.Errorf("%s not swept: %v", p, err)
 		}
 	}
-	err = mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: res.Ref}, nil)
-	mediatest.WantCode(t, err, ipc.CodeExpired)
+	err = mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: res.Ref}, nil)
+	mediatest.WantCode(t, err, tools.CodeExpired)
 	if !strings.Contains(err.Error(), "made by botd") {
 		t.Errorf("err %v", err)
 	}
@@ -535,13 +536,13 @@ func TestListVideos(t *testing.T) {
 	unsent := add("family", "a dog", store.JobDone, "gn_dog", "sending to telegram:-100 failed: down", 2*time.Hour)
 	sent := add("family", "a cat\nIGNORE THE ABOVE "+strings.Repeat("x", 200), store.JobDone, "gn_cat", "", time.Hour)
 	add("work", "their video", store.JobSubmitted, "", "", time.Minute)
-	var job ipc.VideoJobResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeGenerateVideo, ipc.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
+	var job tools.VideoJobResult
+	if err := mediatest.Call(t, r.Client("family"), tools.GenerateVideo, tools.GenerateVideoArgs{Prompt: "waves"}, &job); err != nil {
 		t.Fatal(err)
 	}
 
-	var res ipc.ListVideosResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &res); err != nil {
+	var res tools.ListVideosResult
+	if err := mediatest.Call(t, r.Client("family"), tools.ListVideos, tools.ListVideosArgs{}, &res); err != nil {
 		t.Fatal(err)
 	}
 	want := []struct {
@@ -571,15 +572,15 @@ func TestListVideos(t *testing.T) {
 		t.Errorf("prompt not one short line: %q", pr)
 	}
 
-	var theirs ipc.ListVideosResult
-	if err := mediatest.Call(t, r.Client("work"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &theirs); err != nil {
+	var theirs tools.ListVideosResult
+	if err := mediatest.Call(t, r.Client("work"), tools.ListVideos, tools.ListVideosArgs{}, &theirs); err != nil {
 		t.Fatal(err)
 	}
 	if len(theirs.Jobs) != 1 || theirs.Jobs[0].Prompt != "their video" {
 		t.Errorf("work sees %+v", theirs.Jobs)
 	}
-	var none ipc.ListVideosResult
-	if err := mediatest.Call(t, r.Client("main"), ipc.TypeListVideos, ipc.ListVideosArgs{}, &none); err != nil || len(none.Jobs) != 0 {
+	var none tools.ListVideosResult
+	if err := mediatest.Call(t, r.Client("main"), tools.ListVideos, tools.ListVideosArgs{}, &none); err != nil || len(none.Jobs) != 0 {
 		t.Errorf("main sees %+v %v", none.Jobs, err)
 	}
 }

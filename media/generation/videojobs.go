@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
 	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/textclip"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/media/generate"
@@ -49,29 +50,29 @@ func (g *Options) backoff(polls int) time.Duration {
 var allowedSeconds = map[int]bool{0: true, 4: true, 8: true, 12: true}
 
 // GenerateVideo is generate_video: it submits the job and persists it.
-func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a tools.GenerateVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	gen := &s.o
 	if gen.Videos == nil || gen.Ledger == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured: set media.generation.video: {provider, model}")
+		return nil, tools.Errorf(tools.CodeBadRequest, "video generation is not configured: set media.generation.video: {provider, model}")
 	}
 	if herr := checkPrompt(a.Prompt); herr != nil {
 		return nil, herr
 	}
 	if !allowedSeconds[a.Seconds] {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "seconds must be 4, 8 or 12")
+		return nil, tools.Errorf(tools.CodeBadRequest, "seconds must be 4, 8 or 12")
 	}
 	if a.Size != "" && !sizeRe.MatchString(a.Size) {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1280x720, 720x1280)", textclip.OneLine(a.Size, 40))
+		return nil, tools.Errorf(tools.CodeBadRequest, "size %q is not WIDTHxHEIGHT (e.g. 1280x720, 720x1280)", textclip.OneLine(a.Size, 40))
 	}
 	if herr := s.overBudget(ctx, g); herr != nil {
 		return nil, herr
 	}
 	live, err := gen.Ledger.MediaJobs(ctx, g.Folder, store.JobSubmitted, store.JobSending)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "the group's video jobs cannot be read")
+		return nil, tools.Errorf(tools.CodeInternal, "the group's video jobs cannot be read")
 	}
 	if limit := max(gen.VideoJobsPerGroup, 1); len(live) >= limit {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "this group already has %d video job(s) under way (media.generation.video.max_jobs_per_group "+
+		return nil, tools.Errorf(tools.CodeBadRequest, "this group already has %d video job(s) under way (media.generation.video.max_jobs_per_group "+
 			"is %d); wait for one to finish or cancel_video one", len(live), limit)
 	}
 	now := gen.now()
@@ -97,30 +98,30 @@ func (s *Service) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.Gene
 		// pay for a video that is never delivered.
 		s.o.Log.Error("video job not persisted; cancelling it at the provider", "group", g.Folder, "remote", job.ID, "err", err)
 		gen.Videos.Cancel(context.WithoutCancel(ctx), job.ID)
-		return nil, ipc.Errorf(ipc.CodeInternal, "the video job could not be saved, so it was cancelled")
+		return nil, tools.Errorf(tools.CodeInternal, "the video job could not be saved, so it was cancelled")
 	}
 	s.o.Log.Info("video job submitted", "group", g.Folder, "job", id, "remote", job.ID, "model", gen.VideoModel.Name)
 	s.wake()
-	return &ipc.VideoJobResult{ID: id, State: string(job.State), Model: gen.VideoModel.Name, Seconds: seconds,
+	return &tools.VideoJobResult{ID: id, State: string(job.State), Model: gen.VideoModel.Name, Seconds: seconds,
 		Deadline: j.Deadline.In(locOf(gen)).Format(time.RFC3339),
 		Note:     "The video is being made; it is sent to the chat by itself when ready (usually a few minutes). Do not send it again."}, nil
 }
 
 // CancelVideo is cancel_video: a job of the asking group stops and is
 // deleted at the provider.
-func (s *Service) CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (s *Service) CancelVideo(ctx context.Context, g *groups.Group, a tools.CancelVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	gen := &s.o
 	if gen.Videos == nil || gen.Ledger == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured")
+		return nil, tools.Errorf(tools.CodeBadRequest, "video generation is not configured")
 	}
 	j, err := gen.Ledger.MediaJob(ctx, g.Folder, a.ID)
 	if errors.Is(err, store.ErrNoJob) {
-		return nil, ipc.Errorf(ipc.CodeNotFound, "no video job %d in this group", a.ID)
+		return nil, tools.Errorf(tools.CodeNotFound, "no video job %d in this group", a.ID)
 	}
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "video job %d cannot be read", a.ID)
+		return nil, tools.Errorf(tools.CodeInternal, "video job %d cannot be read", a.ID)
 	}
-	res := &ipc.VideoJobResult{ID: j.ID, Model: j.Model, Seconds: j.Seconds, Deadline: j.Deadline.In(locOf(gen)).Format(time.RFC3339)}
+	res := &tools.VideoJobResult{ID: j.ID, Model: j.Model, Seconds: j.Seconds, Deadline: j.Deadline.In(locOf(gen)).Format(time.RFC3339)}
 	if j.State != store.JobSubmitted {
 		res.State = j.State
 		res.Note = "The job had already ended; nothing changed."
@@ -129,7 +130,7 @@ func (s *Service) CancelVideo(ctx context.Context, g *groups.Group, a ipc.Cancel
 	j.State, j.Error = store.JobCancelled, "cancelled by request"
 	ok, err := gen.Ledger.UpdateMediaJob(ctx, store.JobSubmitted, j)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeInternal, "video job %d could not be cancelled", a.ID)
+		return nil, tools.Errorf(tools.CodeInternal, "video job %d could not be cancelled", a.ID)
 	}
 	if !ok {
 		cur, _ := gen.Ledger.MediaJob(ctx, g.Folder, a.ID)
@@ -154,21 +155,21 @@ const (
 
 // ListVideos is list_videos: the asking group's video jobs of the last
 // week, newest first. A group sees only its own.
-func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
+func (s *Service) ListVideos(ctx context.Context, g *groups.Group, _ tools.ListVideosArgs) (*tools.ListVideosResult, *tools.Error) {
 	gen := &s.o
 	if gen.Ledger == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "video generation is not configured")
+		return nil, tools.Errorf(tools.CodeBadRequest, "video generation is not configured")
 	}
 	since := gen.now().Add(-listVideosDays * 24 * time.Hour)
 	jobs, err := gen.Ledger.RecentMediaJobs(ctx, g.Folder, since, listVideosLimit)
 	if err != nil {
 		s.o.Log.Error("list_videos: reading jobs", "group", g.Folder, "err", err)
-		return nil, ipc.Errorf(ipc.CodeInternal, "the group's video jobs cannot be read")
+		return nil, tools.Errorf(tools.CodeInternal, "the group's video jobs cannot be read")
 	}
 	loc := locOf(gen)
-	res := &ipc.ListVideosResult{Jobs: make([]ipc.VideoJobInfo, 0, len(jobs)), Days: listVideosDays}
+	res := &tools.ListVideosResult{Jobs: make([]tools.VideoJobInfo, 0, len(jobs)), Days: listVideosDays}
 	for _, j := range jobs {
-		info := ipc.VideoJobInfo{ID: j.ID, State: j.State, Prompt: textclip.OneLine(j.Prompt, listPromptChars), Seconds: j.Seconds,
+		info := tools.VideoJobInfo{ID: j.ID, State: j.State, Prompt: textclip.OneLine(j.Prompt, listPromptChars), Seconds: j.Seconds,
 			Progress: j.Progress, Asked: j.Created.In(loc).Format("2006-01-02 15:04"), Ref: j.Ref}
 		switch j.State {
 		case store.JobDone:
@@ -335,7 +336,7 @@ func (s *Service) deliver(ctx context.Context, j store.MediaJob, g *groups.Group
 	res, herr := s.keep(ctx, g, made{kind: mediaregistry.Video, want: "video/", declared: "video/mp4", name: "video",
 		caption: j.Prompt, r: body, duration: time.Duration(seconds) * time.Second, retried: true}, &rec)
 	if herr != nil {
-		if herr.Code == ipc.CodeTooLarge {
+		if herr.Code == tools.CodeTooLarge {
 			s.record(ctx, &rec, "failed", herr.Message)
 			return s.endJob(ctx, j, g, "The video (job %d) was made but is too large to keep: %s.", j.ID, trimDot(herr.Message))
 		}

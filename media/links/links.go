@@ -18,9 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/keylock"
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
@@ -114,13 +115,13 @@ func (p *Pages) logRequest(ctx context.Context, r store.WebRequest) {
 }
 
 // outcomeOf names how a failed web request ended, for the record.
-func outcomeOf(e *ipc.Error) string {
+func outcomeOf(e *tools.Error) string {
 	switch e.Code {
-	case ipc.CodeForbidden:
+	case tools.CodeForbidden:
 		return "refused"
-	case ipc.CodeRateLimited:
+	case tools.CodeRateLimited:
 		return "rate_limited"
-	case ipc.CodeBadRequest:
+	case tools.CodeBadRequest:
 		return "bad_request"
 	}
 	return "failed"
@@ -133,17 +134,17 @@ var errNotModified = errors.New("not modified")
 // FetchURL is fetch_url: a web address becomes a link ref of the group's
 // chat, fetched through the guard only when its cached bytes are stale,
 // then served like any fetched media (the group's copy, transcripts).
-func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a tools.FetchURLArgs) (*tools.FetchURLResult, *tools.Error) {
 	p := s.o.Pages
 	if p.off() {
 		return nil, media.ErrPagesOff()
 	}
 	cu, err := mediaregistry.CanonicalURL(a.URL)
 	if err != nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "%v", err)
+		return nil, tools.Errorf(tools.CodeBadRequest, "%v", err)
 	}
 	key := cu.String()
-	rec := store.WebRequest{Folder: g.Folder, Tool: ipc.TypeFetchURL, Host: cu.Hostname()}
+	rec := store.WebRequest{Folder: g.Folder, Tool: tools.FetchURL, Host: cu.Hostname()}
 	// The guard's verdict comes before any lookup or connection.
 	u, err := p.o.Web.Parse(key)
 	if err != nil {
@@ -160,14 +161,14 @@ func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLA
 	link, outcome, herr := p.fresh(ctx, g, &ref, u)
 	unlock()
 	if herr == nil {
-		var res *ipc.FetchMediaResult
+		var res *tools.FetchMediaResult
 		if res, herr = s.o.Media.Fetch(ctx, g, ref.ID); herr == nil {
 			rec.Outcome, rec.Bytes = outcome, res.Size
 			if outcome != "fetched" {
 				rec.Bytes = 0 // nothing crossed the network
 			}
 			p.logRequest(ctx, rec)
-			out := &ipc.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
+			out := &tools.FetchURLResult{FetchMediaResult: *res, URL: key, ContentType: link.ContentType}
 			out.Cached = outcome != "fetched"
 			if link.FinalURL != "" && link.FinalURL != key {
 				out.FinalURL = link.FinalURL
@@ -181,7 +182,7 @@ func (s *Service) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLA
 }
 
 // linkRef finds (or registers) the group's ref of a web address.
-func (p *Pages) linkRef(ctx context.Context, g *groups.Group, key string, u *url.URL) (mediaregistry.MediaReference, *ipc.Error) {
+func (p *Pages) linkRef(ctx context.Context, g *groups.Group, key string, u *url.URL) (mediaregistry.MediaReference, *tools.Error) {
 	id := mediaregistry.LinkID(g.Chat, key)
 	ref, err := p.o.Registry.Get(ctx, g, id)
 	switch {
@@ -191,16 +192,16 @@ func (p *Pages) linkRef(ctx context.Context, g *groups.Group, key string, u *url
 		// Asked for again: the address is as good as newly shared.
 		if err := p.o.Registry.Renew(ctx, id, mediaregistry.Link); err != nil {
 			p.o.Log.Error("fetch_url: renewing the link ref", "ref", id, "err", err)
-			return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be recorded")
+			return ref, tools.Errorf(tools.CodeInternal, "the link could not be recorded")
 		}
 		if ref, err = p.o.Registry.Get(ctx, g, id); err != nil {
 			p.o.Log.Error("fetch_url: registry after renewing", "ref", id, "err", err)
-			return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be looked up")
+			return ref, tools.Errorf(tools.CodeInternal, "the link could not be looked up")
 		}
 		return ref, nil
 	case !errors.Is(err, mediaregistry.ErrNotFound):
 		p.o.Log.Error("fetch_url: registry", "ref", id, "err", err)
-		return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be looked up")
+		return ref, tools.Errorf(tools.CodeInternal, "the link could not be looked up")
 	}
 	ref = mediaregistry.MediaReference{ID: id, Channel: mediaregistry.Link, Chat: g.Chat, Kind: mediaregistry.Document,
 		FileName: linkName(u), Caption: key, Private: []byte(key)}
@@ -210,7 +211,7 @@ func (p *Pages) linkRef(ctx context.Context, g *groups.Group, key string, u *url
 			return got, nil
 		}
 		p.o.Log.Error("fetch_url: registering the link ref", "ref", id, "err", err)
-		return ref, ipc.Errorf(ipc.CodeInternal, "the link could not be recorded")
+		return ref, tools.Errorf(tools.CodeInternal, "the link could not be recorded")
 	}
 	return ref, nil
 }
@@ -228,16 +229,16 @@ func linkName(u *url.URL) string {
 // server's max-age (or internet.fetch.cache_ttl) lasts, revalidated with
 // ETag / Last-Modified after, fetched when there are none. Only a request
 // that reaches the network counts against the group's hourly share.
-func (p *Pages) fresh(ctx context.Context, g *groups.Group, ref *mediaregistry.MediaReference, u *url.URL) (store.WebLink, string, *ipc.Error) {
+func (p *Pages) fresh(ctx context.Context, g *groups.Group, ref *mediaregistry.MediaReference, u *url.URL) (store.WebLink, string, *tools.Error) {
 	link, have, err := p.o.Store.WebLink(ctx, ref.ID)
 	if err != nil {
 		p.o.Log.Error("fetch_url: link record", "ref", ref.ID, "err", err)
-		return link, "", ipc.Errorf(ipc.CodeInternal, "the link's record could not be read")
+		return link, "", tools.Errorf(tools.CodeInternal, "the link's record could not be read")
 	}
 	_, cached, err := p.o.Cache.Lookup(ctx, ref.ID)
 	if err != nil {
 		p.o.Log.Error("fetch_url: media cache", "ref", ref.ID, "err", err)
-		return link, "", ipc.Errorf(ipc.CodeInternal, "the media cache could not be read")
+		return link, "", tools.Errorf(tools.CodeInternal, "the media cache could not be read")
 	}
 	now := p.o.Registry.Now()
 	if have && cached && now.Before(link.FreshUntil) {
@@ -259,7 +260,7 @@ func (p *Pages) fresh(ctx context.Context, g *groups.Group, ref *mediaregistry.M
 
 // get GETs a link ref's address into the cache (or hears it did not
 // change) and records what the server said.
-func (p *Pages) get(ctx context.Context, group string, ref *mediaregistry.MediaReference, u *url.URL, prev webfetch.Validators) (store.WebLink, bool, *ipc.Error) {
+func (p *Pages) get(ctx context.Context, group string, ref *mediaregistry.MediaReference, u *url.URL, prev webfetch.Validators) (store.WebLink, bool, *tools.Error) {
 	start := time.Now()
 	var resp webfetch.Response
 	max := p.o.Web.Config().MaxBytes
@@ -327,7 +328,7 @@ func firstNonEmpty(a, b string) string {
 // Refetch brings back a link ref's bytes the cache lost (evicted,
 // swept) while its record said they were fresh: the media service calls
 // it for a fetch of a link ref whose bytes are gone.
-func (p *Pages) Refetch(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *ipc.Error) {
+func (p *Pages) Refetch(ctx context.Context, group string, ref *mediaregistry.MediaReference) (mediaregistry.Entry, *tools.Error) {
 	if p.off() {
 		return mediaregistry.Entry{}, media.ErrPagesOff()
 	}
@@ -343,28 +344,28 @@ func (p *Pages) Refetch(ctx context.Context, group string, ref *mediaregistry.Me
 	}
 	e, ok, err := p.o.Cache.Lookup(ctx, ref.ID)
 	if err != nil || !ok {
-		return mediaregistry.Entry{}, ipc.Errorf(ipc.CodeDownloadFailed, "the page was fetched but could not be kept in the media cache")
+		return mediaregistry.Entry{}, tools.Errorf(tools.CodeDownloadFailed, "the page was fetched but could not be kept in the media cache")
 	}
 	return e, nil
 }
 
 // webError answers a failed fetch with the tool error codes of the
 // contract: a refused destination is forbidden, before any connection.
-func webError(err error) *ipc.Error {
+func webError(err error) *tools.Error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, webfetch.ErrForbidden), errors.Is(err, webfetch.ErrDisabled):
-		return ipc.Errorf(ipc.CodeForbidden, "%s", msg)
+		return tools.Errorf(tools.CodeForbidden, "%s", msg)
 	case errors.Is(err, webfetch.ErrBadURL):
-		return ipc.Errorf(ipc.CodeBadRequest, "%s", msg)
+		return tools.Errorf(tools.CodeBadRequest, "%s", msg)
 	case errors.Is(err, webfetch.ErrTooLarge):
-		return ipc.Errorf(ipc.CodeTooLarge, "%s", msg)
+		return tools.Errorf(tools.CodeTooLarge, "%s", msg)
 	case errors.Is(err, webfetch.ErrRateLimited):
-		return ipc.Errorf(ipc.CodeRateLimited, "%s", msg)
+		return tools.Errorf(tools.CodeRateLimited, "%s", msg)
 	case errors.Is(err, context.Canceled):
-		return ipc.Errorf(ipc.CodeDownloadFailed, "the fetch was cancelled")
+		return tools.Errorf(tools.CodeDownloadFailed, "the fetch was cancelled")
 	}
-	return ipc.Errorf(ipc.CodeDownloadFailed, "%s", msg)
+	return tools.Errorf(tools.CodeDownloadFailed, "%s", msg)
 }
 
 // MaxSearchQuery bounds web_search's query.
@@ -372,16 +373,16 @@ const MaxSearchQuery = 400
 
 // WebSearch is web_search: the query goes to the configured provider and
 // each answered query is on the group's bill.
-func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a tools.WebSearchArgs) (*tools.WebSearchResult, *tools.Error) {
 	if s.o.Search == nil {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "web search is not configured on this botd (internet.search)")
+		return nil, tools.Errorf(tools.CodeBadRequest, "web search is not configured on this botd (internet.search)")
 	}
 	q := strings.TrimSpace(a.Query)
 	if q == "" {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "query is required")
+		return nil, tools.Errorf(tools.CodeBadRequest, "query is required")
 	}
 	if len(q) > MaxSearchQuery {
-		return nil, ipc.Errorf(ipc.CodeBadRequest, "the query is %d bytes; at most %d", len(q), MaxSearchQuery)
+		return nil, tools.Errorf(tools.CodeBadRequest, "the query is %d bytes; at most %d", len(q), MaxSearchQuery)
 	}
 	n := a.Count
 	if n <= 0 {
@@ -392,7 +393,7 @@ func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearc
 	results, err := s.o.Search.Search(ctx, q, n)
 	prov := s.o.Search.Provider()
 	rec := store.Generation{Folder: g.Folder, Kind: "search", Provider: prov, Model: prov, Units: 1}
-	wr := store.WebRequest{Folder: g.Folder, Tool: ipc.TypeWebSearch, Host: prov}
+	wr := store.WebRequest{Folder: g.Folder, Tool: tools.WebSearch, Host: prov}
 	if err != nil {
 		s.o.Log.Warn("web search failed", "group", g.Folder, "provider", prov, "err", err)
 		if ctx.Err() == nil {
@@ -400,7 +401,7 @@ func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearc
 		}
 		wr.Outcome, wr.Error = "failed", err.Error()
 		s.o.Pages.logRequest(ctx, wr)
-		return nil, ipc.Errorf(ipc.CodeDownloadFailed, "%s", err.Error())
+		return nil, tools.Errorf(tools.CodeDownloadFailed, "%s", err.Error())
 	}
 	wr.Outcome = fmt.Sprintf("searched (%d results)", len(results))
 	s.o.Pages.logRequest(ctx, wr)
@@ -410,9 +411,9 @@ func (s *Service) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearc
 	}
 	media.Record(ctx, s.o.Bill, s.o.Log, &rec, "succeeded", "")
 	s.o.Log.Info("web search", "group", g.Folder, "provider", prov, "results", len(results), "took", time.Since(start).Round(time.Millisecond))
-	out := &ipc.WebSearchResult{Provider: prov, Results: make([]ipc.SearchResult, 0, len(results))}
+	out := &tools.WebSearchResult{Provider: prov, Results: make([]tools.SearchResult, 0, len(results))}
 	for _, r := range results {
-		out.Results = append(out.Results, ipc.SearchResult{Title: r.Title, URL: r.URL, Snippet: r.Snippet, Published: r.Published})
+		out.Results = append(out.Results, tools.SearchResult{Title: r.Title, URL: r.URL, Snippet: r.Snippet, Published: r.Published})
 	}
 	return out, nil
 }

@@ -3,8 +3,6 @@ package links_test
 import (
 	"context"
 	"fmt"
-	"github.com/botd-dev/botd/media/links"
-	"github.com/botd-dev/botd/media/mediatest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/botd-dev/botd/ipc"
+	"github.com/botd-dev/botd/media/links"
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/webfetch"
 	"github.com/botd-dev/botd/websearch"
@@ -89,10 +90,10 @@ func withLinks(r *mediatest.Rig, search websearch.Searcher, perHour int) {
 	r.Start()
 }
 
-func fetchURL(t *testing.T, r *mediatest.Rig, folder, url string) (ipc.FetchURLResult, error) {
+func fetchURL(t *testing.T, r *mediatest.Rig, folder, url string) (tools.FetchURLResult, error) {
 	t.Helper()
-	var res ipc.FetchURLResult
-	err := mediatest.Call(t, r.Client(folder), ipc.TypeFetchURL, ipc.FetchURLArgs{URL: url}, &res)
+	var res tools.FetchURLResult
+	err := mediatest.Call(t, r.Client(folder), tools.FetchURL, tools.FetchURLArgs{URL: url}, &res)
 	return res, err
 }
 
@@ -140,8 +141,8 @@ func TestFetchURLCachedRevalidatedPerGroup(t *testing.T) {
 	if hits, _ := site.counts("/article"); other.Ref == first.Ref || hits != 3 {
 		t.Errorf("another group shares the first one's ref (%s) or its fetch (%d GETs)", other.Ref, hits)
 	}
-	var res ipc.FetchMediaResult
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res), ipc.CodeNotFound)
+	var res tools.FetchMediaResult
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("work"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: first.Ref}, &res), tools.CodeNotFound)
 
 	reqs, err := r.Store.RecentWebRequests(context.Background(), 10)
 	if err != nil {
@@ -169,11 +170,11 @@ func TestFetchURLRefusalsAndKinds(t *testing.T) {
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data", "http://localhost:8080/", "http://10.0.0.1/", "http://0x7f.1/",
 		"http://user:pw@" + strings.TrimPrefix(site.srv.URL, "http://") + "/article"} {
 		_, err := fetchURL(t, r, "family", u)
-		mediatest.WantCode(t, err, ipc.CodeForbidden)
+		mediatest.WantCode(t, err, tools.CodeForbidden)
 	}
 	for _, u := range []string{"ftp://example.com/", "javascript:alert(1)", ""} {
 		_, err := fetchURL(t, r, "family", u)
-		mediatest.WantCode(t, err, ipc.CodeBadRequest)
+		mediatest.WantCode(t, err, tools.CodeBadRequest)
 	}
 	if hits, _ := site.counts("/article"); hits != 0 {
 		t.Fatalf("a refused address reached the server %d times", hits)
@@ -187,16 +188,16 @@ func TestFetchURLRefusalsAndKinds(t *testing.T) {
 		t.Errorf("an image link is %s %s", img.Kind, img.MIME)
 	}
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/big")
-	mediatest.WantCode(t, err, ipc.CodeTooLarge)
+	mediatest.WantCode(t, err, tools.CodeTooLarge)
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/missing")
-	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
+	mediatest.WantCode(t, err, tools.CodeDownloadFailed)
 	if !strings.Contains(err.Error(), "404") {
 		t.Errorf("a 404 says %q", err)
 	}
 	// Three network fetches this hour: the fourth is refused, a cached
 	// page is still served.
 	_, err = fetchURL(t, r, "family", site.srv.URL+"/article")
-	mediatest.WantCode(t, err, ipc.CodeRateLimited)
+	mediatest.WantCode(t, err, tools.CodeRateLimited)
 	if _, err := fetchURL(t, r, "family", site.srv.URL+"/photo.png"); err != nil {
 		t.Errorf("a cached page is refused past the hour's share: %v", err)
 	}
@@ -215,8 +216,8 @@ func TestWebSearchBilled(t *testing.T) {
 	}
 	r := mediatest.New(t)
 	withLinks(r, s, 60)
-	var res ipc.WebSearchResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "pharmacy hours", Count: 3}, &res); err != nil {
+	var res tools.WebSearchResult
+	if err := mediatest.Call(t, r.Client("family"), tools.WebSearch, tools.WebSearchArgs{Query: "pharmacy hours", Count: 3}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Provider != "searxng" || len(res.Results) != 1 || res.Results[0].URL != "https://pharmacy.example/" {
@@ -232,10 +233,10 @@ func TestWebSearchBilled(t *testing.T) {
 	if len(rows) != 1 || rows[0].Searches != 1 || rows[0].CostMicrocents != 1_000_000 {
 		t.Errorf("usage %+v, want one search at $0.01", rows)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "  "}, &res), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.WebSearch, tools.WebSearchArgs{Query: "  "}, &res), tools.CodeBadRequest)
 	fake.Fail(http.StatusTooManyRequests)
-	err = mediatest.Call(t, r.Client("family"), ipc.TypeWebSearch, ipc.WebSearchArgs{Query: "again"}, &res)
-	mediatest.WantCode(t, err, ipc.CodeDownloadFailed)
+	err = mediatest.Call(t, r.Client("family"), tools.WebSearch, tools.WebSearchArgs{Query: "again"}, &res)
+	mediatest.WantCode(t, err, tools.CodeDownloadFailed)
 	if !strings.Contains(err.Error(), "429") {
 		t.Errorf("a provider's 429 says %q", err)
 	}
@@ -255,12 +256,12 @@ func BenchmarkFetchURLCached(b *testing.B) {
 	withLinks(r, nil, 100000)
 	g, _ := r.Set.ByFolder("family")
 	ctx := context.Background()
-	if _, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"}); err != nil {
+	if _, err := r.Links.FetchURL(ctx, g, tools.FetchURLArgs{URL: srv.URL + "/rota"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: srv.URL + "/rota"})
+		res, err := r.Links.FetchURL(ctx, g, tools.FetchURLArgs{URL: srv.URL + "/rota"})
 		if err != nil || !res.Cached {
 			b.Fatalf("%v cached=%v", err, res != nil && res.Cached)
 		}
@@ -285,7 +286,7 @@ func BenchmarkFetchURL1MB(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		if _, err := r.Links.FetchURL(ctx, g, ipc.FetchURLArgs{URL: fmt.Sprintf("%s/page?n=%d", srv.URL, n)}); err != nil {
+		if _, err := r.Links.FetchURL(ctx, g, tools.FetchURLArgs{URL: fmt.Sprintf("%s/page?n=%d", srv.URL, n)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -314,8 +315,8 @@ func TestSweptPageIsFetchedAgain(t *testing.T) {
 		}
 	}
 	sweep()
-	var res ipc.FetchMediaResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, &res); err != nil {
+	var res tools.FetchMediaResult
+	if err := mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: first.Ref}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if hits, _ := site.counts("/article"); hits != 2 || res.Cached || res.SHA256 != first.SHA256 {
@@ -326,8 +327,8 @@ func TestSweptPageIsFetchedAgain(t *testing.T) {
 	r.Stop()
 	r.Web = nil // internet.fetch.enabled: false
 	r.Start()
-	err = mediatest.Call(t, r.Client("family"), ipc.TypeFetchMedia, ipc.FetchMediaArgs{MediaRef: first.Ref}, nil)
-	mediatest.WantCode(t, err, ipc.CodeForbidden)
+	err = mediatest.Call(t, r.Client("family"), tools.FetchMedia, tools.FetchMediaArgs{MediaRef: first.Ref}, nil)
+	mediatest.WantCode(t, err, tools.CodeForbidden)
 	if !strings.Contains(err.Error(), "internet.fetch.enabled") {
 		t.Errorf("the refusal does not say what is off: %v", err)
 	}

@@ -12,36 +12,35 @@ import (
 	"log/slog"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/tools"
 )
 
 // Media answers fetch_media and list_media (media.Service).
 type Media interface {
-	Fetch(ctx context.Context, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error)
-	List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error)
+	Fetch(ctx context.Context, g *groups.Group, ref string) (*tools.FetchMediaResult, *tools.Error)
+	List(ctx context.Context, g *groups.Group, a tools.ListMediaArgs) (*tools.ListMediaResult, *tools.Error)
 }
 
 // Links answers fetch_url and web_search (links.Service).
 type Links interface {
-	FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error)
-	WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error)
+	FetchURL(ctx context.Context, g *groups.Group, a tools.FetchURLArgs) (*tools.FetchURLResult, *tools.Error)
+	WebSearch(ctx context.Context, g *groups.Group, a tools.WebSearchArgs) (*tools.WebSearchResult, *tools.Error)
 }
 
 // Generation answers the generation tools and video jobs
 // (generation.Service).
 type Generation interface {
-	GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error)
-	Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error)
-	GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error)
-	ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error)
+	GenerateImage(ctx context.Context, g *groups.Group, a tools.GenerateImageArgs) (*tools.GeneratedResult, *tools.Error)
+	Speak(ctx context.Context, g *groups.Group, a tools.SpeakArgs) (*tools.GeneratedResult, *tools.Error)
+	GenerateVideo(ctx context.Context, g *groups.Group, a tools.GenerateVideoArgs) (*tools.VideoJobResult, *tools.Error)
+	CancelVideo(ctx context.Context, g *groups.Group, a tools.CancelVideoArgs) (*tools.VideoJobResult, *tools.Error)
+	ListVideos(ctx context.Context, g *groups.Group, a tools.ListVideosArgs) (*tools.ListVideosResult, *tools.Error)
 }
 
 // Sending answers send_message and send_media (sending.Service).
 type Sending interface {
-	SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error)
-	SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error)
+	SendMessage(ctx context.Context, g *groups.Group, a tools.SendMessageArgs) (*tools.SendResult, *tools.Error)
+	SendMedia(ctx context.Context, g *groups.Group, a tools.SendMediaArgs) (*tools.SendResult, *tools.Error)
 }
 
 // Options wire a Host; a service left nil answers its tools with a clear
@@ -60,7 +59,7 @@ type Options struct {
 type Host struct{ o Options }
 
 var (
-	_ ipc.Handler     = (*Host)(nil)
+	_ tools.Handler   = (*Host)(nil)
 	_ tools.MediaHost = (*Host)(nil)
 )
 
@@ -77,113 +76,113 @@ func New(o Options) *Host {
 // Caller for the built-in agent. Which method answers which request is
 // the tool registry's (tools.Serve). A panic in a handler is an internal
 // error for this request, never a dead daemon.
-func (h *Host) Handle(ctx context.Context, group string, req *ipc.Request) (result any, herr *ipc.Error) {
+func (h *Host) Handle(ctx context.Context, group string, req *tools.Request) (result any, herr *tools.Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.o.Log.Error("media: handler panicked", "group", group, "type", req.Type, "panic", p)
-			result, herr = nil, ipc.Errorf(ipc.CodeInternal, "the host failed handling %s", req.Type)
+			result, herr = nil, tools.Errorf(tools.CodeInternal, "the host failed handling %s", req.Type)
 		}
 	}()
 	g, ok := h.o.Groups.ByFolder(group)
 	if !ok {
-		return nil, ipc.Errorf(ipc.CodeForbidden, "%q is not a registered group", group)
+		return nil, tools.Errorf(tools.CodeForbidden, "%q is not a registered group", group)
 	}
 	return tools.Serve(ctx, tools.Media, h, g, req)
 }
 
-// Caller answers one group's tool calls in-process (ipc.InProcess): the
+// Caller answers one group's tool calls in-process (tools.InProcess): the
 // same Handle the IPC host runs. It satisfies mcp.Caller.
-func (h *Host) Caller(group string) ipc.InProcess { return ipc.InProcess{Handler: h, Group: group} }
+func (h *Host) Caller(group string) tools.InProcess { return tools.InProcess{Handler: h, Group: group} }
 
 // off answers a tool whose service this host was not given.
-func off(tool string) *ipc.Error {
-	return ipc.Errorf(ipc.CodeBadRequest, "%s is not served by this host", tool)
+func off(tool string) *tools.Error {
+	return tools.Errorf(tools.CodeBadRequest, "%s is not served by this host", tool)
 }
 
 // Fetch is fetch_media.
-func (h *Host) Fetch(ctx context.Context, g *groups.Group, ref string) (*ipc.FetchMediaResult, *ipc.Error) {
+func (h *Host) Fetch(ctx context.Context, g *groups.Group, ref string) (*tools.FetchMediaResult, *tools.Error) {
 	if h.o.Media == nil {
-		return nil, off(ipc.TypeFetchMedia)
+		return nil, off(tools.FetchMedia)
 	}
 	return h.o.Media.Fetch(ctx, g, ref)
 }
 
 // List is list_media.
-func (h *Host) List(ctx context.Context, g *groups.Group, a ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+func (h *Host) List(ctx context.Context, g *groups.Group, a tools.ListMediaArgs) (*tools.ListMediaResult, *tools.Error) {
 	if h.o.Media == nil {
-		return nil, off(ipc.TypeListMedia)
+		return nil, off(tools.ListMedia)
 	}
 	return h.o.Media.List(ctx, g, a)
 }
 
 // FetchURL is fetch_url.
-func (h *Host) FetchURL(ctx context.Context, g *groups.Group, a ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+func (h *Host) FetchURL(ctx context.Context, g *groups.Group, a tools.FetchURLArgs) (*tools.FetchURLResult, *tools.Error) {
 	if h.o.Links == nil {
-		return nil, off(ipc.TypeFetchURL)
+		return nil, off(tools.FetchURL)
 	}
 	return h.o.Links.FetchURL(ctx, g, a)
 }
 
 // WebSearch is web_search.
-func (h *Host) WebSearch(ctx context.Context, g *groups.Group, a ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+func (h *Host) WebSearch(ctx context.Context, g *groups.Group, a tools.WebSearchArgs) (*tools.WebSearchResult, *tools.Error) {
 	if h.o.Links == nil {
-		return nil, off(ipc.TypeWebSearch)
+		return nil, off(tools.WebSearch)
 	}
 	return h.o.Links.WebSearch(ctx, g, a)
 }
 
 // GenerateImage is generate_image.
-func (h *Host) GenerateImage(ctx context.Context, g *groups.Group, a ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (h *Host) GenerateImage(ctx context.Context, g *groups.Group, a tools.GenerateImageArgs) (*tools.GeneratedResult, *tools.Error) {
 	if h.o.Generation == nil {
-		return nil, off(ipc.TypeGenerateImage)
+		return nil, off(tools.GenerateImage)
 	}
 	return h.o.Generation.GenerateImage(ctx, g, a)
 }
 
 // Speak is speak.
-func (h *Host) Speak(ctx context.Context, g *groups.Group, a ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (h *Host) Speak(ctx context.Context, g *groups.Group, a tools.SpeakArgs) (*tools.GeneratedResult, *tools.Error) {
 	if h.o.Generation == nil {
-		return nil, off(ipc.TypeSpeak)
+		return nil, off(tools.Speak)
 	}
 	return h.o.Generation.Speak(ctx, g, a)
 }
 
 // GenerateVideo is generate_video.
-func (h *Host) GenerateVideo(ctx context.Context, g *groups.Group, a ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (h *Host) GenerateVideo(ctx context.Context, g *groups.Group, a tools.GenerateVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	if h.o.Generation == nil {
-		return nil, off(ipc.TypeGenerateVideo)
+		return nil, off(tools.GenerateVideo)
 	}
 	return h.o.Generation.GenerateVideo(ctx, g, a)
 }
 
 // CancelVideo is cancel_video.
-func (h *Host) CancelVideo(ctx context.Context, g *groups.Group, a ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (h *Host) CancelVideo(ctx context.Context, g *groups.Group, a tools.CancelVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	if h.o.Generation == nil {
-		return nil, off(ipc.TypeCancelVideo)
+		return nil, off(tools.CancelVideo)
 	}
 	return h.o.Generation.CancelVideo(ctx, g, a)
 }
 
 // ListVideos is list_videos.
-func (h *Host) ListVideos(ctx context.Context, g *groups.Group, a ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
+func (h *Host) ListVideos(ctx context.Context, g *groups.Group, a tools.ListVideosArgs) (*tools.ListVideosResult, *tools.Error) {
 	if h.o.Generation == nil {
-		return nil, off(ipc.TypeListVideos)
+		return nil, off(tools.ListVideos)
 	}
 	return h.o.Generation.ListVideos(ctx, g, a)
 }
 
 // SendMessage is send_message.
-func (h *Host) SendMessage(ctx context.Context, g *groups.Group, a ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
+func (h *Host) SendMessage(ctx context.Context, g *groups.Group, a tools.SendMessageArgs) (*tools.SendResult, *tools.Error) {
 	if h.o.Sending == nil {
-		return nil, off(ipc.TypeSendMessage)
+		return nil, off(tools.SendMessage)
 	}
 	return h.o.Sending.SendMessage(ctx, g, a)
 }
 
 // SendMedia is send_media.
-func (h *Host) SendMedia(ctx context.Context, g *groups.Group, a ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
+func (h *Host) SendMedia(ctx context.Context, g *groups.Group, a tools.SendMediaArgs) (*tools.SendResult, *tools.Error) {
 	if h.o.Sending == nil {
-		return nil, off(ipc.TypeSendMedia)
+		return nil, off(tools.SendMedia)
 	}
 	return h.o.Sending.SendMedia(ctx, g, a)
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/media/mediahost"
 	"github.com/botd-dev/botd/tools"
 )
@@ -18,44 +17,44 @@ type service struct {
 	panic bool
 }
 
-func (s service) answer() *ipc.Error {
+func (s service) answer() *tools.Error {
 	if s.panic {
 		panic("a bug in " + s.name)
 	}
-	return ipc.Errorf(ipc.CodeNotFound, "answered by %s", s.name)
+	return tools.Errorf(tools.CodeNotFound, "answered by %s", s.name)
 }
 
-func (s service) Fetch(context.Context, *groups.Group, string) (*ipc.FetchMediaResult, *ipc.Error) {
+func (s service) Fetch(context.Context, *groups.Group, string) (*tools.FetchMediaResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) List(context.Context, *groups.Group, ipc.ListMediaArgs) (*ipc.ListMediaResult, *ipc.Error) {
+func (s service) List(context.Context, *groups.Group, tools.ListMediaArgs) (*tools.ListMediaResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) FetchURL(context.Context, *groups.Group, ipc.FetchURLArgs) (*ipc.FetchURLResult, *ipc.Error) {
+func (s service) FetchURL(context.Context, *groups.Group, tools.FetchURLArgs) (*tools.FetchURLResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) WebSearch(context.Context, *groups.Group, ipc.WebSearchArgs) (*ipc.WebSearchResult, *ipc.Error) {
+func (s service) WebSearch(context.Context, *groups.Group, tools.WebSearchArgs) (*tools.WebSearchResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) GenerateImage(context.Context, *groups.Group, ipc.GenerateImageArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (s service) GenerateImage(context.Context, *groups.Group, tools.GenerateImageArgs) (*tools.GeneratedResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) Speak(context.Context, *groups.Group, ipc.SpeakArgs) (*ipc.GeneratedResult, *ipc.Error) {
+func (s service) Speak(context.Context, *groups.Group, tools.SpeakArgs) (*tools.GeneratedResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) GenerateVideo(context.Context, *groups.Group, ipc.GenerateVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (s service) GenerateVideo(context.Context, *groups.Group, tools.GenerateVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) CancelVideo(context.Context, *groups.Group, ipc.CancelVideoArgs) (*ipc.VideoJobResult, *ipc.Error) {
+func (s service) CancelVideo(context.Context, *groups.Group, tools.CancelVideoArgs) (*tools.VideoJobResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) ListVideos(context.Context, *groups.Group, ipc.ListVideosArgs) (*ipc.ListVideosResult, *ipc.Error) {
+func (s service) ListVideos(context.Context, *groups.Group, tools.ListVideosArgs) (*tools.ListVideosResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) SendMessage(context.Context, *groups.Group, ipc.SendMessageArgs) (*ipc.SendResult, *ipc.Error) {
+func (s service) SendMessage(context.Context, *groups.Group, tools.SendMessageArgs) (*tools.SendResult, *tools.Error) {
 	return nil, s.answer()
 }
-func (s service) SendMedia(context.Context, *groups.Group, ipc.SendMediaArgs) (*ipc.SendResult, *ipc.Error) {
+func (s service) SendMedia(context.Context, *groups.Group, tools.SendMediaArgs) (*tools.SendResult, *tools.Error) {
 	return nil, s.answer()
 }
 
@@ -70,12 +69,12 @@ var owner = map[string]string{
 
 // args are valid arguments of each tool (the registry decodes strictly).
 var args = map[string]any{
-	tools.FetchMedia: ipc.FetchMediaArgs{MediaRef: "tg_1"}, tools.ListMedia: ipc.ListMediaArgs{},
-	tools.FetchURL: ipc.FetchURLArgs{URL: "https://example.com/"}, tools.WebSearch: ipc.WebSearchArgs{Query: "rota"},
-	tools.GenerateImage: ipc.GenerateImageArgs{Prompt: "a cat"}, tools.Speak: ipc.SpeakArgs{Text: "hi"},
-	tools.GenerateVideo: ipc.GenerateVideoArgs{Prompt: "a cat"}, tools.CancelVideo: ipc.CancelVideoArgs{ID: 1},
-	tools.ListVideos: ipc.ListVideosArgs{}, tools.SendMessage: ipc.SendMessageArgs{Text: "hi"},
-	tools.SendMedia: ipc.SendMediaArgs{Path: "a.png"},
+	tools.FetchMedia: tools.FetchMediaArgs{MediaRef: "tg_1"}, tools.ListMedia: tools.ListMediaArgs{},
+	tools.FetchURL: tools.FetchURLArgs{URL: "https://example.com/"}, tools.WebSearch: tools.WebSearchArgs{Query: "rota"},
+	tools.GenerateImage: tools.GenerateImageArgs{Prompt: "a cat"}, tools.Speak: tools.SpeakArgs{Text: "hi"},
+	tools.GenerateVideo: tools.GenerateVideoArgs{Prompt: "a cat"}, tools.CancelVideo: tools.CancelVideoArgs{ID: 1},
+	tools.ListVideos: tools.ListVideosArgs{}, tools.SendMessage: tools.SendMessageArgs{Text: "hi"},
+	tools.SendMedia: tools.SendMediaArgs{Path: "a.png"},
 }
 
 func newSet(t *testing.T) *groups.Set {
@@ -89,7 +88,7 @@ func newSet(t *testing.T) *groups.Set {
 
 func code(t *testing.T, err error) (string, string) {
 	t.Helper()
-	var e *ipc.Error
+	var e *tools.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want a tool error", err)
 	}
@@ -112,7 +111,7 @@ func TestEachToolReachesItsService(t *testing.T) {
 			continue
 		}
 		err := h.Caller("family").Call(context.Background(), spec.Name, args[spec.Name], nil)
-		if c, msg := code(t, err); c != ipc.CodeNotFound || msg != "answered by "+want {
+		if c, msg := code(t, err); c != tools.CodeNotFound || msg != "answered by "+want {
 			t.Errorf("%s: %s %q, want it answered by %s", spec.Name, c, msg, want)
 		}
 	}
@@ -132,10 +131,10 @@ func TestRefusalsAndPanics(t *testing.T) {
 		name, group, tool string
 		want              string
 	}{
-		{"service not given", "family", tools.FetchURL, ipc.CodeBadRequest},
-		{"unknown group", "strangers", tools.FetchMedia, ipc.CodeForbidden},
-		{"panic", "family", tools.SendMessage, ipc.CodeInternal},
-		{"after the panic", "family", tools.FetchMedia, ipc.CodeNotFound},
+		{"service not given", "family", tools.FetchURL, tools.CodeBadRequest},
+		{"unknown group", "strangers", tools.FetchMedia, tools.CodeForbidden},
+		{"panic", "family", tools.SendMessage, tools.CodeInternal},
+		{"after the panic", "family", tools.FetchMedia, tools.CodeNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := h.Caller(tc.group).Call(ctx, tc.tool, args[tc.tool], nil)

@@ -219,7 +219,7 @@ func Call(t testing.TB, c *ipc.Client, typ string, args, result any) error {
 // WantCode fails t unless err is a tool error of code, with a message.
 func WantCode(t testing.TB, err error, code string) {
 	t.Helper()
-	var e *ipc.Error
+	var e *tools.Error
 	if !errors.As(err, &e) || e.Code != code {
 		t.Fatalf("err = %v, want code %s", err, code)
 	}

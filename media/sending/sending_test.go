@@ -2,35 +2,36 @@ package sending_test
 
 import (
 	"bytes"
-	"github.com/botd-dev/botd/media/mediatest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/botd-dev/botd/media/mediatest"
+	"github.com/botd-dev/botd/tools"
+
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
-	"github.com/botd-dev/botd/ipc"
 )
 
 func TestSend(t *testing.T) {
 	r := mediatest.New(t)
-	var res ipc.SendResult
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "hello"}, &res); err != nil {
+	var res tools.SendResult
+	if err := mediatest.Call(t, r.Client("family"), tools.SendMessage, tools.SendMessageArgs{Text: "hello"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Chat != "telegram:-100" || len(res.MessageIDs) != 1 {
 		t.Errorf("send result = %+v", res)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "psst", Chat: "telegram:-200"}, nil), ipc.CodeForbidden)
-	if err := mediatest.Call(t, r.Client("main"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "from main", Chat: "telegram:-200"}, &res); err != nil || res.Chat != "telegram:-200" {
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.SendMessage, tools.SendMessageArgs{Text: "psst", Chat: "telegram:-200"}, nil), tools.CodeForbidden)
+	if err := mediatest.Call(t, r.Client("main"), tools.SendMessage, tools.SendMessageArgs{Text: "from main", Chat: "telegram:-200"}, &res); err != nil || res.Chat != "telegram:-200" {
 		t.Fatalf("main group send to another chat: %v %+v", err, res)
 	}
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("main"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "x", Chat: "telegram:999"}, nil), ipc.CodeForbidden)
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: " "}, nil), ipc.CodeBadRequest)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("main"), tools.SendMessage, tools.SendMessageArgs{Text: "x", Chat: "telegram:999"}, nil), tools.CodeForbidden)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.SendMessage, tools.SendMessageArgs{Text: " "}, nil), tools.CodeBadRequest)
 	r.TG.FailSends(chantest.ErrBoom)
-	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSendMessage, ipc.SendMessageArgs{Text: "lost?"}, nil), ipc.CodeSendFailed)
+	mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.SendMessage, tools.SendMessageArgs{Text: "lost?"}, nil), tools.CodeSendFailed)
 	r.TG.FailSends(nil)
 
 	sent := r.TG.Sent()
@@ -41,7 +42,7 @@ func TestSend(t *testing.T) {
 	ws, _ := groups.EnsureWorkspace(r.GroupsDir, &groups.Group{Folder: "family"})
 	img := mediatest.PNG(t, 4, 4)
 	os.WriteFile(filepath.Join(ws.Root, "chart.png"), img, 0o600)
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeSendMedia, ipc.SendMediaArgs{Path: "chart.png", Caption: "here"}, &res); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), tools.SendMedia, tools.SendMediaArgs{Path: "chart.png", Caption: "here"}, &res); err != nil {
 		t.Fatal(err)
 	}
 	files := r.TG.Files()
@@ -49,7 +50,7 @@ func TestSend(t *testing.T) {
 		t.Errorf("files = %+v", files)
 	}
 	for _, p := range []string{"../main/MEMORY.md", "/etc/passwd", "~/.ssh/id_rsa", "missing.png"} {
-		mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), ipc.TypeSendMedia, ipc.SendMediaArgs{Path: p}, nil), ipc.CodeBadRequest)
+		mediatest.WantCode(t, mediatest.Call(t, r.Client("family"), tools.SendMedia, tools.SendMediaArgs{Path: p}, nil), tools.CodeBadRequest)
 	}
 }
 
@@ -65,8 +66,8 @@ func TestSendMediaCannotLeaveTheGroupFolder(t *testing.T) {
 	if err := os.Link(db, filepath.Join(ws.Root, "db.png")); err != nil {
 		t.Skipf("hard link: %v", err)
 	}
-	err = mediatest.Call(t, r.Client("family"), ipc.TypeSendMedia, ipc.SendMediaArgs{Path: "db.png"}, nil)
-	mediatest.WantCode(t, err, ipc.CodeBadRequest)
+	err = mediatest.Call(t, r.Client("family"), tools.SendMedia, tools.SendMediaArgs{Path: "db.png"}, nil)
+	mediatest.WantCode(t, err, tools.CodeBadRequest)
 	if !strings.Contains(err.Error(), "hard links") {
 		t.Errorf("refusal does not say why: %v", err)
 	}
@@ -94,7 +95,7 @@ func TestSendMediaSwapAfterCheckSendsWhatWasChecked(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if err := mediatest.Call(t, r.Client("family"), ipc.TypeSendMedia, ipc.SendMediaArgs{Path: "chart.png"}, nil); err != nil {
+	if err := mediatest.Call(t, r.Client("family"), tools.SendMedia, tools.SendMediaArgs{Path: "chart.png"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	files := r.TG.Files()

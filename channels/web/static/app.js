@@ -83,8 +83,65 @@
   let lastSeq = Number(chat.dataset.lastSeq) || 0;
   let pending = [];
 
-  nameInput.value = localStorage.getItem("botd.name") || "";
-  nameInput.addEventListener("change", () => localStorage.setItem("botd.name", nameInput.value.trim()));
+  // The admin's name is remembered by the browser; a guest's is asked
+  // once and then fixed by botd for the visit (no input any more).
+  const guestAsk = nameInput && nameInput.dataset.ask === "true";
+  if (nameInput && !guestAsk) {
+    nameInput.value = localStorage.getItem("botd.name") || "";
+    nameInput.addEventListener("change", () => localStorage.setItem("botd.name", nameInput.value.trim()));
+  }
+
+  // claimName fixes a guest's name before their first message; botd
+  // refuses one that is taken or reserved, and says why.
+  async function claimName() {
+    const name = nameInput.value.trim();
+    if (!name) { status.textContent = "Type your name first: the room shows it with your messages."; nameInput.focus(); return false; }
+    const res = await fetch("/r/" + encodeURIComponent(room) + "/name", {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ name: name }),
+    });
+    let out = {};
+    try { out = await res.json(); } catch (_) { /* not JSON */ }
+    if (!res.ok) { status.textContent = out.error || ("Name not set: " + res.status); nameInput.focus(); return false; }
+    const you = el("span", "you", "You are ");
+    you.id = "you";
+    you.append(el("b", "", out.name));
+    const row = nameInput.parentElement;
+    row.replaceChildren(you);
+    return true;
+  }
+
+  // Day separators: "Today", "Yesterday", or the date, before the first
+  // message of each day, in the reader's time zone.
+  function dayOf(iso) { const d = new Date(iso); return isNaN(d) ? "" : d.toDateString(); }
+  function dayLabel(iso) {
+    const d = new Date(iso), now = new Date();
+    const y = new Date(now); y.setDate(now.getDate() - 1);
+    if (d.toDateString() === now.toDateString()) return "Today";
+    if (d.toDateString() === y.toDateString()) return "Yesterday";
+    return d.toLocaleDateString(undefined, { weekday: "long", month: "long", day: "numeric",
+      year: d.getFullYear() === now.getFullYear() ? undefined : "numeric" });
+  }
+  function separator(iso) {
+    const li = el("li", "day", dayLabel(iso));
+    li.setAttribute("role", "separator");
+    li.dataset.day = dayOf(iso);
+    return li;
+  }
+  function lastDay() {
+    const msgs = list.querySelectorAll(".msg:not(.draft) time[datetime]");
+    return msgs.length ? dayOf(msgs[msgs.length - 1].getAttribute("datetime")) : "";
+  }
+  (function separateDays() {
+    let day = "";
+    list.querySelectorAll(".msg").forEach((li) => {
+      const t = li.querySelector("time[datetime]");
+      if (!t) return;
+      const d = dayOf(t.getAttribute("datetime"));
+      if (d && d !== day) { li.before(separator(t.getAttribute("datetime"))); day = d; }
+    });
+  })();
 
   function el(tag, cls, txt) {
     const e = document.createElement(tag);
@@ -110,6 +167,12 @@
   }
   brokenImages(list);
   enhance(list);
+  {
+    // The newest answer's run may not have been recorded when the page was made.
+    const answers = list.querySelectorAll(".msg.assistant:not(.draft)");
+    const last = answers[answers.length - 1];
+    if (last && !last.querySelector(".tools")) setTimeout(() => fetchChips(last.dataset.seq, 0), 0);
+  }
 
   // The Stop button shows while the assistant works or writes.
   function working() {
@@ -128,6 +191,40 @@
     }
   }
 
+  // Tool chips: what the assistant did for an answer, each opening its
+  // details. Built as text, like everything a page inserts.
+  function chipsEl(tools) {
+    const box = el("div", "tools");
+    for (const t of tools) {
+      const d = el("details", "tool-chip" + (t.failed ? " failed" : ""));
+      d.append(el("summary", "", t.label));
+      const detail = el("div", "tool-detail");
+      const head = el("div");
+      head.append(el("b", "", t.tool), " ", el("code", "", t.args || ""));
+      detail.append(head);
+      if (t.result) detail.append(el("div", "tool-result", t.result));
+      if (t.run) { const a = el("a", "", "the whole run"); a.href = t.run; detail.append(a); }
+      d.append(detail);
+      box.append(d);
+    }
+    return box;
+  }
+  function addChips(li, tools) {
+    if (!li || !tools || !tools.length || li.querySelector(".tools")) return;
+    li.querySelector(".meta").after(chipsEl(tools));
+  }
+  // An answer arrives before its run is recorded: ask for its chips
+  // until botd has them (a few times, further apart).
+  function fetchChips(seq, attempt) {
+    fetch("/r/" + encodeURIComponent(room) + "/tools?seq=" + seq, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then((res) => res.ok ? res.json() : Promise.reject(new Error(res.status)))
+      .then((out) => {
+        for (const [s, tools] of Object.entries(out.chips || {})) addChips(document.getElementById("m" + s), tools);
+        if (out.pending && attempt < 6) setTimeout(() => fetchChips(seq, attempt + 1), 500 * Math.pow(2, attempt));
+      })
+      .catch(() => { if (attempt < 6) setTimeout(() => fetchChips(seq, attempt + 1), 500 * Math.pow(2, attempt)); });
+  }
+
   function render(m) {
     if (document.getElementById("m" + m.seq)) return;
     const li = el("li", "msg" + (m.assistant ? " assistant" : "") + (m.system ? " system" : ""));
@@ -135,8 +232,11 @@
     li.dataset.seq = m.seq;
     li.dataset.id = m.id;
     const meta = el("div", "meta");
-    meta.append(el("span", "from", m.from), " ", el("time", "", m.clock));
+    const when = el("time", "", m.clock);
+    if (m.time) when.setAttribute("datetime", m.time);
+    meta.append(el("span", "from", m.from), " ", when);
     li.append(meta);
+    if (m.tools) li.append(chipsEl(m.tools));
     body(li, m.html, m.text);
     if (m.note) li.append(el("div", "note", m.note));
     for (const f of m.files || []) {
@@ -160,14 +260,24 @@
     }
     brokenImages(li);
     enhance(li);
+    const empty = document.getElementById("empty-room");
+    if (empty) empty.remove();
+    if (m.time && dayOf(m.time) !== lastDay()) {
+      const sep = separator(m.time);
+      const draft = document.getElementById("d" + m.id);
+      if (draft) draft.before(sep); else list.append(sep);
+    }
     // A finished answer takes its draft's place.
     const d = document.getElementById("d" + m.id);
     if (d) d.replaceWith(li); else list.append(li);
+    if (m.assistant && !m.tools) fetchChips(m.seq, 0);
     working();
     scrollDown();
   }
 
   function showDraft(d) {
+    const empty = document.getElementById("empty-room");
+    if (empty) empty.remove();
     let li = document.getElementById("d" + d.id);
     if (!li) {
       li = el("li", "msg assistant draft");
@@ -330,9 +440,10 @@
     e.preventDefault();
     if (!text.value.trim() && pending.length === 0) return;
     if (total() > maxUpload) { showPending(); return; }
-    localStorage.setItem("botd.name", nameInput.value.trim());
+    if (guestAsk && document.getElementById("name") && !(await claimName())) return;
+    if (nameInput && !guestAsk) localStorage.setItem("botd.name", nameInput.value.trim());
     const form = new FormData();
-    form.append("name", nameInput.value);
+    form.append("name", nameInput && !guestAsk ? nameInput.value : "");
     form.append("text", text.value);
     for (const f of pending) form.append("file", f, f.name);
     progress.hidden = pending.length === 0; progress.value = 0;
