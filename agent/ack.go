@@ -19,13 +19,14 @@ type Gate interface {
 
 // gate asks Options.Gate about in.
 func (a *Agent) gate(ctx context.Context, in channels.Inbound, g groups.Group, registered bool) bool {
-	if a.opts.Intake.Gate == nil {
+	gt := a.settings().Gate
+	if gt == nil {
 		return false
 	}
 	if !registered {
-		return a.opts.Intake.Gate.Intercept(ctx, in, nil)
+		return gt.Intercept(ctx, in, nil)
 	}
-	return a.opts.Intake.Gate.Intercept(ctx, in, &g)
+	return gt.Intercept(ctx, in, &g)
 }
 
 // ackTimeout bounds one change of the reaction.
@@ -35,13 +36,13 @@ const ackTimeout = 10 * time.Second
 // with reactions offers it (Telegram's bots pick from a fixed list).
 const failReaction = "😢"
 
-// ackRun puts Options.AckReaction on the message trig points at, where
-// its network has reactions, and returns what ends it with the run: off
-// once the answer is out (or nothing was to be said), a failure mark when
-// the run failed, left alone when botd is stopping (the run comes again).
-// A scheduled task's message is botd's own: no reaction.
-func (a *Agent) ackRun(ctx context.Context, trig store.Trigger) func(runResult) {
-	emoji := a.opts.Intake.AckReaction
+// ackRun puts emoji (the run's settings' AckReaction) on the message
+// trig points at, where its network has reactions, and returns what ends
+// it with the run: off once the answer is out (or nothing was to be
+// said), a failure mark when the run failed, left alone when botd is
+// stopping (the run comes again). A scheduled task's message is botd's
+// own: no reaction.
+func (a *Agent) ackRun(ctx context.Context, trig store.Trigger, emoji string) func(runResult) {
 	nothing := func(runResult) {}
 	if emoji == "" || trig.MessageID == "" {
 		return nothing

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/botd-dev/botd/agent/historydb"
@@ -29,7 +30,10 @@ import (
 // of its own (Run, run.go); what it answers leaves through the outbox
 // (deliver.go).
 type Agent struct {
-	opts  Options
+	opts Options
+	// live are the settings a reload may change (Apply); a run takes
+	// them when it is made.
+	live  atomic.Pointer[Settings]
 	log   *slog.Logger
 	book  *groupBook
 	chans *channelSet
@@ -44,6 +48,8 @@ type Agent struct {
 	outbox   *outbox
 	lives    *lives
 	batches  *batcher // nil: no batch API
+
+	extra extraServers // remote MCP servers between runs (tools.go)
 }
 
 var _ channels.Sink = (*Agent)(nil)
@@ -52,10 +58,12 @@ var _ channels.Sink = (*Agent)(nil)
 func New(opts Options) *Agent {
 	opts = opts.withDefaults()
 	a := &Agent{opts: opts, log: opts.Log, book: &groupBook{set: opts.Groups}}
+	live := settingsOf(opts)
+	a.live.Store(&live)
 	a.chans = &channelSet{m: opts.Channels, clk: opts.Time.Clock, log: opts.Log}
 	a.queue = newQueue(opts.Intake, opts.Log, a.runOnce, a.chans.notifyFailure)
 	a.queue.skip = a.book.disabled
-	a.budget = &budget{limit: opts.Intake.MaxCostPerDay, st: opts.Store, now: opts.Time.Now, loc: opts.Time.Location,
+	a.budget = &budget{st: opts.Store, now: opts.Time.Now, loc: opts.Time.Location,
 		chans: a.chans, log: opts.Log, told: map[string]string{}}
 	a.confirms = &confirms{now: opts.Time.Now, log: opts.Log}
 	a.history = &history{st: opts.Store, db: historydb.New(opts.Store), lim: opts.Context, model: opts.Run.Model, llm: opts.LLM, loc: opts.Time.Location,
@@ -92,7 +100,7 @@ func (a *Agent) AddChannel(ch channels.Channel) error {
 // again), then groups whose latest trigger is past their cursor run. It
 // returns once that work is queued; runs continue until ctx ends.
 func (a *Agent) Start(ctx context.Context) error {
-	if a.opts.Store == nil || a.opts.Groups == nil || a.opts.LLM == nil {
+	if a.opts.Store == nil || a.opts.Groups == nil || a.settings().LLM == nil {
 		return errors.New("agent: Store, Groups and LLM are required")
 	}
 	if err := a.queue.start(ctx); err != nil {

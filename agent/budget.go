@@ -49,7 +49,6 @@ const msgBudget = "I've reached today's spending limit for this group, so I'll b
 // already cost that much is not run; the messages count as handled, and
 // the chat is told once a day.
 type budget struct {
-	limit int64 // micro-cents; 0 is no limit
 	st    *store.Store
 	now   func() time.Time
 	loc   *time.Location
@@ -60,13 +59,9 @@ type budget struct {
 	told map[string]string // folder → the day the chat was told its budget is spent
 }
 
-// over reports, and handles, a run the budget stops before it starts.
-// limit is the group's own (micro-cents; GroupRun.MaxCostPerDay), or
-// the agent's when 0.
+// over reports, and handles, a run the budget stops before it starts;
+// limit is the run's settings' (micro-cents; 0 is no limit).
 func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, limit int64) (runResult, bool) {
-	if limit <= 0 {
-		limit = b.limit
-	}
 	if limit <= 0 {
 		return runResult{}, false
 	}

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/botd-dev/botd/agent/mcpremote"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/tools"
 )
@@ -37,13 +39,43 @@ type ContextConfig struct {
 	MaxTokens int `yaml:"max_tokens"`
 }
 
-// MCPServer is a further stdio MCP server of agent.mcp_servers.
+// MCPServer is a further MCP server of agent.mcp_servers: a child process
+// over stdio (Command) or a remote server over Streamable HTTP (URL).
 type MCPServer struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
+	// URL is a remote server's Streamable HTTP endpoint, instead of
+	// Command. It goes through the SSRF guard (netguard).
+	URL string `yaml:"url"`
+	// Headers go with every request to URL (Authorization: "Bearer
+	// ${TOKEN}", the token from the environment); never logged.
+	Headers map[string]string `yaml:"headers"`
+	// AllowPrivate lets URL be on this machine or the local network (a
+	// Home Assistant on the LAN), given as an address.
+	AllowPrivate bool `yaml:"allow_private"`
+	// OAuth gets the bearer token with OAuth 2.1 client credentials.
+	OAuth *MCPOAuth `yaml:"oauth"`
 	// Tools is the allow-list of tool names the agent may call; empty allows none.
 	Tools []string `yaml:"tools"`
+	// Groups are the group folders offered the server's tools; empty
+	// offers them to every group.
+	Groups []string `yaml:"groups"`
+}
+
+// MCPOAuth is a remote server's OAuth 2.1 sign-in. Flow
+// client_credentials (the default): botd asks TokenURL for an access
+// token, keeps it in the data folder (0600) and asks again before it
+// expires. Flow authorization_code: a person signs botd in once with
+// botd mcp-login (PKCE; the authorization server found from the server's
+// metadata), and the kept token is refreshed.
+type MCPOAuth struct {
+	Flow         string   `yaml:"flow"`
+	RedirectURI  string   `yaml:"redirect_uri"`
+	TokenURL     string   `yaml:"token_url"`
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 }
 
 // DefaultAssistantName is assistant_name when the config names none.
@@ -96,9 +128,10 @@ func (c Config) Validate() error {
 		if name == "botd" {
 			ps.Add("agent.mcp_servers.botd", "the name botd is reserved for the built-in media server")
 		}
-		if s.Command == "" {
-			ps.Add("agent.mcp_servers."+name+".command", "must not be empty")
+		if !validServerName(name) {
+			ps.Add("agent.mcp_servers."+name, "a server's name is letters, digits, _ and - (it prefixes its tools' names, which models accept only so)")
 		}
+		validateServer(&ps, "agent.mcp_servers."+name, s)
 	}
 	return ps.Err()
 }
@@ -113,4 +146,120 @@ func (c Config) KnownTool(name string) bool {
 	}
 	_, ok := tools.Lookup(name)
 	return ok
+}
+
+// validateServer checks one agent.mcp_servers entry: a command or a URL,
+// and the keys that go with each.
+func validateServer(ps *settings.Problems, key string, s MCPServer) {
+	switch {
+	case s.Command == "" && s.URL == "":
+		ps.Add(key+".command", "must not be empty (or give url for a remote server)")
+	case s.Command != "" && s.URL != "":
+		ps.Add(key+".url", "give either command (a server botd starts) or url (a remote server), not both")
+	case s.URL != "":
+		if err := mcpremote.Check(s.URL, s.AllowPrivate); err != nil {
+			ps.Add(key+".url", "%s", err)
+		}
+		if len(s.Args) > 0 || len(s.Env) > 0 {
+			ps.Add(key, "args and env are for a command; a remote server (url) takes headers")
+		}
+	default:
+		if len(s.Headers) > 0 || s.OAuth != nil || s.AllowPrivate {
+			ps.Add(key, "headers, oauth and allow_private are for a remote server (url), not a command")
+		}
+	}
+	for h, v := range s.Headers {
+		if !validHeaderName(h) {
+			ps.Add(key+".headers", "%q is not a header name", h)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			// The value is a secret: named by its header only.
+			ps.Add(key+".headers."+h, "the value holds a line break or NUL")
+		}
+	}
+	if o := s.OAuth; o != nil {
+		switch o.Flow {
+		case "", FlowClientCredentials:
+			if o.TokenURL == "" {
+				ps.Add(key+".oauth.token_url", "must not be empty")
+			} else if err := mcpremote.Check(o.TokenURL, s.AllowPrivate); err != nil {
+				ps.Add(key+".oauth.token_url", "%s", err)
+			}
+			if o.ClientSecret == "" {
+				ps.Add(key+".oauth.client_secret", "must not be empty")
+			}
+			if o.RedirectURI != "" {
+				ps.Add(key+".oauth.redirect_uri", "is for flow authorization_code")
+			}
+		case FlowAuthorizationCode:
+			if o.TokenURL != "" {
+				ps.Add(key+".oauth.token_url", "is for flow client_credentials (authorization_code finds the endpoints in the server's metadata)")
+			}
+			if err := checkRedirect(o.RedirectURI); err != "" {
+				ps.Add(key+".oauth.redirect_uri", "%s", err)
+			}
+		default:
+			ps.Add(key+".oauth.flow", "%q is not a flow botd speaks (client_credentials or authorization_code)", o.Flow)
+		}
+		if o.ClientID == "" {
+			ps.Add(key+".oauth.client_id", "must not be empty")
+		}
+		for h := range s.Headers {
+			if strings.EqualFold(h, "Authorization") {
+				ps.Add(key+".headers", "give either an Authorization header or oauth, not both")
+			}
+		}
+	}
+	for _, g := range s.Groups {
+		if strings.TrimSpace(g) == "" {
+			ps.Add(key+".groups", "an empty group name (leave the list empty to offer the server to every group)")
+		}
+	}
+}
+
+// validServerName is a name that can prefix a tool's name.
+func validServerName(n string) bool {
+	if n == "" || len(n) > 32 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderName is an HTTP token (RFC 9110).
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// The OAuth flows of agent.mcp_servers.<name>.oauth.flow.
+const (
+	FlowClientCredentials = "client_credentials"
+	FlowAuthorizationCode = "authorization_code"
+)
+
+// checkRedirect is why an authorization code redirect URI will not do:
+// botd listens on it itself, on loopback, for the person's browser.
+func checkRedirect(raw string) string {
+	if raw == "" {
+		return "must not be empty (e.g. http://127.0.0.1:8976/callback, registered with the authorization server)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || (u.Hostname() != "127.0.0.1" && u.Hostname() != "::1" && u.Hostname() != "localhost") || u.Port() == "" {
+		return "must be http://127.0.0.1:PORT/… (botd mcp-login listens there for the browser's answer)"
+	}
+	return ""
 }

@@ -121,6 +121,14 @@ type history struct {
 	log   *slog.Logger
 }
 
+// with is h bounded by a run's settings: its context limits, and its
+// model, whose window bounds the budget and which writes the summary.
+func (h *history) with(s *Settings) *history {
+	c := *h
+	c.lim, c.model, c.llm = s.Context, s.Run.Model, s.LLM
+	return &c
+}
+
 // load reads what a run shows the model: the group's latest
 // summary, its handled messages since (bounded by agent.context), the new
 // messages after cursor (newest MaxMessages), the messages they reply to,

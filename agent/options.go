@@ -74,6 +74,8 @@ type ToolOptions struct {
 	// ExtraMCP are further stdio MCP servers; their allow-listed tools are
 	// exposed as "<name>__<tool>".
 	ExtraMCP map[string]MCPServer
+	// DataDir keeps remote MCP servers' OAuth tokens (data_dir/mcp).
+	DataDir string
 	// ToolSource replaces the default tool source (tests).
 	ToolSource ToolSource
 }

@@ -67,7 +67,8 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	} else if ok {
 		a.queue.again(folder) // then whatever else is due
 		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-		return newRun(a, g, a.settings(ctx, &g), to).resume(ctx, b)
+		set := a.settings()
+		return newRun(a, set, g, a.groupRun(ctx, &g, set), to).resume(ctx, b)
 	}
 	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
@@ -76,13 +77,16 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
-	set := a.settings(ctx, &g) // the group's model, prompt, tools, budget (settings.go)
+	// The settings in force now are the run's to its end (settings.go),
+	// with the group's own model, prompt, tools and budget (policy.go).
+	set := a.settings()
+	grp := a.groupRun(ctx, &g, set)
 	// A group whose day's budget is spent is not run (budget.go).
-	if res, over := a.budget.over(ctx, folder, trig, set.MaxCostPerDay); over {
+	if res, over := a.budget.over(ctx, folder, trig, grp.MaxCostPerDay); over {
 		return res
 	}
-	seen := a.ackRun(ctx, trig) // the question's reaction while it runs (ack.go)
-	res := newRun(a, g, set, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	seen := a.ackRun(ctx, trig, set.AckReaction) // the question's reaction while it runs (ack.go)
+	res := newRun(a, set, g, grp, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 	seen(res)
 	return res
 }
@@ -98,16 +102,19 @@ type target struct {
 // tools behind its guard, its live answer, its bill and its record. It is
 // made by the group's worker and lives until its answer is queued.
 type Run struct {
-	a       *Agent
+	a *Agent
+	// set are the settings the run was made with (a reload changes the
+	// next run's, never this one's).
+	set     *Settings
 	g       groups.Group
 	ws      groups.Workspace
 	id      string
 	log     *slog.Logger
 	started time.Time
 	to      target
-	// set is the group's own choices (model, prompt, tools); role is the
-	// asker's (settings.go).
-	set  GroupRun
+	// grp is the group's own choices (model, prompt, tools; policy.go);
+	// role is the asker's.
+	grp  GroupRun
 	role groups.Role
 	// ctx is the worker's (shutdown ends it), observed for the bill;
 	// runCtx bounds the model and the tools (the run's timeout, Stop).
@@ -125,12 +132,12 @@ type Run struct {
 	live    *liveRun    // nil: not shown while written (a batch run)
 }
 
-func newRun(a *Agent, g groups.Group, set GroupRun, to target) *Run {
+func newRun(a *Agent, set *Settings, g groups.Group, grp GroupRun, to target) *Run {
 	id := newRunID()
 	// The asker is known once the conversation is read (think); a
 	// resumed batch run is a scheduled task's (role's nil message).
-	return &Run{a: a, g: g, id: id, to: to, set: set, role: a.role(&g, nil), started: time.Now(),
-		log: a.log.With("group", g.Folder, "run", id), caps: set.LLM.Capabilities()}
+	return &Run{a: a, set: set, grp: grp, role: a.role(&g, nil), g: g, id: id, to: to, started: time.Now(),
+		log: a.log.With("group", g.Folder, "run", id), caps: grp.LLM.Capabilities()}
 }
 
 // failed is the result of a run that must be retried, told to the chat
@@ -154,7 +161,7 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	if err := r.begin(ctx); err != nil {
 		return r.failed(outcomeDeliveryFailed, err)
 	}
-	conv, upTo, err := a.history.load(r.ctx, g, cursor)
+	conv, upTo, err := a.history.with(r.set).load(r.ctx, g, cursor)
 	if err != nil {
 		return storeFailure(r.ctx, err)
 	}
@@ -180,18 +187,18 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	// What a person confirmed is done before the model is asked, by
 	// botd, past the guard (confirm.go).
 	user += runConfirmed(r.runCtx, r.tools, a.confirms.take(g.Folder, conv.Msgs), r.log)
-	user += askerLine(r.set, r.role)
+	user += askerLine(r.grp, r.role)
 	r.guardTools()
 	if r.guard != nil {
 		r.guard.fromConversation(conv)
 	}
 	memory, global := r.memory(isolatedRun(conv.Msgs))
 	r.req = &llm.Request{
-		Model: r.set.Model,
+		Model: r.grp.Model,
 		System: buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}) +
-			standing(r.set),
+			standing(r.grp),
 		Messages:  []llm.Message{llm.UserText(user)},
-		MaxTokens: a.opts.Run.MaxTokens,
+		MaxTokens: r.set.Run.MaxTokens,
 	}
 	if r.tools != nil && r.caps.Tools {
 		r.req.Tools = r.tools.Tools()
@@ -259,7 +266,7 @@ func (r *Run) open() (done func()) {
 	stopCtx, stop := context.WithCancelCause(r.ctx)
 	forget := sync.OnceFunc(a.queue.stoppable(r.g.Folder, stop))
 	r.settled = forget
-	runCtx, cancelTimeout := context.WithTimeout(stopCtx, a.opts.Run.Timeout)
+	runCtx, cancelTimeout := context.WithTimeout(stopCtx, r.set.Run.Timeout)
 	r.runCtx = runCtx
 	tools, err := a.opts.ToolSource(runCtx, &r.g)
 	if err != nil {
@@ -281,10 +288,10 @@ func (r *Run) open() (done func()) {
 // permitTools puts the group's allow-list and the asker's role before
 // the run's tools (settings.go).
 func (r *Run) permitTools() {
-	if r.tools == nil || (r.set.Tools == nil && r.role == groups.Owner) {
+	if r.tools == nil || (r.grp.Tools == nil && r.role == groups.Owner) {
 		return
 	}
-	r.tools = &permit{ToolSession: r.tools, folder: r.g.Folder, allow: r.set.Tools, role: r.role}
+	r.tools = &permit{ToolSession: r.tools, folder: r.g.Folder, allow: r.grp.Tools, role: r.role}
 }
 
 // guardTools puts the run's guard (guard.go) before its tools; without
@@ -391,7 +398,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 	ctx, runCtx, rec, lv := r.ctx, r.runCtx, &r.rec, r.live
 	var usage llm.Usage
 	answered := false
-	for rec.Iterations < r.a.opts.Run.MaxIterations {
+	for rec.Iterations < r.set.Run.MaxIterations {
 		rec.Iterations++
 		res, err := first, error(nil)
 		if first == nil {
@@ -455,7 +462,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		return "", &runResult{outcome: outcomeStopped, err: ctx.Err()}
 	}
 	if answered && final != "" {
-		r.a.history.recordNotes(context.WithoutCancel(ctx), &r.g, r.id, r.req.Messages, final)
+		r.a.history.with(r.set).recordNotes(context.WithoutCancel(ctx), &r.g, r.id, r.req.Messages, final)
 	}
 	return final, nil
 }
@@ -466,7 +473,7 @@ func (r *Run) ask() (*llm.Result, error) {
 	if r.live != nil && r.caps.Streaming {
 		return r.streamTurn()
 	}
-	return r.set.LLM.Generate(r.runCtx, r.req)
+	return r.grp.LLM.Generate(r.runCtx, r.req)
 }
 
 // stoppedByUser reports a run someone stopped from the chat (StopRun).
@@ -528,7 +535,7 @@ func (r *Run) streamTurn() (*llm.Result, error) {
 // whether any content arrived before an error.
 func (r *Run) streamOnce() (res *llm.Result, wrote bool, err error) {
 	ctx := r.runCtx
-	s, err := r.set.LLM.Stream(ctx, r.req)
+	s, err := r.grp.LLM.Stream(ctx, r.req)
 	if err != nil {
 		return nil, false, err
 	}

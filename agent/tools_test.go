@@ -118,10 +118,10 @@ func TestDefaultToolSource(t *testing.T) {
 	}
 	// The extra server gets only what it is given, never the daemon's
 	// environment.
-	if got := call("notes__whoami", `{}`); got != "notes-server | t0k" {
+	if got := call("notes__whoami", `{}`); got != untrusted("notes", "whoami", "notes-server | t0k") {
 		t.Errorf("extra server argv/env = %q", got)
 	}
-	if got := call("notes__echo", `{"text":"hi"}`); got != "echo: hi" {
+	if got := call("notes__echo", `{"text":"hi"}`); got != untrusted("notes", "echo", "echo: hi") {
 		t.Errorf("echo = %q", got)
 	}
 	if got := call("notes__rm_rf", `{}`); !strings.Contains(got, "no tool called") {
@@ -221,7 +221,7 @@ func TestConnectMCPPrefixesAndAllowList(t *testing.T) {
 		t.Errorf("tools = %v", names)
 	}
 	res, err := sess.Call(ctx, "web__fetch_media", nil)
-	if err != nil || res.Parts[0].Text != "from fetch_media" {
+	if err != nil || res.Parts[0].Text != untrusted("web", "fetch_media", "from fetch_media") {
 		t.Errorf("call = %+v, %v", res, err)
 	}
 	for _, tl := range sess.Tools() {

@@ -299,6 +299,91 @@ func (s *Set) Remove(folder string) (bool, error) {
 	return true, nil
 }
 
+// Replace swaps the groups of the config for list, the config read again
+// while botd runs. A group whose folder stays gets its new entry as a new
+// value (a run holds a copy of the one it started with, so nothing changes
+// under it), one no longer listed is dropped, one new is added; the chat
+// ids a group learned live (AddAlias) stay while its chat does. The groups
+// kept in the database (Kept) stay too, after the config's; one that now
+// clashes with the config's is left out and returned, as at start. The
+// list is checked whole first: on an error nothing changed.
+func (s *Set) Replace(assistantName string, list []Group) (left []Group, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next []*Group
+	folder, chat := map[string]*Group{}, map[string]*Group{}
+	mains := 0
+	for i := range list {
+		g := list[i]
+		if err := ValidateFolder(g.Folder); err != nil {
+			return nil, fmt.Errorf("group %d folder: %w", i, err)
+		}
+		if _, dup := folder[g.Folder]; dup {
+			return nil, fmt.Errorf("group folder %q used twice", g.Folder)
+		}
+		if g.Trigger == "" {
+			g.Trigger = "@" + assistantName
+		}
+		if g.Main {
+			if mains++; mains > 1 {
+				return nil, errors.New("more than one main group")
+			}
+		}
+		g.Kept = false
+		g.Aliases = slices.Clone(g.Aliases)
+		if old, ok := s.folder[g.Folder]; ok && !old.Kept && old.Chat == g.Chat {
+			for _, a := range old.ChatIDs()[1:] {
+				if !slices.Contains(g.Aliases, a) {
+					g.Aliases = append(g.Aliases, a)
+				}
+			}
+		}
+		gp := &g
+		for _, c := range gp.ChatIDs() {
+			if _, dup := chat[c]; dup {
+				return nil, fmt.Errorf("chat %q registered twice", c)
+			}
+			chat[c] = gp
+		}
+		next = append(next, gp)
+		folder[g.Folder] = gp
+	}
+	for _, k := range s.list {
+		if !k.Kept {
+			continue
+		}
+		clash := folder[k.Folder] != nil
+		for _, c := range k.ChatIDs() {
+			clash = clash || chat[c] != nil
+		}
+		if clash {
+			left = append(left, copyOf(k))
+			continue
+		}
+		next = append(next, k)
+		folder[k.Folder] = k
+		for _, c := range k.ChatIDs() {
+			chat[c] = k
+		}
+	}
+	for f := range s.disabled {
+		if folder[f] == nil {
+			// A folder refused at start and now gone: if it comes back,
+			// it is looked at again.
+			delete(s.disabled, f)
+		}
+	}
+	s.list, s.folder, s.chat = next, folder, chat
+	return left, nil
+}
+
+// copyOf is g as a value, its aliases read under their lock.
+func copyOf(g *Group) Group {
+	c := *g
+	c.Aliases = g.ChatIDs()[1:]
+	return c
+}
+
 // ByFolder finds a group by its folder.
 func (s *Set) ByFolder(folder string) (*Group, bool) {
 	s.mu.RLock()

@@ -260,3 +260,87 @@ func TestSetAddRemoveLive(t *testing.T) {
 		t.Errorf("Remove twice = %v, %v; want false, nil", ok, err)
 	}
 }
+
+// Replace swaps the config's groups: a changed group is a new value (the
+// copy a run holds keeps its settings), a removed one goes, a new one
+// comes; a group kept in the database stays unless the config now claims
+// its chat; an alias learned live stays with its group; a bad list changes
+// nothing.
+func TestSetReplace(t *testing.T) {
+	s, err := NewSet("Andy", []Group{
+		{Folder: "family", Chat: "telegram:-100", RequiresTrigger: true},
+		{Folder: "club", Chat: "telegram:-200", RequiresTrigger: true},
+		{Folder: "gone", Chat: "telegram:-300"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Group{{Folder: "kept", Chat: "telegram:-400", Kept: true}, {Folder: "clash", Chat: "telegram:-600", Kept: true}} {
+		if err := s.Add("Andy", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddAlias("club", "telegram:-201"); err != nil {
+		t.Fatal(err)
+	}
+	running, _ := s.ByFolder("family")
+	held := *running // what a run copied when it started
+	s.Disable("gone", "refused")
+
+	left, err := s.Replace("Andy", []Group{
+		{Folder: "family", Chat: "telegram:-100", Trigger: "@Fam", RequiresTrigger: true},
+		{Folder: "club", Chat: "telegram:-200", RequiresTrigger: true},
+		{Folder: "new", Chat: "telegram:-500"},
+		{Folder: "takes", Chat: "telegram:-600"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Folder != "clash" {
+		t.Errorf("left out = %+v, want the kept group whose chat the config now has", left)
+	}
+	var folders []string
+	for _, g := range s.All() {
+		folders = append(folders, g.Folder)
+	}
+	if got := strings.Join(folders, ","); got != "family,club,new,takes,kept" {
+		t.Errorf("groups = %s, want the config's in order, then the kept one", got)
+	}
+	if g, _ := s.ByChat("telegram:-100"); g.Trigger != "@Fam" || !g.Triggered("@fam hi") {
+		t.Errorf("family after the reload: trigger %q", g.Trigger)
+	}
+	if held.Trigger != "@Andy" || running.Trigger != "@Andy" {
+		t.Errorf("the running run's group changed under it: %q / %q", held.Trigger, running.Trigger)
+	}
+	if g, ok := s.ByChat("telegram:-201"); !ok || g.Folder != "club" {
+		t.Errorf("the alias learned live: %+v %v", g, ok)
+	}
+	if g, _ := s.ByChat("telegram:-500"); g == nil || g.Trigger != "@Andy" {
+		t.Errorf("the new group: %+v", g)
+	}
+	for _, c := range []string{"telegram:-300"} {
+		if _, ok := s.ByChat(c); ok {
+			t.Errorf("the removed group's chat %s still routes", c)
+		}
+	}
+	if _, off := s.Disabled("gone"); off {
+		t.Error("a removed group's refusal stayed; if it came back it would never be looked at again")
+	}
+	if g, ok := s.ByFolder("kept"); !ok || !g.Kept {
+		t.Error("the group kept in the database was dropped")
+	}
+
+	for _, bad := range [][]Group{
+		{{Folder: "a", Chat: "telegram:-1"}, {Folder: "a", Chat: "telegram:-2"}},
+		{{Folder: "a", Chat: "telegram:-1"}, {Folder: "b", Chat: "telegram:-1"}},
+		{{Folder: "../x", Chat: "telegram:-1"}},
+		{{Folder: "a", Chat: "telegram:-1", Main: true}, {Folder: "b", Chat: "telegram:-2", Main: true}},
+	} {
+		if _, err := s.Replace("Andy", bad); err == nil {
+			t.Errorf("Replace(%+v) took a bad list", bad)
+		}
+	}
+	if len(s.All()) != 5 {
+		t.Errorf("a refused list changed the set: %d groups", len(s.All()))
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -112,10 +113,33 @@ type Pages interface {
 
 // Service answers fetch_media and list_media of every group.
 type Service struct {
-	o       Options
-	mu      sync.Mutex
-	flights map[string]*flight
-	slots   map[string]chan struct{} // download slots by group folder
+	o Options
+	// timeouts are o.DownloadTimeout and o.DownloadIdleTimeout, which a
+	// reload of the config may change (SetTimeouts); a download takes
+	// them when it starts.
+	timeouts atomic.Pointer[Timeouts]
+	mu       sync.Mutex
+	flights  map[string]*flight
+	slots    map[string]chan struct{} // download slots by group folder
+}
+
+// Timeouts bound one download: Overall is media.download_timeout, Idle
+// media.download_idle_timeout.
+type Timeouts struct {
+	Overall, Idle time.Duration
+}
+
+// SetTimeouts puts t in force for the downloads that start from now on
+// (one under way keeps its own); a zero field keeps the one in force.
+func (s *Service) SetTimeouts(t Timeouts) {
+	cur := *s.timeouts.Load()
+	if t.Overall <= 0 {
+		t.Overall = cur.Overall
+	}
+	if t.Idle <= 0 {
+		t.Idle = cur.Idle
+	}
+	s.timeouts.Store(&t)
 }
 
 // flight is one download that every concurrent fetch of a ref waits on.
@@ -147,7 +171,9 @@ func New(o Options) *Service {
 	if o.Meter == nil {
 		o.Meter = noMeter{}
 	}
-	return &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}}
+	s := &Service{o: o, flights: map[string]*flight{}, slots: map[string]chan struct{}{}}
+	s.timeouts.Store(&Timeouts{Overall: o.DownloadTimeout, Idle: o.DownloadIdleTimeout})
+	return s
 }
 
 // workspace is the folder of g, where its own copies of media live.
@@ -432,7 +458,8 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 	if !joined {
 		// Detached from the first caller: its cancellation must not fail
 		// the others waiting on the same download.
-		dctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), s.o.DownloadTimeout, errOverall)
+		tm := *s.timeouts.Load()
+		dctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), tm.Overall, errOverall)
 		go func() {
 			defer cancel()
 			// Whatever happens in the channel, the flight ends and every
@@ -449,7 +476,7 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 			}()
 			release, err := s.slot(dctx, group)
 			if err != nil {
-				if f.err = s.cutShort(ref, f.meter, dctx); f.err == nil {
+				if f.err = s.cutShort(ref, f.meter, dctx, tm); f.err == nil {
 					f.err = tools.Errorf(tools.CodeDownloadFailed, "downloading %s failed: %v", ref.ID, err)
 				}
 				return
@@ -465,7 +492,7 @@ func (s *Service) cachedOrDownload(ctx context.Context, group string, ref *media
 				}
 				return
 			}
-			f.entry, f.err = s.download(dctx, ref, f.meter)
+			f.entry, f.err = s.download(dctx, ref, f.meter, tm)
 		}()
 	}
 	return s.wait(ctx, ref, f)
@@ -493,18 +520,19 @@ func (s *Service) wait(ctx context.Context, ref *mediaregistry.MediaReference, f
 // progressEvery is how often a waiting caller hears how a download goes.
 const progressEvery = time.Second
 
-// cutShort explains a download that ctx ended: stalled, or over time.
-func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx context.Context) *tools.Error {
+// cutShort explains a download that ctx ended: stalled, or over time
+// (tm, the download's timeouts).
+func (s *Service) cutShort(ref *mediaregistry.MediaReference, m *meter, ctx context.Context, tm Timeouts) *tools.Error {
 	_, done, _ := m.snapshot()
 	switch context.Cause(ctx) {
 	case errStalled:
-		s.o.Log.Warn("media download stalled", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "idle", s.o.DownloadIdleTimeout)
+		s.o.Log.Warn("media download stalled", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "idle", tm.Idle)
 		return tools.Errorf(tools.CodeDownloadFailed, "downloading %s stalled: no data from %s for %s after %s; nothing was kept, try again later",
-			ref.ID, ref.Channel, s.o.DownloadIdleTimeout, mediaregistry.FormatSize(done))
+			ref.ID, ref.Channel, tm.Idle, mediaregistry.FormatSize(done))
 	case errOverall:
-		s.o.Log.Warn("media download timed out", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "limit", s.o.DownloadTimeout)
+		s.o.Log.Warn("media download timed out", "ref", ref.ID, "channel", ref.Channel, "bytes", done, "limit", tm.Overall)
 		return tools.Errorf(tools.CodeDownloadFailed, "downloading %s took longer than %s (%s arrived); nothing was kept, try again later",
-			ref.ID, s.o.DownloadTimeout, mediaregistry.FormatSize(done))
+			ref.ID, tm.Overall, mediaregistry.FormatSize(done))
 	}
 	return nil
 }
@@ -520,7 +548,7 @@ func (s *Service) limit(ch channels.Channel, ref *mediaregistry.MediaReference) 
 	return max, why
 }
 
-func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter) (mediaregistry.Entry, *tools.Error) {
+func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReference, m *meter, tm Timeouts) (mediaregistry.Entry, *tools.Error) {
 	if ref.Channel == mediaregistry.Generated {
 		// botd made it: no network has the bytes, only the cache had.
 		return mediaregistry.Entry{}, tools.Errorf(tools.CodeExpired, "%s was made by botd and its bytes are no longer kept "+
@@ -538,7 +566,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 	start := time.Now()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	go guardStall(ctx, stop, m, s.o.DownloadIdleTimeout)
+	go guardStall(ctx, stop, m, tm.Idle)
 	var e mediaregistry.Entry
 	var err error
 	switch dl := ch.(type) {
@@ -560,7 +588,7 @@ func (s *Service) download(ctx context.Context, ref *mediaregistry.MediaReferenc
 		return mediaregistry.Entry{}, tools.Errorf(tools.CodeDownloadFailed, "the %s channel cannot download media", ref.Channel)
 	}
 	if err != nil && ctx.Err() != nil {
-		if herr := s.cutShort(ref, m, ctx); herr != nil {
+		if herr := s.cutShort(ref, m, ctx, tm); herr != nil {
 			return mediaregistry.Entry{}, herr
 		}
 	}

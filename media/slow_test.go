@@ -168,3 +168,22 @@ func TestSlowDownloadsDoNotBlockTheGroup(t *testing.T) {
 		t.Errorf("downloads = %d, want 4", n)
 	}
 }
+
+// The timeouts read again (SetTimeouts) bound the downloads that start
+// after: an idle deadline of an hour lowered to 50 ms cuts the next
+// stalled download, and says the new value.
+func TestSetTimeoutsBoundTheNextDownload(t *testing.T) {
+	r := mediatest.NewWith(t, mediatest.MaxDownload, func(o *media.Options) {
+		o.DownloadIdleTimeout = time.Hour
+		o.DownloadTimeout = time.Hour
+	})
+	r.Media.SetTimeouts(media.Timeouts{Idle: 50 * time.Millisecond})
+	id := r.Register("telegram:-100", mediaregistry.MediaReference{Kind: mediaregistry.Document, FileName: "big.bin"},
+		chantest.Media{Reader: stallingReader(bytes.Repeat([]byte("x"), 3000))})
+	_, err := fetchInProcess(t, r, "family", id)
+	var herr *tools.Error
+	if !errors.As(err, &herr) || herr.Code != tools.CodeDownloadFailed || !strings.Contains(herr.Message, "stalled") ||
+		!strings.Contains(herr.Message, "50ms") {
+		t.Fatalf("fetch = %v, want download_failed saying it stalled for 50ms", err)
+	}
+}

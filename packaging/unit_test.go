@@ -47,6 +47,7 @@ func TestUnitHardening(t *testing.T) {
 	u := unitFile(t, "botd.service")
 	for _, tc := range []struct{ key, want string }{
 		{"Service.ExecStart", "/usr/bin/botd run --config /etc/botd/config.yaml"},
+		{"Service.ExecReload", "/bin/kill -HUP $MAINPID"},
 		{"Service.User", "botd"},
 		{"Service.Group", "botd"},
 		{"Service.Restart", "on-failure"},

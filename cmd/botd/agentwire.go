@@ -134,20 +134,15 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	}
 	ps := newLLMProviders(d.cfg, files)
 	d.llm = ps
-	observe := func(a llm.Attempt) {
-		attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
-		if a.Reason != "" {
-			attrs = append(attrs, "reason", a.Reason)
-		}
-		if a.Err != nil {
-			attrs = append(attrs, "err", a.Err.Error())
-		}
-		if a.Usage.CostKnown {
-			attrs = append(attrs, "cost_microcents", a.Usage.CostMicrocents)
-		}
-		d.log.Info("llm attempt", attrs...)
-	}
-	chain, err := buildLLM(d.cfg, ps, observe)
+	// The chat's commands, the roles and the groups' own settings
+	// (chatctl): the commands are the gate after access's (agentSettings)
+	// and reach the agent once it is made.
+	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
+		Log: d.log.With("component", "chatctl")}
+	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
+		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
+	d.cmds = cmds
+	set, err := d.agentSettings(d.cfg, ps)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -158,14 +153,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	if describe != nil {
 		describe = agent.CachedDescribe(describe, d.store.DB, d.cfg.Media.Describe.Provider+"/"+d.cfg.Media.Describe.Model)
 	}
-	// The model runs start with: the first whose provider has a key.
-	primary := d.cfg.LLM.Model
-	if ms := d.cfg.LLM.UsableModels(); len(ms) > 0 {
-		primary = ms[0]
-		if primary.MaxTokens == 0 {
-			primary.MaxTokens = d.cfg.LLM.Model.MaxTokens
-		}
-	}
+	primary := runModel(d.cfg)
 	// Tasks marked batch go through the primary provider's batch API when
 	// it has one (Anthropic, OpenAI, Gemini); otherwise they run like any task.
 	var batcher llm.Batcher
@@ -177,21 +165,12 @@ func (d *daemon) startAgent(ctx context.Context) error {
 			d.log.Info("scheduled tasks marked batch run at once: the provider has no batch API", "provider", primary.Provider)
 		}
 	}
-	// The chat's commands, the roles and the groups' own settings
-	// (chatctl); the commands reach the agent once it is made.
-	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: observe},
-		Log: d.log.With("component", "chatctl")}
-	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
-		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
 	d.agent = agent.New(agent.Options{
-		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: chain,
+		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: set.LLM,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
-		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
-			MaxIterations: d.cfg.Agent.MaxIterations, Timeout: d.cfg.Agent.RunTimeout.D()},
-		Context: agent.ContextLimits{MaxMessages: d.cfg.Agent.MaxMessages, Messages: contextMessages(d.cfg.Agent.Context.Messages),
-			MaxAge: d.cfg.Agent.Context.MaxAge.D(), MaxTokens: d.cfg.Agent.Context.MaxTokens},
-		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: agent.USD(d.cfg.Agent.MaxCostPerDay),
-			Gate: agent.Gates{d.newGate(), cmds}, Admit: cmds.Admit, AckReaction: d.cfg.AckReaction},
+		Run: set.Run, Context: set.Context,
+		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
+			Gate: set.Gate, Admit: cmds.Admit, AckReaction: set.AckReaction},
 		Policy: policy,
 		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
 		Time:   agent.TimeOptions{Location: d.cfg.Location()},
@@ -199,6 +178,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
+			DataDir: d.cfg.DataDir,
 		},
 	})
 	cmds.Agent = d.agent
@@ -209,6 +189,70 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		return ops.QueueState{Running: running, Waiting: waiting}
 	})
 	return nil
+}
+
+// agentSettings are the agent's settings that cfg decides and a reload
+// may change (agent.Settings): the model chain of llm.model and
+// llm.fallback over ps's providers, a run's limits, the conversation's,
+// the daily budget, the reaction and the gate of access. The one home of
+// how the config maps onto them, at start and at every reload.
+func (d *daemon) agentSettings(cfg *config.Config, ps *llmProviders) (agent.Settings, error) {
+	chain, err := buildLLM(cfg, ps, d.logAttempt)
+	if err != nil {
+		return agent.Settings{}, err
+	}
+	primary := runModel(cfg)
+	gate := d.newGate()
+	gate.Config = cfg.Access
+	var gates agent.Gate = gate
+	if d.cmds != nil {
+		gates = agent.Gates{gate, d.cmds} // then the chat's commands (chatctl)
+	}
+	return agent.Settings{
+		LLM: chain,
+		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
+			MaxIterations: cfg.Agent.MaxIterations, Timeout: cfg.Agent.RunTimeout.D()},
+		Context: agent.ContextLimits{MaxMessages: cfg.Agent.MaxMessages, Messages: contextMessages(cfg.Agent.Context.Messages),
+			MaxAge: cfg.Agent.Context.MaxAge.D(), MaxTokens: cfg.Agent.Context.MaxTokens},
+		MaxCostPerDay: agent.USD(cfg.Agent.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gates,
+	}, nil
+}
+
+// runModel is the model runs start with: the first whose provider has a
+// key.
+func runModel(cfg *config.Config) providers.Model {
+	primary := cfg.LLM.Model
+	if ms := cfg.LLM.UsableModels(); len(ms) > 0 {
+		primary = ms[0]
+		if primary.MaxTokens == 0 {
+			primary.MaxTokens = cfg.LLM.Model.MaxTokens
+		}
+	}
+	return primary
+}
+
+// logAttempt logs one call of a model (the chain's observer).
+func (d *daemon) logAttempt(a llm.Attempt) {
+	attrs := []any{"provider", a.Provider, "model", a.Model, "outcome", a.Outcome, "try", a.Try, "took", a.Duration}
+	if a.Reason != "" {
+		attrs = append(attrs, "reason", a.Reason)
+	}
+	if a.Err != nil {
+		attrs = append(attrs, "err", a.Err.Error())
+	}
+	if a.Usage.CostKnown {
+		attrs = append(attrs, "cost_microcents", a.Usage.CostMicrocents)
+	}
+	d.log.Info("llm attempt", attrs...)
+}
+
+// llmFiles is the uploads store the providers hand media to, or nil
+// (llm.files.upload off: media always inline).
+func (d *daemon) llmFiles() llm.Files {
+	if d.uploads == nil {
+		return nil
+	}
+	return d.uploads
 }
 
 func (d *daemon) addChannelsToAgent() error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/chatlog"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
@@ -46,12 +48,16 @@ type daemon struct {
 	groups *groups.Set
 	chans  map[string]channels.Channel
 	media  *mediahost.Host
-	// videos runs the video jobs (media/generation).
-	videos *generation.Service
-	host   *ipc.Host
-	sink   channels.Sink
-	agent  *agent.Agent
-	sched  *scheduler.Scheduler
+	// videos runs the video jobs (media/generation); downloads is the
+	// media service, whose timeouts a reload may change.
+	videos    *generation.Service
+	downloads *media.Service
+	host      *ipc.Host
+	sink      channels.Sink
+	agent     *agent.Agent
+	// cmds answers the chat's commands (chatctl), the gate after access's.
+	cmds  *chatctl.Commands
+	sched *scheduler.Scheduler
 	// history answers the conversation tools (search_messages, …).
 	history *chatlog.Service
 	// llm builds the providers; uploads is nil when llm.files.upload is off.
@@ -74,6 +80,18 @@ type daemon struct {
 	// the groups approved live.
 	chanSnap atomic.Pointer[map[string]channels.Channel]
 	keptKick chan struct{}
+	// cfgPath is the config file a reload reads again (reload.go); live
+	// is the config in force (d.cfg is the one botd started with), and
+	// cfgSum the bytes last read, so a change of the file that changes
+	// nothing is not a reload. reloadMu holds one reload at a time.
+	cfgPath  string
+	live     atomic.Pointer[config.Config]
+	cfgSum   [32]byte
+	reloadMu sync.Mutex
+	// hup delivers SIGHUP, caught for the whole run (notifyHUP);
+	// logLevel is log's level, which a reload may change (nil: fixed).
+	hup      <-chan os.Signal
+	logLevel *slog.LevelVar
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
@@ -82,6 +100,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
 		return nil, fail(1, "groups: %v", err)
 	}
 	d := &daemon{cfg: cfg, log: log, groups: gs, chans: map[string]channels.Channel{}, out: io.Discard, keptKick: make(chan struct{}, 1)}
+	d.live.Store(cfg)
 	d.observe()
 	d.observeOps()
 	return d, nil
@@ -221,6 +240,7 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
 		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: log,
 	})
+	d.downloads = ms
 	ss := sending.New(sending.Options{Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, Log: log})
 	ls := links.New(links.Options{Media: ms, Pages: pages, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
 		Bill: d.store, Log: log})
@@ -347,6 +367,9 @@ func (d *daemon) startChannels(ctx context.Context) error {
 // opens the database and waits; the active instance serves until ctx
 // ends or the lease may be lost.
 func (d *daemon) run(ctx context.Context) error {
+	hup, stopHUP := notifyHUP()
+	defer stopHUP()
+	d.hup = hup
 	lock, err := lockDataDir(d.cfg.DataDir, time.Now())
 	if err != nil {
 		return err
@@ -408,6 +431,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	// Video jobs send to the chats, so they resume once channels run.
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.videos.RunVideoJobs(hostCtx) }()
+	d.startReload(intakeCtx)
 	d.serving.Store(true)
 	defer d.serving.Store(false)
 	// Start is over: the init code of every linked package (networks not

@@ -63,8 +63,16 @@ func lockDataDir(dir string, now time.Time) (*os.File, error) {
 // running since T) ", or "" when it holds neither yet (its holder is
 // between taking the lock and writing it).
 func holderOf(b []byte) string {
-	var pid int
-	var since time.Time
+	pid, since := lockInfo(b)
+	if pid <= 0 || since.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("(pid %d, running since %s) ", pid, since.Format("2006-01-02 15:04:05 UTC"))
+}
+
+// lockInfo reads the pid and start time a lock file holds (zero when
+// not written yet).
+func lockInfo(b []byte) (pid int, since time.Time) {
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(line, " ")
 		switch k {
@@ -74,8 +82,5 @@ func holderOf(b []byte) string {
 			since, _ = time.Parse(time.RFC3339, v)
 		}
 	}
-	if pid <= 0 || since.IsZero() {
-		return ""
-	}
-	return fmt.Sprintf("(pid %d, running since %s) ", pid, since.Format("2006-01-02 15:04:05 UTC"))
+	return pid, since
 }

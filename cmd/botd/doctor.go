@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
@@ -37,7 +38,7 @@ const doctorLine = "botd doctor [--online] [--timeout D] [--config FILE]"
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("doctor", doctorLine,
 		"Check the config, each enabled chat network's credentials (by default, one read-only call each, free, within --timeout: "+
-			networkChecks()+"), the model keys (only with --online: a one-token request each, which the provider bills), ffmpeg, ffprobe and pdftoppm on PATH, "+
+			networkChecks()+"), the model keys (only with --online: a one-token request each, which the provider bills), each remote MCP server of agent.mcp_servers (its tools, within --timeout), ffmpeg, ffprobe and pdftoppm on PATH, "+
 			"free disk against media.max_disk_bytes, the database and which instance holds its lease, and the addresses botd "+
 			"listens on. One line per check: OK, INFO, WARN or FAIL with the fix. Exit status 1 when any check FAILs.", stderr)
 	cfgFlag := configFlag(fs)
@@ -73,6 +74,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	r.networks(ctx, cfg)
 	r.models(ctx, cfg, *online)
+	r.mcpServers(ctx, cfg)
 	r.programs()
 	r.disk(cfg)
 	running := r.dataDir(cfg)
@@ -426,5 +428,45 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 		default:
 			r.fail(a.key, fmt.Sprintf("%s is in use by another program: stop it or change %s", a.addr, a.key))
 		}
+	}
+}
+
+// mcpServers asks each remote MCP server of agent.mcp_servers for its
+// tools, as a run would: refused address or credentials, unreachable, or
+// allowed tools it does not have; and groups no group has.
+func (r *doctor) mcpServers(ctx context.Context, cfg *config.Config) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agent.MCPServers)) {
+		srv := cfg.Agent.MCPServers[name]
+		what := "MCP server " + name
+		for _, g := range srv.Groups {
+			if !slices.ContainsFunc(cfg.Groups, func(gc config.Group) bool { return gc.Folder == g }) {
+				r.warn(what, fmt.Sprintf("agent.mcp_servers.%s.groups names %q, which is no group folder of the config (fine for a group approved in a chat)", name, g))
+			}
+		}
+		if srv.URL == "" {
+			continue // a command: started by each run
+		}
+		if len(srv.Tools) == 0 {
+			r.info(what, "no tools allowed (agent.mcp_servers."+name+".tools): not used")
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
+		listed, err := agent.CheckRemoteMCP(cctx, name, srv, cfg.DataDir)
+		cancel()
+		if err != nil {
+			r.fail(what, err.Error()+"; runs go on without its tools")
+			continue
+		}
+		var missing []string
+		for _, t := range srv.Tools {
+			if !slices.Contains(listed, t) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			r.warn(what, fmt.Sprintf("answered, but has no tool %s (it lists %s)", strings.Join(missing, ", "), strings.Join(listed, ", ")))
+			continue
+		}
+		r.ok(what, fmt.Sprintf("answered with %d tools; %s offered", len(listed), strings.Join(srv.Tools, ", ")))
 	}
 }

@@ -37,12 +37,14 @@ func commands() []command {
 		{"run", "botd run [--config FILE]", "run the daemon: channels, agent, IPC host", cmdRun},
 		{"mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]", "serve the media and memory tools over MCP (stdio for one group, or Streamable HTTP)", cmdMCP},
 		{"config", "botd config check [--config FILE]", "validate the config and list every problem", cmdConfig},
+		{"reload", reloadLine, "make the running botd read its config again; report what changed, what needs a restart, or the problems", cmdReload},
 		{"media", "botd media [usage | prune [--group G] [--older-than AGE] | migrate --to s3|local]", "show media disk use per group; prune by group or age; move the bytes to or from the bucket", cmdMedia},
 		{"database", databaseMigrateLine, "copy the SQLite database into Postgres, every table, counts checked", cmdDatabase},
 		{"doctor", doctorLine, "check the config, credentials, programs, disk, database and listen addresses: one OK/WARN/FAIL line each", cmdDoctor},
 		{"status", statusLine, "which instance is active on the database, since when, and the lease's epoch", cmdStatus},
 		{"usage", usageLine, "what the model calls cost, per group, day and model", cmdUsage},
 		{"chats", chatsLine, "chats waiting with a pairing code, and the groups approved live: list, approve, deny, remove", cmdChats},
+		{"mcp-login", mcpLoginLine, "sign botd in to a remote MCP server of agent.mcp_servers (OAuth authorization code with PKCE)", cmdMCPLogin},
 	}
 	cs = append(cs, networkCommands...)
 	return append(cs, command{"version", "botd version", "print the version", cmdVersion})

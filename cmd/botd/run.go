@@ -26,9 +26,8 @@ func loadConfig(flagValue string) (*config.Config, error) {
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	l, _ := newLevelLogger(level, w)
+	return l
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,7 +41,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if missing := cfg.RunReadiness(); len(missing) > 0 {
 		return fail(1, "cannot run:\n  %s", strings.Join(missing, "\n  "))
 	}
-	log := newLogger(cfg.LogLevel, stderr)
+	log, level := newLevelLogger(cfg.LogLevel, stderr)
 	// One log format: libraries that log through the standard log package
 	// or slog's default (Slack's socket mode among them) come out as
 	// botd's own lines.
@@ -51,6 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	d.out = stdout
+	d.out, d.logLevel = stdout, level
+	d.followFile(configPath(*cfgFlag))
 	return d.run(ctx)
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,9 @@ func (o *Options) now() time.Time {
 // jobs.
 type Service struct {
 	o Options
+	// budget is o.MaxCostPerDay, which a reload of the config may change
+	// (SetMaxCostPerDay).
+	budget atomic.Int64
 	// jobWake wakes RunVideoJobs when a job is submitted.
 	jobWake wake.Signal
 }
@@ -115,8 +119,14 @@ func New(o Options) *Service {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{o: o, jobWake: wake.New()}
+	s := &Service{o: o, jobWake: wake.New()}
+	s.budget.Store(o.MaxCostPerDay)
+	return s
 }
+
+// SetMaxCostPerDay changes Options.MaxCostPerDay (agent.max_cost_per_day
+// read again) for what is asked from now on.
+func (s *Service) SetMaxCostPerDay(microcents int64) { s.budget.Store(microcents) }
 
 var sizeRe = regexp.MustCompile(`^(auto|[1-9][0-9]{2,3}x[1-9][0-9]{2,3})$`)
 
@@ -373,7 +383,8 @@ func (s *Service) generationFailed(ctx context.Context, rec store.Generation, wh
 // today cost agent.max_cost_per_day.
 func (s *Service) overBudget(ctx context.Context, g *groups.Group) *tools.Error {
 	gen := &s.o
-	if gen.MaxCostPerDay <= 0 || gen.Ledger == nil {
+	limit := s.budget.Load()
+	if limit <= 0 || gen.Ledger == nil {
 		return nil
 	}
 	loc := gen.Location
@@ -394,9 +405,9 @@ func (s *Service) overBudget(ctx context.Context, g *groups.Group) *tools.Error 
 			spent += gen.VideoModel.Price.Cost(float64(j.Seconds), generate.Usage{})
 		}
 	}
-	if spent >= gen.MaxCostPerDay {
+	if spent >= limit {
 		return tools.Errorf(tools.CodeOverBudget, "this group has spent today's budget ($%.2f of agent.max_cost_per_day $%.2f), so no more images, voice notes or videos are made until tomorrow",
-			float64(spent)/1e8, float64(gen.MaxCostPerDay)/1e8)
+			float64(spent)/1e8, float64(limit)/1e8)
 	}
 	return nil
 }

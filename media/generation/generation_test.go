@@ -584,3 +584,30 @@ func TestListVideos(t *testing.T) {
 		t.Errorf("main sees %+v %v", none.Jobs, err)
 	}
 }
+
+// agent.max_cost_per_day read again: a limit raised lets the group make
+// media again, one lowered stops it, from the next call on.
+func TestSetMaxCostPerDay(t *testing.T) {
+	p := newProvider(t)
+	p.image = mediatest.PNG(t, 8, 8)
+	r := genRig(t, p, mediatest.MaxDownload, 1000)
+	ctx := context.Background()
+	if err := r.Store.UpsertChat(ctx, store.Chat{ID: "telegram:-100", Name: "Family", IsGroup: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.Store.RecordGeneration(ctx, store.Generation{Folder: "family", At: r.Clock.Now(), Kind: "image",
+		Model: "x", Outcome: "succeeded", CostMicrocents: 1000, CostKnown: true})
+	ask := func() error {
+		return mediatest.Call(t, r.Client("family"), tools.GenerateImage, tools.GenerateImageArgs{Prompt: "a square"}, nil)
+	}
+	mediatest.WantCode(t, ask(), tools.CodeOverBudget)
+	r.Generation.SetMaxCostPerDay(1 << 40)
+	if err := ask(); err != nil {
+		t.Fatalf("after the limit was raised: %v", err)
+	}
+	r.Generation.SetMaxCostPerDay(1)
+	mediatest.WantCode(t, ask(), tools.CodeOverBudget)
+	if n := p.count("POST /v1/images/generations"); n != 1 {
+		t.Errorf("provider called %d times, want once (between the limits)", n)
+	}
+}
