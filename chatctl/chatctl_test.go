@@ -309,6 +309,16 @@ func TestAdmit(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%d rows kept for the sender after the hour, want 1 (older ones dropped)", n)
 		}
+		// A reload that names the sender an owner lifts the limit.
+		r.cmds.Policy.SetAccess(access.Config{PerSenderPerHour: 2, Owners: []string{"telegram:43"}})
+		for range 4 {
+			if ok, _ := admit("43"); !ok {
+				t.Fatal("after the reload the new owner was limited")
+			}
+		}
+		if got := r.cmds.Policy.Role(&r.group, "telegram:-100", "43"); got != groups.Owner {
+			t.Errorf("after the reload the role is %s, want owner", got)
+		}
 	})
 }
 

@@ -198,7 +198,7 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 	if s.Prompt != "" {
 		b.WriteString("\nStanding instructions: set in the config")
 	}
-	if len(c.Policy.Access.Owners) > 0 || len(s.Admins) > 0 {
+	if len(c.Policy.access().Owners) > 0 || len(s.Admins) > 0 {
 		b.WriteString("\nYou are: " + article(role))
 	}
 	spent, limit, err := c.Agent.SpentToday(ctx, g)

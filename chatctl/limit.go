@@ -14,12 +14,13 @@ import (
 // the hour, none. Owners are not limited. What it counts is kept in the
 // database, so a restart resets nothing.
 func (c *Commands) Admit(ctx context.Context, in channels.Inbound, g *groups.Group) bool {
-	limit := c.Policy.Access.PerSenderPerHour
+	acc := c.Policy.access()
+	limit := acc.PerSenderPerHour
 	if limit <= 0 || in.SenderID == "" {
 		return true
 	}
 	who := groups.UserID(in.ChatID, in.SenderID)
-	if c.Policy.Access.IsOwner(who) {
+	if acc.IsOwner(who) {
 		return true
 	}
 	now := c.Policy.now()

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/botd-dev/botd/access"
@@ -50,11 +51,15 @@ const settingModel = "model"
 // Policy is the groups' settings and their people's roles: the agent's
 // agent.Policy and the commands' view of them.
 type Policy struct {
-	DB     *sql.DB
+	DB *sql.DB
+	// Access is the access section botd started with; SetAccess puts a
+	// reloaded one in force.
 	Access access.Config
 	Models Models
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
+
+	live atomic.Pointer[access.Config] // set by SetAccess
 
 	mu     sync.Mutex
 	chains map[string]llm.Provider // by the joined model list
@@ -65,6 +70,18 @@ type Policy struct {
 }
 
 var _ agent.Policy = (*Policy)(nil)
+
+// SetAccess puts a reloaded access section in force (owners,
+// per_sender_per_hour) for the messages and runs from now on.
+func (p *Policy) SetAccess(c access.Config) { p.live.Store(&c) }
+
+// access is the access section in force.
+func (p *Policy) access() *access.Config {
+	if c := p.live.Load(); c != nil {
+		return c
+	}
+	return &p.Access
+}
 
 func (p *Policy) now() time.Time {
 	if p.Now != nil {
@@ -80,11 +97,11 @@ func (p *Policy) now() time.Time {
 func (p *Policy) Role(g *groups.Group, chat, sender string) groups.Role {
 	id := groups.UserID(chat, sender)
 	switch {
-	case sender != "" && p.Access.IsOwner(id):
+	case sender != "" && p.access().IsOwner(id):
 		return groups.Owner
 	case sender != "" && g.HasAdmin(id):
 		return groups.Admin
-	case len(p.Access.Owners) == 0 && len(g.Settings.Admins) == 0:
+	case len(p.access().Owners) == 0 && len(g.Settings.Admins) == 0:
 		return groups.Owner
 	}
 	return groups.Member
@@ -121,7 +138,7 @@ func (p *Policy) Model(ctx context.Context, g *groups.Group) (list []string, sou
 func (p *Policy) Run(ctx context.Context, g *groups.Group) agent.GroupRun {
 	s := g.Settings
 	r := agent.GroupRun{Prompt: s.Prompt, Language: s.Language, Tools: s.Tools, MaxCostPerDay: agent.USD(s.MaxCostPerDay),
-		Roles: len(p.Access.Owners) > 0 || len(s.Admins) > 0}
+		Roles: len(p.access().Owners) > 0 || len(s.Admins) > 0}
 	list, source, _ := p.Model(ctx, g)
 	if source == "default" {
 		return r
