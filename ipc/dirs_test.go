@@ -224,6 +224,9 @@ func TestSharedDirectoryRefused(t *testing.T) {
 			filepath.Join(dir, "data", "ipc", "fam", "requests") + "; two groups can never share an IPC directory",
 		"RUNTIME: ", "fam/requests is not the directory botd created",
 		"HANDLED: []",
+		"LIVE: ipc host: " + filepath.Join(dir, "data", "ipc", "late", "requests") + " is the same directory as " +
+			filepath.Join(dir, "data", "ipc", "fam", "requests") + "; two groups can never share an IPC directory",
+		"restart [work fam]",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("helper said:\n%s\nwant %q", text, want)
@@ -288,6 +291,32 @@ func helperBindMount() {
 		fmt.Println("FAIL work not answered")
 		os.Exit(1)
 	}
+	cancel()
+	host.Wait()
+
+	// Added while running: late's requests/ is fam's (a bind mount); the
+	// add is refused with the reason, fam stays served.
+	syscall.Unmount(fam.Requests(), 0) // work's, mounted above
+	late := ipc.GroupLayout(root, "late")
+	if err := late.Ensure(); err != nil {
+		fmt.Println("FAIL", err)
+		os.Exit(1)
+	}
+	if err := syscall.Mount(fam.Requests(), late.Requests(), "", syscall.MS_BIND, ""); err != nil {
+		fmt.Println("FAIL mount:", err)
+		os.Exit(1)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	host = ipc.NewHost(ipc.HostOptions{Types: tools.IPCTypes(), Root: root, Groups: []string{"work"}, Handler: h, Rescan: time.Hour})
+	if err := host.Start(ctx); err != nil {
+		fmt.Println("FAIL start:", err)
+		os.Exit(1)
+	}
+	if err := host.AddGroup("fam"); err != nil {
+		fmt.Println("FAIL add fam:", err)
+		os.Exit(1)
+	}
+	fmt.Println("LIVE:", host.AddGroup("late"), host.Groups())
 	cancel()
 	host.Wait()
 	var fams []call

@@ -9,8 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,17 +59,27 @@ type HostOptions struct {
 // Host watches every group's requests/ folder and answers each request
 // exactly once.
 type Host struct {
-	opts    HostOptions
-	uid     int
-	root    *os.Root // data/ipc, checked at Start
-	rootID  dirID
-	groups  []*group
-	byDir   map[string]*group // requests dir path → group (fsnotify events)
-	global  chan struct{}
+	opts   HostOptions
+	uid    int
+	root   *os.Root // data/ipc, checked at Start
+	rootID dirID
+	global chan struct{}
+	// gmu guards the served set, which changes while the host runs
+	// (AddGroup, RemoveGroup): the loop takes a snapshot of it per scan.
+	gmu    sync.Mutex
+	groups []*group
+	byDir  map[string]*group // requests dir path → group (fsnotify events)
+	owner  map[dirID]string  // every served directory → its path: no two groups share one
+	// retired are removed groups whose handlers may still answer through
+	// their root; the sweep closes each once none is left.
+	retired []*group
+	watch   *fsnotify.Watcher // nil until Start, and again once stopped
+	stopped bool
 	mu      sync.Mutex
 	working map[string]bool     // "<group>/<file>" being handled
 	live    map[string]*tracker // "<group>/<id>" → its progress
-	// disabled are the groups whose folders Start refused.
+	// disabled are the groups whose folders Start or AddGroup refused
+	// (guarded by gmu).
 	disabled map[string]error
 	// handlers counts handler goroutines; wg the watcher, which waits for
 	// handlers before it closes the folders.
@@ -85,6 +97,8 @@ type group struct {
 	ids     map[string]dirID // "." and each subfolder, as checked at Start
 	sem     chan struct{}
 	refused atomic.Bool
+	removed atomic.Bool  // RemoveGroup: no longer served
+	busy    atomic.Int64 // handler goroutines of the group
 
 	failedMu    sync.Mutex
 	failedN     int
@@ -108,7 +122,7 @@ func NewHost(o HostOptions) *Host {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Host{opts: o, uid: os.Getuid(), byDir: map[string]*group{}, global: make(chan struct{}, o.MaxConcurrent),
+	return &Host{opts: o, uid: os.Getuid(), byDir: map[string]*group{}, disabled: map[string]error{}, global: make(chan struct{}, o.MaxConcurrent),
 		working: map[string]bool{}, live: map[string]*tracker{}, kick: wake.New()}
 }
 
@@ -131,26 +145,145 @@ func (h *Host) Start(ctx context.Context) error {
 		h.close()
 		return fmt.Errorf("ipc host: %w", err)
 	}
+	h.gmu.Lock()
+	h.watch = w
 	for _, g := range h.groups {
-		h.settle(g)
-		h.clearProgress(g)
-		h.pruneFailed(g)
-		dir := filepath.Join(g.path, dirRequests)
-		h.byDir[dir] = g
-		if err := w.Add(dir); err != nil {
-			// The rescan still serves this group, only slower.
-			h.opts.Log.Warn("ipc: cannot watch folder, relying on rescans", "dir", dir, "err", err)
-		}
+		h.begin(g)
 	}
+	h.gmu.Unlock()
 	h.scan(ctx)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		h.loop(ctx, w)
+		h.gmu.Lock()
+		h.stopped, h.watch = true, nil
+		h.gmu.Unlock()
 		w.Close()
 		h.handlers.Wait()
 		h.close()
 	}()
+	return nil
+}
+
+// begin settles what a previous run left in g's folders and watches its
+// requests/; called with gmu held, at Start and by AddGroup.
+func (h *Host) begin(g *group) {
+	h.settle(g)
+	h.clearProgress(g)
+	h.pruneFailed(g)
+	dir := filepath.Join(g.path, dirRequests)
+	h.byDir[dir] = g
+	if err := h.watch.Add(dir); err != nil {
+		// The rescan still serves this group, only slower.
+		h.opts.Log.Warn("ipc: cannot watch folder, relying on rescans", "dir", dir, "err", err)
+	}
+}
+
+// AddGroup serves one more group folder while the host runs (a group
+// approved or added to the config live). Its folder is made and checked
+// as at Start — a plain name, a real directory of botd's user, not a
+// symlink, not the same directory as another group's — and a refusal is
+// returned (and listed by Disabled) with the reason; the host and the
+// other groups go on. What waits in the folder is handled as at Start.
+// Adding a group already served does nothing.
+func (h *Host) AddGroup(name string) error {
+	if !validFolder(name) {
+		return fmt.Errorf("ipc host: group folder %q is not a plain folder name", name)
+	}
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	if h.watch == nil || h.stopped {
+		return errors.New("ipc host: not running")
+	}
+	for _, g := range h.groups {
+		if g.name == name {
+			return nil
+		}
+	}
+	if err := h.openGroup(name, h.claim); err != nil {
+		h.opts.Log.Error("ipc: group folder refused; the group is disabled", "group", name, "err", err)
+		h.disabled[name] = err
+		return fmt.Errorf("ipc host: %w", err)
+	}
+	delete(h.disabled, name)
+	h.begin(h.groups[len(h.groups)-1])
+	h.opts.Log.Info("ipc: serving a group added while botd runs", "group", name)
+	h.kick.Wake()
+	return nil
+}
+
+// RemoveGroup stops serving a group (removed while botd runs). A request
+// a handler already claimed is finished and answered; every request still
+// waiting in requests/ is answered forbidden ("no longer served"), so no
+// caller is left waiting for nothing; a request written after this is
+// never read (the caller times out). The folder stays on disk. Removing a
+// group not served does nothing.
+func (h *Host) RemoveGroup(name string) {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	if h.stopped {
+		return // stopping: close() closes every folder, as at shutdown
+	}
+	i := slices.IndexFunc(h.groups, func(g *group) bool { return g.name == name })
+	if i < 0 {
+		delete(h.disabled, name)
+		return
+	}
+	g := h.groups[i]
+	h.groups = slices.Delete(h.groups, i, i+1)
+	g.removed.Store(true)
+	dir := filepath.Join(g.path, dirRequests)
+	delete(h.byDir, dir)
+	if h.watch != nil {
+		h.watch.Remove(dir)
+	}
+	for _, id := range g.ids {
+		delete(h.owner, id)
+	}
+	h.drain(g)
+	h.retired = append(h.retired, g)
+	h.opts.Log.Info("ipc: group no longer served: it was removed while botd ran", "group", name)
+}
+
+// drain answers every request waiting in a removed group's requests/.
+// The rename is the claim, as in handle: a handler that claimed first
+// answers its request itself.
+func (h *Host) drain(g *group) {
+	names, _ := readNames(g.root, dirRequests)
+	for _, name := range names {
+		id := strings.TrimSuffix(name, ".json")
+		if !strings.HasSuffix(name, ".json") || !ValidID(id) {
+			continue
+		}
+		rel := dirProcessing + "/" + name
+		if err := g.root.Rename(dirRequests+"/"+name, rel); err != nil {
+			continue
+		}
+		herr := tools.Errorf(tools.CodeForbidden, "the group %q is no longer served by botd (it was removed); not carried out", g.name)
+		if err := h.respond(g, &Response{Version: Version, ID: id, Error: herr}); err != nil {
+			h.opts.Log.Error("ipc: cannot answer a request of a removed group", "group", g.name, "id", id, "err", err)
+			continue
+		}
+		g.root.Remove(rel)
+	}
+}
+
+// served is a snapshot of the groups served now.
+func (h *Host) served() []*group {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	return slices.Clone(h.groups)
+}
+
+// claim records id as path's; a directory already another group's is
+// refused.
+func (h *Host) claim(id dirID, path string) error {
+	if other, ok := h.owner[id]; ok {
+		return fmt.Errorf("%s is the same directory as %s; two groups can never share an IPC directory. "+
+			"Remove (or unmount) %s and restart", path, other, path)
+	}
+	h.owner[id] = path
 	return nil
 }
 
@@ -183,23 +316,14 @@ func (h *Host) open() error {
 	if err := sameAs(r, rootPath, id); err != nil {
 		return err
 	}
-	owner := map[dirID]string{id: rootPath}
-	claim := func(id dirID, path string) error {
-		if other, ok := owner[id]; ok {
-			return fmt.Errorf("%s is the same directory as %s; two groups can never share an IPC directory. "+
-				"Remove (or unmount) %s and restart", path, other, path)
-		}
-		owner[id] = path
-		return nil
-	}
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.owner = map[dirID]string{id: rootPath}
 	for _, name := range h.opts.Groups {
-		if err := h.openGroup(name, claim); err != nil {
+		if err := h.openGroup(name, h.claim); err != nil {
 			// One group's folder is that group's problem: the others are
 			// served, this one is reported and left out.
 			h.opts.Log.Error("ipc: group folder refused; the group is disabled", "group", name, "err", err)
-			if h.disabled == nil {
-				h.disabled = map[string]error{}
-			}
 			h.disabled[name] = err
 		}
 	}
@@ -228,8 +352,24 @@ func makeDir(d dirMaker, name, path string, uid int) (dirID, error) {
 	return checkDir(path, fi, err, uid)
 }
 
-// Disabled lists the groups whose folders Start refused, with the reason.
-func (h *Host) Disabled() map[string]error { return h.disabled }
+// Disabled lists the groups whose folders Start or AddGroup refused, with
+// the reason (a copy).
+func (h *Host) Disabled() map[string]error {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	return maps.Clone(h.disabled)
+}
+
+// Groups lists the folders served now.
+func (h *Host) Groups() []string {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	out := make([]string, len(h.groups))
+	for i, g := range h.groups {
+		out[i] = g.name
+	}
+	return out
+}
 
 func (h *Host) openGroup(name string, claim func(dirID, string) error) error {
 	gpath := filepath.Join(h.opts.Root, name)
@@ -271,9 +411,15 @@ func (h *Host) openGroup(name string, claim func(dirID, string) error) error {
 }
 
 func (h *Host) close() {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
 	for _, g := range h.groups {
 		g.root.Close()
 	}
+	for _, g := range h.retired {
+		g.root.Close()
+	}
+	h.retired = nil
 	if h.root != nil {
 		h.root.Close()
 	}
@@ -308,7 +454,7 @@ func (h *Host) check(g *group) error {
 // serving re-checks g and reports whether it is still served. A group
 // whose folders changed is refused until restart, said once at Error.
 func (h *Host) serving(g *group) bool {
-	if g.refused.Load() {
+	if g.removed.Load() || g.refused.Load() {
 		return false
 	}
 	if err := h.check(g); err != nil {
@@ -342,7 +488,10 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 			if ev.Op&(fsnotify.Create|fsnotify.Rename|fsnotify.Write) == 0 {
 				continue
 			}
-			if g, ok := h.byDir[filepath.Dir(ev.Name)]; ok {
+			h.gmu.Lock()
+			g, ok := h.byDir[filepath.Dir(ev.Name)]
+			h.gmu.Unlock()
+			if ok {
 				h.consider(ctx, g, filepath.Base(ev.Name))
 			}
 		case err, ok := <-w.Errors:
@@ -375,7 +524,7 @@ func (h *Host) loop(ctx context.Context, w *fsnotify.Watcher) {
 }
 
 func (h *Host) scan(ctx context.Context) {
-	for _, g := range h.groups {
+	for _, g := range h.served() {
 		if !h.serving(g) {
 			continue
 		}
@@ -394,8 +543,9 @@ func (h *Host) scan(ctx context.Context) {
 // progress of requests no longer live, writers' temp files, and keeps
 // failed/ within its bounds.
 func (h *Host) sweep() {
+	h.closeRetired()
 	cutoff := time.Now().Add(-h.opts.ResponseTTL)
-	for _, g := range h.groups {
+	for _, g := range h.served() {
 		if !h.serving(g) {
 			continue
 		}
@@ -408,6 +558,21 @@ func (h *Host) sweep() {
 		h.removeOlder(g, ".", cutoff, func(name string) bool { return strings.HasPrefix(name, ".tmp-") })
 		h.pruneFailed(g)
 	}
+}
+
+// closeRetired closes the roots of removed groups no handler uses any
+// more. It runs on the loop, the only goroutine that starts handlers, so
+// none can start between the count and the close.
+func (h *Host) closeRetired() {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	h.retired = slices.DeleteFunc(h.retired, func(g *group) bool {
+		if g.busy.Load() > 0 {
+			return false
+		}
+		g.root.Close()
+		return true
+	})
 }
 
 func (h *Host) removeOlder(g *group, dir string, cutoff time.Time, ok func(name string) bool) {
@@ -543,8 +708,10 @@ func (h *Host) consider(ctx context.Context, g *group, name string) {
 		return
 	}
 	h.handlers.Add(1)
+	g.busy.Add(1)
 	go func() {
 		defer h.handlers.Done()
+		defer g.busy.Add(-1)
 		defer release()
 		h.handle(ctx, g, name, req)
 	}()

@@ -3,6 +3,7 @@ package mcp
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/botd-dev/botd/internal/settings"
 )
@@ -26,10 +27,34 @@ type HTTPConfig struct {
 	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
-// TokenGrant maps one bearer token to the single group it may reach.
+// TokenGrant maps one bearer token to the groups it may reach: group for
+// one, groups for several (each tool then takes a group argument), and
+// whether it may only read.
 type TokenGrant struct {
-	Token string `yaml:"token"`
-	Group string `yaml:"group"`
+	Token  string   `yaml:"token"`
+	Group  string   `yaml:"group"`
+	Groups []string `yaml:"groups"`
+	// ReadOnly offers only the tools that change nothing: no
+	// send_message, send_media, tasks, memory writes or generation.
+	ReadOnly bool `yaml:"read_only"`
+}
+
+// Folders are the groups the token reaches, in the order given.
+func (t TokenGrant) Folders() []string {
+	if t.Group != "" {
+		return append([]string{t.Group}, t.Groups...)
+	}
+	return t.Groups
+}
+
+// Key names what the token reaches: tokens of the same grant share a
+// server.
+func (t TokenGrant) Key() string {
+	k := strings.Join(t.Folders(), ",")
+	if t.ReadOnly {
+		k += " read-only"
+	}
+	return k
 }
 
 // DefaultConfig is the section a config file is decoded over.
@@ -51,8 +76,26 @@ func (c Config) Validate(isGroup func(folder string) bool) error {
 			ps.Add(path+".token", "is the same as mcp.http.tokens[%d].token; each token must be unique", j)
 		}
 		tokens[t.Token] = i
-		if !isGroup(t.Group) {
-			ps.Add(path+".group", "unknown group folder %q", t.Group)
+		switch {
+		case t.Group != "" && len(t.Groups) > 0:
+			ps.Add(path+".groups", "is given beside group: list every group the token reaches under groups, or one under group")
+		case t.Group != "":
+			if !isGroup(t.Group) {
+				ps.Add(path+".group", "unknown group folder %q", t.Group)
+			}
+		case len(t.Groups) == 0:
+			ps.Add(path+".group", "is missing: the group folder the token reaches (or groups: [a, b] for several)")
+		}
+		seen := map[string]bool{}
+		for j, g := range t.Groups {
+			gp := path + ".groups[" + strconv.Itoa(j) + "]"
+			switch {
+			case seen[g]:
+				ps.Add(gp, "group %q is listed twice", g)
+			case !isGroup(g):
+				ps.Add(gp, "unknown group folder %q", g)
+			}
+			seen[g] = true
 		}
 	}
 	if c.HTTP.MaxSessionsPerToken < 0 {

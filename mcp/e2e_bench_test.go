@@ -146,7 +146,7 @@ func e2eRig(b *testing.B, img []byte, path string) (call func(ctx context.Contex
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv)
+	c, err := client.NewInProcessClient(srv.MCPServer)
 	if err != nil {
 		b.Fatal(err)
 	}

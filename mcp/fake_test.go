@@ -16,7 +16,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -52,6 +51,10 @@ type fakeHost struct {
 	block  chan struct{} // fetch_media waits on it (or ctx) when set
 	calls  []fakeCall
 	served []string // group of every answered call
+	// chats are what list_chats answers besides the group's own (a main
+	// group's host lists every group); messages what read_messages does.
+	chats    []registry.ChatInfo
+	messages []registry.ChatMessage
 	// evict: for this many more answers to a ref, the copy written is
 	// removed as soon as the answer is made (a sweep that took it before
 	// the caller opened it).
@@ -156,6 +159,15 @@ func (f *fakeHost) Call(ctx context.Context, typ string, args, result any) error
 		f.mu.Lock()
 		out = registry.ListMediaResult{Items: f.items}
 		f.mu.Unlock()
+	case registry.ListChats:
+		f.mu.Lock()
+		out = registry.ListChatsResult{Timezone: "UTC", Chats: append([]registry.ChatInfo{{Group: f.group,
+			Name: f.group + " chat", Network: "telegram", LastActivity: "2026-11-28 10:00"}}, f.chats...)}
+		f.mu.Unlock()
+	case registry.ReadMessages:
+		f.mu.Lock()
+		out = registry.MessagesResult{Group: f.group, Timezone: "UTC", Messages: f.messages}
+		f.mu.Unlock()
 	case registry.SendMessage, registry.SendMedia:
 		out = registry.SendResult{Chat: "telegram:-100" + f.group, MessageIDs: []string{"41", "42"}}
 	default:
@@ -181,7 +193,7 @@ func testLogger(t *testing.T) *slog.Logger {
 
 func testLoggerB() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestServer(t *testing.T, h *fakeHost, inlineMax int64) *server.MCPServer {
+func newTestServer(t *testing.T, h *fakeHost, inlineMax int64) *Server {
 	t.Helper()
 	srv, err := NewServer(Options{
 		GroupDir:       h.dir,
@@ -199,9 +211,9 @@ func newTestServer(t *testing.T, h *fakeHost, inlineMax int64) *server.MCPServer
 }
 
 // connect returns an initialised in-process client of srv.
-func connect(t *testing.T, srv *server.MCPServer) *client.Client {
+func connect(t *testing.T, srv *Server) *client.Client {
 	t.Helper()
-	c, err := client.NewInProcessClient(srv)
+	c, err := client.NewInProcessClient(srv.MCPServer)
 	if err != nil {
 		t.Fatal(err)
 	}

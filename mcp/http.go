@@ -38,11 +38,13 @@ type HTTPOptions struct {
 	// the Host header.
 	Addr             string
 	AllowNonLoopback bool
-	// Tokens maps a bearer token to the one group folder it may reach.
+	// Tokens maps a bearer token to the key of the server it reaches in
+	// Servers.
 	Tokens map[string]string
-	// Servers maps a group folder to its own MCP server (NewServer with
-	// that group's GroupDir and IPC client).
-	Servers map[string]*server.MCPServer
+	// Servers are the MCP servers by key: each built (NewServer) for what
+	// a token may reach — its groups, each with its own IPC client, and
+	// whether it is read-only. Tokens with the same grant may share one.
+	Servers map[string]*Server
 	// AllowedHosts are extra Host header names accepted besides loopback
 	// names and Addr's host, e.g. the machine's LAN name when listening on
 	// 0.0.0.0.
@@ -149,7 +151,8 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 
 type tokenEntry struct {
 	sum   [sha256.Size]byte
-	group string
+	group string // the groups it reaches, for the logs
+	key   string // its server's
 	// What the token holds open right now.
 	streams, requests atomic.Int32
 	sessions          *sessionSet
@@ -157,7 +160,7 @@ type tokenEntry struct {
 
 type httpHandler struct {
 	tokens     []*tokenEntry
-	groups     map[string]http.Handler
+	groups     map[string]http.Handler        // by server key
 	streamable []*server.StreamableHTTPServer // to stop their session sweepers
 	hosts      []string
 	origins    []string
@@ -195,15 +198,17 @@ func NewHTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if srv == nil {
 			return nil, fmt.Errorf("mcp http: a token names group %q, which has no server", group)
 		}
-		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group,
+		key := group
+		group := strings.Join(srv.Folders(), ",") // what the logs name
+		h.tokens = append(h.tokens, &tokenEntry{sum: sha256.Sum256([]byte(tok)), group: group, key: key,
 			sessions: newSessionSet(h.limits.MaxSessionsPerToken)})
-		if h.groups[group] == nil {
+		if h.groups[key] == nil {
 			// mcp-go's own loopback Host check stays on behind ours.
-			sh := server.NewStreamableHTTPServer(srv,
+			sh := server.NewStreamableHTTPServer(srv.MCPServer,
 				server.WithStreamableHTTPLogger(log.With("group", group)),
 				server.WithSessionIdleTTL(h.limits.SessionIdleTTL),
 				server.WithHeartbeatInterval(h.limits.Heartbeat))
-			h.groups[group] = sh
+			h.groups[key] = sh
 			h.streamable = append(h.streamable, sh)
 		}
 	}
@@ -273,7 +278,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
 	}
-	sh := h.groups[tok.group]
+	sh := h.groups[tok.key]
 	sid := r.Header.Get(server.HeaderKeySessionID)
 	if sid != "" && !tok.sessions.touch(sid) {
 		// Closed for the bound, by DELETE, or never this token's: the MCP

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // BenchmarkHTTPInitializeUnderIdleFlood is the attack with the
@@ -28,7 +26,7 @@ func BenchmarkHTTPInitializeUnderIdleFlood(b *testing.B) {
 	h, err := NewHTTPHandler(HTTPOptions{
 		Addr:    "127.0.0.1:8765",
 		Tokens:  map[string]string{tokFamily: "family"},
-		Servers: map[string]*server.MCPServer{"family": srv},
+		Servers: map[string]*Server{"family": srv},
 		Log:     testLoggerB(),
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -48,7 +47,7 @@ func newHTTPFixtureLog(t *testing.T, lim HTTPLimits, log *slog.Logger) *httpFixt
 	h, err := NewHTTPHandler(HTTPOptions{
 		Addr:   "127.0.0.1:8765",
 		Tokens: map[string]string{tokFamily: "family", tokWork: "work"},
-		Servers: map[string]*server.MCPServer{
+		Servers: map[string]*Server{
 			"family": newTestServer(t, f.family, 0),
 			"work":   newTestServer(t, f.work, 0),
 		},
@@ -195,7 +194,7 @@ func TestHTTPRefusals(t *testing.T) {
 
 func TestNewHTTPHandlerOptions(t *testing.T) {
 	fam := newTestServer(t, newFakeHost(t, "family"), 0)
-	servers := map[string]*server.MCPServer{"family": fam}
+	servers := map[string]*Server{"family": fam}
 	good := map[string]string{tokFamily: "family"}
 	tests := []struct {
 		name  string
@@ -253,7 +252,7 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	h, err := NewHTTPHandler(HTTPOptions{
 		Addr:    "127.0.0.1:0",
 		Tokens:  map[string]string{tokFamily: "family"},
-		Servers: map[string]*server.MCPServer{"family": newTestServer(t, f.family, 0)},
+		Servers: map[string]*Server{"family": newTestServer(t, f.family, 0)},
 		Log:     testLogger(t),
 	})
 	if err != nil {

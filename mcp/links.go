@@ -13,6 +13,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 	registry "github.com/botd-dev/botd/tools"
 )
@@ -54,14 +55,15 @@ type LinkOptions struct {
 
 // link is one fetched file handed out as a resource.
 type link struct {
-	rel     string // inside the group folder
+	ws      groups.Workspace // the group folder it is in
+	rel     string           // inside the group folder
 	sha     string
 	mime    string
 	size    int64
 	expires time.Time
 }
 
-// linkTable holds the live links of one group's server: another group's token
+// linkTable holds the live links of one client's server: another token
 // reaches another server, whose table does not have them.
 type linkTable struct {
 	o  LinkOptions
@@ -119,9 +121,9 @@ func (t *tools) registerLinks(s *server.MCPServer) {
 
 // linkResult adds the fetched file to out as a resource link, replacing a
 // file:// link a remote client could not open.
-func (t *tools) linkResult(ctx context.Context, out *mcpgo.CallToolResult, res registry.FetchMediaResult) {
+func (t *tools) linkResult(ctx context.Context, g *served, out *mcpgo.CallToolResult, res registry.FetchMediaResult) {
 	mime := mediaregistry.CleanMIME(res.MIME)
-	id, expires := t.links.add(link{rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
+	id, expires := t.links.add(link{ws: g.ws, rel: res.Path, sha: res.SHA256, mime: mime, size: res.Size})
 	name := mediaregistry.SafeName(res.Name)
 	if name == "" {
 		name = res.Path[strings.LastIndexByte(res.Path, '/')+1:]
@@ -183,7 +185,7 @@ func (t *tools) readLink(ctx context.Context, req mcpgo.ReadResourceRequest) ([]
 	if !ok {
 		return nil, errLinkGone
 	}
-	f, rel, err := t.ws.Open(l.rel)
+	f, rel, err := l.ws.Open(l.rel)
 	if err != nil {
 		t.log.Info("mcp resources/read: the fetched file is gone", "path", l.rel, "err", err)
 		return nil, fmt.Errorf("the fetched file %s is no longer in the group folder: call fetch_media again", l.rel)

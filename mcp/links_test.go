@@ -18,7 +18,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store/s3test"
@@ -41,7 +40,7 @@ func (f *remoteFixture) advance(d time.Duration) { f.mu.Lock(); f.now = f.now.Ad
 func newRemoteFixture(t *testing.T, presign func(context.Context, string, string, string, time.Duration) (string, error)) *remoteFixture {
 	t.Helper()
 	f := &remoteFixture{family: newFakeHost(t, "family"), work: newFakeHost(t, "work"), now: time.Now()}
-	srv := func(h *fakeHost) *server.MCPServer {
+	srv := func(h *fakeHost) *Server {
 		s, err := NewServer(Options{GroupDir: h.dir, Caller: h, Version: "test", Log: testLogger(t), CallTimeout: 5 * time.Second,
 			Links: &LinkOptions{TTL: 10 * time.Minute, Now: f.clock, Presign: presign}})
 		if err != nil {
@@ -52,7 +51,7 @@ func newRemoteFixture(t *testing.T, presign func(context.Context, string, string
 	h, err := NewHTTPHandler(HTTPOptions{
 		Addr:    "127.0.0.1:8765",
 		Tokens:  map[string]string{tokFamily: "family", tokWork: "work"},
-		Servers: map[string]*server.MCPServer{"family": srv(f.family), "work": srv(f.work)},
+		Servers: map[string]*Server{"family": srv(f.family), "work": srv(f.work)},
 		Log:     testLogger(t),
 	})
 	if err != nil {

@@ -47,7 +47,7 @@ func stdioPair(t *testing.T, ctx context.Context, h *fakeHost) (*client.Client, 
 	stdout := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		err := ServeStdio(ctx, srv, inR, io.MultiWriter(outW, stdout))
+		err := ServeStdio(ctx, srv.MCPServer, inR, io.MultiWriter(outW, stdout))
 		outW.Close()
 		done <- err
 	}()

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/groups"
@@ -72,6 +73,9 @@ type Options struct {
 	// document's text, an image's preview, a video's stills): the
 	// media.parse settings; zero fields take box's defaults.
 	Parse box.Limits
+	// ReadOnly offers only the tools that change nothing and refuses the
+	// others (an MCP token's read_only, botd mcp --read-only).
+	ReadOnly bool
 }
 
 // Session runs the tools of one group for a model; it implements
@@ -88,6 +92,7 @@ type Session struct {
 	gen         registry.Generate
 	internet    registry.Internet
 	parse       box.Limits
+	readOnly    bool
 }
 
 var _ registry.Env = (*Session)(nil)
@@ -120,6 +125,7 @@ func New(opts Options) (*Session, error) {
 		gen:         opts.Generate,
 		internet:    opts.Internet,
 		parse:       opts.Parse.WithDefaults(),
+		readOnly:    opts.ReadOnly,
 	}
 	if opts.GlobalDir != "" {
 		t.global = groups.Workspace{Root: filepath.Clean(opts.GlobalDir)}
@@ -142,7 +148,8 @@ func New(opts Options) (*Session, error) {
 
 // Offer is what this session is built for, in the registry's terms.
 func (t *Session) Offer() registry.Offer {
-	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen, Internet: t.internet}
+	return registry.Offer{Main: t.main, GlobalMemory: t.main && t.global.Root != "", Generate: t.gen, Internet: t.internet,
+		ReadOnly: t.readOnly}
 }
 
 // Tools are the tools this session offers, in the registry's order.
@@ -160,8 +167,13 @@ func (t *Session) Log() *slog.Logger { return t.log }
 // failure names no host path (ForModel).
 func (t *Session) Run(ctx context.Context, name string, args registry.Args) (res *registry.Result) {
 	spec, ok := registry.Lookup(name)
-	if !ok || (spec.Offered != nil && !spec.Offered(t.Offer())) || spec.MCP == nil {
+	o := t.Offer()
+	if !ok || (spec.Offered != nil && !spec.Offered(o)) || spec.MCP == nil {
 		return registry.ToolFailure(name, registry.CodeBadRequest, fmt.Sprintf("there is no tool called %q", name))
+	}
+	if !spec.OfferedTo(o) {
+		return registry.ToolFailure(name, registry.CodeForbidden, fmt.Sprintf("this connection is read-only, and %s "+
+			"changes something: only the tools that read are offered (%s)", name, strings.Join(names(registry.For(o)), ", ")))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -177,6 +189,15 @@ func (t *Session) Run(ctx context.Context, name string, args registry.Args) (res
 		args = registry.Args{}
 	}
 	return spec.MCP(t, ctx, args)
+}
+
+// names are the tools' names.
+func names(specs []registry.Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
 }
 
 // forModel is the step every tool error passes before the model (or an

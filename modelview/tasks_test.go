@@ -2,11 +2,9 @@ package modelview
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,27 +13,6 @@ import (
 	"github.com/botd-dev/botd/store"
 	registry "github.com/botd-dev/botd/tools"
 )
-
-// schedCaller reaches a real scheduler the way the daemon's in-process
-// caller does: JSON both ways, the group fixed by the server.
-type schedCaller struct {
-	s     *scheduler.Scheduler
-	group string
-	n     atomic.Int64
-}
-
-func (c *schedCaller) Call(ctx context.Context, typ string, args, result any) error {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	res, herr := c.s.Handle(ctx, c.group, &registry.Request{ID: fmt.Sprint("r", c.n.Add(1)), Type: typ, Args: raw})
-	if herr != nil {
-		return herr
-	}
-	b, _ := json.Marshal(res)
-	return json.Unmarshal(b, result)
-}
 
 func taskServers(t *testing.T) (fam, main *mcpTestClient) {
 	t.Helper()
@@ -55,7 +32,7 @@ func taskServers(t *testing.T) (fam, main *mcpTestClient) {
 	s := scheduler.New(scheduler.Options{Store: st, Groups: gs, Location: time.UTC,
 		Fire: func(context.Context, scheduler.Run) error { return nil }})
 	mk := func(folder string, isMain bool) *mcpTestClient {
-		srv, err := New(Options{GroupDir: filepath.Join(dir, "groups", folder), Caller: &schedCaller{s: s, group: folder},
+		srv, err := New(Options{GroupDir: filepath.Join(dir, "groups", folder), Caller: &handlerCaller{h: s, group: folder},
 			Main: isMain, Log: testLogger(t), CallTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)

@@ -256,6 +256,12 @@ func listChatsMCP(e Env, ctx context.Context, _ Args) *Result {
 	if err := e.Call(ctx, ListChats, ListChatsArgs{}, &res); err != nil {
 		return ToolError(ListChats, err)
 	}
+	return ListChatsText(res)
+}
+
+// ListChatsText is list_chats' answer as the model reads it (a face
+// serving several groups joins their answers and shows them so).
+func ListChatsText(res ListChatsResult) *Result {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d chat(s) you can search and read (times in %s):\n", len(res.Chats), res.Timezone)
 	for _, c := range res.Chats {

@@ -37,6 +37,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/botd-dev/botd/groups"
 )
@@ -88,6 +90,16 @@ type Offer struct {
 	Generate Generate
 	// Internet offers the web tools that are configured.
 	Internet Internet
+	// ReadOnly offers only the tools whose hints say they change nothing
+	// (mcp.http.tokens[].read_only, botd mcp --read-only): no sending, no
+	// tasks, no memory writes, no generation. A face built so refuses the
+	// others if called (CodeForbidden).
+	ReadOnly bool
+	// Groups are the group folders one face serves at once (a token's
+	// groups: mcp.http.tokens[].groups, botd mcp --group a --group b).
+	// With two or more, every tool takes a required group argument naming
+	// one of them (DefFor); with one, the face is that group's as before.
+	Groups []string
 }
 
 // HostFunc answers one request of group g with the service svc (a
@@ -180,11 +192,42 @@ func Lookup(name string) (*Spec, bool) {
 func For(o Offer) []Spec {
 	var out []Spec
 	for _, s := range All {
-		if s.Offered == nil || s.Offered(o) {
+		if s.OfferedTo(o) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// OfferedTo reports whether a server built for o offers s: its own
+// Offered, and on a read-only face only a tool whose hints say it changes
+// nothing.
+func (s Spec) OfferedTo(o Offer) bool {
+	if s.Offered != nil && !s.Offered(o) {
+		return false
+	}
+	return !o.ReadOnly || s.Def(o).Hints.ReadOnly
+}
+
+// GroupArg is the argument naming the group a call is for, on a face
+// serving several (Offer.Groups).
+const GroupArg = "group"
+
+// DefFor is s's definition on a face built for o: Def, plus the required
+// group argument when the face serves several groups (it replaces the
+// main group's optional one, whose meaning it takes over).
+func (s Spec) DefFor(o Offer) Def {
+	d := s.Def(o)
+	if len(o.Groups) < 2 {
+		return d
+	}
+	d.Properties[GroupArg] = map[string]any{"type": "string", "enum": append([]string(nil), o.Groups...),
+		"description": "The group (chat) this call is for: one of " + strings.Join(o.Groups, ", ") +
+			" (list_chats shows their names)."}
+	if !slices.Contains(d.Required, GroupArg) {
+		d.Required = append(d.Required, GroupArg)
+	}
+	return d
 }
 
 // IPCTypes is every tool a host service answers, each mapped to whether

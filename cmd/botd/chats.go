@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -291,6 +292,7 @@ func (d *daemon) syncKept(ctx context.Context) error {
 			}
 		}
 	}
+	d.followGroups()
 	return nil
 }
 
@@ -370,4 +372,29 @@ func keptFolders(ctx context.Context, cfg *config.Config) []string {
 		out = append(out, k.Folder)
 	}
 	return out
+}
+
+// addKeptGroups adds to set the groups of want that were approved live
+// (botd chats approve): they are kept in the database, not the file, so
+// `botd mcp --group` finds them there. A database botd mcp cannot read
+// leaves set as it is, and the folder is then an unknown group.
+func addKeptGroups(ctx context.Context, cfg *config.Config, set *groups.Set, want []string) {
+	missing := slices.ContainsFunc(want, func(f string) bool { _, ok := set.ByFolder(f); return !ok })
+	if !missing || databaseExists(cfg, "") != nil {
+		return
+	}
+	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	kept, err := (&access.Store{DB: st.DB}).Kept(ctx)
+	if err != nil {
+		return
+	}
+	for _, k := range kept {
+		if slices.Contains(want, k.Folder) {
+			_ = set.Add(cfg.AssistantName, k.Group()) // a clash with the config: the config's group stands
+		}
+	}
 }

@@ -53,6 +53,7 @@ type daemon struct {
 	videos    *generation.Service
 	downloads *media.Service
 	host      *ipc.Host
+	hostMu    sync.Mutex // one followGroups at a time
 	sink      channels.Sink
 	agent     *agent.Agent
 	// cmds answers the chat's commands (chatctl), the gate after access's.
@@ -323,6 +324,8 @@ func (d *daemon) startSweepers(ctx context.Context) {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.watchKept(ctx) }()
 	go func() { defer d.wg.Done(); d.sweepPairing(ctx, time.Hour) }()
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.markChats(ctx) }()
 	if d.uploads != nil {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.uploads.Run(ctx, time.Hour, d.llm.filesAPIs) }()

@@ -94,6 +94,12 @@ func TestPairingApprovedLiveEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.dir, "groups", "book-club", "MEMORY.md")); err != nil {
 		t.Errorf("the approved group's workspace: %v", err)
 	}
+	// Its IPC folder is served at once: an external MCP client reaches it.
+	ipcListMedia(t, r.dir, "book-club")
+	// botd mcp finds the group in the database, as Claude Desktop would.
+	if res := callTool(t, mcpStdio(t, r.dir, "botd.yaml", "book-club"), "list_media", map[string]any{}); res.IsError {
+		t.Fatalf("list_media over botd mcp --group book-club: %s", resultText(res))
+	}
 	if out, c := runCLI(t, r.dir, "chats", "approve", code, "--config", "botd.yaml"); c != 1 {
 		t.Fatalf("a code used twice was accepted (exit %d):\n%s", c, out)
 	}
@@ -132,6 +138,7 @@ func TestPairingApprovedLiveEndToEnd(t *testing.T) {
 		t.Fatalf("removing a config group (exit %d):\n%s", c, out)
 	}
 	host.waitLog(t, "group approved live was removed")
+	host.waitLog(t, "ipc: group no longer served: it was removed while botd ran")
 	host.stop(t)
 }
 

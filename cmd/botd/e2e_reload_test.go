@@ -242,6 +242,8 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.dir, "groups", "newcomers", "MEMORY.md")); err != nil {
 		t.Errorf("the added group's workspace: %v", err)
 	}
+	// Its IPC folder is served too: an external MCP client reaches it.
+	ipcListMedia(t, r.dir, "newcomers")
 
 	// Access: a stranger gets a pairing code; with unknown_chats: ignore
 	// read again, the next stranger gets nothing (the family's marker,
@@ -270,6 +272,7 @@ func TestConfigReloadEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.dir, "groups", "newcomers", "MEMORY.md")); err != nil {
 		t.Errorf("the removed group's folder: %v", err)
 	}
+	r.logged("ipc: group no longer served: it was removed while botd ran", 1)
 
 	// Keys that need a restart: named, all in one line; botd goes on.
 	r.replace("data_dir: ./data\n", "data_dir: ./data\nagent: {max_concurrent: 2}\nops: {listen: \"127.0.0.1:0\"}\n")

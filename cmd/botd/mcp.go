@@ -8,9 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
@@ -21,9 +20,11 @@ import (
 )
 
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("mcp", "botd mcp (--group FOLDER | --http [ADDR]) [--config FILE]",
-		"Serve the media and memory tools over MCP: stdio for one group (what the agent and Claude Desktop use), "+
-			"or Streamable HTTP where each bearer token of mcp.http.tokens reaches one group. "+
+	fs := newFlags("mcp", "botd mcp (--group FOLDER [--group FOLDER…] [--read-only] | --http [ADDR]) [--config FILE]",
+		"Serve the media and memory tools over MCP: stdio for the groups given (what the agent and Claude Desktop use), "+
+			"or Streamable HTTP where each bearer token of mcp.http.tokens reaches its groups. With several groups every "+
+			"tool takes a required group argument; a read-only server offers only the tools that change nothing. Each "+
+			"group's recent conversation is the resource botd://chat/<group>, which a client may subscribe to. "+
 			"`botd run` must be running: it answers the media requests. remember and forget change the group's "+
 			"MEMORY.md, and only the main group's server the global memory (groups_dir/global).\n\n"+
 			"HTTP limits: a request without a valid token is answered and its connection closed; "+
@@ -35,7 +36,9 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				mcp.DefaultMaxSessionsPerToken)+
 			fmt.Sprintf("headers must arrive within %v, and an idle connection is closed after %v.",
 				mcp.DefaultReadHeaderTimeout, mcp.DefaultIdleTimeout), stderr)
-	group := fs.String("group", "", "group folder to serve over stdio")
+	var folders listFlag
+	fs.Var(&folders, "group", "group `FOLDER` to serve over stdio; repeat it for several (each tool then takes a group argument)")
+	readOnly := fs.Bool("read-only", false, "over stdio: offer only the tools that change nothing (no send_message, send_media, tasks, memory writes or generation)")
 	var httpAddr httpFlag
 	fs.Var(&httpAddr, "http", "serve Streamable HTTP on `[ADDR]`, or without it on mcp.http.listen from the config (default "+
 		config.Defaults().MCP.HTTP.Listen+"); loopback addresses only")
@@ -43,14 +46,17 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parse(fs, joinHTTPAddr(args)); err != nil {
 		return err
 	}
-	if (*group == "") == !httpAddr.on {
+	if (len(folders) == 0) == !httpAddr.on {
 		fs.Usage()
-		return fail(2, "give exactly one of --group FOLDER or --http [ADDR]")
+		return fail(2, "give exactly one of --group FOLDER (repeatable) or --http [ADDR]")
 	}
-	// The stdio server reaches one group's folders and botd run's IPC:
+	if httpAddr.on && *readOnly {
+		return fail(2, "--read-only is for stdio; over HTTP set read_only: true on the token in mcp.http.tokens")
+	}
+	// The stdio server reaches its groups' folders and botd run's IPC:
 	// a mistake in a section only others read is a warning.
 	var uses func(string) bool
-	if *group != "" {
+	if len(folders) > 0 {
 		uses = notUnder("mcp.http", "channels", "database", "ops", "scheduler")
 	}
 	cfg, err := loadConfigFor(*cfgFlag, uses, stderr)
@@ -61,22 +67,28 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fail(1, "groups: %v", err)
 	}
+	addKeptGroups(ctx, cfg, set, folders)
 	// stdout carries the protocol; every log line goes to stderr.
 	log := newLogger(cfg.LogLevel, stderr).With("component", "mcp")
-	if *group != "" {
-		srv, closeFn, err := groupServer(cfg, set, *group, nil)
+	if len(folders) > 0 {
+		srv, closeFn, err := groupServer(cfg, set, folders, *readOnly, nil)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
-		if err := checkHostAccess(cfg.DataDir, *group); err != nil {
-			return fail(1, "%v", err)
+		// Each group's IPC folder, and only those: this user must reach
+		// every one of them.
+		for _, f := range srv.Folders() {
+			if err := checkHostAccess(cfg.DataDir, f); err != nil {
+				return fail(1, "%v", err)
+			}
 		}
 		if up, _ := dataDirRunning(cfg.DataDir); !up {
 			log.Warn("botd run is not running on this data folder: the media tools answer so until it starts", "data_dir", cfg.DataDir)
 		}
+		followChats(ctx, cfg.DataDir, log, srv)
 		releaseStartPages(log)
-		return mcp.ServeStdio(ctx, srv, os.Stdin, stdout)
+		return mcp.ServeStdio(ctx, srv.MCPServer, os.Stdin, stdout)
 	}
 	// Clients over HTTP may be on other machines: fetched files also come
 	// back as short-lived resources (and presigned URLs with a bucket).
@@ -84,22 +96,28 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	servers := map[string]*server.MCPServer{}
+	servers := map[string]*mcp.Server{}
 	tokens := map[string]string{}
 	for _, t := range cfg.MCP.HTTP.Tokens {
-		if _, ok := servers[t.Group]; !ok {
-			srv, closeFn, err := groupServer(cfg, set, t.Group, links)
+		key := t.Key()
+		if _, ok := servers[key]; !ok {
+			srv, closeFn, err := groupServer(cfg, set, t.Folders(), t.ReadOnly, links)
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			servers[t.Group] = srv
+			servers[key] = srv
 		}
-		tokens[t.Token] = t.Group
+		tokens[t.Token] = key
 	}
 	if len(tokens) == 0 {
 		return fail(1, "no tokens configured: add mcp.http.tokens: [{token: \"${BOTD_MCP_TOKEN}\", group: <folder>}] to the config")
 	}
+	all := make([]*mcp.Server, 0, len(servers))
+	for _, s := range servers {
+		all = append(all, s)
+	}
+	followChats(ctx, cfg.DataDir, log, all...)
 	addr := httpAddr.addr
 	if addr == "" {
 		addr = cfg.MCP.HTTP.Listen
@@ -179,26 +197,60 @@ func joinHTTPAddr(args []string) []string {
 	return out
 }
 
-func groupServer(cfg *config.Config, set *groups.Set, folder string, links *mcp.LinkOptions) (*server.MCPServer, func(), error) {
-	g, ok := set.ByFolder(folder)
-	if !ok {
-		return nil, nil, unknownGroup(set, folder)
-	}
-	dir, err := filepath.Abs(filepath.Join(cfg.GroupsDir, g.Folder))
-	if err != nil {
-		return nil, nil, fail(1, "group folder: %v", err)
-	}
+// groupServer builds the MCP server of one client for folders: a
+// session per group, each reaching the host through that group's IPC
+// folder only.
+func groupServer(cfg *config.Config, set *groups.Set, folders []string, readOnly bool, links *mcp.LinkOptions) (*mcp.Server, func(), error) {
 	global, err := filepath.Abs(groups.GlobalWorkspace(cfg.GroupsDir).Root)
 	if err != nil {
 		return nil, nil, fail(1, "global memory folder: %v", err)
 	}
-	client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder), tools.IPCTypes())
-	srv, err := mcp.NewServer(mcp.Options{GroupDir: dir, GlobalDir: global, Main: g.Main,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Caller: &runningCaller{next: client, dataDir: cfg.DataDir}, Version: version, Links: links, Generate: generateTools(cfg), Internet: internetTools(cfg),
-		Log: newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp", "group", g.Folder)})
+	var clients []*ipc.Client
+	closeAll := func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	var gs []mcp.Group
+	for _, folder := range folders {
+		g, ok := set.ByFolder(folder)
+		if !ok {
+			closeAll()
+			return nil, nil, unknownGroup(set, folder)
+		}
+		dir, err := filepath.Abs(filepath.Join(cfg.GroupsDir, g.Folder))
+		if err != nil {
+			closeAll()
+			return nil, nil, fail(1, "group folder: %v", err)
+		}
+		client := ipc.NewClient(ipc.GroupLayout(filepath.Join(cfg.DataDir, "ipc"), g.Folder), tools.IPCTypes())
+		clients = append(clients, client)
+		gs = append(gs, mcp.Group{Folder: g.Folder, Dir: dir, Main: g.Main,
+			Caller: &runningCaller{next: client, dataDir: cfg.DataDir}})
+	}
+	component := newLogger(cfg.LogLevel, os.Stderr).With("component", "mcp")
+	if len(folders) == 1 {
+		component = component.With("group", folders[0])
+	}
+	srv, err := mcp.NewServer(mcp.Options{Groups: gs, GlobalDir: global, ReadOnly: readOnly,
+		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Version: version, Links: links,
+		Generate: generateTools(cfg), Internet: internetTools(cfg), Log: component})
 	if err != nil {
-		client.Close()
+		closeAll()
 		return nil, nil, fail(1, "mcp server: %v", err)
 	}
-	return srv, func() { client.Close() }, nil
+	return srv, closeAll, nil
+}
+
+// listFlag is a flag given once per value (--group a --group b).
+type listFlag []string
+
+func (f *listFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *listFlag) Set(v string) error {
+	if slices.Contains(*f, v) {
+		return fmt.Errorf("%q is given twice", v)
+	}
+	*f = append(*f, v)
+	return nil
 }

@@ -117,3 +117,27 @@ func TestMCPHTTPArgs(t *testing.T) {
 		}
 	}
 }
+
+// The stdio server's group flags: refused before anything is served.
+func TestMCPGroupFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "botd.yaml"), fmt.Sprintf(mcpHTTPConfig, "127.0.0.1:8765"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a group twice", []string{"--group", "family", "--group", "family"}, 2, `"family" is given twice`},
+		{"read-only over http", []string{"--http", "--read-only"}, 2, "read_only: true on the token"},
+		{"an unknown second group", []string{"--group", "family", "--group", "nope"}, 1, "nope"},
+		{"neither", []string{"--read-only"}, 2, "give exactly one of --group FOLDER"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCLI(t, dir, append(append([]string{"mcp"}, tc.args...), "--config", "botd.yaml")...)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}

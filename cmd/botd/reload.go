@@ -275,6 +275,7 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 		}
 		d.log.Info("group added by the config: answering there now", "group", g.Folder, "chat", g.Chat)
 	}
+	d.followGroups()
 	// A group gone from the config may have been one a chat was
 	// approved for: the groups approved live are looked at again.
 	d.kickKept()
