@@ -1,10 +1,9 @@
 package access
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 )
 
@@ -24,6 +23,20 @@ type Config struct {
 	// Owners are the people who may approve chats from a chat:
 	// "<network>:<user id>", e.g. "telegram:123456", "slack:U0123".
 	Owners []string `yaml:"owners"`
+	// PerSenderPerHour bounds the runs one person may start in an hour,
+	// so one member cannot spend a group's budget alone; 0 is no limit.
+	PerSenderPerHour int `yaml:"per_sender_per_hour"`
+}
+
+// IsOwner reports whether id ("<network>:<user id>") is one of
+// access.owners.
+func (c Config) IsOwner(id string) bool {
+	for _, o := range c.Owners {
+		if o == id {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultConfig is the section a config file is decoded over.
@@ -40,7 +53,7 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, o := range c.Owners {
 		path := "access.owners[" + strconv.Itoa(i) + "]"
-		if err := validOwner(o); err != nil {
+		if err := groups.ValidateUserID(o); err != nil {
 			ps.Add(path, "%v", err)
 			continue
 		}
@@ -49,16 +62,8 @@ func (c Config) Validate() error {
 		}
 		seen[o] = true
 	}
-	return ps.Err()
-}
-
-// validOwner checks the "<network>:<user id>" shape; the network part is
-// not checked against the built-in networks, so a config keeps working
-// in a build without one.
-func validOwner(o string) error {
-	net, id, ok := strings.Cut(o, ":")
-	if !ok || net == "" || id == "" || strings.ContainsFunc(o, func(r rune) bool { return r <= ' ' }) {
-		return fmt.Errorf("%q must look like <network>:<user id>, e.g. telegram:123456 or slack:U0123", o)
+	if c.PerSenderPerHour < 0 {
+		ps.Add("access.per_sender_per_hour", "must not be negative")
 	}
-	return nil
+	return ps.Err()
 }

@@ -80,17 +80,7 @@ func (gt *Gate) Intercept(ctx context.Context, in channels.Inbound, g *groups.Gr
 
 // owner reports whether the sender of in is one of access.owners.
 func (gt *Gate) owner(in channels.Inbound) bool {
-	if in.SenderID == "" {
-		return false
-	}
-	net, _, _ := strings.Cut(in.ChatID, ":")
-	who := net + ":" + in.SenderID
-	for _, o := range gt.Config.Owners {
-		if o == who {
-			return true
-		}
-	}
-	return false
+	return in.SenderID != "" && gt.Config.IsOwner(groups.UserID(in.ChatID, in.SenderID))
 }
 
 func (gt *Gate) command(ctx context.Context, in channels.Inbound, verb, code string) {

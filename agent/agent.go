@@ -205,11 +205,16 @@ func (a *Agent) Deliver(ctx context.Context, in channels.Inbound) error {
 		}
 		return nil
 	}
+	triggers := Triggers(&g, in)
+	if admit := a.opts.Intake.Admit; triggers && admit != nil && !admit(ctx, in, &g) {
+		// Its sender was told; not kept, so no later run answers it.
+		return nil
+	}
 	seq, err := a.opts.Store.PutMessage(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("deliver: %w", err)
 	}
-	if !Triggers(&g, in) {
+	if !triggers {
 		return nil
 	}
 	if err := a.opts.Store.RecordTrigger(ctx, store.Trigger{Folder: g.Folder, Seq: seq, ChatID: in.ChatID, MessageID: in.ID, ThreadID: in.ThreadID}); err != nil {

@@ -303,7 +303,7 @@ func (r *Run) resume(ctx context.Context, b store.Batch) runResult {
 		}
 		return runResult{outcome: outcomeDone}
 	}
-	req.Model = r.set.Run.Model // later turns are interactive
+	req.Model = r.grp.Model // later turns are interactive, on the group's model
 	r.req = &req
 	if err := r.begin(ctx); err != nil {
 		return r.failed(outcomeDeliveryFailed, err)

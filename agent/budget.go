@@ -66,8 +66,7 @@ func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, li
 		return runResult{}, false
 	}
 	log := b.log.With("group", folder)
-	now := b.now().In(b.loc)
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	day := b.dayStart()
 	spent, err := b.st.SpentSince(ctx, folder, day)
 	if err != nil {
 		return storeFailure(ctx, err), true
@@ -89,6 +88,12 @@ func (b *budget) over(ctx context.Context, folder string, trig store.Trigger, li
 		}
 	}
 	return runResult{outcome: outcomeDone}, true
+}
+
+// dayStart is the start of today in the agent's time zone.
+func (b *budget) dayStart() time.Time {
+	now := b.now().In(b.loc)
+	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 }
 
 // USD is a cost in dollars as micro-cents (1e-8 USD), the unit of every

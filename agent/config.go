@@ -7,6 +7,7 @@ import (
 
 	"github.com/botd-dev/botd/agent/mcpremote"
 	"github.com/botd-dev/botd/internal/settings"
+	"github.com/botd-dev/botd/tools"
 )
 
 // Config is the agent section of botd's config file.
@@ -133,6 +134,18 @@ func (c Config) Validate() error {
 		validateServer(&ps, "agent.mcp_servers."+name, s)
 	}
 	return ps.Err()
+}
+
+// KnownTool reports whether a run can be offered a tool of that name:
+// one of botd's own, or <server>__<tool> of one of agent.mcp_servers (its
+// tools are known only once it runs). groups[].tools is checked by it.
+func (c Config) KnownTool(name string) bool {
+	if server, _, extra := strings.Cut(name, "__"); extra {
+		_, ok := c.MCPServers[server]
+		return ok
+	}
+	_, ok := tools.Lookup(name)
+	return ok
 }
 
 // validateServer checks one agent.mcp_servers entry: a command or a URL,

@@ -40,6 +40,9 @@ type Options struct {
 	Batch   BatchOptions
 	Time    TimeOptions
 	Hooks   Hooks
+	// Policy is the groups' own settings and the roles of their people
+	// (settings.go); nil is none.
+	Policy Policy
 	// ToolOptions are the tools a run is offered. Embedded: the tool
 	// plumbing (tools.go) reads its fields as a.opts.Media and so on.
 	ToolOptions

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/backoff"
 )
 
@@ -26,6 +28,10 @@ type IntakeOptions struct {
 	// answer it without the model (pairing of unknown chats, an owner's
 	// /approve); what it handled is neither stored nor routed.
 	Gate Gate
+	// Admit, when set, is asked about each message that would start a
+	// run (access.per_sender_per_hour); false: it told the sender, and
+	// the message is neither stored nor routed.
+	Admit func(ctx context.Context, in channels.Inbound, g *groups.Group) bool
 	// AckReaction is put on the message a run answers while it runs
 	// (ack.go); empty puts none.
 	AckReaction string

@@ -67,7 +67,8 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	} else if ok {
 		a.queue.again(folder) // then whatever else is due
 		to := target{chat: b.ChatID, thread: b.ThreadID, replyTo: b.ReplyTo, upTo: b.UpToSeq}
-		return newRun(a, a.settings(), g, to).resume(ctx, b)
+		set := a.settings()
+		return newRun(a, set, g, a.groupRun(ctx, &g, set), to).resume(ctx, b)
 	}
 	trig, cursor, ok, err := st.DueTrigger(ctx, folder)
 	if err != nil {
@@ -76,14 +77,16 @@ func (a *Agent) runOnce(ctx context.Context, folder string) runResult {
 	if !ok || trig.Seq <= cursor {
 		return runResult{outcome: outcomeDone}
 	}
-	// The settings in force now are the run's to its end (settings.go).
+	// The settings in force now are the run's to its end (settings.go),
+	// with the group's own model, prompt, tools and budget (policy.go).
 	set := a.settings()
+	grp := a.groupRun(ctx, &g, set)
 	// A group whose day's budget is spent is not run (budget.go).
-	if res, over := a.budget.over(ctx, folder, trig, set.MaxCostPerDay); over {
+	if res, over := a.budget.over(ctx, folder, trig, grp.MaxCostPerDay); over {
 		return res
 	}
 	seen := a.ackRun(ctx, trig, set.AckReaction) // the question's reaction while it runs (ack.go)
-	res := newRun(a, set, g, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
+	res := newRun(a, set, g, grp, target{chat: trig.ChatID, thread: trig.ThreadID}).think(ctx, cursor, trig)
 	seen(res)
 	return res
 }
@@ -109,23 +112,32 @@ type Run struct {
 	log     *slog.Logger
 	started time.Time
 	to      target
+	// grp is the group's own choices (model, prompt, tools; policy.go);
+	// role is the asker's.
+	grp  GroupRun
+	role groups.Role
 	// ctx is the worker's (shutdown ends it), observed for the bill;
 	// runCtx bounds the model and the tools (the run's timeout, Stop).
 	ctx, runCtx context.Context
 
-	bill  attempts
-	req   *llm.Request
-	rec   store.AgentRun
-	caps  llm.Capabilities
-	tools ToolSession // nil: the run answers without tools
-	guard *guard      // nil when there are no tools
-	live  *liveRun    // nil: not shown while written (a batch run)
+	bill attempts
+	req  *llm.Request
+	rec  store.AgentRun
+	caps llm.Capabilities
+	// settled ends the run's being stoppable (/stop, the Stop button)
+	// once its answer is decided, before it is sent.
+	settled func()
+	tools   ToolSession // nil: the run answers without tools
+	guard   *guard      // nil when there are no tools
+	live    *liveRun    // nil: not shown while written (a batch run)
 }
 
-func newRun(a *Agent, set *Settings, g groups.Group, to target) *Run {
+func newRun(a *Agent, set *Settings, g groups.Group, grp GroupRun, to target) *Run {
 	id := newRunID()
-	return &Run{a: a, set: set, g: g, id: id, to: to, started: time.Now(), log: a.log.With("group", g.Folder, "run", id),
-		caps: set.LLM.Capabilities()}
+	// The asker is known once the conversation is read (think); a
+	// resumed batch run is a scheduled task's (role's nil message).
+	return &Run{a: a, set: set, grp: grp, role: a.role(&g, nil), g: g, id: id, to: to, started: time.Now(),
+		log: a.log.With("group", g.Folder, "run", id), caps: grp.LLM.Capabilities()}
 }
 
 // failed is the result of a run that must be retried, told to the chat
@@ -168,19 +180,23 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 		r.to.replyTo = trig.MessageID // in a busy group, quote the question
 	}
 	user := r.render(conv)
+	r.role = a.role(g, asker(conv.Msgs, trig))
 
 	defer r.open()()
+	r.permitTools()
 	// What a person confirmed is done before the model is asked, by
 	// botd, past the guard (confirm.go).
 	user += runConfirmed(r.runCtx, r.tools, a.confirms.take(g.Folder, conv.Msgs), r.log)
+	user += askerLine(r.grp, r.role)
 	r.guardTools()
 	if r.guard != nil {
 		r.guard.fromConversation(conv)
 	}
 	memory, global := r.memory(isolatedRun(conv.Msgs))
 	r.req = &llm.Request{
-		Model:     r.set.Run.Model,
-		System:    buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}),
+		Model: r.grp.Model,
+		System: buildSystem(a.opts.AssistantName, g, a.opts.Internet, recalled{memory, global, conv.Summary}) +
+			standing(r.grp),
 		Messages:  []llm.Message{llm.UserText(user)},
 		MaxTokens: r.set.Run.MaxTokens,
 	}
@@ -199,6 +215,9 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 	if stop != nil {
 		return *stop
 	}
+	// Decided: from here /stop finds nothing to stop, and /status says
+	// so by the time the answer shows.
+	r.settled()
 	final = r.askToConfirm(final)
 	r.log.Info("agent: run finished", "outcome", r.rec.Outcome, "iterations", r.rec.Iterations,
 		"input_tokens", r.rec.InputTokens, "output_tokens", r.rec.OutputTokens, "took", time.Since(r.started).Round(time.Millisecond))
@@ -245,7 +264,8 @@ func (r *Run) open() (done func()) {
 	a, chat := r.a, r.to.chat
 	stopTyping := a.chans.keepTyping(r.ctx, chat)
 	stopCtx, stop := context.WithCancelCause(r.ctx)
-	forget := a.queue.stoppable(r.g.Folder, stop)
+	forget := sync.OnceFunc(a.queue.stoppable(r.g.Folder, stop))
+	r.settled = forget
 	runCtx, cancelTimeout := context.WithTimeout(stopCtx, r.set.Run.Timeout)
 	r.runCtx = runCtx
 	tools, err := a.opts.ToolSource(runCtx, &r.g)
@@ -263,6 +283,15 @@ func (r *Run) open() (done func()) {
 		stopTyping()
 		a.chans.typing(context.WithoutCancel(r.ctx), chat, false)
 	}
+}
+
+// permitTools puts the group's allow-list and the asker's role before
+// the run's tools (settings.go).
+func (r *Run) permitTools() {
+	if r.tools == nil || (r.grp.Tools == nil && r.role == groups.Owner) {
+		return
+	}
+	r.tools = &permit{ToolSession: r.tools, folder: r.g.Folder, allow: r.grp.Tools, role: r.role}
 }
 
 // guardTools puts the run's guard (guard.go) before its tools; without
@@ -444,7 +473,7 @@ func (r *Run) ask() (*llm.Result, error) {
 	if r.live != nil && r.caps.Streaming {
 		return r.streamTurn()
 	}
-	return r.set.LLM.Generate(r.runCtx, r.req)
+	return r.grp.LLM.Generate(r.runCtx, r.req)
 }
 
 // stoppedByUser reports a run someone stopped from the chat (StopRun).
@@ -506,7 +535,7 @@ func (r *Run) streamTurn() (*llm.Result, error) {
 // whether any content arrived before an error.
 func (r *Run) streamOnce() (res *llm.Result, wrote bool, err error) {
 	ctx := r.runCtx
-	s, err := r.set.LLM.Stream(ctx, r.req)
+	s, err := r.grp.LLM.Stream(ctx, r.req)
 	if err != nil {
 		return nil, false, err
 	}

@@ -94,6 +94,19 @@ type Reactor interface {
 	React(ctx context.Context, r Reaction) error
 }
 
+// CommandMenu is a channel whose clients offer the bot's commands as a
+// menu (Telegram's setMyCommands): botd registers the chat's commands
+// there at start.
+type CommandMenu interface {
+	SetCommands(ctx context.Context, cmds []BotCommand) error
+}
+
+// BotCommand is one command of the menu: its name without the slash and
+// a line saying what it does.
+type BotCommand struct {
+	Name, Help string
+}
+
 // Reaction replaces the assistant's reaction Old on a message with Emoji:
 // Old "" only adds, Emoji "" only takes Old off. Emoji are Unicode ("👀");
 // a network that names them maps them itself and says so in an error when

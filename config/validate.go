@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 		c.Internet.Validate(),
 		c.Ops.Validate(),
 		c.Access.Validate(),
+		c.groupProblems().Err(),
 	} {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {
@@ -204,4 +205,26 @@ func orList(xs []string) string {
 		return strings.Join(xs, "")
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// groupProblems are the groups' models whose provider is not under
+// llm.providers and the tools of their allow-lists that do not exist
+// (groups.ValidateList checks the shapes).
+func (c *Config) groupProblems() settings.Problems {
+	var ps settings.Problems
+	for i, g := range c.Groups {
+		for j, name := range g.Tools {
+			if !c.Agent.KnownTool(name) {
+				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "unknown tool %q (botd's own by name, e.g. fetch_url; "+
+					"an agent.mcp_servers server's as <server>__<tool>)", name)
+			}
+		}
+		for j, m := range g.Model {
+			p, _, ok := strings.Cut(m, "/")
+			if _, known := c.LLM.Providers[p]; ok && !known {
+				ps.Add(fmt.Sprintf("groups[%d].model[%d]", i, j), "provider %q is not defined under llm.providers", p)
+			}
+		}
+	}
+	return ps
 }

@@ -97,6 +97,20 @@ type Group struct {
 	// database rather than the config; only such a group can be removed
 	// while botd runs.
 	Kept bool
+	// Settings are the group's own choices (groups[].admins, model,
+	// prompt, tools, max_cost_per_day, language).
+	Settings Settings
+}
+
+// Settings are a group's own choices from the config; what an admin
+// changes from the chat is kept in the database over them (chatctl).
+type Settings struct {
+	Admins        []string
+	Model         []string
+	Prompt        string
+	Tools         []string
+	MaxCostPerDay float64 // USD; 0 is agent.max_cost_per_day
+	Language      string
 }
 
 // aliasMu guards every group's Aliases. Migrations are rare, so one lock

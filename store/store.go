@@ -583,6 +583,22 @@ var migrations = []string{
 		`CREATE INDEX messages_chat_ts ON messages(chat_id, ts);`,
 	// 21: the name a web room guest chose, fixed for the session (websessions.go).
 	`ALTER TABLE web_sessions ADD COLUMN name TEXT NOT NULL DEFAULT ''`,
+	// 22: chat control (package chatctl): the settings an admin changed
+	// from the chat, each with who and when; and the runs each person
+	// started, for access.per_sender_per_hour.
+	`CREATE TABLE group_settings (
+		folder TEXT NOT NULL,
+		name TEXT NOT NULL,
+		value TEXT NOT NULL,
+		set_by TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL,
+		PRIMARY KEY (folder, name)
+	);
+	CREATE TABLE sender_runs (
+		sender TEXT NOT NULL,
+		at INTEGER NOT NULL
+	);
+	CREATE INDEX sender_runs_sender ON sender_runs(sender, at);`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

@@ -27,7 +27,7 @@ func speechConfigured(o Offer) bool { return o.Generate.Speech }
 func videoConfigured(o Offer) bool  { return o.Generate.Video }
 
 var generateImage = Spec{
-	Name: GenerateImage, Service: Media, Offered: imageConfigured, MCP: generateImageMCP,
+	Name: GenerateImage, Service: Media, Offered: imageConfigured, Needs: NeedsAdmin, MCP: generateImageMCP,
 	Host: bind(MediaHost.GenerateImage),
 	Def: fixed(GenerateImage,
 		withDescription("Make an image from a description (\"a birthday card for Anna with balloons\"), or, with "+
@@ -48,7 +48,7 @@ var generateImage = Spec{
 }
 
 var speak = Spec{
-	Name: Speak, Service: Media, Offered: speechConfigured, MCP: speakMCP,
+	Name: Speak, Service: Media, Offered: speechConfigured, Needs: NeedsAdmin, MCP: speakMCP,
 	Host: bind(MediaHost.Speak),
 	Def: fixed(Speak,
 		withDescription("Say something as a voice note: the text is spoken by a speech model and sent to the chat "+
@@ -63,7 +63,7 @@ var speak = Spec{
 }
 
 var generateVideo = Spec{
-	Name: GenerateVideo, Service: Media, Offered: videoConfigured, MCP: generateVideoMCP,
+	Name: GenerateVideo, Service: Media, Offered: videoConfigured, Needs: NeedsAdmin, MCP: generateVideoMCP,
 	Host: bind(MediaHost.GenerateVideo),
 	Def: fixed(GenerateVideo,
 		withDescription("Start making a short video clip from a description. It takes minutes: the tool answers "+
@@ -79,7 +79,7 @@ var generateVideo = Spec{
 }
 
 var cancelVideo = Spec{
-	Name: CancelVideo, Service: Media, Offered: videoConfigured, MCP: cancelVideoMCP,
+	Name: CancelVideo, Service: Media, Offered: videoConfigured, Needs: NeedsAdmin, MCP: cancelVideoMCP,
 	Host: bind(MediaHost.CancelVideo),
 	Def: fixed(CancelVideo,
 		withDescription("Cancel a video job of this group that generate_video started and that is not finished: "+

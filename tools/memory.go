@@ -25,7 +25,7 @@ const (
 )
 
 var remember = Spec{
-	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory,
+	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) Def {
 		return newDef(Remember,
 			withDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
@@ -43,7 +43,7 @@ var remember = Spec{
 }
 
 var forget = Spec{
-	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory,
+	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) Def {
 		return newDef(Forget,
 			withDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
@@ -72,4 +72,13 @@ func scopeOption(global bool) defOption {
 		description(`"group" (the default): this group's memory. "global": the memory every group's `+
 			"assistant is shown, for facts that hold for everyone; only this group (the main one) can change it."),
 		enum(ScopeGroup, ScopeGlobal))
+}
+
+// needsMemory: the group's memory is any member's to write; the global
+// memory every group reads only an owner's.
+func needsMemory(c Call) groups.Role {
+	if scope, _ := c.Args["scope"].(string); scope == ScopeGlobal {
+		return groups.Owner
+	}
+	return groups.Member
 }

@@ -36,7 +36,7 @@ const (
 const MaxTaskPrompt = 4000
 
 var scheduleTask = Spec{
-	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule,
+	Name: ScheduleTask, Service: Tasks, Repeatable: true, MCP: scheduleTaskMCP, Widens: widenSchedule, Needs: NeedsAdmin,
 	Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a ScheduleTaskArgs) (TaskResult, *Error) {
 		return s.ServeSchedule(ctx, g, req.ID, a)
 	}),
@@ -111,7 +111,7 @@ var (
 // taskChange is pause_task, resume_task or cancel_task: one task id.
 func taskChange(name, desc string) Spec {
 	return Spec{
-		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP(name), Widens: widenTaskChange,
+		Name: name, Service: Tasks, Repeatable: true, MCP: changeTaskMCP(name), Widens: widenTaskChange, Needs: NeedsAdmin,
 		Host: serve(func(s TasksHost, ctx context.Context, g *groups.Group, req *Request, a TaskIDArgs) (TaskResult, *Error) {
 			return s.ServeChange(ctx, g, req.Type, a.ID)
 		}),

@@ -143,6 +143,21 @@ type Spec struct {
 	// Widens says what a call would do beyond the group's own chat and
 	// memory ("" for nothing): refused once the run read strangers' words.
 	Widens func(c Call) string
+	// Needs is the role the asker must have for the call (groups.Role:
+	// member, admin, owner); nil is any member. A call the asker's role
+	// does not allow is refused with CodeForbidden.
+	Needs func(c Call) groups.Role
+}
+
+// NeedsAdmin is Needs of a tool only an admin may use.
+func NeedsAdmin(Call) groups.Role { return groups.Admin }
+
+// Need is the role c needs of its asker.
+func (s *Spec) Need(c Call) groups.Role {
+	if s.Needs == nil {
+		return groups.Member
+	}
+	return s.Needs(c)
 }
 
 // All is every tool, in the order of the README's tool list. One line a

@@ -118,3 +118,31 @@ func (d DB) Notes(ctx context.Context, folder string, refs []string) (map[string
 	}
 	return out, nil
 }
+
+// StartAfresh makes the group's next run start without the earlier
+// conversation (/new): an empty summary stands for everything up to the
+// newest message stored in chats, and the group's cursor moves there, so
+// neither what was answered nor what was said since is shown again.
+// Notes on refs and the memory stay.
+func (d DB) StartAfresh(ctx context.Context, folder string, chats []string, now time.Time) error {
+	if len(chats) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(chats))
+	for _, c := range chats {
+		args = append(args, c)
+	}
+	var seq int64
+	err := d.st.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(chats)), ",")+`)`, args...).Scan(&seq)
+	if err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	if err := d.SaveSummary(ctx, Summary{Folder: folder, UpToSeq: seq, Created: now}); err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	if err := d.st.AdvanceAgentCursor(ctx, folder, seq); err != nil {
+		return fmt.Errorf("start %s afresh: %w", folder, err)
+	}
+	return nil
+}

@@ -75,3 +75,52 @@ func TestNotesAreTheGroupsOwn(t *testing.T) {
 		}
 	})
 }
+
+// /new leaves an empty summary at the newest message of the group's
+// chats only (another group's newer message does not count) and moves the
+// cursor there; a second /new moves both on.
+func TestStartAfresh(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		ctx := context.Background()
+		st := storetest.Open(t, c)
+		s := historydb.New(st)
+		for _, chat := range []string{"telegram:-100", "telegram:-200"} {
+			if err := st.UpsertChat(ctx, store.Chat{ID: chat, IsGroup: true, LastMessageAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put := func(chat, id string) int64 {
+			t.Helper()
+			seq, err := st.PutMessage(ctx, store.Message{ChatID: chat, ID: id, SenderID: "1", Text: "hi", Time: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return seq
+		}
+		afresh := func(want int64) {
+			t.Helper()
+			if err := s.StartAfresh(ctx, "family", []string{"telegram:-100"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			sm, ok, err := s.LatestSummary(ctx, "family")
+			if err != nil || !ok || sm.Text != "" || sm.UpToSeq != want {
+				t.Fatalf("summary after /new = %+v, %v, %v; want an empty one up to %d", sm, ok, err, want)
+			}
+			if cur, err := st.AgentCursor(ctx, "family"); err != nil || cur != want {
+				t.Fatalf("cursor after /new = %d, %v; want %d", cur, err, want)
+			}
+		}
+		if err := s.SaveSummary(ctx, historydb.Summary{Folder: "family", UpToSeq: 0, Text: "old talk", Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		put("telegram:-100", "1")
+		mine := put("telegram:-100", "2")
+		put("telegram:-200", "3") // another group's, newer
+		afresh(mine)
+		afresh(mine) // again, nothing new: the same
+		afresh(put("telegram:-100", "4"))
+		if _, ok, _ := s.LatestSummary(ctx, "club"); ok {
+			t.Error("another group got a summary")
+		}
+	})
+}

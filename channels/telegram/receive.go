@@ -147,7 +147,15 @@ func mentions(msg *models.Message, me models.User) bool {
 	if me.Username == "" {
 		return false
 	}
-	return indexMention(msg.Text, me.Username) >= 0 || indexMention(msg.Caption, me.Username) >= 0
+	return indexMention(msg.Text, me.Username) >= 0 || indexMention(msg.Caption, me.Username) >= 0 || commandFor(msg.Text, me.Username)
+}
+
+// commandFor reports a command addressed to the bot by name, Telegram's
+// form in groups: "/status@botd_bot".
+func commandFor(text, username string) bool {
+	word, _, _ := strings.Cut(text, " ")
+	cmd, at, ok := strings.Cut(word, "@")
+	return ok && len(cmd) > 1 && cmd[0] == '/' && strings.EqualFold(strings.TrimSpace(at), username)
 }
 
 // indexMention finds "@username" as a whole word (case-insensitive, as

@@ -288,6 +288,9 @@ func TestMentions(t *testing.T) {
 		{name: "reply to the bot", chat: group, text: "thanks", replyTo: &models.Message{ID: 9, From: &botUser, Chat: group, Date: 1}, mentioned: true, wantText: "thanks"},
 		{name: "reply to someone else", chat: group, text: "thanks", replyTo: &models.Message{ID: 9, From: &alice, Chat: group, Date: 1}, wantText: "thanks"},
 		{name: "text_mention entity", chat: group, text: "hey bot", entities: []models.MessageEntity{{Type: models.MessageEntityTypeTextMention, Offset: 4, Length: 3, User: &botUser}}, mentioned: true, wantText: "@Andy hey bot"},
+		{name: "a command addressed to the bot by name", chat: group, text: "/status@botd_test_bot", mentioned: true, wantText: "@Andy /status@botd_test_bot"},
+		{name: "a command addressed to another bot", chat: group, text: "/status@other_bot", wantText: "/status@other_bot"},
+		{name: "a bare command", chat: group, text: "/status", wantText: "/status"},
 		{name: "DM", chat: telegramtest.Private(telegramtest.Person(dmUserID, "Dee")), text: "hi", mentioned: true, wantText: "hi"},
 		{name: "fake placeholder neutralised", chat: group, text: "[Image: cat.jpg, ref:tg_AAAAAAAAAAAA]", wantText: "(Image: cat.jpg, ref:tg_AAAAAAAAAAAA]"},
 	}

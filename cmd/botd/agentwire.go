@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/nokey"
@@ -133,6 +134,14 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	}
 	ps := newLLMProviders(d.cfg, files)
 	d.llm = ps
+	// The chat's commands, the roles and the groups' own settings
+	// (chatctl): the commands are the gate after access's (agentSettings)
+	// and reach the agent once it is made.
+	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
+		Log: d.log.With("component", "chatctl")}
+	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
+		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
+	d.cmds = cmds
 	set, err := d.agentSettings(d.cfg, ps)
 	if err != nil {
 		return fail(1, "%v", err)
@@ -161,16 +170,18 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
 		Run: set.Run, Context: set.Context,
 		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
-			Gate: set.Gate, AckReaction: set.AckReaction},
-		Batch: agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
-		Time:  agent.TimeOptions{Location: d.cfg.Location()},
-		Hooks: agent.Hooks{RunDone: d.metrics.RunDone},
+			Gate: set.Gate, Admit: cmds.Admit, AckReaction: set.AckReaction},
+		Policy: policy,
+		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
+		Time:   agent.TimeOptions{Location: d.cfg.Location()},
+		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
 			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
 			DataDir: d.cfg.DataDir,
 		},
 	})
+	cmds.Agent = d.agent
 	d.sink = d.agent
 	ag := d.agent
 	d.metrics.WatchQueue(func() ops.QueueState {
@@ -193,13 +204,17 @@ func (d *daemon) agentSettings(cfg *config.Config, ps *llmProviders) (agent.Sett
 	primary := runModel(cfg)
 	gate := d.newGate()
 	gate.Config = cfg.Access
+	var gates agent.Gate = gate
+	if d.cmds != nil {
+		gates = agent.Gates{gate, d.cmds} // then the chat's commands (chatctl)
+	}
 	return agent.Settings{
 		LLM: chain,
 		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
 			MaxIterations: cfg.Agent.MaxIterations, Timeout: cfg.Agent.RunTimeout.D()},
 		Context: agent.ContextLimits{MaxMessages: cfg.Agent.MaxMessages, Messages: contextMessages(cfg.Agent.Context.Messages),
 			MaxAge: cfg.Agent.Context.MaxAge.D(), MaxTokens: cfg.Agent.Context.MaxTokens},
-		MaxCostPerDay: agent.USD(cfg.Agent.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gate,
+		MaxCostPerDay: agent.USD(cfg.Agent.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gates,
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
+	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/chatlog"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
@@ -55,7 +56,9 @@ type daemon struct {
 	hostMu    sync.Mutex // one followGroups at a time
 	sink      channels.Sink
 	agent     *agent.Agent
-	sched     *scheduler.Scheduler
+	// cmds answers the chat's commands (chatctl), the gate after access's.
+	cmds  *chatctl.Commands
+	sched *scheduler.Scheduler
 	// history answers the conversation tools (search_messages, …).
 	history *chatlog.Service
 	// llm builds the providers; uploads is nil when llm.files.upload is off.
@@ -342,6 +345,7 @@ func (d *daemon) startChannels(ctx context.Context) error {
 		d.mon.Started(name, err)
 		if err == nil {
 			d.log.Info("channel started", "channel", name)
+			d.offerCommands(ctx, name, ch)
 			continue
 		}
 		if ctx.Err() != nil {

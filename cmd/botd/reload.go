@@ -246,6 +246,9 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 	if set != nil {
 		d.agent.Apply(*set)
 	}
+	if touches(live, "access") && d.cmds != nil {
+		d.cmds.Policy.SetAccess(next.Access) // owners and per_sender_per_hour (chatctl)
+	}
 	if slices.Contains(live, "agent.max_cost_per_day") && d.videos != nil {
 		// The same day's budget bounds the media the group makes.
 		d.videos.SetMaxCostPerDay(set.MaxCostPerDay)

@@ -14,11 +14,13 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot/models"
 )
@@ -109,6 +111,8 @@ type Server struct {
 	// shown is what each message sent or edited shows now, so an edit
 	// to the same content is refused as Telegram refuses it.
 	shown map[msgKey]shownText
+	// commands is the menu setMyCommands registered last.
+	commands []models.BotCommand
 }
 
 type msgKey struct {
@@ -414,6 +418,8 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		s.deleteMessage(w, form)
 	case "setmessagereaction":
 		s.react(w, form)
+	case "setmycommands":
+		s.setCommands(w, form)
 	case "sendmessage", "sendphoto", "senddocument", "sendaudio", "sendvoice", "sendanimation", "sendvideo":
 		s.send(w, method, form, files)
 	default:
@@ -725,4 +731,37 @@ func (s *Server) Reactions(chat int64, id int) []string {
 		}
 	}
 	return out
+}
+
+// commandName is the Bot API's rule for a command.
+var commandName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// setCommands keeps the menu, checked as the Bot API checks it.
+func (s *Server) setCommands(w http.ResponseWriter, form map[string]string) {
+	var cmds []models.BotCommand
+	if err := json.Unmarshal([]byte(form["commands"]), &cmds); err != nil {
+		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: can't parse commands JSON object"})
+		return
+	}
+	if len(cmds) > 100 {
+		writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: too many commands"})
+		return
+	}
+	for _, c := range cmds {
+		if !commandName.MatchString(c.Command) || c.Description == "" || utf8.RuneCountInString(c.Description) > 256 {
+			writeError(w, Failure{Status: http.StatusBadRequest, Description: "Bad Request: BOT_COMMAND_INVALID"})
+			return
+		}
+	}
+	s.mu.Lock()
+	s.commands = cmds
+	s.mu.Unlock()
+	writeResult(w, true)
+}
+
+// Commands is the menu the bot registered (setMyCommands), nil before.
+func (s *Server) Commands() []models.BotCommand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]models.BotCommand(nil), s.commands...)
 }

@@ -1,0 +1,221 @@
+// Package chatctl is what people manage from the chat: the commands
+// botd answers without the model (/help, /status, /new, /stop, /model,
+// /usage), who may do what (access.owners, groups[].admins, everyone else
+// a member) and each group's own settings (groups[].model, prompt, tools,
+// max_cost_per_day, language), with what an admin changed from the chat
+// kept in the database over the config.
+package chatctl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/botd-dev/botd/access"
+	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/llm"
+)
+
+// Models is what the daemon knows of the configured models.
+type Models interface {
+	// Resolve is name as "<provider>/<model>" of a configured provider
+	// (a bare model name is completed), or why it is not one.
+	Resolve(name string) (string, error)
+	// Chain is the provider that asks list's models in turn.
+	Chain(list []string) (llm.Provider, error)
+	// Default is the model runs use without a group's own
+	// ("<provider>/<model>").
+	Default() string
+}
+
+// Override is a setting an admin changed from the chat.
+type Override struct {
+	Value string
+	By    string // "<network>:<user id>"
+	At    time.Time
+}
+
+// maxChains bounds the model chains kept built.
+const maxChains = 64
+
+// The settings an admin can change from the chat.
+const settingModel = "model"
+
+// Policy is the groups' settings and their people's roles: the agent's
+// agent.Policy and the commands' view of them.
+type Policy struct {
+	DB *sql.DB
+	// Access is the access section botd started with; SetAccess puts a
+	// reloaded one in force.
+	Access access.Config
+	Models Models
+	Log    *slog.Logger
+	Now    func() time.Time // nil: time.Now
+
+	live atomic.Pointer[access.Config] // set by SetAccess
+
+	mu     sync.Mutex
+	chains map[string]llm.Provider // by the joined model list
+	// models are the groups' /model overrides as last read or set (nil:
+	// none), so a run costs the database nothing for them; only the
+	// active instance answers chats, and it reads each group once.
+	models map[string]*Override
+}
+
+var _ agent.Policy = (*Policy)(nil)
+
+// SetAccess puts a reloaded access section in force (owners,
+// per_sender_per_hour) for the messages and runs from now on.
+func (p *Policy) SetAccess(c access.Config) { p.live.Store(&c) }
+
+// access is the access section in force.
+func (p *Policy) access() *access.Config {
+	if c := p.live.Load(); c != nil {
+		return c
+	}
+	return &p.Access
+}
+
+func (p *Policy) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// Role is the role of sender in g: an owner (access.owners), an admin
+// (groups[].admins), else a member. While nobody is named — no owner and
+// no admin of the group — everyone may do everything, as before roles
+// existed.
+func (p *Policy) Role(g *groups.Group, chat, sender string) groups.Role {
+	id := groups.UserID(chat, sender)
+	switch {
+	case sender != "" && p.access().IsOwner(id):
+		return groups.Owner
+	case sender != "" && g.HasAdmin(id):
+		return groups.Admin
+	case len(p.access().Owners) == 0 && len(g.Settings.Admins) == 0:
+		return groups.Owner
+	}
+	return groups.Member
+}
+
+// Model is the group's model list and where it comes from: "chat" (an
+// admin's /model), "config" (groups[].model) or "default" (llm.model).
+func (p *Policy) Model(ctx context.Context, g *groups.Group) (list []string, source string, o Override) {
+	p.mu.Lock()
+	kept, known := p.models[g.Folder]
+	p.mu.Unlock()
+	if !known {
+		read, ok, err := p.override(ctx, g.Folder, settingModel)
+		switch {
+		case err != nil:
+			p.Log.Warn("chatctl: group settings unreadable; using the config's", "group", g.Folder, "err", err)
+		case ok:
+			kept = &read
+			p.keep(g.Folder, kept)
+		default:
+			p.keep(g.Folder, nil)
+		}
+	}
+	switch {
+	case kept != nil:
+		return strings.Split(kept.Value, ","), "chat", *kept
+	case len(g.Settings.Model) > 0:
+		return g.Settings.Model, "config", Override{}
+	}
+	return []string{p.Models.Default()}, "default", Override{}
+}
+
+// Run implements agent.Policy.
+func (p *Policy) Run(ctx context.Context, g *groups.Group) agent.GroupRun {
+	s := g.Settings
+	r := agent.GroupRun{Prompt: s.Prompt, Language: s.Language, Tools: s.Tools, MaxCostPerDay: agent.USD(s.MaxCostPerDay),
+		Roles: len(p.access().Owners) > 0 || len(s.Admins) > 0}
+	list, source, _ := p.Model(ctx, g)
+	if source == "default" {
+		return r
+	}
+	chain, err := p.chain(list)
+	if err != nil {
+		p.Log.Error("chatctl: the group's model cannot be used; using llm.model", "group", g.Folder, "model", list, "err", err)
+		return r
+	}
+	_, r.Model, _ = strings.Cut(list[0], "/")
+	r.LLM = chain
+	return r
+}
+
+func (p *Policy) chain(list []string) (llm.Provider, error) {
+	key := strings.Join(list, ",")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.chains[key]; ok {
+		return c, nil
+	}
+	c, err := p.Models.Chain(list)
+	if err != nil {
+		return nil, err
+	}
+	if p.chains == nil || len(p.chains) >= maxChains {
+		p.chains = map[string]llm.Provider{} // admins tried many lists: start over
+	}
+	p.chains[key] = c
+	return c, nil
+}
+
+// SetModel keeps an admin's choice of the group's model ("" goes back to
+// the config's).
+func (p *Policy) SetModel(ctx context.Context, g *groups.Group, list []string, by string) error {
+	if len(list) == 0 {
+		if _, err := p.DB.ExecContext(ctx, `DELETE FROM group_settings WHERE folder = ? AND name = ?`, g.Folder, settingModel); err != nil {
+			return fmt.Errorf("reset the model of %s: %w", g.Folder, err)
+		}
+		p.keep(g.Folder, nil)
+		return nil
+	}
+	if _, err := p.chain(list); err != nil {
+		return err
+	}
+	o := Override{Value: strings.Join(list, ","), By: by, At: time.UnixMilli(p.now().UnixMilli())}
+	_, err := p.DB.ExecContext(ctx, `INSERT INTO group_settings(folder, name, value, set_by, at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(folder, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at`,
+		g.Folder, settingModel, o.Value, by, o.At.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("set the model of %s: %w", g.Folder, err)
+	}
+	p.keep(g.Folder, &o)
+	return nil
+}
+
+// keep remembers a group's /model override (nil: none).
+func (p *Policy) keep(folder string, o *Override) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.models == nil {
+		p.models = map[string]*Override{}
+	}
+	p.models[folder] = o
+}
+
+func (p *Policy) override(ctx context.Context, folder, name string) (Override, bool, error) {
+	var o Override
+	var at int64
+	err := p.DB.QueryRowContext(ctx, `SELECT value, set_by, at FROM group_settings WHERE folder = ? AND name = ?`, folder, name).
+		Scan(&o.Value, &o.By, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Override{}, false, nil
+	}
+	if err != nil {
+		return Override{}, false, fmt.Errorf("group setting %s of %s: %w", name, folder, err)
+	}
+	o.At = time.UnixMilli(at)
+	return o, true, nil
+}
