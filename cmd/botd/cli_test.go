@@ -89,7 +89,7 @@ llm:
 		{"run without channel or model", []string{"run", "--config", "empty.yaml"}, 1, []string{"cannot run",
 			"channels.web.enabled", "TELEGRAM_BOT_TOKEN", "no LLM model is configured"}},
 		{"run without LLM key", []string{"run", "--config", "nollm.yaml"}, 1, []string{"ANTHROPIC_API_KEY"}},
-		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER or --http [ADDR]"}},
+		{"mcp needs a mode", []string{"mcp", "--config", example}, 2, []string{"--group FOLDER (repeatable) or --http [ADDR]"}},
 		{"mcp unknown group", []string{"mcp", "--group", "nope", "--config", example}, 1, []string{`unknown group "nope"`}},
 		{"mcp http without tokens", []string{"mcp", "--http", "127.0.0.1:0", "--config", example}, 1, []string{"mcp.http.tokens"}},
 	}
