@@ -49,7 +49,7 @@ type Agent struct {
 	lives    *lives
 	batches  *batcher // nil: no batch API
 
-	extra extraServers // remote MCP servers between runs (tools.go)
+	tools *toolMaker // each run's tools, the extra servers' state between runs (tools.go)
 }
 
 var _ channels.Sink = (*Agent)(nil)
@@ -78,8 +78,9 @@ func New(opts Options) *Agent {
 		a.batches = &batcher{o: opts.Batch, st: opts.Store, now: opts.Time.Now, log: opts.Log,
 			kick: make(chan struct{}, 1), wake: func(folder string) { a.queue.kick(folder, false) }}
 	}
+	a.tools = &toolMaker{opts: &a.opts, log: opts.Log}
 	if a.opts.ToolSource == nil {
-		a.opts.ToolSource = a.defaultTools
+		a.opts.ToolSource = a.tools.defaultTools
 	}
 	return a
 }

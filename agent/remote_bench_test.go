@@ -20,7 +20,7 @@ func BenchmarkRemoteMCPSession(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		sess, err := a.defaultTools(ctx, g)
+		sess, err := a.tools.defaultTools(ctx, g)
 		if err != nil || len(sess.Tools()) != 1 {
 			b.Fatalf("session: %v", err)
 		}

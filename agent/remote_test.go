@@ -210,7 +210,7 @@ func TestRemoteMCPRefusedWithASentence(t *testing.T) {
 			before, _, _ := ha.stats()
 			var first int
 			for i := range 3 {
-				sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+				sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "main"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -250,7 +250,7 @@ func TestRemoteMCPRefusedWithASentence(t *testing.T) {
 			ha.accept("wrong-token")
 			now = now.Add(remoteRetry.Wait(0))
 			for range 2 {
-				sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+				sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "main"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -423,7 +423,7 @@ func TestRemoteMCPOAuthClientCredentials(t *testing.T) {
 	}
 	offered := func(a *Agent) bool {
 		t.Helper()
-		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "main"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +511,7 @@ func TestRemoteMCPSettingChanged(t *testing.T) {
 		"ha": {URL: ha.url(), Headers: map[string]string{"Authorization": "Bearer old-token"}, AllowPrivate: true, Tools: []string{"state"}}}}})
 	tools := func() []string {
 		t.Helper()
-		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "main"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -633,7 +633,7 @@ func TestRemoteMCPAuthorizationCode(t *testing.T) {
 	}
 	offered := func(a *Agent) []string {
 		t.Helper()
-		sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "main"})
+		sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "main"})
 		if err != nil {
 			t.Fatal(err)
 		}

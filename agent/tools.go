@@ -325,7 +325,7 @@ func (s *MCPSession) Close() error {
 // process, no IPC files: the agent lives in the daemon that answers
 // them), plus the configured extra servers, each a child process over
 // stdio for the length of the run.
-func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
+func (a *toolMaker) defaultTools(ctx context.Context, g *groups.Group) (ToolSession, error) {
 	var conns []MCPConn
 	var own *modelview.Session
 	if a.opts.Media != nil {
@@ -366,7 +366,7 @@ func (a *Agent) defaultTools(ctx context.Context, g *groups.Group) (ToolSession,
 }
 
 // botdTools is botd's tool session of g over the in-process caller.
-func (a *Agent) botdTools(g *groups.Group) (*modelview.Session, error) {
+func (a *toolMaker) botdTools(g *groups.Group) (*modelview.Session, error) {
 	return modelview.New(modelview.Options{GroupDir: filepath.Join(a.opts.GroupsDir, g.Folder), InlineMaxBytes: a.opts.InlineMaxBytes,
 		GlobalDir: groups.GlobalWorkspace(a.opts.GroupsDir).Root, Main: g.Main,
 		Caller: a.opts.Media(g.Folder), Generate: a.opts.Generate, Internet: a.opts.Internet, Parse: a.opts.Parse, Log: a.log.With("tools", "botd", "group", g.Folder)})
@@ -379,7 +379,7 @@ var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_
 
 // startStdio starts an extra stdio MCP server: the child gets passEnv
 // plus env, never the daemon's secrets.
-func (a *Agent) startStdio(name, command string, env, args []string) (*client.Client, error) {
+func (a *toolMaker) startStdio(name, command string, env, args []string) (*client.Client, error) {
 	stderr := &logWriter{log: a.log.With("mcp_server", name)}
 	opts := []transport.StdioOption{transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
@@ -445,6 +445,15 @@ var _ io.Writer = (*logWriter)(nil)
 // runs: each one's client (built once, its connections reused) and how
 // its last attempt went, so a server that cannot be used is logged once
 // with the reason, not at every run, and tried again only after a wait.
+// toolMaker makes each run's tools: botd's own (modelview) and those of
+// the extra MCP servers, stdio and remote, whose state between runs
+// (extraServers) it keeps.
+type toolMaker struct {
+	opts  *Options
+	log   *slog.Logger
+	extra extraServers
+}
+
 type extraServers struct {
 	mu     sync.Mutex
 	remote map[string]*remoteState
@@ -469,7 +478,7 @@ const remoteConnectTimeout = 20 * time.Second
 // remoteConn opens one run's session with a remote server and lists its
 // tools; ok is false when it is refused, unreachable or waiting for its
 // retry.
-func (a *Agent) remoteConn(ctx context.Context, name string, cfg MCPServer) (MCPConn, bool) {
+func (a *toolMaker) remoteConn(ctx context.Context, name string, cfg MCPServer) (MCPConn, bool) {
 	a.extra.mu.Lock()
 	if a.extra.remote == nil {
 		a.extra.remote = map[string]*remoteState{}
@@ -525,7 +534,7 @@ func dialRemote(ctx context.Context, srv *mcpremote.Server) (MCPClient, []mcpgo.
 
 // remoteResult records how a remote server's attempt went and logs a
 // change: the first failure and every new reason once, the recovery once.
-func (a *Agent) remoteResult(name string, err error) {
+func (a *toolMaker) remoteResult(name string, err error) {
 	a.extra.mu.Lock()
 	defer a.extra.mu.Unlock()
 	st := a.extra.remote[name]
@@ -547,7 +556,9 @@ func (a *Agent) remoteResult(name string, err error) {
 
 // RemoteMCPProblems are the remote MCP servers that could not be used at
 // their last attempt, with the reason (for the dashboard and doctor).
-func (a *Agent) RemoteMCPProblems() map[string]string {
+func (a *Agent) RemoteMCPProblems() map[string]string { return a.tools.problems() }
+
+func (a *toolMaker) problems() map[string]string {
 	a.extra.mu.Lock()
 	defer a.extra.mu.Unlock()
 	out := map[string]string{}
@@ -560,7 +571,7 @@ func (a *Agent) RemoteMCPProblems() map[string]string {
 }
 
 // newRemote builds a remote server's client from its settings.
-func (a *Agent) newRemote(name string, cfg MCPServer) (*mcpremote.Server, error) {
+func (a *toolMaker) newRemote(name string, cfg MCPServer) (*mcpremote.Server, error) {
 	return mcpremote.New(remoteOptions(name, cfg, a.opts.DataDir, a.opts.Time.Now))
 }
 
@@ -600,8 +611,8 @@ func LoginRemoteMCP(ctx context.Context, name string, cfg MCPServer, dataDir str
 // like the daemon's) and lists its tools (botd doctor). The error is a
 // sentence.
 func CheckRemoteMCP(ctx context.Context, name string, cfg MCPServer, dataDir string) ([]string, error) {
-	a := &Agent{opts: Options{ToolOptions: ToolOptions{DataDir: dataDir}, Time: TimeOptions{Now: time.Now}}}
-	srv, err := a.newRemote(name, cfg)
+	tm := &toolMaker{opts: &Options{ToolOptions: ToolOptions{DataDir: dataDir}, Time: TimeOptions{Now: time.Now}}}
+	srv, err := tm.newRemote(name, cfg)
 	if err == nil {
 		var c MCPClient
 		var listed []mcpgo.Tool

@@ -81,7 +81,7 @@ func TestDefaultToolSource(t *testing.T) {
 			}},
 	})
 	ctx := context.Background()
-	sess, err := a.defaultTools(ctx, &groups.Group{Folder: "family"})
+	sess, err := a.tools.defaultTools(ctx, &groups.Group{Folder: "family"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestBrokenMCPServerIsLeftOut(t *testing.T) {
 	a := New(Options{ToolOptions: ToolOptions{ExtraMCP: map[string]MCPServer{
 		"ghost": {Command: filepath.Join(t.TempDir(), "no-such-binary"), Tools: []string{"x"}},
 	}}})
-	sess, err := a.defaultTools(context.Background(), &groups.Group{Folder: "family"})
+	sess, err := a.tools.defaultTools(context.Background(), &groups.Group{Folder: "family"})
 	if err != nil {
 		t.Fatal(err)
 	}
