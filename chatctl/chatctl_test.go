@@ -383,3 +383,61 @@ func BenchmarkPolicyRun(b *testing.B) {
 		}
 	}
 }
+
+// A model set on the dashboard is validated as /model's, reaches the
+// group's next run, is shown with its source by Settings and /status,
+// and goes back to the config's on reset.
+func TestDashboardModel(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		r := newRig(t, c, access.Config{})
+		ctx := context.Background()
+		p := r.cmds.Policy
+		var no Refusal
+		if err := p.ChangeModel(ctx, &r.group, "z/x", ByDashboard); !errors.As(err, &no) || no.Error() != "unknown model z/x" {
+			t.Errorf("an unknown model from the dashboard: %v, want the refusal /model says", err)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "a/1,a/2,a/3,a/4,a/5", ByDashboard); !errors.As(err, &no) {
+			t.Errorf("five models from the dashboard: %v, want a refusal", err)
+		}
+		if run := p.Run(ctx, &r.group); run.Model != "config" {
+			t.Errorf("a refused change reached the run: model %q", run.Model)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "a/dash, b/y", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		run := p.Run(ctx, &r.group)
+		if run.Model != "dash" || run.LLM.(nokey.Provider).Message != "a/dash,b/y" {
+			t.Errorf("the next run's model = %q over %v, want dash over a/dash,b/y", run.Model, run.LLM)
+		}
+		restarted := &Policy{DB: p.DB, Models: r.ms, Log: p.Log}
+		if run := restarted.Run(ctx, &r.group); run.Model != "dash" {
+			t.Errorf("after a restart the run's model = %q, want the dashboard's", run.Model)
+		}
+		set := p.Settings(ctx, &r.group, time.UTC)
+		want := map[string][2]string{"model": {"a/dash, b/y", "dashboard"}, "prompt": {"Be brief.", "config"},
+			"tools": {"fetch_url", "config"}, "max_cost_per_day": {"$0.50", "config"}, "language": {"German", "config"},
+			"admins": {"telegram:42", "config"}}
+		for _, s := range set {
+			if w := want[s.Name]; s.Value != w[0] || s.Source != w[1] {
+				t.Errorf("setting %s = %q from %q, want %q from %q", s.Name, s.Value, s.Source, w[0], w[1])
+			}
+			delete(want, s.Name)
+		}
+		if len(want) > 0 {
+			t.Errorf("settings missing: %v", want)
+		}
+		if st, _ := r.say("43", "/status"); !strings.Contains(st, "Model: a/dash, then b/y (set on the dashboard on 28 Nov 12:00)") {
+			t.Errorf("/status = %q", st)
+		}
+		r.say("42", "/model a/chat")
+		if s := p.Settings(ctx, &r.group, time.UTC)[0]; s.Source != "chat: telegram:42, 28 Nov 12:00" {
+			t.Errorf("a chat's override shows as from %q", s.Source)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Settings(ctx, &r.group, time.UTC)[0]; s.Value != "b/config" || s.Source != "config" || s.Overridden {
+			t.Errorf("after a reset the model is %+v, want the config's", s)
+		}
+	})
+}

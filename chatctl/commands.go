@@ -2,6 +2,7 @@ package chatctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -229,10 +230,12 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 func (c *Commands) modelLine(ctx context.Context, g *groups.Group) string {
 	list, source, o := c.Policy.Model(ctx, g)
 	line := strings.Join(list, ", then ")
-	switch source {
-	case "chat":
+	switch {
+	case source == "chat" && o.By == ByDashboard:
+		return fmt.Sprintf("%s (set on the dashboard on %s)", line, o.At.In(c.loc()).Format("2 Jan 15:04"))
+	case source == "chat":
 		return fmt.Sprintf("%s (set in the chat by %s on %s)", line, o.By, o.At.In(c.loc()).Format("2 Jan 15:04"))
-	case "config":
+	case source == "config":
 		return line + " (from the config)"
 	}
 	return line + " (botd's default)"
@@ -246,29 +249,17 @@ func (c *Commands) model(ctx context.Context, g *groups.Group, in channels.Inbou
 		return "Only an admin of this group can change its model (groups[].admins in the config)."
 	}
 	by := groups.UserID(in.ChatID, in.SenderID)
-	if strings.EqualFold(args, "default") {
-		if err := c.Policy.SetModel(ctx, g, nil, by); err != nil {
-			c.Log.Error("chatctl: /model default failed", "group", g.Folder, "err", err)
-			return "Something went wrong on my side; the model was not changed."
-		}
+	var no Refusal
+	switch err := c.Policy.ChangeModel(ctx, g, args, by); {
+	case errors.As(err, &no):
+		return "Not changed: " + no.Error()
+	case err != nil:
+		c.Log.Error("chatctl: /model failed", "group", g.Folder, "err", err)
+		return "Something went wrong on my side; the model was not changed."
+	case strings.EqualFold(args, "default"):
 		return "Model: " + c.modelLine(ctx, g)
 	}
-	var list []string
-	for _, f := range strings.FieldsFunc(args, func(r rune) bool { return r == ',' || r == ' ' }) {
-		name, err := c.Policy.Models.Resolve(f)
-		if err != nil {
-			return "Not changed: " + err.Error()
-		}
-		list = append(list, name)
-	}
-	if len(list) > 4 {
-		return "Not changed: give a model and at most three fallbacks."
-	}
-	if err := c.Policy.SetModel(ctx, g, list, by); err != nil {
-		c.Log.Warn("chatctl: /model refused", "group", g.Folder, "model", list, "err", err)
-		return "Not changed: that model cannot be used here."
-	}
-	c.Log.Info("chatctl: model changed from the chat", "group", g.Folder, "model", list, "by", by)
+	c.Log.Info("chatctl: model changed from the chat", "group", g.Folder, "model", args, "by", by)
 	return "Model set: " + c.modelLine(ctx, g)
 }
 

@@ -219,3 +219,95 @@ func (p *Policy) override(ctx context.Context, folder, name string) (Override, b
 	o.At = time.UnixMilli(at)
 	return o, true, nil
 }
+
+// ByDashboard is who an override set on the web dashboard was set by.
+const ByDashboard = "dashboard"
+
+// Refusal is why an admin's change was not made, a sentence to say as it
+// is (in the chat after "Not changed: ", on the dashboard).
+type Refusal string
+
+func (r Refusal) Error() string { return string(r) }
+
+// maxFallbacks bounds the fallbacks an admin may give a group's model.
+const maxFallbacks = 3
+
+// ChangeModel is an admin's change of g's model, as /model and the
+// dashboard take it: "<model>[, <fallback>…]" (bare names completed), or
+// "default" (or nothing) to go back to the config's. A value that cannot
+// be a model list is a Refusal; any other error is the database's.
+func (p *Policy) ChangeModel(ctx context.Context, g *groups.Group, text, by string) error {
+	text = strings.TrimSpace(text)
+	if text == "" || strings.EqualFold(text, "default") {
+		return p.SetModel(ctx, g, nil, by)
+	}
+	var list []string
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' }) {
+		name, err := p.Models.Resolve(f)
+		if err != nil {
+			return Refusal(err.Error())
+		}
+		list = append(list, name)
+	}
+	if len(list) > 1+maxFallbacks {
+		return Refusal("give a model and at most three fallbacks.")
+	}
+	if _, err := p.chain(list); err != nil {
+		p.Log.Warn("chatctl: model refused", "group", g.Folder, "model", list, "err", err)
+		return Refusal("that model cannot be used here.")
+	}
+	return p.SetModel(ctx, g, list, by)
+}
+
+// Setting is one of a group's settings as the dashboard shows it.
+type Setting struct {
+	Name, Value string
+	// Source is where Value comes from: "config", "default" (botd's),
+	// "dashboard", or "chat: <who>, <when>".
+	Source string
+	// Changeable: an admin may change it (and reset it to the config's).
+	Changeable bool
+	// Overridden: an override kept in the database is in force.
+	Overridden bool
+}
+
+// Settings is g's settings in force with their sources: model (and
+// fallbacks), standing instructions, tools, daily budget, language,
+// admins.
+func (p *Policy) Settings(ctx context.Context, g *groups.Group, loc *time.Location) []Setting {
+	s := g.Settings
+	fromConfig := func(name, value, unset string) Setting {
+		if value == "" {
+			return Setting{Name: name, Value: unset, Source: "default"}
+		}
+		return Setting{Name: name, Value: value, Source: "config"}
+	}
+	list, source, o := p.Model(ctx, g)
+	model := Setting{Name: settingModel, Value: strings.Join(list, ", "), Source: source, Changeable: true, Overridden: source == "chat"}
+	if model.Overridden {
+		model.Source = overrideSource(o, loc)
+	}
+	budget := ""
+	if s.MaxCostPerDay > 0 {
+		budget = fmt.Sprintf("$%.2f", s.MaxCostPerDay)
+	}
+	return []Setting{
+		model,
+		fromConfig("prompt", s.Prompt, "none"),
+		fromConfig("tools", strings.Join(s.Tools, ", "), "all"),
+		fromConfig("max_cost_per_day", budget, "agent.max_cost_per_day"),
+		fromConfig("language", s.Language, "the asker's"),
+		fromConfig("admins", strings.Join(s.Admins, ", "), "none"),
+	}
+}
+
+// overrideSource says who set an override and when.
+func overrideSource(o Override, loc *time.Location) string {
+	if o.By == ByDashboard {
+		return ByDashboard
+	}
+	if loc == nil {
+		loc = time.Local
+	}
+	return "chat: " + o.By + ", " + o.At.In(loc).Format("2 Jan 15:04")
+}
