@@ -62,6 +62,10 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 	}
 	o.LeaseTrouble = d.leaseTrouble
 	o.Pending, o.Decide = d.pendingChats, d.decideChat
+	o.Settings = d.groupSettings
+	if !standby {
+		o.SetSetting = d.setGroupSetting
+	}
 	w, err := web.New(c, env, o)
 	if err != nil {
 		return nil, fail(1, "%v", err)
