@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/access"
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -438,6 +440,69 @@ func TestDashboardModel(t *testing.T) {
 		}
 		if s := p.Settings(ctx, &r.group, time.UTC)[0]; s.Value != "b/config" || s.Source != "config" || s.Overridden {
 			t.Errorf("after a reset the model is %+v, want the config's", s)
+		}
+	})
+}
+
+// The standing instructions and the tool allow-list set on the dashboard
+// are checked as config check checks groups[].prompt and groups[].tools,
+// reach the group's next run, show with their source in Settings and
+// /status, and go back to the config's on reset; other settings are
+// refused.
+func TestDashboardPromptAndTools(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		r := newRig(t, c, access.Config{})
+		ctx := context.Background()
+		p := r.cmds.Policy
+		p.CheckTool = agent.Config{}.CheckTool
+		for _, tc := range []struct{ name, value, said string }{
+			{"tools", "fetch_url, no_such_tool", `unknown tool "no_such_tool" (botd's own by name`},
+			{"tools", "x__y", `unknown tool "x__y"`},
+			{"prompt", strings.Repeat("é", groups.MaxPrompt), "the standing instructions are 8000 bytes; at most 4000."},
+			{"language", "French", `"language" cannot be changed here`},
+			{"admins", "telegram:1", `"admins" cannot be changed here`},
+		} {
+			var no Refusal
+			if err := p.Change(ctx, &r.group, tc.name, tc.value, ByDashboard); !errors.As(err, &no) || !strings.Contains(no.Error(), tc.said) {
+				t.Errorf("%s = %q: %v, want a refusal saying %q", tc.name, tc.value, err, tc.said)
+			}
+		}
+		if run := p.Run(ctx, &r.group); run.Prompt != "Be brief." || !slices.Equal(run.Tools, []string{"fetch_url"}) || run.Language != "German" {
+			t.Errorf("refused changes reached the run: %+v", run)
+		}
+		if err := p.Change(ctx, &r.group, "prompt", "  Speak like a pirate.\r\nKeep it short.  ", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Change(ctx, &r.group, "tools", "web_search,fetch_url fetch_url", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		run := p.Run(ctx, &r.group)
+		if run.Prompt != "Speak like a pirate.\nKeep it short." || !slices.Equal(run.Tools, []string{"web_search", "fetch_url"}) {
+			t.Errorf("the next run's prompt %q, tools %q; want the dashboard's", run.Prompt, run.Tools)
+		}
+		restarted := &Policy{DB: p.DB, Models: r.ms, Log: p.Log}
+		if run := restarted.Run(ctx, &r.group); run.Prompt != "Speak like a pirate.\nKeep it short." || len(run.Tools) != 2 {
+			t.Errorf("after a restart the run has prompt %q, tools %q; want the dashboard's, kept", run.Prompt, run.Tools)
+		}
+		for _, s := range p.Settings(ctx, &r.group, time.UTC) {
+			if (s.Name == "prompt" || s.Name == "tools") && (s.Source != "dashboard" || !s.Overridden || !s.Changeable) {
+				t.Errorf("setting %+v, want from the dashboard", s)
+			}
+		}
+		st, _ := r.say("43", "/status")
+		for _, want := range []string{"Tools: only web_search, fetch_url (set on the dashboard on 28 Nov 12:00)",
+			"Standing instructions: set on the dashboard on 28 Nov 12:00"} {
+			if !strings.Contains(st, want) {
+				t.Errorf("/status = %q, want %q", st, want)
+			}
+		}
+		for _, name := range []string{"prompt", "tools"} {
+			if err := p.Change(ctx, &r.group, name, "", ByDashboard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if run := p.Run(ctx, &r.group); run.Prompt != "Be brief." || !slices.Equal(run.Tools, []string{"fetch_url"}) {
+			t.Errorf("after a reset the run has prompt %q, tools %q; want the config's", run.Prompt, run.Tools)
 		}
 	})
 }

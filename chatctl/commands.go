@@ -190,14 +190,16 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 	var b strings.Builder
 	b.WriteString("Model: " + c.modelLine(ctx, g))
 	s := g.Settings
-	if len(s.Tools) > 0 {
-		b.WriteString("\nTools: only " + strings.Join(s.Tools, ", ") + " (from the config)")
+	if tools, source, o := c.Policy.Tools(ctx, g); len(tools) > 0 {
+		b.WriteString("\nTools: only " + strings.Join(tools, ", ") + " " + c.source(source, o))
 	}
 	if s.Language != "" {
 		b.WriteString("\nLanguage: " + s.Language + " (from the config)")
 	}
-	if s.Prompt != "" {
+	if prompt, source, o := c.Policy.Prompt(ctx, g); prompt != "" && source == "config" {
 		b.WriteString("\nStanding instructions: set in the config")
+	} else if prompt != "" {
+		b.WriteString("\nStanding instructions: " + strings.Trim(c.source(source, o), "()"))
 	}
 	if len(c.Policy.access().Owners) > 0 || len(s.Admins) > 0 {
 		b.WriteString("\nYou are: " + article(role))
@@ -230,15 +232,22 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 func (c *Commands) modelLine(ctx context.Context, g *groups.Group) string {
 	list, source, o := c.Policy.Model(ctx, g)
 	line := strings.Join(list, ", then ")
+	if source == "default" {
+		return line + " (botd's default)"
+	}
+	return line + " " + c.source(source, o)
+}
+
+// source says where a setting comes from, in brackets: the config, or
+// who set it in the chat or on the dashboard, and when.
+func (c *Commands) source(source string, o Override) string {
 	switch {
 	case source == "chat" && o.By == ByDashboard:
-		return fmt.Sprintf("%s (set on the dashboard on %s)", line, o.At.In(c.loc()).Format("2 Jan 15:04"))
+		return "(set on the dashboard on " + o.At.In(c.loc()).Format("2 Jan 15:04") + ")"
 	case source == "chat":
-		return fmt.Sprintf("%s (set in the chat by %s on %s)", line, o.By, o.At.In(c.loc()).Format("2 Jan 15:04"))
-	case source == "config":
-		return line + " (from the config)"
+		return "(set in the chat by " + o.By + " on " + o.At.In(c.loc()).Format("2 Jan 15:04") + ")"
 	}
-	return line + " (botd's default)"
+	return "(from the config)"
 }
 
 func (c *Commands) model(ctx context.Context, g *groups.Group, in channels.Inbound, role groups.Role, args string) string {

@@ -629,7 +629,9 @@ func (w *Web) setSetting(rw http.ResponseWriter, r *http.Request) {
 
 // adminPost checks a dashboard form: an admin session and its CSRF token.
 func (w *Web) adminPost(rw http.ResponseWriter, r *http.Request) *session {
-	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
+	// A group's standing instructions (groups.MaxPrompt, 4000 bytes) may
+	// triple when form-encoded.
+	r.Body = http.MaxBytesReader(rw, r.Body, 16<<10)
 	s := w.auth.session(r)
 	switch {
 	case s == nil:

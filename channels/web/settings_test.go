@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/llm"
@@ -48,7 +49,8 @@ func withSettings(pol **chatctl.Policy, h **harness) harnessOpt {
 		o.Groups = set
 		policy := func() *chatctl.Policy {
 			if *pol == nil {
-				*pol = &chatctl.Policy{DB: (*h).st.DB, Models: settingModels{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				*pol = &chatctl.Policy{DB: (*h).st.DB, Models: settingModels{}, CheckTool: agent.Config{}.CheckTool,
+					Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			}
 			return *pol
 		}
@@ -62,11 +64,8 @@ func withSettings(pol **chatctl.Policy, h **harness) harnessOpt {
 		}
 		o.SetSetting = func(ctx context.Context, folder, name, value string) (string, error) {
 			g, _ := set.ByFolder(folder)
-			if name != "model" {
-				return "only the model can be changed here.", nil
-			}
 			var no chatctl.Refusal
-			if err := policy().ChangeModel(ctx, g, value, chatctl.ByDashboard); errors.As(err, &no) {
+			if err := policy().Change(ctx, g, name, value, chatctl.ByDashboard); errors.As(err, &no) {
 				return no.Error(), nil
 			} else if err != nil {
 				return "", err
@@ -132,6 +131,33 @@ func TestDashboardSettings(t *testing.T) {
 				t.Errorf("after the change the dashboard does not show it from the dashboard with a reset")
 			}
 		}
+	}
+	// The standing instructions and the tools, checked as config check
+	// checks them: a prompt of the most bytes allowed (each é two, six
+	// form-encoded) is taken, a tool botd does not know is refused.
+	long := strings.Repeat("é", 2000)
+	for _, tc := range []struct {
+		name, value string
+		status      int
+		said        string
+	}{
+		{"tools", "fetch_url, no_such_tool", http.StatusBadRequest, `Not changed: unknown tool &#34;no_such_tool&#34;`},
+		{"prompt", long + "x", http.StatusBadRequest, "Not changed: the standing instructions are 4001 bytes; at most 4000."},
+		{"language", "French", http.StatusBadRequest, "Not changed: &#34;language&#34; cannot be changed here"},
+		{"prompt", long, http.StatusSeeOther, ""},
+		{"tools", "web_search", http.StatusSeeOther, ""},
+	} {
+		resp, body := h.postForm(admin, "/admin/settings", url.Values{"csrf": {csrf}, "group": {"family"}, "name": {tc.name}, "value": {tc.value}})
+		if resp.StatusCode != tc.status || !strings.Contains(body, tc.said) {
+			t.Errorf("%s = %.40q: %d, want %d saying %q:\n%s", tc.name, tc.value, resp.StatusCode, tc.status, tc.said, body)
+		}
+	}
+	if run := pol.Run(context.Background(), family); run.Prompt != long || len(run.Tools) != 1 || run.Tools[0] != "web_search" || run.Language != "German" {
+		t.Errorf("the next run has prompt %.20q, tools %q, language %q; want the dashboard's and the config's language", run.Prompt, run.Tools, run.Language)
+	}
+	_, page = h.get(admin, "/admin")
+	if !strings.Contains(page, `web_search</td><td class="source" data-label="source">dashboard</td>`) || !strings.Contains(page, `<textarea name="value"`) {
+		t.Error("the dashboard does not show the tools from the dashboard, or has no box for the instructions")
 	}
 	// A guest (a room link) cannot change a setting.
 	guest, _ := h.guest(admin, "main")

@@ -142,7 +142,8 @@ func (d *daemon) groupSettings(ctx context.Context, folder string) ([]web.GroupS
 }
 
 // setGroupSetting is the dashboard's change of a group's setting (value
-// "": back to the config's), validated and kept as an admin's /model.
+// "": back to the config's): the model as an admin's /model, the prompt
+// and the tools as config check checks them, kept in the database.
 func (d *daemon) setGroupSetting(ctx context.Context, folder, name, value string) (refused string, err error) {
 	g, ok := d.groups.ByFolder(folder)
 	switch {
@@ -150,15 +151,13 @@ func (d *daemon) setGroupSetting(ctx context.Context, folder, name, value string
 		return "there is no group " + folder + ".", nil
 	case d.cmds == nil:
 		return "the assistant is not running yet; try again in a moment.", nil
-	case name != "model":
-		return "only the model can be changed here; the other settings are the config's.", nil
 	}
 	var no chatctl.Refusal
-	if err := d.cmds.Policy.ChangeModel(ctx, g, value, chatctl.ByDashboard); errors.As(err, &no) {
+	if err := d.cmds.Policy.Change(ctx, g, name, value, chatctl.ByDashboard); errors.As(err, &no) {
 		return no.Error(), nil
 	} else if err != nil {
 		return "", err
 	}
-	d.log.Info("group model changed on the dashboard", "group", folder, "model", value)
+	d.log.Info("group setting changed on the dashboard", "group", folder, "setting", name, "reset", value == "")
 	return "", nil
 }
