@@ -40,15 +40,14 @@ func TestBrowserGroupSettings(t *testing.T) {
 			keep(&model, chromedp.Evaluate[string](row("model"))),
 			keep(&tools, chromedp.Evaluate[string](row("tools"))),
 			keep(&fits, chromedp.Evaluate[bool](noOverflow)),
-			keep(&inCard, chromedp.Evaluate[bool](`(() => { const r = document.querySelector('#settings table[data-group="family"] tr[data-setting="model"]');
-				const box = r.getBoundingClientRect();
-				return [...r.querySelectorAll("input[type=text], button")].every(e => { const b = e.getBoundingClientRect(); return b.left >= box.left && b.right <= box.right; }); })()`)),
+			keep(&inCard, chromedp.Evaluate[bool](`[...document.querySelectorAll('#settings tr.setting')].every(r => { const box = r.getBoundingClientRect();
+				return [...r.querySelectorAll("input[type=text], textarea, button")].every(e => { const b = e.getBoundingClientRect(); return b.left >= box.left && b.right <= box.right; }); })`)),
 		)
 		if err != nil {
 			t.Fatalf("dashboard at %d px: %v", width, err)
 		}
 		if !inCard {
-			t.Errorf("at %d px the model's form sticks out of its row", width)
+			t.Errorf("at %d px a setting's form sticks out of its row", width)
 		}
 		if model != "b/config | config" || tools != "fetch_url, web_search | config" {
 			t.Errorf("at %d px the settings show model %q, tools %q", width, model, tools)
