@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -146,6 +147,15 @@ func (c Config) KnownTool(name string) bool {
 	}
 	_, ok := tools.Lookup(name)
 	return ok
+}
+
+// CheckTool is why a group's allow-list cannot name a tool (nil: it
+// can), the sentence config check and the dashboard say.
+func (c Config) CheckTool(name string) error {
+	if !c.KnownTool(name) {
+		return fmt.Errorf("unknown tool %q (botd's own by name, e.g. fetch_url; an agent.mcp_servers server's as <server>__<tool>)", name)
+	}
+	return nil
 }
 
 // validateServer checks one agent.mcp_servers entry: a command or a URL,

@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/botd-dev/botd/access"
+	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/chantest"
 	"github.com/botd-dev/botd/groups"
@@ -382,4 +384,125 @@ func BenchmarkPolicyRun(b *testing.B) {
 			b.Fatal("no chain")
 		}
 	}
+}
+
+// A model set on the dashboard is validated as /model's, reaches the
+// group's next run, is shown with its source by Settings and /status,
+// and goes back to the config's on reset.
+func TestDashboardModel(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		r := newRig(t, c, access.Config{})
+		ctx := context.Background()
+		p := r.cmds.Policy
+		var no Refusal
+		if err := p.ChangeModel(ctx, &r.group, "z/x", ByDashboard); !errors.As(err, &no) || no.Error() != "unknown model z/x" {
+			t.Errorf("an unknown model from the dashboard: %v, want the refusal /model says", err)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "a/1,a/2,a/3,a/4,a/5", ByDashboard); !errors.As(err, &no) {
+			t.Errorf("five models from the dashboard: %v, want a refusal", err)
+		}
+		if run := p.Run(ctx, &r.group); run.Model != "config" {
+			t.Errorf("a refused change reached the run: model %q", run.Model)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "a/dash, b/y", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		run := p.Run(ctx, &r.group)
+		if run.Model != "dash" || run.LLM.(nokey.Provider).Message != "a/dash,b/y" {
+			t.Errorf("the next run's model = %q over %v, want dash over a/dash,b/y", run.Model, run.LLM)
+		}
+		restarted := &Policy{DB: p.DB, Models: r.ms, Log: p.Log}
+		if run := restarted.Run(ctx, &r.group); run.Model != "dash" {
+			t.Errorf("after a restart the run's model = %q, want the dashboard's", run.Model)
+		}
+		set := p.Settings(ctx, &r.group, time.UTC)
+		want := map[string][2]string{"model": {"a/dash, b/y", "dashboard"}, "prompt": {"Be brief.", "config"},
+			"tools": {"fetch_url", "config"}, "max_cost_per_day": {"$0.50", "config"}, "language": {"German", "config"},
+			"admins": {"telegram:42", "config"}}
+		for _, s := range set {
+			if w := want[s.Name]; s.Value != w[0] || s.Source != w[1] {
+				t.Errorf("setting %s = %q from %q, want %q from %q", s.Name, s.Value, s.Source, w[0], w[1])
+			}
+			delete(want, s.Name)
+		}
+		if len(want) > 0 {
+			t.Errorf("settings missing: %v", want)
+		}
+		if st, _ := r.say("43", "/status"); !strings.Contains(st, "Model: a/dash, then b/y (set on the dashboard on 28 Nov 12:00)") {
+			t.Errorf("/status = %q", st)
+		}
+		r.say("42", "/model a/chat")
+		if s := p.Settings(ctx, &r.group, time.UTC)[0]; s.Source != "chat: telegram:42, 28 Nov 12:00" {
+			t.Errorf("a chat's override shows as from %q", s.Source)
+		}
+		if err := p.ChangeModel(ctx, &r.group, "", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Settings(ctx, &r.group, time.UTC)[0]; s.Value != "b/config" || s.Source != "config" || s.Overridden {
+			t.Errorf("after a reset the model is %+v, want the config's", s)
+		}
+	})
+}
+
+// The standing instructions and the tool allow-list set on the dashboard
+// are checked as config check checks groups[].prompt and groups[].tools,
+// reach the group's next run, show with their source in Settings and
+// /status, and go back to the config's on reset; other settings are
+// refused.
+func TestDashboardPromptAndTools(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, c store.Config) {
+		r := newRig(t, c, access.Config{})
+		ctx := context.Background()
+		p := r.cmds.Policy
+		p.CheckTool = agent.Config{}.CheckTool
+		for _, tc := range []struct{ name, value, said string }{
+			{"tools", "fetch_url, no_such_tool", `unknown tool "no_such_tool" (botd's own by name`},
+			{"tools", "x__y", `unknown tool "x__y"`},
+			{"prompt", strings.Repeat("é", groups.MaxPrompt), "the standing instructions are 8000 bytes; at most 4000."},
+			{"language", "French", `"language" cannot be changed here`},
+			{"admins", "telegram:1", `"admins" cannot be changed here`},
+		} {
+			var no Refusal
+			if err := p.Change(ctx, &r.group, tc.name, tc.value, ByDashboard); !errors.As(err, &no) || !strings.Contains(no.Error(), tc.said) {
+				t.Errorf("%s = %q: %v, want a refusal saying %q", tc.name, tc.value, err, tc.said)
+			}
+		}
+		if run := p.Run(ctx, &r.group); run.Prompt != "Be brief." || !slices.Equal(run.Tools, []string{"fetch_url"}) || run.Language != "German" {
+			t.Errorf("refused changes reached the run: %+v", run)
+		}
+		if err := p.Change(ctx, &r.group, "prompt", "  Speak like a pirate.\r\nKeep it short.  ", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Change(ctx, &r.group, "tools", "web_search,fetch_url fetch_url", ByDashboard); err != nil {
+			t.Fatal(err)
+		}
+		run := p.Run(ctx, &r.group)
+		if run.Prompt != "Speak like a pirate.\nKeep it short." || !slices.Equal(run.Tools, []string{"web_search", "fetch_url"}) {
+			t.Errorf("the next run's prompt %q, tools %q; want the dashboard's", run.Prompt, run.Tools)
+		}
+		restarted := &Policy{DB: p.DB, Models: r.ms, Log: p.Log}
+		if run := restarted.Run(ctx, &r.group); run.Prompt != "Speak like a pirate.\nKeep it short." || len(run.Tools) != 2 {
+			t.Errorf("after a restart the run has prompt %q, tools %q; want the dashboard's, kept", run.Prompt, run.Tools)
+		}
+		for _, s := range p.Settings(ctx, &r.group, time.UTC) {
+			if (s.Name == "prompt" || s.Name == "tools") && (s.Source != "dashboard" || !s.Overridden || !s.Changeable) {
+				t.Errorf("setting %+v, want from the dashboard", s)
+			}
+		}
+		st, _ := r.say("43", "/status")
+		for _, want := range []string{"Tools: only web_search, fetch_url (set on the dashboard on 28 Nov 12:00)",
+			"Standing instructions: set on the dashboard on 28 Nov 12:00"} {
+			if !strings.Contains(st, want) {
+				t.Errorf("/status = %q, want %q", st, want)
+			}
+		}
+		for _, name := range []string{"prompt", "tools"} {
+			if err := p.Change(ctx, &r.group, name, "", ByDashboard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if run := p.Run(ctx, &r.group); run.Prompt != "Be brief." || !slices.Equal(run.Tools, []string{"fetch_url"}) {
+			t.Errorf("after a reset the run has prompt %q, tools %q; want the config's", run.Prompt, run.Tools)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package chatctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -189,14 +190,16 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 	var b strings.Builder
 	b.WriteString("Model: " + c.modelLine(ctx, g))
 	s := g.Settings
-	if len(s.Tools) > 0 {
-		b.WriteString("\nTools: only " + strings.Join(s.Tools, ", ") + " (from the config)")
+	if tools, source, o := c.Policy.Tools(ctx, g); len(tools) > 0 {
+		b.WriteString("\nTools: only " + strings.Join(tools, ", ") + " " + c.source(source, o))
 	}
 	if s.Language != "" {
 		b.WriteString("\nLanguage: " + s.Language + " (from the config)")
 	}
-	if s.Prompt != "" {
+	if prompt, source, o := c.Policy.Prompt(ctx, g); prompt != "" && source == "config" {
 		b.WriteString("\nStanding instructions: set in the config")
+	} else if prompt != "" {
+		b.WriteString("\nStanding instructions: " + strings.Trim(c.source(source, o), "()"))
 	}
 	if len(c.Policy.access().Owners) > 0 || len(s.Admins) > 0 {
 		b.WriteString("\nYou are: " + article(role))
@@ -229,13 +232,22 @@ func (c *Commands) status(ctx context.Context, g *groups.Group, role groups.Role
 func (c *Commands) modelLine(ctx context.Context, g *groups.Group) string {
 	list, source, o := c.Policy.Model(ctx, g)
 	line := strings.Join(list, ", then ")
-	switch source {
-	case "chat":
-		return fmt.Sprintf("%s (set in the chat by %s on %s)", line, o.By, o.At.In(c.loc()).Format("2 Jan 15:04"))
-	case "config":
-		return line + " (from the config)"
+	if source == "default" {
+		return line + " (botd's default)"
 	}
-	return line + " (botd's default)"
+	return line + " " + c.source(source, o)
+}
+
+// source says where a setting comes from, in brackets: the config, or
+// who set it in the chat or on the dashboard, and when.
+func (c *Commands) source(source string, o Override) string {
+	switch {
+	case source == "chat" && o.By == ByDashboard:
+		return "(set on the dashboard on " + o.At.In(c.loc()).Format("2 Jan 15:04") + ")"
+	case source == "chat":
+		return "(set in the chat by " + o.By + " on " + o.At.In(c.loc()).Format("2 Jan 15:04") + ")"
+	}
+	return "(from the config)"
 }
 
 func (c *Commands) model(ctx context.Context, g *groups.Group, in channels.Inbound, role groups.Role, args string) string {
@@ -246,29 +258,17 @@ func (c *Commands) model(ctx context.Context, g *groups.Group, in channels.Inbou
 		return "Only an admin of this group can change its model (groups[].admins in the config)."
 	}
 	by := groups.UserID(in.ChatID, in.SenderID)
-	if strings.EqualFold(args, "default") {
-		if err := c.Policy.SetModel(ctx, g, nil, by); err != nil {
-			c.Log.Error("chatctl: /model default failed", "group", g.Folder, "err", err)
-			return "Something went wrong on my side; the model was not changed."
-		}
+	var no Refusal
+	switch err := c.Policy.ChangeModel(ctx, g, args, by); {
+	case errors.As(err, &no):
+		return "Not changed: " + no.Error()
+	case err != nil:
+		c.Log.Error("chatctl: /model failed", "group", g.Folder, "err", err)
+		return "Something went wrong on my side; the model was not changed."
+	case strings.EqualFold(args, "default"):
 		return "Model: " + c.modelLine(ctx, g)
 	}
-	var list []string
-	for _, f := range strings.FieldsFunc(args, func(r rune) bool { return r == ',' || r == ' ' }) {
-		name, err := c.Policy.Models.Resolve(f)
-		if err != nil {
-			return "Not changed: " + err.Error()
-		}
-		list = append(list, name)
-	}
-	if len(list) > 4 {
-		return "Not changed: give a model and at most three fallbacks."
-	}
-	if err := c.Policy.SetModel(ctx, g, list, by); err != nil {
-		c.Log.Warn("chatctl: /model refused", "group", g.Folder, "model", list, "err", err)
-		return "Not changed: that model cannot be used here."
-	}
-	c.Log.Info("chatctl: model changed from the chat", "group", g.Folder, "model", list, "by", by)
+	c.Log.Info("chatctl: model changed from the chat", "group", g.Folder, "model", args, "by", by)
 	return "Model set: " + c.modelLine(ctx, g)
 }
 

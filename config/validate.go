@@ -214,9 +214,8 @@ func (c *Config) groupProblems() settings.Problems {
 	var ps settings.Problems
 	for i, g := range c.Groups {
 		for j, name := range g.Tools {
-			if !c.Agent.KnownTool(name) {
-				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "unknown tool %q (botd's own by name, e.g. fetch_url; "+
-					"an agent.mcp_servers server's as <server>__<tool>)", name)
+			if err := c.Agent.CheckTool(name); err != nil {
+				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "%v", err)
 			}
 		}
 		for j, m := range g.Model {

@@ -54,6 +54,28 @@ type dashBody struct {
 	PendingErr string
 	// Deciding: the list has approve and deny buttons.
 	Deciding bool
+	// Settings are each group's settings (nil: Options.Settings unset);
+	// Setting: they have forms to change them.
+	Settings []settingsRow
+	Setting  bool
+}
+
+// GroupSetting is one of a group's settings as the dashboard shows it.
+type GroupSetting struct {
+	Name, Value string
+	// Source is where Value comes from: "config", "default",
+	// "dashboard" or "chat: <who>, <when>".
+	Source string
+	// Changeable: the dashboard may change it; Overridden: an override
+	// kept in the database is in force, which "reset" removes.
+	Changeable, Overridden bool
+}
+
+// settingsRow is one group's settings.
+type settingsRow struct {
+	Folder   string
+	Settings []GroupSetting
+	Err      string
 }
 
 // PendingChat is a chat waiting for approval with its pairing code.
@@ -274,6 +296,18 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 		for _, p := range pending {
 			p.AskedText = ago(now, p.Asked)
 			b.Pending = append(b.Pending, p)
+		}
+	}
+	if w.o.Settings != nil {
+		b.Setting = w.o.SetSetting != nil
+		for _, g := range w.o.Groups.All() {
+			row := settingsRow{Folder: g.Folder}
+			set, err := w.o.Settings(ctx, g.Folder)
+			if err != nil {
+				row.Err = err.Error()
+			}
+			row.Settings = set
+			b.Settings = append(b.Settings, row)
 		}
 	}
 	links, err := w.auth.Links(ctx)
@@ -557,9 +591,47 @@ func (w *Web) revokeLink(rw http.ResponseWriter, r *http.Request) {
 	http.Redirect(rw, r, "/admin#links", http.StatusSeeOther)
 }
 
+// setSetting changes a group's setting (or, with reset, puts the
+// config's back) from the dashboard's settings form.
+func (w *Web) setSetting(rw http.ResponseWriter, r *http.Request) {
+	s := w.adminPost(rw, r)
+	if s == nil {
+		return
+	}
+	if w.o.SetSetting == nil {
+		w.fail(rw, r, http.StatusNotFound, "the settings cannot be changed here")
+		return
+	}
+	folder, name, value := r.PostFormValue("group"), r.PostFormValue("name"), r.PostFormValue("value")
+	if _, ok := w.o.Groups.ByFolder(folder); !ok {
+		w.fail(rw, r, http.StatusNotFound, "no such group")
+		return
+	}
+	if r.PostFormValue("reset") != "" {
+		value = ""
+	} else if strings.TrimSpace(value) == "" {
+		w.fail(rw, r, http.StatusBadRequest, "Not changed: give a value, or reset to the config's.")
+		return
+	}
+	refused, err := w.o.SetSetting(r.Context(), folder, name, value)
+	switch {
+	case err != nil:
+		w.log.Error("web: a group setting was not changed", "group", folder, "setting", name, "err", err)
+		w.fail(rw, r, http.StatusInternalServerError, "something went wrong; the setting was not changed")
+		return
+	case refused != "":
+		w.fail(rw, r, http.StatusBadRequest, "Not changed: "+refused)
+		return
+	}
+	w.log.Info("web: group setting changed on the dashboard", "group", folder, "setting", name, "reset", value == "")
+	http.Redirect(rw, r, "/admin#settings-"+url.PathEscape(folder), http.StatusSeeOther)
+}
+
 // adminPost checks a dashboard form: an admin session and its CSRF token.
 func (w *Web) adminPost(rw http.ResponseWriter, r *http.Request) *session {
-	r.Body = http.MaxBytesReader(rw, r.Body, 4<<10)
+	// A group's standing instructions (groups.MaxPrompt, 4000 bytes) may
+	// triple when form-encoded.
+	r.Body = http.MaxBytesReader(rw, r.Body, 16<<10)
 	s := w.auth.session(r)
 	switch {
 	case s == nil:

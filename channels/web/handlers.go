@@ -77,6 +77,7 @@ func (w *Web) Handler() http.Handler {
 	mux.HandleFunc("POST /admin/links", w.createLink)
 	mux.HandleFunc("POST /admin/links/{id}/revoke", w.revokeLink)
 	mux.HandleFunc("POST /admin/chats/{verb}", w.decideChat)
+	mux.HandleFunc("POST /admin/settings", w.setSetting)
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	if w.o.Standby {

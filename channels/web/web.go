@@ -100,6 +100,14 @@ type Options struct {
 	// code, from the dashboard's list; what it returns is said on the
 	// page. Nil: the list has no buttons.
 	Decide func(ctx context.Context, code string, approve bool) (said string, err error)
+	// Settings is a group's settings in force with their sources
+	// (package chatctl), for the dashboard; nil leaves them out.
+	Settings func(ctx context.Context, folder string) ([]GroupSetting, error)
+	// SetSetting changes a group's setting from the dashboard (value ""
+	// goes back to the config's). refused, when not "", is why the value
+	// was not taken, said on the page as it is; err is any other failure.
+	// Nil: the settings cannot be changed here.
+	SetSetting func(ctx context.Context, folder, name, value string) (refused string, err error)
 	// Standby makes this the server of an instance standing by: every
 	// page says so, with Lease's view, and what would reach the assistant
 	// or change the rooms (posts, stops, room links) is refused with 503,

@@ -138,7 +138,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	// (chatctl): the commands are the gate after access's (agentSettings)
 	// and reach the agent once it is made.
 	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
-		Log: d.log.With("component", "chatctl")}
+		CheckTool: d.cfg.Agent.CheckTool, Log: d.log.With("component", "chatctl")}
 	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
 		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
 	d.cmds = cmds

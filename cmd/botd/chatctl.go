@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/llm"
@@ -123,4 +125,39 @@ func (d *daemon) offerCommands(ctx context.Context, name string, ch channels.Cha
 		return
 	}
 	d.log.Info("chat commands registered", "channel", name, "commands", len(cmds))
+}
+
+// groupSettings is a group's settings with their sources, for the
+// dashboard (chatctl.Policy.Settings).
+func (d *daemon) groupSettings(ctx context.Context, folder string) ([]web.GroupSetting, error) {
+	g, ok := d.groups.ByFolder(folder)
+	if !ok || d.cmds == nil {
+		return nil, fmt.Errorf("the settings of %s are not known yet", folder)
+	}
+	var out []web.GroupSetting
+	for _, s := range d.cmds.Policy.Settings(ctx, g, d.cfg.Location()) {
+		out = append(out, web.GroupSetting{Name: s.Name, Value: s.Value, Source: s.Source, Changeable: s.Changeable, Overridden: s.Overridden})
+	}
+	return out, nil
+}
+
+// setGroupSetting is the dashboard's change of a group's setting (value
+// "": back to the config's): the model as an admin's /model, the prompt
+// and the tools as config check checks them, kept in the database.
+func (d *daemon) setGroupSetting(ctx context.Context, folder, name, value string) (refused string, err error) {
+	g, ok := d.groups.ByFolder(folder)
+	switch {
+	case !ok:
+		return "there is no group " + folder + ".", nil
+	case d.cmds == nil:
+		return "the assistant is not running yet; try again in a moment.", nil
+	}
+	var no chatctl.Refusal
+	if err := d.cmds.Policy.Change(ctx, g, name, value, chatctl.ByDashboard); errors.As(err, &no) {
+		return no.Error(), nil
+	} else if err != nil {
+		return "", err
+	}
+	d.log.Info("group setting changed on the dashboard", "group", folder, "setting", name, "reset", value == "")
+	return "", nil
 }

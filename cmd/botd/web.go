@@ -62,6 +62,11 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 	}
 	o.LeaseTrouble = d.leaseTrouble
 	o.Pending, o.Decide = d.pendingChats, d.decideChat
+	if !standby {
+		// A standby has no agent, hence no Policy: its dashboard leaves
+		// the groups' settings out.
+		o.Settings, o.SetSetting = d.groupSettings, d.setGroupSetting
+	}
 	w, err := web.New(c, env, o)
 	if err != nil {
 		return nil, fail(1, "%v", err)
