@@ -28,7 +28,7 @@ TOOLS=${CONFORMANCE_DIR:-$ROOT/.conformance}
 PINS=$ROOT/scripts/conformance
 # Scenarios botd must pass, checked on top of the suite's own verdict so a
 # baseline edit cannot quietly drop one.
-REQUIRED=(server-initialize ping tools-list resources-list dns-rebinding-protection server-sse-multiple-streams)
+REQUIRED=(server-initialize ping tools-list resources-list resources-subscribe resources-unsubscribe dns-rebinding-protection server-sse-multiple-streams)
 
 say() { printf 'conformance: %s\n' "$*" >&2; }
 
