@@ -90,6 +90,12 @@ type Message struct {
 	Parts []Part `json:"parts"`
 }
 
+// LoadTools is the meta-tool that offers the deferred tools of a
+// request (Request.Deferred) on wires without native tool search: its
+// description indexes them, one line each; a call names the ones wanted
+// and their schemas arrive with the next turn.
+const LoadTools = "load_tools"
+
 // Tool describes a function the model may call.
 type Tool struct {
 	Name        string `json:"name"`
@@ -138,6 +144,14 @@ type Request struct {
 	System   string    `json:"system,omitempty"`
 	Messages []Message `json:"messages"`
 	Tools    []Tool    `json:"tools,omitempty"`
+	// Deferred are tools the model may ask for by name, unchanged for
+	// the whole run so the cached prefix holds. An adapter with native
+	// tool search (Anthropic) sends them deferred together with the
+	// Tools not among them, and leaves out the tool named LoadTools;
+	// every other adapter ignores Deferred: the agent's LoadTools tool
+	// brings the ones the model asks for into Tools, appended, from the
+	// next turn on. Either way a call names a tool by its Name.
+	Deferred []Tool `json:"deferred,omitempty"`
 
 	ToolChoice     ToolChoice      `json:"tool_choice,omitzero"`
 	Temperature    *float64        `json:"temperature,omitempty"`
@@ -207,6 +221,10 @@ type Result struct {
 	Parts      []Part     `json:"parts"`
 	StopReason StopReason `json:"stop_reason"`
 	Usage      Usage      `json:"usage"`
+	// Loaded names the deferred tools a provider's native tool search
+	// gave the model during this call (Request.Deferred): the model may
+	// call them from now on as if LoadTools had.
+	Loaded []string `json:"loaded,omitempty"`
 	// Raw holds the vendor payloads for debugging only. It may contain media
 	// bytes and vendor shapes: never log, persist or forward it.
 	Raw json.RawMessage `json:"-"`
