@@ -13,11 +13,15 @@ import (
 
 // Config is the agent section of botd's config file.
 type Config struct {
-	MaxConcurrent int               `yaml:"max_concurrent"`
-	MaxMessages   int               `yaml:"max_messages"`
-	MaxIterations int               `yaml:"max_iterations"`
-	RunTimeout    settings.Duration `yaml:"run_timeout"`
-	Context       ContextConfig     `yaml:"context"`
+	MaxConcurrent int `yaml:"max_concurrent"`
+	MaxMessages   int `yaml:"max_messages"`
+	MaxIterations int `yaml:"max_iterations"`
+	// LazyTools offers a run the core tools and an index of the rest,
+	// whose schemas the model asks for (load_tools); false offers every
+	// schema from the first turn.
+	LazyTools  bool              `yaml:"lazy_tools"`
+	RunTimeout settings.Duration `yaml:"run_timeout"`
+	Context    ContextConfig     `yaml:"context"`
 	// MaxCostPerDay (USD) stops a group's runs for the rest of the day
 	// once its model calls cost that much; 0 is no limit.
 	MaxCostPerDay float64 `yaml:"max_cost_per_day"`
@@ -89,6 +93,7 @@ func DefaultConfig() Config {
 		MaxConcurrent: 4,
 		MaxMessages:   30,
 		MaxIterations: 12,
+		LazyTools:     true,
 		RunTimeout:    settings.Duration(5 * time.Minute),
 		Context:       ContextConfig{Messages: 50, MaxAge: settings.Duration(24 * time.Hour), MaxTokens: 16000},
 		Retention:     settings.Duration(90 * 24 * time.Hour),

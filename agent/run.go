@@ -27,6 +27,9 @@ type RunLimits struct {
 	MaxTokens     int
 	MaxIterations int
 	Timeout       time.Duration
+	// EagerTools offers every tool's schema from the first turn
+	// (agent.lazy_tools: false) instead of the core ones and load_tools.
+	EagerTools bool
 }
 
 func (l RunLimits) withDefaults(def Config) RunLimits {
@@ -129,6 +132,7 @@ type Run struct {
 	settled func()
 	tools   ToolSession // nil: the run answers without tools
 	guard   *guard      // nil when there are no tools
+	lazy    *lazyTools  // nil: every tool offered from the start
 	live    *liveRun    // nil: not shown while written (a batch run)
 }
 
@@ -201,6 +205,7 @@ func (r *Run) think(ctx context.Context, cursor int64, trig store.Trigger) runRe
 		MaxTokens: r.set.Run.MaxTokens,
 	}
 	if r.tools != nil && r.caps.Tools {
+		r.lazyTools()
 		r.req.Tools = r.tools.Tools()
 	}
 	r.rec = store.AgentRun{ID: r.id, Folder: g.Folder, Started: r.started, UpToSeq: upTo}
@@ -309,6 +314,19 @@ func (r *Run) guardTools() {
 	r.tools, r.guard = gd, gd
 }
 
+// lazyTools offers the run's tools lazily (lazy.go): the core ones and
+// load_tools first, the rest on request. Outermost, so what the group's
+// allow-list and the guard leave is what the index lists.
+func (r *Run) lazyTools() {
+	if r.tools == nil || r.set.Run.EagerTools {
+		return
+	}
+	if l := newLazyTools(r.tools); l != nil {
+		r.tools, r.lazy = l, l
+		r.req.Deferred = l.Deferred()
+	}
+}
+
 // askToConfirm adds to a run's answer botd's line asking a person to
 // confirm the calls the guard refused, if any.
 func (r *Run) askToConfirm(final string) string {
@@ -402,6 +420,9 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		rec.Iterations++
 		res, err := first, error(nil)
 		if first == nil {
+			if r.lazy != nil {
+				r.req.Tools = r.lazy.Tools()
+			}
 			res, err = r.ask()
 		}
 		first = nil
@@ -434,6 +455,9 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		rec.InputTokens = usage.InputTokens + usage.CacheReadTokens + usage.CacheWriteTokens
 		rec.OutputTokens, rec.CostMicrocents, rec.CostKnown = usage.OutputTokens, usage.CostMicrocents, usage.CostKnown
 		r.req.Messages = append(r.req.Messages, res.Message())
+		if r.lazy != nil {
+			r.lazy.loadedBy(res.Loaded)
+		}
 		calls := res.ToolCalls()
 		if len(calls) == 0 {
 			final, answered = res.Text(), true

@@ -211,7 +211,7 @@ func (d *daemon) agentSettings(cfg *config.Config, ps *llmProviders) (agent.Sett
 	return agent.Settings{
 		LLM: chain,
 		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
-			MaxIterations: cfg.Agent.MaxIterations, Timeout: cfg.Agent.RunTimeout.D()},
+			MaxIterations: cfg.Agent.MaxIterations, Timeout: cfg.Agent.RunTimeout.D(), EagerTools: !cfg.Agent.LazyTools},
 		Context: agent.ContextLimits{MaxMessages: cfg.Agent.MaxMessages, Messages: contextMessages(cfg.Agent.Context.Messages),
 			MaxAge: cfg.Agent.Context.MaxAge.D(), MaxTokens: cfg.Agent.Context.MaxTokens},
 		MaxCostPerDay: agent.USD(cfg.Agent.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gates,
