@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +149,48 @@ func TestToolSearchBadVendorPart(t *testing.T) {
 	}
 	if n := len(w.Messages[1].Content); n != 1 {
 		t.Errorf("assistant turn has %d blocks, want the text only", n)
+	}
+}
+
+// The native path's request costs what the generic one does: building
+// and encoding a 20-turn run with 10 core and 40 deferred tools, half
+// its replies holding a search, and a 1 MB image inline.
+func BenchmarkBuildRequest(b *testing.B) {
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"what to look for"}},"required":["q"]}`)
+	var core, deferred []llm.Tool
+	for i := range 10 {
+		core = append(core, llm.Tool{Name: "core_" + string(rune('a'+i)), Description: strings.Repeat("does a thing ", 20), Parameters: schema})
+	}
+	for i := range 40 {
+		deferred = append(deferred, llm.Tool{Name: "more_" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Description: strings.Repeat("does another thing ", 20), Parameters: schema})
+	}
+	msgs := []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.Text("look"), llm.MediaBase64("image/png", strings.Repeat("QUJD", 1<<18))}}}
+	for i := range 20 {
+		reply := []llm.Part{llm.Text("let me see")}
+		if i%2 == 0 {
+			reply = append(reply,
+				llm.Part{Kind: llm.PartVendor, Vendor: vendor, Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"another thing"}}`)},
+				llm.Part{Kind: llm.PartVendor, Vendor: vendor, Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"more_aa"}]}}`)})
+		}
+		reply = append(reply, llm.ToolCallPart("c", "more_aa", json.RawMessage(`{"q":"x"}`)))
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Parts: reply}, llm.ToolResults(llm.ToolResultPart("c", false, llm.Text(strings.Repeat("result ", 100)))))
+	}
+	for _, tc := range []struct {
+		name  string
+		model string
+	}{{"native", "claude-sonnet-4-5"}, {"generic", "claude-opus-4-1"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := &llm.Request{Model: tc.model, System: "rules", Tools: append(slices.Clone(core), llm.Tool{Name: llm.LoadTools, Parameters: schema}), Deferred: deferred, Messages: msgs}
+			b.ReportAllocs()
+			for b.Loop() {
+				w, err := buildRequest("anthropic", req, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := wire.Marshal(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
