@@ -120,7 +120,7 @@ func (f *Folder) Add(c Chunk) error {
 			return f.fail("vendor chunk without vendor or block")
 		}
 		f.flushText()
-		f.parts = append(f.parts, Part{Kind: PartVendor, Vendor: c.Name, Raw: c.Raw})
+		f.parts = append(f.parts, VendorPart(c.Name, c.Raw))
 		for _, n := range c.Loaded {
 			if !slices.Contains(f.loaded, n) {
 				f.loaded = append(f.loaded, n)

@@ -44,6 +44,12 @@ func MediaURL(mime, url string) Part {
 	return Part{Kind: PartMedia, Media: &Media{MIME: mime, URL: url}}
 }
 
+// VendorPart is a vendor's block (see [PartVendor]): raw, one JSON
+// object, goes back only to an adapter of that vendor.
+func VendorPart(vendor string, raw json.RawMessage) Part {
+	return Part{Kind: PartVendor, Vendor: vendor, Raw: raw}
+}
+
 // UserText is a user message holding one text part.
 func UserText(s string) Message { return Message{Role: RoleUser, Parts: []Part{Text(s)}} }
 

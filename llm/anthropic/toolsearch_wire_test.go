@@ -153,8 +153,8 @@ func TestToolSearchRun(t *testing.T) {
 func TestToolSearchGenericPath(t *testing.T) {
 	reply := []llm.Part{
 		llm.Text("Let me find a weather tool."),
-		{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)},
-		{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)},
+		llm.VendorPart("anthropic", json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)),
+		llm.VendorPart("anthropic", json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)),
 		llm.ToolCallPart("toolu_1", "get_weather", json.RawMessage(`{"location":"Paris"}`)),
 	}
 	tests := []struct {
@@ -238,8 +238,8 @@ func TestToolSearchFailoverStripsVendorParts(t *testing.T) {
 	req.Messages = append(req.Messages,
 		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
 			llm.Text("Searching."),
-			{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)},
-			{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)},
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)),
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)),
 			llm.ToolCallPart("toolu_1", "get_weather", json.RawMessage(`{"location":"Paris"}`)),
 		}},
 		llm.ToolResults(llm.ToolResultPart("toolu_1", false, llm.Text("18 °C"))))

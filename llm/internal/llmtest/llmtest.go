@@ -282,8 +282,8 @@ func VendorTurns() []llm.Message {
 		llm.UserText("What's the weather in Paris?"),
 		{Role: llm.RoleAssistant, Parts: []llm.Part{
 			llm.Text("Searching."),
-			{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)},
-			{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)},
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)),
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)),
 			llm.ToolCallPart("call_1", "get_weather", json.RawMessage(`{"location":"Paris"}`)),
 		}},
 		llm.ToolResults(llm.ToolResultPart("call_1", false, llm.Text("18 °C"))),
