@@ -47,6 +47,23 @@ func ModelCapabilities(model string, caps Capabilities) Capabilities {
 	return caps
 }
 
+// ToolSearcher is an adapter that can search a request's deferred
+// tools natively for some of its models (Anthropic's tool search tool).
+type ToolSearcher interface {
+	ToolSearch(model string) bool
+}
+
+// CapabilitiesOf is what model can take through p: the adapter's
+// capabilities adjusted for known models (ModelCapabilities), and
+// whether p searches deferred tools natively for that model.
+func CapabilitiesOf(p Provider, model string) Capabilities {
+	caps := ModelCapabilities(model, p.Capabilities())
+	if ts, ok := p.(ToolSearcher); ok {
+		caps.ToolSearch = ts.ToolSearch(model)
+	}
+	return caps
+}
+
 // needs is what a request relies on: tools, and the media kinds in it.
 func needs(req *Request) Capabilities {
 	var n Capabilities

@@ -118,9 +118,9 @@ func WithJitter(fn func() float64) ChainOption { return func(c *Chain) { c.jitte
 // its attempts are used up, then the next entry is tried; a fatal error
 // stops the chain at once; a stream that has forwarded content is never
 // re-issued elsewhere, because the caller has already shown it to someone;
-// reasoning is stripped from the history when the request goes to a
-// provider other than the first entry's, since signatures are only valid
-// where they were issued.
+// reasoning and vendor parts are stripped from the history when the
+// request goes to a provider other than the first entry's, since
+// signatures and vendor blocks are only valid where they were issued.
 type Chain struct {
 	entries  []Entry
 	observe  func(Attempt)
@@ -223,7 +223,7 @@ func (c *Chain) Stream(ctx context.Context, req *Request) (Stream, error) {
 type run struct {
 	c         *Chain
 	req       *Request
-	stripped  []Message // req.Messages without reasoning, built on demand
+	stripped  []Message // req.Messages without reasoning and vendor parts, built on demand
 	primary   string
 	i, try    int
 	wait      time.Duration // backoff owed before the next attempt

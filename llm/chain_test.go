@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -362,7 +363,8 @@ func TestChainStripsReasoningAcrossProviders(t *testing.T) {
 	call.ToolCall.Signature = "call-sig"
 	req := &llm.Request{Messages: []llm.Message{
 		llm.UserText("q"),
-		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Reasoning("think", "sig"), {Kind: llm.PartReasoning, Signature: "enc", Redacted: true}, call}},
+		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Reasoning("think", "sig"), {Kind: llm.PartReasoning, Signature: "enc", Redacted: true},
+			{Kind: llm.PartVendor, Vendor: "anthropic", Raw: json.RawMessage(`{"type":"server_tool_use","id":"s1"}`)}, call}},
 		llm.ToolResults(llm.ToolResultPart("c1", false, llm.Text("r"))),
 	}}
 	if _, err := c.Generate(t.Context(), req); err != nil {
@@ -371,7 +373,7 @@ func TestChainStripsReasoningAcrossProviders(t *testing.T) {
 	countReasoning := func(r *llm.Request) (n int, sigs int) {
 		for _, m := range r.Messages {
 			for _, p := range m.Parts {
-				if p.Kind == llm.PartReasoning {
+				if p.Kind == llm.PartReasoning || p.Kind == llm.PartVendor {
 					n++
 				}
 				if p.ToolCall != nil && p.ToolCall.Signature != "" {
@@ -381,16 +383,16 @@ func TestChainStripsReasoningAcrossProviders(t *testing.T) {
 		}
 		return n, sigs
 	}
-	if n, s := countReasoning(a.reqs[0]); n != 2 || s != 1 {
-		t.Errorf("primary got %d reasoning parts, %d call signatures; want them kept", n, s)
+	if n, s := countReasoning(a.reqs[0]); n != 3 || s != 1 {
+		t.Errorf("primary got %d reasoning and vendor parts, %d call signatures; want them kept", n, s)
 	}
-	if n, s := countReasoning(a2.reqs[0]); n != 2 || s != 1 {
-		t.Errorf("same provider, other model got %d reasoning parts, %d signatures; want them kept", n, s)
+	if n, s := countReasoning(a2.reqs[0]); n != 3 || s != 1 {
+		t.Errorf("same provider, other model got %d reasoning and vendor parts, %d signatures; want them kept", n, s)
 	}
 	if n, s := countReasoning(b.reqs[0]); n != 0 || s != 0 {
-		t.Errorf("other provider got %d reasoning parts, %d signatures; want none", n, s)
+		t.Errorf("other provider got %d reasoning and vendor parts, %d signatures; want none", n, s)
 	}
-	if n, _ := countReasoning(req); n != 2 || req.Messages[1].Parts[2].ToolCall.Signature != "call-sig" {
+	if n, _ := countReasoning(req); n != 3 || req.Messages[1].Parts[3].ToolCall.Signature != "call-sig" {
 		t.Error("the caller's request was modified")
 	}
 }
@@ -496,6 +498,34 @@ func TestModelCapabilities(t *testing.T) {
 		c := llm.ModelCapabilities(tc.model, adapter)
 		if c.Vision != tc.vision || c.Documents != tc.docs || c.Audio != tc.audio || c.Video != tc.video || !c.Tools {
 			t.Errorf("%s: %+v", tc.model, c)
+		}
+	}
+}
+
+// searcher is a provider with native tool search for one model.
+type searcher struct{ *fakeProvider }
+
+func (searcher) ToolSearch(model string) bool { return model == "searching-model" }
+
+// CapabilitiesOf adds native tool search where the adapter has it for
+// the model, on top of the known-model table.
+func TestCapabilitiesOf(t *testing.T) {
+	plain := newFake("openai")
+	s := searcher{newFake("anthropic")}
+	for _, tc := range []struct {
+		p      llm.Provider
+		model  string
+		search bool
+		vision bool
+	}{
+		{plain, "searching-model", false, true},
+		{plain, "deepseek-chat", false, false},
+		{s, "searching-model", true, true},
+		{s, "other-model", false, true},
+	} {
+		c := llm.CapabilitiesOf(tc.p, tc.model)
+		if c.ToolSearch != tc.search || c.Vision != tc.vision || !c.Tools {
+			t.Errorf("%s %s: %+v", tc.p.Name(), tc.model, c)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -19,6 +20,8 @@ const (
 	// ChunkStop is the last chunk of a successful stream and carries the stop
 	// reason and the final usage.
 	ChunkStop
+	// ChunkVendor carries one complete vendor block (see [PartVendor]).
+	ChunkVendor
 )
 
 var chunkKindNames = [...]string{
@@ -30,6 +33,7 @@ var chunkKindNames = [...]string{
 	ChunkToolCallDelta:  "tool_call_delta",
 	ChunkToolCallEnd:    "tool_call_end",
 	ChunkStop:           "stop",
+	ChunkVendor:         "vendor",
 }
 
 func (k ChunkKind) String() string {
@@ -63,6 +67,9 @@ func (k *ChunkKind) UnmarshalText(b []byte) error {
 //     reasoning_end: ID, Signature, Redacted
 //   - tool_call_start: ID, Name, Signature; tool_call_delta: ID, Text (a
 //     fragment of the JSON arguments, to be concatenated); tool_call_end: ID
+//   - vendor: Name (the vendor, as in Part.Vendor), Raw (the block),
+//     Loaded (the deferred tools the block made callable, see
+//     Result.Loaded)
 //   - stop: StopReason, Usage
 type Chunk struct {
 	Kind       ChunkKind  `json:"kind"`
@@ -73,6 +80,9 @@ type Chunk struct {
 	Redacted   bool       `json:"redacted,omitempty"`
 	StopReason StopReason `json:"stop_reason,omitempty"`
 	Usage      *Usage     `json:"usage,omitempty"`
+
+	Raw    json.RawMessage `json:"raw,omitempty"`
+	Loaded []string        `json:"loaded,omitempty"`
 }
 
 // IsContent reports whether forwarding c commits the caller to this reply:

@@ -6,7 +6,10 @@
 // [Usage] whose input is net of cache and whose cost comes from our own
 // pricing table, and one classified [Error]. No vendor type leaks out of an
 // adapter (llm/anthropic, llm/openai, llm/gemini), so an
-// adapter can be swapped or added without the agent loop noticing.
+// adapter can be swapped or added without the agent loop noticing. The
+// one exception is opaque: a vendor block ([PartVendor]) the vendor wants
+// back verbatim rides in the history as JSON nobody outside its adapter
+// reads.
 //
 // Adapters stay dumb: they translate one vendor and never retry. Retries,
 // failover and cooldowns are policy and live in [Chain], which implements

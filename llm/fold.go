@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 )
 
 // Folder accumulates chunks into a [Result]. The agent loop can feed it the
@@ -23,6 +24,7 @@ type Folder struct {
 	stopped bool
 	stop    StopReason
 	usage   Usage
+	loaded  []string
 	err     error
 }
 
@@ -43,6 +45,7 @@ func (f *Folder) Reset() {
 	f.text = f.text[:0]
 	f.textIdx = -1
 	f.stopped, f.stop, f.usage, f.err = false, "", Usage{}, nil
+	f.loaded = nil
 }
 
 func (f *Folder) flushText() {
@@ -111,6 +114,17 @@ func (f *Folder) Add(c Chunk) error {
 		}
 		if err := f.close(i); err != nil {
 			return err
+		}
+	case ChunkVendor:
+		if c.Name == "" || len(c.Raw) == 0 {
+			return f.fail("vendor chunk without vendor or block")
+		}
+		f.flushText()
+		f.parts = append(f.parts, VendorPart(c.Name, c.Raw))
+		for _, n := range c.Loaded {
+			if !slices.Contains(f.loaded, n) {
+				f.loaded = append(f.loaded, n)
+			}
 		}
 	case ChunkStop:
 		f.flushText()
@@ -183,7 +197,7 @@ func (f *Folder) Result() (*Result, error) {
 	}
 	parts := make([]Part, len(f.parts))
 	copy(parts, f.parts)
-	return &Result{Parts: parts, StopReason: f.stop, Usage: f.usage}, nil
+	return &Result{Parts: parts, StopReason: f.stop, Usage: f.usage, Loaded: slices.Clone(f.loaded)}, nil
 }
 
 // Fold drains s into a Result and closes it. Cancelling ctx ends the fold

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/botd-dev/botd/llm"
@@ -14,7 +15,8 @@ func TestFold(t *testing.T) {
 	tests := []struct {
 		name     string
 		chunks   []llm.Chunk
-		want     string // JSON of Result.Parts
+		want     string   // JSON of Result.Parts
+		loaded   []string // Result.Loaded
 		wantKind llm.ErrorKind
 	}{
 		{
@@ -66,6 +68,31 @@ func TestFold(t *testing.T) {
 			wantKind: llm.KindUnknown,
 		},
 		{
+			name: "vendor blocks split the text and stay whole",
+			chunks: []llm.Chunk{
+				{Kind: llm.ChunkText, Text: "Searching."},
+				{Kind: llm.ChunkVendor, Name: "anthropic", Raw: json.RawMessage(`{"type":"server_tool_use","id":"s1"}`)},
+				{Kind: llm.ChunkVendor, Name: "anthropic", Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"s1"}`), Loaded: []string{"get_weather", "get_forecast"}},
+				{Kind: llm.ChunkText, Text: "Found."},
+				{Kind: llm.ChunkVendor, Name: "anthropic", Raw: json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"s2"}`), Loaded: []string{"get_forecast", "get_time"}},
+				stop(llm.StopEnd),
+			},
+			want: `[{"kind":"text","text":"Searching."},{"kind":"vendor","vendor":"anthropic","raw":{"type":"server_tool_use","id":"s1"}},` +
+				`{"kind":"vendor","vendor":"anthropic","raw":{"type":"tool_search_tool_result","tool_use_id":"s1"}},{"kind":"text","text":"Found."},` +
+				`{"kind":"vendor","vendor":"anthropic","raw":{"type":"tool_search_tool_result","tool_use_id":"s2"}}]`,
+			loaded: []string{"get_weather", "get_forecast", "get_time"},
+		},
+		{
+			name:     "vendor chunk without its vendor",
+			chunks:   []llm.Chunk{{Kind: llm.ChunkVendor, Raw: json.RawMessage(`{"type":"x"}`)}, stop(llm.StopEnd)},
+			wantKind: llm.KindUnknown,
+		},
+		{
+			name:     "vendor chunk without its block",
+			chunks:   []llm.Chunk{{Kind: llm.ChunkVendor, Name: "anthropic"}, stop(llm.StopEnd)},
+			wantKind: llm.KindUnknown,
+		},
+		{
 			name:     "no stop chunk",
 			chunks:   []llm.Chunk{{Kind: llm.ChunkText, Text: "cut"}},
 			wantKind: llm.KindTransport,
@@ -89,6 +116,9 @@ func TestFold(t *testing.T) {
 			}
 			if res.Usage != u {
 				t.Errorf("usage = %+v, want %+v", res.Usage, u)
+			}
+			if !slices.Equal(res.Loaded, tt.loaded) {
+				t.Errorf("loaded = %q, want %q", res.Loaded, tt.loaded)
 			}
 		})
 	}

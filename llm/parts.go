@@ -44,23 +44,29 @@ func MediaURL(mime, url string) Part {
 	return Part{Kind: PartMedia, Media: &Media{MIME: mime, URL: url}}
 }
 
+// VendorPart is a vendor's block (see [PartVendor]): raw, one JSON
+// object, goes back only to an adapter of that vendor.
+func VendorPart(vendor string, raw json.RawMessage) Part {
+	return Part{Kind: PartVendor, Vendor: vendor, Raw: raw}
+}
+
 // UserText is a user message holding one text part.
 func UserText(s string) Message { return Message{Role: RoleUser, Parts: []Part{Text(s)}} }
 
 // ToolResults is a tool message carrying results.
 func ToolResults(parts ...Part) Message { return Message{Role: RoleTool, Parts: parts} }
 
-// StripReasoning returns a copy of msgs without reasoning parts and without
-// tool-call signatures. Signatures are only valid for the provider that
-// issued them, so they must not cross a provider boundary. msgs is not
-// modified.
+// StripReasoning returns a copy of msgs without reasoning parts, vendor
+// parts and tool-call signatures. Signatures and vendor blocks are only
+// valid for the provider that issued them, so they must not cross a
+// provider boundary. msgs is not modified.
 func StripReasoning(msgs []Message) []Message {
 	out := make([]Message, 0, len(msgs))
 	for _, m := range msgs {
 		parts := make([]Part, 0, len(m.Parts))
 		for _, p := range m.Parts {
 			switch {
-			case p.Kind == PartReasoning:
+			case p.Kind == PartReasoning, p.Kind == PartVendor:
 				continue
 			case p.Kind == PartToolCall && p.ToolCall != nil && p.ToolCall.Signature != "":
 				tc := *p.ToolCall

@@ -25,6 +25,13 @@ const (
 	PartToolCall   PartKind = "tool_call"
 	PartToolResult PartKind = "tool_result"
 	PartMedia      PartKind = "media"
+	// PartVendor is a block only its vendor understands (Anthropic's
+	// server_tool_use and tool_search_tool_result), carried so it can be
+	// sent back verbatim on the next turn: the vendor wants its
+	// conversation intact. Like Signature it is only ever sent to the
+	// provider that produced it: [Chain] strips it on a cross-provider
+	// failover, other adapters skip it, and it is never shown as text.
+	PartVendor PartKind = "vendor"
 )
 
 // Part is one piece of message content. Exactly the fields that belong to
@@ -49,6 +56,11 @@ type Part struct {
 	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
 	Media      *Media      `json:"media,omitempty"`
+
+	// Vendor names the wire format a vendor part belongs to ("anthropic")
+	// and Raw is the block as that vendor sent it, one JSON object.
+	Vendor string          `json:"vendor,omitempty"`
+	Raw    json.RawMessage `json:"raw,omitempty"`
 }
 
 // ToolCall is the model asking for a tool to run.
@@ -274,6 +286,11 @@ type Capabilities struct {
 	Documents bool `json:"documents"`
 	Audio     bool `json:"audio"`
 	Video     bool `json:"video"`
+	// ToolSearch says the model searches Request.Deferred natively (the
+	// adapter sends them deferred with the vendor's search tool, and
+	// leaves LoadTools out); without it the LoadTools meta-tool offers
+	// them. See [CapabilitiesOf].
+	ToolSearch bool `json:"tool_search,omitempty"`
 }
 
 // Provider is one model backend: an adapter, or a [Chain] of them.

@@ -98,7 +98,7 @@ func buildLLM(cfg *config.Config, ps *llmProviders, log func(llm.Attempt)) (llm.
 }
 
 func modelCaps(m providers.Model, p llm.Provider) llm.Capabilities {
-	caps := llm.ModelCapabilities(m.Name, p.Capabilities())
+	caps := llm.CapabilitiesOf(p, m.Name)
 	for _, o := range []struct {
 		set *bool
 		to  *bool

@@ -3,11 +3,14 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/sse"
@@ -113,16 +116,24 @@ type decoder struct {
 }
 
 type openBlock struct {
-	kind string // text | thinking | redacted_thinking | tool_use
+	kind string // text | thinking | redacted_thinking | tool_use | server_tool_use | *_tool_result
 	id   string
 	sig  string
+	// raw is a vendor block's start, and input a server_tool_use's
+	// arguments as they stream in.
+	raw   json.RawMessage
+	input []byte
 }
+
+// maxServerInput bounds a server tool call's streamed arguments; a tool
+// search query is at most 500 characters.
+const maxServerInput = 64 << 10
 
 type event struct {
 	Type         string          `json:"type"`
 	Index        int             `json:"index"`
 	Message      *messageStart   `json:"message"`
-	ContentBlock *contentBlock   `json:"content_block"`
+	ContentBlock json.RawMessage `json:"content_block"`
 	Delta        json.RawMessage `json:"delta"`
 	Usage        *usage          `json:"usage"`
 	Error        *apiError       `json:"error"`
@@ -177,10 +188,11 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 			d.setUsage(e.Message.Usage)
 		}
 	case "content_block_start":
-		if e.ContentBlock == nil {
-			return out, llm.NewError("", llm.KindUnknown, "content_block_start without a block")
+		var cb contentBlock
+		if len(e.ContentBlock) == 0 || json.Unmarshal(e.ContentBlock, &cb) != nil {
+			return out, llm.NewError("", llm.KindUnknown, "content_block_start without a block: "+wire.Snippet(ev.Data))
 		}
-		out = d.startBlock(e.Index, *e.ContentBlock, out)
+		out = d.startBlock(e.Index, cb, e.ContentBlock, out)
 	case "content_block_delta":
 		var dl delta
 		if err := json.Unmarshal(e.Delta, &dl); err != nil {
@@ -188,7 +200,7 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 		}
 		return d.blockDelta(e.Index, dl, out)
 	case "content_block_stop":
-		out = d.stopBlock(e.Index, out)
+		return d.stopBlock(e.Index, out)
 	case "message_delta":
 		var dl delta
 		if len(e.Delta) > 0 {
@@ -219,8 +231,8 @@ func (d *decoder) Event(ev sse.Event, out []llm.Chunk) ([]llm.Chunk, error) {
 // chunks: the stream calls them per event, and a complete message (a
 // batch result) replays its blocks through them.
 
-// startBlock opens block index.
-func (d *decoder) startBlock(index int, cb contentBlock, out []llm.Chunk) []llm.Chunk {
+// startBlock opens block index; raw is the block as sent.
+func (d *decoder) startBlock(index int, cb contentBlock, raw json.RawMessage, out []llm.Chunk) []llm.Chunk {
 	if d.blocks == nil {
 		d.blocks = map[int]openBlock{}
 	}
@@ -245,8 +257,16 @@ func (d *decoder) startBlock(index int, cb contentBlock, out []llm.Chunk) []llm.
 		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallStart, ID: cb.ID, Name: cb.Name})
 		// The start block carries an empty input object; the real
 		// arguments follow as input_json_delta.
+	case "server_tool_use":
+		// The tool search's call: its arguments stream in like a
+		// tool_use's, and the whole block goes back next turn.
+		b.raw = raw
 	default:
-		// Server tools and future block types are not part of the seam.
+		if strings.HasSuffix(cb.Type, "_tool_result") {
+			// A server tool's result arrives whole in its start.
+			b.raw = raw
+		}
+		// Other block types are not part of the seam.
 	}
 	d.blocks[index] = b
 	return out
@@ -271,6 +291,14 @@ func (d *decoder) blockDelta(index int, dl delta, out []llm.Chunk) ([]llm.Chunk,
 		b.sig += dl.Signature
 		d.blocks[index] = b
 	case "input_json_delta":
+		if b.kind == "server_tool_use" {
+			if len(b.input)+len(dl.PartialJSON) > maxServerInput {
+				return out, llm.NewError("", llm.KindUnknown, fmt.Sprintf("server tool call %s: arguments over %d bytes", b.id, maxServerInput))
+			}
+			b.input = append(b.input, dl.PartialJSON...)
+			d.blocks[index] = b
+			return out, nil
+		}
 		if dl.PartialJSON != "" {
 			out = append(out, llm.Chunk{Kind: llm.ChunkToolCallDelta, ID: b.id, Text: dl.PartialJSON})
 		}
@@ -279,12 +307,26 @@ func (d *decoder) blockDelta(index int, dl delta, out []llm.Chunk) ([]llm.Chunk,
 }
 
 // stopBlock closes block index.
-func (d *decoder) stopBlock(index int, out []llm.Chunk) []llm.Chunk {
+func (d *decoder) stopBlock(index int, out []llm.Chunk) ([]llm.Chunk, error) {
 	b, ok := d.blocks[index]
 	if !ok {
-		return out
+		return out, nil
 	}
 	delete(d.blocks, index)
+	switch {
+	case b.kind == "server_tool_use":
+		raw, err := withInput(b.raw, b.input)
+		if err != nil {
+			return out, llm.Errorf("", llm.KindUnknown, err, "server tool call %s: %v", b.id, err)
+		}
+		return append(out, llm.Chunk{Kind: llm.ChunkVendor, Name: vendor, Raw: raw}), nil
+	case b.raw != nil:
+		var loaded []string
+		if b.kind == "tool_search_tool_result" {
+			loaded = foundTools(b.raw)
+		}
+		return append(out, llm.Chunk{Kind: llm.ChunkVendor, Name: vendor, Raw: b.raw, Loaded: loaded}), nil
+	}
 	switch b.kind {
 	case "thinking":
 		out = append(out, llm.Chunk{Kind: llm.ChunkReasoningEnd, ID: b.id, Signature: b.sig})
@@ -293,7 +335,26 @@ func (d *decoder) stopBlock(index int, out []llm.Chunk) []llm.Chunk {
 	case "tool_use":
 		out = append(out, llm.Chunk{Kind: llm.ChunkToolCallEnd, ID: b.id})
 	}
-	return out
+	return out, nil
+}
+
+// withInput is a server_tool_use block as the API wants it back: the
+// start block with the streamed arguments as its input ({} when none
+// streamed). Every other field stays as sent.
+func withInput(start json.RawMessage, input []byte) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(start, &fields); err != nil {
+		return nil, err
+	}
+	in := bytes.TrimSpace(input)
+	if len(in) == 0 {
+		in = []byte("{}")
+	}
+	if !json.Valid(in) {
+		return nil, errors.New("arguments are not valid JSON")
+	}
+	fields["input"] = in
+	return json.Marshal(fields)
 }
 
 // messageStop emits the stop chunk with the usage gathered so far.

@@ -186,10 +186,10 @@ func (p *Provider) outcome(r *resultLine) llm.BatchOutcome {
 
 // message is a complete Messages API response.
 type message struct {
-	Model      string         `json:"model"`
-	Content    []contentBlock `json:"content"`
-	StopReason string         `json:"stop_reason"`
-	Usage      usage          `json:"usage"`
+	Model      string            `json:"model"`
+	Content    []json.RawMessage `json:"content"`
+	StopReason string            `json:"stop_reason"`
+	Usage      usage             `json:"usage"`
 }
 
 // decodeMessage turns a complete message into a Result priced at the
@@ -218,17 +218,23 @@ func (m *message) chunks() ([]llm.Chunk, error) {
 	d := &decoder{}
 	d.setUsage(m.Usage)
 	var out []llm.Chunk
-	for i, cb := range m.Content {
-		out = d.startBlock(i, cb, out)
-		if cb.Type == "tool_use" {
+	for i, raw := range m.Content {
+		var cb contentBlock
+		if err := json.Unmarshal(raw, &cb); err != nil {
+			return nil, llm.Errorf("", llm.KindUnknown, err, "malformed content block %d: %s", i, wire.Snippet(raw))
+		}
+		out = d.startBlock(i, cb, raw, out)
+		var err error
+		if cb.Type == "tool_use" || cb.Type == "server_tool_use" {
 			// A stream sends the arguments after an empty start block;
 			// here they are in the block.
-			var err error
 			if out, err = d.blockDelta(i, delta{Type: "input_json_delta", PartialJSON: string(cb.Input)}, out); err != nil {
 				return nil, err
 			}
 		}
-		out = d.stopBlock(i, out)
+		if out, err = d.stopBlock(i, out); err != nil {
+			return nil, err
+		}
 	}
 	if m.StopReason != "" {
 		d.stop = stopReason(m.StopReason)

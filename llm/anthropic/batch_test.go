@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,7 @@ func batchItems(t *testing.T) []llm.BatchItem {
 	return []llm.BatchItem{
 		{ID: "q-simple", Req: llmtest.SimpleRequest(model)()},
 		{ID: "q-canonical", Req: canonical},
+		{ID: "q-search", Req: lazyRequest(model)},
 	}
 }
 
@@ -234,6 +236,15 @@ func TestBatchLifecycle(t *testing.T) {
 	if p0, p1 := tool.Parts[0], tool.Parts[1]; p0.Signature != "EqQBCgIYAhIM-sig" || p0.Redacted || !p1.Redacted || p1.Signature != "EmwKAhgBEgy-redacted" {
 		t.Errorf("reasoning parts %+v %+v", p0, p1)
 	}
+	// A batched reply that searched its tools: the same vendor parts and
+	// Loaded as the reply streamed.
+	search := got["q-search"].Result
+	if search == nil || !slices.Equal(search.Loaded, []string{"get_weather"}) || len(search.Parts) != 3 ||
+		search.Parts[0].Kind != llm.PartVendor || search.Parts[1].Kind != llm.PartVendor || len(search.ToolCalls()) != 1 {
+		t.Errorf("q-search: %+v", got["q-search"])
+	} else if raw := string(search.Parts[0].Raw); !strings.Contains(raw, `"input":{"query":"weather in a city"}`) {
+		t.Errorf("server_tool_use kept as %s", raw)
+	}
 	for cid, want := range map[string]struct {
 		kind  llm.ErrorKind
 		retry bool
@@ -292,8 +303,8 @@ func TestBatchRestartRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 5 || got["q-text"].Result == nil {
-		t.Errorf("%d outcomes after a restart, want 5 with q-text answered", len(got))
+	if len(got) != 6 || got["q-text"].Result == nil {
+		t.Errorf("%d outcomes after a restart, want 6 with q-text answered", len(got))
 	}
 }
 

@@ -78,8 +78,10 @@ func TestLongCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	var body struct {
-		System   []wireBlock   `json:"system"`
-		Messages []wireMessage `json:"messages"`
+		System   []wireBlock `json:"system"`
+		Messages []struct {
+			Content []wireBlock `json:"content"`
+		} `json:"messages"`
 	}
 	if err := json.Unmarshal(srv.Last(t).Body, &body); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/llm/internal/wire"
@@ -24,8 +25,11 @@ type wireRequest struct {
 }
 
 type wireMessage struct {
-	Role    string      `json:"role"`
-	Content []wireBlock `json:"content"`
+	Role string `json:"role"`
+	// Content is built here; Wire is what goes out as "content" (see
+	// seal): the same blocks, with vendor blocks as the vendor sent them.
+	Content []wireBlock `json:"-"`
+	Wire    any         `json:"content"`
 }
 
 type wireBlock struct {
@@ -44,6 +48,10 @@ type wireBlock struct {
 	// CacheControl marks a prompt-cache breakpoint: the prefix up to and
 	// including this block is cached.
 	CacheControl *cacheControl `json:"cache_control,omitempty"`
+
+	// raw is a vendor block (llm.PartVendor) to send as is; Type then
+	// is its type, and no other field is set.
+	raw json.RawMessage
 }
 
 type cacheControl struct {
@@ -68,11 +76,11 @@ func (p *Provider) build(req *llm.Request, files map[string]llm.RemoteFile) (*wi
 	if err != nil || !p.Client.LongCache {
 		return w, err
 	}
-	switch {
+	switch i := cachedTool(w.Tools); {
 	case len(w.System) > 0 && w.System[len(w.System)-1].CacheControl != nil:
 		w.System[len(w.System)-1].CacheControl = hour
-	case len(w.Tools) > 0 && w.Tools[len(w.Tools)-1].CacheControl != nil:
-		w.Tools[len(w.Tools)-1].CacheControl = hour
+	case i >= 0 && w.Tools[i].CacheControl != nil:
+		w.Tools[i].CacheControl = hour
 	}
 	return w, nil
 }
@@ -85,10 +93,14 @@ type wireSource struct {
 	FileID    string `json:"file_id,omitempty"`
 }
 
+// wireTool is a function tool, or with Type a server tool (the tool
+// search tool), which has no description or schema.
 type wireTool struct {
+	Type         string          `json:"type,omitempty"`
 	Name         string          `json:"name"`
 	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	DeferLoading bool            `json:"defer_loading,omitempty"`
 	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
@@ -132,12 +144,9 @@ func buildRequest(provider string, req *llm.Request, files map[string]llm.Remote
 		// Extended thinking rejects any temperature but the default.
 		w.Temperature = nil
 	}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if len(schema) == 0 {
-			schema = emptySchema
-		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	nativeSearch := native(req)
+	if len(req.Tools) > 0 || nativeSearch {
+		w.Tools = buildTools(req, nativeSearch)
 	}
 	switch req.ToolChoice.Mode {
 	case llm.ToolChoiceNone:
@@ -166,7 +175,7 @@ func buildRequest(provider string, req *llm.Request, files map[string]llm.Remote
 		}
 		var blocks []wireBlock
 		for j, p := range m.Parts {
-			b, ok, err := block(provider, p, files)
+			b, ok, err := block(provider, p, files, nativeSearch)
 			if err != nil {
 				return nil, wire.Annotate(err, "message %d part %d", i, j)
 			}
@@ -186,7 +195,42 @@ func buildRequest(provider string, req *llm.Request, files map[string]llm.Remote
 		w.Messages = append(w.Messages, wireMessage{Role: role, Content: blocks})
 	}
 	markCache(w)
+	seal(w)
 	return w, nil
+}
+
+// seal sets what each message sends: its blocks, or when vendor blocks
+// are among them, the blocks with those as their raw JSON. Only then
+// does a message pay for a mixed slice; media blocks stay plain structs
+// for the encoder either way.
+func seal(w *wireRequest) {
+	for i := range w.Messages {
+		m := &w.Messages[i]
+		m.Wire = m.Content
+		if !slices.ContainsFunc(m.Content, func(b wireBlock) bool { return b.raw != nil }) {
+			continue
+		}
+		mixed := make([]any, len(m.Content))
+		for j, b := range m.Content {
+			if b.raw != nil {
+				mixed[j] = b.raw
+			} else {
+				mixed[j] = b
+			}
+		}
+		m.Wire = mixed
+	}
+}
+
+// cachedTool is the index of the last tool that may carry the tools'
+// breakpoint, or -1: a deferred tool may not (the API answers 400).
+func cachedTool(tools []wireTool) int {
+	for i := len(tools) - 1; i >= 0; i-- {
+		if !tools[i].DeferLoading {
+			return i
+		}
+	}
+	return -1
 }
 
 // markCache sets the prompt-cache breakpoints (at most 4 are allowed):
@@ -197,17 +241,18 @@ func buildRequest(provider string, req *llm.Request, files map[string]llm.Remote
 // one moving breakpoint at the end keeps hitting what the turn before
 // wrote.
 func markCache(w *wireRequest) {
-	switch {
+	switch i := cachedTool(w.Tools); {
 	case len(w.System) > 0:
 		w.System[len(w.System)-1].CacheControl = ephemeral
-	case len(w.Tools) > 0:
-		w.Tools[len(w.Tools)-1].CacheControl = ephemeral
+	case i >= 0:
+		w.Tools[i].CacheControl = ephemeral
 	}
 	if n := len(w.Messages); n > 0 {
 		last := w.Messages[n-1].Content
 		for i := len(last) - 1; i >= 0; i-- {
-			// Thinking blocks cannot carry a breakpoint.
-			if t := last[i].Type; t != "thinking" && t != "redacted_thinking" {
+			// Thinking blocks cannot carry a breakpoint, and vendor
+			// blocks go as they came.
+			if t := last[i].Type; t != "thinking" && t != "redacted_thinking" && last[i].raw == nil {
 				last[i].CacheControl = ephemeral
 				break
 			}
@@ -215,7 +260,10 @@ func markCache(w *wireRequest) {
 	}
 }
 
-func block(provider string, p llm.Part, files map[string]llm.RemoteFile) (wireBlock, bool, error) {
+// block lowers one part. Vendor parts go back only on the native tool
+// search path (nativeSearch): elsewhere the request has no search tool
+// and the API would refuse its blocks, and another vendor's mean nothing.
+func block(provider string, p llm.Part, files map[string]llm.RemoteFile, nativeSearch bool) (wireBlock, bool, error) {
 	switch p.Kind {
 	case llm.PartText:
 		if p.Text == "" {
@@ -244,7 +292,7 @@ func block(provider string, p llm.Part, files map[string]llm.RemoteFile) (wireBl
 		tr := p.ToolResult
 		out := wireBlock{Type: "tool_result", ToolUseID: tr.CallID, IsError: tr.IsError}
 		for _, c := range tr.Content {
-			b, ok, err := block(provider, c, files)
+			b, ok, err := block(provider, c, files, false)
 			if err != nil {
 				return wireBlock{}, false, err
 			}
@@ -255,8 +303,26 @@ func block(provider string, p llm.Part, files map[string]llm.RemoteFile) (wireBl
 		return out, true, nil
 	case llm.PartMedia:
 		return mediaBlock(provider, p.Media, files)
+	case llm.PartVendor:
+		if p.Vendor != vendor || !nativeSearch {
+			return wireBlock{}, false, nil
+		}
+		return vendorBlock(provider, p.Raw)
 	}
 	return wireBlock{}, false, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("unsupported part kind %q", p.Kind))
+}
+
+// vendorBlock checks that raw is a block (a JSON object with a type)
+// before it goes out verbatim: anything else would fail the whole
+// request with an error naming no part.
+func vendorBlock(provider string, raw json.RawMessage) (wireBlock, bool, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.Type == "" {
+		return wireBlock{}, false, llm.NewError(provider, llm.KindBadRequest, "vendor part is not an Anthropic content block")
+	}
+	return wireBlock{Type: head.Type, raw: raw}, true, nil
 }
 
 func mediaBlock(provider string, m *llm.Media, files map[string]llm.RemoteFile) (wireBlock, bool, error) {

@@ -79,3 +79,24 @@ func TestCleanSchema(t *testing.T) {
 		})
 	}
 }
+
+// Another vendor's blocks (Anthropic's tool search) are left out; the
+// turn's text and tool call still go.
+func TestVendorPartsLeftOut(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.LoadFixture(t, "testdata/text.http").Handler())
+	req := &llm.Request{Model: model, Tools: []llm.Tool{{Name: "get_weather"}}, Messages: llmtest.VendorTurns()}
+	if _, err := newProvider(srv.URL).Generate(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Last(t).Body)
+	for _, s := range []string{"srvtoolu_1", "tool_search", "server_tool_use"} {
+		if strings.Contains(body, s) {
+			t.Errorf("%s sent: %s", s, body)
+		}
+	}
+	for _, s := range []string{"Searching.", "call_1", "18 °C"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("%s missing: %s", s, body)
+		}
+	}
+}

@@ -220,6 +220,8 @@ func buildParts(provider string, in []llm.Part, names map[string]string) ([]part
 				return nil, err
 			}
 			add(mp)
+		case llm.PartVendor:
+			continue // another vendor's block, meaningless here
 		default:
 			return nil, llm.NewError(provider, llm.KindBadRequest, fmt.Sprintf("unsupported part kind %q", p.Kind))
 		}

@@ -57,6 +57,10 @@ type Reply struct {
 	Text string
 	Tool string
 	Args string
+	// Found, on the Anthropic wire only, has the turn first search the
+	// request's deferred tools and find these (a server_tool_use and its
+	// tool_search_tool_result), as a model with native tool search does.
+	Found []string
 	// InputTokens and OutputTokens are reported as the turn's usage;
 	// zero reports 100 and 10.
 	InputTokens, OutputTokens int
@@ -205,15 +209,29 @@ func Write(w http.ResponseWriter, wire Wire, rep Reply) {
 	case Anthropic:
 		ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"fake","stop_reason":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`, in))
 		stop := "end_turn"
+		i := 0
+		if rep.Found != nil {
+			refs := make([]string, len(rep.Found))
+			for j, name := range rep.Found {
+				n, _ := json.Marshal(name)
+				refs[j] = `{"type":"tool_reference","tool_name":` + string(n) + `}`
+			}
+			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25"}}`)
+			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"tools\"}"}}`)
+			ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+			ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[`+strings.Join(refs, ",")+`]}}}`)
+			ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
+			i = 2
+		}
 		if rep.Tool != "" {
 			stop = "tool_use"
-			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":`+string(tool)+`,"input":{}}}`)
-			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":`+string(argsString)+`}}`)
+			ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_1","name":%s,"input":{}}}`, i, tool))
+			ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, i, argsString))
 		} else {
-			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(text)+`}}`)
+			ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
+			ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, i, text))
 		}
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
 		ev("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q},"usage":{"output_tokens":%d}}`, stop, out))
 		ev("message_stop", `{"type":"message_stop"}`)
 	case Gemini:

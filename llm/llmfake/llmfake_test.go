@@ -83,3 +83,27 @@ func TestHandleAndQueue(t *testing.T) {
 		t.Errorf("recorded %d speech requests, want 2", n)
 	}
 }
+
+// On the Anthropic wire a reply can search the deferred tools first, as
+// a model with native tool search does; the adapter reads the search as
+// vendor parts and the tools found.
+func TestFakeToolSearch(t *testing.T) {
+	srv := llmfake.New(t, func(r llmfake.Request) llmfake.Reply {
+		return llmfake.Reply{Found: []string{"get_weather"}, Tool: "get_weather", Args: `{"city":"Paris"}`}
+	})
+	p, err := providers.NewProvider("anthropic", "", "test-key", srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Generate(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{llm.UserText("the weather?")},
+		Tools: []llm.Tool{{Name: "remember"}}, Deferred: []llm.Tool{{Name: "get_weather"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Loaded) != 1 || res.Loaded[0] != "get_weather" || len(res.Parts) != 3 || res.Parts[0].Kind != llm.PartVendor {
+		t.Errorf("result %+v", res)
+	}
+	if calls := res.ToolCalls(); len(calls) != 1 || calls[0].Name != "get_weather" {
+		t.Errorf("calls %+v", calls)
+	}
+}

@@ -273,3 +273,19 @@ func withSignature(p llm.Part, sig string) llm.Part {
 	p.ToolCall.Signature = sig
 	return p
 }
+
+// VendorTurns is a conversation in which an earlier Anthropic reply
+// searched its tools: the vendor parts another adapter must leave out,
+// with the text and tool call around them kept.
+func VendorTurns() []llm.Message {
+	return []llm.Message{
+		llm.UserText("What's the weather in Paris?"),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{
+			llm.Text("Searching."),
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_bm25","input":{"query":"weather"}}`)),
+			llm.VendorPart("anthropic", json.RawMessage(`{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"get_weather"}]}}`)),
+			llm.ToolCallPart("call_1", "get_weather", json.RawMessage(`{"location":"Paris"}`)),
+		}},
+		llm.ToolResults(llm.ToolResultPart("call_1", false, llm.Text("18 °C"))),
+	}
+}
