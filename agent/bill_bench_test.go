@@ -54,7 +54,7 @@ type billModel struct {
 var (
 	askedAbout = regexp.MustCompile(`Q-(photo|voice|doc)-(\d+)`)
 	// answeredRe takes out what a run must not answer again.
-	answeredRe = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
+	answeredRe = regexp.MustCompile(`(?s)<answered>.*?</answered>\n?|<message [^>]*from_you="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
 )
 
 func (m *billModel) generate(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
@@ -158,6 +158,7 @@ func plainPNG(b testing.TB, w, h int) []byte {
 func BenchmarkGroupDayBill(b *testing.B) {
 	var report [7]int64
 	var bill dayBill
+	var fixed [3]int64 // a run's first request: system prompt, tools, conversation
 	for b.Loop() {
 		m := &billModel{}
 		h := newHarness(b, newFakeLLM(m.generate), at(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))) // the harness day: 14:01 on
@@ -223,7 +224,8 @@ func BenchmarkGroupDayBill(b *testing.B) {
 		var sessionMedia int64
 		prev := ""
 		for _, r := range m.firstRequests(h) {
-			e := r.tokens
+			// An eager pipeline sends every tool's schema too.
+			e := r.tokens - r.tools + r.eagerTools
 			for _, p := range mediaregistry.Parse(r.text) {
 				e += perMedia[p.Ref]
 				if !seen[p.Ref] {
@@ -234,9 +236,16 @@ func BenchmarkGroupDayBill(b *testing.B) {
 			eager += e
 			eagerCross += e * int64(commonPrefix(prev, r.full)) / int64(max(len(r.full), 1))
 			prev = r.full
-			session += r.tokens + sessionMedia
+			session += r.tokens - r.tools + r.eagerTools + sessionMedia
 		}
 		h.stop()
+		var sys, tls, conv int64
+		for _, r := range m.firstRequests(h) {
+			sys, tls, conv = sys+r.system, tls+r.tools, conv+r.tokens-r.system-r.tools
+		}
+		if n := int64(len(m.firstRequests(h))); n > 0 {
+			fixed = [3]int64{sys / n, tls / n, conv / n}
+		}
 		report = [7]int64{m.input, m.cached, eager, m.multi[0], m.multi[1], int64(m.fetches), session}
 		bill = dayBill{botd: m.input, botdInRun: m.cached, botdCross: m.cross, output: m.output, runs: int64(len(m.firstRequests(h))),
 			eager: eager, eagerCross: eagerCross, session: session}
@@ -254,6 +263,9 @@ func BenchmarkGroupDayBill(b *testing.B) {
 		b.ReportMetric(100*float64(report[4])/float64(report[3]), "multi-turn-%-with-cache")
 	}
 	b.ReportMetric(float64(report[5]), "fetches")
+	b.ReportMetric(float64(fixed[0]), "first-request-system-tokens")
+	b.ReportMetric(float64(fixed[1]), "first-request-tool-tokens")
+	b.ReportMetric(float64(fixed[2]), "first-request-conversation-tokens")
 	b.ReportMetric(float64(report[0]-bill.botdCross), "botd-uncached-input-tokens-cross-run")
 	b.ReportMetric(bill.usd(bill.botd, 0, 3, 0), "botd-usd-no-cache")
 	b.ReportMetric(bill.usd(bill.botd, bill.botdCross, 3, 0.75), "botd-usd-implicit-cache")
@@ -314,6 +326,9 @@ type firstRequest struct {
 	text   string
 	full   string // system prompt, tools and text: what a prefix cache sees
 	tokens int64
+	// system and tools are the fixed parts of tokens; eagerTools what
+	// every tool's schema costs, as an eager pipeline sends them.
+	system, tools, eagerTools int64
 }
 
 // firstRequests are the opening requests of every run (one user turn).
@@ -323,12 +338,18 @@ func (m *billModel) firstRequests(h *harness) []firstRequest {
 		if len(r.Messages) != 1 {
 			continue
 		}
-		t := textTokens(r.System)
+		sys, tls, eager := textTokens(r.System), int64(0), int64(0)
 		for _, tl := range r.Tools {
-			t += textTokens(tl.Name + tl.Description + string(tl.Parameters))
+			tls += textTokens(tl.Name + tl.Description + string(tl.Parameters))
+			if tl.Name != llm.LoadTools {
+				eager += textTokens(tl.Name + tl.Description + string(tl.Parameters))
+			}
 		}
-		t += textTokens(userText(r))
-		out = append(out, firstRequest{text: userText(r), full: string(cacheOrder(&r)), tokens: t})
+		for _, tl := range r.Deferred {
+			eager += textTokens(tl.Name + tl.Description + string(tl.Parameters))
+		}
+		out = append(out, firstRequest{text: userText(r), full: string(cacheOrder(&r)), tokens: sys + tls + textTokens(userText(r)),
+			system: sys, tools: tls, eagerTools: eager})
 	}
 	return out
 }

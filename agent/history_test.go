@@ -58,13 +58,14 @@ func TestFollowUpSeesThePhotoDiscussedBefore(t *testing.T) {
 	}
 	follow := userText(reqs[2])
 	for _, want := range []string{
-		`answered="true">[Image: cat.png, 1KB, image/png, ref:` + catRef + `] look</message>`,
-		`answered="true">@Andy what is in the photo?</message>`,
-		`from_you="true" answered="true">It is a red square.</message>`,
+		`<answered>`,
+		`">[Image: cat.png, 1KB, image/png, ref:` + catRef + `] look</message>`,
+		`">@Andy what is in the photo?</message>`,
+		`from_you="true">It is a red square.</message>`,
 		`<note ref="` + catRef + `"`,
 		"your answer then: It is a red square.",
 	} {
-		if !strings.Contains(follow, want) {
+		if !strings.Contains(follow, want) || (strings.HasSuffix(want, "</message>") && !strings.Contains(answeredPart(follow), want)) {
 			t.Errorf("the follow-up's context lacks %q:\n%s", want, follow)
 		}
 	}
@@ -123,7 +124,7 @@ func TestContextWindowBounds(t *testing.T) {
 			if len(reqs) != 2 {
 				t.Fatalf("model called %d times", len(reqs))
 			}
-			got := regexp.MustCompile(`answered="true">(?:@Andy )?([^<]*)</message>`).FindAllStringSubmatch(userText(reqs[1]), -1)
+			got := regexp.MustCompile(`">(?:@Andy )?([^<]*)</message>`).FindAllStringSubmatch(handledPart(userText(reqs[1])), -1)
 			var shown []string
 			for _, m := range got {
 				shown = append(shown, m[1])
@@ -364,4 +365,27 @@ func TestFollowUpSeesThePageReadBefore(t *testing.T) {
 	if n := h.hosts["family"].fetched(page); n != 1 {
 		t.Errorf("the page was fetched %d times, want once", n)
 	}
+}
+
+// answeredPart is the <answered> element of a rendered conversation: the
+// handled messages shown again for context.
+func answeredPart(user string) string {
+	_, rest, ok := strings.Cut(user, "<answered>")
+	if !ok {
+		return ""
+	}
+	part, _, _ := strings.Cut(rest, "</answered>")
+	return part
+}
+
+// notAnswered is a rendered conversation without its <answered> element
+// and its notes: what a run is to answer.
+func notAnswered(user string) string { return answeredRe.ReplaceAllString(user, "") }
+
+// handledPart is what a rendered conversation shows as already handled:
+// its <answered> element and the assistant's own messages after it.
+func handledPart(user string) string {
+	own := regexp.MustCompile(`<message [^>]*from_you="true">[^<]*</message>`)
+	rest := strings.Replace(user, answeredPart(user), "", 1)
+	return answeredPart(user) + strings.Join(own.FindAllString(rest, -1), "\n")
 }

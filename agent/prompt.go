@@ -180,6 +180,10 @@ func quoteKey(chat, id string) string { return chat + "\x00" + id }
 // renderConversation writes the messages as XML. Sender names and text come
 // from strangers: both are escaped so a message cannot close its element
 // and pose as another sender or as instructions.
+//
+// Tokens count here, once per message of every run: the handled messages
+// share one <answered> element instead of an attribute each, and a time
+// names its date only when the day changes.
 func renderConversation(b *strings.Builder, c conversation, loc *time.Location) {
 	if loc == nil {
 		loc = time.Local
@@ -189,11 +193,16 @@ func renderConversation(b *strings.Builder, c conversation, loc *time.Location) 
 		b.WriteString(` earlier="omitted"`)
 	}
 	b.WriteString(">\n")
-	for i := range c.Earlier {
-		renderMessage(b, c, &c.Earlier[i], loc, true)
+	var day string
+	if len(c.Earlier) > 0 {
+		b.WriteString("<answered>\n")
+		for i := range c.Earlier {
+			renderMessage(b, c, &c.Earlier[i], loc, &day)
+		}
+		b.WriteString("</answered>\n")
 	}
 	for i := range c.Msgs {
-		renderMessage(b, c, &c.Msgs[i], loc, false)
+		renderMessage(b, c, &c.Msgs[i], loc, &day)
 	}
 	b.WriteString("</messages>")
 	if len(c.Notes) > 0 {
@@ -211,18 +220,23 @@ func renderConversation(b *strings.Builder, c conversation, loc *time.Location) 
 	}
 }
 
-func renderMessage(b *strings.Builder, c conversation, m *store.Message, loc *time.Location, answered bool) {
+// renderMessage writes one message; day is the date of the message
+// before it, whose time then needs no date.
+func renderMessage(b *strings.Builder, c conversation, m *store.Message, loc *time.Location, day *string) {
 	b.WriteString(`<message sender="`)
 	escape(b, senderName(m), true)
 	b.WriteString(`" time="`)
-	b.WriteString(m.Time.In(loc).Format(timeLayout))
+	at := m.Time.In(loc).Format(timeLayout)
+	if d, hm, _ := strings.Cut(at, " "); d == *day {
+		b.WriteString(hm)
+	} else {
+		b.WriteString(at)
+		*day = d
+	}
 	b.WriteByte('"')
 	if m.FromMe || m.IsBot {
-		b.WriteString(` from_you="true"`)
-	}
-	if answered || m.FromMe || m.IsBot {
 		// Its own messages are never to be answered either.
-		b.WriteString(` answered="true"`)
+		b.WriteString(` from_you="true"`)
 	}
 	b.WriteByte('>')
 	if m.ReplyTo != "" {

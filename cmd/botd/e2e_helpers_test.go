@@ -225,7 +225,7 @@ func noisyJPEG(t *testing.T, w, h int) []byte {
 
 // answeredMsg is a message the agent marks as handled in an earlier run:
 // a fake model, like a real one, must not answer it again.
-var answeredMsg = regexp.MustCompile(`(?s)<message [^>]*answered="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
+var answeredMsg = regexp.MustCompile(`(?s)<answered>.*?</answered>\n?|<message [^>]*from_you="true"[^>]*>.*?</message>\n?|<media_notes>.*?</media_notes>`)
 
 // chatRequest is a chat model request (OpenAI or Anthropic wire) as the
 // fake models read it.
