@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/tools"
+)
+
+// What the fixed part of a run's first request costs, measured as the bill
+// measures it (textTokens: bytes/4; a tool is its name, description and
+// parameters' JSON). `go test ./agent -run TestPromptSectionTokens -v`
+// prints the table docs/performance.md quotes.
+
+// Budgets of the fixed system prompt (no memory, no summary, no standing
+// instructions) on Telegram: they fail the test when the prompt grows
+// back. Raise one only with a reason in the commit.
+const (
+	promptBudgetWeb   = 560 // web fetch and search configured
+	promptBudgetFetch = 600 // fetch only (the default): one line says search is not set up
+	promptBudgetNoWeb = 630 // neither: two lines say so
+)
+
+// promptSections splits a system prompt at its "# " headings; the part
+// before the first heading is the preamble.
+func promptSections(sys string) (names []string, tokens map[string]int64) {
+	tokens = map[string]int64{}
+	name := "preamble"
+	var cur strings.Builder
+	flush := func() {
+		names = append(names, name)
+		tokens[name] = textTokens(cur.String())
+		cur.Reset()
+	}
+	for _, line := range strings.SplitAfter(sys, "\n") {
+		if strings.HasPrefix(line, "# ") {
+			flush()
+			name = strings.TrimSpace(line)
+		}
+		cur.WriteString(line)
+	}
+	flush()
+	return names, tokens
+}
+
+func toolTokens(def tools.Def) int64 {
+	return textTokens(def.Name + def.Description + string(def.Schema()))
+}
+
+func TestPromptSectionTokens(t *testing.T) {
+	g := &groups.Group{Folder: "family", Name: "Family", Chat: famChat, Trigger: "@Andy", RequiresTrigger: true}
+	for _, tc := range []struct {
+		name   string
+		web    tools.Internet
+		budget int64
+	}{
+		{"web fetch and search", tools.Internet{Fetch: true, Search: true}, promptBudgetWeb},
+		{"fetch only", tools.Internet{Fetch: true}, promptBudgetFetch},
+		{"no web", tools.Internet{}, promptBudgetNoWeb},
+	} {
+		sys := buildSystem("Andy", g, tc.web, recalled{})
+		names, secs := promptSections(sys)
+		var b strings.Builder
+		fmt.Fprintf(&b, "system prompt, %s (%d bytes):\n", tc.name, len(sys))
+		for _, n := range names {
+			fmt.Fprintf(&b, "  %-24s %5d tokens\n", n, secs[n])
+		}
+		total := textTokens(sys)
+		fmt.Fprintf(&b, "  %-24s %5d tokens (budget %d)", "total", total, tc.budget)
+		t.Log(b.String())
+		if total > tc.budget {
+			t.Errorf("%s: the fixed system prompt is %d tokens, over its budget of %d", tc.name, total, tc.budget)
+		}
+	}
+
+	// Every tool's schema, for the offer that shows them all to a plain
+	// group (every generation model, both web tools).
+	offer := tools.Offer{Generate: tools.Generate{Image: true, Speech: true, Video: true}, Internet: tools.Internet{Fetch: true, Search: true}}
+	var b strings.Builder
+	var all int64
+	b.WriteString("tool schemas (name + description + parameters), then the first sentence a lazy index shows:\n")
+	for _, s := range tools.For(offer) {
+		def := s.Def(offer)
+		n := toolTokens(def)
+		all += n
+		first := tools.FirstSentence(def.Description)
+		fmt.Fprintf(&b, "  %-16s %4d tokens  index %3d chars: %s\n", s.Name, n, len(first), first)
+	}
+	fmt.Fprintf(&b, "  %-16s %4d tokens (%d tools)", "all", all, len(tools.For(offer)))
+	t.Log(b.String())
+}
