@@ -90,4 +90,27 @@ func TestPromptSectionTokens(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "  %-16s %4d tokens (%d tools)", "all", all, len(tools.For(offer)))
 	t.Log(b.String())
+
+	// What a lazy run (agent/lazy.go) starts with instead: the core
+	// tools' schemas and one index line ("name: first sentence") for each
+	// other tool, for the default offer (fetch on, no search, no
+	// generation) and the widest; load_tools' own schema comes on top.
+	for _, o := range []struct {
+		name  string
+		offer tools.Offer
+	}{{"default offer", tools.Offer{Internet: tools.Internet{Fetch: true}}}, {"every tool", offer}} {
+		var core, index, eager int64
+		for _, s := range tools.For(o.offer) {
+			def := s.Def(o.offer)
+			eager += toolTokens(def)
+			switch s.Name {
+			case tools.FetchMedia, tools.SearchMessages, tools.ReadMessages:
+				core += toolTokens(def)
+			default:
+				index += textTokens(s.Name + ": " + tools.FirstSentence(def.Description) + "\n")
+			}
+		}
+		t.Logf("%s: %d tools eager %d tokens; lazy: core schemas %d + index lines %d = %d tokens",
+			o.name, len(tools.For(o.offer)), eager, core, index, core+index)
+	}
 }

@@ -111,7 +111,7 @@ var sendMedia = Spec{
 	Host: bind(MediaHost.SendMedia),
 	Def: fixed(SendMedia,
 		withDescription("Send a file from the group folder to the chat right away, with an optional caption. "+
-			"Do not send it again with your final reply (a MEDIA: line there sends a file with the reply instead). "+
+			"Do not send it again with a MEDIA: line in your final reply. "+
 			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
 			"absolute paths and paths leaving the folder are refused."),
 		annotate(Hints{OpenWorld: true}),
