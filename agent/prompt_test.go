@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
@@ -189,11 +190,19 @@ func TestQuoteKeepsPlaceholdersWhole(t *testing.T) {
 func TestSystemPromptFormattingByNetwork(t *testing.T) {
 	for _, tc := range []struct{ chat, want string }{
 		{"fakenet:-100", "shown as fakenet formatting"},
+		{famChat, "shown as Telegram formatting"},
 		{"irc:#botd", "plain text: no markdown"},
 	} {
 		sys := buildSystem("Andy", &groups.Group{Folder: "g", Chat: tc.chat}, tools.Internet{}, recalled{})
 		if !strings.Contains(sys, tc.want) || strings.Contains(sys, "{{formatting}}") {
 			t.Errorf("%s: the prompt does not say %q", tc.chat, tc.want)
+		}
+		// Only the network at hand's hint: the others cost tokens and
+		// would contradict it.
+		for _, n := range channels.Networks() {
+			if n.Formatting != "" && n.Name != store.Channel(tc.chat) && strings.Contains(sys, n.Formatting) {
+				t.Errorf("%s: the prompt carries %s's formatting hint too", tc.chat, n.Name)
+			}
 		}
 	}
 }
