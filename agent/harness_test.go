@@ -105,7 +105,7 @@ func (f *fakeLLM) calls() int {
 
 // groupOf finds the group a request is for from the system prompt.
 func groupOf(req *llm.Request) string {
-	_, rest, ok := strings.Cut(req.System, "taking part in a group chat (")
+	_, rest, ok := strings.Cut(req.System, "in a group chat (")
 	if !ok {
 		return "?"
 	}

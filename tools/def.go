@@ -92,3 +92,19 @@ func (d Def) Schema() json.RawMessage {
 	}
 	return b
 }
+
+// FirstSentence is desc up to the end of its first sentence (a '.', '?'
+// or '!' before a space or the end): the line a lazy tool index shows of
+// a tool before its schema is loaded, so every description's first
+// sentence says on its own what the tool does and when to reach for it.
+func FirstSentence(desc string) string {
+	for i := 0; i < len(desc); i++ {
+		switch desc[i] {
+		case '.', '?', '!':
+			if i+1 == len(desc) || desc[i+1] == ' ' || desc[i+1] == '\n' {
+				return desc[:i+1]
+			}
+		}
+	}
+	return desc
+}

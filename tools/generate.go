@@ -30,8 +30,8 @@ var generateImage = Spec{
 	Name: GenerateImage, Service: Media, Offered: imageConfigured, Needs: NeedsAdmin, MCP: generateImageMCP,
 	Host: bind(MediaHost.GenerateImage),
 	Def: fixed(GenerateImage,
-		withDescription("Make an image from a description (\"a birthday card for Anna with balloons\"), or, with "+
-			"source_ref, change an image shared in the chat (\"turn this photo into a pencil sketch\"). The image is saved "+
+		withDescription("Make an image from a description, or change an image shared in the chat (with source_ref). "+
+			"For example \"a birthday card for Anna with balloons\" or \"turn this photo into a pencil sketch\". The image is saved "+
 			"in the group folder, becomes a ref of its own (later requests can edit it again by that ref) and is sent to "+
 			"the chat at once unless send is false. A refusal by the provider comes back as a sentence: tell the chat "+
 			"in your own words, and do not retry the same request. After [in_progress] it is still being made and "+
@@ -51,9 +51,9 @@ var speak = Spec{
 	Name: Speak, Service: Media, Offered: speechConfigured, Needs: NeedsAdmin, MCP: speakMCP,
 	Host: bind(MediaHost.Speak),
 	Def: fixed(Speak,
-		withDescription("Say something as a voice note: the text is spoken by a speech model and sent to the chat "+
-			"as a voice message (on Slack as an audio file). Use it when someone asks for a spoken answer or sent a voice "+
-			"note and expects one back. To speak your whole final answer instead, put [[audio_as_voice]] in it."),
+		withDescription("Say something as a voice note, when someone asks for a spoken answer or sent a voice note. "+
+			"The text is spoken by a speech model and sent to the chat as a voice message (on Slack as an audio file). "+
+			"To speak your whole final answer instead, put [[audio_as_voice]] in it."),
 		annotate(Hints{OpenWorld: true}),
 		requiredText("text", "The words to speak, as they should be said (no markdown).", 4096),
 		optionalText("voice", "A voice of the speech model, e.g. alloy, coral, nova, onyx, sage; default the configured one.", 64),
@@ -66,9 +66,10 @@ var generateVideo = Spec{
 	Name: GenerateVideo, Service: Media, Offered: videoConfigured, Needs: NeedsAdmin, MCP: generateVideoMCP,
 	Host: bind(MediaHost.GenerateVideo),
 	Def: fixed(GenerateVideo,
-		withDescription("Start making a short video clip from a description. It takes minutes: the tool answers "+
-			"at once with a job id, and the finished video is sent to the chat by itself (also after a restart). Tell "+
-			"the chat it is on its way; cancel_video stops it. Videos cost far more than images: make one only when asked."),
+		withDescription("Start making a short video clip from a description, only when someone asks for a video. "+
+			"Videos cost far more than images. It takes minutes: the tool answers at once with a job id, and the "+
+			"finished video is sent to the chat by itself (also after a restart). Tell the chat it is on its way; "+
+			"cancel_video stops it."),
 		annotate(Hints{OpenWorld: true}),
 		requiredText("prompt", "What the video shows: subject, setting, camera, style.", 4000),
 		withInteger("seconds",
@@ -82,8 +83,8 @@ var cancelVideo = Spec{
 	Name: CancelVideo, Service: Media, Offered: videoConfigured, Needs: NeedsAdmin, MCP: cancelVideoMCP,
 	Host: bind(MediaHost.CancelVideo),
 	Def: fixed(CancelVideo,
-		withDescription("Cancel a video job of this group that generate_video started and that is not finished: "+
-			"nothing is sent, and the provider stops. list_videos shows the jobs and their ids."),
+		withDescription("Cancel an unfinished video job of this group that generate_video started. "+
+			"Nothing is sent, and the provider stops. list_videos shows the jobs and their ids."),
 		annotate(Hints{Destructive: true, Idempotent: true, OpenWorld: true}),
 		withInteger("id", required(), description("The job id generate_video answered (or list_videos shows)."), minimum(1)),
 	),
@@ -93,9 +94,9 @@ var listVideos = Spec{
 	Name: ListVideos, Service: Media, Offered: videoConfigured, Repeatable: true, Standby: true, MCP: listVideosMCP,
 	Host: bind(MediaHost.ListVideos),
 	Def: fixed(ListVideos,
-		withDescription("List this group's video jobs of the last 7 days, newest first (at most 20): id, whether "+
-			"it is being made, was sent to the chat, failed (and why) or was cancelled, when it was asked for, and its "+
-			"prompt. Use it to answer \"where is my video?\" or to find the id cancel_video needs."),
+		withDescription("List this group's video jobs of the last 7 days, to answer \"where is my video?\" or find an id. "+
+			"Newest first (at most 20): id, whether it is being made, was sent to the chat, failed (and why) or was "+
+			"cancelled, when it was asked for, and its prompt; cancel_video takes the id."),
 		annotate(Hints{ReadOnly: true, Idempotent: true}),
 	),
 }

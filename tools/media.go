@@ -56,9 +56,9 @@ var listMedia = Spec{
 	Origin: OriginPeople,
 	Host:   bind(MediaHost.List),
 	Def: fixed(ListMedia,
-		withDescription("List the media (images, voice notes, audio, video, documents, stickers) shared in this "+
-			"group's chat that can still be fetched, newest first: ref, kind, name, size, MIME type, sender, time "+
-			"and caption. Metadata only, nothing is downloaded. Pass a ref to fetch_media to see the content."),
+		withDescription("List the files shared in this chat that can still be fetched, newest first, to find a ref. "+
+			"Metadata only (ref, kind, name, size, MIME type, sender, time and caption), nothing is downloaded; "+
+			"pass a ref to fetch_media to see the content."),
 		annotate(Hints{ReadOnly: true}),
 		withInteger("limit",
 			description(fmt.Sprintf("Maximum number of items (default %d, at most %d).", DefaultListLimit, MaxListLimit)),
@@ -78,13 +78,13 @@ var fetchMedia = Spec{
 		return s.Fetch(ctx, g, a.MediaRef)
 	}),
 	Def: fixed(FetchMedia,
-		withDescription("Fetch the content of a media attachment by its ref (the ref:... field of a placeholder "+
-			"such as [Image: photo.jpg, 2.4MB, image/jpeg, ref:tg_k3J9x2Qa7P]). Downloads it on first use. Images "+
-			"come back as image content (large ones as a downscaled preview); voice notes and audio as their "+
-			"transcript; videos as a few stills and the transcript of their sound; documents (PDF, DOCX, XLSX, ODS, "+
-			"ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at a time: for long ones pass pages, e.g. "+
-			"\"3-5\", as the answer suggests. Every file is also saved in the group folder and its path returned, so "+
-			"it can be opened with other tools or sent with send_media. An [in_progress] answer means the download "+
+		withDescription("Read a file shared in the chat by its ref: see an image, hear a voice note, read a document. "+
+			"Only when the content matters to the answer (what a photo shows, what a voice note or document says), "+
+			"never for files nobody asked about: downloading takes time. Images come back as images (large ones "+
+			"downscaled); voice notes and audio as their transcript; videos as a few stills and the transcript of "+
+			"their sound; documents (PDF, DOCX, XLSX, ODS, ODT, PPTX, EPUB, HTML, CSV, text) as their text, a part at "+
+			"a time: for long ones pass pages as the answer suggests. Every file is also saved in the group folder "+
+			"and its path returned, for send_media or other tools. An [in_progress] answer means the download "+
 			"continues: call again in a minute."),
 		annotate(Hints{ReadOnly: true, Idempotent: true, OpenWorld: true}),
 		requiredText("mediaRef", "The media ref, e.g. tg_k3J9x2Qa7P (with or without the \"ref:\" prefix).", 128),
@@ -97,10 +97,10 @@ var sendMessage = Spec{
 	Name: SendMessage, Service: Media, MCP: sendMessageMCP,
 	Host: bind(MediaHost.SendMessage),
 	Def: fixed(SendMessage,
-		withDescription("Send a text message to this group's chat right away (for example a progress note "+
-			"during a long task). Long text is split to the channel's limit. Returns the delivered message ids or "+
-			"the delivery error. After [send_unknown] or [in_progress] the message may have been delivered: do not "+
-			"send it again unless asked."),
+		withDescription("Send a text message to the chat right away, such as a progress note during a long task. "+
+			"Do not repeat in your final reply what you sent this way. Long text is split to the channel's limit. "+
+			"Returns the delivered message ids or the delivery error. After [send_unknown] or [in_progress] the "+
+			"message may have been delivered: do not send it again unless asked."),
 		annotate(Hints{OpenWorld: true}),
 		requiredText("text", "The message text.", MaxSendText),
 	),
@@ -110,7 +110,8 @@ var sendMedia = Spec{
 	Name: SendMedia, Service: Media, MCP: Env.SendMedia,
 	Host: bind(MediaHost.SendMedia),
 	Def: fixed(SendMedia,
-		withDescription("Send a file from the group folder to this group's chat, with an optional caption. "+
+		withDescription("Send a file from the group folder to the chat right away, with an optional caption. "+
+			"Do not send it again with a MEDIA: line in your final reply. "+
 			"The path is relative to the group folder, e.g. media/tg_k3J9x2Qa7P_photo.jpg or a file you created; "+
 			"absolute paths and paths leaving the folder are refused."),
 		annotate(Hints{OpenWorld: true}),

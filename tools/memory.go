@@ -28,9 +28,9 @@ var remember = Spec{
 	Name: Remember, Service: Local, MCP: Env.Remember, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) Def {
 		return newDef(Remember,
-			withDescription(fmt.Sprintf("Save a note in the group's long-term memory, which you are shown at the start "+
-				"of every later conversation in this group. Use it when someone asks you to remember something (a name, a "+
-				"preference, a birthday, a recurring plan), or to keep a lasting fact the group will expect you to know. "+
+			withDescription(fmt.Sprintf("Save a note in the group's long-term memory when someone asks you to remember something. "+
+				"You are shown the memory at the start of every later conversation in this group. Use it also to keep a "+
+				"lasting fact the group will expect you to know (a name, a preference, a birthday, a recurring plan). "+
 				"One short fact per note, written so it makes sense on its own later; it is stored on one line with "+
 				"today's date. Never store passwords, codes, keys or other secrets, nor anything a person would not want "+
 				"the whole group to read. The memory holds %d KiB: when it is full, forget outdated notes first. To "+
@@ -46,11 +46,11 @@ var forget = Spec{
 	Name: Forget, Service: Local, MCP: Env.Forget, Widens: widenMemory, Needs: needsMemory,
 	Def: func(o Offer) Def {
 		return newDef(Forget,
-			withDescription("Remove notes from the group's memory: every note containing the text (case-insensitive) "+
-				"is deleted. Use it when someone asks you to forget something, when a note is wrong or outdated, or to "+
-				"make room when the memory is full. Give a distinctive part of the note, so that only the notes meant "+
-				"are removed; headings and text the owners wrote outside the notes are never removed. Answers how many "+
-				"notes were removed."),
+			withDescription("Remove notes from the group's memory when someone asks you to forget something. "+
+				"Every note containing the text (case-insensitive) is deleted. Use it also when a note is wrong or "+
+				"outdated, or to make room when the memory is full. Give a distinctive part of the note, so that only the "+
+				"notes meant are removed; headings and text the owners wrote outside the notes are never removed. Answers "+
+				"how many notes were removed."),
 			annotate(Hints{Destructive: true, Idempotent: true}),
 			withString("text",
 				required(),

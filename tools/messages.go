@@ -115,13 +115,13 @@ var searchMessages = Spec{
 	Host:   bind(MessagesHost.SearchMessages),
 	Def: func(o Offer) Def {
 		opts := []defOption{
-			withDescription(fmt.Sprintf("Search this group's whole stored chat history for messages containing words, "+
-				"best matches first: use it when someone asks about something said before what you are shown (\"what did "+
-				"Bob say about the tickets last week?\"). Every word must appear; each matches words starting with it "+
-				"(\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. When more than %d messages "+
-				"match, the newest %[1]d are ranked: add words or from/to to reach older ones. Answers each match with its "+
-				"id, time, sender and text (media as their placeholders, whose ref fetch_media takes). Use read_messages "+
-				"with around=<id> to see the conversation around a match.", SearchRankWindow)),
+			withDescription(fmt.Sprintf("Search the whole stored chat history for words, when a question needs something said earlier. "+
+				"Use it for what came before the messages you are shown or what the summary only mentions (\"what did "+
+				"Bob say about the tickets?\"), instead of saying you cannot see it. Every word must appear, as a word or "+
+				"its start (\"ticket\" finds \"tickets\"), in any case; quotes and operators are ignored. When more than "+
+				"%d messages match, the newest %[1]d are ranked: add words or from/to to reach older ones. Each match "+
+				"comes with its id, time, sender and text (media as placeholders); read_messages around=<id> shows the "+
+				"conversation around it.", SearchRankWindow)),
 			annotate(Hints{ReadOnly: true}),
 			requiredText("query", "The words to find, e.g. \"tickets saturday\".", MaxMessagesQuery),
 			optionalText("from", "Only messages at or after this time: RFC 3339 (2026-11-18T14:00:00+01:00) or a date (2026-11-18).", 40),
@@ -143,11 +143,9 @@ var readMessages = Spec{
 	Def: func(o Offer) Def {
 		at := "a message id (from search_messages or read_messages) or a time (RFC 3339, or a date)."
 		opts := []defOption{
-			withDescription("Read this group's stored conversation in order, as far back as it is kept: around a " +
-				"message (a match search_messages found) or a time, before or after one, or the latest messages when " +
-				"none is given. Each message comes with its id, time, sender and text (media as their placeholders, " +
-				"whose ref fetch_media takes). Give at most one of around, before and after; page back with before=<the " +
-				"first id shown>."),
+			withDescription("Read the group's stored conversation in order: around a search match or a time, or the latest. " +
+				"Give at most one of around, before and after; none reads the latest messages. Each message comes with " +
+				"its id, time, sender and text (media as placeholders). Page back with before=<the first id shown>."),
 			annotate(Hints{ReadOnly: true}),
 			optionalText("around", "Read around this point: "+at, 200),
 			optionalText("before", "Read the messages before this point: "+at, 200),
@@ -166,8 +164,9 @@ var listChats = Spec{
 	Origin: OriginPeople,
 	Host:   bind(MessagesHost.ListChats),
 	Def: fixed(ListChats,
-		withDescription("List the chats whose messages you can search and read: each group's folder (the group "+
-			"argument of the other tools, where you may name one), name, network and the time of its last message."),
+		withDescription("List the chats whose messages you can search and read, with the group folders other tools take. "+
+			"Each comes with its folder (the group argument of the other tools, where you may name one), name, network "+
+			"and the time of its last message."),
 		annotate(Hints{ReadOnly: true}),
 	),
 }

@@ -45,7 +45,8 @@ var scheduleTask = Spec{
 			return map[string]any{"type": "string", "description": desc, "minLength": 1, "maxLength": 200}
 		}
 		opts := []defOption{
-			withDescription("Schedule a task: at the time given, the prompt is handed to you as a message in this " +
+			withDescription("Schedule a prompt to run later or regularly, such as a reminder or a weekly summary. " +
+				"At the time given, the prompt is handed to you as a message in this " +
 				"group and your reply is posted to the group's chat (you may fetch media, send files or schedule more then). " +
 				"Use it when someone asks for something later or regularly: \"every Monday at 9 summarise last week's " +
 				"photos\", \"remind us on the 1st to pay rent\", \"in two hours check whether anyone answered\". Write the " +
@@ -88,9 +89,9 @@ var listTasks = Spec{
 	Host: bind(TasksHost.ServeList),
 	Def: func(o Offer) Def {
 		opts := []defOption{
-			withDescription("List this group's scheduled tasks: id, state (active, paused, done, cancelled), schedule, " +
-				"next and last run, failures and skipped runs with the reason, and the prompt; also the timezone schedules " +
-				"use and the current time there."),
+			withDescription("List this group's scheduled tasks with their ids, states, schedules and next runs. " +
+				"Each comes with its state (active, paused, done, cancelled), schedule, next and last run, failures and " +
+				"skipped runs with the reason, and the prompt; also the timezone schedules use and the current time there."),
 			annotate(Hints{ReadOnly: true}),
 		}
 		if o.Main {
@@ -104,8 +105,8 @@ var (
 	pauseTask = taskChange(PauseTask, "Pause a scheduled task of this group: it does not run until resume_task. "+
 		"Runs that fall in the pause are not made up for.")
 	resumeTask = taskChange(ResumeTask, "Resume a paused task: it runs again from its next scheduled time.")
-	cancelTask = taskChange(CancelTask, "Cancel a scheduled task for good (use it when someone asks to stop a reminder "+
-		"or recurring job).")
+	cancelTask = taskChange(CancelTask, "Cancel a scheduled task for good, when someone asks to stop a reminder "+
+		"or recurring job.")
 )
 
 // taskChange is pause_task, resume_task or cancel_task: one task id.
