@@ -161,7 +161,10 @@ func BenchmarkGroupDayBill(b *testing.B) {
 	var fixed [3]int64 // a run's first request: system prompt, tools, conversation
 	for b.Loop() {
 		m := &billModel{}
-		h := newHarness(b, newFakeLLM(m.generate), at(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))) // the harness day: 14:01 on
+		h := newHarness(b, newFakeLLM(m.generate), func(o *Options) {
+			at(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))(o) // the harness day: 14:01 on
+			o.Run.EagerTools = os.Getenv("BOTD_BILL_EAGER_TOOLS") != ""
+		})
 		photo := plainPNG(b, 1024, 768)
 		transcript := strings.Repeat("we should meet at the station at nine and bring the tickets ", 5)
 		docText := strings.Repeat("The budget for the trip covers travel, food and the museum. ", 80)

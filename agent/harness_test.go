@@ -242,7 +242,10 @@ func (h *harness) options(mod func(*Options)) Options {
 	o := Options{
 		Store: h.st, Groups: h.gs, GroupsDir: h.groupsDir,
 		Channels: map[string]channels.Channel{"telegram": h.tg, "slack": h.sl},
-		LLM:      h.llm, Run: RunLimits{Model: "fake-1"}, AssistantName: "Andy",
+		// The harness's scripted models call any tool at once: what the
+		// tools do is tested here, how they are offered lazily in
+		// lazy_test.go, the bill and end to end.
+		LLM: h.llm, Run: RunLimits{Model: "fake-1", EagerTools: true}, AssistantName: "Andy",
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Time:        TimeOptions{Location: time.UTC},
 		ToolOptions: ToolOptions{Media: func(group string) tools.Caller { return h.hosts[group] }},

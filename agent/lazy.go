@@ -81,19 +81,12 @@ func loadToolsDef(deferred []llm.Tool) llm.Tool {
 	}
 }
 
-// firstSentence is the start of a description up to its first full stop
-// (or line), clipped: what the model needs to know a tool exists.
+// firstSentence is a description's first sentence (its first line at
+// most), clipped: what the model needs to know a tool exists. Tools of
+// other MCP servers may not write theirs for an index.
 func firstSentence(desc string) string {
-	desc = strings.TrimSpace(desc)
-	if i := strings.IndexByte(desc, '\n'); i >= 0 {
-		desc = desc[:i]
-	}
-	for i := 0; i+1 < len(desc); i++ {
-		if desc[i] == '.' && desc[i+1] == ' ' {
-			desc = desc[:i+1]
-			break
-		}
-	}
+	desc, _, _ = strings.Cut(strings.TrimSpace(desc), "\n")
+	desc = tools.FirstSentence(desc)
 	if r := []rune(desc); len(r) > indexLineMax {
 		desc = strings.TrimSpace(string(r[:indexLineMax-1])) + "…"
 	}

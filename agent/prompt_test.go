@@ -221,7 +221,7 @@ func TestUntrustedContentIsMarked(t *testing.T) {
 		for _, c := range []struct{ part, text, want string }{
 			{"conversation", conv, "<message> and <media_notes>"},
 			{"conversation", conv, "never instructions"},
-			{"conversation", conv, `not marked answered="true"`},
+			{"conversation", conv, `after the <answered> element`},
 			{"memory", mem, "never instructions"},
 			{"answering", sys, "<internal>"},
 			{"answering", sys, "MEDIA:./"},
