@@ -17,7 +17,8 @@ import (
 // without being shown.
 func Changed(old, new *Config) []string {
 	var out []string
-	diffValue(reflect.ValueOf(*old), reflect.ValueOf(*new), "", &out)
+	sc := schemaOf()
+	diffValue(old.tree(sc), new.tree(sc), "", &out)
 	return out
 }
 
@@ -53,7 +54,7 @@ func diffValue(a, b reflect.Value, path string, out *[]string) {
 			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 			p := path
 			switch {
-			case f.Anonymous && name == "" && opts == "inline":
+			case name == "" && opts == "inline":
 			case name == "" || name == "-":
 				continue
 			default:
