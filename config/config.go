@@ -1,9 +1,11 @@
 // Package config loads botd's YAML configuration: environment expansion,
 // strict keys with "did you mean", and the composition of the sections.
-// Each component (agent, media, mcp, scheduler, groups, each channel) owns
-// its section's type, defaults and Validate; config decodes the file over
-// their defaults, calls every Validate and reports every problem with its
-// key path. Only cmd/botd imports it.
+// Each component (agent, media, mcp, scheduler, each channel) owns its
+// section's type, defaults and Validate and registers it from its own
+// package (settings.Register, channels.Register); config decodes the file
+// over their defaults through the registered types, calls every Validate
+// and reports every problem with its key path, importing none of them.
+// Only cmd/botd imports it, and reaches a section by its type (Section).
 package config
 
 import (
