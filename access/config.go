@@ -42,6 +42,12 @@ func (c Config) IsOwner(id string) bool {
 // DefaultConfig is the section a config file is decoded over.
 func DefaultConfig() Config { return Config{UnknownChats: Pair} }
 
+// The section registers itself: package config decodes access through
+// Config without importing this package.
+func init() {
+	settings.Register("access", DefaultConfig, func(c *Config, _ settings.Shared) error { return c.Validate() })
+}
+
 // Validate reports every problem of the section with its key path.
 func (c Config) Validate() error {
 	var ps settings.Problems

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent/mcpremote"
+	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/tools"
 )
@@ -83,8 +84,9 @@ type MCPOAuth struct {
 	Scopes       []string `yaml:"scopes"`
 }
 
-// DefaultAssistantName is assistant_name when the config names none.
-const DefaultAssistantName = "Andy"
+// DefaultAssistantName is assistant_name when the config names none
+// (package channels holds it: the name a chat addresses).
+const DefaultAssistantName = channels.DefaultAssistantName
 
 // DefaultConfig is the section a config file is decoded over, and the
 // values New takes for zero Options.
@@ -98,6 +100,23 @@ func DefaultConfig() Config {
 		Context:       ContextConfig{Messages: 50, MaxAge: settings.Duration(24 * time.Hour), MaxTokens: 16000},
 		Retention:     settings.Duration(90 * 24 * time.Hour),
 	}
+}
+
+// The section registers itself: package config decodes agent through
+// Config without importing this package. The groups' tool allow-lists are
+// checked here, against the tools the agent knows.
+func init() {
+	settings.Register("agent", DefaultConfig, func(c *Config, s settings.Shared) error {
+		ps := settings.Of(c.Validate())
+		for i, names := range s.GroupTools {
+			for j, name := range names {
+				if err := c.CheckTool(name); err != nil {
+					ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "%v", err)
+				}
+			}
+		}
+		return ps.Err()
+	})
 }
 
 // Validate reports every problem of the section with its key path.

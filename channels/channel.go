@@ -250,6 +250,10 @@ type Sink interface {
 	Migrated(ctx context.Context, from, to string)
 }
 
+// DefaultAssistantName is the name chats address botd by when the
+// config's assistant_name names none.
+const DefaultAssistantName = "Andy"
+
 // Env is what every channel constructor gets; New must not connect.
 type Env struct {
 	Registry *mediaregistry.Registry

@@ -1,9 +1,11 @@
 // Package config loads botd's YAML configuration: environment expansion,
 // strict keys with "did you mean", and the composition of the sections.
-// Each component (agent, media, mcp, scheduler, groups, each channel) owns
-// its section's type, defaults and Validate; config decodes the file over
-// their defaults, calls every Validate and reports every problem with its
-// key path. Only cmd/botd imports it.
+// Each component (agent, media, mcp, scheduler, each channel) owns its
+// section's type, defaults and Validate and registers it from its own
+// package (settings.Register, channels.Register); config decodes the file
+// over their defaults through the registered types, calls every Validate
+// and reports every problem with its key path, importing none of them.
+// Only cmd/botd imports it, and reaches a section by its type (Section).
 package config
 
 import (
@@ -13,23 +15,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/botd-dev/botd/access"
-	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/settings"
 	"github.com/botd-dev/botd/llm/providers"
-	"github.com/botd-dev/botd/mcp"
-	"github.com/botd-dev/botd/media"
-	"github.com/botd-dev/botd/media/generation"
-	"github.com/botd-dev/botd/media/links"
-	"github.com/botd-dev/botd/ops"
-	"github.com/botd-dev/botd/scheduler"
-	"github.com/botd-dev/botd/store"
 )
 
 // DefaultAckReaction is ack_reaction's default.
@@ -38,39 +32,45 @@ const DefaultAckReaction = "👀"
 // Duration is a time.Duration written as "30m", "24h" in YAML.
 type Duration = settings.Duration
 
+// Config is the whole file: the top-level keys, the sections config reads
+// itself (channels, llm, groups), and every section a component
+// registered (settings.Register), which Section hands back by its type.
 type Config struct {
-	AssistantName string `yaml:"assistant_name"`
-	DataDir       string `yaml:"data_dir"`
-	GroupsDir     string `yaml:"groups_dir"`
-	LogLevel      string `yaml:"log_level"`
-	// Database is where botd's tables live (package store owns it).
-	Database store.Config     `yaml:"database"`
-	Media    Media            `yaml:"media"`
-	Channels Channels         `yaml:"channels"`
-	LLM      providers.Config `yaml:"llm"`
-	Agent    agent.Config     `yaml:"agent"`
-	MCP      mcp.Config       `yaml:"mcp"`
-	Groups   []Group          `yaml:"groups"`
+	AssistantName string           `yaml:"assistant_name"`
+	DataDir       string           `yaml:"data_dir"`
+	GroupsDir     string           `yaml:"groups_dir"`
+	LogLevel      string           `yaml:"log_level"`
+	Channels      Channels         `yaml:"channels"`
+	LLM           providers.Config `yaml:"llm"`
+	Groups        []Group          `yaml:"groups"`
 	// Timezone is the IANA zone of scheduled tasks; empty is the system's.
-	Timezone  string           `yaml:"timezone"`
-	Scheduler scheduler.Config `yaml:"scheduler"`
-	// Internet is what botd may do on the web for the agent: fetch_url
-	// and web_search (package media/links owns it).
-	Internet links.Config `yaml:"internet"`
-	// Ops is the health and metrics server (package ops owns it).
-	Ops ops.Config `yaml:"ops"`
-	// Access is who botd answers beyond the config's groups (package
-	// access owns it).
-	Access access.Config `yaml:"access"`
+	Timezone string `yaml:"timezone"`
 	// AckReaction marks the message a run answers while it runs; empty
 	// turns it off.
 	AckReaction string `yaml:"ack_reaction"`
 
+	// sections maps each registered section's key ("media",
+	// "media.generation") to its value: a pointer to the component's
+	// Config, holding the defaults until a file is decoded over them.
+	sections map[string]any
 	// secretVars maps a key path to the environment variables its raw value
 	// referred to, so "set X" hints name the variable the user must export.
 	secretVars map[string][]string
 	// lines maps each key path written in the file to its line.
 	lines map[string]int
+}
+
+// Section is c's section of type T, the one T's package registered
+// (settings.Register): config.Section[media.Config](cfg).MaxDiskBytes. It
+// panics when no section has that type, a build that does not link the
+// package: a programming error, like a missing network.
+func Section[T any](c *Config) *T {
+	for _, v := range c.sections {
+		if p, ok := v.(*T); ok {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("config: no section of type %v is registered (is its package linked?)", reflect.TypeFor[T]()))
 }
 
 // Channels holds each channel's own section: the one its description
@@ -118,43 +118,26 @@ func networkSections() map[string]channels.NetworkConfig {
 	return out
 }
 
-// Media is the media section: the media service's own keys, and
-// media.generation, which the generation service owns.
-type Media struct {
-	media.Config `yaml:",inline"`
-	Generation   generation.Config `yaml:"generation"`
-}
-
-// Validate reports every problem of the section with its key path.
-// providers maps each name of llm.providers to its type.
-func (m Media) Validate(providers map[string]string) error {
-	ps := settings.Of(m.Config.Validate(providers))
-	return append(ps, settings.Of(m.Generation.Validate(providers))...).Err()
-}
-
 // Group is one entry of groups (package groups owns it).
 type Group = groups.Config
 
 // Defaults returns a Config holding every default, the base that a file is
 // decoded over: each component's own defaults, composed.
 func Defaults() *Config {
-	return &Config{
-		AssistantName: agent.DefaultAssistantName,
+	c := &Config{
+		AssistantName: channels.DefaultAssistantName,
 		DataDir:       "./data",
 		GroupsDir:     "./groups",
 		LogLevel:      "info",
-		Database:      store.DefaultConfig(),
-		Media:         Media{Config: media.DefaultConfig(), Generation: generation.DefaultConfig()},
 		Channels:      Channels{Networks: networkSections()},
 		LLM:           providers.DefaultConfig(),
-		Agent:         agent.DefaultConfig(),
-		MCP:           mcp.DefaultConfig(),
-		Scheduler:     scheduler.DefaultConfig(),
-		Internet:      links.DefaultConfig(),
-		Ops:           ops.DefaultConfig(),
-		Access:        access.DefaultConfig(),
 		AckReaction:   DefaultAckReaction,
+		sections:      map[string]any{},
 	}
+	for _, s := range settings.Sections() {
+		c.sections[s.Key] = s.New()
+	}
+	return c
 }
 
 // Problem is one thing wrong with a config, located by its key path.
@@ -183,15 +166,19 @@ func Load(path string) (*Config, error) {
 // find the same data/ipc folder as `botd run`.
 func (c *Config) resolvePaths(base string) {
 	paths := []*string{&c.DataDir, &c.GroupsDir}
+	// A network or a section keeping a file of its own (WhatsApp's
+	// session, an SQLite database) names it relative to the config too.
+	var owners []any
 	for _, n := range channels.Networks() {
-		// A network keeping a file of its own names it relative to the
-		// config too.
-		if p, ok := c.Channels.Networks[n.Name].(interface{ Paths() []*string }); ok {
+		owners = append(owners, c.Channels.Networks[n.Name])
+	}
+	for _, s := range settings.Sections() {
+		owners = append(owners, c.sections[s.Key])
+	}
+	for _, o := range owners {
+		if p, ok := o.(interface{ Paths() []*string }); ok {
 			paths = append(paths, p.Paths()...)
 		}
-	}
-	if c.Database.Driver == "sqlite" {
-		paths = append(paths, &c.Database.DSN) // a file; a Postgres DSN is not a path
 	}
 	for _, p := range paths {
 		if *p != "" && !filepath.IsAbs(*p) {
@@ -225,8 +212,9 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	lineIndex(root, "", cfg.lines)
 	var probs Problems
 	probs = append(probs, expand(root, "", lookup, cfg.secretVars)...)
-	probs = append(probs, checkKeys(root, "", typeOfConfig)...)
-	if err := root.Decode(cfg); err != nil {
+	sch := schemaOf()
+	probs = append(probs, checkKeys(root, "", sch.typ)...)
+	if err := root.Decode(cfg.tree(sch).Interface()); err != nil {
 		return cfg, append(probs, Problem{Msg: err.Error()})
 	}
 	var vp Problems

@@ -2,9 +2,6 @@ package config
 
 import (
 	"errors"
-	"github.com/botd-dev/botd/channels/slack"
-	"github.com/botd-dev/botd/channels/telegram"
-	"github.com/botd-dev/botd/channels/whatsapp"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/access"
+	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/channels/slack"
+	"github.com/botd-dev/botd/channels/telegram"
+	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/media"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -35,8 +39,8 @@ func TestExampleConfigPassesWithNoEnv(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config.example.yaml: %v", err)
 	}
-	if cfg.Media.RefTTL.D() != 0 || cfg.Media.CacheTTL.D() != 24*time.Hour {
-		t.Errorf("media ttls = %v, %v", cfg.Media.RefTTL.D(), cfg.Media.CacheTTL.D())
+	if Section[media.Config](cfg).RefTTL.D() != 0 || Section[media.Config](cfg).CacheTTL.D() != 24*time.Hour {
+		t.Errorf("media ttls = %v, %v", Section[media.Config](cfg).RefTTL.D(), Section[media.Config](cfg).CacheTTL.D())
 	}
 	if len(cfg.Groups) == 0 {
 		t.Error("example has no groups")
@@ -88,10 +92,10 @@ media:
 		wantErr string
 	}{
 		{"defaults used", map[string]string{"DATA": "/var/botd"}, func(c *Config) bool {
-			return c.AssistantName == "Andy" && c.DataDir == "/var/botd" && !tgOf(c).Enabled && c.Media.CacheTTL.D() == 2*time.Hour
+			return c.AssistantName == "Andy" && c.DataDir == "/var/botd" && !tgOf(c).Enabled && Section[media.Config](c).CacheTTL.D() == 2*time.Hour
 		}, ""},
 		{"env wins", map[string]string{"NAME": "Bob", "DATA": "d", "TG_ON": "true", "TELEGRAM_BOT_TOKEN": "123:abc", "CACHE_TTL": "5m"}, func(c *Config) bool {
-			return c.AssistantName == "Bob" && tgOf(c).Enabled && tgOf(c).Token == "123:abc" && c.Media.CacheTTL.D() == 5*time.Minute
+			return c.AssistantName == "Bob" && tgOf(c).Enabled && tgOf(c).Token == "123:abc" && Section[media.Config](c).CacheTTL.D() == 5*time.Minute
 		}, ""},
 		{"enabled without token names the variable", map[string]string{"DATA": "d", "TG_ON": "true"}, nil,
 			"channels.telegram.token: required when the channel is enabled (set TELEGRAM_BOT_TOKEN)"},
@@ -214,11 +218,11 @@ func TestEmptyFileIsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Agent.MaxConcurrent != 4 || cfg.Agent.MaxIterations != 12 || cfg.Agent.MaxMessages != 30 {
-		t.Errorf("agent defaults = %+v", cfg.Agent)
+	if Section[agent.Config](cfg).MaxConcurrent != 4 || Section[agent.Config](cfg).MaxIterations != 12 || Section[agent.Config](cfg).MaxMessages != 30 {
+		t.Errorf("agent defaults = %+v", Section[agent.Config](cfg))
 	}
-	if cfg.Access.UnknownChats != "pair" || cfg.AckReaction != "👀" {
-		t.Errorf("access defaults = %+v, ack_reaction %q", cfg.Access, cfg.AckReaction)
+	if Section[access.Config](cfg).UnknownChats != "pair" || cfg.AckReaction != "👀" {
+		t.Errorf("access defaults = %+v, ack_reaction %q", Section[access.Config](cfg), cfg.AckReaction)
 	}
 	off, err := Parse([]byte(`ack_reaction: ""`), noEnv)
 	if err != nil || off.AckReaction != "" {

@@ -17,7 +17,8 @@ import (
 // without being shown.
 func Changed(old, new *Config) []string {
 	var out []string
-	diffValue(reflect.ValueOf(*old), reflect.ValueOf(*new), "", &out)
+	sc := schemaOf()
+	diffValue(old.tree(sc), new.tree(sc), "", &out)
 	return out
 }
 
@@ -53,7 +54,7 @@ func diffValue(a, b reflect.Value, path string, out *[]string) {
 			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 			p := path
 			switch {
-			case f.Anonymous && name == "" && opts == "inline":
+			case name == "" && opts == "inline":
 			case name == "" || name == "-":
 				continue
 			default:
@@ -92,10 +93,29 @@ func diffValue(a, b reflect.Value, path string, out *[]string) {
 			diffValue(a.Index(i), b.Index(i), path+"["+strconv.Itoa(i)+"]", out)
 		}
 	default:
-		if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+		if !leafEqual(a, b) {
 			*out = append(*out, path)
 		}
 	}
+}
+
+// leafEqual compares two plain values of one type without boxing them:
+// the sections are reached through pointers, and Interface copies a value
+// so reached onto the heap.
+func leafEqual(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
 // typeOfChannelsStruct is the channels section, whose keys are the

@@ -99,7 +99,7 @@ func readReference(t *testing.T) string {
 }
 
 func TestConfigReferenceDocumentsEveryKey(t *testing.T) {
-	missing, unknown := checkReference(typeOfConfig, readReference(t))
+	missing, unknown := checkReference(schemaOf().typ, readReference(t))
 	for _, k := range missing {
 		t.Errorf("docs/configuration.md does not document config key %s: add a row | `%s` | default | meaning |", k, k)
 	}
@@ -147,12 +147,12 @@ func TestConfigReferenceCatchesNewKeys(t *testing.T) {
 		typ  reflect.Type
 		want string
 	}{
-		{"top level", with(typeOfConfig, extra), "brand_new"},
-		{"beside the channels' sections", replace(typeOfConfig, "Channels", with(channels, extra)), "channels.brand_new"},
-		{"a map's entries", replace(typeOfConfig, "LLM",
+		{"top level", with(schemaOf().typ, extra), "brand_new"},
+		{"beside the channels' sections", replace(schemaOf().typ, "Channels", with(channels, extra)), "channels.brand_new"},
+		{"a map's entries", replace(schemaOf().typ, "LLM",
 			replace(llm, "Providers", reflect.MapOf(providers.Type.Key(), with(providers.Type.Elem(), extra)))),
 			"llm.providers.<name>.brand_new"},
-		{"a list's entries", replace(typeOfConfig, "Groups", reflect.SliceOf(with(group, extra))), "groups[].brand_new"},
+		{"a list's entries", replace(schemaOf().typ, "Groups", reflect.SliceOf(with(group, extra))), "groups[].brand_new"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,7 +167,7 @@ func TestConfigReferenceCatchesNewKeys(t *testing.T) {
 	}
 
 	// And a row whose key no type has is reported too.
-	_, unknown := checkReference(typeOfConfig, doc+"\n| `channels.telegram.tokne` | | |\n")
+	_, unknown := checkReference(schemaOf().typ, doc+"\n| `channels.telegram.tokne` | | |\n")
 	if len(unknown) != 1 || unknown[0] != "channels.telegram.tokne" {
 		t.Errorf("unknown = %q, want exactly [channels.telegram.tokne]", unknown)
 	}

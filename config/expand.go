@@ -63,10 +63,7 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-var (
-	typeOfConfig   = reflect.TypeOf(Config{})
-	typeOfDuration = reflect.TypeOf(Duration(0))
-)
+var typeOfDuration = reflect.TypeOf(Duration(0))
 
 // checkKeys walks the YAML tree beside the Go type and reports unknown keys
 // and values of the wrong shape, each with its path, so one run of
@@ -189,10 +186,14 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if f.Anonymous && name == "" && opts == "inline" {
+		if name == "" && opts == "inline" {
 			// A section composed of a component's own and another's
 			// (media: the media service's keys and media.generation).
-			maps.Copy(out, yamlFields(f.Type))
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			maps.Copy(out, yamlFields(ft))
 			continue
 		}
 		if name == "" || name == "-" {

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/botd-dev/botd/internal/settings"
 )
 
 // goList runs `go list` with args and returns its lines. The import graph
@@ -206,11 +209,15 @@ func TestServicesImportNoProtocol(t *testing.T) {
 	}
 }
 
-// config imports only what it composes (issue 39): every package of botd
-// it imports gives it a section — a type named in a field of one of its
-// struct types or a type declared over one — besides internal/settings (the problems and durations
-// every section speaks) and channels (the networks' registry). A helper
-// imported for its functions belongs in the component that needs it.
+// config imports only the registries and what it composes (issue 39):
+// every package of botd it imports is internal/settings (the sections'
+// registry, and the problems and durations every section speaks),
+// channels (the networks' registry) or one whose type it reads itself — a
+// type named in a field of one of its struct types or a type declared
+// over one (llm, groups). A component that registered its section
+// (settings.Register) is reached through the registry, never imported,
+// even as a field: a helper imported for its functions belongs in the
+// component that needs it.
 func TestConfigImportsOnlyWhatItComposes(t *testing.T) {
 	const mod = "github.com/botd-dev/botd/"
 	fset := token.NewFileSet()
@@ -274,5 +281,17 @@ func TestConfigImportsOnlyWhatItComposes(t *testing.T) {
 			continue
 		}
 		t.Errorf("config imports %s but composes no section of it", strings.TrimPrefix(path, mod))
+	}
+	// The sections registered in this test binary (sections_test.go links
+	// their packages).
+	secs := settings.Sections()
+	if len(secs) < 9 {
+		t.Fatalf("%d sections registered; the test binary does not link the components", len(secs))
+	}
+	for _, s := range secs {
+		pkg := reflect.TypeOf(s.New()).Elem().PkgPath()
+		if imported[pkg] {
+			t.Errorf("config imports %s, whose section %s it reaches through the registry", strings.TrimPrefix(pkg, mod), s.Key)
+		}
 	}
 }

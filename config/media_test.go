@@ -4,6 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/generation"
 )
 
 // The media section is two components' own, composed: the media
@@ -22,13 +25,13 @@ media:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := cfg.Media
-	if m.MaxDownloadBytes != 5000000 || m.Generation.Speech.Voice != "nova" || m.Generation.Video.MaxJobsPerGroup != 3 {
+	m, g := Section[media.Config](cfg), Section[generation.Config](cfg)
+	if m.MaxDownloadBytes != 5000000 || g.Speech.Voice != "nova" || g.Video.MaxJobsPerGroup != 3 {
 		t.Errorf("decoded media = %+v", m)
 	}
 	// What the file leaves out keeps each component's default.
-	if m.CacheTTL.D() != 24*time.Hour || m.Generation.Video.Timeout.D() != 30*time.Minute {
-		t.Errorf("defaults lost: cache_ttl %v, generation.video.timeout %v", m.CacheTTL.D(), m.Generation.Video.Timeout.D())
+	if m.CacheTTL.D() != 24*time.Hour || g.Video.Timeout.D() != 30*time.Minute {
+		t.Errorf("defaults lost: cache_ttl %v, generation.video.timeout %v", m.CacheTTL.D(), g.Video.Timeout.D())
 	}
 
 	for _, tc := range []struct{ src, want string }{

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/botd-dev/botd/scheduler"
 )
 
 func TestSchedulerSettings(t *testing.T) {
@@ -31,16 +33,16 @@ func TestSchedulerSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Location().String() != "Europe/Berlin" || cfg.Scheduler.Grace.D() != 30*time.Minute ||
-		cfg.Scheduler.MaxTasksPerGroup != 5 || cfg.Scheduler.MaxRunsPerHour != 10 {
-		t.Errorf("parsed %+v %v", cfg.Scheduler, cfg.Location())
+	if cfg.Location().String() != "Europe/Berlin" || Section[scheduler.Config](cfg).Grace.D() != 30*time.Minute ||
+		Section[scheduler.Config](cfg).MaxTasksPerGroup != 5 || Section[scheduler.Config](cfg).MaxRunsPerHour != 10 {
+		t.Errorf("parsed %+v %v", Section[scheduler.Config](cfg), cfg.Location())
 	}
 	def, err := Parse(nil, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Location() != time.Local || def.Scheduler.Grace.D() != time.Hour || def.Scheduler.MaxTasksPerGroup != 20 ||
-		def.Scheduler.MaxRunsPerHour != 30 {
-		t.Errorf("defaults %+v %v", def.Scheduler, def.Location())
+	if def.Location() != time.Local || Section[scheduler.Config](def).Grace.D() != time.Hour || Section[scheduler.Config](def).MaxTasksPerGroup != 20 ||
+		Section[scheduler.Config](def).MaxRunsPerHour != 30 {
+		t.Errorf("defaults %+v %v", Section[scheduler.Config](def), def.Location())
 	}
 }

@@ -34,13 +34,13 @@ func TestMediaStoreSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3 := cfg.Media.Store.S3()
+	s3 := Section[media.Config](cfg).Store.S3()
 	if s3.Bucket != "media" || s3.SecretKey != "s" || !s3.PathStyle || s3.Region != "eu-west-1" || s3.Prefix != "botd" {
 		t.Errorf("parsed %+v", s3)
 	}
 	def, err := Parse(nil, noEnv)
-	if err != nil || def.Media.Store.Type != media.StoreLocal || def.Media.LinkTTL.D() <= 0 {
-		t.Fatalf("defaults: %+v %v", def.Media.Store, err)
+	if err != nil || Section[media.Config](def).Store.Type != media.StoreLocal || Section[media.Config](def).LinkTTL.D() <= 0 {
+		t.Fatalf("defaults: %+v %v", Section[media.Config](def).Store, err)
 	}
 	// The bucket settings may stay while the type is local (for
 	// `botd media migrate --to local`); they are not checked then.

@@ -11,11 +11,11 @@ import (
 	"github.com/botd-dev/botd/internal/settings"
 )
 
-// Validate reports every structural problem: the top-level keys and the
-// llm section here, every other section through its component's own
-// Validate. Missing secrets of enabled channels are problems too; secrets
-// of unused providers are not, so the example config passes with no
-// environment set.
+// Validate reports every structural problem: the top-level keys, the
+// llm and groups sections here, every network's and every registered
+// section's through its component's own Validate. Missing secrets of
+// enabled channels are problems too; secrets of unused providers are
+// not, so the example config passes with no environment set.
 func (c *Config) Validate() error {
 	var ps Problems
 	if strings.TrimSpace(c.AssistantName) == "" {
@@ -40,21 +40,27 @@ func (c *Config) Validate() error {
 		providers[name] = p.Type
 	}
 	folders := map[string]int{}
-	for _, err := range []error{
-		c.Database.Validate(),
-		c.Media.Validate(providers),
+	errs := []error{
 		c.Channels.validateNetworks(),
 		c.LLM.Validate(),
-		c.Agent.Validate(),
 		groups.ValidateList(c.Groups, folders),
-		c.MCP.Validate(func(f string) bool { _, ok := folders[f]; return ok }),
 		c.timezoneProblems().Err(),
-		c.Scheduler.Validate(),
-		c.Internet.Validate(),
-		c.Ops.Validate(),
-		c.Access.Validate(),
-		c.groupProblems().Err(),
-	} {
+	}
+	shared := settings.Shared{
+		Providers: providers,
+		IsGroup:   func(f string) bool { _, ok := folders[f]; return ok },
+	}
+	for _, g := range c.Groups {
+		shared.GroupTools = append(shared.GroupTools, g.Tools)
+	}
+	// Every registered section's own checks, by key.
+	for _, s := range settings.Sections() {
+		if v := c.sections[s.Key]; v != nil && s.Validate != nil {
+			errs = append(errs, s.Validate(v, shared))
+		}
+	}
+	errs = append(errs, c.groupProblems().Err())
+	for _, err := range errs {
 		for _, p := range settings.Of(err) {
 			if h := c.EnvHint(p.Path); h != "" && p.EnvHint != "" {
 				p.Msg += fmt.Sprintf(p.EnvHint, h)
@@ -208,16 +214,11 @@ func orList(xs []string) string {
 }
 
 // groupProblems are the groups' models whose provider is not under
-// llm.providers and the tools of their allow-lists that do not exist
-// (groups.ValidateList checks the shapes).
+// llm.providers (groups.ValidateList checks the shapes; the agent's
+// section the tools of their allow-lists).
 func (c *Config) groupProblems() settings.Problems {
 	var ps settings.Problems
 	for i, g := range c.Groups {
-		for j, name := range g.Tools {
-			if err := c.Agent.CheckTool(name); err != nil {
-				ps.Add(fmt.Sprintf("groups[%d].tools[%d]", i, j), "%v", err)
-			}
-		}
 		for j, m := range g.Model {
 			p, _, ok := strings.Cut(m, "/")
 			if _, known := c.LLM.Providers[p]; ok && !known {

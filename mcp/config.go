@@ -60,6 +60,12 @@ func (t TokenGrant) Key() string {
 // DefaultConfig is the section a config file is decoded over.
 func DefaultConfig() Config { return Config{HTTP: HTTPConfig{Listen: "127.0.0.1:8765"}} }
 
+// The section registers itself: package config decodes mcp through
+// Config without importing this package.
+func init() {
+	settings.Register("mcp", DefaultConfig, func(c *Config, s settings.Shared) error { return c.Validate(s.IsGroup) })
+}
+
 // Validate reports every problem of the section with its key path;
 // isGroup tells whether a token's group is a configured group folder.
 func (c Config) Validate(isGroup func(folder string) bool) error {

@@ -121,6 +121,12 @@ func DefaultConfig() Config {
 	}
 }
 
+// The section registers itself: package config decodes media through
+// Config without importing this package.
+func init() {
+	settings.Register("media", DefaultConfig, func(c *Config, s settings.Shared) error { return c.Validate(s.Providers) })
+}
+
 // minParseMemory is the least media.parse.memory_bytes: what ffmpeg or a
 // Go job needs to start at all.
 const minParseMemory = 16 << 20

@@ -23,6 +23,12 @@ type Config struct {
 // DefaultConfig is the section a config file is decoded over.
 func DefaultConfig() Config { return Config{Listen: DefaultListen} }
 
+// The section registers itself: package config decodes ops through
+// Config without importing this package.
+func init() {
+	settings.Register("ops", DefaultConfig, func(c *Config, _ settings.Shared) error { return c.Validate() })
+}
+
 // Validate reports the section's problems, keyed by their paths.
 func (c Config) Validate() error {
 	var ps settings.Problems

@@ -28,6 +28,12 @@ func DefaultConfig() Config {
 		BatchPoll: settings.Duration(time.Minute)}
 }
 
+// The section registers itself: package config decodes scheduler through
+// Config without importing this package.
+func init() {
+	settings.Register("scheduler", DefaultConfig, func(c *Config, _ settings.Shared) error { return c.Validate() })
+}
+
 // Validate reports every problem of the section with its key path.
 func (c Config) Validate() error {
 	var ps settings.Problems

@@ -27,6 +27,12 @@ type Config struct {
 // DefaultConfig is SQLite at <data_dir>/botd.db.
 func DefaultConfig() Config { return Config{Driver: string(sqldialect.SQLite)} }
 
+// The section registers itself: package config decodes database through
+// Config without importing this package.
+func init() {
+	settings.Register("database", DefaultConfig, func(c *Config, _ settings.Shared) error { return c.Validate() })
+}
+
 // Validate reports every problem of the section with its key path.
 func (c Config) Validate() error {
 	var ps settings.Problems
@@ -42,6 +48,15 @@ func (c Config) Validate() error {
 		ps.Add("database.driver", "must be sqlite or postgres, not %q", c.Driver)
 	}
 	return ps.Err()
+}
+
+// Paths is the section's files that package config makes relative to the
+// config file: an SQLite database's (a Postgres DSN is not a path).
+func (c *Config) Paths() []*string {
+	if sqldialect.Dialect(c.Driver) == sqldialect.SQLite {
+		return []*string{&c.DSN}
+	}
+	return nil
 }
 
 // Path is where an SQLite database lives: the DSN, or <dataDir>/botd.db.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/botd-dev/botd/access"
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/chatctl"
 	"github.com/botd-dev/botd/config"
@@ -13,7 +14,9 @@ import (
 	"github.com/botd-dev/botd/llm/nokey"
 	"github.com/botd-dev/botd/llm/providers"
 	"github.com/botd-dev/botd/llm/uploads"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/ops"
+	"github.com/botd-dev/botd/scheduler"
 )
 
 // llmProviders builds each provider of llm.providers once, on demand.
@@ -112,7 +115,7 @@ func modelCaps(m providers.Model, p llm.Provider) llm.Capabilities {
 
 // buildDescribe is media.describe, or nil when it is not configured.
 func buildDescribe(cfg *config.Config, ps *llmProviders) (agent.Describe, error) {
-	d := cfg.Media.Describe
+	d := config.Section[media.Config](cfg).Describe
 	if d.Provider == "" {
 		return nil, nil
 	}
@@ -137,8 +140,8 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	// The chat's commands, the roles and the groups' own settings
 	// (chatctl): the commands are the gate after access's (agentSettings)
 	// and reach the agent once it is made.
-	policy := &chatctl.Policy{DB: d.store.DB, Access: d.cfg.Access, Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
-		CheckTool: d.cfg.Agent.CheckTool, Log: d.log.With("component", "chatctl")}
+	policy := &chatctl.Policy{DB: d.store.DB, Access: *config.Section[access.Config](d.cfg), Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
+		CheckTool: config.Section[agent.Config](d.cfg).CheckTool, Log: d.log.With("component", "chatctl")}
 	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
 		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
 	d.cmds = cmds
@@ -151,7 +154,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		return fail(1, "%v", err)
 	}
 	if describe != nil {
-		describe = agent.CachedDescribe(describe, d.store.DB, d.cfg.Media.Describe.Provider+"/"+d.cfg.Media.Describe.Model)
+		describe = agent.CachedDescribe(describe, d.store.DB, config.Section[media.Config](d.cfg).Describe.Provider+"/"+config.Section[media.Config](d.cfg).Describe.Model)
 	}
 	primary := runModel(d.cfg)
 	// Tasks marked batch go through the primary provider's batch API when
@@ -169,15 +172,15 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: set.LLM,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
 		Run: set.Run, Context: set.Context,
-		Intake: agent.IntakeOptions{MaxConcurrent: d.cfg.Agent.MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
+		Intake: agent.IntakeOptions{MaxConcurrent: config.Section[agent.Config](d.cfg).MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
 			Gate: set.Gate, Admit: cmds.Admit, AckReaction: set.AckReaction},
 		Policy: policy,
-		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: d.cfg.Scheduler.BatchPoll.D()},
+		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: config.Section[scheduler.Config](d.cfg).BatchPoll.D()},
 		Time:   agent.TimeOptions{Location: d.cfg.Location()},
 		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
-			InlineMaxBytes: d.cfg.Media.InlineMaxBytes, Parse: d.cfg.Media.Parse.Limits(), ExtraMCP: d.cfg.Agent.MCPServers,
+			InlineMaxBytes: config.Section[media.Config](d.cfg).InlineMaxBytes, Parse: config.Section[media.Config](d.cfg).Parse.Limits(), ExtraMCP: config.Section[agent.Config](d.cfg).MCPServers,
 			DataDir: d.cfg.DataDir,
 		},
 	})
@@ -201,9 +204,9 @@ func (d *daemon) agentSettings(cfg *config.Config, ps *llmProviders) (agent.Sett
 	if err != nil {
 		return agent.Settings{}, err
 	}
-	primary := runModel(cfg)
+	primary, ac := runModel(cfg), config.Section[agent.Config](cfg)
 	gate := d.newGate()
-	gate.Config = cfg.Access
+	gate.Config = *config.Section[access.Config](cfg)
 	var gates agent.Gate = gate
 	if d.cmds != nil {
 		gates = agent.Gates{gate, d.cmds} // then the chat's commands (chatctl)
@@ -211,10 +214,10 @@ func (d *daemon) agentSettings(cfg *config.Config, ps *llmProviders) (agent.Sett
 	return agent.Settings{
 		LLM: chain,
 		Run: agent.RunLimits{Model: primary.Name, MaxTokens: primary.MaxTokens,
-			MaxIterations: cfg.Agent.MaxIterations, Timeout: cfg.Agent.RunTimeout.D(), EagerTools: !cfg.Agent.LazyTools},
-		Context: agent.ContextLimits{MaxMessages: cfg.Agent.MaxMessages, Messages: contextMessages(cfg.Agent.Context.Messages),
-			MaxAge: cfg.Agent.Context.MaxAge.D(), MaxTokens: cfg.Agent.Context.MaxTokens},
-		MaxCostPerDay: agent.USD(cfg.Agent.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gates,
+			MaxIterations: ac.MaxIterations, Timeout: ac.RunTimeout.D(), EagerTools: !ac.LazyTools},
+		Context: agent.ContextLimits{MaxMessages: ac.MaxMessages, Messages: contextMessages(ac.Context.Messages),
+			MaxAge: ac.Context.MaxAge.D(), MaxTokens: ac.Context.MaxTokens},
+		MaxCostPerDay: agent.USD(ac.MaxCostPerDay), AckReaction: cfg.AckReaction, Gate: gates,
 	}, nil
 }
 

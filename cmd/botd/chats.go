@@ -64,7 +64,7 @@ func cmdChats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := databaseExists(cfg, "botd has not run here"); err != nil {
 		return err
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -182,7 +182,7 @@ func (d *daemon) loadKept(ctx context.Context) error {
 // newGate is the agent's gate of access: pairing and chat approvals.
 func (d *daemon) newGate() *access.Gate {
 	return &access.Gate{
-		Store: d.accessStore(), Config: d.cfg.Access, AssistantName: d.cfg.AssistantName,
+		Store: d.accessStore(), Config: *config.Section[access.Config](d.cfg), AssistantName: d.cfg.AssistantName,
 		Channel: d.chanFor, Taken: d.taken, Approved: d.kickKept,
 		Log: d.log.With("component", "access"),
 	}
@@ -358,7 +358,7 @@ func keptFolders(ctx context.Context, cfg *config.Config) []string {
 	if databaseExists(cfg, "") != nil {
 		return nil
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return nil
 	}
@@ -383,7 +383,7 @@ func addKeptGroups(ctx context.Context, cfg *config.Config, set *groups.Set, wan
 	if !missing || databaseExists(cfg, "") != nil {
 		return
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return
 	}

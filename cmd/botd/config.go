@@ -15,6 +15,7 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/box"
+	"github.com/botd-dev/botd/media"
 )
 
 func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -159,7 +160,7 @@ func loadConfigFor(flagValue string, uses func(path string) bool, warn io.Writer
 	// One pool for every child that reads a member's file on this host,
 	// whatever group, client or botd process (the daemon, each botd mcp)
 	// asks: lock files in data/box share it between the processes.
-	box.SetPool(cfg.Media.Parse.TotalMemoryBytes)
+	box.SetPool(config.Section[media.Config](cfg).Parse.TotalMemoryBytes)
 	box.SetHostPool(filepath.Join(cfg.DataDir, "box"))
 	return cfg, nil
 }

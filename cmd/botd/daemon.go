@@ -112,14 +112,14 @@ func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }
 // open does the start-up work: the database, the registry, the cache and
 // the group workspaces.
 func (d *daemon) open(ctx context.Context) error {
-	st, err := store.Connect(ctx, d.cfg.Database, d.cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](d.cfg), d.cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	d.store = st
 	d.history = chatlog.NewService(st, d.groups, d.cfg.Location(), d.log.With("component", "chatlog"))
-	d.reg = mediaregistry.New(st.DB, d.cfg.Media.RefTTL.D())
-	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, d.cfg.Media.CacheTTL.D())
+	d.reg = mediaregistry.New(st.DB, config.Section[media.Config](d.cfg).RefTTL.D())
+	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, config.Section[media.Config](d.cfg).CacheTTL.D())
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ type network struct {
 // nothing. `botd run` starts the enabled ones, `botd doctor` asks each
 // its Check.
 func networks(cfg *config.Config) []network {
-	host := channels.Host{DataDir: cfg.DataDir, Database: cfg.Database}
+	host := channels.Host{DataDir: cfg.DataDir, Database: *config.Section[store.Config](cfg)}
 	var out []network
 	for _, n := range channels.Networks() {
 		nc := cfg.Channels.Network(n.Name)
@@ -237,13 +237,13 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 	ms := media.New(media.Options{
 		Transcriber: tr, Bill: d.store, Pages: pages,
 		Registry: d.reg, Cache: d.cache, Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
-		MaxDownloadBytes: d.cfg.Media.MaxDownloadBytes, DownloadTimeout: d.cfg.Media.DownloadTimeout.D(),
-		DownloadIdleTimeout: d.cfg.Media.DownloadIdleTimeout.D(), DownloadsPerGroup: d.cfg.Media.DownloadsPerGroup,
-		Budget: d.budget, Parse: d.cfg.Media.Parse.Limits(), Meter: d.metrics, Log: log,
+		MaxDownloadBytes: config.Section[media.Config](d.cfg).MaxDownloadBytes, DownloadTimeout: config.Section[media.Config](d.cfg).DownloadTimeout.D(),
+		DownloadIdleTimeout: config.Section[media.Config](d.cfg).DownloadIdleTimeout.D(), DownloadsPerGroup: config.Section[media.Config](d.cfg).DownloadsPerGroup,
+		Budget: d.budget, Parse: config.Section[media.Config](d.cfg).Parse.Limits(), Meter: d.metrics, Log: log,
 	})
 	d.downloads = ms
 	ss := sending.New(sending.Options{Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, Log: log})
-	ls := links.New(links.Options{Media: ms, Pages: pages, Search: searcher, SearchPrice: d.cfg.Internet.Search.Price(),
+	ls := links.New(links.Options{Media: ms, Pages: pages, Search: searcher, SearchPrice: config.Section[links.Config](d.cfg).Search.Price(),
 		Bill: d.store, Log: log})
 	gen, err := d.generation()
 	if err != nil {
@@ -298,7 +298,7 @@ func (d *daemon) disable(folder string, err error) {
 
 // transcriber is media.transcription, or nil when it is not configured.
 func (d *daemon) transcriber() (*transcribe.Transcriber, error) {
-	t := d.cfg.Media.Transcription
+	t := config.Section[media.Config](d.cfg).Transcription
 	if t.Provider == "" {
 		d.log.Info("voice notes and audio will not be transcribed: media.transcription is not set")
 		return nil, nil
@@ -313,14 +313,17 @@ func (d *daemon) transcriber() (*transcribe.Transcriber, error) {
 }
 
 func (d *daemon) startSweepers(ctx context.Context) {
-	every := d.cfg.Media.SweepInterval.D()
+	every := config.Section[media.Config](d.cfg).SweepInterval.D()
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.reg.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.cache.RunSweeper(ctx, every, d.log) }()
 	go func() { defer d.wg.Done(); d.budget.Run(ctx, every) }()
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.cache.RunUploader(ctx, d.log.With("component", "media-store")) }()
-	go func() { defer d.wg.Done(); d.agent.RunRetention(ctx, d.cfg.Agent.Retention.D(), time.Hour) }()
+	go func() {
+		defer d.wg.Done()
+		d.agent.RunRetention(ctx, config.Section[agent.Config](d.cfg).Retention.D(), time.Hour)
+	}()
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.watchKept(ctx) }()
 	go func() { defer d.wg.Done(); d.sweepPairing(ctx, time.Hour) }()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/channels"
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -33,7 +34,7 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *to != "postgres" {
 		return fail(2, "--to: only postgres (got %q)", *to)
 	}
-	from := cfg.Database
+	from := *config.Section[store.Config](cfg)
 	if from.Driver == "postgres" {
 		// The config was switched already: the file is where botd kept it.
 		if *dsn == "" {
@@ -67,7 +68,7 @@ func cmdDatabase(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// account over with it.
 	var also []store.Attached
 	var sessions, notes []string
-	host := channels.Host{DataDir: cfg.DataDir, Database: cfg.Database}
+	host := channels.Host{DataDir: cfg.DataDir, Database: *config.Section[store.Config](cfg)}
 	for _, n := range channels.Networks() {
 		nc := cfg.Channels.Network(n.Name)
 		if n.MigrateSession == nil || nc == nil {

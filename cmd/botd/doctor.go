@@ -23,6 +23,8 @@ import (
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/llm"
+	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/ops"
 	"github.com/botd-dev/botd/store"
@@ -136,7 +138,7 @@ func (r *doctor) networks(ctx context.Context, cfg *config.Config) {
 	env := channels.Env{
 		// Constructors want a registry; Check registers nothing, so it
 		// has no database under it.
-		Registry: mediaregistry.New(nil, cfg.Media.RefTTL.D()), Sink: noSink{},
+		Registry: mediaregistry.New(nil, config.Section[media.Config](cfg).RefTTL.D()), Sink: noSink{},
 		Log: slog.New(slog.DiscardHandler), AssistantName: cfg.AssistantName,
 	}
 	for _, n := range networks(cfg) {
@@ -182,7 +184,7 @@ func (r *doctor) models(ctx context.Context, cfg *config.Config, online bool) {
 	for _, m := range cfg.LLM.Models() {
 		entries = append(entries, entry{m.Provider, m.Name, ""})
 	}
-	if d := cfg.Media.Describe; d.Provider != "" {
+	if d := config.Section[media.Config](cfg).Describe; d.Provider != "" {
 		// The vision model that describes images: a chat model too.
 		entries = append(entries, entry{d.Provider, d.Model, " (media.describe)"})
 		if p, ok := cfg.LLM.Providers[d.Provider]; ok && d.Model != "" && (p.APIKey != "" || p.Keyless()) {
@@ -264,7 +266,7 @@ func (r *doctor) disk(cfg *config.Config) {
 			seen[uint64(fi.Dev)] = true
 		}
 		free := int64(st.Bavail) * int64(st.Bsize)
-		budget, one := cfg.Media.MaxDiskBytes, cfg.Media.MaxDownloadBytes
+		budget, one := config.Section[media.Config](cfg).MaxDiskBytes, config.Section[media.Config](cfg).MaxDownloadBytes
 		switch {
 		case free < 2*one:
 			r.fail("disk", fmt.Sprintf("%s free on the disk of %s: a downloaded file (media.max_download_bytes %s) is kept twice and "+
@@ -348,26 +350,26 @@ func dataDirHolder(dir string) string {
 // database opens the database read as `botd status` does and says which
 // instance holds the lease.
 func (r *doctor) database(ctx context.Context, cfg *config.Config) {
-	if cfg.Database.Driver == "sqlite" {
-		if _, err := os.Stat(cfg.Database.Path(cfg.DataDir)); errors.Is(err, os.ErrNotExist) {
+	if config.Section[store.Config](cfg).Driver == "sqlite" {
+		if _, err := os.Stat(config.Section[store.Config](cfg).Path(cfg.DataDir)); errors.Is(err, os.ErrNotExist) {
 			r.info("database", "sqlite, not created yet; botd run creates it")
 			return
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	st, err := store.Connect(cctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(cctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
-		r.fail("database", hideDSN(err.Error(), cfg.Database.DSN)+" — check database.dsn and that the server is up")
+		r.fail("database", hideDSN(err.Error(), config.Section[store.Config](cfg).DSN)+" — check database.dsn and that the server is up")
 		return
 	}
 	defer st.Close()
-	r.ok("database", cfg.Database.Driver+" opens and is up to date")
+	r.ok("database", config.Section[store.Config](cfg).Driver+" opens and is up to date")
 	l, found, err := st.CurrentLease(cctx)
 	now := time.Now()
 	switch {
 	case err != nil:
-		r.fail("lease", hideDSN(err.Error(), cfg.Database.DSN))
+		r.fail("lease", hideDSN(err.Error(), config.Section[store.Config](cfg).DSN))
 	case !found:
 		r.info("lease", "no instance has held it yet")
 	case !l.Live(now):
@@ -399,11 +401,11 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 			}
 		}
 	}
-	if len(cfg.MCP.HTTP.Tokens) > 0 && cfg.MCP.HTTP.Listen != "" {
-		as = append(as, addr{"mcp.http.listen", cfg.MCP.HTTP.Listen, "mcp"})
+	if len(config.Section[mcp.Config](cfg).HTTP.Tokens) > 0 && config.Section[mcp.Config](cfg).HTTP.Listen != "" {
+		as = append(as, addr{"mcp.http.listen", config.Section[mcp.Config](cfg).HTTP.Listen, "mcp"})
 	}
-	if cfg.Ops.Listen != "" {
-		as = append(as, addr{"ops.listen", cfg.Ops.Listen, "run"})
+	if config.Section[ops.Config](cfg).Listen != "" {
+		as = append(as, addr{"ops.listen", config.Section[ops.Config](cfg).Listen, "run"})
 	}
 	for _, a := range as {
 		ln, err := net.Listen("tcp", a.addr)
@@ -435,8 +437,8 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 // tools, as a run would: refused address or credentials, unreachable, or
 // allowed tools it does not have; and groups no group has.
 func (r *doctor) mcpServers(ctx context.Context, cfg *config.Config) {
-	for _, name := range slices.Sorted(maps.Keys(cfg.Agent.MCPServers)) {
-		srv := cfg.Agent.MCPServers[name]
+	for _, name := range slices.Sorted(maps.Keys(config.Section[agent.Config](cfg).MCPServers)) {
+		srv := config.Section[agent.Config](cfg).MCPServers[name]
 		what := "MCP server " + name
 		for _, g := range srv.Groups {
 			if !slices.ContainsFunc(cfg.Groups, func(gc config.Group) bool { return gc.Folder == g }) {

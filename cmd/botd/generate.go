@@ -12,13 +12,13 @@ import (
 // generation builds media.generation's clients (none when none is set)
 // and its settings; newMedia wires the rest.
 func (d *daemon) generation() (generation.Options, error) {
-	c := d.cfg.Media.Generation
+	c := *config.Section[generation.Config](d.cfg)
 	tools := generateTools(d.cfg)
 	if !tools.Image && !tools.Speech && !tools.Video {
 		return generation.Options{}, nil
 	}
 	g := generation.Options{Voice: c.Speech.Voice, VideoTimeout: c.Video.Timeout.D(), VideoJobsPerGroup: c.Video.MaxJobsPerGroup,
-		Ledger: d.store, MaxCostPerDay: agent.USD(d.cfg.Agent.MaxCostPerDay), Location: d.cfg.Location(),
+		Ledger: d.store, MaxCostPerDay: agent.USD(config.Section[agent.Config](d.cfg).MaxCostPerDay), Location: d.cfg.Location(),
 		AssistantName: d.cfg.AssistantName}
 	var err error
 	if tools.Image {
@@ -50,7 +50,7 @@ func (d *daemon) generation() (generation.Options, error) {
 func (d *daemon) genOptions(mm media.ModelRef, price float64) (generate.Options, generation.Model) {
 	p := d.cfg.LLM.Providers[mm.Provider]
 	o := generate.Options{Name: mm.Provider, Type: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: mm.Model,
-		MaxBytes: d.cfg.Media.MaxDownloadBytes}
+		MaxBytes: config.Section[media.Config](d.cfg).MaxDownloadBytes}
 	m := generation.Model{Provider: mm.Provider, Name: mm.Model}
 	if price > 0 {
 		m.Price = generate.Price{PerUnit: price}
@@ -62,6 +62,6 @@ func (d *daemon) genOptions(mm media.ModelRef, price float64) (generate.Options,
 
 // generateTools says which generation tools the config makes work.
 func generateTools(cfg *config.Config) mcp.GenerateTools {
-	g := cfg.Media.Generation
+	g := *config.Section[generation.Config](cfg)
 	return mcp.GenerateTools{Image: g.Image.Provider != "", Speech: g.Speech.Provider != "", Video: g.Video.Provider != ""}
 }

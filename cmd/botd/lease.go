@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/lease"
+	"github.com/botd-dev/botd/store"
 )
 
 // whileActive runs serve while this instance holds botd's lease (package
@@ -16,12 +18,12 @@ import (
 // datalock.go) takes the lease at start and never gives it up: a renewal
 // failing there is retried and reported, since nobody can take over.
 func (d *daemon) whileActive(ctx context.Context, serve func(context.Context) error) error {
-	id := lease.InstanceID(d.cfg.Database.InstanceID)
+	id := lease.InstanceID(config.Section[store.Config](d.cfg).InstanceID)
 	log := d.log.With("component", "lease", "instance", id)
 	// stopStandby is set and called on Run's goroutine only: StandingBy
 	// runs there, and active after it in the goroutine Run starts.
 	var stopStandby func()
-	sqlite := d.cfg.Database.Driver == "sqlite"
+	sqlite := config.Section[store.Config](d.cfg).Driver == "sqlite"
 	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: sqlite, Sole: sqlite,
 		StandingBy: func() { stopStandby = d.standBy(ctx) }})
 	if err != nil {

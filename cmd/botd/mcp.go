@@ -16,6 +16,7 @@ import (
 	"github.com/botd-dev/botd/internal/startpages"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
+	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/tools"
 )
 
@@ -41,7 +42,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	readOnly := fs.Bool("read-only", false, "over stdio: offer only the tools that change nothing (no send_message, send_media, tasks, memory writes or generation)")
 	var httpAddr httpFlag
 	fs.Var(&httpAddr, "http", "serve Streamable HTTP on `[ADDR]`, or without it on mcp.http.listen from the config (default "+
-		config.Defaults().MCP.HTTP.Listen+"); loopback addresses only")
+		config.Section[mcp.Config](config.Defaults()).HTTP.Listen+"); loopback addresses only")
 	cfgFlag := configFlag(fs)
 	if err := parse(fs, joinHTTPAddr(args)); err != nil {
 		return err
@@ -98,7 +99,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	servers := map[string]*mcp.Server{}
 	tokens := map[string]string{}
-	for _, t := range cfg.MCP.HTTP.Tokens {
+	for _, t := range config.Section[mcp.Config](cfg).HTTP.Tokens {
 		key := t.Key()
 		if _, ok := servers[key]; !ok {
 			srv, closeFn, err := groupServer(cfg, set, t.Folders(), t.ReadOnly, links)
@@ -120,14 +121,14 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	followChats(ctx, cfg.DataDir, log, all...)
 	addr := httpAddr.addr
 	if addr == "" {
-		addr = cfg.MCP.HTTP.Listen
+		addr = config.Section[mcp.Config](cfg).HTTP.Listen
 	}
 	if addr == "" {
 		return fail(1, "no address to serve on: give --http ADDR, or set mcp.http.listen in the config")
 	}
-	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, AllowNonLoopback: cfg.MCP.HTTP.AllowRemote,
-		AllowedHosts: cfg.MCP.HTTP.AllowedHosts, Tokens: tokens, Servers: servers, Log: log,
-		Limits: mcp.HTTPLimits{MaxSessionsPerToken: cfg.MCP.HTTP.MaxSessionsPerToken}})
+	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{Addr: addr, AllowNonLoopback: config.Section[mcp.Config](cfg).HTTP.AllowRemote,
+		AllowedHosts: config.Section[mcp.Config](cfg).HTTP.AllowedHosts, Tokens: tokens, Servers: servers, Log: log,
+		Limits: mcp.HTTPLimits{MaxSessionsPerToken: config.Section[mcp.Config](cfg).HTTP.MaxSessionsPerToken}})
 	if err != nil {
 		return fail(1, "%v", err) // its errors say "mcp http:" already
 	}
@@ -136,7 +137,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(1, "mcp http: %v", err)
 	}
 	log.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", mcp.HTTPPath, "groups", len(servers))
-	if cfg.MCP.HTTP.AllowRemote {
+	if config.Section[mcp.Config](cfg).HTTP.AllowRemote {
 		log.Warn("botd mcp --http may be reachable from other machines (mcp.http.allow_remote): put it behind TLS, the tokens cross the network")
 	}
 	releaseStartPages(log)
@@ -233,7 +234,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folders []string, readOnly
 		component = component.With("group", folders[0])
 	}
 	srv, err := mcp.NewServer(mcp.Options{Groups: gs, GlobalDir: global, ReadOnly: readOnly,
-		InlineMaxBytes: cfg.Media.InlineMaxBytes, Parse: cfg.Media.Parse.Limits(), Version: version, Links: links,
+		InlineMaxBytes: config.Section[media.Config](cfg).InlineMaxBytes, Parse: config.Section[media.Config](cfg).Parse.Limits(), Version: version, Links: links,
 		Generate: generateTools(cfg), Internet: internetTools(cfg), Log: component})
 	if err != nil {
 		closeAll()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/agent"
+	"github.com/botd-dev/botd/config"
 )
 
 const mcpLoginLine = "botd mcp-login NAME [--timeout 5m] [--config FILE]"
@@ -36,10 +37,10 @@ func cmdMCPLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	srv, ok := cfg.Agent.MCPServers[name]
+	srv, ok := config.Section[agent.Config](cfg).MCPServers[name]
 	if !ok {
 		names := slices.Sorted(func(yield func(string) bool) {
-			for n, s := range cfg.Agent.MCPServers {
+			for n, s := range config.Section[agent.Config](cfg).MCPServers {
 				if s.OAuth != nil && s.OAuth.Flow == agent.FlowAuthorizationCode && !yield(n) {
 					return
 				}

@@ -69,17 +69,17 @@ func openMedia(ctx context.Context, cfgFlag string) (*mediaEnv, error) {
 	if err := databaseExists(cfg, "no media yet"); err != nil {
 		return nil, err
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return nil, fail(1, "%v", err)
 	}
-	cache := mediaregistry.NewCache(filepath.Join(cfg.DataDir, "media"), st.DB, cfg.Media.CacheTTL.D())
+	cache := mediaregistry.NewCache(filepath.Join(cfg.DataDir, "media"), st.DB, config.Section[media.Config](cfg).CacheTTL.D())
 	if err := useStore(cfg, cache); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return &mediaEnv{
-		cfg: cfg, set: set, st: st, reg: mediaregistry.New(st.DB, cfg.Media.RefTTL.D()), cache: cache,
+		cfg: cfg, set: set, st: st, reg: mediaregistry.New(st.DB, config.Section[media.Config](cfg).RefTTL.D()), cache: cache,
 		budget: newBudget(cfg, cache, set, nil),
 	}, nil
 }
@@ -145,7 +145,7 @@ func mediaMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	// Against a fresh cache handle: the store of the target, whatever the
 	// configured type.
-	cache := mediaregistry.NewCache(filepath.Join(env.cfg.DataDir, "media"), env.st.DB, env.cfg.Media.CacheTTL.D())
+	cache := mediaregistry.NewCache(filepath.Join(env.cfg.DataDir, "media"), env.st.DB, config.Section[media.Config](env.cfg).CacheTTL.D())
 	cache.UseStore(b)
 	if err := b.Check(ctx); err != nil {
 		return fail(1, "media.store: %v", err)
@@ -177,7 +177,7 @@ func mediaMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if res.Failed > 0 {
 		return fail(1, "%d blob(s) could not be copied (first: %v); run it again", res.Failed, res.Err)
 	}
-	if env.cfg.Media.Store.Type != *to {
+	if config.Section[media.Config](env.cfg).Store.Type != *to {
 		fmt.Fprintf(stdout, "now set media.store.type: %s and restart botd\n", *to)
 	}
 	return nil
@@ -257,8 +257,8 @@ func parseAge(s string) (time.Duration, error) {
 // of the largest downloads, so that a group among many can still take a
 // few files.
 func newBudget(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set, log *slog.Logger) *diskbudget.Budget {
-	b := diskbudget.New(cfg.Media.MaxDiskBytes, diskAreas(cfg, cache, set), log)
-	b.SetShares(len(set.All()), cfg.Media.GroupShare, 2*cfg.Media.MaxDownloadBytes)
+	b := diskbudget.New(config.Section[media.Config](cfg).MaxDiskBytes, diskAreas(cfg, cache, set), log)
+	b.SetShares(len(set.All()), config.Section[media.Config](cfg).GroupShare, 2*config.Section[media.Config](cfg).MaxDownloadBytes)
 	return b
 }
 

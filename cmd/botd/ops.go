@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/internal/box"
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/ops"
@@ -30,7 +31,7 @@ func (d *daemon) observeOps() {
 // and left out, as the web channel's default is moved: the instance runs.
 // An address the config names must be served, or botd does not start.
 func (d *daemon) startOps() (stop func(), err error) {
-	addr := d.cfg.Ops.Listen
+	addr := config.Section[ops.Config](d.cfg).Listen
 	if addr == "" {
 		d.log.Info("ops: /healthz, /readyz and /metrics are off (ops.listen is empty)")
 		return func() {}, nil

@@ -19,11 +19,13 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/botd-dev/botd/access"
 	"github.com/botd-dev/botd/agent"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
 	"github.com/botd-dev/botd/internal/atomicfile"
 	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/media/generation"
 )
 
 // reloadSettle is how long the config's folder must be quiet after a
@@ -60,9 +62,9 @@ func keyUnder(path, key string) bool {
 // use: built once at start, so a change of theirs waits for a restart
 // even though the model chain takes it at once.
 func mediaProviders(cfg *config.Config) []string {
-	m := cfg.Media
-	return []string{m.Transcription.Provider, m.Describe.Provider, m.Generation.Image.Provider,
-		m.Generation.Speech.Provider, m.Generation.Video.Provider}
+	m, g := config.Section[media.Config](cfg), config.Section[generation.Config](cfg)
+	return []string{m.Transcription.Provider, m.Describe.Provider, g.Image.Provider,
+		g.Speech.Provider, g.Video.Provider}
 }
 
 // plan is what a reload does with a config read again: the keys it puts
@@ -247,14 +249,14 @@ func (d *daemon) applyLive(next *config.Config, live []string) error {
 		d.agent.Apply(*set)
 	}
 	if touches(live, "access") && d.cmds != nil {
-		d.cmds.Policy.SetAccess(next.Access) // owners and per_sender_per_hour (chatctl)
+		d.cmds.Policy.SetAccess(*config.Section[access.Config](next)) // owners and per_sender_per_hour (chatctl)
 	}
 	if slices.Contains(live, "agent.max_cost_per_day") && d.videos != nil {
 		// The same day's budget bounds the media the group makes.
 		d.videos.SetMaxCostPerDay(set.MaxCostPerDay)
 	}
 	if touches(live, "media") && d.downloads != nil {
-		d.downloads.SetTimeouts(media.Timeouts{Overall: next.Media.DownloadTimeout.D(), Idle: next.Media.DownloadIdleTimeout.D()})
+		d.downloads.SetTimeouts(media.Timeouts{Overall: config.Section[media.Config](next).DownloadTimeout.D(), Idle: config.Section[media.Config](next).DownloadIdleTimeout.D()})
 	}
 	if slices.Contains(live, "log_level") && d.logLevel != nil {
 		var l slog.Level

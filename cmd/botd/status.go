@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -30,7 +31,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := databaseExists(cfg, "botd has not run here"); err != nil {
 		return err
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -42,7 +43,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	now := time.Now()
 	loc := cfg.Location()
 	at := func(t time.Time) string { return t.In(loc).Format("2006-01-02 15:04:05 MST") }
-	fmt.Fprintf(stdout, "database: %s\n", cfg.Database.Driver)
+	fmt.Fprintf(stdout, "database: %s\n", config.Section[store.Config](cfg).Driver)
 	// What `botd mcp` asks before each call: does a botd run hold this
 	// data folder (its IPC is there)?
 	if holder, up, err := probeDataDir(cfg.DataDir); err != nil {

@@ -10,12 +10,13 @@ import (
 	"github.com/botd-dev/botd/media"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/mediaregistry/s3store"
+	"github.com/botd-dev/botd/store"
 )
 
 // bucket opens media.store's bucket, whatever the type (migrate reads it
 // while the type is still local).
 func bucket(cfg *config.Config) (*s3store.Store, error) {
-	st, err := s3store.New(cfg.Media.Store.S3())
+	st, err := s3store.New(config.Section[media.Config](cfg).Store.S3())
 	if err != nil {
 		return nil, fail(1, "media.store: %v", err)
 	}
@@ -24,7 +25,7 @@ func bucket(cfg *config.Config) (*s3store.Store, error) {
 
 // useStore puts the cache on media.store: nothing to do for local.
 func useStore(cfg *config.Config, cache *mediaregistry.Cache) error {
-	if cfg.Media.Store.Type != media.StoreS3 {
+	if config.Section[media.Config](cfg).Store.Type != media.StoreS3 {
 		return nil
 	}
 	st, err := bucket(cfg)
@@ -43,7 +44,7 @@ const storeCheckTimeout = 20 * time.Second
 
 // checkStore proves an s3 bucket reachable and writable.
 func checkStore(ctx context.Context, cfg *config.Config) error {
-	if cfg.Media.Store.Type != media.StoreS3 {
+	if config.Section[media.Config](cfg).Store.Type != media.StoreS3 {
 		return nil
 	}
 	st, err := bucket(cfg)
@@ -59,8 +60,8 @@ func checkStore(ctx context.Context, cfg *config.Config) error {
 // URLs when the bucket keeps the bytes. A URL is only offered once the
 // object is there (the upload runs after the fetch, in the daemon).
 func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
-	l := &mcp.LinkOptions{TTL: cfg.Media.LinkTTL.D()}
-	if cfg.Media.Store.Type != media.StoreS3 {
+	l := &mcp.LinkOptions{TTL: config.Section[media.Config](cfg).LinkTTL.D()}
+	if config.Section[media.Config](cfg).Store.Type != media.StoreS3 {
 		return l, nil
 	}
 	b, err := bucket(cfg)
@@ -84,10 +85,10 @@ func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
 // was never made (a command that only reads should not create it); a
 // Postgres database is the operator's to make.
 func databaseExists(cfg *config.Config, what string) error {
-	if cfg.Database.Driver != "sqlite" {
+	if config.Section[store.Config](cfg).Driver != "sqlite" {
 		return nil
 	}
-	db := cfg.Database.Path(cfg.DataDir)
+	db := config.Section[store.Config](cfg).Path(cfg.DataDir)
 	if _, err := os.Stat(db); err != nil {
 		return fail(1, "%s: %s does not exist (has `botd run` run with data_dir %s?)", what, db, cfg.DataDir)
 	}

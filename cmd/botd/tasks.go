@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/mcp"
 	"github.com/botd-dev/botd/scheduler"
 	"github.com/botd-dev/botd/tools"
@@ -12,7 +13,7 @@ import (
 // delivered to the agent's intake as a message of its group, so it needs
 // the agent; it starts with the intake (startScheduler) and stops with it.
 func (d *daemon) newScheduler() {
-	c := d.cfg.Scheduler
+	c := *config.Section[scheduler.Config](d.cfg)
 	d.sched = scheduler.New(scheduler.Options{
 		Store: d.store, Groups: d.groups, Location: d.cfg.Location(),
 		Grace: c.Grace.D(), MaxTasksPerGroup: c.MaxTasksPerGroup, MaxRunsPerHour: c.MaxRunsPerHour,
@@ -25,7 +26,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	if err := d.sched.Start(ctx); err != nil {
 		return fail(1, "%v", err)
 	}
-	d.log.Info("scheduler running", "timezone", d.sched.Location().String(), "grace", d.cfg.Scheduler.Grace.D())
+	d.log.Info("scheduler running", "timezone", d.sched.Location().String(), "grace", config.Section[scheduler.Config](d.cfg).Grace.D())
 	return nil
 }
 

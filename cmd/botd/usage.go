@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/store"
 )
 
@@ -53,7 +54,7 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := databaseExists(cfg, "no usage yet"); err != nil {
 		return err
 	}
-	st, err := store.Connect(ctx, cfg.Database, cfg.DataDir)
+	st, err := store.Connect(ctx, *config.Section[store.Config](cfg), cfg.DataDir)
 	if err != nil {
 		return fail(1, "%v", err)
 	}

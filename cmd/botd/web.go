@@ -8,6 +8,8 @@ import (
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/media"
+	"github.com/botd-dev/botd/store"
 )
 
 // observe sets up what the web dashboard, /readyz and /metrics show
@@ -47,7 +49,7 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 		d.log.Warn("no LLM model can answer yet; the web pages say what to set", "problem", d.cfg.MissingLLM())
 	}
 	o := web.Options{
-		DataDir: d.cfg.DataDir, MaxUploadBytes: d.cfg.Media.MaxDownloadBytes,
+		DataDir: d.cfg.DataDir, MaxUploadBytes: config.Section[media.Config](d.cfg).MaxDownloadBytes,
 		Groups: d.groups, Store: d.store, Monitor: d.mon, Model: model, Notice: notice, Out: d.out, Budget: d.budget,
 		Standby: standby, Networks: map[string]bool{},
 	}
@@ -55,7 +57,7 @@ func (d *daemon) newWeb(env channels.Env, standby bool) (*web.Web, error) {
 		nc := d.cfg.Channels.Network(n.Name)
 		o.Networks[n.Name] = nc != nil && nc.On()
 	}
-	if d.cfg.Database.Driver == "postgres" {
+	if config.Section[store.Config](d.cfg).Driver == "postgres" {
 		// Instances share this database (docs/scaling.md): the dashboard
 		// says which one answers.
 		o.Lease = d.leaseView

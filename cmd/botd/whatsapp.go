@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/botd-dev/botd/channels/whatsapp"
+	"github.com/botd-dev/botd/config"
+	"github.com/botd-dev/botd/store"
 )
 
 // The login command comes with the network: a build without WhatsApp
@@ -35,7 +37,7 @@ func cmdWhatsApp(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	err = whatsapp.Login(ctx, whatsapp.LoginOptions{
-		Session: whatsapp.SessionFor(*cfg.Channels.Network("whatsapp").(*whatsapp.Config), cfg.Database, cfg.DataDir),
+		Session: whatsapp.SessionFor(*cfg.Channels.Network("whatsapp").(*whatsapp.Config), *config.Section[store.Config](cfg), cfg.DataDir),
 		Phone:   *phone,
 		Out:     stdout,
 		Log:     newLogger("warn", stderr),

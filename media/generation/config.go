@@ -54,6 +54,12 @@ func DefaultConfig() Config {
 	return Config{Video: VideoGen{Timeout: settings.Duration(30 * time.Minute), MaxJobsPerGroup: 2}}
 }
 
+// The section registers itself: package config decodes media.generation through
+// Config without importing this package.
+func init() {
+	settings.Register("media.generation", DefaultConfig, func(c *Config, s settings.Shared) error { return c.Validate(s.Providers) })
+}
+
 // Validate reports every problem of media.generation with its key path:
 // each model like any media job, plus the API its provider's type offers.
 // providers maps each name of llm.providers to its type.

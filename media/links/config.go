@@ -21,6 +21,12 @@ func DefaultConfig() Config {
 	return Config{Fetch: webfetch.DefaultConfig(), Search: websearch.DefaultConfig()}
 }
 
+// The section registers itself: package config decodes internet through
+// Config without importing this package.
+func init() {
+	settings.Register("internet", DefaultConfig, func(c *Config, _ settings.Shared) error { return c.Validate() })
+}
+
 // Validate reports every problem of the section at its key path
 // (internet.fetch.…, internet.search.…).
 func (c Config) Validate() error {
