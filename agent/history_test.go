@@ -65,7 +65,7 @@ func TestFollowUpSeesThePhotoDiscussedBefore(t *testing.T) {
 		`<note ref="` + catRef + `"`,
 		"your answer then: It is a red square.",
 	} {
-		if !strings.Contains(follow, want) || (strings.HasSuffix(want, "</message>") && !strings.Contains(answeredPart(follow), want)) {
+		if !strings.Contains(follow, want) || (strings.HasSuffix(want, "</message>") && !strings.Contains(handledPart(follow), want)) {
 			t.Errorf("the follow-up's context lacks %q:\n%s", want, follow)
 		}
 	}

@@ -12,11 +12,15 @@ import (
 	"github.com/botd-dev/botd/tools"
 )
 
-// coreTools are offered with their schemas from a run's first turn: the
-// ones nearly every run that uses a tool needs (media in the chat and the
-// chat's own history). Every other tool is deferred: the model sees its
-// name and first sentence in load_tools' description and asks for it.
-var coreTools = []string{"fetch_media", "search_messages", "read_messages"}
+// coreTools are offered with their schemas from a run's first turn: what
+// nearly every run that uses a tool needs, a file of the chat. Every
+// other tool is deferred: the model sees its name and first sentence in
+// load_tools' description and asks for it. Measured (BenchmarkGroupDayBill):
+// keeping search_messages and read_messages core too costs every run
+// about 600 tokens (botd 44 % of eager instead of 37 %), while a question
+// about older history pays one load_tools turn (none on Anthropic's
+// native tool search).
+var coreTools = []string{"fetch_media"}
 
 // indexLineMax bounds one tool's line in load_tools' index: a first
 // sentence, not the description.

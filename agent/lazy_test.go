@@ -20,10 +20,10 @@ func TestLazyTools(t *testing.T) {
 	inner := &toolsHere{names: []string{"fetch_media", "fetch_url", "remember", "search_messages", "send_message"}}
 	l := newLazyTools(inner)
 	first := toolNames(l.Tools())
-	if want := []string{"fetch_media", "search_messages", llm.LoadTools}; !slices.Equal(first, want) {
+	if want := []string{"fetch_media", llm.LoadTools}; !slices.Equal(first, want) {
 		t.Fatalf("first turn offers %v, want %v", first, want)
 	}
-	if d := toolNames(l.Deferred()); !slices.Equal(d, []string{"fetch_url", "remember", "send_message"}) {
+	if d := toolNames(l.Deferred()); !slices.Equal(d, []string{"fetch_url", "remember", "search_messages", "send_message"}) {
 		t.Fatalf("deferred %v", d)
 	}
 	call := func(name, args string) (string, bool) {
@@ -80,7 +80,7 @@ func TestLazyTools(t *testing.T) {
 // are. load_tools' index is one short line per deferred tool, and the
 // group's allow-list (the permit under it) shrinks it.
 func TestLazyToolsIndex(t *testing.T) {
-	if l := newLazyTools(&toolsHere{names: []string{"fetch_media", "read_messages"}}); l != nil {
+	if l := newLazyTools(&toolsHere{names: []string{"fetch_media"}}); l != nil {
 		t.Fatalf("core tools only: got a lazy layer offering %v", toolNames(l.Tools()))
 	}
 	long := strings.Repeat("word ", 60)
