@@ -26,7 +26,7 @@ var (
 // Telegram: messages sent 10 days ago (dated as Telegram dates them) are
 // outside what a run is shown, yet the assistant asked about them finds
 // them with search_messages and reads around them with read_messages (a
-// scripted model calling both); and an MCP client over `botd mcp` finds
+// scripted model loading and calling both); and an MCP client over `botd mcp` finds
 // the same message, reads its neighbours with the photo's placeholder and
 // fetches the photo by its ref.
 func TestHistoryIsSearchedEndToEnd(t *testing.T) {
@@ -39,6 +39,10 @@ func TestHistoryIsSearchedEndToEnd(t *testing.T) {
 			return llmfake.Reply{Text: "Hi there."}
 		}
 		if c.LastRole != "tool" {
+			// The history tools are loaded first (lazy tools).
+			return llmfake.Reply{Tool: "load_tools", Args: `{"names":["search_messages","read_messages"]}`}
+		}
+		if strings.Contains(c.LastText, "Loaded search_messages, read_messages") {
 			return llmfake.Reply{Tool: "search_messages", Args: `{"query":"tickets"}`}
 		}
 		if m := bobsMatch.FindStringSubmatch(c.LastText); m != nil && strings.Contains(c.LastText, "matching") {
@@ -89,18 +93,18 @@ func TestHistoryIsSearchedEndToEnd(t *testing.T) {
 			asked = append(asked, r)
 		}
 	}
-	if len(asked) != 3 {
-		t.Fatalf("the question took %d model requests, want 3 (search, read, answer)", len(asked))
+	if len(asked) != 4 {
+		t.Fatalf("the question took %d model requests, want 4 (load, search, read, answer)", len(asked))
 	}
 	if first := readChat(asked[0].Body); strings.Contains(first.Users, "I got the tickets") || !strings.Contains(first.System, "search_messages") {
 		t.Fatalf("the question's first request: Bob's old message is in the context (%v), or the prompt does not say history is searchable (%v)",
 			strings.Contains(first.Users, "I got the tickets"), !strings.Contains(first.System, "search_messages"))
 	}
-	searched := readChat(asked[1].Body).LastText
+	searched := readChat(asked[2].Body).LastText
 	if !bobsMatch.MatchString(searched) || !strings.Contains(searched, old.Add(time.Minute).UTC().Format("2006-01-02")) {
 		t.Fatalf("search_messages did not give Bob's message with its date:\n%s", searched)
 	}
-	read := readChat(asked[2].Body).LastText
+	read := readChat(asked[3].Body).LastText
 	iAlice, iBob, iPhoto, iCarol := strings.Index(read, "Who has the tickets"), strings.Index(read, "I got the tickets"),
 		strings.Index(read, "[Image:"), strings.Index(read, "Great, thanks Bob")
 	if iAlice < 0 || iBob < iAlice || iPhoto < iBob || iCarol < iPhoto {

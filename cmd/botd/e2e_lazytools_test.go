@@ -184,3 +184,85 @@ func TestLazyToolsEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// A plain question's first model request, as each wire sends it, with
+// lazy tools and with every schema (agent.lazy_tools: false): estimated
+// as the bill does, a token per 4 bytes of the request body. Lazy must
+// cost at most half of eager on every wire; `go test -v` prints the
+// figures (docs/performance.md).
+func TestPlainQuestionFirstRequest(t *testing.T) {
+	type leg struct {
+		name  string
+		wire  llmfake.Wire
+		model string
+	}
+	legs := []leg{
+		{"openai", llmfake.OpenAI, "gpt-4.1"},
+		{"gemini", llmfake.Gemini, "gemini-2.5-flash"},
+		{"anthropic", llmfake.Anthropic, "claude-opus-4-1"},
+		{"anthropic-tool-search", llmfake.Anthropic, "claude-sonnet-4-5"},
+	}
+	first := func(t *testing.T, l leg, lazy bool) int {
+		t.Helper()
+		dir := t.TempDir()
+		tg := telegramtest.New(t)
+		model := llmfake.New(t, func(llmfake.Request) llmfake.Reply { return llmfake.Reply{Text: "It is 14:05 in Berlin."} })
+		base := model.URL + "/v1"
+		if l.wire != llmfake.OpenAI {
+			base = model.URL
+		}
+		cfg := fmt.Sprintf(agentConfig, telegramtest.Token, tg.URL(), string(l.wire), base, l.model)
+		if !lazy {
+			cfg += "agent: {lazy_tools: false}\n"
+		}
+		writeFile(t, filepath.Join(dir, "botd.yaml"), cfg)
+		host := startBotd(t, dir, "run", "--config", "botd.yaml")
+		defer host.stop(t)
+		host.waitLog(t, "botd running")
+		alice := telegramtest.Person(41, "Alice")
+		tg.Enqueue(models.Update{Message: &models.Message{ID: 10, Chat: telegramtest.Group(-100, "Family"), From: &alice,
+			Date: int(time.Now().Unix()), Text: "@Andy what time is it in Berlin?"}})
+		testwait.Within(t, 60*time.Second, "the question is answered", func() bool { return len(tg.Sent()) > 0 })
+		for _, r := range model.Requests() {
+			if llmfake.WireOf(r.Path) == l.wire {
+				return (len(billedBody(t, r.Body)) + 3) / 4
+			}
+		}
+		t.Fatal("no chat request reached the model")
+		return 0
+	}
+	for _, l := range legs {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			lazy, eager := first(t, l, true), first(t, l, false)
+			t.Logf("%s: a plain question's first request ~%d tokens lazy, ~%d eager (%d %%)", l.name, lazy, eager, 100*lazy/eager)
+			if 2*lazy > eager {
+				t.Fatalf("lazy tools: ~%d tokens, more than half of eager ~%d", lazy, eager)
+			}
+		})
+	}
+}
+
+// billedBody is a request body without the tools sent deferred
+// (Anthropic's defer_loading), which the model is not shown until its
+// search finds them and which are not billed as input.
+func billedBody(t *testing.T, body []byte) []byte {
+	t.Helper()
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("request body: %v", err)
+	}
+	var ts []map[string]any
+	if json.Unmarshal(req["tools"], &ts) != nil {
+		return body
+	}
+	shown := ts[:0]
+	for _, tl := range ts {
+		if d, _ := tl["defer_loading"].(bool); !d {
+			shown = append(shown, tl)
+		}
+	}
+	req["tools"], _ = json.Marshal(shown)
+	out, _ := json.Marshal(req)
+	return out
+}
