@@ -433,6 +433,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		}
 		rec.InputTokens = usage.InputTokens + usage.CacheReadTokens + usage.CacheWriteTokens
 		rec.OutputTokens, rec.CostMicrocents, rec.CostKnown = usage.OutputTokens, usage.CostMicrocents, usage.CostKnown
+		addSplit(rec, r.req, res.Usage) // where the input went (split.go), by the request as sent
 		r.req.Messages = append(r.req.Messages, res.Message())
 		calls := res.ToolCalls()
 		if len(calls) == 0 {
