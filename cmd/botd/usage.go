@@ -17,7 +17,8 @@ const usageLine = "botd usage [--group FOLDER] [--since AGE|DATE] [--config FILE
 func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("usage", usageLine,
 		"Print what the model calls and media generation cost, per group, day and model: attempts (failed ones too), tokens "+
-			"(input, output, cache read, cache write, reasoning), media made (images, seconds of audio and video) and cost in USD.", stderr)
+			"(input, output, cache read, cache write, reasoning), media made (images, seconds of audio and video) and cost in USD; "+
+			"then where each group's input tokens went each day: the fixed prompt, the tools, the conversation and media.", stderr)
 	group := fs.String("group", "", "only this group folder")
 	since := fs.String("since", "30d", "from this long ago (e.g. 7d, 36h) or this date (2026-11-01)")
 	cfgFlag := configFlag(fs)
@@ -81,8 +82,52 @@ func cmdUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "\ntotal: %.4f USD\n", float64(total)/1e8)
-	return err
+	if _, err := fmt.Fprintf(stdout, "\ntotal: %.4f USD\n", float64(total)/1e8); err != nil {
+		return err
+	}
+	splits, err := st.UsageSplit(ctx, *group, from, loc)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	return printSplit(stdout, splits)
+}
+
+// printSplit says where each group's input tokens went each day: the
+// runs' input tokens (cache reads and writes included) split into the
+// fixed prompt, the tools' schemas, the conversation and media, with
+// each part's share. Runs recorded before botd split the bill are
+// counted apart, their parts shown as "—".
+func printSplit(w io.Writer, rows []store.SplitRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprint(w, "\nWhere the input tokens went, per group and day: each run's input tokens (cache included) split into the fixed\n"+
+		"prompt, the tools offered, the conversation and media, in the shares an estimate of its requests gives them.\n"); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "GROUP\tDAY\tRUNS\tINPUT\tFIXED PROMPT\tTOOLS\tCONVERSATION\tMEDIA\t")
+	for _, r := range rows {
+		runs := fmt.Sprint(r.Runs)
+		if r.Unsplit > 0 {
+			runs += fmt.Sprintf(" (%d not split)", r.Unsplit)
+		}
+		cells := []string{"—", "—", "—", "—", "—"}
+		if r.Unsplit < r.Runs {
+			cells = []string{fmt.Sprint(r.Input), share(r.Split.Prompt, r.Input), share(r.Split.Tools, r.Input),
+				share(r.Split.Conversation, r.Input), share(r.Split.Media, r.Input)}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.Folder, r.Day, runs, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// share is n tokens with its percentage of all: "1200 (31%)".
+func share(n, all int64) string {
+	if all <= 0 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d (%d%%)", n, (n*100+all/2)/all)
 }
 
 // mediaUnits is what a generation model made: "2 images", "14s audio",
