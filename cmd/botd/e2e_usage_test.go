@@ -34,7 +34,7 @@ func TestUsageShowsWhereTheInputTokensWent(t *testing.T) {
 	testwait.Within(t, 60*time.Second, "the answer in the chat", func() bool { return len(r.answers(answer)) > 0 })
 	host.stop(t) // the run is saved before botd exits
 
-	out, code := runCLI(t, r.dir, "usage", "--config", "botd.yaml")
+	out, code := runCLI(t, r.dir, "usage", "--runs", "5", "--config", "botd.yaml")
 	if code != 0 || !strings.Contains(out, "Where the input tokens went") {
 		t.Fatalf("botd usage (exit %d) has no split:\n%s", code, out)
 	}
@@ -60,6 +60,14 @@ func TestUsageShowsWhereTheInputTokensWent(t *testing.T) {
 	if sum != input {
 		t.Errorf("the parts sum to %d, not the input's %d:\n%s", sum, input, out)
 	}
+	// --runs lists the run itself with the same split.
+	runLine := `(?m)^\s*\d{4}-\d\d-\d\d \d\d:\d\d\s+family\s+claude-sonnet-4-5\s+answered\s+300`
+	for _, p := range parts {
+		runLine += `\s+` + strconv.FormatInt(p, 10) + ` \(\d+%\)`
+	}
+	if !regexp.MustCompile(runLine + `\s*$`).MatchString(out) {
+		t.Errorf("--runs does not list the run with its split (%v):\n%s", parts, out)
+	}
 
 	// A run as an older botd stored it, two days back: no split.
 	ctx := context.Background()
@@ -74,9 +82,12 @@ func TestUsageShowsWhereTheInputTokensWent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, code = runCLI(t, r.dir, "usage", "--config", "botd.yaml")
+	out, code = runCLI(t, r.dir, "usage", "--runs", "5", "--config", "botd.yaml")
 	if code != 0 || !regexp.MustCompile(`(?m)^\s*family\s+\S+\s+1 \(1 not split\)\s+—\s+—\s+—\s+—\s+—\s*$`).MatchString(out) {
 		t.Errorf("the old run's day is not shown as not split (exit %d):\n%s", code, out)
+	}
+	if !regexp.MustCompile(`(?m)^\s*\S+ \S+\s+family\s+claude-sonnet-4-5\s+answered\s+900\s+—\s+—\s+—\s+—\s*$`).MatchString(out) {
+		t.Errorf("--runs does not show the old run's split as —:\n%s", out)
 	}
 	t.Logf("botd usage:\n%s", out)
 	if m := splitLine.FindStringSubmatch(out); m == nil || m[3] != "300" {
