@@ -35,7 +35,10 @@ import (
 // and then they are in Tools.
 
 // textTokens is the estimate of a text of len(s) bytes.
-func textTokens(s string) int64 { return int64(len(s)+3) / 4 }
+func textTokens(s string) int64 { return bytesTokens(len(s)) }
+
+// bytesTokens is the estimate of n bytes of text.
+func bytesTokens(n int) int64 { return int64(n+3) / 4 }
 
 // imageTokens is the estimate of a w×h image.
 func imageTokens(w, h int) int64 {
@@ -67,7 +70,7 @@ const (
 func estimateSplit(req *llm.Request) store.TokenSplit {
 	e := store.TokenSplit{Prompt: textTokens(req.System)}
 	for _, t := range req.Tools {
-		e.Tools += textTokens(t.Name + t.Description + string(t.Parameters))
+		e.Tools += bytesTokens(len(t.Name) + len(t.Description) + len(t.Parameters)) // as one text, unjoined
 	}
 	for _, m := range req.Messages {
 		for _, p := range m.Parts {
@@ -82,7 +85,7 @@ func addPartEstimate(e *store.TokenSplit, p llm.Part) {
 	case p.Media != nil:
 		e.Media += mediaTokens(p.Media)
 	case p.ToolCall != nil:
-		e.Conversation += textTokens(string(p.ToolCall.Args))
+		e.Conversation += bytesTokens(len(p.ToolCall.Args))
 	case p.ToolResult != nil:
 		for _, c := range p.ToolResult.Content {
 			addPartEstimate(e, c)

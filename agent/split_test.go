@@ -165,3 +165,35 @@ func TestRunRecordsItsTokenSplit(t *testing.T) {
 		t.Errorf("the photo is estimated at %d tokens, want 1440", m)
 	}
 }
+
+// BenchmarkEstimateSplit is what splitting costs a model turn: a request
+// the size of today's plain question (a 4.7 KB prompt, 13 tools of 10 KB
+// in all) with a conversation of 40 messages and two photos in files.
+func BenchmarkEstimateSplit(b *testing.B) {
+	dir := b.TempDir()
+	var parts []llm.Part
+	for i, size := range [][2]int{{1568, 1176}, {1200, 900}} {
+		p := filepath.Join(dir, "photo"+string(rune('a'+i))+".png")
+		if err := os.WriteFile(p, pngOf(b, size[0], size[1]), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		parts = append(parts, llm.ImageFile("image/png", p))
+	}
+	req := llm.Request{System: strings.Repeat("p", 4700)}
+	for i := range 13 {
+		req.Tools = append(req.Tools, llm.Tool{Name: "tool" + string(rune('a'+i)), Description: strings.Repeat("d", 300),
+			Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string","description":"` + strings.Repeat("x", 450) + `"}}}`)})
+	}
+	for i := range 40 {
+		req.Messages = append(req.Messages, llm.UserText(strings.Repeat("m", 200+i)))
+	}
+	req.Messages = append(req.Messages, llm.ToolResults(llm.ToolResultPart("c1", false, parts...)))
+	b.ReportAllocs()
+	var e store.TokenSplit
+	for b.Loop() {
+		e = estimateSplit(&req)
+	}
+	if e.Media != imageTokens(1568, 1176)+imageTokens(1200, 900) {
+		b.Fatalf("media estimated at %d", e.Media)
+	}
+}
