@@ -380,6 +380,7 @@ func (r *Run) answer(final string, queue func(*outboxdb.Item) (int64, error)) ru
 func (r *Run) save() {
 	r.rec.Finished = time.Now()
 	r.rec.Attempts, r.rec.Model = r.bill.list()
+	splitKnown(&r.rec) // a run without a model call split nothing: zeros, not "—"
 	if err := r.a.opts.Store.SaveRun(context.WithoutCancel(r.ctx), r.rec, toTranscript(r.req.Messages)); err != nil {
 		r.log.Warn("agent: transcript not saved", "err", err)
 	}

@@ -203,3 +203,12 @@ func addSplit(rec *store.AgentRun, req *llm.Request, u llm.Usage) {
 	}
 	rec.Split.Add(s)
 }
+
+// splitKnown gives a run that made no model call (or none that reported
+// usage) its split of nothing, so only runs recorded before botd split
+// the bill read as unknown.
+func splitKnown(rec *store.AgentRun) {
+	if rec.Split == nil {
+		rec.Split = &store.TokenSplit{}
+	}
+}

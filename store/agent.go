@@ -137,7 +137,7 @@ type AgentRun struct {
 	// Attempts are every model call of the run, failed ones included.
 	Attempts []Attempt
 	// Split is where InputTokens went; nil for a run recorded before
-	// botd split the bill (or one that made no model call).
+	// botd split the bill.
 	Split *TokenSplit
 }
 
