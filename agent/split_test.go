@@ -62,9 +62,11 @@ func TestEstimateSplit(t *testing.T) {
 			llm.MediaBase64("image/png", small),
 			llm.ImageFile("image/jpeg", filepath.Join(dir, "gone.jpg")), // unreadable: the flat figure
 			llm.MediaURL("image/png", "https://example.com/x.png"),
+			llm.MediaBase64("image/png", "!!not base64, not an image"),                        // the flat figure
+			llm.MediaBase64("image/gif", base64.StdEncoding.EncodeToString([]byte("GIF89a"))), // a header cut short: flat
 			llm.MediaFile("audio/ogg", voice),
 			llm.MediaFile("application/pdf", filepath.Join(dir, "doc.pdf")),
-		}}}}, store.TokenSplit{Media: 100 + imageFlatTokens + imageFlatTokens + 20_000/audioBytesPerToken + mediaFlatTokens}},
+		}}}}, store.TokenSplit{Media: 100 + 4*imageFlatTokens + 20_000/audioBytesPerToken + mediaFlatTokens}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := estimateSplit(&tc.req); got != tc.want {
