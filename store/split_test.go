@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,23 +12,20 @@ import (
 // A run's token split is saved with it and read back by every reader of
 // runs, on both databases; a run stored before the split's migration
 // (its columns dropped, the row written as the older botd wrote it, the
-// migration run again on restart) reads back without one, not as zeros.
+// migration's DDL run again) reads back without one, not as zeros.
 func TestRunSplitRoundTrip(t *testing.T) { drivers(t, testRunSplitRoundTrip) }
 
 func testRunSplitRoundTrip(t *testing.T, c Config) {
 	ctx := context.Background()
 	s := open(t, c)
-	v := SchemaVersion
-	if !strings.Contains(migrations[v-1], "prompt_tokens") {
-		t.Fatal("the split is no longer the last migration: rewind this test to the one that adds it")
+	i := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN prompt_tokens") })
+	if i < 0 {
+		t.Fatal("no migration adds the runs' split")
 	}
 	// Back to the schema before the split, with a run stored by that botd.
 	if _, err := s.DB.ExecContext(ctx, `ALTER TABLE agent_runs DROP COLUMN prompt_tokens;
 		ALTER TABLE agent_runs DROP COLUMN tool_tokens; ALTER TABLE agent_runs DROP COLUMN conversation_tokens;
 		ALTER TABLE agent_runs DROP COLUMN media_tokens;`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.DB.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, v); err != nil {
 		t.Fatal(err)
 	}
 	day := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
@@ -36,10 +34,8 @@ func testRunSplitRoundTrip(t *testing.T, c Config) {
 		"old", "fam", day.UnixMilli(), day.UnixMilli()+10, "answered", 0, 1, 900, 10, 0, false, "", "m"); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s = open(t, c) // the restart migrates again
-	if got, err := s.Version(ctx); err != nil || got != v {
-		t.Fatalf("version after the restart = %d, %v; want %d", got, err, v)
+	if _, err := s.DB.ExecContext(ctx, s.Dialect.Schema(migrations[i])); err != nil {
+		t.Fatalf("migration %d on a database with runs: %v", i+1, err)
 	}
 
 	split := &TokenSplit{Prompt: 1200, Tools: 2600, Conversation: 310, Media: 1590}
