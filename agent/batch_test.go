@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -200,6 +201,31 @@ func TestBatchTaskAnswered(t *testing.T) {
 	}
 	if !billed {
 		t.Errorf("the batch is not billed to the group: %+v", rows)
+	}
+	// The batch run's input is split as an interactive run's is, by the
+	// request the batch sent.
+	var sent llm.Request
+	if err := json.Unmarshal([]byte(req), &sent); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := h.st.Runs(context.Background(), "family", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := apportion(estimateSplit(&sent), 1000)
+	var split bool
+	for _, r := range runs {
+		split = split || (r.InputTokens == 1000 && r.Split != nil && *r.Split == want)
+	}
+	if !split || want.Prompt == 0 || want.Tools == 0 || want.Conversation == 0 {
+		t.Errorf("the batch run's split is not %+v: %+v", want, runs)
+	}
+	// The run that handed the task off made no model call: its split is
+	// of nothing, known (only runs from before the split read as "—").
+	for _, r := range runs {
+		if r.Split == nil {
+			t.Errorf("run %s (%s) has no split", r.ID, r.Outcome)
+		}
 	}
 }
 

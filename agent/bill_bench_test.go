@@ -19,19 +19,9 @@ import (
 	"github.com/botd-dev/botd/mediaregistry"
 )
 
-// The token estimate the bill is measured by, documented so the figures
-// can be checked: text costs bytes/4 tokens; an image w×h pixels costs
-// w·h/750 tokens (Anthropic's rule, after the provider scales it to at
-// most 1568 px), a cost charged whether the image arrives inline or as a
-// file.
-func textTokens(s string) int64 { return int64(len(s)+3) / 4 }
-
-func imageTokens(w, h int) int64 {
-	if m := max(w, h); m > 1568 {
-		w, h = w*1568/m, h*1568/m
-	}
-	return int64(w*h+749) / 750
-}
+// The token estimate the bill is measured by is the product's own
+// (split.go: textTokens, imageTokens), documented there so the figures
+// can be checked and botd usage splits a run's tokens the same way.
 
 // billModel answers like a careful agent (it fetches the media a question
 // is about, then answers) and reports usage by the estimate above. It

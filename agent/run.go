@@ -398,6 +398,7 @@ func (r *Run) answer(final string, queue func(*outboxdb.Item) (int64, error)) ru
 func (r *Run) save() {
 	r.rec.Finished = time.Now()
 	r.rec.Attempts, r.rec.Model = r.bill.list()
+	splitKnown(&r.rec) // a run without a model call split nothing: zeros, not "—"
 	if err := r.a.opts.Store.SaveRun(context.WithoutCancel(r.ctx), r.rec, toTranscript(r.req.Messages)); err != nil {
 		r.log.Warn("agent: transcript not saved", "err", err)
 	}
@@ -454,6 +455,7 @@ func (r *Run) turns(first *llm.Result) (final string, stop *runResult) {
 		}
 		rec.InputTokens = usage.InputTokens + usage.CacheReadTokens + usage.CacheWriteTokens
 		rec.OutputTokens, rec.CostMicrocents, rec.CostKnown = usage.OutputTokens, usage.CostMicrocents, usage.CostKnown
+		addSplit(rec, r.req, res.Usage) // where the input went (split.go), by the request as sent
 		r.req.Messages = append(r.req.Messages, res.Message())
 		if r.lazy != nil {
 			r.lazy.loadedBy(res.Loaded)

@@ -136,6 +136,50 @@ type AgentRun struct {
 	Model string
 	// Attempts are every model call of the run, failed ones included.
 	Attempts []Attempt
+	// Split is where InputTokens went; nil for a run recorded before
+	// botd split the bill.
+	Split *TokenSplit
+}
+
+// TokenSplit is a run's input tokens (cache reads and writes included)
+// apportioned over what the requests held: the fixed system prompt, the
+// tools' schemas, the conversation (messages, tool calls and results)
+// and media (images, documents, audio). Its parts sum to the run's
+// InputTokens.
+type TokenSplit struct {
+	Prompt, Tools, Conversation, Media int64
+}
+
+// Total is the sum of the parts.
+func (s TokenSplit) Total() int64 { return s.Prompt + s.Tools + s.Conversation + s.Media }
+
+// Add adds o to s part by part.
+func (s *TokenSplit) Add(o TokenSplit) {
+	s.Prompt += o.Prompt
+	s.Tools += o.Tools
+	s.Conversation += o.Conversation
+	s.Media += o.Media
+}
+
+// splitColumns are a run's split as its four nullable columns.
+func splitColumns(s *TokenSplit) [4]any {
+	if s == nil {
+		return [4]any{nil, nil, nil, nil}
+	}
+	return [4]any{s.Prompt, s.Tools, s.Conversation, s.Media}
+}
+
+// splitScan reads the four columns splitColumns writes.
+type splitScan [4]sql.NullInt64
+
+func (c *splitScan) dest() []any { return []any{&c[0], &c[1], &c[2], &c[3]} }
+
+// split is the run's split; nil when the row has none.
+func (c *splitScan) split() *TokenSplit {
+	if !c[0].Valid || !c[1].Valid || !c[2].Valid || !c[3].Valid {
+		return nil
+	}
+	return &TokenSplit{Prompt: c[0].Int64, Tools: c[1].Int64, Conversation: c[2].Int64, Media: c[3].Int64}
 }
 
 // Attempt is one model call and what it cost.
@@ -164,10 +208,12 @@ func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEnt
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	defer tx.Rollback()
+	sp := splitColumns(r.Split)
 	_, err = tx.ExecContext(ctx, `INSERT INTO agent_runs(id, folder, started, finished, outcome, up_to_seq, iterations,
-		input_tokens, output_tokens, cost_microcents, cost_known, error, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		input_tokens, output_tokens, cost_microcents, cost_known, error, model,
+		prompt_tokens, tool_tokens, conversation_tokens, media_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Folder, r.Started.UnixMilli(), r.Finished.UnixMilli(), r.Outcome, r.UpToSeq, r.Iterations,
-		r.InputTokens, r.OutputTokens, r.CostMicrocents, r.CostKnown, r.Error, r.Model)
+		r.InputTokens, r.OutputTokens, r.CostMicrocents, r.CostKnown, r.Error, r.Model, sp[0], sp[1], sp[2], sp[3])
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
@@ -198,12 +244,13 @@ func (s *Store) Runs(ctx context.Context, folder string, limit int) ([]AgentRun,
 	return sqlrows.Query(ctx, s.DB, "runs of "+folder, func(row sqlrows.Scanner) (AgentRun, error) {
 		var r AgentRun
 		var st, fin int64
-		err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error)
-		r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
+		var sp splitScan
+		err := row.Scan(append([]any{&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
+			&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error}, sp.dest()...)...)
+		r.Started, r.Finished, r.Split = time.UnixMilli(st), time.UnixMilli(fin), sp.split()
 		return r, err
 	}, `SELECT id, folder, started, finished, outcome, up_to_seq, iterations, input_tokens,
-		output_tokens, cost_microcents, cost_known, error FROM agent_runs WHERE folder = ? ORDER BY started DESC, rowid DESC LIMIT ?`, folder, limit)
+		output_tokens, cost_microcents, cost_known, error, prompt_tokens, tool_tokens, conversation_tokens, media_tokens FROM agent_runs WHERE folder = ? ORDER BY started DESC, rowid DESC LIMIT ?`, folder, limit)
 }
 
 // Transcript returns a run's messages in order.

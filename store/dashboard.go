@@ -39,14 +39,16 @@ type RunFilter struct {
 }
 
 const runColumns = `r.id, r.folder, r.started, r.finished, r.outcome, r.up_to_seq, r.iterations,
-	r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, '')`
+	r.input_tokens, r.output_tokens, r.cost_microcents, r.cost_known, r.error, r.model, COALESCE(m.sender_name, ''), COALESCE(m.text, ''),
+	r.prompt_tokens, r.tool_tokens, r.conversation_tokens, r.media_tokens`
 
 func scanRun(row sqlrows.Scanner) (RunSummary, error) {
 	var r RunSummary
 	var st, fin int64
-	err := row.Scan(&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
-		&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText)
-	r.Started, r.Finished = time.UnixMilli(st), time.UnixMilli(fin)
+	var sp splitScan
+	err := row.Scan(append([]any{&r.ID, &r.Folder, &st, &fin, &r.Outcome, &r.UpToSeq, &r.Iterations, &r.InputTokens,
+		&r.OutputTokens, &r.CostMicrocents, &r.CostKnown, &r.Error, &r.Model, &r.TriggerSender, &r.TriggerText}, sp.dest()...)...)
+	r.Started, r.Finished, r.Split = time.UnixMilli(st), time.UnixMilli(fin), sp.split()
 	return r, err
 }
 

@@ -599,6 +599,13 @@ var migrations = []string{
 		at INTEGER NOT NULL
 	);
 	CREATE INDEX sender_runs_sender ON sender_runs(sender, at);`,
+	// 23: where a run's input tokens went (AgentRun.Split): the fixed
+	// prompt, the tools' schemas, the conversation and media. NULL for
+	// the runs recorded before botd split the bill, which show "—".
+	`ALTER TABLE agent_runs ADD COLUMN prompt_tokens INTEGER;
+	ALTER TABLE agent_runs ADD COLUMN tool_tokens INTEGER;
+	ALTER TABLE agent_runs ADD COLUMN conversation_tokens INTEGER;
+	ALTER TABLE agent_runs ADD COLUMN media_tokens INTEGER;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

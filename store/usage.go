@@ -135,3 +135,59 @@ func (s *Store) SpentSince(ctx context.Context, folder string, since time.Time) 
 	}
 	return n, nil
 }
+
+// SplitRow is where one group's input tokens went on one day (in loc, by
+// the runs' start): the sum of the splits of its runs that have one.
+type SplitRow struct {
+	Folder, Day string
+	// Runs are the day's runs; Unsplit of them were recorded before botd
+	// split the bill and are not in Split (nor in Input).
+	Runs, Unsplit int
+	// Input is the split runs' input tokens, Split's total.
+	Input int64
+	Split TokenSplit
+}
+
+// UsageSplit sums the runs' token splits since a time by group and day
+// (in loc), oldest day first; folder "" means every group.
+func (s *Store) UsageSplit(ctx context.Context, folder string, since time.Time, loc *time.Location) ([]SplitRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT folder, started, prompt_tokens, tool_tokens, conversation_tokens, media_tokens
+		FROM agent_runs WHERE started >= ? AND (? = '' OR folder = ?) ORDER BY started, folder`, since.UnixMilli(), folder, folder)
+	if err != nil {
+		return nil, fmt.Errorf("usage split: %w", err)
+	}
+	defer rows.Close()
+	type key struct{ folder, day string }
+	sums := map[key]*SplitRow{}
+	var order []key
+	for rows.Next() {
+		var f string
+		var at int64
+		var sp splitScan
+		if err := rows.Scan(append([]any{&f, &at}, sp.dest()...)...); err != nil {
+			return nil, fmt.Errorf("usage split: %w", err)
+		}
+		k := key{f, time.UnixMilli(at).In(loc).Format("2006-01-02")}
+		r, ok := sums[k]
+		if !ok {
+			r = &SplitRow{Folder: f, Day: k.day}
+			sums[k] = r
+			order = append(order, k)
+		}
+		r.Runs++
+		if split := sp.split(); split != nil {
+			r.Split.Add(*split)
+			r.Input += split.Total()
+		} else {
+			r.Unsplit++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage split: %w", err)
+	}
+	out := make([]SplitRow, 0, len(order))
+	for _, k := range order {
+		out = append(out, *sums[k])
+	}
+	return out, nil
+}

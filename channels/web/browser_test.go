@@ -89,6 +89,7 @@ func TestBrowserRoomLive(t *testing.T) {
 	result := `[{"kind":"tool_result","tool_result":{"call_id":"c1","content":[{"kind":"text","text":"` + strings.Repeat("page text ", 60) + `"}]}}]`
 	if err := h.st.SaveRun(bg, store.AgentRun{ID: "run1", Folder: "main", Started: now, Finished: now.Add(2 * time.Second), Outcome: "answered",
 		Model: "gpt-4.1", Iterations: 2, InputTokens: 200, OutputTokens: 20, CostKnown: true, CostMicrocents: 30000,
+		Split:    &store.TokenSplit{Prompt: 58, Tools: 121, Conversation: 15, Media: 6},
 		Attempts: []store.Attempt{{At: now, Provider: "fake", Model: "gpt-4.1", Outcome: "ok", Input: 200, Output: 20, Duration: time.Second, CostKnown: true, CostMicrocents: 30000}}},
 		[]store.TranscriptEntry{{Role: "assistant", Parts: []byte(call)}, {Role: "tool", Parts: []byte(result)},
 			{Role: "assistant", Parts: []byte(`[{"kind":"text","text":"It is a long page."}]`)}}); err != nil {

@@ -40,6 +40,10 @@ type dashBody struct {
 	Web        []webRow
 	CostChart  chart
 	BytesChart chart
+	// Split is where each group's input tokens went today (UTC);
+	// SplitErr why it could not be read.
+	Split    []splitRow
+	SplitErr string
 	// Instance is the lease's view (nil: one instance).
 	Instance *instanceRow
 	// LeaseTrouble is why the lease is not being renewed, and since when.
@@ -159,6 +163,45 @@ const dashWeb = 30
 type runRow struct {
 	ID, Started, Folder, Trigger, Duration, Model, Tokens, Cost, Tools, Outcome, Error string
 	Fetches                                                                            int
+	// Split is where the run's input tokens went, "—" for a run
+	// recorded before botd split them.
+	Split string
+}
+
+// splitRow is where one group's input tokens went today: each part
+// with its share, "—" when none of its runs has a split.
+type splitRow struct {
+	Folder, Runs, Input, Prompt, Tools, Conversation, Media string
+}
+
+func splitView(r store.SplitRow) splitRow {
+	v := splitRow{Folder: r.Folder, Runs: strconv.Itoa(r.Runs), Input: "—", Prompt: "—", Tools: "—", Conversation: "—", Media: "—"}
+	if r.Unsplit > 0 {
+		v.Runs += fmt.Sprintf(" (%d not split)", r.Unsplit)
+	}
+	if r.Unsplit < r.Runs {
+		v.Input = strconv.FormatInt(r.Input, 10)
+		v.Prompt, v.Tools = tokenShare(r.Split.Prompt, r.Input), tokenShare(r.Split.Tools, r.Input)
+		v.Conversation, v.Media = tokenShare(r.Split.Conversation, r.Input), tokenShare(r.Split.Media, r.Input)
+	}
+	return v
+}
+
+// tokenShare is n tokens and their share of all: "1200 (31%)".
+func tokenShare(n, all int64) string {
+	if all <= 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	return fmt.Sprintf("%d (%d%%)", n, (n*100+all/2)/all)
+}
+
+// splitText is a run's split in words: "prompt 1200 · tools 2600 ·
+// conversation 310 · media 1590".
+func splitText(s *store.TokenSplit) string {
+	if s == nil {
+		return "—"
+	}
+	return fmt.Sprintf("prompt %d · tools %d · conversation %d · media %d", s.Prompt, s.Tools, s.Conversation, s.Media)
 }
 
 // runFilter is the dashboard's choice of runs, from its query string.
@@ -344,6 +387,13 @@ func (w *Web) dashData(ctx context.Context, base string, f runFilter) dashBody {
 				b.Web = append(b.Web, row)
 			}
 		}
+		splits, err := w.o.Store.UsageSplit(ctx, "", startOfDay(now), time.UTC)
+		if err != nil {
+			b.SplitErr = err.Error()
+		}
+		for _, sp := range splits {
+			b.Split = append(b.Split, splitView(sp))
+		}
 		days, err := w.o.Store.DailyRuns(ctx, since)
 		if err == nil {
 			b.CostChart = costChart(since, days)
@@ -461,7 +511,7 @@ func withNames(text string) string {
 func runView(r store.RunSummary) runRow {
 	v := runRow{ID: r.ID, Started: r.Started.Local().Format("Jan 2 15:04:05"), Folder: r.Folder, Outcome: outcomeText(r), Model: r.Model,
 		Tokens: fmt.Sprintf("%d in / %d out", r.InputTokens, r.OutputTokens), Cost: dollars(r.CostMicrocents, r.CostKnown),
-		Error: trimTo(r.Error, 200)}
+		Error: trimTo(r.Error, 200), Split: splitText(r.Split)}
 	if !r.Finished.IsZero() && r.Finished.After(r.Started) {
 		v.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
 	}
