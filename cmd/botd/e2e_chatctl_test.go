@@ -117,6 +117,8 @@ assistant_name: Andy
 data_dir: ./data
 groups_dir: ./groups
 log_level: debug
+# this test's scripted model calls tools at once; lazy offering: e2e_lazytools_test.go
+agent: {lazy_tools: false}
 channels:
   telegram:
     enabled: true

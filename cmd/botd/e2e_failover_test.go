@@ -37,6 +37,8 @@ assistant_name: Andy
 data_dir: ./data
 groups_dir: %q
 log_level: debug
+# this test's scripted model calls tools at once; lazy offering: e2e_lazytools_test.go
+agent: {lazy_tools: false}
 database: {driver: postgres, dsn: %q, instance_id: %s}
 channels:
   telegram:

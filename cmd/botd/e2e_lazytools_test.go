@@ -222,7 +222,9 @@ func TestPlainQuestionFirstRequest(t *testing.T) {
 		alice := telegramtest.Person(41, "Alice")
 		tg.Enqueue(models.Update{Message: &models.Message{ID: 10, Chat: telegramtest.Group(-100, "Family"), From: &alice,
 			Date: int(time.Now().Unix()), Text: "@Andy what time is it in Berlin?"}})
-		testwait.Within(t, 60*time.Second, "the question is answered", func() bool { return len(tg.Sent()) > 0 })
+		testwait.Within(t, 60*time.Second, "the question is answered", func() bool {
+			return slices.ContainsFunc(tg.Sent(), func(m telegramtest.Sent) bool { return strings.Contains(m.Text, "It is 14:05 in Berlin.") })
+		})
 		for _, r := range model.Requests() {
 			if llmfake.WireOf(r.Path) == l.wire {
 				return (len(billedBody(t, r.Body)) + 3) / 4

@@ -69,7 +69,7 @@ func newTaskRig(t *testing.T) (*agentRig, *taskModel) {
 	r := &agentRig{dir: t.TempDir(), tg: telegramtest.New(t)}
 	r.proxy = newStallProxy(t, r.tg.URL())
 	m := newTaskModel(t)
-	cfg := strings.Replace(agentConfig, "log_level: debug\n", "log_level: debug\ntimezone: Europe/Berlin\n", 1)
+	cfg := strings.Replace(agentConfig, "log_level: debug\n", "log_level: debug\ntimezone: Europe/Berlin\nagent: {lazy_tools: false} # the model calls schedule_task at once\n", 1)
 	writeFile(t, filepath.Join(r.dir, "botd.yaml"), fmt.Sprintf(cfg, telegramtest.Token, r.proxy.srv.URL, "openai", m.srv.URL+"/v1", "gpt-4.1"))
 	return r, m
 }

@@ -156,7 +156,10 @@ func (s *site) hitsOf(path string) int {
 	return s.hits[path]
 }
 
-const webConfig = continuityConfig + `internet:
+// webConfig's scripted model calls fetch_url and web_search at once:
+// every tool is offered from the first turn (lazy offering:
+// e2e_lazytools_test.go).
+var webConfig = strings.Replace(continuityConfig, "agent:\n", "agent:\n  lazy_tools: false\n", 1) + `internet:
   fetch: {allow_private: ["127.0.0.0/8"]}
   search: {provider: searxng, base_url: "%s"}
 `
