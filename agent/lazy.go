@@ -42,7 +42,12 @@ type lazyTools struct {
 
 	mu     sync.Mutex
 	loaded []llm.Tool
-	given  map[string]bool
+	// given are the tools the model may call this turn; pending those
+	// load_tools loaded during it, callable from the next turn on (the
+	// calls of one turn run in parallel: a load beside a call of the
+	// same tool must not decide by which finishes first).
+	given   map[string]bool
+	pending []string
 }
 
 // newLazyTools splits inner's tools into core and deferred. With nothing
@@ -98,10 +103,15 @@ func firstSentence(desc string) string {
 }
 
 // Tools is what the next turn offers: core, load_tools, and what was
-// loaded so far.
+// loaded so far. Asking for them begins the turn: the tools loaded in
+// the last one become callable.
 func (l *lazyTools) Tools() []llm.Tool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, n := range l.pending {
+		l.given[n] = true
+	}
+	l.pending = nil
 	out := make([]llm.Tool, 0, len(l.core)+1+len(l.loaded))
 	out = append(out, l.core...)
 	out = append(out, l.index)
@@ -122,9 +132,9 @@ func (l *lazyTools) load(names []string) (added, unknown []string) {
 		switch {
 		case !ok:
 			unknown = append(unknown, n)
-		case l.given[n]:
+		case l.given[n] || slices.Contains(l.pending, n):
 		default:
-			l.given[n] = true
+			l.pending = append(l.pending, n)
 			l.loaded = append(l.loaded, t)
 			added = append(added, n)
 		}
@@ -168,7 +178,7 @@ func (l *lazyTools) callLoad(args json.RawMessage) *tools.Result {
 	case len(added) > 0:
 		fmt.Fprintf(&b, "Loaded %s: call them from your next turn on.", strings.Join(added, ", "))
 	case len(unknown) == 0:
-		b.WriteString("Those tools are already yours: call them.")
+		b.WriteString("Those tools are already loaded.")
 	}
 	if len(unknown) > 0 {
 		if b.Len() > 0 {
