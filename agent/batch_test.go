@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,4 +357,56 @@ func TestBatchTaskWithoutBatchAPI(t *testing.T) {
 	if got := sentTexts(h.tg.Sent()); strings.Join(got, "|") != "Summary of the week." || f.calls() != 1 {
 		t.Fatalf("sent %q", got)
 	}
+}
+
+// A batch run asked lazily resumes lazily: the batch's answer calls
+// load_tools, and the continuation is offered the tool it loaded after
+// the first turn's tools, as a live run would be.
+func TestBatchResultLoadsATool(t *testing.T) {
+	f := newFakeLLM(func(ctx context.Context, n int, req *llm.Request) (*llm.Result, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != llm.RoleTool || !strings.Contains(toolResultText(last), "Loaded list_media") {
+			return textResult("the continuation did not start from load_tools' answer"), nil
+		}
+		return textResult("Loaded it."), nil
+	})
+	var submitted []string
+	be := newBatchBackend(func(req *llm.Request) llm.BatchOutcome {
+		submitted = toolNames(req.Tools)
+		return llm.BatchOutcome{Result: toolCall("c1", llm.LoadTools, `{"names":["list_media"]}`)}
+	})
+	h := newHarness(t, f, func(o *Options) {
+		withBatch(be)(o)
+		o.Run.EagerTools = false
+	})
+	h.start()
+	if err := h.a.DeliverTask(context.Background(), batchTask(1, "sum up the week")); err != nil {
+		t.Fatal(err)
+	}
+	be.release()
+	testwait.Until(t, "the answer", func() bool { return len(h.tg.Sent()) == 1 })
+	h.idle()
+	if got := sentTexts(h.tg.Sent()); got[0] != "Loaded it." {
+		t.Fatalf("sent %q", got)
+	}
+	if !slices.Contains(submitted, llm.LoadTools) || slices.Contains(submitted, "list_media") {
+		t.Fatalf("the batch was asked with tools %v: want load_tools, not list_media", submitted)
+	}
+	got := toolNames(f.requests()[0].Tools)
+	if got[len(got)-1] != "list_media" || !slices.Equal(got[:len(got)-1], submitted) {
+		t.Fatalf("the continuation is offered %v: want %v then list_media", got, submitted)
+	}
+}
+
+// toolResultText is the text of a tool message's results.
+func toolResultText(m llm.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.ToolResult != nil {
+			for _, c := range p.ToolResult.Content {
+				b.WriteString(c.Text)
+			}
+		}
+	}
+	return b.String()
 }
