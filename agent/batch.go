@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/botd-dev/botd/agent/outboxdb"
@@ -328,6 +329,10 @@ func (r *Run) resume(ctx context.Context, b store.Batch) runResult {
 	}
 	if r.tools == nil || !r.caps.Tools {
 		req.Tools = nil
+	} else if slices.ContainsFunc(req.Tools, func(t llm.Tool) bool { return t.Name == llm.LoadTools }) {
+		// Asked lazily: the batch's answer may load tools or call
+		// load_tools' index, as a live run's would.
+		r.lazyTools()
 	}
 	r.rec = store.AgentRun{ID: r.id, Folder: r.g.Folder, Started: r.started, UpToSeq: b.UpToSeq}
 	defer r.save()
