@@ -102,10 +102,15 @@ func TestRemoteMCPServerEndToEnd(t *testing.T) {
 		reqs = append(reqs, s)
 		mu.Unlock()
 		switch {
+		case req.LastRole == "tool" && strings.Contains(req.LastText, "Loaded house__state"):
+			wire.toolCall(w, "house__state", `{}`)
 		case req.LastRole == "tool":
 			wire.text(w, "The house says: "+html.UnescapeString(req.LastText))
 		case strings.Contains(string(body), `"house__state"`):
 			wire.toolCall(w, "house__state", `{}`)
+		case strings.Contains(string(body), `- house__state`):
+			// Offered lazily: listed by load_tools.
+			wire.toolCall(w, "load_tools", `{"names":["house__state"]}`)
 		default:
 			wire.text(w, "I have no house tools here.")
 		}
