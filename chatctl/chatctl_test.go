@@ -3,6 +3,7 @@ package chatctl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -258,6 +259,21 @@ func TestCommands(t *testing.T) {
 
 		if got, _ := r.say("43", "/usage"); !strings.HasPrefix(got, "Today: $0.0000 over 0 model calls") {
 			t.Errorf("/usage = %q", got)
+		}
+		if got, _ := r.say("43", "/usage"); strings.Contains(got, "Input:") {
+			t.Errorf("/usage before any run says where input went: %q", got)
+		}
+		for i, sp := range []*store.TokenSplit{nil, {Prompt: 600, Tools: 600, Conversation: 1500, Media: 300}, {Prompt: 600, Tools: 600, Conversation: 1500, Media: 300}} {
+			run := store.AgentRun{ID: fmt.Sprint("run-", i), Folder: r.group.Folder, Started: r.now.Add(-time.Hour), Split: sp}
+			if sp != nil {
+				run.InputTokens = sp.Total()
+			}
+			if err := r.cmds.Store.SaveRun(ctx, run, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := r.say("43", "/usage"); !strings.Contains(got, "\nInput: 6.0k tokens: fixed prompt 20 %, tools 20 %, conversation 50 %, media 10 % (1 earlier runs not counted)") {
+			t.Errorf("/usage after two split runs and an older one = %q", got)
 		}
 		if got, _ := r.say("43", "/usage forever"); !strings.HasPrefix(got, "Usage:") {
 			t.Errorf("/usage forever = %q", got)

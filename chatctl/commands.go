@@ -309,7 +309,45 @@ func (c *Commands) usage(ctx context.Context, g *groups.Group, args string) stri
 	for _, m := range models {
 		fmt.Fprintf(&b, "\n%s: %s", m, usd(by[m]))
 	}
+	c.splitLine(ctx, &b, g, since)
 	return b.String()
+}
+
+// splitLine adds where the runs' input tokens went (store.TokenSplit),
+// as botd usage and the dashboard show it; nothing before any split run.
+func (c *Commands) splitLine(ctx context.Context, b *strings.Builder, g *groups.Group, since time.Time) {
+	rows, err := c.Store.UsageSplit(ctx, g.Folder, since, c.loc())
+	if err != nil {
+		c.Log.Warn("chatctl: usage split unreadable", "group", g.Folder, "err", err)
+		return
+	}
+	var sum store.TokenSplit
+	unsplit := 0
+	for _, r := range rows {
+		sum.Add(r.Split)
+		unsplit += r.Unsplit
+	}
+	total := sum.Total()
+	if total == 0 {
+		return
+	}
+	pct := func(n int64) int64 { return (100*n + total/2) / total }
+	fmt.Fprintf(b, "\nInput: %s tokens: fixed prompt %d %%, tools %d %%, conversation %d %%, media %d %%",
+		tokens(total), pct(sum.Prompt), pct(sum.Tools), pct(sum.Conversation), pct(sum.Media))
+	if unsplit > 0 {
+		fmt.Fprintf(b, " (%d earlier runs not counted)", unsplit)
+	}
+}
+
+// tokens is a token count as people read it: 950, 12.3k, 1.2M.
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 func (c *Commands) loc() *time.Location {
