@@ -129,6 +129,8 @@ func buildDescribe(cfg *config.Config, ps *llmProviders) (agent.Describe, error)
 // startAgent builds the agent, which is also the sink every channel
 // delivers to.
 func (d *daemon) startAgent(ctx context.Context) error {
+	ac := config.Section[agent.Config](d.cfg)
+	mc := config.Section[media.Config](d.cfg)
 	var files llm.Files
 	if d.cfg.LLM.Files.Upload {
 		d.uploads = uploads.New(d.store.DB, uploads.Options{UploadOver: d.cfg.LLM.Files.UploadOverBytes, Keep: d.cfg.LLM.Files.Keep.D(),
@@ -141,7 +143,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 	// (chatctl): the commands are the gate after access's (agentSettings)
 	// and reach the agent once it is made.
 	policy := &chatctl.Policy{DB: d.store.DB, Access: *config.Section[access.Config](d.cfg), Models: groupModels{cfg: d.cfg, ps: ps, obs: d.logAttempt},
-		CheckTool: config.Section[agent.Config](d.cfg).CheckTool, Log: d.log.With("component", "chatctl")}
+		CheckTool: ac.CheckTool, Log: d.log.With("component", "chatctl")}
 	cmds := &chatctl.Commands{Policy: policy, Store: d.store, Channel: d.chanFor, AssistantName: d.cfg.AssistantName,
 		Location: d.cfg.Location(), Log: d.log.With("component", "chatctl")}
 	d.cmds = cmds
@@ -154,7 +156,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		return fail(1, "%v", err)
 	}
 	if describe != nil {
-		describe = agent.CachedDescribe(describe, d.store.DB, config.Section[media.Config](d.cfg).Describe.Provider+"/"+config.Section[media.Config](d.cfg).Describe.Model)
+		describe = agent.CachedDescribe(describe, d.store.DB, mc.Describe.Provider+"/"+mc.Describe.Model)
 	}
 	primary := runModel(d.cfg)
 	// Tasks marked batch go through the primary provider's batch API when
@@ -172,7 +174,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Store: d.store, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, LLM: set.LLM,
 		AssistantName: d.cfg.AssistantName, Log: d.log.With("component", "agent"),
 		Run: set.Run, Context: set.Context,
-		Intake: agent.IntakeOptions{MaxConcurrent: config.Section[agent.Config](d.cfg).MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
+		Intake: agent.IntakeOptions{MaxConcurrent: ac.MaxConcurrent, MaxCostPerDay: set.MaxCostPerDay,
 			Gate: set.Gate, Admit: cmds.Admit, AckReaction: set.AckReaction},
 		Policy: policy,
 		Batch:  agent.BatchOptions{API: batcher, Model: primary.Name, Poll: config.Section[scheduler.Config](d.cfg).BatchPoll.D()},
@@ -180,7 +182,7 @@ func (d *daemon) startAgent(ctx context.Context) error {
 		Hooks:  agent.Hooks{RunDone: d.metrics.RunDone},
 		ToolOptions: agent.ToolOptions{
 			Media: d.caller, Generate: generateTools(d.cfg), Internet: internetTools(d.cfg), Describe: describe,
-			InlineMaxBytes: config.Section[media.Config](d.cfg).InlineMaxBytes, Parse: config.Section[media.Config](d.cfg).Parse.Limits(), ExtraMCP: config.Section[agent.Config](d.cfg).MCPServers,
+			InlineMaxBytes: mc.InlineMaxBytes, Parse: mc.Parse.Limits(), ExtraMCP: ac.MCPServers,
 			DataDir: d.cfg.DataDir,
 		},
 	})

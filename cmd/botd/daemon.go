@@ -112,14 +112,15 @@ func (d *daemon) ipcRoot() string { return filepath.Join(d.cfg.DataDir, "ipc") }
 // open does the start-up work: the database, the registry, the cache and
 // the group workspaces.
 func (d *daemon) open(ctx context.Context) error {
+	mc := config.Section[media.Config](d.cfg)
 	st, err := store.Connect(ctx, *config.Section[store.Config](d.cfg), d.cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	d.store = st
 	d.history = chatlog.NewService(st, d.groups, d.cfg.Location(), d.log.With("component", "chatlog"))
-	d.reg = mediaregistry.New(st.DB, config.Section[media.Config](d.cfg).RefTTL.D())
-	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, config.Section[media.Config](d.cfg).CacheTTL.D())
+	d.reg = mediaregistry.New(st.DB, mc.RefTTL.D())
+	d.cache, err = mediaregistry.OpenCache(filepath.Join(d.cfg.DataDir, "media"), st.DB, mc.CacheTTL.D())
 	if err != nil {
 		return err
 	}
@@ -223,6 +224,7 @@ func (d *daemon) startHost(ctx context.Context) error {
 // the host that routes each tool to its service; the generation service
 // also runs the video jobs.
 func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *generation.Service, error) {
+	mc := config.Section[media.Config](d.cfg)
 	tr, err := d.transcriber()
 	if err != nil {
 		return nil, nil, err
@@ -237,9 +239,9 @@ func (d *daemon) newMedia(chans map[string]channels.Channel) (*mediahost.Host, *
 	ms := media.New(media.Options{
 		Transcriber: tr, Bill: d.store, Pages: pages,
 		Registry: d.reg, Cache: d.cache, Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir,
-		MaxDownloadBytes: config.Section[media.Config](d.cfg).MaxDownloadBytes, DownloadTimeout: config.Section[media.Config](d.cfg).DownloadTimeout.D(),
-		DownloadIdleTimeout: config.Section[media.Config](d.cfg).DownloadIdleTimeout.D(), DownloadsPerGroup: config.Section[media.Config](d.cfg).DownloadsPerGroup,
-		Budget: d.budget, Parse: config.Section[media.Config](d.cfg).Parse.Limits(), Meter: d.metrics, Log: log,
+		MaxDownloadBytes: mc.MaxDownloadBytes, DownloadTimeout: mc.DownloadTimeout.D(),
+		DownloadIdleTimeout: mc.DownloadIdleTimeout.D(), DownloadsPerGroup: mc.DownloadsPerGroup,
+		Budget: d.budget, Parse: mc.Parse.Limits(), Meter: d.metrics, Log: log,
 	})
 	d.downloads = ms
 	ss := sending.New(sending.Options{Channels: chans, Groups: d.groups, GroupsDir: d.cfg.GroupsDir, Log: log})

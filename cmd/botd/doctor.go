@@ -250,6 +250,7 @@ func (r *doctor) programs() {
 // disk compares the free space where media are kept (data_dir's cache,
 // groups_dir's copies) with what media may grow to.
 func (r *doctor) disk(cfg *config.Config) {
+	mc := config.Section[media.Config](cfg)
 	seen := map[uint64]bool{}
 	for _, d := range []struct{ key, dir string }{{"data_dir", cfg.DataDir}, {"groups_dir", cfg.GroupsDir}} {
 		dir := existingAncestor(d.dir)
@@ -266,7 +267,7 @@ func (r *doctor) disk(cfg *config.Config) {
 			seen[uint64(fi.Dev)] = true
 		}
 		free := int64(st.Bavail) * int64(st.Bsize)
-		budget, one := config.Section[media.Config](cfg).MaxDiskBytes, config.Section[media.Config](cfg).MaxDownloadBytes
+		budget, one := mc.MaxDiskBytes, mc.MaxDownloadBytes
 		switch {
 		case free < 2*one:
 			r.fail("disk", fmt.Sprintf("%s free on the disk of %s: a downloaded file (media.max_download_bytes %s) is kept twice and "+
@@ -350,26 +351,27 @@ func dataDirHolder(dir string) string {
 // database opens the database read as `botd status` does and says which
 // instance holds the lease.
 func (r *doctor) database(ctx context.Context, cfg *config.Config) {
-	if config.Section[store.Config](cfg).Driver == "sqlite" {
-		if _, err := os.Stat(config.Section[store.Config](cfg).Path(cfg.DataDir)); errors.Is(err, os.ErrNotExist) {
+	dbc := config.Section[store.Config](cfg)
+	if dbc.Driver == "sqlite" {
+		if _, err := os.Stat(dbc.Path(cfg.DataDir)); errors.Is(err, os.ErrNotExist) {
 			r.info("database", "sqlite, not created yet; botd run creates it")
 			return
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	st, err := store.Connect(cctx, *config.Section[store.Config](cfg), cfg.DataDir)
+	st, err := store.Connect(cctx, *dbc, cfg.DataDir)
 	if err != nil {
-		r.fail("database", hideDSN(err.Error(), config.Section[store.Config](cfg).DSN)+" — check database.dsn and that the server is up")
+		r.fail("database", hideDSN(err.Error(), dbc.DSN)+" — check database.dsn and that the server is up")
 		return
 	}
 	defer st.Close()
-	r.ok("database", config.Section[store.Config](cfg).Driver+" opens and is up to date")
+	r.ok("database", dbc.Driver+" opens and is up to date")
 	l, found, err := st.CurrentLease(cctx)
 	now := time.Now()
 	switch {
 	case err != nil:
-		r.fail("lease", hideDSN(err.Error(), config.Section[store.Config](cfg).DSN))
+		r.fail("lease", hideDSN(err.Error(), dbc.DSN))
 	case !found:
 		r.info("lease", "no instance has held it yet")
 	case !l.Live(now):
@@ -390,6 +392,8 @@ func hideDSN(s, dsn string) string {
 // listens tries each address botd would listen on. One in use is fine
 // when the botd running on this data folder holds it (running names it).
 func (r *doctor) listens(cfg *config.Config, running string) {
+	mcpc := config.Section[mcp.Config](cfg)
+	opsc := config.Section[ops.Config](cfg)
 	type addr struct{ key, addr, by string }
 	var as []addr
 	c := cfg.Channels
@@ -401,11 +405,11 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 			}
 		}
 	}
-	if len(config.Section[mcp.Config](cfg).HTTP.Tokens) > 0 && config.Section[mcp.Config](cfg).HTTP.Listen != "" {
-		as = append(as, addr{"mcp.http.listen", config.Section[mcp.Config](cfg).HTTP.Listen, "mcp"})
+	if len(mcpc.HTTP.Tokens) > 0 && mcpc.HTTP.Listen != "" {
+		as = append(as, addr{"mcp.http.listen", mcpc.HTTP.Listen, "mcp"})
 	}
-	if config.Section[ops.Config](cfg).Listen != "" {
-		as = append(as, addr{"ops.listen", config.Section[ops.Config](cfg).Listen, "run"})
+	if opsc.Listen != "" {
+		as = append(as, addr{"ops.listen", opsc.Listen, "run"})
 	}
 	for _, a := range as {
 		ln, err := net.Listen("tcp", a.addr)
@@ -437,8 +441,9 @@ func (r *doctor) listens(cfg *config.Config, running string) {
 // tools, as a run would: refused address or credentials, unreachable, or
 // allowed tools it does not have; and groups no group has.
 func (r *doctor) mcpServers(ctx context.Context, cfg *config.Config) {
-	for _, name := range slices.Sorted(maps.Keys(config.Section[agent.Config](cfg).MCPServers)) {
-		srv := config.Section[agent.Config](cfg).MCPServers[name]
+	ac := config.Section[agent.Config](cfg)
+	for _, name := range slices.Sorted(maps.Keys(ac.MCPServers)) {
+		srv := ac.MCPServers[name]
 		what := "MCP server " + name
 		for _, g := range srv.Groups {
 			if !slices.ContainsFunc(cfg.Groups, func(gc config.Group) bool { return gc.Folder == g }) {

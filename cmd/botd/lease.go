@@ -18,12 +18,13 @@ import (
 // datalock.go) takes the lease at start and never gives it up: a renewal
 // failing there is retried and reported, since nobody can take over.
 func (d *daemon) whileActive(ctx context.Context, serve func(context.Context) error) error {
-	id := lease.InstanceID(config.Section[store.Config](d.cfg).InstanceID)
+	dbc := config.Section[store.Config](d.cfg)
+	id := lease.InstanceID(dbc.InstanceID)
 	log := d.log.With("component", "lease", "instance", id)
 	// stopStandby is set and called on Run's goroutine only: StandingBy
 	// runs there, and active after it in the goroutine Run starts.
 	var stopStandby func()
-	sqlite := config.Section[store.Config](d.cfg).Driver == "sqlite"
+	sqlite := dbc.Driver == "sqlite"
 	k, err := lease.New(lease.Options{Store: d.store, Holder: id, Log: log, TakeAtStart: sqlite, Sole: sqlite,
 		StandingBy: func() { stopStandby = d.standBy(ctx) }})
 	if err != nil {

@@ -202,6 +202,7 @@ func joinHTTPAddr(args []string) []string {
 // session per group, each reaching the host through that group's IPC
 // folder only.
 func groupServer(cfg *config.Config, set *groups.Set, folders []string, readOnly bool, links *mcp.LinkOptions) (*mcp.Server, func(), error) {
+	mc := config.Section[media.Config](cfg)
 	global, err := filepath.Abs(groups.GlobalWorkspace(cfg.GroupsDir).Root)
 	if err != nil {
 		return nil, nil, fail(1, "global memory folder: %v", err)
@@ -234,7 +235,7 @@ func groupServer(cfg *config.Config, set *groups.Set, folders []string, readOnly
 		component = component.With("group", folders[0])
 	}
 	srv, err := mcp.NewServer(mcp.Options{Groups: gs, GlobalDir: global, ReadOnly: readOnly,
-		InlineMaxBytes: config.Section[media.Config](cfg).InlineMaxBytes, Parse: config.Section[media.Config](cfg).Parse.Limits(), Version: version, Links: links,
+		InlineMaxBytes: mc.InlineMaxBytes, Parse: mc.Parse.Limits(), Version: version, Links: links,
 		Generate: generateTools(cfg), Internet: internetTools(cfg), Log: component})
 	if err != nil {
 		closeAll()

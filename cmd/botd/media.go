@@ -257,8 +257,9 @@ func parseAge(s string) (time.Duration, error) {
 // of the largest downloads, so that a group among many can still take a
 // few files.
 func newBudget(cfg *config.Config, cache *mediaregistry.Cache, set *groups.Set, log *slog.Logger) *diskbudget.Budget {
-	b := diskbudget.New(config.Section[media.Config](cfg).MaxDiskBytes, diskAreas(cfg, cache, set), log)
-	b.SetShares(len(set.All()), config.Section[media.Config](cfg).GroupShare, 2*config.Section[media.Config](cfg).MaxDownloadBytes)
+	mc := config.Section[media.Config](cfg)
+	b := diskbudget.New(mc.MaxDiskBytes, diskAreas(cfg, cache, set), log)
+	b.SetShares(len(set.All()), mc.GroupShare, 2*mc.MaxDownloadBytes)
 	return b
 }
 

@@ -60,8 +60,9 @@ func checkStore(ctx context.Context, cfg *config.Config) error {
 // URLs when the bucket keeps the bytes. A URL is only offered once the
 // object is there (the upload runs after the fetch, in the daemon).
 func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
-	l := &mcp.LinkOptions{TTL: config.Section[media.Config](cfg).LinkTTL.D()}
-	if config.Section[media.Config](cfg).Store.Type != media.StoreS3 {
+	mc := config.Section[media.Config](cfg)
+	l := &mcp.LinkOptions{TTL: mc.LinkTTL.D()}
+	if mc.Store.Type != media.StoreS3 {
 		return l, nil
 	}
 	b, err := bucket(cfg)
@@ -85,10 +86,11 @@ func remoteLinks(cfg *config.Config) (*mcp.LinkOptions, error) {
 // was never made (a command that only reads should not create it); a
 // Postgres database is the operator's to make.
 func databaseExists(cfg *config.Config, what string) error {
-	if config.Section[store.Config](cfg).Driver != "sqlite" {
+	dbc := config.Section[store.Config](cfg)
+	if dbc.Driver != "sqlite" {
 		return nil
 	}
-	db := config.Section[store.Config](cfg).Path(cfg.DataDir)
+	db := dbc.Path(cfg.DataDir)
 	if _, err := os.Stat(db); err != nil {
 		return fail(1, "%s: %s does not exist (has `botd run` run with data_dir %s?)", what, db, cfg.DataDir)
 	}
