@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ type Store struct {
 	// lease.go): 0 while no lease is in use (unfenced), fenceNone once one
 	// is required but not held.
 	fence atomic.Int64
+
+	// keeping serialises keeping the tool calls of runs recorded before
+	// they were kept (toolcalls.go).
+	keeping sync.Mutex
 }
 
 // DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:

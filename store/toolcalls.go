@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/botd-dev/botd/internal/sqlrows"
 )
@@ -119,8 +122,23 @@ func (s *Store) RecentRunTools(ctx context.Context, folder string, limit int) ([
 
 // keepToolCalls keeps the tool calls of a run recorded before they were
 // kept, reading its transcript an entry at a time; a second reader doing
-// the same at once finds it done and keeps nothing twice.
+// the same at once (in this process or another on the database) finds
+// it done and keeps nothing twice.
 func (s *Store) keepToolCalls(ctx context.Context, id string) error {
+	// One at a time in this process: polls arriving together wait for
+	// the first to keep the run rather than each reading its transcript.
+	s.keeping.Lock()
+	defer s.keeping.Unlock()
+	var kept bool
+	if err := s.DB.QueryRowContext(ctx, `SELECT tool_calls_kept FROM agent_runs WHERE id = ?`, id).Scan(&kept); err != nil || kept {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // pruned meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("tool calls of run %s: %w", id, err)
+		}
+		return nil
+	}
 	rows, err := s.DB.QueryContext(ctx, `SELECT role, parts FROM agent_transcripts WHERE run_id = ? ORDER BY idx`, id)
 	if err != nil {
 		return fmt.Errorf("tool calls of run %s: %w", id, err)
@@ -216,13 +234,13 @@ func (k *toolKeeper) add(role string, raw []byte) {
 			if !ok {
 				continue
 			}
-			var b strings.Builder
+			var w wordClip
 			for _, c := range p.ToolResult.Content {
-				if c.Kind == "text" {
-					b.WriteString(c.Text + " ")
+				if c.Kind == "text" && w.write(c.Text) {
+					break
 				}
 			}
-			k.calls[i].Result = clipRunes(strings.Join(strings.Fields(b.String()), " "), ToolClipRunes)
+			k.calls[i].Result = w.b.String()
 			k.calls[i].Failed = p.ToolResult.IsError
 		}
 	}
@@ -281,4 +299,39 @@ func clipRunes(s string, n int) string {
 		n--
 	}
 	return s
+}
+
+// wordClip gathers the start of texts with every run of white space made
+// one space (strings.Fields' words joined by spaces), stopping at
+// ToolClipRunes runes: a result of megabytes is never copied whole.
+type wordClip struct {
+	b     strings.Builder
+	runes int
+	space bool // white space since the last word
+}
+
+// write adds s, as if after a space; it says whether the clip is full.
+func (w *wordClip) write(s string) (full bool) {
+	w.space = true
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			w.space = true
+			i += size
+			continue
+		}
+		if w.space && w.runes > 0 {
+			w.b.WriteByte(' ')
+			if w.runes++; w.runes == ToolClipRunes {
+				return true
+			}
+		}
+		w.space = false
+		w.b.WriteString(s[i : i+size]) // an invalid byte is kept as it was, one rune
+		if w.runes++; w.runes == ToolClipRunes {
+			return true
+		}
+		i += size
+	}
+	return false
 }

@@ -171,3 +171,50 @@ func testRecentRunToolsKeepsOldRuns(t *testing.T, c Config) {
 		t.Errorf("old run's calls kept %d times, %v", n, err)
 	}
 }
+
+// TestWordClip: the clip of a result is what collapsing the whole of it
+// and then clipping gives (strings.Fields' words joined by spaces, its
+// first ToolClipRunes runes), without copying the whole.
+func TestWordClip(t *testing.T) {
+	long := strings.Repeat("ab ", ToolClipRunes)
+	cases := [][]string{
+		nil,
+		{""},
+		{"   "},
+		{"a"},
+		{" \t a \n\n b\u00a0c\u0085d\u2003e  "},
+		{"one", "two", "", "  three  "},
+		{"bad \xff\xfe bytes", "\xffx"},
+		{strings.Repeat("é", ToolClipRunes+3)},
+		{strings.Repeat("x", ToolClipRunes-1), "  y"},
+		{strings.Repeat("x", ToolClipRunes), "  y"},
+		{strings.Repeat("x", ToolClipRunes-1) + " ", "y"},
+		{long, long},
+		{strings.Repeat(" ", 1<<20) + "late"},
+	}
+	seed := uint32(7)
+	for n := 0; n < 200; n++ { // texts of words, white space of every kind and invalid bytes
+		var texts []string
+		for range n%4 + 1 {
+			var b strings.Builder
+			for range n * 7 {
+				seed = seed*1664525 + 1013904223
+				b.WriteString([]string{"w", "é", " ", "\t", "\n", "\u00a0", "\u3000", "\xff", "word"}[seed>>28%9])
+			}
+			texts = append(texts, b.String())
+		}
+		cases = append(cases, texts)
+	}
+	for i, texts := range cases {
+		want := clipRunes(strings.Join(strings.Fields(strings.Join(texts, " ")+" "), " "), ToolClipRunes)
+		var w wordClip
+		for _, s := range texts {
+			if w.write(s) {
+				break
+			}
+		}
+		if got := w.b.String(); got != want {
+			t.Errorf("case %d: %q, want %q", i, got, want)
+		}
+	}
+}

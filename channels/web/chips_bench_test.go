@@ -21,6 +21,8 @@ import (
 // whose 50 answers each come from a run that read four pages of 256 KB
 // (1 MB of tool results a run, 50 MB in all), polled by four pages at
 // once (GET /r/main/tools, which any guest of the room may send at will).
+// "kept" reads what SaveRun kept of each call; "old-runs-first-read" the
+// same runs as recorded before that (the first read keeps them).
 // Reports the milliseconds a round of four polls takes and the peak of
 // the live heap while they run, above the heap before, sampled every
 // 200 µs through runtime/metrics (a sample can miss a peak by less than
@@ -81,6 +83,29 @@ func BenchmarkRoomChips(b *testing.B) {
 		}
 	}
 	poll()
+	for _, tc := range []struct {
+		name string
+		old  bool
+	}{{"kept", false}, {"old-runs-first-read", true}} {
+		b.Run(tc.name, func(b *testing.B) { measureChips(b, r, poll, tc.old) })
+	}
+}
+
+// measureChips runs b.N rounds of four polls at once and reports their
+// time and the live heap's peak. old makes every run one recorded before
+// its calls were kept (schema 24) before each round: the round keeps
+// them, reading each transcript an entry at a time.
+func measureChips(b *testing.B, r *rig, poll func(), old bool) {
+	forget := func() {
+		if !old {
+			return
+		}
+		for _, q := range []string{`DELETE FROM agent_tool_calls`, `UPDATE agent_runs SET tool_calls_kept = 0`} {
+			if _, err := r.st.DB.Exec(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
@@ -106,6 +131,9 @@ func BenchmarkRoomChips(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		forget()
+		b.StartTimer()
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(poll)
