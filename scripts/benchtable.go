@@ -73,6 +73,7 @@ var labels = map[string]string{
 	"BenchmarkWebIngest/text":                                       "web room ingest, text: post → room log → SQLite",
 	"BenchmarkWebIngest/photos":                                     "web room ingest, 3 in 10 with a 20 KB photo (upload saved, ref registered)",
 	"BenchmarkDashboard10kRuns":                                     "web dashboard page with 10k runs and 3k refs",
+	"BenchmarkRoomChips":                                            "web room's tool chips: 50 runs of 1 MB tool results, four polls at once",
 }
 
 func main() {

@@ -201,7 +201,8 @@ type TranscriptEntry struct {
 	Parts json.RawMessage
 }
 
-// SaveRun stores a finished run and its transcript in one transaction.
+// SaveRun stores a finished run and its transcript in one transaction,
+// with its tool calls as summaries show them (toolcalls.go).
 func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEntry) error {
 	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
@@ -211,7 +212,7 @@ func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEnt
 	sp := splitColumns(r.Split)
 	_, err = tx.ExecContext(ctx, `INSERT INTO agent_runs(id, folder, started, finished, outcome, up_to_seq, iterations,
 		input_tokens, output_tokens, cost_microcents, cost_known, error, model,
-		prompt_tokens, tool_tokens, conversation_tokens, media_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		prompt_tokens, tool_tokens, conversation_tokens, media_tokens, tool_calls_kept) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 		r.ID, r.Folder, r.Started.UnixMilli(), r.Finished.UnixMilli(), r.Outcome, r.UpToSeq, r.Iterations,
 		r.InputTokens, r.OutputTokens, r.CostMicrocents, r.CostKnown, r.Error, r.Model, sp[0], sp[1], sp[2], sp[3])
 	if err != nil {
@@ -227,11 +228,16 @@ func (s *Store) SaveRun(ctx context.Context, r AgentRun, entries []TranscriptEnt
 		}
 	}
 	now := time.Now().UnixMilli()
+	var k toolKeeper
 	for i, e := range entries {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_transcripts(run_id, folder, idx, role, parts, created) VALUES (?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Folder, i, e.Role, string(e.Parts), now); err != nil {
 			return fmt.Errorf("save run %s transcript: %w", r.ID, err)
 		}
+		k.add(e.Role, e.Parts)
+	}
+	if err := k.save(ctx, tx, r.ID); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ type Store struct {
 	// lease.go): 0 while no lease is in use (unfenced), fenceNone once one
 	// is required but not held.
 	fence atomic.Int64
+
+	// keeping serialises keeping the tool calls of runs recorded before
+	// they were kept (toolcalls.go).
+	keeping sync.Mutex
 }
 
 // DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:
@@ -606,6 +611,23 @@ var migrations = []string{
 	ALTER TABLE agent_runs ADD COLUMN tool_tokens INTEGER;
 	ALTER TABLE agent_runs ADD COLUMN conversation_tokens INTEGER;
 	ALTER TABLE agent_runs ADD COLUMN media_tokens INTEGER;`,
+	// 24: each run's tool calls as summaries show them (toolcalls.go):
+	// the tool, the start of its arguments and result, its string
+	// arguments clipped, so a web room's chips never read a transcript
+	// (whose tool results can be megabytes). tool_calls_kept is 0 for the
+	// runs recorded before: their calls are kept when first read.
+	`CREATE TABLE agent_tool_calls (
+		run_id TEXT NOT NULL REFERENCES agent_runs(id) ON DELETE CASCADE,
+		idx INTEGER NOT NULL,
+		named INTEGER NOT NULL DEFAULT 0,
+		name TEXT NOT NULL,
+		args TEXT NOT NULL,
+		fields TEXT NOT NULL,
+		result TEXT NOT NULL,
+		failed INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (run_id, idx)
+	);
+	ALTER TABLE agent_runs ADD COLUMN tool_calls_kept INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the number of migrations this build knows.

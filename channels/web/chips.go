@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/botd-dev/botd/mediaregistry"
@@ -26,18 +25,26 @@ type toolChip struct {
 	Run string `json:"run,omitempty"`
 }
 
-// Bounds of what a chip shows: what happened, not the whole of it.
+// Bounds of what a chip shows: what happened, not the whole of it
+// (within what the store keeps of a call: store.ToolClipRunes).
 const (
 	chipRuns       = 50  // the newest runs of a group searched for answers
 	chipArgsRunes  = 300 // a call's arguments
 	chipResultRune = 400 // a result's start
 )
 
+// The store keeps more of a call than a chip shows, so clipping what it
+// keeps is clipping the call (a build with them the other way fails).
+const _ = uint(store.ToolClipRunes - max(chipArgsRunes, chipResultRune) - 1)
+
 // chipsFor finds the runs behind the room's answers and what each did.
 // An answer is the run's whose span holds its time: a group runs one at
 // a time, and its answer is shown before the run is recorded as done.
 // Answers whose run is not recorded yet get none; pending says whether
-// the newest answer is one (its page asks again).
+// the newest answer is one (its page asks again). What it reads of each
+// run is the start of its tool calls, kept apart from the transcript
+// (store.RecentRunTools): a guest polling the room never has whole
+// transcripts read.
 func (w *Web) chipsFor(ctx context.Context, rm *room, msgs []Message, admin bool) (chips map[int64][]toolChip, pending bool, err error) {
 	var answers []Message
 	for _, m := range msgs {
@@ -48,12 +55,12 @@ func (w *Web) chipsFor(ctx context.Context, rm *room, msgs []Message, admin bool
 	if len(answers) == 0 || w.o.Store == nil {
 		return nil, false, nil
 	}
-	runs, err := w.o.Store.FindRuns(ctx, store.RunFilter{Folder: rm.folder, Limit: chipRuns})
+	runs, err := w.o.Store.RecentRunTools(ctx, rm.folder, chipRuns)
 	if err != nil {
 		return nil, false, err
 	}
 	chips = map[int64][]toolChip{}
-	details := map[string][]toolChip{}
+	made := map[string][]toolChip{}
 	newest := answers[len(answers)-1]
 	pending = true
 	for _, r := range runs {
@@ -68,15 +75,11 @@ func (w *Web) chipsFor(ctx context.Context, rm *room, msgs []Message, admin bool
 			if t.Before(r.Started) || t.After(r.Finished) {
 				continue
 			}
-			if len(r.Tools) > 0 {
-				cs, ok := details[r.ID]
+			if len(r.Calls) > 0 {
+				cs, ok := made[r.ID]
 				if !ok {
-					d, err := w.o.Store.RunDetail(ctx, r.ID)
-					if err != nil {
-						return nil, false, err
-					}
-					cs = w.chipsOf(ctx, rm, d, admin)
-					details[r.ID] = cs
+					cs = w.chipsOf(ctx, rm, r, admin)
+					made[r.ID] = cs
 				}
 				chips[m.Seq] = cs
 			}
@@ -87,49 +90,23 @@ func (w *Web) chipsFor(ctx context.Context, rm *room, msgs []Message, admin bool
 }
 
 // chipsOf is a run's tool calls as chips, each with its result.
-func (w *Web) chipsOf(ctx context.Context, rm *room, d store.RunDetail, admin bool) []toolChip {
-	var out []toolChip
-	at := map[string]int{} // tool call id → its chip
-	for _, e := range d.Transcript {
-		var parts []transcriptPart
-		if json.Unmarshal(e.Parts, &parts) != nil {
-			continue
+func (w *Web) chipsOf(ctx context.Context, rm *room, r store.RunTools, admin bool) []toolChip {
+	out := make([]toolChip, 0, len(r.Calls))
+	for _, c := range r.Calls {
+		chip := toolChip{Tool: c.Name, Label: w.chipLabel(ctx, rm, c.Name, c.Fields), Args: trimTo(c.Args, chipArgsRunes),
+			Result: trimTo(c.Result, chipResultRune), Failed: c.Failed}
+		if admin {
+			chip.Run = "/admin/runs/" + r.ID
 		}
-		for _, p := range parts {
-			switch {
-			case p.Kind == "tool_call" && p.ToolCall != nil:
-				c := toolChip{Tool: p.ToolCall.Name, Label: w.chipLabel(ctx, rm, p.ToolCall.Name, p.ToolCall.Args),
-					Args: trimTo(string(p.ToolCall.Args), chipArgsRunes)}
-				if admin {
-					c.Run = "/admin/runs/" + d.ID
-				}
-				at[p.ToolCall.ID] = len(out)
-				out = append(out, c)
-			case p.Kind == "tool_result" && p.ToolResult != nil:
-				i, ok := at[p.ToolResult.CallID]
-				if !ok {
-					continue
-				}
-				var b strings.Builder
-				for _, c := range p.ToolResult.Content {
-					if c.Kind == "text" {
-						b.WriteString(c.Text + " ")
-					}
-				}
-				out[i].Result = trimTo(strings.Join(strings.Fields(b.String()), " "), chipResultRune)
-				out[i].Failed = p.ToolResult.IsError
-			}
-		}
+		out = append(out, chip)
 	}
 	return out
 }
 
 // chipLabel says in a few words what a call did: the file's name, the
-// page's host, the search's words.
-func (w *Web) chipLabel(ctx context.Context, rm *room, tool string, raw json.RawMessage) string {
-	var args map[string]any
-	_ = json.Unmarshal(raw, &args)
-	str := func(k string) string { s, _ := args[k].(string); return s }
+// page's host, the search's words, from its string arguments.
+func (w *Web) chipLabel(ctx context.Context, rm *room, tool string, args map[string]string) string {
+	str := func(k string) string { return args[k] }
 	switch tool {
 	case "fetch_media":
 		name := "a file"

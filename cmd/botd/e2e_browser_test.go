@@ -221,6 +221,12 @@ func TestBrowserChatAndDashboard(t *testing.T) {
 	if !strings.Contains(row, "look at this") || !strings.Contains(row, "answered") {
 		t.Errorf("run row %q lacks the trigger or the outcome", row)
 	}
+	// The run the agent recorded gives the image answer its chip, from
+	// what the store kept of the call when it saved the run.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/r/main"),
+		waitText(".msg.assistant .tool-chip summary", "looked at gradient.png")); err != nil {
+		t.Fatalf("the room's chips: %v\nbotd logs:\n%s", err, p.Logs())
+	}
 	for name, png := range map[string][]byte{"web-chat.png": chatPNG, "web-dashboard.png": dashPNG} {
 		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
 			t.Fatal(err)
