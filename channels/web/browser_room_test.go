@@ -43,12 +43,15 @@ func TestBrowserRoomReadsLikeAChat(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A run that looked at the photo and read a page, whose answer has a
+	// A run that looked at the photo and read a page (loading fetch_url
+	// first, which is no chip: botd's own bookkeeping), whose answer has a
 	// table and Go code.
 	now := time.Now()
-	calls := `[{"kind":"tool_call","tool_call":{"id":"c1","name":"fetch_media","args":{"mediaRef":"` + in.Refs[0].ID + `"}}},` +
+	calls := `[{"kind":"tool_call","tool_call":{"id":"c0","name":"load_tools","args":{"names":["fetch_url"]}}},` +
+		`{"kind":"tool_call","tool_call":{"id":"c1","name":"fetch_media","args":{"mediaRef":"` + in.Refs[0].ID + `"}}},` +
 		`{"kind":"tool_call","tool_call":{"id":"c2","name":"fetch_url","args":{"url":"https://example.org/tides"}}}]`
-	results := `[{"kind":"tool_result","tool_result":{"call_id":"c1","content":[{"kind":"text","text":"a beach at low tide"}]}},` +
+	results := `[{"kind":"tool_result","tool_result":{"call_id":"c0","content":[{"kind":"text","text":"Loaded fetch_url: call them from your next turn on."}]}},` +
+		`{"kind":"tool_result","tool_result":{"call_id":"c1","content":[{"kind":"text","text":"a beach at low tide"}]}},` +
 		`{"kind":"tool_result","tool_result":{"call_id":"c2","content":[{"kind":"text","text":"High tide 14:05, low tide 20:17"}]}}]`
 	if err := h.st.SaveRun(bg, store.AgentRun{ID: "run-beach", Folder: "main", Started: now.Add(-5 * time.Second), Finished: now.Add(time.Minute),
 		Outcome: "answered", UpToSeq: seq, Model: "gpt-4.1", Iterations: 2, CostKnown: false},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/botd-dev/botd/llm"
 	"github.com/botd-dev/botd/mediaregistry"
 	"github.com/botd-dev/botd/store"
 )
@@ -93,6 +94,9 @@ func (w *Web) chipsFor(ctx context.Context, rm *room, msgs []Message, admin bool
 func (w *Web) chipsOf(ctx context.Context, rm *room, r store.RunTools, admin bool) []toolChip {
 	out := make([]toolChip, 0, len(r.Calls))
 	for _, c := range r.Calls {
+		if c.Name == llm.LoadTools {
+			continue // the model asking for a tool's schema: nothing it did
+		}
 		chip := toolChip{Tool: c.Name, Label: w.chipLabel(ctx, rm, c.Name, c.Fields), Args: trimTo(c.Args, chipArgsRunes),
 			Result: trimTo(c.Result, chipResultRune), Failed: c.Failed}
 		if admin {
