@@ -33,7 +33,7 @@ func (d *daemon) markChats(ctx context.Context) {
 		// From the start then: every chat's mark is written once.
 		log.Warn("cannot read the newest message", "err", err)
 	}
-	p := chatlog.Following{Gap: chatMarkGap}
+	p := chatlog.Following{Gap: chatMarkGap, Clock: d.clock}
 	if d.store.Dialect == sqldialect.Postgres {
 		p.Poll = chatMarkPoll
 	}
