@@ -168,7 +168,8 @@ func TestFollowIsIdleWithoutNews(t *testing.T) {
 }
 
 // BenchmarkChatlogChanged is what botd run's look for new messages costs
-// the database each second (chat marks for botd mcp): a million messages
+// the database (chat marks for botd mcp; a look after each message stored,
+// at most one a second, and one a minute on Postgres): a million messages
 // (BOTD_BENCH_MESSAGES), nothing new since the last look, then ten new.
 func BenchmarkChatlogChanged(b *testing.B) {
 	n := benchMessages(b)
