@@ -265,10 +265,12 @@ func (d *daemon) kickKept() {
 // tellKept rewrites keptMark so that a running botd takes a change of the
 // groups approved live up at once. The change is in the database either
 // way: a mark not written is a warning (botd then finds it at its next
-// read, or restart), never a failure of the command.
+// read, or restart), never a failure of the command. No data folder here
+// is a botd on another host (Postgres): it reads them within keptPoll.
 func tellKept(dataDir string, stderr io.Writer) {
-	if err := writeKeptMark(dataDir); err != nil {
-		fmt.Fprintf(stderr, "warning: a running botd was not told (%v); it takes the change up at its next look or restart\n", err)
+	if err := writeKeptMark(dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stderr, "warning: a running botd was not told (%v); it takes the change up within a minute on Postgres, "+
+			"at its restart on SQLite\n", err)
 	}
 }
 
