@@ -53,10 +53,11 @@ var (
 type Log struct {
 	db      *sql.DB
 	dialect sqldialect.Dialect
+	st      *store.Store // for Follow's news of a message stored
 }
 
 // New reads st's messages.
-func New(st *store.Store) *Log { return &Log{db: st.DB, dialect: st.Dialect} }
+func New(st *store.Store) *Log { return &Log{db: st.DB, dialect: st.Dialect, st: st} }
 
 // Query is one search.
 type Query struct {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/internal/sqlrows"
 )
 
@@ -35,6 +36,12 @@ const changedBatch = 1000
 // change here. It walks the primary key from seq (a range, not a scan:
 // grouping in SQL would let SQLite walk the (chat_id, seq) index whole).
 func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest int64, err error) {
+	chats, newest, _, err = l.changed(ctx, seq)
+	return chats, newest, err
+}
+
+// changed is Changed, and whether the batch was full (more may wait).
+func (l *Log) changed(ctx context.Context, seq int64) (chats []string, newest int64, more bool, err error) {
 	type row struct {
 		chat string
 		seq  int64
@@ -45,7 +52,7 @@ func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest in
 		return x, err
 	}, `SELECT chat_id, seq FROM messages WHERE seq > ? ORDER BY seq LIMIT `+strconv.Itoa(changedBatch), seq)
 	if err != nil {
-		return nil, seq, err
+		return nil, seq, false, err
 	}
 	newest = seq
 	for _, r := range rows {
@@ -54,32 +61,97 @@ func (l *Log) Changed(ctx context.Context, seq int64) (chats []string, newest in
 		}
 		newest = max(newest, r.seq)
 	}
-	return chats, newest, nil
+	return chats, newest, len(rows) == changedBatch, nil
+}
+
+// Following is how Follow paces its looks.
+type Following struct {
+	// Gap is the least time between two looks: a burst of messages costs
+	// one look (and one call of fn) per Gap. A failed look is tried again
+	// after it (a second at least).
+	Gap time.Duration
+	// Poll is how often it looks with no news, for the writers it cannot
+	// hear: another process storing messages in the same database (a
+	// second instance on Postgres). 0 never looks unasked.
+	Poll time.Duration
+	// Clock is the wall clock when nil; tests pass a clock.Fake.
+	Clock clock.Clock
 }
 
 // Follow calls fn with the chats that got a message after seq since,
-// looking every interval, until ctx ends (Newest is where "from now" is).
-// A failed look is logged and tried again at the next.
-func (l *Log) Follow(ctx context.Context, since int64, every time.Duration, log *slog.Logger, fn func(chats []string)) {
+// until ctx ends (Newest is where "from now" is). It looks once at start,
+// then when a message is stored through this process's store (Stored:
+// every writer in the process — the networks' messages, botd's answers,
+// what generation sends — goes through PutMessage), and every p.Poll
+// besides: an idle follower neither wakes nor reads the database. A
+// message stored during a look wakes the next one, so none is lost.
+func (l *Log) Follow(ctx context.Context, since int64, p Following, log *slog.Logger, fn func(chats []string)) {
+	clk := p.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	retry := max(p.Gap, time.Second)
 	seq := since
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	var last time.Time
+	news := l.st.Stored()
+	for again := true; ; {
+		if !again && !waitFor(ctx, clk, news, p.Poll) {
 			return
-		case <-t.C:
 		}
-		chats, newest, err := l.Changed(ctx, seq)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("chatlog: cannot read new messages; trying again", "err", err)
+		if !last.IsZero() {
+			if d := p.Gap - clk.Now().Sub(last); d > 0 && !sleep(ctx, clk, d) {
+				return
 			}
+		}
+		// Taken before the look: a message committed after it closes it,
+		// and the next wait ends at once.
+		news = l.st.Stored()
+		last = clk.Now()
+		chats, newest, more, err := l.changed(ctx, seq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("chatlog: cannot read new messages; trying again", "err", err)
+			if !sleep(ctx, clk, retry) {
+				return
+			}
+			again = true
 			continue
 		}
 		seq = newest
 		if len(chats) > 0 {
 			fn(chats)
 		}
+		again = more // a burst past one batch: the rest at once (spaced)
+	}
+}
+
+// waitFor waits for news, or poll (when not 0), or the end of ctx (false).
+func waitFor(ctx context.Context, clk clock.Clock, news <-chan struct{}, poll time.Duration) bool {
+	var tick <-chan time.Time
+	if poll > 0 {
+		t := clk.NewTimer(poll)
+		defer t.Stop()
+		tick = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-news:
+	case <-tick:
+	}
+	return true
+}
+
+// sleep waits d, or for the end of ctx (false).
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }

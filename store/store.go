@@ -37,7 +37,44 @@ type Store struct {
 	// keeping serialises keeping the tool calls of runs recorded before
 	// they were kept (toolcalls.go).
 	keeping sync.Mutex
+
+	// stored tells the followers of the conversation in this process that
+	// a message was stored (Stored), so they need not poll for it.
+	stored news
 }
+
+// news is a broadcast without a payload: every channel handed out since
+// the last signal is closed by the next. The zero value is ready.
+type news struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *news) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *news) signal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}
+
+// Stored is closed once a message is next stored (PutMessage, committed)
+// through s: how a follower of new messages in this process (botd run's
+// chat marks) sleeps until there is something to read. Take it before
+// reading, so a message stored during the read wakes the next wait. A
+// message another process stores (a second instance on the database) is
+// not told here.
+func (s *Store) Stored() <-chan struct{} { return s.stored.wait() }
 
 // DSN builds a modernc.org/sqlite DSN with the pragmas botd relies on:
 // WAL so readers never block the writer, a busy timeout instead of
@@ -779,6 +816,7 @@ func (s *Store) PutMessage(ctx context.Context, m Message) (int64, error) {
 		}
 		return 0, fmt.Errorf("put message %s/%s: %w", m.ChatID, m.ID, err)
 	}
+	s.stored.signal()
 	return seq, nil
 }
 

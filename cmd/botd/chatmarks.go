@@ -7,13 +7,20 @@ import (
 	"time"
 
 	"github.com/botd-dev/botd/chatlog"
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/mcp"
 )
 
-// chatMarkEvery is how often botd run looks for new messages to tell the
-// botd mcp processes of (a read of the messages' primary key).
-const chatMarkEvery = time.Second
+// chatMarkGap is the least time between two looks for new messages to tell
+// the botd mcp processes of (a read of the messages' primary key): a burst
+// writes each group's mark at most once per gap.
+const chatMarkGap = time.Second
+
+// chatMarkPoll is how often botd run looks with no news of a message from
+// its own store, on a database another instance may write to (Postgres);
+// on SQLite every writer is this process and an idle botd never looks.
+const chatMarkPoll = time.Minute
 
 // markChats rewrites the chat mark (mcp.MarkChat) of every group whose
 // chat got a message, until ctx ends: how a `botd mcp` (another process)
@@ -26,7 +33,11 @@ func (d *daemon) markChats(ctx context.Context) {
 		// From the start then: every chat's mark is written once.
 		log.Warn("cannot read the newest message", "err", err)
 	}
-	l.Follow(ctx, since, chatMarkEvery, log, func(chats []string) {
+	p := chatlog.Following{Gap: chatMarkGap, Clock: d.clock}
+	if d.store.Dialect == sqldialect.Postgres {
+		p.Poll = chatMarkPoll
+	}
+	l.Follow(ctx, since, p, log, func(chats []string) {
 		done := map[string]bool{}
 		for _, c := range chats {
 			g, ok := d.groups.ByChat(c)

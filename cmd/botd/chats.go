@@ -6,27 +6,46 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/botd-dev/botd/access"
 	"github.com/botd-dev/botd/channels"
 	"github.com/botd-dev/botd/channels/web"
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/sqldialect"
 	"github.com/botd-dev/botd/store"
 )
 
 const chatsLine = "botd chats list | approve CODE [--folder NAME] [--name NAME] | deny CODE | remove FOLDER [--config FILE]"
 
-// keptEvery is how often the daemon looks for groups approved live (by
-// `botd chats approve`, from any process on the database).
+// keptMark is the file in the data folder `botd chats approve|remove`
+// rewrites after changing the groups approved live: botd run watches it
+// (fsnotify) and reads the groups at once. In botd run itself the gate
+// and the dashboard tell the watcher directly (kickKept).
+const keptMark = "chats.updated"
+
+// keptPoll is how often botd run reads the groups approved live with no
+// word of a change, on a database another machine's `botd chats` or a
+// second instance may change (Postgres); on SQLite with the mark watched
+// an idle botd never reads them.
+const keptPoll = time.Minute
+
+// keptEvery is that period when the mark cannot be watched (no inotify
+// left): the change is then found by reading the database this often.
 const keptEvery = 2 * time.Second
 
 // cmdChats manages the chats of access: it works on the database, so it
-// works while `botd run` runs; the daemon takes a change up within
-// keptEvery.
+// works while `botd run` runs; it tells the daemon through keptMark, which
+// takes the change up at once.
 func cmdChats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chats", chatsLine,
 		"Manage the chats botd answers beyond the config's groups: list the groups approved live and the chats waiting with a "+
@@ -78,6 +97,7 @@ func cmdChats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fail(1, "approve: %v", err)
 		}
+		tellKept(cfg.DataDir, stderr)
 		fmt.Fprintf(stdout, "approved: %s is now the group %q (folder %s); a running botd answers there within seconds\n",
 			orDash(k.Name, k.Chat), k.Folder, k.Folder)
 	case "deny":
@@ -94,6 +114,7 @@ func cmdChats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fail(1, "remove %s: %v", pos[1], err)
 		}
+		tellKept(cfg.DataDir, stderr)
 		fmt.Fprintf(stdout, "removed: the group %q (%s); its folder and messages stay\n", k.Folder, k.Chat)
 	}
 	return nil
@@ -241,22 +262,134 @@ func (d *daemon) kickKept() {
 	}
 }
 
+// tellKept rewrites keptMark so that a running botd takes a change of the
+// groups approved live up at once. The change is in the database either
+// way: a mark not written is a warning (botd then finds it at its next
+// read, or restart), never a failure of the command. No data folder here
+// is a botd on another host (Postgres): it reads them within keptPoll.
+func tellKept(dataDir string, stderr io.Writer) {
+	if err := writeKeptMark(dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stderr, "warning: a running botd was not told (%v); it takes the change up within a minute on Postgres, "+
+			"at its restart on SQLite\n", err)
+	}
+}
+
+// writeKeptMark writes keptMark in place (a watch on the file survives
+// it), inside the data folder.
+func writeKeptMark(dataDir string) error {
+	root, err := os.OpenRoot(dataDir)
+	if err != nil {
+		return fmt.Errorf("chats mark: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(keptMark, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("chats mark: %w", err)
+	}
+	_, err = f.WriteString(strconv.FormatInt(time.Now().UnixMilli(), 10) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("chats mark: %w", err)
+	}
+	return nil
+}
+
+// watchKeptMark watches keptMark (created when missing) and sends on
+// kick at each change of it, until ctx ends. It returns once the watch is
+// in place, so a mark written from then on is seen.
+func (d *daemon) watchKeptMark(ctx context.Context) error {
+	path := filepath.Join(d.cfg.DataDir, keptMark)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := writeKeptMark(d.cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", keptMark, err)
+	}
+	if err := w.Add(path); err != nil {
+		w.Close()
+		return fmt.Errorf("watching %s: %w", keptMark, err)
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				d.kickKept()
+				if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+					// Replaced rather than rewritten: watch the new file.
+					_ = w.Remove(path)
+					if err := writeKeptMark(d.cfg.DataDir); err == nil {
+						err = w.Add(path)
+					}
+					if err != nil {
+						d.log.Warn("groups approved live by botd chats are taken up at restart only: their mark is not watched", "err", err)
+						return
+					}
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				d.log.Warn("watching the mark of botd chats", "err", err)
+				d.kickKept()
+			}
+		}
+	}()
+	return nil
+}
+
 // watchKept keeps the running set in step with the groups approved live
-// until ctx ends: every keptEvery, or at once when kicked. A group new to
-// the set gets its workspace and a word in its chat; one no longer kept
-// is dropped (its messages are then stored as a stranger's: not at all).
+// until ctx ends: at once when told (kickKept: the gate, the dashboard,
+// botd chats through keptMark), and every keptPoll on Postgres, where
+// another machine may change them unheard. A group new to the set gets
+// its workspace and a word in its chat; one no longer kept is dropped
+// (its messages are then stored as a stranger's: not at all).
 func (d *daemon) watchKept(ctx context.Context) {
-	t := time.NewTicker(keptEvery)
-	defer t.Stop()
+	every := time.Duration(0)
+	if d.store.Dialect == sqldialect.Postgres {
+		every = keptPoll
+	}
+	if err := d.watchKeptMark(ctx); err != nil {
+		d.log.Warn("botd chats approve|remove is taken up by reading the database every "+keptEvery.String(), "err", err)
+		every = keptEvery
+	}
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		case <-d.keptKick:
 		}
 		if err := d.syncKept(ctx); err != nil && ctx.Err() == nil {
 			d.log.Warn("groups approved live not read; trying again", "err", err)
+			if tick == nil {
+				t := time.NewTimer(keptEvery)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				d.kickKept()
+			}
 		}
 	}
 }

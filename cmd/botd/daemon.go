@@ -21,6 +21,7 @@ import (
 	"github.com/botd-dev/botd/config"
 	"github.com/botd-dev/botd/diskbudget"
 	"github.com/botd-dev/botd/groups"
+	"github.com/botd-dev/botd/internal/clock"
 	"github.com/botd-dev/botd/ipc"
 	"github.com/botd-dev/botd/lease"
 	"github.com/botd-dev/botd/llm/uploads"
@@ -93,6 +94,9 @@ type daemon struct {
 	// logLevel is log's level, which a reload may change (nil: fixed).
 	hup      <-chan os.Signal
 	logLevel *slog.LevelVar
+	// clock paces the chat marks (chatmarks.go): nil is the wall clock;
+	// a test moves a clock.Fake.
+	clock clock.Clock
 }
 
 func newDaemon(cfg *config.Config, log *slog.Logger) (*daemon, error) {
