@@ -191,9 +191,10 @@ type keptCall struct {
 	named bool
 }
 
-// transcriptPart is the part of a transcript's message a kept call is
-// made from (the agent's llm.Part as JSON).
-type transcriptPart struct {
+// TranscriptPart is what botd reads back of a stored transcript part
+// (the agent's llm.Part as JSON): the kept tool calls here and the run
+// pages of the web channel, neither of which links the LLM seam.
+type TranscriptPart struct {
 	Kind     string `json:"kind"`
 	Text     string `json:"text"`
 	ToolCall *struct {
@@ -203,7 +204,7 @@ type transcriptPart struct {
 	} `json:"tool_call"`
 	ToolResult *struct {
 		CallID  string           `json:"call_id"`
-		Content []transcriptPart `json:"content"`
+		Content []TranscriptPart `json:"content"`
 		IsError bool             `json:"is_error"`
 	} `json:"tool_result"`
 	Media *struct {
@@ -216,7 +217,7 @@ type transcriptPart struct {
 // add takes one transcript message; one this build cannot read adds
 // nothing.
 func (k *toolKeeper) add(role string, raw []byte) {
-	var parts []transcriptPart
+	var parts []TranscriptPart
 	if json.Unmarshal(raw, &parts) != nil {
 		return
 	}

@@ -41,28 +41,6 @@ type partView struct {
 	IsError                bool
 }
 
-// transcriptPart is what a run page reads of a stored part (llm.Part's
-// JSON): the web channel links no vendor code.
-type transcriptPart struct {
-	Kind     string `json:"kind"`
-	Text     string `json:"text"`
-	ToolCall *struct {
-		ID   string          `json:"id"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	} `json:"tool_call"`
-	ToolResult *struct {
-		CallID  string           `json:"call_id"`
-		Content []transcriptPart `json:"content"`
-		IsError bool             `json:"is_error"`
-	} `json:"tool_result"`
-	Media *struct {
-		MIME string `json:"mime"`
-		Path string `json:"path"`
-		URL  string `json:"url"`
-	} `json:"media"`
-}
-
 // runPage shows one run: its model calls with their timings, tokens and
 // cost, and its transcript, tool calls with their arguments and results.
 func (w *Web) runPage(rw http.ResponseWriter, r *http.Request) {
@@ -99,7 +77,7 @@ func runDetailView(d store.RunDetail) runBody {
 	names := map[string]string{} // tool call id → name, for the results
 	turn := 0
 	for _, e := range d.Transcript {
-		var parts []transcriptPart
+		var parts []store.TranscriptPart
 		tv := turnView{Role: e.Role}
 		if e.Role == "assistant" {
 			turn++
@@ -118,7 +96,7 @@ func runDetailView(d store.RunDetail) runBody {
 	return b
 }
 
-func partOf(p transcriptPart, names map[string]string) partView {
+func partOf(p store.TranscriptPart, names map[string]string) partView {
 	switch {
 	case p.Kind == "tool_call" && p.ToolCall != nil:
 		names[p.ToolCall.ID] = p.ToolCall.Name
