@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +110,11 @@ func measureChips(b *testing.B, r *rig, poll func(), old bool) {
 		}
 	}
 	runtime.GC()
+	debug.FreeOSMemory()
+	// The process's peak resident set from here on: Linux resets VmHWM
+	// to the current RSS on "5" (proc(5), clear_refs).
+	rssReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	rssBase := procStatusKB("VmRSS")
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	base := sample[0].Value.Uint64()
@@ -145,4 +153,24 @@ func measureChips(b *testing.B, r *rig, poll func(), old bool) {
 	<-sampled
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/4polls")
 	b.ReportMetric(float64(peak-min(peak, base))/(1<<20), "peak-heap-MB")
+	if hwm := procStatusKB("VmHWM"); rssReset && hwm > 0 {
+		b.ReportMetric(float64(hwm)/1024, "peak-rss-MB")
+		b.ReportMetric(float64(rssBase)/1024, "rss-before-MB")
+	}
+}
+
+// procStatusKB is a "kB" line of /proc/self/status (VmRSS, VmHWM), 0
+// where there is none.
+func procStatusKB(key string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
